@@ -1,0 +1,51 @@
+# Build helpers shared by every room.
+#   contextd_library(NAME SRCS a.cc b.cc DEPS x y)   -> static library contextd_NAME
+#   contextd_test(NAME SRCS a_test.cc DEPS x y)      -> gtest binary registered with ctest
+#   contextd_fuzzer(NAME SRCS f.cc DEPS x CORPUS dir) -> libFuzzer target (CONTEXTD_FUZZ=ON, clang);
+#                                                       the corpus is always replayed as a ctest.
+include_guard(GLOBAL)
+
+set(CONTEXTD_WARNINGS -Wall -Wextra -Wshadow)
+
+if(CONTEXTD_SANITIZE)
+  string(REPLACE ";" "," _san "${CONTEXTD_SANITIZE}")
+  add_compile_options(-fsanitize=${_san} -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=${_san})
+endif()
+
+function(contextd_library name)
+  cmake_parse_arguments(ARG "" "" "SRCS;DEPS" ${ARGN})
+  add_library(contextd_${name} STATIC ${ARG_SRCS})
+  target_include_directories(contextd_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  target_compile_options(contextd_${name} PRIVATE ${CONTEXTD_WARNINGS})
+  target_link_libraries(contextd_${name} PUBLIC ${ARG_DEPS})
+endfunction()
+
+function(contextd_test name)
+  cmake_parse_arguments(ARG "" "" "SRCS;DEPS;LABELS" ${ARGN})
+  add_executable(${name} ${ARG_SRCS})
+  target_compile_options(${name} PRIVATE ${CONTEXTD_WARNINGS})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gmock GTest::gtest_main)
+  include(GoogleTest)
+  set(_props ENVIRONMENT "CONTEXTD_SOURCE_DIR=${PROJECT_SOURCE_DIR};CONTEXTD_BINARY_DIR=${PROJECT_BINARY_DIR}")
+  if(ARG_LABELS)
+    list(APPEND _props LABELS "${ARG_LABELS}")
+  endif()
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES ${_props})
+endfunction()
+
+# A fuzz target is one function `extern "C" int LLVMFuzzerTestOneInput(const uint8_t*, size_t)`.
+# With CONTEXTD_FUZZ (clang) it links libFuzzer; otherwise a small driver replays the seed corpus,
+# so every build runs the seeds as an ordinary test.
+function(contextd_fuzzer name)
+  cmake_parse_arguments(ARG "" "CORPUS" "SRCS;DEPS" ${ARGN})
+  if(CONTEXTD_FUZZ)
+    add_executable(${name} ${ARG_SRCS})
+    target_compile_options(${name} PRIVATE -fsanitize=fuzzer)
+    target_link_options(${name} PRIVATE -fsanitize=fuzzer)
+    target_link_libraries(${name} PRIVATE ${ARG_DEPS})
+  endif()
+  add_executable(${name}_replay ${ARG_SRCS} ${PROJECT_SOURCE_DIR}/tests/fuzz/replay_main.cc)
+  target_link_libraries(${name}_replay PRIVATE ${ARG_DEPS})
+  add_test(NAME ${name}_corpus COMMAND ${name}_replay ${ARG_CORPUS})
+endfunction()

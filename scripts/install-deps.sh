@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs everything contextd needs to build, test and benchmark on Debian 12 (bookworm).
+# Idempotent; run as root (or with sudo available). Only Debian packages and pinned npm packages.
+set -euo pipefail
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+PKGS=(
+  build-essential cmake ninja-build pkg-config git ca-certificates
+  g++-12 clang-14 libclang-rt-14-dev clang-format-14 clang-tidy-14 lld-14
+  nlohmann-json3-dev libboost-dev libboost-system-dev libssl-dev
+  libsqlite3-dev sqlite3 libre2-dev libutf8proc-dev libyaml-cpp-dev libcli11-dev
+  libspdlog-dev libfmt-dev prometheus-cpp-dev libsodium-dev libabsl-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  wrk curl procps python3
+)
+# Node.js and npm: the machine image may ship them (NodeSource); Debian's own otherwise.
+command -v node >/dev/null 2>&1 || PKGS+=(nodejs)
+command -v npm >/dev/null 2>&1 || PKGS+=(npm)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# npm packages used by tests and benchmarks (pinned in tools/npm/package.json + lockfile).
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if [ -f "$here/tools/npm/package.json" ] && [ "${CONTEXTD_SKIP_NPM:-0}" != "1" ]; then
+  (cd "$here/tools/npm" && if [ -f package-lock.json ]; then npm ci --no-audit --no-fund --loglevel=error; else npm install --no-audit --no-fund --loglevel=error; fi)
+fi

@@ -1,0 +1,58 @@
+// The boundary between transports and the MCP engine. A transport (stdio, Streamable HTTP) parses
+// bytes with protocol::ParseIncoming, creates one Session per MCP session through a SessionFactory,
+// feeds it messages, and delivers whatever the session sends through its MessageSink.
+// Implementations of all three interfaces are thread-safe.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "protocol/jsonrpc.h"
+
+namespace contextd::protocol {
+
+// Who is on the other end of a session.
+struct SessionInfo {
+  std::string session_id;      // Mcp-Session-Id over HTTP; "stdio" on stdio
+  std::string tenant = "local";  // from the bearer token over HTTP; "local" on stdio
+  std::string transport;       // "stdio" or "http"
+};
+
+// Where a session's outbound messages go. Implemented by transports.
+class MessageSink {
+ public:
+  virtual ~MessageSink() = default;
+  // Delivers one JSON-RPC message to the client. `related_request_id` is the id of the client
+  // request the message belongs to: its response, and the progress, log and server-to-client
+  // requests issued while handling it (Streamable HTTP puts those on that POST's stream). It is
+  // null for messages that belong to no request (list_changed, resources/updated, ...), which go
+  // to the standalone stream (HTTP GET) or stdout. Must not block on the network; may be called
+  // from any thread, including after the client went away (then it drops the message).
+  virtual void Send(const Json& message, const Json& related_request_id) = 0;
+};
+
+// One MCP session as the transports see it. Implemented by the engine.
+class Session {
+ public:
+  virtual ~Session() = default;
+  // Hands over one message of the client (request, notification or response to a
+  // server-to-client request). Returns at once; the answer goes to the sink.
+  virtual void Receive(Message message) = 0;
+  // The negotiated protocol version, or "" before initialize has succeeded.
+  virtual std::string protocol_version() const = 0;
+  // Ends the session (stdio EOF, HTTP DELETE, idle timeout, shutdown): cancels work in flight,
+  // fails pending server-to-client requests, releases resources. Idempotent.
+  virtual void Close(std::string_view reason) = 0;
+};
+
+// Creates sessions. Implemented by the engine (server wiring decides which features exist).
+class SessionFactory {
+ public:
+  virtual ~SessionFactory() = default;
+  // A new session that will send through `sink`. Never returns null.
+  virtual std::shared_ptr<Session> CreateSession(SessionInfo info,
+                                                 std::shared_ptr<MessageSink> sink) = 0;
+};
+
+}  // namespace contextd::protocol
