@@ -29,8 +29,17 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# npm packages used by tests and benchmarks (pinned in tools/npm/package.json + lockfile).
+# npm packages used by tests, benchmarks and vocabularies: one folder per purpose under tools/npm/,
+# each pinned by its package.json and package-lock.json.
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-if [ -f "$here/tools/npm/package.json" ] && [ "${CONTEXTD_SKIP_NPM:-0}" != "1" ]; then
-  (cd "$here/tools/npm" && if [ -f package-lock.json ]; then npm ci --no-audit --no-fund --loglevel=error; else npm install --no-audit --no-fund --loglevel=error; fi)
+if [ "${CONTEXTD_SKIP_NPM:-0}" != "1" ]; then
+  for pj in "$here"/tools/npm/*/package.json; do
+    [ -f "$pj" ] || continue
+    d="$(dirname "$pj")"
+    if [ -d "$d/node_modules" ] && [ "$d/node_modules/.package-lock.json" -nt "$d/package-lock.json" ]; then
+      continue
+    fi
+    echo "npm: installing $(basename "$d")" >&2
+    (cd "$d" && if [ -f package-lock.json ]; then npm ci --no-audit --no-fund --loglevel=error; else npm install --no-audit --no-fund --loglevel=error; fi)
+  done
 fi
