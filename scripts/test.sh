@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Runs every test of contextd on this machine: installs dependencies, checks the include graph,
+# builds and runs the unit/integration/e2e tests (ctest) in the normal build, runs the MCP
+# conformance suite against the built server, then repeats ctest under ASan+UBSan and TSan.
+#   scripts/test.sh                 everything
+#   scripts/test.sh debug|asan|tsan only that build's ctest
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+jobs="${CONTEXTD_JOBS:-$(nproc)}"
+
+bash scripts/install-deps.sh
+python3 scripts/check_includes.py
+
+run_preset() {
+  local preset="$1"
+  echo "=== build + ctest: $preset ===" >&2
+  cmake --preset "$preset" >/dev/null
+  cmake --build --preset "$preset" -j "$jobs"
+  ctest --preset "$preset" -j "$jobs" --timeout 300
+}
+
+if [ $# -gt 0 ]; then
+  for p in "$@"; do run_preset "$p"; done
+  exit 0
+fi
+
+run_preset debug
+if [ -x tools/npm/conformance/run-contextd.sh ]; then
+  echo "=== MCP conformance suite ===" >&2
+  tools/npm/conformance/run-contextd.sh build/debug/src/cli/contextd
+fi
+run_preset asan
+run_preset tsan
