@@ -1,0 +1,289 @@
+#include "server/config.h"
+
+#include <cerrno>
+#include <charconv>
+#include <cstdlib>
+#include <map>
+#include <type_traits>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "yaml-cpp/yaml.h"
+
+namespace contextd::server {
+namespace {
+
+// One configurable key: how to set it from its string form(s).
+struct KeySpec {
+  bool is_list = false;
+  std::function<absl::Status(ServerConfig*, const std::vector<std::string>&)> set;
+};
+
+absl::Status Bad(std::string_view key, std::string_view why) {
+  return absl::InvalidArgumentError(absl::StrCat("config key '", key, "': ", why));
+}
+
+template <typename T>
+absl::Status ParseScalar(std::string_view key, const std::string& text, T* out) {
+  if constexpr (std::is_same_v<T, bool>) {
+    std::string v = absl::AsciiStrToLower(text);
+    if (v == "true" || v == "1" || v == "yes" || v == "on") {
+      *out = true;
+    } else if (v == "false" || v == "0" || v == "no" || v == "off") {
+      *out = false;
+    } else {
+      return Bad(key, absl::StrCat("expected true or false, got '", text, "'"));
+    }
+    return absl::OkStatus();
+  } else if constexpr (std::is_integral_v<T>) {
+    T value{};
+    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || ptr != text.data() + text.size()) {
+      return Bad(key, absl::StrCat("expected an integer, got '", text, "'"));
+    }
+    *out = value;
+    return absl::OkStatus();
+  } else if constexpr (std::is_floating_point_v<T>) {
+    char* end = nullptr;
+    errno = 0;
+    double value = std::strtod(text.c_str(), &end);
+    if (text.empty() || end != text.c_str() + text.size() || errno != 0) {
+      return Bad(key, absl::StrCat("expected a number, got '", text, "'"));
+    }
+    *out = static_cast<T>(value);
+    return absl::OkStatus();
+  } else {
+    static_assert(std::is_same_v<T, std::string>, "unsupported config field type");
+    *out = text;
+    return absl::OkStatus();
+  }
+}
+
+// Binds "key" to a scalar field reached through `field(config)`.
+template <typename Getter>
+KeySpec Scalar(std::string key, Getter field) {
+  return KeySpec{false, [key, field](ServerConfig* c, const std::vector<std::string>& v) {
+                   if (v.size() != 1) return Bad(key, "expected a single value");
+                   return ParseScalar(key, v[0], field(c));
+                 }};
+}
+
+KeySpec List(std::vector<std::string> ServerConfig::*member) {
+  return KeySpec{true, [member](ServerConfig* c, const std::vector<std::string>& v) {
+                   c->*member = v;
+                   return absl::OkStatus();
+                 }};
+}
+
+const std::map<std::string, KeySpec>& Registry() {
+  static const auto* registry = [] {
+    auto* r = new std::map<std::string, KeySpec>();
+    auto& m = *r;
+    m["server.transport"] = Scalar("server.transport", [](ServerConfig* c) { return &c->transport; });
+    m["server.listen"] = Scalar("server.listen", [](ServerConfig* c) { return &c->listen; });
+    m["server.data_dir"] = Scalar("server.data_dir", [](ServerConfig* c) { return &c->data_dir; });
+    m["server.log_level"] = Scalar("server.log_level", [](ServerConfig* c) { return &c->log_level; });
+    m["server.max_message_bytes"] =
+        Scalar("server.max_message_bytes", [](ServerConfig* c) { return &c->max_message_bytes; });
+    m["server.auth_token_file"] =
+        Scalar("server.auth_token_file", [](ServerConfig* c) { return &c->auth_token_file; });
+    m["server.http_threads"] =
+        Scalar("server.http_threads", [](ServerConfig* c) { return &c->http_threads; });
+    m["server.allowed_origins"] = List(&ServerConfig::allowed_origins);
+    m["server.allowed_hosts"] = List(&ServerConfig::allowed_hosts);
+    m["server.conformance_fixtures"] = Scalar(
+        "server.conformance_fixtures", [](ServerConfig* c) { return &c->conformance_fixtures; });
+
+#define CONTEXTD_FOLDING_KEY(name) \
+  m["context_folding." #name] =    \
+      Scalar("context_folding." #name, [](ServerConfig* c) { return &c->folding.name; })
+    CONTEXTD_FOLDING_KEY(default_budget);
+    CONTEXTD_FOLDING_KEY(max_budget);
+    CONTEXTD_FOLDING_KEY(max_depth);
+    CONTEXTD_FOLDING_KEY(default_timeout_seconds);
+    CONTEXTD_FOLDING_KEY(max_timeout_seconds);
+    CONTEXTD_FOLDING_KEY(injection_budget_ratio);
+    CONTEXTD_FOLDING_KEY(memory_min_confidence);
+    CONTEXTD_FOLDING_KEY(memory_max_items);
+    CONTEXTD_FOLDING_KEY(max_concurrent_branches_per_session);
+    CONTEXTD_FOLDING_KEY(max_concurrent_branches_per_instance);
+    CONTEXTD_FOLDING_KEY(branch_creation_rate_limit);
+    CONTEXTD_FOLDING_KEY(session_idle_timeout_seconds);
+#undef CONTEXTD_FOLDING_KEY
+
+    m["tokens.encoding"] = Scalar("tokens.encoding", [](ServerConfig* c) { return &c->token_encoding; });
+    m["scrub.rules_file"] = Scalar("scrub.rules_file", [](ServerConfig* c) { return &c->scrub.rules_file; });
+    m["scrub.extend_default"] =
+        Scalar("scrub.extend_default", [](ServerConfig* c) { return &c->scrub.extend_default; });
+    m["scrub.archive_originals"] =
+        Scalar("scrub.archive_originals", [](ServerConfig* c) { return &c->scrub.archive_originals; });
+    m["scrub.key_file"] = Scalar("scrub.key_file", [](ServerConfig* c) { return &c->scrub.key_file; });
+    return r;
+  }();
+  return *registry;
+}
+
+absl::Status SetValues(const std::string& key, const std::vector<std::string>& values,
+                       ServerConfig* config) {
+  auto it = Registry().find(key);
+  if (it == Registry().end()) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown config key '", key, "'"));
+  }
+  return it->second.set(config, values);
+}
+
+}  // namespace
+
+std::vector<std::string> KnownConfigKeys() {
+  std::vector<std::string> keys;
+  for (const auto& [k, _] : Registry()) keys.push_back(k);
+  return keys;
+}
+
+absl::Status SetConfigValue(std::string_view dotted_key, std::string_view value,
+                            ServerConfig* config) {
+  std::string key(dotted_key);
+  auto it = Registry().find(key);
+  if (it == Registry().end()) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown config key '", key, "'"));
+  }
+  std::vector<std::string> values;
+  if (it->second.is_list) {
+    for (std::string_view part : absl::StrSplit(value, ',', absl::SkipWhitespace())) {
+      values.emplace_back(absl::StripAsciiWhitespace(part));
+    }
+  } else {
+    values.emplace_back(value);
+  }
+  return it->second.set(config, values);
+}
+
+absl::Status LoadConfigFile(const std::string& path, ServerConfig* config) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    return absl::NotFoundError(absl::StrCat("config file '", path, "' cannot be read"));
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("config file '", path, "': ", e.what()));
+  }
+  if (root.IsNull()) return absl::OkStatus();
+  if (!root.IsMap()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config file '", path, "': the top level must be a mapping of sections"));
+  }
+  try {
+    for (const auto& section : root) {
+      std::string section_name = section.first.as<std::string>();
+      if (!section.second.IsMap()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "config file '", path, "': section '", section_name, "' must be a mapping"));
+      }
+      for (const auto& entry : section.second) {
+        std::string key = absl::StrCat(section_name, ".", entry.first.as<std::string>());
+        std::vector<std::string> values;
+        if (entry.second.IsSequence()) {
+          for (const auto& item : entry.second) {
+            if (!item.IsScalar()) {
+              return absl::InvalidArgumentError(absl::StrCat(
+                  "config file '", path, "': key '", key, "' must be a list of scalars"));
+            }
+            values.push_back(item.as<std::string>());
+          }
+          auto it = Registry().find(key);
+          if (it != Registry().end() && !it->second.is_list) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                "config file '", path, "': key '", key, "' takes a single value, not a list"));
+          }
+        } else if (entry.second.IsScalar()) {
+          values.push_back(entry.second.as<std::string>());
+        } else if (entry.second.IsNull()) {
+          values.emplace_back();
+        } else {
+          return absl::InvalidArgumentError(
+              absl::StrCat("config file '", path, "': key '", key, "' must be a scalar or a list"));
+        }
+        absl::Status s = SetValues(key, values, config);
+        if (!s.ok()) {
+          return absl::InvalidArgumentError(absl::StrCat("config file '", path, "': ", s.message()));
+        }
+      }
+    }
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("config file '", path, "': ", e.what()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ApplyEnvironment(const std::function<const char*(const char*)>& getenv_fn,
+                              const std::vector<std::string>& env_names, ServerConfig* config) {
+  // Map CONTEXTD_SECTION_KEY back to section.key; sections may contain underscores
+  // (context_folding), so match against the registry rather than splitting.
+  std::map<std::string, std::string> env_to_key;
+  for (const auto& [key, _] : Registry()) {
+    std::string env = "CONTEXTD_" + absl::AsciiStrToUpper(key);
+    for (char& ch : env) {
+      if (ch == '.') ch = '_';
+    }
+    env_to_key[env] = key;
+  }
+  // Variables the process uses for other purposes, not config keys.
+  static const char* const kNotConfig[] = {"CONTEXTD_SOURCE_DIR", "CONTEXTD_BINARY_DIR",
+                                           "CONTEXTD_JOBS", "CONTEXTD_SKIP_NPM"};
+  for (const std::string& name : env_names) {
+    if (name.rfind("CONTEXTD_", 0) != 0) continue;
+    bool skip = false;
+    for (const char* n : kNotConfig) skip = skip || name == n;
+    if (skip) continue;
+    auto it = env_to_key.find(name);
+    if (it == env_to_key.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("environment variable ", name, " names no config key"));
+    }
+    const char* value = getenv_fn(name.c_str());
+    if (value == nullptr) continue;
+    absl::Status s = SetConfigValue(it->second, value, config);
+    if (!s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("environment variable ", name, ": ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateConfig(const ServerConfig& config) {
+  if (config.transport != "stdio" && config.transport != "http") {
+    return Bad("server.transport", absl::StrCat("must be stdio or http, got '", config.transport, "'"));
+  }
+  if (config.max_message_bytes < 1024 || config.max_message_bytes > (int64_t{1} << 30)) {
+    return Bad("server.max_message_bytes", "must be between 1024 and 1073741824");
+  }
+  if (config.http_threads < 1 || config.http_threads > 64) {
+    return Bad("server.http_threads", "must be between 1 and 64");
+  }
+  if (config.token_encoding != "o200k_base" && config.token_encoding != "cl100k_base") {
+    return Bad("tokens.encoding",
+               absl::StrCat("must be o200k_base or cl100k_base, got '", config.token_encoding, "'"));
+  }
+  static const char* const kLevels[] = {"trace", "debug", "info", "warn", "warning", "error", "off"};
+  bool level_ok = false;
+  for (const char* l : kLevels) level_ok = level_ok || config.log_level == l;
+  if (!level_ok) {
+    return Bad("server.log_level", "must be one of trace, debug, info, warn, error, off");
+  }
+  absl::Status folding = config.folding.Validate();
+  if (!folding.ok()) return folding;
+  return absl::OkStatus();
+}
+
+std::string ResolveDataDir(const ServerConfig& config) {
+  if (!config.data_dir.empty()) return config.data_dir;
+  const char* xdg = std::getenv("XDG_DATA_HOME");
+  if (xdg != nullptr && xdg[0] == '/') return std::string(xdg) + "/contextd";
+  const char* home = std::getenv("HOME");
+  if (home != nullptr && home[0] != '\0') return std::string(home) + "/.local/share/contextd";
+  return "./contextd-data";
+}
+
+}  // namespace contextd::server

@@ -1,0 +1,65 @@
+// ServerConfig: everything `contextd serve` is configured with, read in three layers: built-in
+// defaults, then a YAML file (--config), then CONTEXTD_* environment variables, then flags.
+// An unknown key or a bad value is an error that names the key. Not thread-safe; built once at
+// start and then read-only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "folding/config.h"
+#include "scrub/scrub_config.h"
+
+namespace contextd::server {
+
+struct ServerConfig {
+  // server:
+  std::string transport = "http";      // "stdio" or "http"
+  std::string listen = "127.0.0.1:9090";  // ADDR:PORT; port 0 picks a free port
+  std::string data_dir;                // empty: $XDG_DATA_HOME/contextd or ~/.local/share/contextd
+  std::string log_level = "info";
+  int64_t max_message_bytes = 4 << 20;
+  std::string auth_token_file;         // one token per line, optional "tenant:" prefix
+  std::vector<std::string> allowed_origins;  // empty: loopback origins only
+  std::vector<std::string> allowed_hosts;    // empty: loopback hosts only
+  int64_t http_threads = 2;
+  bool conformance_fixtures = false;
+  // context_folding:
+  folding::FoldingConfig folding;
+  // tokens:
+  std::string token_encoding = "o200k_base";
+  // scrub:
+  scrub::ScrubConfig scrub;
+};
+
+// Reads a YAML file into `config` (only the keys present change). InvalidArgument names the file,
+// the key and the problem for an unknown key, a wrong type or a bad value; NotFound if the file
+// cannot be read.
+absl::Status LoadConfigFile(const std::string& path, ServerConfig* config);
+
+// Applies CONTEXTD_<SECTION>_<KEY> variables (e.g. CONTEXTD_CONTEXT_FOLDING_MAX_DEPTH=4) from
+// `getenv`. A CONTEXTD_ variable that names no key is an error, as is a bad value.
+absl::Status ApplyEnvironment(const std::function<const char*(const char*)>& getenv_fn,
+                              const std::vector<std::string>& env_names, ServerConfig* config);
+
+// Sets one key given as "section.key" to `value` (the string form: numbers, true/false, or a
+// comma-separated list for list keys). InvalidArgument names the key.
+absl::Status SetConfigValue(std::string_view dotted_key, std::string_view value,
+                            ServerConfig* config);
+
+// Checks cross-field rules (ranges, transport names). InvalidArgument names the key.
+absl::Status ValidateConfig(const ServerConfig& config);
+
+// The data directory to use: config.data_dir, else $XDG_DATA_HOME/contextd, else
+// $HOME/.local/share/contextd.
+std::string ResolveDataDir(const ServerConfig& config);
+
+// Every known key as "section.key", for help text and tests.
+std::vector<std::string> KnownConfigKeys();
+
+}  // namespace contextd::server
