@@ -1,0 +1,123 @@
+// contextd's command line: `serve`, `tokens`, `scrub`, `archive reveal`. Parses flags with CLI11
+// and hands over to the server and room entry points; prints errors on stderr, never on stdout
+// (stdio mode owns stdout).
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "scrub/scrub_cli.h"
+#include "server/config.h"
+#include "server/server.h"
+#include "tokens/tokens_cli.h"
+
+extern char** environ;
+
+namespace {
+
+constexpr const char* kVersion = "contextd 0.1.0";
+
+std::vector<std::string> EnvironmentNames() {
+  std::vector<std::string> names;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string entry(*e);
+    names.push_back(entry.substr(0, entry.find('=')));
+  }
+  return names;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"contextd: context folding for LLM agents (MCP server and gateway)", "contextd"};
+  app.set_version_flag("--version", kVersion);
+  app.require_subcommand(1);
+
+  // serve
+  CLI::App* serve = app.add_subcommand("serve", "Serve MCP over stdio or Streamable HTTP");
+  std::string transport, listen, config_file, data_dir, log_level, auth_token_file;
+  std::vector<std::string> sets;
+  bool conformance = false;
+  serve->add_option("--transport", transport, "stdio or http (default http)")
+      ->check(CLI::IsMember({"stdio", "http"}));
+  serve->add_option("--listen", listen, "ADDR:PORT for http (default 127.0.0.1:9090; port 0 picks one)");
+  serve->add_option("--config", config_file, "YAML config file");
+  serve->add_option("--data-dir", data_dir, "where the SQLite file lives (default: XDG data dir)");
+  serve->add_option("--log-level", log_level, "trace, debug, info, warn, error or off");
+  serve->add_option("--auth-token-file", auth_token_file,
+                    "require a bearer token over HTTP: one token per line, optional 'tenant:' prefix");
+  serve->add_option("--set", sets, "override a config key: section.key=value (repeatable)");
+  serve->add_flag("--conformance-fixtures", conformance,
+                  "register the test tools, resources and prompts of the MCP conformance suite");
+
+  // tokens
+  CLI::App* tokens = app.add_subcommand("tokens", "Count (or list) the tokens of stdin");
+  std::string encoding = "o200k_base";
+  bool ids = false, allow_special = false;
+  tokens->add_option("--encoding", encoding, "o200k_base or cl100k_base")
+      ->check(CLI::IsMember({"o200k_base", "cl100k_base"}));
+  tokens->add_flag("--ids", ids, "print the token ids instead of the count");
+  tokens->add_flag("--allow-special", allow_special, "recognise special tokens such as <|endoftext|>");
+
+  // scrub
+  CLI::App* scrub = app.add_subcommand("scrub", "Redact secrets from stdin to stdout");
+  std::string rules_file, report;
+  scrub->add_option("--rules", rules_file, "gitleaks-format TOML rules (default: built-in rules)");
+  scrub->add_option("--report", report, "json: print the findings instead of the redacted text")
+      ->check(CLI::IsMember({"json"}));
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e, std::cerr, std::cerr);
+  }
+
+  if (*tokens) {
+    return contextd::tokens::RunTokensCommand(encoding, ids, allow_special, std::cin, std::cout,
+                                              std::cerr);
+  }
+  if (*scrub) {
+    return contextd::scrub::RunScrubCommand(rules_file, report == "json", std::cin, std::cout,
+                                            std::cerr);
+  }
+
+  contextd::server::ServerConfig config;
+  auto fail = [](const absl::Status& s) {
+    std::cerr << "contextd: " << s.message() << "\n";
+    return 2;
+  };
+  if (!config_file.empty()) {
+    if (auto s = contextd::server::LoadConfigFile(config_file, &config); !s.ok()) return fail(s);
+  }
+  if (auto s = contextd::server::ApplyEnvironment([](const char* n) { return std::getenv(n); },
+                                                  EnvironmentNames(), &config);
+      !s.ok()) {
+    return fail(s);
+  }
+  for (const std::string& kv : sets) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos) {
+      return fail(absl::InvalidArgumentError(
+          absl::StrCat("--set expects section.key=value, got '", kv, "'")));
+    }
+    if (auto s = contextd::server::SetConfigValue(kv.substr(0, eq), kv.substr(eq + 1), &config);
+        !s.ok()) {
+      return fail(s);
+    }
+  }
+  if (!transport.empty()) config.transport = transport;
+  if (!listen.empty()) config.listen = listen;
+  if (!data_dir.empty()) config.data_dir = data_dir;
+  if (!log_level.empty()) config.log_level = log_level;
+  if (!auth_token_file.empty()) config.auth_token_file = auth_token_file;
+  if (conformance) config.conformance_fixtures = true;
+  if (auto s = contextd::server::ValidateConfig(config); !s.ok()) return fail(s);
+
+  absl::Status result = contextd::server::RunServer(config);
+  if (!result.ok()) return fail(result);
+  return 0;
+}

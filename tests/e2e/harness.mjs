@@ -1,0 +1,70 @@
+// Shared helpers for the end-to-end tests: start the built contextd binary (HTTP on 127.0.0.1
+// port 0, or stdio) in a fresh data directory, and connect the official MCP TypeScript SDK client.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createRequire } from 'node:module';
+
+const sdkRoot = new URL('../../tools/npm/e2e/node_modules/@modelcontextprotocol/sdk/dist/esm/', import.meta.url);
+const { Client } = await import(new URL('client/index.js', sdkRoot));
+const { StreamableHTTPClientTransport } = await import(new URL('client/streamableHttp.js', sdkRoot));
+const { StdioClientTransport } = await import(new URL('client/stdio.js', sdkRoot));
+export { Client };
+
+export const BINARY = process.env.CONTEXTD_BINARY ?? new URL('../../build/debug/src/cli/contextd', import.meta.url).pathname;
+
+export function tempDataDir() {
+  return mkdtempSync(join(tmpdir(), 'contextd-e2e-'));
+}
+
+// Starts `contextd serve --transport http` and resolves with {proc, url, dataDir, stop()} once the
+// server prints its listening line.
+export async function startHttpServer({ dataDir = tempDataDir(), args = [], env = {} } = {}) {
+  const proc = spawn(BINARY, ['serve', '--transport', 'http', '--listen', '127.0.0.1:0',
+    '--data-dir', dataDir, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start; stderr:\n${stderr}`)), 20000);
+    proc.stderr.on('data', (chunk) => {
+      stderr += chunk.toString();
+      const m = stderr.match(/listening on (http:\/\/\S+\/mcp)/);
+      if (m) { clearTimeout(timer); resolve(m[1]); }
+    });
+    proc.on('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited ${code}; stderr:\n${stderr}`)); });
+  });
+  const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
+  return {
+    proc, url, dataDir, exited,
+    stderr: () => stderr,
+    async stop(signal = 'SIGTERM') {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
+      return exited;
+    },
+  };
+}
+
+export async function connectHttp(url, name = 'e2e') {
+  const client = new Client({ name, version: '1.0.0' }, { capabilities: {} });
+  const transport = new StreamableHTTPClientTransport(new URL(url));
+  await client.connect(transport);
+  return { client, transport };
+}
+
+export async function connectStdio({ dataDir = tempDataDir(), args = [] } = {}) {
+  const client = new Client({ name: 'e2e-stdio', version: '1.0.0' }, { capabilities: {} });
+  const transport = new StdioClientTransport({
+    command: BINARY, args: ['serve', '--transport', 'stdio', '--data-dir', dataDir, ...args], stderr: 'pipe',
+  });
+  await client.connect(transport);
+  return { client, transport, dataDir };
+}
+
+export function cleanup(dir) {
+  try { rmSync(dir, { recursive: true, force: true }); } catch { /* best effort */ }
+}
+
+// The text of a tool result (all text parts joined).
+export function textOf(result) {
+  return (result.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
+}
