@@ -71,13 +71,13 @@ TEST(NdjsonFramerTest, OversizeLineAcrossChunksIsNotBuffered) {
   NdjsonFramer f(8);
   Collector c;
   f.Feed("ab\n1234", std::ref(c));
-  f.Feed("5678", std::ref(c));  // crosses the limit: reported now, bytes dropped
+  f.Feed("567890", std::ref(c));  // crosses the limit: reported now, bytes dropped
   EXPECT_EQ(f.buffered_bytes(), 0u);
   for (int i = 0; i < 1000; ++i) f.Feed(std::string(1000, 'x'), std::ref(c));
   EXPECT_EQ(f.buffered_bytes(), 0u);  // endless line: nothing accumulates
   f.Feed("yyy\nnext\n", std::ref(c));
   f.Finish(std::ref(c));
-  EXPECT_EQ(c.out, (std::vector<std::string>{"ab", "<too long 9>", "next"}));
+  EXPECT_EQ(c.out, (std::vector<std::string>{"ab", "<too long 10>", "next"}));
 }
 
 TEST(NdjsonFramerTest, OversizeCompletedByNewlineChunk) {
