@@ -1,0 +1,38 @@
+// Byte-pair merging of one piece, exactly as tiktoken's byte_pair_merge: repeatedly merge the
+// adjacent pair whose concatenation has the lowest rank (leftmost on ties) until no adjacent pair
+// is a token. Short pieces use tiktoken's array scan (fast for a few dozen bytes); long pieces use
+// a heap over a linked list, O(n log n), so an unbroken megabyte costs milliseconds, not minutes.
+// Stateless; thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "tokens/internal/rank_table.h"
+
+namespace contextd::tokens::internal {
+
+// Pieces up to this many bytes use the array scan; longer ones the heap.
+inline constexpr size_t kShortPieceMax = 96;
+
+// Appends the ranks of p[0, n) (n >= 2, not itself a token) to *out.
+void BytePairEncodeShort(const RankTable& table, const uint8_t* p, size_t n,
+                         std::vector<uint32_t>* out);
+void BytePairEncodeLong(const RankTable& table, const uint8_t* p, size_t n,
+                        std::vector<uint32_t>* out);
+
+// Number of tokens BytePairEncode would append.
+size_t BytePairCountShort(const RankTable& table, const uint8_t* p, size_t n);
+
+// Dispatches on length.
+inline void BytePairEncode(const RankTable& table, const uint8_t* p, size_t n,
+                           std::vector<uint32_t>* out) {
+  if (n <= kShortPieceMax) {
+    BytePairEncodeShort(table, p, n, out);
+  } else {
+    BytePairEncodeLong(table, p, n, out);
+  }
+}
+
+}  // namespace contextd::tokens::internal
