@@ -33,6 +33,10 @@ struct Message {
   Json params;         // object or array, or null when absent
   Json result;         // kResponse
   Json error;          // kErrorResponse: {code, message, data?}
+  // True when the message came inside a JSON array payload (a batch). The engine answers batched
+  // requests with -32600 unless the session negotiated 2025-03-26, the one MCP version that
+  // allows batches; the transport aggregates the answers by `related_request_id`.
+  bool batched = false;
 };
 
 // An item that could not be accepted: answer it with MakeError(id, code, message).
@@ -64,5 +68,16 @@ Json MakeNotification(std::string_view method, Json params);
 
 // Compact serialization; invalid UTF-8 in strings is replaced, never thrown.
 std::string Serialize(const Json& message);
+
+// Deepest nesting of arrays and objects ParseIncoming accepts (deeper payloads are -32700), so
+// that recursive consumers (dump, schema validation) stay within the stack.
+inline constexpr int kMaxJsonDepth = 128;
+
+// True for a JSON-RPC id this codec accepts: a string or an integer (not null, bool, fraction).
+bool IsValidId(const Json& id);
+
+// Converts one already-parsed JSON value (an element of a payload) into a Message or ParseError,
+// with the same rules as ParseIncoming. `batched` is copied into the Message.
+Parsed ParseMessage(Json value, bool batched = false);
 
 }  // namespace contextd::protocol

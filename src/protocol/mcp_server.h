@@ -1,0 +1,290 @@
+// McpServer: the MCP engine. It owns a registry of tools, resources, resource templates, prompts
+// and completion providers shared by all sessions, and creates Sessions (session.h) that speak
+// the MCP lifecycle over JSON-RPC: initialize and version negotiation, ping, tools, resources,
+// prompts, logging, completion, progress, cancellation and server-to-client requests with
+// timeouts.
+// Threading: every piece of engine state lives on one base::Executor. Session::Receive/Close and
+// the McpServer registration and Notify* methods may be called from any thread (they lock or post
+// to the executor). Handlers (tools, resources, prompts, completions, hooks) run on the executor;
+// ToolCall methods may be called from any thread (they post to the executor when needed).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "base/executor.h"
+#include "protocol/jsonrpc.h"
+#include "protocol/session.h"
+
+namespace contextd::protocol {
+
+class McpSession;
+
+// What the server says about itself in the initialize result.
+struct ServerInfo {
+  std::string name;
+  std::string version;
+  std::string instructions;  // optional; omitted when empty
+};
+
+// Engine limits and defaults.
+struct ServerOptions {
+  // Default timeout of server-to-client requests (sampling, elicitation, roots).
+  std::chrono::milliseconds request_timeout{60'000};
+  // Items per page of tools/list, resources/list, resources/templates/list, prompts/list.
+  size_t page_size = 100;
+};
+
+// The protocol versions this engine negotiates, newest first.
+const std::vector<std::string>& SupportedProtocolVersions();
+
+// MCP logging levels (RFC 5424 order), as used by logging/setLevel and notifications/message.
+enum class LoggingLevel { kDebug, kInfo, kNotice, kWarning, kError, kCritical, kAlert, kEmergency };
+// "debug", "info", ... "emergency".
+std::string_view LoggingLevelName(LoggingLevel level);
+// Parses a level name; nullopt for anything else.
+std::optional<LoggingLevel> ParseLoggingLevel(std::string_view name);
+
+// A tool as tools/list shows it.
+struct ToolDefinition {
+  std::string name;         // unique; 1-128 of [A-Za-z0-9_.-]
+  std::string title;        // optional
+  std::string description;  // shown to the model
+  // JSON Schema of the arguments (type "object"); null means {"type":"object"}. The arguments of
+  // every call are validated against it before the handler runs; a violation becomes a tool
+  // result with isError:true naming the field and the rule.
+  Json input_schema;
+  Json output_schema;  // optional (null = none)
+  Json annotations;    // optional ToolAnnotations object (null = none)
+};
+
+// What a tool returns.
+struct ToolResult {
+  Json content = Json::array();  // content blocks: {"type":"text","text":...}, image, audio, ...
+  Json structured_content;       // optional object (null = none)
+  bool is_error = false;         // a tool execution error the model should see
+};
+
+// A result holding one text block.
+ToolResult TextResult(std::string text);
+// A result holding one text block with isError:true.
+ToolResult ErrorResult(std::string text);
+// The wire form {content, structuredContent?, isError?} of `result`.
+Json ToolResultToJson(ToolResult result);
+
+// Completion callback of a server-to-client request: the client's result, or
+// FailedPrecondition (client lacks the capability), DeadlineExceeded (timeout), Cancelled (call
+// cancelled or session closed), Unknown (the client answered with an error; message holds its
+// code and message).
+using ResponseCallback = std::function<void(absl::StatusOr<Json>)>;
+
+// One tools/call in flight. Handed to the tool's handler, which must call Finish exactly once
+// (later calls are ignored). Every method is thread-safe; callbacks run on the executor.
+class ToolCall {
+ public:
+  virtual ~ToolCall() = default;
+  // The tool's name.
+  virtual const std::string& tool_name() const = 0;
+  // The arguments, already validated against the tool's input schema (an object).
+  virtual const Json& arguments() const = 0;
+  // Who called.
+  virtual const SessionInfo& session() const = 0;
+  // The id of the tools/call request.
+  virtual const Json& request_id() const = 0;
+  // True when the request carried params._meta.progressToken.
+  virtual bool has_progress_token() const = 0;
+  // Sends notifications/progress (only if a progress token was given; no-op otherwise).
+  // `total` <= 0 means unknown; `message` may be empty.
+  virtual void SendProgress(double progress, double total = 0, std::string_view message = {}) = 0;
+  // Sends notifications/message at `level` unless the session's logging/setLevel filters it out.
+  // `logger` may be empty.
+  virtual void Log(LoggingLevel level, std::string_view logger, Json data) = 0;
+  // Sends a server-to-client request (sampling/createMessage, elicitation/create, roots/list,
+  // ping...) related to this call. `timeout` <= 0 uses ServerOptions::request_timeout.
+  // `callback` runs exactly once on the executor (see ResponseCallback).
+  virtual void SendRequest(std::string_view method, Json params, std::chrono::milliseconds timeout,
+                           ResponseCallback callback) = 0;
+  // True once the client cancelled the call (notifications/cancelled) or the session closed.
+  virtual bool cancelled() const = 0;
+  // Runs `fn` on the executor when the call is cancelled (at once if it already was).
+  virtual void OnCancelled(std::function<void()> fn) = 0;
+  // Sends the result (unless the call was cancelled: then nothing is sent). Once only.
+  virtual void Finish(ToolResult result) = 0;
+  // The engine's executor (for timers and for posting completions back).
+  virtual base::Executor& executor() = 0;
+};
+
+// Runs a call. Called on the executor; may finish later from any thread. If it throws, the call
+// finishes with an error result.
+using ToolHandler = std::function<void(std::shared_ptr<ToolCall>)>;
+
+// One resources/read. `done` receives the "contents" array ([{uri, mimeType?, text|blob}]), or
+// NotFound (-> -32002) or another error (-> -32603 with its message). May be called later from
+// any thread, exactly once.
+using ResourceDone = std::function<void(absl::StatusOr<Json>)>;
+struct ResourceRead {
+  std::string uri;
+  std::map<std::string, std::string> variables;  // template variables ({id} -> "123")
+  SessionInfo session;
+};
+using ResourceReader = std::function<void(const ResourceRead& read, ResourceDone done)>;
+
+// A concrete resource for resources/list.
+struct ResourceDefinition {
+  std::string uri;
+  std::string name;
+  std::string title;        // optional
+  std::string description;  // optional
+  std::string mime_type;    // optional
+};
+
+// A resource template (RFC 6570 level 1: "{var}" matches one path segment without '/').
+struct ResourceTemplateDefinition {
+  std::string uri_template;
+  std::string name;
+  std::string title;
+  std::string description;
+  std::string mime_type;
+};
+
+// A prompt argument for prompts/list.
+struct PromptArgument {
+  std::string name;
+  std::string description;
+  bool required = false;
+};
+
+struct PromptDefinition {
+  std::string name;
+  std::string title;
+  std::string description;
+  std::vector<PromptArgument> arguments;
+};
+
+// Builds prompts/get's result ({description?, messages: [...]}) from the given string arguments
+// (required ones are checked by the engine). An error status becomes -32602 (InvalidArgument)
+// or -32603.
+using PromptHandler =
+    std::function<absl::StatusOr<Json>(const std::map<std::string, std::string>& arguments,
+                                       const SessionInfo& session)>;
+
+// completion/complete: returns candidate values for `value` of the argument; `context` holds the
+// other already-resolved arguments. At most 100 values are sent; total and hasMore are set.
+using CompletionProvider = std::function<std::vector<std::string>(
+    std::string_view value, const std::map<std::string, std::string>& context)>;
+
+// Called on the executor when a session is initialized (on_open) and when it ends (on_close).
+struct SessionHooks {
+  std::function<void(const SessionInfo&)> on_open;
+  std::function<void(const SessionInfo&, std::string_view reason)> on_close;
+};
+
+class McpServer final : public SessionFactory {
+ public:
+  // `executor` must outlive the server. The server must outlive its sessions and the tasks they
+  // queued on the executor (stop the transports, then the executor, then destroy the server).
+  McpServer(base::Executor& executor, ServerInfo info, ServerOptions options = {});
+  ~McpServer() override;
+  McpServer(const McpServer&) = delete;
+  McpServer& operator=(const McpServer&) = delete;
+
+  // ---- Registration (any thread). Changes do not notify clients by themselves: call the
+  // matching Notify*ListChanged() afterwards.
+
+  // Registers a tool. InvalidArgument for a bad name or schema; AlreadyExists for a duplicate.
+  absl::Status AddTool(ToolDefinition definition, ToolHandler handler);
+  // Removes a tool; NotFound if absent. Calls in flight are not affected.
+  absl::Status RemoveTool(std::string_view name);
+  // Registers a concrete resource. AlreadyExists for a duplicate uri; InvalidArgument if empty.
+  absl::Status AddResource(ResourceDefinition definition, ResourceReader reader);
+  // Registers a template; its reader gets the matched variables. InvalidArgument if malformed.
+  absl::Status AddResourceTemplate(ResourceTemplateDefinition definition, ResourceReader reader);
+  // Registers a prompt. AlreadyExists for a duplicate name.
+  absl::Status AddPrompt(PromptDefinition definition, PromptHandler handler);
+  // Registers completions for argument `argument` of a prompt (`ref_type` "ref/prompt", `ref` its
+  // name) or a resource template ("ref/resource", `ref` the uri template).
+  absl::Status AddCompletion(std::string_view ref_type, std::string_view ref,
+                             std::string_view argument, CompletionProvider provider);
+  // Sets the session open/close hooks (replaces earlier ones).
+  void SetSessionHooks(SessionHooks hooks);
+
+  // ---- Notifications to every initialized session (any thread; related_request_id null).
+  void NotifyToolsListChanged();
+  void NotifyResourcesListChanged();
+  void NotifyPromptsListChanged();
+  // Sends notifications/resources/updated to the sessions subscribed to `uri`.
+  void NotifyResourceUpdated(std::string_view uri);
+
+  // ---- SessionFactory. The session registers itself on the executor.
+  std::shared_ptr<Session> CreateSession(SessionInfo info,
+                                         std::shared_ptr<MessageSink> sink) override;
+
+  // Sessions alive (created and not closed). Executor only.
+  size_t session_count() const { return sessions_.size(); }
+  base::Executor& executor() { return executor_; }
+  const ServerOptions& options() const { return options_; }
+
+ private:
+  friend class McpSession;
+  struct ToolEntry {
+    ToolDefinition definition;
+    Json listing;  // the tools/list entry
+    ToolHandler handler;
+  };
+  struct ResourceEntry {
+    ResourceDefinition definition;
+    Json listing;
+    ResourceReader reader;
+  };
+  struct TemplateEntry {
+    ResourceTemplateDefinition definition;
+    Json listing;
+    std::vector<std::string> parts;  // literal, var, literal, var, ... (even index = literal)
+    ResourceReader reader;
+  };
+  struct PromptEntry {
+    PromptDefinition definition;
+    Json listing;
+    PromptHandler handler;
+  };
+
+  std::shared_ptr<const ToolEntry> FindTool(std::string_view name) const;
+  // A page of `listing` entries from `cursor` on; -32602 for a bad cursor.
+  absl::StatusOr<Json> Page(const Json& params, std::string_view key, const Json& all) const;
+  Json Capabilities() const;
+  Json ToolsListing() const;
+  Json ResourcesListing() const;
+  Json TemplatesListing() const;
+  Json PromptsListing() const;
+  void Broadcast(std::string_view method, Json params);
+
+  base::Executor& executor_;
+  const ServerInfo info_;
+  const ServerOptions options_;
+
+  mutable std::mutex mu_;  // guards the registry below
+  std::vector<std::shared_ptr<const ToolEntry>> tools_;
+  std::unordered_map<std::string, std::shared_ptr<const ToolEntry>> tools_by_name_;
+  mutable std::shared_ptr<const Json> tools_listing_;  // cached tools/list array
+  std::vector<std::shared_ptr<const ResourceEntry>> resources_;
+  std::vector<std::shared_ptr<const TemplateEntry>> templates_;
+  std::vector<std::shared_ptr<const PromptEntry>> prompts_;
+  std::map<std::string, CompletionProvider> completions_;  // "type\nref\nargument"
+  SessionHooks hooks_;
+
+  // Executor only.
+  std::unordered_map<McpSession*, std::weak_ptr<McpSession>> sessions_;
+};
+
+}  // namespace contextd::protocol
