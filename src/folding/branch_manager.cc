@@ -1,0 +1,818 @@
+#include "folding/branch_manager.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/ids.h"
+#include "base/logging.h"
+#include "base/status_macros.h"
+#include "folding/internal/sv.h"
+#include "folding/text.h"
+
+namespace contextd::folding {
+namespace {
+
+using internal::Sv;
+
+// Excerpts kept in memory per branch for its partial summary (all are in the store).
+constexpr size_t kRecentExcerpts = 8;
+// Characters of an excerpt.
+constexpr size_t kExcerptChars = 160;
+// Bytes of a record scrubbed to make its excerpt: enough that a secret starting inside the
+// excerpt is scrubbed whole (PEM keys are a few KB), without scrubbing megabytes on the executor.
+constexpr size_t kExcerptScrubWindow = 16384;
+// Characters of the description quoted in a partial summary.
+constexpr size_t kSummaryDescriptionChars = 100;
+
+absl::Status NotFound(std::string_view id) {
+  return absl::NotFoundError(absl::StrCat("branch ", Sv(id), " not found"));
+}
+
+int64_t ToMillis(base::Clock::Duration d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
+
+}  // namespace
+
+// Collects the changes of one operation on working copies, writes them to the store in one
+// Commit, and only then applies them to the in-memory state (all or nothing).
+class BranchManager::Txn {
+ public:
+  explicit Txn(BranchManager& m) : m_(m), now_ms_(m.executor_.clock().WallMillis()) {}
+
+  int64_t now_ms() const { return now_ms_; }
+
+  // The working copy of a branch that exists in memory (copied on first touch).
+  Branch& Get(const std::string& id) {
+    auto it = touched_.find(id);
+    if (it != touched_.end()) return it->second;
+    return touched_.emplace(id, m_.nodes_.at(id).branch).first->second;
+  }
+  BranchStatus StatusOf(const std::string& id) const {
+    auto it = touched_.find(id);
+    return it != touched_.end() ? it->second.status : m_.nodes_.at(id).branch.status;
+  }
+
+  void Insert(Branch b) { inserts_.push_back(std::move(b)); }
+
+  // Appends a charge row and its excerpt to branch `id`.
+  void Record(const std::string& id, std::string kind, std::string label, std::string excerpt,
+              int64_t tokens) {
+    ChargeRow row;
+    row.branch_id = id;
+    row.at_ms = now_ms_;
+    row.kind = kind;
+    row.label = label;
+    row.excerpt = excerpt;
+    row.tokens = tokens;
+    charges_.push_back(std::move(row));
+    added_[id].push_back(Excerpt{std::move(kind), std::move(label), std::move(excerpt)});
+  }
+
+  // The branch's excerpts including those added in this transaction, oldest first, bounded.
+  std::deque<Excerpt> Excerpts(const std::string& id, int64_t* total) const {
+    const Node& node = m_.nodes_.at(id);
+    std::deque<Excerpt> out = node.recent;
+    *total = node.records_total;
+    auto it = added_.find(id);
+    if (it != added_.end()) {
+      for (const Excerpt& e : it->second) {
+        out.push_back(e);
+        ++*total;
+      }
+    }
+    while (out.size() > kRecentExcerpts) out.pop_front();
+    return out;
+  }
+
+  void Ended(const std::string& id) { ended_.push_back(id); }
+  void Warned(const std::string& id) { warned_.insert(id); }
+  bool IsWarned(const std::string& id) const {
+    return warned_.count(id) > 0 || m_.nodes_.at(id).warned;
+  }
+  void Event(BranchEvent e) {
+    e.at_ms = now_ms_;
+    events_.push_back(std::move(e));
+  }
+
+  absl::Status Commit() {
+    BranchWrite write;
+    write.inserts = inserts_;
+    for (const auto& [id, b] : touched_) {
+      BranchUpdate u;
+      u.id = id;
+      u.status = b.status;
+      u.tokens_used = b.tokens_used;
+      u.reserved_for_children = b.reserved_for_children;
+      u.summary = b.summary;
+      u.finish_reason = b.finish_reason;
+      u.finished_at_ms = b.finished_at_ms;
+      u.memory_queued = b.memory_queued;
+      write.updates.push_back(std::move(u));
+    }
+    write.charges = charges_;
+    if (!write.empty()) RETURN_IF_ERROR(m_.store_.Commit(write));
+
+    // Durable: apply to memory.
+    for (Branch& b : inserts_) {
+      SessionState& state = m_.sessions_[b.session];
+      m_.AddNode(std::move(b), state);
+    }
+    for (auto& [id, b] : touched_) m_.nodes_.at(id).branch = std::move(b);
+    for (auto& [id, list] : added_) {
+      Node& node = m_.nodes_.at(id);
+      for (Excerpt& e : list) {
+        node.recent.push_back(std::move(e));
+        ++node.records_total;
+      }
+      while (node.recent.size() > kRecentExcerpts) node.recent.pop_front();
+    }
+    for (const std::string& id : warned_) m_.nodes_.at(id).warned = true;
+    for (const std::string& id : ended_) {
+      Node& node = m_.nodes_.at(id);
+      if (node.timer != 0) {
+        m_.executor_.CancelTimer(node.timer);
+        node.timer = 0;
+      }
+      auto sit = m_.sessions_.find(node.branch.session);
+      if (sit != m_.sessions_.end()) {
+        auto& active = sit->second.active;
+        active.erase(std::remove(active.begin(), active.end(), id), active.end());
+      }
+      --m_.active_count_;
+    }
+    if (m_.events_ != nullptr) {
+      for (const BranchEvent& e : events_) m_.events_->Publish(e);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  BranchManager& m_;
+  int64_t now_ms_;
+  std::map<std::string, Branch> touched_;
+  std::vector<Branch> inserts_;
+  std::vector<ChargeRow> charges_;
+  std::map<std::string, std::vector<Excerpt>> added_;
+  std::vector<std::string> ended_;
+  std::set<std::string> warned_;
+  std::vector<BranchEvent> events_;
+};
+
+namespace {
+
+BranchEvent EventFor(BranchEventType type, const Branch& b) {
+  BranchEvent e;
+  e.type = type;
+  e.session = b.session;
+  e.branch_id = b.id;
+  e.parent_id = b.parent_id;
+  e.depth = b.depth;
+  e.status = b.status;
+  e.budget_allocated = b.budget_allocated;
+  e.tokens_used = b.tokens_used;
+  return e;
+}
+
+bool CrossesWarning(const Branch& b) {
+  return b.budget_allocated > 0 &&
+         static_cast<double>(b.tokens_used) >= kWarningRatio * static_cast<double>(b.budget_allocated);
+}
+
+}  // namespace
+
+BranchManager::BranchManager(FoldingConfig config, base::Executor& executor, BranchStore& store,
+                             const tokens::TokenCounter& counter, const scrub::Scrubber& scrubber,
+                             EventBus* events)
+    : config_(std::move(config)),
+      executor_(executor),
+      store_(store),
+      counter_(counter),
+      scrubber_(scrubber),
+      events_(events) {
+  absl::Status valid = config_.Validate();
+  if (!valid.ok()) {
+    std::fprintf(stderr, "BranchManager: invalid config: %s\n", valid.ToString().c_str());
+    std::abort();
+  }
+  rate_ = *ParseRateLimit(config_.branch_creation_rate_limit);
+}
+
+BranchManager::~BranchManager() {
+  for (auto& [id, node] : nodes_) {
+    if (node.timer != 0) executor_.CancelTimer(node.timer);
+  }
+}
+
+void BranchManager::CheckOnExecutor() const {
+  if (!executor_.InExecutor()) {
+    std::fprintf(stderr, "BranchManager called off its executor\n");
+    std::abort();
+  }
+}
+
+void BranchManager::AddNode(Branch branch, SessionState& state) {
+  std::string id = branch.id;
+  bool live = IsLive(branch.status);
+  bool top_level = branch.parent_id.empty() || nodes_.count(branch.parent_id) == 0;
+  if (!top_level) nodes_.at(branch.parent_id).children.push_back(id);
+  Node& node = nodes_[id];
+  node.branch = std::move(branch);
+  node.warned = CrossesWarning(node.branch);
+  if (top_level) state.branches.push_back(id);
+  if (live) {
+    state.active.push_back(id);
+    ++active_count_;
+    ArmTimer(node);
+  }
+}
+
+void BranchManager::ArmTimer(Node& node) {
+  std::string id = node.branch.id;
+  node.timer = executor_.PostAt(node.branch.deadline_mono, [this, id] { OnDeadline(id); });
+}
+
+absl::StatusOr<BranchManager::SessionState*> BranchManager::EnsureSession(const SessionKey& session) {
+  auto it = sessions_.find(session);
+  if (it != sessions_.end()) return &it->second;
+  ASSIGN_OR_RETURN(std::vector<Branch> stored, store_.ListSession(session));
+  SessionState& state = sessions_[session];
+  const base::Clock& clock = executor_.clock();
+  for (Branch& b : stored) {
+    b.deadline_mono = clock.Now() + std::chrono::milliseconds(b.deadline_wall_ms - clock.WallMillis());
+    if (IsLive(b.status)) {
+      // Only without Recover() (or another writer): keep the partial-summary inputs.
+      auto recent = store_.GetRecentCharges(b.id, kRecentExcerpts);
+      std::string id = b.id;
+      AddNode(std::move(b), state);
+      if (recent.ok()) {
+        Node& node = nodes_.at(id);
+        for (ChargeRow& r : recent->rows) {
+          node.recent.push_back(Excerpt{std::move(r.kind), std::move(r.label), std::move(r.excerpt)});
+        }
+        node.records_total = recent->total;
+      }
+    } else {
+      AddNode(std::move(b), state);
+    }
+  }
+  return &state;
+}
+
+absl::StatusOr<BranchManager::Node*> BranchManager::FindNode(const SessionKey& session,
+                                                            std::string_view id) {
+  auto it = nodes_.find(std::string(id));
+  if (it == nodes_.end() || !(it->second.branch.session == session)) return NotFound(id);
+  return &it->second;
+}
+
+std::string BranchManager::InnermostActive(const SessionState& state) const {
+  for (auto it = state.active.rbegin(); it != state.active.rend(); ++it) {
+    if (nodes_.at(*it).branch.status == BranchStatus::kActive) return *it;
+  }
+  return "";
+}
+
+std::string BranchManager::ActiveBranch(const SessionKey& session) const {
+  CheckOnExecutor();
+  auto it = sessions_.find(session);
+  return it == sessions_.end() ? "" : InnermostActive(it->second);
+}
+
+std::string BranchManager::MakeExcerpt(std::string_view text) const {
+  std::string_view window = text.substr(0, std::min(text.size(), kExcerptScrubWindow));
+  // Do not cut inside a UTF-8 sequence.
+  while (window.size() < text.size() && !window.empty() &&
+         (static_cast<unsigned char>(text[window.size()]) & 0xC0) == 0x80) {
+    window.remove_suffix(1);
+  }
+  std::string scrubbed = scrubber_.Scrub(window);
+  std::string line;
+  line.reserve(std::min(scrubbed.size(), kExcerptChars * 4));
+  bool space = false;
+  for (char c : scrubbed) {
+    if (c == '\n' || c == '\r' || c == '\t' || c == ' ') {
+      space = !line.empty();
+      continue;
+    }
+    if (space) line.push_back(' ');
+    space = false;
+    line.push_back(c);
+    if (line.size() > kExcerptChars * 4) break;
+  }
+  std::string_view cut = Utf8Prefix(line, kExcerptChars);
+  bool truncated = cut.size() < line.size() || window.size() < text.size();
+  std::string out(cut);
+  if (truncated) out += "...";
+  return out;
+}
+
+std::string BranchManager::PartialSummary(const Branch& b, const std::deque<Excerpt>& recent,
+                                          int64_t records_total, BranchStatus status,
+                                          std::string_view reason) const {
+  std::string_view desc = Utf8Prefix(b.description, kSummaryDescriptionChars);
+  std::string header = absl::StrCat(
+      "[partial summary, written by contextd] Branch ", b.id, " (\"", Sv(desc),
+      desc.size() < b.description.size() ? "..." : "", "\") ended with status ",
+      BranchStatusName(status), ": ", Sv(reason), ".");
+  std::vector<std::string> lines;
+  for (const Excerpt& e : recent) {
+    lines.push_back(absl::StrCat("- ", e.kind, e.label.empty() ? "" : " ", e.label, ": ", e.text));
+  }
+  auto compose = [&](size_t keep) {
+    if (records_total == 0) return absl::StrCat(header, " Nothing was recorded in it.");
+    std::string out = header;
+    if (keep == 0) {
+      absl::StrAppend(&out, " ", records_total, " records omitted.");
+      return out;
+    }
+    if (static_cast<int64_t>(keep) < records_total) {
+      absl::StrAppend(&out, "\nLast ", keep, " of ", records_total, " records:");
+    } else {
+      absl::StrAppend(&out, "\nRecorded:");
+    }
+    for (size_t i = lines.size() - keep; i < lines.size(); ++i) absl::StrAppend(&out, "\n", lines[i]);
+    return out;
+  };
+  std::string text;
+  for (size_t keep = lines.size();; --keep) {
+    text = compose(keep);
+    if (static_cast<int64_t>(counter_.Count(text)) <= kPartialSummaryMaxTokens || keep == 0) break;
+  }
+  // Only a pathological counter gets here: cut characters until it fits.
+  while (static_cast<int64_t>(counter_.Count(text)) > kPartialSummaryMaxTokens && !text.empty()) {
+    text = std::string(Utf8Prefix(text, Utf8Length(text) * 9 / 10));
+  }
+  return text;
+}
+
+absl::StatusOr<RecoverResult> BranchManager::Recover() {
+  CheckOnExecutor();
+  ASSIGN_OR_RETURN(std::vector<Branch> live, store_.ListLive());
+  RecoverResult result;
+  if (live.empty()) return result;
+  const base::Clock& clock = executor_.clock();
+  for (Branch& b : live) {
+    ASSIGN_OR_RETURN(auto recent, store_.GetRecentCharges(b.id, kRecentExcerpts));
+    std::string id = b.id;
+    b.deadline_mono = clock.Now();
+    SessionState& state = sessions_[b.session];
+    AddNode(std::move(b), state);
+    Node& node = nodes_.at(id);
+    if (node.timer != 0) {
+      executor_.CancelTimer(node.timer);
+      node.timer = 0;
+    }
+    for (ChargeRow& r : recent.rows) {
+      node.recent.push_back(Excerpt{std::move(r.kind), std::move(r.label), std::move(r.excerpt)});
+    }
+    node.records_total = recent.total;
+  }
+  std::vector<std::string> order;
+  for (auto& [id, node] : nodes_) order.push_back(id);
+  std::stable_sort(order.begin(), order.end(), [&](const std::string& a, const std::string& b) {
+    return nodes_.at(a).branch.depth > nodes_.at(b).branch.depth;
+  });
+  Txn txn(*this);
+  for (const std::string& id : order) {
+    const Branch& b = nodes_.at(id).branch;
+    absl::Status st = CheckTransition(id, txn.StatusOf(id), BranchStatus::kFailed);
+    if (!st.ok()) continue;
+    FinishInTxn(txn, id, BranchStatus::kFailed, "server restarted", std::nullopt);
+    result.force_returned.push_back(b.id);
+  }
+  absl::Status committed = txn.Commit();
+  // The recovered branches are not kept in memory: sessions reload them from the store.
+  for (auto& [id, node] : nodes_) {
+    if (node.timer != 0) executor_.CancelTimer(node.timer);
+  }
+  nodes_.clear();
+  sessions_.clear();
+  active_count_ = 0;
+  RETURN_IF_ERROR(committed);
+  return result;
+}
+
+
+void BranchManager::FinishInTxn(Txn& txn, const std::string& id, BranchStatus status,
+                                std::string reason, std::optional<std::string> summary) {
+  Branch& b = txn.Get(id);
+  if (!summary.has_value()) {
+    int64_t total = 0;
+    std::deque<Excerpt> recent = txn.Excerpts(id, &total);
+    summary = PartialSummary(b, recent, total, status, reason);
+  }
+  b.status = status;
+  b.summary = std::move(*summary);
+  b.finish_reason = std::move(reason);
+  b.finished_at_ms = txn.now_ms();
+  txn.Ended(id);
+  if (!b.parent_id.empty() && nodes_.count(b.parent_id) > 0) {
+    Branch& parent = txn.Get(b.parent_id);
+    parent.reserved_for_children -= b.budget_allocated;
+    if (parent.reserved_for_children < 0) parent.reserved_for_children = 0;
+    parent.tokens_used += b.tokens_used;
+    txn.Record(parent.id, "branch_return", b.id,
+               absl::StrCat(BranchStatusName(status), ", ", b.tokens_used, " tokens: ",
+                            MakeExcerpt(b.summary)),
+               b.tokens_used);
+  }
+  BranchEvent e = EventFor(status == BranchStatus::kCompleted ? BranchEventType::kFolded
+                                                               : BranchEventType::kForceReturned,
+                           b);
+  int64_t summary_tokens = static_cast<int64_t>(counter_.Count(b.summary));
+  e.tokens = std::max<int64_t>(0, b.tokens_used - summary_tokens);
+  e.reason = b.finish_reason;
+  txn.Event(std::move(e));
+}
+
+std::vector<std::string> BranchManager::ForceReturnDescendants(Txn& txn, const std::string& id,
+                                                               const std::string& reason) {
+  std::vector<std::string> live;
+  std::vector<std::string> stack = nodes_.at(id).children;
+  while (!stack.empty()) {
+    std::string cur = std::move(stack.back());
+    stack.pop_back();
+    const Node& node = nodes_.at(cur);
+    if (IsLive(txn.StatusOf(cur))) live.push_back(cur);
+    stack.insert(stack.end(), node.children.begin(), node.children.end());
+  }
+  // Deepest first; among equals, the later created (they sit later in `active`) first.
+  std::stable_sort(live.begin(), live.end(), [&](const std::string& a, const std::string& b) {
+    const Branch& ba = nodes_.at(a).branch;
+    const Branch& bb = nodes_.at(b).branch;
+    if (ba.depth != bb.depth) return ba.depth > bb.depth;
+    return ba.created_at_ms > bb.created_at_ms;
+  });
+  for (const std::string& d : live) FinishInTxn(txn, d, BranchStatus::kFailed, reason, std::nullopt);
+  return live;
+}
+
+absl::Status BranchManager::ForceReturn(const std::string& id, BranchStatus status,
+                                        std::string reason, std::vector<std::string>* ended) {
+  Txn txn(*this);
+  RETURN_IF_ERROR(CheckTransition(id, nodes_.at(id).branch.status, status));
+  std::string why = status == BranchStatus::kTimeout ? "timed out" : "was force-returned";
+  std::vector<std::string> kids =
+      ForceReturnDescendants(txn, id, absl::StrCat("parent ", id, " ", why));
+  FinishInTxn(txn, id, status, std::move(reason), std::nullopt);
+  RETURN_IF_ERROR(txn.Commit());
+  if (ended != nullptr) {
+    ended->insert(ended->end(), kids.begin(), kids.end());
+    ended->push_back(id);
+  }
+  return absl::OkStatus();
+}
+
+void BranchManager::OnDeadline(const std::string& id) {
+  auto it = nodes_.find(id);
+  if (it == nodes_.end()) return;
+  Node& node = it->second;
+  node.timer = 0;
+  if (!IsLive(node.branch.status)) return;
+  int64_t timeout_s = (node.branch.deadline_wall_ms - node.branch.created_at_ms + 500) / 1000;
+  absl::Status st = ForceReturn(
+      id, BranchStatus::kTimeout,
+      absl::StrCat("deadline passed (timeout ", timeout_s, " s)"), nullptr);
+  if (!st.ok()) {
+    // The store failed: try again shortly rather than leave a branch past its deadline.
+    base::LogError(absl::StrCat("branch ", id, ": timeout not recorded: ", st.ToString()));
+    Node& again = nodes_.at(id);
+    again.timer = executor_.PostAfter(std::chrono::seconds(1), [this, id] { OnDeadline(id); });
+  }
+}
+
+absl::StatusOr<CreateResult> BranchManager::Create(const SessionKey& session,
+                                                   const CreateRequest& request) {
+  CheckOnExecutor();
+  size_t desc_len = Utf8Length(request.description);
+  if (desc_len < 1 || desc_len > kMaxDescriptionChars) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "description must be 1-", kMaxDescriptionChars, " characters, got ", desc_len));
+  }
+  size_t prompt_len = Utf8Length(request.prompt);
+  if (prompt_len < 1 || prompt_len > kMaxPromptChars) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("prompt must be 1-", kMaxPromptChars, " characters, got ", prompt_len));
+  }
+  if (request.budget.has_value() && (*request.budget < 1 || *request.budget > config_.max_budget)) {
+    return absl::InvalidArgumentError(absl::StrCat("budget must be 1..", config_.max_budget,
+                                                   " (max_budget), got ", *request.budget));
+  }
+  if (request.timeout_seconds.has_value() &&
+      (*request.timeout_seconds < 1 || *request.timeout_seconds > config_.max_timeout_seconds)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("timeout_seconds must be 1..", config_.max_timeout_seconds,
+                     " (max_timeout_seconds), got ", *request.timeout_seconds));
+  }
+  ASSIGN_OR_RETURN(SessionState * state, EnsureSession(session));
+
+  std::string parent_id =
+      request.parent_branch_id.has_value() ? *request.parent_branch_id : InnermostActive(*state);
+  const Branch* parent = nullptr;
+  if (!parent_id.empty()) {
+    ASSIGN_OR_RETURN(Node * pnode, FindNode(session, parent_id));
+    parent = &pnode->branch;
+    if (parent->status != BranchStatus::kActive) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("parent branch ", parent_id, " is ", BranchStatusName(parent->status),
+                       "; only an active branch can have children"));
+    }
+  }
+  int depth = parent == nullptr ? 1 : parent->depth + 1;
+  if (depth > config_.max_depth) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "max_depth (", config_.max_depth, ") reached: parent ", parent_id, " is at depth ",
+        parent->depth, ", so a branch under it would be nested ", depth,
+        " levels deep; return a branch first or create this one under a shallower parent"));
+  }
+  if (static_cast<int>(state->active.size()) >= config_.max_concurrent_branches_per_session) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "max_concurrent_branches_per_session (", config_.max_concurrent_branches_per_session,
+        ") reached: this session has ", state->active.size(),
+        " active branches; return one before creating another"));
+  }
+  if (active_count_ >= config_.max_concurrent_branches_per_instance) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "max_concurrent_branches_per_instance (", config_.max_concurrent_branches_per_instance,
+        ") reached: the server has ", active_count_, " active branches; retry later"));
+  }
+  const base::Clock::TimePoint now = executor_.clock().Now();
+  while (!state->creations.empty() && state->creations.front() + rate_.window <= now) {
+    state->creations.pop_front();
+  }
+  if (static_cast<int64_t>(state->creations.size()) >= rate_.count) {
+    base::Clock::Duration wait = state->creations.front() + rate_.window - now;
+    int64_t wait_s = (ToMillis(wait) + 999) / 1000;
+    if (wait_s < 1) wait_s = 1;
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "branch_creation_rate_limit (", config_.branch_creation_rate_limit,
+        ") reached for this session; retry in ", wait_s, " s"));
+  }
+
+  int64_t budget = request.budget.value_or(config_.default_budget);
+  if (parent != nullptr) {
+    int64_t left = parent->Remaining();
+    if (!request.budget.has_value()) budget = std::min(budget, left);
+    if (left <= 0 || budget > left) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "parent branch ", parent_id, " has only ", std::max<int64_t>(left, 0),
+          " tokens left (budget ", parent->budget_allocated, ", used ", parent->tokens_used,
+          ", reserved for children ", parent->reserved_for_children, "); ",
+          left > 0 ? absl::StrCat("ask for at most ", left) : std::string("return it instead")));
+    }
+  }
+
+  Branch b;
+  b.id = base::RandomId("br_");
+  b.session = session;
+  b.parent_id = parent_id;
+  b.depth = depth;
+  b.description = scrubber_.Scrub(request.description);
+  b.prompt = scrubber_.Scrub(request.prompt);
+  int64_t prompt_tokens = static_cast<int64_t>(counter_.Count(b.prompt));
+  if (prompt_tokens > budget) {
+    return absl::InvalidArgumentError(absl::StrCat("the prompt is ", prompt_tokens,
+                                                   " tokens, more than the branch budget of ",
+                                                   budget, "; raise budget or shorten the prompt"));
+  }
+  int64_t timeout_s = request.timeout_seconds.value_or(config_.default_timeout_seconds);
+  b.budget_allocated = budget;
+  b.tokens_used = prompt_tokens;
+  b.created_at_ms = executor_.clock().WallMillis();
+  b.deadline_wall_ms = b.created_at_ms + timeout_s * 1000;
+  b.deadline_mono = now + std::chrono::seconds(timeout_s);
+  // created -> active happens before anything is stored: the branch is usable once durable.
+  RETURN_IF_ERROR(CheckTransition(b.id, b.status, BranchStatus::kActive));
+  b.status = BranchStatus::kActive;
+
+  Txn txn(*this);
+  std::optional<int64_t> parent_left;
+  if (parent != nullptr) {
+    Branch& p = txn.Get(parent_id);
+    p.reserved_for_children += budget;
+    parent_left = p.Remaining();
+  }
+  txn.Event(EventFor(BranchEventType::kCreated, b));
+  CreateResult result;
+  result.branch_id = b.id;
+  result.parent_branch_id = parent_id;
+  result.depth = depth;
+  result.budget_allocated = budget;
+  result.parent_budget_remaining = parent_left;
+  result.timeout_seconds = timeout_s;
+  result.deadline_wall_ms = b.deadline_wall_ms;
+  result.prompt_tokens = prompt_tokens;
+  result.memory_note = request.inject_memories ? std::string(kMemoryNotYet)
+                                               : std::string("inject_memories was false");
+  txn.Insert(std::move(b));
+  RETURN_IF_ERROR(txn.Commit());
+  state = &sessions_.at(session);
+  state->creations.push_back(now);
+  return result;
+}
+
+absl::StatusOr<ReturnResult> BranchManager::Return(const SessionKey& session,
+                                                   const ReturnRequest& request) {
+  CheckOnExecutor();
+  size_t len = Utf8Length(request.message);
+  if (len > kMaxReturnMessageChars) {
+    return absl::InvalidArgumentError(absl::StrCat("message must be at most ",
+                                                   kMaxReturnMessageChars, " characters, got ", len));
+  }
+  ASSIGN_OR_RETURN(SessionState * state, EnsureSession(session));
+  std::string id;
+  if (request.branch_id.has_value() && !request.branch_id->empty()) {
+    id = *request.branch_id;
+  } else {
+    id = InnermostActive(*state);
+    if (id.empty()) {
+      return absl::FailedPreconditionError(
+          "no active branch in this session: there is nothing to return");
+    }
+  }
+  ASSIGN_OR_RETURN(Node * node, FindNode(session, id));
+  RETURN_IF_ERROR(CheckTransition(id, node->branch.status, BranchStatus::kCompleted));
+
+  std::string summary = scrubber_.Scrub(request.message);
+  int64_t summary_tokens = static_cast<int64_t>(counter_.Count(summary));
+  Txn txn(*this);
+  std::vector<std::string> kids =
+      ForceReturnDescendants(txn, id, absl::StrCat("parent ", id, " returned"));
+  Branch& b = txn.Get(id);
+  // The return message is always accepted (refusing it would lose the fold), even if it takes
+  // the branch past its budget; the parent is charged what the branch really consumed.
+  b.tokens_used += summary_tokens;
+  const std::string parent_id = b.parent_id;
+  FinishInTxn(txn, id, BranchStatus::kCompleted, "returned", summary);
+  ReturnResult result;
+  result.branch_id = id;
+  result.summary = summary;
+  result.summary_tokens = summary_tokens;
+  result.tokens_used = txn.Get(id).tokens_used;
+  result.tokens_folded = std::max<int64_t>(0, result.tokens_used - summary_tokens);
+  result.budget_allocated = txn.Get(id).budget_allocated;
+  result.parent_branch_id = parent_id;
+  result.force_returned_children = kids;
+  result.memory_queued = false;
+  result.memory_note = request.extract_memory ? std::string(kMemoryNotYet)
+                                              : std::string("extract_memory was false");
+  if (!parent_id.empty() && nodes_.count(parent_id) > 0) {
+    Branch& p = txn.Get(parent_id);
+    if (!txn.IsWarned(parent_id) && CrossesWarning(p)) {
+      txn.Warned(parent_id);
+      txn.Event(EventFor(BranchEventType::kWarning, p));
+      result.parent_warning = WarningText(p.id, p.tokens_used, p.budget_allocated);
+    }
+  }
+  RETURN_IF_ERROR(txn.Commit());
+  result.active_branch_after = InnermostActive(sessions_.at(session));
+  return result;
+}
+
+absl::StatusOr<ChargeOutcome> BranchManager::Charge(const SessionKey& session,
+                                                    std::string_view branch_id,
+                                                    const ChargeRecord& record) {
+  CheckOnExecutor();
+  ASSIGN_OR_RETURN(SessionState * state, EnsureSession(session));
+  std::string id = branch_id.empty() ? InnermostActive(*state) : std::string(branch_id);
+  ChargeOutcome out;
+  out.tokens = record.tokens.has_value() ? *record.tokens
+                                         : static_cast<int64_t>(counter_.Count(record.text));
+  if (out.tokens < 0) return absl::InvalidArgumentError("tokens must be >= 0");
+  if (id.empty()) {
+    // The session root has no budget: count, publish for metrics, keep nothing.
+    if (events_ != nullptr) {
+      BranchEvent e;
+      e.type = BranchEventType::kCharged;
+      e.session = session;
+      e.tokens = out.tokens;
+      e.reason = record.kind;
+      e.at_ms = executor_.clock().WallMillis();
+      events_->Publish(e);
+    }
+    return out;
+  }
+  ASSIGN_OR_RETURN(Node * node, FindNode(session, id));
+  if (node->branch.status != BranchStatus::kActive) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "branch ", id, " is ", BranchStatusName(node->branch.status),
+        ", not active; nothing can be charged to it"));
+  }
+  Txn txn(*this);
+  Branch& b = txn.Get(id);
+  txn.Record(id, record.kind, record.label, MakeExcerpt(record.text), out.tokens);
+  BranchEvent charged = EventFor(BranchEventType::kCharged, b);
+  charged.tokens = out.tokens;
+  charged.reason = record.kind;
+  int64_t left = b.Remaining();
+  if (out.tokens > left) {
+    // The record does not fit: the caller withholds it, so only what was left is consumed.
+    b.tokens_used += std::max<int64_t>(left, 0);
+    charged.tokens = std::max<int64_t>(left, 0);
+    ForceReturnDescendants(txn, id, absl::StrCat("parent ", id, " ran out of budget"));
+    Branch& after = txn.Get(id);
+    FinishInTxn(txn, id, BranchStatus::kBudgetExhausted,
+                absl::StrCat("budget exhausted: ", after.tokens_used, "/", after.budget_allocated,
+                             " tokens; ", record.kind, " ", record.label, " needed ", out.tokens,
+                             " tokens with ", std::max<int64_t>(left, 0), " left"),
+                std::nullopt);
+    out.exhausted = true;
+    out.partial_summary = txn.Get(id).summary;
+  } else {
+    b.tokens_used += out.tokens;
+    if (!txn.IsWarned(id) && CrossesWarning(b)) {
+      txn.Warned(id);
+      out.warning_crossed = true;
+      txn.Event(EventFor(BranchEventType::kWarning, b));
+    }
+  }
+  charged.tokens_used = txn.Get(id).tokens_used;
+  txn.Event(std::move(charged));
+  out.branch_id = id;
+  out.used = txn.Get(id).tokens_used;
+  out.allocated = txn.Get(id).budget_allocated;
+  RETURN_IF_ERROR(txn.Commit());
+  out.active_branch_after = InnermostActive(sessions_.at(session));
+  return out;
+}
+
+BranchView BranchManager::MakeView(const Node& node) const {
+  const Branch& b = node.branch;
+  BranchView v;
+  v.branch_id = b.id;
+  v.parent_branch_id = b.parent_id;
+  v.depth = b.depth;
+  v.description = b.description;
+  v.status = b.status;
+  v.tokens_used = b.tokens_used;
+  v.budget_allocated = b.budget_allocated;
+  v.reserved_for_children = b.reserved_for_children;
+  if (IsLive(b.status)) {
+    v.time_left_ms = std::max<int64_t>(0, ToMillis(b.deadline_mono - executor_.clock().Now()));
+  }
+  v.deadline_wall_ms = b.deadline_wall_ms;
+  v.created_at_ms = b.created_at_ms;
+  v.finished_at_ms = b.finished_at_ms;
+  v.finish_reason = b.finish_reason;
+  v.summary = b.summary;
+  for (const std::string& c : node.children) v.children.push_back(MakeView(nodes_.at(c)));
+  return v;
+}
+
+absl::StatusOr<StatusResult> BranchManager::Status(const SessionKey& session,
+                                                   std::string_view branch_id) {
+  CheckOnExecutor();
+  ASSIGN_OR_RETURN(SessionState * state, EnsureSession(session));
+  StatusResult result;
+  if (!branch_id.empty()) {
+    ASSIGN_OR_RETURN(Node * node, FindNode(session, branch_id));
+    result.branches.push_back(MakeView(*node));
+  } else {
+    for (const std::string& id : state->branches) result.branches.push_back(MakeView(nodes_.at(id)));
+  }
+  result.active_branch_id = InnermostActive(*state);
+  result.active_count = static_cast<int>(state->active.size());
+  return result;
+}
+
+absl::StatusOr<EndSessionResult> BranchManager::EndSession(const SessionKey& session,
+                                                           std::string_view reason) {
+  CheckOnExecutor();
+  EndSessionResult result;
+  auto it = sessions_.find(session);
+  if (it == sessions_.end()) return result;
+  std::string why = absl::StrCat("session ended: ", Sv(reason));
+  std::vector<std::string> live = it->second.active;
+  Txn txn(*this);
+  std::stable_sort(live.begin(), live.end(), [&](const std::string& a, const std::string& b) {
+    return nodes_.at(a).branch.depth > nodes_.at(b).branch.depth;
+  });
+  for (const std::string& id : live) {
+    if (!IsLive(txn.StatusOf(id))) continue;
+    FinishInTxn(txn, id, BranchStatus::kFailed, why, std::nullopt);
+    result.force_returned.push_back(id);
+  }
+  RETURN_IF_ERROR(txn.Commit());
+  // Forget the session; its branches stay in the store.
+  std::vector<std::string> stack = it->second.branches;
+  while (!stack.empty()) {
+    std::string id = std::move(stack.back());
+    stack.pop_back();
+    auto nit = nodes_.find(id);
+    if (nit == nodes_.end()) continue;
+    stack.insert(stack.end(), nit->second.children.begin(), nit->second.children.end());
+    if (nit->second.timer != 0) executor_.CancelTimer(nit->second.timer);
+    nodes_.erase(nit);
+  }
+  sessions_.erase(it);
+  return result;
+}
+
+}  // namespace contextd::folding

@@ -1,0 +1,777 @@
+#include "folding/branch_manager.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "base/executor.h"
+#include "folding/testing/fakes.h"
+#include "folding/text.h"
+
+namespace contextd::folding {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+std::string Words(int n, std::string_view word = "w") {
+  std::string s;
+  for (int i = 0; i < n; ++i) {
+    if (i) s += ' ';
+    s += word;
+  }
+  return s;
+}
+
+CreateRequest Req(std::string prompt = "do the thing", std::optional<int64_t> budget = std::nullopt,
+                  std::optional<std::string> parent = std::nullopt) {
+  CreateRequest r;
+  r.description = "explore";
+  r.prompt = std::move(prompt);
+  r.budget = budget;
+  r.parent_branch_id = std::move(parent);
+  return r;
+}
+
+ChargeRecord Rec(int tokens_as_words, std::string label = "fs__read_file",
+                 std::string kind = "tool_result") {
+  ChargeRecord r;
+  r.kind = std::move(kind);
+  r.label = std::move(label);
+  r.text = Words(tokens_as_words);
+  return r;
+}
+
+class BranchManagerTest : public ::testing::Test {
+ protected:
+  BranchManagerTest() : exec_(clock_) {
+    bus_.Subscribe([this](const BranchEvent& e) { events_.push_back(e); });
+  }
+
+  void MakeManager(FoldingConfig config = {}) {
+    mgr_.reset();
+    mgr_ = std::make_unique<BranchManager>(config, exec_, store_, counter_, scrubber_, &bus_);
+  }
+  void SetUp() override { MakeManager(); }
+
+  // Runs `f` on the manual executor (as the engine would) and returns its result.
+  template <typename F>
+  auto Run(F f) -> decltype(f()) {
+    std::optional<decltype(f())> out;
+    exec_.Post([&] { out.emplace(f()); });
+    exec_.RunUntilIdle();
+    return std::move(*out);
+  }
+  absl::StatusOr<CreateResult> Create(const CreateRequest& r, const SessionKey* s = nullptr) {
+    return Run([&] { return mgr_->Create(s ? *s : s1_, r); });
+  }
+  absl::StatusOr<ReturnResult> Return(std::optional<std::string> id, std::string msg,
+                                      const SessionKey* s = nullptr) {
+    ReturnRequest r;
+    r.branch_id = std::move(id);
+    r.message = std::move(msg);
+    return Run([&] { return mgr_->Return(s ? *s : s1_, r); });
+  }
+  absl::StatusOr<ChargeOutcome> Charge(std::string id, const ChargeRecord& rec,
+                                       const SessionKey* s = nullptr) {
+    return Run([&] { return mgr_->Charge(s ? *s : s1_, id, rec); });
+  }
+  Branch Stored(const std::string& id) {
+    auto b = store_.Get(id);
+    EXPECT_TRUE(b.ok() && b->has_value()) << id;
+    return b.ok() && b->has_value() ? **b : Branch{};
+  }
+  std::vector<BranchEventType> EventTypes() {
+    std::vector<BranchEventType> out;
+    for (auto& e : events_) {
+      if (e.type != BranchEventType::kCharged) out.push_back(e.type);
+    }
+    return out;
+  }
+
+  base::FakeClock clock_;
+  base::ManualExecutor exec_;
+  testing::InMemoryBranchStore store_;
+  testing::WordTokenCounter counter_;
+  testing::FakeScrubber scrubber_;
+  EventBus bus_;
+  std::vector<BranchEvent> events_;
+  std::unique_ptr<BranchManager> mgr_;
+  SessionKey s1_{"local", "default", "s1"};
+  SessionKey s2_{"local", "default", "s2"};
+};
+
+TEST_F(BranchManagerTest, CreateValidatesEveryField) {
+  auto expect_bad = [&](CreateRequest r, std::string_view field) {
+    auto res = Create(r);
+    ASSERT_FALSE(res.ok()) << field;
+    EXPECT_EQ(res.status().code(), absl::StatusCode::kInvalidArgument) << field;
+    EXPECT_THAT(std::string(res.status().message()), StartsWith(std::string(field)));
+  };
+  CreateRequest r = Req();
+  r.description = "";
+  expect_bad(r, "description");
+  r.description = std::string(501, 'd');
+  expect_bad(r, "description");
+  r = Req("");
+  expect_bad(r, "prompt");
+  r = Req(std::string(10001, 'p'));
+  expect_bad(r, "prompt");
+  expect_bad(Req("x", 0), "budget");
+  expect_bad(Req("x", 32769), "budget");
+  r = Req();
+  r.timeout_seconds = 0;
+  expect_bad(r, "timeout_seconds");
+  r.timeout_seconds = 601;
+  expect_bad(r, "timeout_seconds");
+  expect_bad(Req(Words(11), 10), "the prompt is 11 tokens");
+  EXPECT_EQ(store_.commits, 0);
+  // The limits are inclusive, in characters (not bytes).
+  r = Req(std::string(10000, 'p'), 32768);
+  r.description = "";
+  for (int i = 0; i < 500; ++i) r.description += "\xC3\xA9";
+  r.timeout_seconds = 600;
+  EXPECT_TRUE(Create(r).ok());
+}
+
+TEST_F(BranchManagerTest, CreateAtSessionRoot) {
+  auto res = Create(Req("read the five config files"));
+  ASSERT_TRUE(res.ok()) << res.status();
+  EXPECT_THAT(res->branch_id, StartsWith("br_"));
+  EXPECT_EQ(res->branch_id.size(), 3u + 32u);
+  EXPECT_EQ(res->depth, 1);
+  EXPECT_EQ(res->parent_branch_id, "");
+  EXPECT_EQ(res->budget_allocated, 8192);
+  EXPECT_FALSE(res->parent_budget_remaining.has_value());
+  EXPECT_EQ(res->prompt_tokens, 5);
+  EXPECT_EQ(res->timeout_seconds, 300);
+  EXPECT_EQ(res->deadline_wall_ms, clock_.WallMillis() + 300'000);
+  EXPECT_TRUE(res->injected_context.empty());
+  EXPECT_EQ(res->memory_note, kMemoryNotYet);
+  Branch b = Stored(res->branch_id);
+  EXPECT_EQ(b.status, BranchStatus::kActive);
+  EXPECT_EQ(b.tokens_used, 5);
+  EXPECT_EQ(b.session, s1_);
+  EXPECT_EQ(Run([&] { return mgr_->ActiveBranch(s1_); }), res->branch_id);
+  EXPECT_EQ(mgr_->active_branches(), 1);
+  ASSERT_EQ(EventTypes(), std::vector<BranchEventType>{BranchEventType::kCreated});
+  std::string text = CreateText(*res);
+  EXPECT_THAT(text, HasSubstr(res->branch_id));
+  EXPECT_THAT(text, HasSubstr("parent_budget_remaining: unlimited"));
+  EXPECT_THAT(text, HasSubstr("injected_context: none (memory arrives in a later issue)"));
+}
+
+TEST_F(BranchManagerTest, ScrubsDescriptionAndPromptBeforeStoring) {
+  CreateRequest r = Req("use key SECRET123 now");
+  r.description = "with SECRET123";
+  auto res = Create(r);
+  ASSERT_TRUE(res.ok());
+  Branch b = Stored(res->branch_id);
+  EXPECT_THAT(b.prompt, Not(HasSubstr("SECRET123")));
+  EXPECT_THAT(b.prompt, HasSubstr(testing::FakeScrubber::kMarker));
+  EXPECT_THAT(b.description, HasSubstr(testing::FakeScrubber::kMarker));
+}
+
+TEST_F(BranchManagerTest, ChildBudgetIsReservedFromParent) {
+  auto parent = Create(Req(Words(10), 1000));
+  ASSERT_TRUE(parent.ok());
+  auto child = Create(Req(Words(5), 500));  // default parent: innermost active
+  ASSERT_TRUE(child.ok()) << child.status();
+  EXPECT_EQ(child->parent_branch_id, parent->branch_id);
+  EXPECT_EQ(child->depth, 2);
+  ASSERT_TRUE(child->parent_budget_remaining.has_value());
+  EXPECT_EQ(*child->parent_budget_remaining, 1000 - 10 - 500);
+  EXPECT_EQ(Stored(parent->branch_id).reserved_for_children, 500);
+
+  auto too_big = Create(Req("x", 491, parent->branch_id));
+  ASSERT_FALSE(too_big.ok());
+  EXPECT_EQ(too_big.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(too_big.status().message()), HasSubstr("has only 490 tokens left"));
+  // Without a budget the child gets what the parent has left.
+  auto fits = Create(Req("x", std::nullopt, parent->branch_id));
+  ASSERT_TRUE(fits.ok()) << fits.status();
+  EXPECT_EQ(fits->budget_allocated, 490);
+  EXPECT_EQ(*fits->parent_budget_remaining, 0);
+  auto none_left = Create(Req("x", std::nullopt, parent->branch_id));
+  ASSERT_FALSE(none_left.ok());
+  EXPECT_THAT(std::string(none_left.status().message()), HasSubstr("has only 0 tokens left"));
+}
+
+TEST_F(BranchManagerTest, ReturnChargesMessageRefundsParentAndReportsFolded) {
+  auto parent = Create(Req(Words(10), 1000));
+  auto child = Create(Req(Words(5), 500));
+  ASSERT_TRUE(parent.ok() && child.ok());
+  ASSERT_TRUE(Charge("", Rec(20)).ok());
+  events_.clear();
+  auto ret = Return(std::nullopt, "found it in a.cc");
+  ASSERT_TRUE(ret.ok()) << ret.status();
+  EXPECT_EQ(ret->branch_id, child->branch_id);
+  EXPECT_EQ(ret->summary, "found it in a.cc");
+  EXPECT_EQ(ret->summary_tokens, 4);
+  EXPECT_EQ(ret->tokens_used, 5 + 20 + 4);
+  EXPECT_EQ(ret->tokens_folded, 5 + 20);
+  EXPECT_EQ(ret->parent_branch_id, parent->branch_id);
+  EXPECT_EQ(ret->active_branch_after, parent->branch_id);
+  EXPECT_FALSE(ret->memory_queued);
+  Branch c = Stored(child->branch_id);
+  EXPECT_EQ(c.status, BranchStatus::kCompleted);
+  EXPECT_EQ(c.summary, "found it in a.cc");
+  EXPECT_EQ(c.finish_reason, "returned");
+  EXPECT_GT(c.finished_at_ms, 0);
+  Branch p = Stored(parent->branch_id);
+  EXPECT_EQ(p.reserved_for_children, 0);
+  EXPECT_EQ(p.tokens_used, 10 + 29);  // the unused 471 went back
+  EXPECT_EQ(p.Remaining(), 1000 - 39);
+  ASSERT_EQ(EventTypes(), std::vector<BranchEventType>{BranchEventType::kFolded});
+  EXPECT_EQ(events_.back().tokens, 25);
+  std::string text = ReturnText(*ret);
+  EXPECT_THAT(text, HasSubstr("summary: found it in a.cc"));
+  EXPECT_THAT(text, HasSubstr("tokens_used: 29/500"));
+  EXPECT_THAT(text, HasSubstr("tokens_folded: 25"));
+  EXPECT_THAT(text, HasSubstr("active branch now: " + parent->branch_id));
+  EXPECT_THAT(text, HasSubstr("memory_queued: false"));
+
+  auto root_ret = Return(std::nullopt, "done");
+  ASSERT_TRUE(root_ret.ok());
+  EXPECT_EQ(root_ret->parent_branch_id, "");
+  EXPECT_EQ(root_ret->active_branch_after, "");
+  EXPECT_THAT(ReturnText(*root_ret), HasSubstr("active branch now: the session root"));
+}
+
+TEST_F(BranchManagerTest, ReturnScrubsTheMessageBeforeStoringAndEchoing) {
+  ASSERT_TRUE(Create(Req()).ok());
+  auto ret = Return(std::nullopt, "token is SECRET123");
+  ASSERT_TRUE(ret.ok());
+  EXPECT_THAT(ret->summary, Not(HasSubstr("SECRET123")));
+  EXPECT_THAT(Stored(ret->branch_id).summary, HasSubstr(testing::FakeScrubber::kMarker));
+  EXPECT_THAT(ReturnText(*ret), Not(HasSubstr("SECRET123")));
+}
+
+TEST_F(BranchManagerTest, ReturnErrors) {
+  auto none = Return(std::nullopt, "x");
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kFailedPrecondition);
+  auto b = Create(Req());
+  ASSERT_TRUE(b.ok());
+  auto too_long = Return(b->branch_id, std::string(50001, 'm'));
+  EXPECT_EQ(too_long.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(too_long.status().message()), HasSubstr("50000"));
+  ASSERT_TRUE(Return(b->branch_id, std::string(50000, 'm')).ok());
+  auto again = Return(b->branch_id, "x");
+  EXPECT_EQ(again.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(again.status().message(),
+            "branch " + b->branch_id + " cannot go from completed to completed (completed is final)");
+}
+
+TEST_F(BranchManagerTest, DepthLimitNamesMaxDepth) {
+  auto a = Create(Req());
+  auto b = Create(Req("x", 1000));
+  auto c = Create(Req("x", 100));
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_EQ(c->depth, 3);
+  auto d = Create(Req());
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(d.status().message()), HasSubstr("max_depth (3) reached"));
+  // A sibling under a shallower parent is fine.
+  auto sib = Create(Req("x", 100, a->branch_id));
+  ASSERT_TRUE(sib.ok()) << sib.status();
+  EXPECT_EQ(sib->depth, 2);
+}
+
+TEST_F(BranchManagerTest, ReturnOfParentForceReturnsActiveChildrenDeepestFirst) {
+  auto a = Create(Req(Words(2), 3000));
+  auto b = Create(Req(Words(2), 1000));
+  auto c = Create(Req(Words(2), 300));
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  ASSERT_TRUE(Charge(c->branch_id, Rec(7, "grep")).ok());
+  events_.clear();
+  auto ret = Return(a->branch_id, "summary of a");
+  ASSERT_TRUE(ret.ok()) << ret.status();
+  EXPECT_EQ(ret->force_returned_children,
+            (std::vector<std::string>{c->branch_id, b->branch_id}));
+  ASSERT_EQ(EventTypes(),
+            (std::vector<BranchEventType>{BranchEventType::kForceReturned,
+                                          BranchEventType::kForceReturned,
+                                          BranchEventType::kFolded}));
+  EXPECT_EQ(events_[0].branch_id, c->branch_id);
+  Branch sc = Stored(c->branch_id);
+  Branch sb = Stored(b->branch_id);
+  EXPECT_EQ(sc.status, BranchStatus::kFailed);
+  // Every descendant names the branch whose return ended it.
+  EXPECT_EQ(sc.finish_reason, "parent " + a->branch_id + " returned");
+  EXPECT_EQ(sb.status, BranchStatus::kFailed);
+  EXPECT_EQ(sb.finish_reason, "parent " + a->branch_id + " returned");
+  EXPECT_THAT(sc.summary, HasSubstr("grep"));
+  EXPECT_THAT(sb.summary, HasSubstr(c->branch_id));  // b recorded c's return
+  // Consumption rolls up: a = 2 + (b: 2 + (c: 2 + 7)) + 3 (message).
+  EXPECT_EQ(ret->tokens_used, 2 + 2 + 2 + 7 + 3);
+  EXPECT_EQ(Stored(a->branch_id).reserved_for_children, 0);
+  EXPECT_EQ(mgr_->active_branches(), 0);
+  EXPECT_THAT(ReturnText(*ret), HasSubstr("force-returned children first: " + c->branch_id));
+}
+
+TEST_F(BranchManagerTest, WarningAtEightyPercentOnlyOnce) {
+  auto b = Create(Req("go", 100));
+  ASSERT_TRUE(b.ok());
+  auto o1 = Charge("", Rec(78));
+  ASSERT_TRUE(o1.ok());
+  EXPECT_EQ(o1->used, 79);
+  EXPECT_FALSE(o1->warning_crossed);
+  auto o2 = Charge("", Rec(1));
+  ASSERT_TRUE(o2.ok());
+  EXPECT_EQ(o2->used, 80);
+  EXPECT_TRUE(o2->warning_crossed);
+  EXPECT_EQ(WarningText(o2->branch_id, o2->used, o2->allocated),
+            "budget 80% used: 80/100 tokens in " + b->branch_id +
+                " (20 left); finish the task and call branch_return with a summary");
+  auto o3 = Charge("", Rec(5));
+  ASSERT_TRUE(o3.ok());
+  EXPECT_FALSE(o3->warning_crossed);
+  int warnings = 0;
+  for (auto& e : events_) warnings += e.type == BranchEventType::kWarning;
+  EXPECT_EQ(warnings, 1);
+}
+
+TEST_F(BranchManagerTest, ExhaustionForceReturnsWithPartialSummary) {
+  auto parent = Create(Req("p", 1000));
+  auto b = Create(Req("go", 100));
+  ASSERT_TRUE(parent.ok() && b.ok());
+  ChargeRecord call;
+  call.kind = "tool_call";
+  call.label = "fs__read_file";
+  call.text = "{\"path\": \"/etc/app.conf\"}";
+  ASSERT_TRUE(Charge("", call).ok());
+  auto full = Charge("", Rec(97));  // 1 + 2 + 97 = 100: exactly the budget still fits
+  ASSERT_TRUE(full.ok());
+  EXPECT_EQ(full->used, 100);
+  EXPECT_FALSE(full->exhausted);
+  auto over = Charge("", Rec(1, "fs__list"));
+  ASSERT_TRUE(over.ok()) << over.status();
+  EXPECT_TRUE(over->exhausted);
+  EXPECT_EQ(over->used, 100);
+  EXPECT_EQ(over->allocated, 100);
+  EXPECT_EQ(over->branch_id, b->branch_id);
+  EXPECT_EQ(over->active_branch_after, parent->branch_id);
+  Branch s = Stored(b->branch_id);
+  EXPECT_EQ(s.status, BranchStatus::kBudgetExhausted);
+  EXPECT_THAT(s.finish_reason, StartsWith("budget exhausted: 100/100 tokens"));
+  EXPECT_EQ(s.summary, over->partial_summary);
+  EXPECT_THAT(s.summary, HasSubstr("tool_call fs__read_file: {\"path\": \"/etc/app.conf\"}"));
+  EXPECT_THAT(s.summary, HasSubstr("fs__list"));
+  EXPECT_LE(counter_.Count(s.summary), 500u);
+  EXPECT_THAT(ExhaustedText(*over),
+              StartsWith("budget exhausted: 100/100 tokens; branch " + b->branch_id +
+                         " was returned with partial results; active branch is now " +
+                         parent->branch_id));
+  EXPECT_EQ(Stored(parent->branch_id).tokens_used, 1 + 100);
+  EXPECT_EQ(events_.back().type, BranchEventType::kCharged);
+  bool force_event = false;
+  for (auto& e : events_) force_event |= e.type == BranchEventType::kForceReturned;
+  EXPECT_TRUE(force_event);
+  // The branch is over; explicit charges to it are refused, default ones go to the parent.
+  auto late = Charge(b->branch_id, Rec(1));
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kFailedPrecondition);
+  auto next = Charge("", Rec(1));
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(next->branch_id, parent->branch_id);
+}
+
+TEST_F(BranchManagerTest, ExhaustionOfParentForceReturnsItsChildren) {
+  auto p = Create(Req("p", 100));
+  auto c = Create(Req("c", 50));
+  ASSERT_TRUE(p.ok() && c.ok());
+  ASSERT_TRUE(Charge("", Rec(9)).ok());  // child used 10
+  auto over = Charge(p->branch_id, Rec(60));  // parent has 100 - 1 - 50 = 49 left
+  ASSERT_TRUE(over.ok());
+  EXPECT_TRUE(over->exhausted);
+  EXPECT_EQ(Stored(c->branch_id).status, BranchStatus::kFailed);
+  EXPECT_EQ(Stored(c->branch_id).finish_reason, "parent " + p->branch_id + " ran out of budget");
+  // parent: 1 + 49 (what was left) + 10 (child's consumption) = 60 <= 100.
+  EXPECT_EQ(over->used, 60);
+  EXPECT_EQ(over->active_branch_after, "");
+  EXPECT_THAT(ExhaustedText(*over), HasSubstr("active branch is now the session root"));
+}
+
+TEST_F(BranchManagerTest, PartialSummaryStaysWithin500TokensAndIsScrubbed) {
+  auto b = Create(Req("go", 32768));
+  ASSERT_TRUE(b.ok());
+  for (int i = 0; i < 40; ++i) {
+    ChargeRecord r = Rec(200, "tool" + std::to_string(i));
+    r.text = "SECRET123 " + r.text;
+    ASSERT_TRUE(Charge("", r).ok());
+  }
+  ASSERT_TRUE(Run([&] { return mgr_->EndSession(s1_, "test"); }).ok());
+  Branch s = Stored(b->branch_id);
+  EXPECT_LE(counter_.Count(s.summary), 500u);
+  EXPECT_THAT(s.summary, HasSubstr("tool39"));
+  EXPECT_THAT(s.summary, HasSubstr("of 40 records"));
+  EXPECT_THAT(s.summary, Not(HasSubstr("SECRET123")));
+  EXPECT_THAT(s.summary, HasSubstr("[REDACTED:test-secret"));
+}
+
+TEST_F(BranchManagerTest, ChargeWithoutActiveBranchGoesToRoot) {
+  auto o = Charge("", Rec(12));
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->branch_id, "");
+  EXPECT_EQ(o->tokens, 12);
+  EXPECT_FALSE(o->exhausted);
+  EXPECT_EQ(store_.commits, 0);
+  ChargeRecord pre = Rec(1);
+  pre.tokens = 77;  // counted by the caller
+  auto b = Create(Req("go", 100));
+  ASSERT_TRUE(b.ok());
+  auto o2 = Charge("", pre);
+  ASSERT_TRUE(o2.ok());
+  EXPECT_EQ(o2->tokens, 77);
+  EXPECT_EQ(o2->used, 78);
+}
+
+TEST_F(BranchManagerTest, DeadlineTimerForceReturnsWithTimeout) {
+  CreateRequest r = Req("go", 1000);
+  r.timeout_seconds = 10;
+  auto a = Create(r);
+  r.timeout_seconds = 600;
+  r.budget = 100;
+  auto child = Create(r);
+  ASSERT_TRUE(a.ok() && child.ok());
+  ASSERT_TRUE(Charge("", Rec(3, "search")).ok());
+  exec_.AdvanceAndRun(std::chrono::milliseconds(9999));
+  EXPECT_EQ(Stored(a->branch_id).status, BranchStatus::kActive);
+  auto st = Run([&] { return mgr_->Status(s1_, a->branch_id); });
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->branches[0].time_left_ms, 1);
+  exec_.AdvanceAndRun(std::chrono::milliseconds(1));
+  Branch s = Stored(a->branch_id);
+  EXPECT_EQ(s.status, BranchStatus::kTimeout);
+  EXPECT_EQ(s.finish_reason, "deadline passed (timeout 10 s)");
+  EXPECT_THAT(s.summary, HasSubstr("ended with status timeout"));
+  EXPECT_THAT(s.summary, HasSubstr(child->branch_id));
+  Branch c = Stored(child->branch_id);
+  EXPECT_EQ(c.status, BranchStatus::kFailed);
+  EXPECT_EQ(c.finish_reason, "parent " + a->branch_id + " timed out");
+  EXPECT_THAT(c.summary, HasSubstr("search"));
+  EXPECT_EQ(mgr_->active_branches(), 0);
+  EXPECT_EQ(Run([&] { return mgr_->ActiveBranch(s1_); }), "");
+}
+
+TEST_F(BranchManagerTest, ReturnCancelsTheDeadline) {
+  CreateRequest r = Req();
+  r.timeout_seconds = 5;
+  auto a = Create(r);
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(Return(std::nullopt, "ok").ok());
+  exec_.AdvanceAndRun(std::chrono::seconds(10));
+  EXPECT_EQ(Stored(a->branch_id).status, BranchStatus::kCompleted);
+  int forced = 0;
+  for (auto& e : events_) forced += e.type == BranchEventType::kForceReturned;
+  EXPECT_EQ(forced, 0);
+}
+
+TEST_F(BranchManagerTest, TimeoutRetriedWhenTheStoreFails) {
+  CreateRequest r = Req();
+  r.timeout_seconds = 5;
+  auto a = Create(r);
+  ASSERT_TRUE(a.ok());
+  store_.fail_commits = 1;
+  exec_.AdvanceAndRun(std::chrono::seconds(5));
+  EXPECT_EQ(Stored(a->branch_id).status, BranchStatus::kActive);
+  exec_.AdvanceAndRun(std::chrono::seconds(1));
+  EXPECT_EQ(Stored(a->branch_id).status, BranchStatus::kTimeout);
+}
+
+TEST_F(BranchManagerTest, EndSessionForceReturnsAllAndKeepsThemVisible) {
+  auto a = Create(Req());
+  auto b = Create(Req("x", 100));
+  auto c = Create(Req("x", 100, ""));  // "" = explicitly under the session root
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_EQ(c->depth, 1);
+  auto other = Create(Req(), &s2_);
+  ASSERT_TRUE(other.ok());
+  auto end = Run([&] { return mgr_->EndSession(s1_, "client closed"); });
+  ASSERT_TRUE(end.ok()) << end.status();
+  ASSERT_EQ(end->force_returned.size(), 3u);
+  EXPECT_EQ(end->force_returned[0], b->branch_id);  // deepest first
+  for (const auto& id : {a->branch_id, b->branch_id, c->branch_id}) {
+    Branch s = Stored(id);
+    EXPECT_EQ(s.status, BranchStatus::kFailed);
+    EXPECT_EQ(s.finish_reason, "session ended: client closed");
+  }
+  EXPECT_EQ(mgr_->active_branches(), 1);
+  EXPECT_EQ(mgr_->sessions_in_memory(), 1u);
+  EXPECT_EQ(Stored(other->branch_id).status, BranchStatus::kActive);
+  EXPECT_TRUE(Run([&] { return mgr_->EndSession(s1_, "again"); }).ok());  // idempotent
+  // The tree is reloaded from the store on the next use of the session.
+  auto st = Run([&] { return mgr_->Status(s1_, ""); });
+  ASSERT_TRUE(st.ok());
+  ASSERT_EQ(st->branches.size(), 2u);
+  EXPECT_EQ(st->branches[0].branch_id, a->branch_id);
+  ASSERT_EQ(st->branches[0].children.size(), 1u);
+  EXPECT_EQ(st->branches[0].children[0].status, BranchStatus::kFailed);
+  EXPECT_EQ(st->active_branch_id, "");
+}
+
+TEST_F(BranchManagerTest, AnotherSessionsBranchIsNotFoundLikeANonexistentOne) {
+  auto a = Create(Req());
+  ASSERT_TRUE(a.ok());
+  const std::string foreign = a->branch_id;
+  const std::string missing = "br_00000000000000000000000000000000";
+  auto expect_same = [&](auto make) {
+    absl::Status f = make(foreign);
+    absl::Status m = make(missing);
+    EXPECT_EQ(f.code(), absl::StatusCode::kNotFound);
+    EXPECT_EQ(m.code(), absl::StatusCode::kNotFound);
+    EXPECT_EQ(f.message(), "branch " + foreign + " not found");
+    EXPECT_EQ(m.message(), "branch " + missing + " not found");
+  };
+  expect_same([&](const std::string& id) { return Return(id, "x", &s2_).status(); });
+  expect_same([&](const std::string& id) { return Charge(id, Rec(1), &s2_).status(); });
+  expect_same([&](const std::string& id) { return Create(Req("x", 10, id), &s2_).status(); });
+  expect_same([&](const std::string& id) {
+    return Run([&] { return mgr_->Status(s2_, id); }).status();
+  });
+  // Other tenant or project with the same session id is another session too.
+  SessionKey t2{"tenant2", "default", "s1"};
+  EXPECT_EQ(Return(foreign, "x", &t2).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(Stored(foreign).status, BranchStatus::kActive);
+  auto st2 = Run([&] { return mgr_->Status(s2_, ""); });
+  ASSERT_TRUE(st2.ok());
+  EXPECT_TRUE(st2->branches.empty());
+}
+
+TEST_F(BranchManagerTest, ActiveLimitsPerSessionAndInstance) {
+  FoldingConfig c;
+  c.branch_creation_rate_limit = "1000/second";
+  c.max_concurrent_branches_per_session = 3;
+  c.max_concurrent_branches_per_instance = 5;
+  MakeManager(c);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(Create(Req("x", 10, "")).ok());
+  auto over = Create(Req("x", 10, ""));
+  EXPECT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(over.status().message()),
+              HasSubstr("max_concurrent_branches_per_session (3) reached"));
+  ASSERT_TRUE(Create(Req("x", 10, ""), &s2_).ok());
+  ASSERT_TRUE(Create(Req("x", 10, ""), &s2_).ok());
+  SessionKey s3{"local", "default", "s3"};
+  auto inst = Create(Req("x", 10, ""), &s3);
+  EXPECT_EQ(inst.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(inst.status().message()),
+              HasSubstr("max_concurrent_branches_per_instance (5) reached"));
+  ASSERT_TRUE(Return(std::nullopt, "done").ok());
+  EXPECT_TRUE(Create(Req("x", 10, ""), &s3).ok());
+}
+
+TEST_F(BranchManagerTest, RateLimitSaysWhenToRetry) {
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(Create(Req("x", 10, "")).ok());
+    exec_.AdvanceAndRun(std::chrono::seconds(1));
+  }
+  auto limited = Create(Req("x", 10, ""));
+  EXPECT_EQ(limited.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(limited.status().message(),
+            "branch_creation_rate_limit (5/minute) reached for this session; retry in 55 s");
+  EXPECT_TRUE(Create(Req("x", 10, ""), &s2_).ok());  // per session
+  exec_.AdvanceAndRun(std::chrono::seconds(54));
+  EXPECT_THAT(std::string(Create(Req("x", 10, "")).status().message()), HasSubstr("retry in 1 s"));
+  exec_.AdvanceAndRun(std::chrono::seconds(1));
+  EXPECT_TRUE(Create(Req("x", 10, "")).ok());
+}
+
+TEST_F(BranchManagerTest, FailedCommitChangesNothing) {
+  store_.fail_commits = 1;
+  auto a = Create(Req());
+  EXPECT_EQ(a.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(mgr_->active_branches(), 0);
+  auto b = Create(Req("x", 100));
+  ASSERT_TRUE(b.ok());
+  store_.fail_commits = 1;
+  EXPECT_FALSE(Charge("", Rec(50)).ok());
+  store_.fail_commits = 1;
+  EXPECT_FALSE(Return(std::nullopt, "x").ok());
+  auto st = Run([&] { return mgr_->Status(s1_, b->branch_id); });
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->branches[0].status, BranchStatus::kActive);
+  EXPECT_EQ(st->branches[0].tokens_used, 1);
+  EXPECT_EQ(Stored(b->branch_id).tokens_used, 1);
+  EXPECT_TRUE(Return(std::nullopt, "x").ok());
+}
+
+TEST_F(BranchManagerTest, StatusTreeAndText) {
+  auto a = Create(Req(Words(3), 2000));
+  auto b = Create(Req(Words(2), 500));
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(Return(std::nullopt, "b done").ok());
+  auto c = Create(Req("x", 100));
+  ASSERT_TRUE(c.ok());
+  exec_.AdvanceAndRun(std::chrono::seconds(100));
+  auto st = Run([&] { return mgr_->Status(s1_, ""); });
+  ASSERT_TRUE(st.ok());
+  ASSERT_EQ(st->branches.size(), 1u);
+  const BranchView& va = st->branches[0];
+  EXPECT_EQ(va.branch_id, a->branch_id);
+  EXPECT_EQ(va.tokens_used, 3 + 4);
+  EXPECT_EQ(va.reserved_for_children, 100);
+  EXPECT_EQ(va.time_left_ms, 200'000);
+  ASSERT_EQ(va.children.size(), 2u);
+  EXPECT_EQ(va.children[0].status, BranchStatus::kCompleted);
+  EXPECT_FALSE(va.children[0].time_left_ms.has_value());
+  EXPECT_EQ(st->active_branch_id, c->branch_id);
+  EXPECT_EQ(st->active_count, 2);
+  std::string text = StatusText(*st);
+  EXPECT_THAT(text, HasSubstr("active branch: " + c->branch_id + " (2 active)"));
+  EXPECT_THAT(text, HasSubstr("- " + a->branch_id + " [active] depth 1 \"explore\" 7/2000 tokens"));
+  EXPECT_THAT(text, HasSubstr("  - " + b->branch_id + " [completed] depth 2"));
+  EXPECT_THAT(text, HasSubstr("200 s left"));
+  auto one = Run([&] { return mgr_->Status(s1_, b->branch_id); });
+  ASSERT_TRUE(one.ok());
+  ASSERT_EQ(one->branches.size(), 1u);
+  EXPECT_EQ(one->branches[0].summary, "b done");
+}
+
+TEST_F(BranchManagerTest, RecoverForceReturnsWhatAPreviousRunLeftLive) {
+  auto a = Create(Req(Words(2), 1000));
+  auto b = Create(Req(Words(2), 200));
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(Charge("", Rec(4, "web__fetch")).ok());
+  mgr_.reset();  // "crash": nothing returned
+  events_.clear();
+  MakeManager();
+  auto rec = Run([&] { return mgr_->Recover(); });
+  ASSERT_TRUE(rec.ok()) << rec.status();
+  EXPECT_EQ(rec->force_returned, (std::vector<std::string>{b->branch_id, a->branch_id}));
+  Branch sb = Stored(b->branch_id);
+  Branch sa = Stored(a->branch_id);
+  EXPECT_EQ(sb.status, BranchStatus::kFailed);
+  EXPECT_EQ(sb.finish_reason, "server restarted");
+  EXPECT_THAT(sb.summary, HasSubstr("web__fetch"));
+  EXPECT_EQ(sa.finish_reason, "server restarted");
+  EXPECT_EQ(sa.tokens_used, 2 + 2 + 4);
+  EXPECT_EQ(sa.reserved_for_children, 0);
+  EXPECT_THAT(sa.summary, HasSubstr(b->branch_id));
+  EXPECT_EQ(mgr_->active_branches(), 0);
+  EXPECT_EQ(EventTypes(), (std::vector<BranchEventType>{BranchEventType::kForceReturned,
+                                                        BranchEventType::kForceReturned}));
+  auto st = Run([&] { return mgr_->Status(s1_, ""); });
+  ASSERT_TRUE(st.ok());
+  ASSERT_EQ(st->branches.size(), 1u);
+  EXPECT_EQ(st->branches[0].children[0].finish_reason, "server restarted");
+  // Nothing live is left for another recovery.
+  auto again = Run([&] { return mgr_->Recover(); });
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->force_returned.empty());
+}
+
+TEST_F(BranchManagerTest, LiveBranchesLoadedWithoutRecoverKeepTheirDeadline) {
+  CreateRequest r = Req();
+  r.timeout_seconds = 30;
+  auto a = Create(r);
+  ASSERT_TRUE(a.ok());
+  mgr_.reset();
+  MakeManager();
+  auto st = Run([&] { return mgr_->Status(s1_, ""); });
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->active_branch_id, a->branch_id);
+  EXPECT_EQ(mgr_->active_branches(), 1);
+  exec_.AdvanceAndRun(std::chrono::seconds(30));
+  EXPECT_EQ(Stored(a->branch_id).status, BranchStatus::kTimeout);
+}
+
+// The one test with real time: a 1-second deadline on a ThreadExecutor fires without requests.
+TEST(BranchManagerRealClockTest, OneSecondTimeoutFiresOnThreadExecutor) {
+  testing::InMemoryBranchStore store;
+  testing::WordTokenCounter counter;
+  testing::FakeScrubber scrubber;
+  EventBus bus;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::optional<BranchEvent> forced;
+  bus.Subscribe([&](const BranchEvent& e) {
+    if (e.type != BranchEventType::kForceReturned) return;
+    std::lock_guard<std::mutex> lock(mu);
+    forced = e;
+    cv.notify_all();
+  });
+  base::ThreadExecutor exec;
+  std::unique_ptr<BranchManager> mgr;
+  exec.RunSync([&] {
+    mgr = std::make_unique<BranchManager>(FoldingConfig{}, exec, store, counter, scrubber, &bus);
+  });
+  SessionKey s{"local", "default", "real"};
+  absl::StatusOr<CreateResult> created = absl::UnknownError("not run");
+  auto start = std::chrono::steady_clock::now();
+  exec.RunSync([&] {
+    CreateRequest r = Req();
+    r.timeout_seconds = 1;
+    created = mgr->Create(s, r);
+  });
+  ASSERT_TRUE(created.ok());
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return forced.has_value(); }));
+  }
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(elapsed, std::chrono::milliseconds(990));
+  EXPECT_EQ(forced->branch_id, created->branch_id);
+  EXPECT_EQ(forced->status, BranchStatus::kTimeout);
+  auto b = store.Get(created->branch_id);
+  ASSERT_TRUE(b.ok() && b->has_value());
+  EXPECT_EQ((*b)->status, BranchStatus::kTimeout);
+  exec.RunSync([&] { mgr.reset(); });
+}
+
+// Races on budgets: many threads post charges; the executor serialises them (run under tsan).
+TEST(BranchManagerRaceTest, ConcurrentChargesAreAllCountedAndWarnOnce) {
+  testing::InMemoryBranchStore store;
+  testing::WordTokenCounter counter;
+  testing::FakeScrubber scrubber;
+  EventBus bus;
+  std::atomic<int> warnings{0};
+  bus.Subscribe([&](const BranchEvent& e) { warnings += e.type == BranchEventType::kWarning; });
+  base::ThreadExecutor exec;
+  std::unique_ptr<BranchManager> mgr;
+  exec.RunSync([&] {
+    mgr = std::make_unique<BranchManager>(FoldingConfig{}, exec, store, counter, scrubber, &bus);
+  });
+  SessionKey s{"local", "default", "race"};
+  std::string id;
+  exec.RunSync([&] {
+    auto c = mgr->Create(s, Req("go", 10000));
+    ASSERT_TRUE(c.ok());
+    id = c->branch_id;
+  });
+  constexpr int kThreads = 8;
+  constexpr int kPerThread = 200;
+  std::atomic<int> done{0};
+  std::atomic<int> exhausted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kPerThread; ++i) {
+        exec.Post([&] {
+          auto o = mgr->Charge(s, "", Rec(5));
+          if (o.ok() && o->exhausted) ++exhausted;
+          ++done;
+        });
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  exec.RunSync([] {});
+  EXPECT_EQ(done.load(), kThreads * kPerThread);
+  // 1 (prompt) + 1600 * 5 = 8001 <= 10000: no exhaustion, one warning at >= 8000.
+  EXPECT_EQ(exhausted.load(), 0);
+  EXPECT_EQ(warnings.load(), 1);
+  auto b = store.Get(id);
+  ASSERT_TRUE(b.ok() && b->has_value());
+  EXPECT_EQ((*b)->tokens_used, 1 + kThreads * kPerThread * 5);
+  exec.RunSync([&] { mgr.reset(); });
+}
+
+}  // namespace
+}  // namespace contextd::folding

@@ -1,0 +1,77 @@
+// BranchStore: the durable storage the folding engine needs, as an interface (store/ implements
+// it with SQLite; folding/testing/ has an in-memory fake). A Commit is atomic and durable when it
+// returns OK: the engine replies to a client only after that. Implementations are thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "folding/branch.h"
+
+namespace contextd::folding {
+
+// The mutable part of a stored branch; Commit overwrites these columns of branch `id`.
+struct BranchUpdate {
+  std::string id;
+  BranchStatus status = BranchStatus::kActive;
+  int64_t tokens_used = 0;
+  int64_t reserved_for_children = 0;
+  std::string summary;
+  std::string finish_reason;
+  int64_t finished_at_ms = 0;
+  bool memory_queued = false;
+};
+
+// One thing charged to or recorded in a branch: a tool call, its result, a child's return.
+// Only a short scrubbed excerpt is kept (the trail keeps full content).
+struct ChargeRow {
+  std::string branch_id;
+  int64_t at_ms = 0;
+  std::string kind;     // "tool_call", "tool_result", "branch_return", ...
+  std::string label;    // tool name, child branch id, ...
+  std::string excerpt;  // scrubbed, short, single line
+  int64_t tokens = 0;   // tokens this record counted (0 for records that charge nothing)
+};
+
+// Everything one engine operation changes, written in one transaction.
+struct BranchWrite {
+  std::vector<Branch> inserts;
+  std::vector<BranchUpdate> updates;
+  std::vector<ChargeRow> charges;
+
+  bool empty() const { return inserts.empty() && updates.empty() && charges.empty(); }
+};
+
+class BranchStore {
+ public:
+  virtual ~BranchStore() = default;
+
+  // Applies `write` atomically: inserts first (in order; a parent before its child), then
+  // updates, then charge rows. Durable against a process crash once it returns OK. On error
+  // nothing is applied: AlreadyExists (duplicate id), NotFound (update of an unknown id),
+  // Unavailable/Internal (the database failed).
+  virtual absl::Status Commit(const BranchWrite& write) = 0;
+
+  // The branch with `id` of any session, or nullopt. Internal on a database error.
+  virtual absl::StatusOr<std::optional<Branch>> Get(std::string_view id) = 0;
+
+  // All branches of `session` in creation order.
+  virtual absl::StatusOr<std::vector<Branch>> ListSession(const SessionKey& session) = 0;
+
+  // Every branch still created or active, of every session, in creation order (for Recover).
+  virtual absl::StatusOr<std::vector<Branch>> ListLive() = 0;
+
+  // The last `limit` charge rows of `branch_id`, oldest first, and how many it has in all.
+  struct RecentCharges {
+    std::vector<ChargeRow> rows;
+    int64_t total = 0;
+  };
+  virtual absl::StatusOr<RecentCharges> GetRecentCharges(std::string_view branch_id, int limit) = 0;
+};
+
+}  // namespace contextd::folding
