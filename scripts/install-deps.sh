@@ -12,7 +12,7 @@ PKGS=(
   nlohmann-json3-dev libboost-dev libboost-system-dev libssl-dev
   libsqlite3-dev sqlite3 libre2-dev libutf8proc-dev libyaml-cpp-dev libcli11-dev
   libspdlog-dev libfmt-dev prometheus-cpp-dev libsodium-dev libabsl-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libtomlplusplus-dev
   wrk curl procps python3
 )
 # Node.js and npm: the machine image may ship them (NodeSource); Debian's own otherwise.

@@ -1,0 +1,69 @@
+#include "scrub/internal/aho_corasick.h"
+
+#include <random>
+#include <set>
+#include <tuple>
+
+#include <gtest/gtest.h>
+
+namespace contextd::scrub::internal {
+namespace {
+
+using Hits = std::multiset<std::pair<uint32_t, size_t>>;
+
+Hits Brute(const std::vector<std::string>& pats, const std::string& text) {
+  Hits h;
+  auto lower = [](std::string s) {
+    for (char& c : s) c = (c >= 'A' && c <= 'Z') ? c + 32 : c;
+    return s;
+  };
+  std::string t = lower(text);
+  for (uint32_t i = 0; i < pats.size(); ++i) {
+    std::string p = lower(pats[i]);
+    if (p.empty()) continue;
+    for (size_t pos = t.find(p); pos != std::string::npos; pos = t.find(p, pos + 1)) {
+      h.insert({i, pos + p.size()});
+    }
+  }
+  return h;
+}
+
+Hits ScanAll(const AhoCorasick& ac, const std::string& text) {
+  Hits h;
+  ac.Scan(text, [&](uint32_t id, size_t end) { h.insert({id, end}); });
+  return h;
+}
+
+TEST(AhoCorasickTest, FindsOverlappingCaseInsensitive) {
+  std::vector<std::string> pats = {"he", "she", "his", "hers", "", "HERS"};
+  AhoCorasick ac(pats);
+  std::string text = "uSHErs and HIS hers";
+  EXPECT_EQ(ScanAll(ac, text), Brute(pats, text));
+  EXPECT_FALSE(ScanAll(ac, text).empty());
+}
+
+TEST(AhoCorasickTest, MatchesBruteForceOnRandomInput) {
+  std::mt19937 rng(42);
+  for (int round = 0; round < 200; ++round) {
+    std::vector<std::string> pats;
+    int n = 1 + rng() % 8;
+    for (int i = 0; i < n; ++i) {
+      std::string p;
+      int len = 1 + rng() % 4;
+      for (int j = 0; j < len; ++j) p.push_back("abAB-_\xff"[rng() % 7]);
+      pats.push_back(p);
+    }
+    std::string text;
+    for (int j = 0; j < 60; ++j) text.push_back("abcAB-_\n\xff"[rng() % 9]);
+    AhoCorasick ac(pats);
+    ASSERT_EQ(ScanAll(ac, text), Brute(pats, text)) << "round " << round;
+  }
+}
+
+TEST(AhoCorasickTest, NoPatternsNoHits) {
+  AhoCorasick ac({});
+  EXPECT_TRUE(ScanAll(ac, "anything").empty());
+}
+
+}  // namespace
+}  // namespace contextd::scrub::internal

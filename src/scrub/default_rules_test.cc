@@ -1,0 +1,323 @@
+// True-positive and false-positive examples for every default rule, plus secrets in awkward
+// places (split across lines, JSON strings with escapes, URLs, next to base64 blocks).
+#include <random>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "scrub/rule_scrubber.h"
+
+namespace contextd::scrub {
+namespace {
+
+constexpr std::string_view kAlnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+constexpr std::string_view kHex = "0123456789abcdef";
+constexpr std::string_view kB64 =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+constexpr std::string_view kUrlSafe =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+constexpr std::string_view kAwsChars = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+constexpr std::string_view kLetters = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+constexpr std::string_view kDigits = "0123456789";
+
+// Deterministic random string; every call advances one shared seeded generator.
+std::string R(std::string_view alphabet, size_t n) {
+  static std::mt19937 rng(20261122);
+  std::string s;
+  for (size_t i = 0; i < n; ++i) s.push_back(alphabet[rng() % alphabet.size()]);
+  return s;
+}
+
+struct Case {
+  std::string rule;
+  std::string text;
+  std::string secret;  // TP: must be gone from the output. FP: unused.
+};
+
+const RuleScrubber& Defaults() {
+  static const std::shared_ptr<const RuleScrubber> s = [] {
+    auto b = BuildScrubber(ScrubConfig{});
+    EXPECT_TRUE(b.ok()) << b.status();
+    return *b;
+  }();
+  return *s;
+}
+
+std::vector<Case> TruePositives() {
+  std::vector<Case> c;
+  auto add = [&](std::string rule, std::string before, std::string secret, std::string after) {
+    c.push_back({rule, before + secret + after, secret});
+  };
+  add("aws-access-key-id", "AWS_ACCESS_KEY_ID=", "AKIA" + R(kAwsChars, 16), "\n");
+  add("aws-access-key-id", "{\"AccessKeyId\": \"", "ASIA" + R(kAwsChars, 16), "\"}");
+  add("aws-secret-access-key", "aws_secret_access_key = ", R(kB64, 40), "\n");
+  add("aws-secret-access-key", "AWS_SECRET_ACCESS_KEY: \"", R(kB64, 40), "\"");
+  add("gcp-api-key", "const key = 'AIza", R(kUrlSafe, 35), "';");
+  add("gcp-oauth-client-secret", "client_secret: GOCSPX-", R(kUrlSafe, 28), "\n");
+  add("gcp-oauth-access-token", "Authorization: Bearer ", "ya29." + R(kUrlSafe, 120), "\n");
+  add("azure-ad-client-secret", "AZURE_CLIENT_SECRET=", R(kAlnum, 3) + "8Q~" + R(kAlnum, 34), "\n");
+  add("azure-storage-account-key",
+      "DefaultEndpointsProtocol=https;AccountName=prod;AccountKey=", R(kB64, 86) + "==",
+      ";EndpointSuffix=core.windows.net");
+  add("azure-sas-token", "https://prod.blob.core.windows.net/c?sv=2022-11-02&sr=c&sig=",
+      R(kAlnum, 43) + "%3D", "&se=2027-01-01");
+  add("digitalocean-token", "DO_TOKEN=", "dop_v1_" + R(kHex, 64), "\n");
+  add("hashicorp-vault-token", "VAULT_TOKEN=", "hvs." + R(kUrlSafe, 95), "\n");
+  add("github-pat", "git clone https://x:", "ghp_" + R(kAlnum, 36), "@github.com/o/r.git");
+  add("github-pat", "token ", "ghp_" + R(kAlnum, 36), "");
+  add("github-fine-grained-pat", "GH_TOKEN=", "github_pat_" + R(kAlnum, 22) + "_" + R(kAlnum, 59),
+      "\n");
+  add("github-oauth-token", "oauth: ", "gho_" + R(kAlnum, 36), "\n");
+  add("github-app-token", "installation token ", "ghs_" + R(kAlnum, 36), " expires soon");
+  add("github-refresh-token", "refresh=", "ghr_" + R(kAlnum, 76), "\n");
+  add("gitlab-pat", "PRIVATE-TOKEN: ", "glpat-" + R(kUrlSafe, 20), "\n");
+  add("gitlab-pipeline-trigger-token", "curl -F token=", "glptt-" + R(kHex, 40), " -F ref=main");
+  add("gitlab-runner-token", "token = \"", "glrt-" + R(kUrlSafe, 20), "\"");
+  add("gitlab-deploy-token", "password: ", "gldt-" + R(kUrlSafe, 20), "\n");
+  add("slack-token", "SLACK_BOT_TOKEN=",
+      "xoxb-" + R(kDigits, 12) + "-" + R(kDigits, 13) + "-" + R(kAlnum, 24), "\n");
+  add("slack-token", "app token: ", "xapp-1-A" + R("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", 10) +
+      "-" + R(kDigits, 13) + "-" + R("abcdef0123456789", 64), "\n");
+  add("slack-webhook-url", "webhook: https://hooks.slack.com/services/",
+      "T" + R(kAlnum, 8) + "/B" + R(kAlnum, 10) + "/" + R(kAlnum, 24), "\n");
+  add("discord-webhook-url", "url = \"https://discord.com/api/webhooks/123456789012345678/",
+      R(kUrlSafe, 68), "\"");
+  add("discord-bot-token", "DISCORD_BOT=",
+      "M" + R(kUrlSafe, 23) + "." + R(kUrlSafe, 6) + "." + R(kUrlSafe, 27), "\n");
+  add("telegram-bot-token", "bot = Bot(\"", "123456789:AA" + R(kUrlSafe, 33), "\")");
+  add("stripe-api-key", "Stripe.api_key = '", "sk_live_" + R(kAlnum, 24), "'");
+  add("stripe-api-key", "STRIPE_KEY=", "rk_test_" + R(kAlnum, 99), "\n");
+  add("stripe-webhook-secret", "endpoint_secret = \"", "whsec_" + R(kAlnum, 32), "\"");
+  add("square-access-token", "SQUARE_TOKEN=", "EAAA" + R(kUrlSafe, 60), "\n");
+  add("square-access-token", "secret: ", "sq0csp-" + R(kUrlSafe, 43), "\n");
+  add("paypal-braintree-access-token", "BT=",
+      "access_token$production$" + R("abcdefghijklmnopqrstuvwxyz0123456789", 16) + "$" +
+          R(kHex, 32), "\n");
+  add("paypal-client-secret", "PAYPAL_CLIENT_SECRET=", R(kUrlSafe, 80), "\n");
+  add("openai-api-key", "OPENAI_API_KEY=",
+      "sk-proj-" + R(kUrlSafe, 74) + "T3BlbkFJ" + R(kUrlSafe, 74), "\n");
+  add("openai-api-key", "openai.api_key = \"", "sk-" + R(kAlnum, 20) + "T3BlbkFJ" + R(kAlnum, 20),
+      "\"");
+  add("anthropic-api-key", "ANTHROPIC_API_KEY=", "sk-ant-api03-" + R(kUrlSafe, 93) + "AA", "\n");
+  add("huggingface-token", "HF_TOKEN=", "hf_" + R(kLetters, 34), "\n");
+  add("cohere-api-key", "COHERE_API_KEY=", R(kAlnum, 40), "\n");
+  add("groq-api-key", "client = Groq(api_key=\"", "gsk_" + R(kAlnum, 52), "\")");
+  add("replicate-api-token", "REPLICATE_API_TOKEN=", "r8_" + R(kAlnum, 37), "\n");
+  add("perplexity-api-key", "key: ", "pplx-" + R(kAlnum, 48), "\n");
+  add("xai-api-key", "XAI=", "xai-" + R(kAlnum, 80), "\n");
+  add("mistral-api-key", "MISTRAL_API_KEY=", R(kAlnum, 32), "\n");
+  add("sendgrid-api-key", "sg.api_key = '", "SG." + R(kUrlSafe, 22) + "." + R(kUrlSafe, 43), "'");
+  add("mailgun-api-key", "auth=(\"api\", \"", "key-" + R(kHex, 32), "\")");
+  add("twilio-api-key", "TWILIO_API_KEY=", "SK" + R(kHex, 32), "\n");
+  add("twilio-api-key", "twilio_auth_token = \"", R(kHex, 32), "\"");
+  add("npm-access-token", "//registry.npmjs.org/:_authToken=", "npm_" + R(kAlnum, 36), "\n");
+  add("npmrc-auth", "//npm.corp.internal/:_auth=", R(kB64, 40), "\n");
+  add("pypi-upload-token", "password = ", "pypi-AgEIcHlwaS5vcmc" + R(kUrlSafe, 70), "\n");
+  add("shopify-token", "X-Shopify-Access-Token: ", "shpat_" + R(kHex, 32), "\n");
+  add("linear-api-key", "LINEAR_API_KEY=", "lin_api_" + R(kAlnum, 40), "\n");
+  add("age-secret-key", "# created\n",
+      "AGE-SECRET-KEY-1" + R("QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", 58), "\n");
+  add("database-url-password", "DATABASE_URL=postgres://app:", "s3cr3t-P4ss", "@db.internal:5432/app");
+  add("database-url-password", "mongodb+srv://admin:", "hunter22", "@cluster0.mongodb.net/test");
+  add("database-url-password", "REDIS_URL=redis://default:", R(kAlnum, 24), "@cache:6379/0");
+  add("url-basic-auth", "pip install -i https://deploy:", "Zx81_pQ2-kk9", "@pypi.corp.io/simple pkg");
+  add("jwt", "Authorization: Bearer ",
+      "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ." +
+          R(kUrlSafe, 43), "\n");
+  {
+    std::string body;
+    for (int i = 0; i < 10; ++i) body += R(kB64, 64) + "\n";
+    add("private-key", "-----BEGIN RSA PRIVATE KEY-----\n", body, "-----END RSA PRIVATE KEY-----\n");
+    add("private-key", "{\"private_key\": \"-----BEGIN PRIVATE KEY-----\\n",
+        R(kB64, 64) + "\\n" + R(kB64, 64) + "\\n", "-----END PRIVATE KEY-----\\n\"}");
+  }
+  add("generic-password", "DB_PASSWORD=", "Tr0ub4dor&3x", "\n");
+  add("generic-password", "  password: \"", "c0rrect-h0rse", "\"\n");
+  add("generic-password", "mysql -u root --password=", "r00tPa55word", " db");
+  add("generic-password", "{\"password\":\"", "p4ssW0rd!9", "\"}");
+  add("generic-secret", "API_KEY=", R(kAlnum, 32), "\n");
+  add("generic-secret", "client_secret: '", R(kUrlSafe, 40), "'");
+  add("generic-secret", "\"access_token\": \"", R(kAlnum, 48), "\",");
+  add("generic-secret", "export SECRET_KEY=", R(kAlnum, 50), "\n");
+  add("authorization-header", "curl -H 'Authorization: Bearer ", R(kAlnum, 40), "' https://api");
+  return c;
+}
+
+std::vector<Case> FalsePositives() {
+  return {
+      {"aws-access-key-id", "AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE", ""},
+      {"aws-access-key-id", "AKIAAAAAAAAAAAAAAAAA is not random", ""},
+      {"aws-secret-access-key", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", ""},
+      {"gcp-api-key", "AIzaSyXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX", ""},
+      {"gcp-oauth-client-secret", "GOCSPX-<your-client-secret>", ""},
+      {"gcp-oauth-access-token", "ya29.placeholder", ""},
+      {"azure-ad-client-secret", "the Q~ operator", ""},
+      {"azure-storage-account-key", "AccountKey=<account-key>;", ""},
+      {"azure-sas-token", "?sig=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", ""},
+      {"digitalocean-token", "dop_v1_ is the prefix", ""},
+      {"hashicorp-vault-token", "hvs.example", ""},
+      {"github-pat", "ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", ""},
+      {"github-pat", "use the ghp_ prefix", ""},
+      {"github-fine-grained-pat", "github_pat_<token>", ""},
+      {"github-oauth-token", "gho_1234", ""},
+      {"github-app-token", "ghs_ tokens expire after an hour", ""},
+      {"github-refresh-token", "ghr_short", ""},
+      {"gitlab-pat", "glpat-xxxxxxxxxxxxxxxxxxxx", ""},
+      {"gitlab-pipeline-trigger-token", "glptt-0000", ""},
+      {"gitlab-runner-token", "glrt-${RUNNER_TOKEN}", ""},
+      {"gitlab-deploy-token", "gldt-", ""},
+      {"slack-token", "xoxb-your-token-here", ""},
+      {"slack-webhook-url", "https://hooks.slack.com/services/XXXXXXXXX/XXXXXXXXXXX/XXXXXXXXXXXXXXXXXXXXXXXX", ""},
+      {"discord-webhook-url", "https://discord.com/api/webhooks/{id}/{token}", ""},
+      {"discord-bot-token", "bot: see README.md.section.about-tokens-and-configuration", ""},
+      {"telegram-bot-token", "time 12:AA is not a token", ""},
+      {"stripe-api-key", "sk_test_xxxxxxxxxxxxxxxxxxxxxxxx", ""},
+      {"stripe-api-key", "sk_live_ keys start with", ""},
+      {"stripe-webhook-secret", "whsec_...", ""},
+      {"square-access-token", "EAAA is the prefix", ""},
+      {"paypal-braintree-access-token", "access_token$production$<merchant>$<token>", ""},
+      {"paypal-client-secret", "PAYPAL_CLIENT_SECRET=${PAYPAL_CLIENT_SECRET}", ""},
+      {"openai-api-key", "OPENAI_API_KEY=sk-...", ""},
+      {"openai-api-key", "sk-proj-your-key", ""},
+      {"anthropic-api-key", "ANTHROPIC_API_KEY=sk-ant-api03-...", ""},
+      {"huggingface-token", "hf_hub_download(repo_id=\"gpt2\", filename=\"config.json\")", ""},
+      {"cohere-api-key", "cohere_client = cohere.Client(os.environ[\"CO_API_KEY\"])", ""},
+      {"groq-api-key", "gsk_your_key", ""},
+      {"replicate-api-token", "r8_...", ""},
+      {"perplexity-api-key", "pplx-7b-online model", ""},
+      {"xai-api-key", "xai-org/grok-1", ""},
+      {"mistral-api-key", "mistral_api_key = os.environ.get(\"MISTRAL_API_KEY\")", ""},
+      {"sendgrid-api-key", "msg.send(SG.helpers.mail)", ""},
+      {"mailgun-api-key", "key-value store key-0000000000000000000000000000000", ""},
+      {"twilio-api-key", "ask questions; SKU 12", ""},
+      {"npm-access-token", "npm_config_cache=/tmp/npm_cache_dir_for_ci_jobs_number_1", ""},
+      {"npmrc-auth", "//registry.npmjs.org/:_authToken=${NPM_TOKEN}", ""},
+      {"pypi-upload-token", "password = pypi-AgEIcHlwaS5vcmc", ""},
+      {"shopify-token", "shpat_<token>", ""},
+      {"linear-api-key", "lin_api_key_name", ""},
+      {"age-secret-key", "AGE-SECRET-KEY-1 followed by bech32", ""},
+      {"database-url-password", "postgres://app:${DB_PASSWORD}@db:5432/app", ""},
+      {"database-url-password", "mysql://root:password@localhost/test", ""},
+      {"database-url-password", "postgresql://localhost:5432/app", ""},
+      {"url-basic-auth", "https://user:<password>@host.example.org/path", ""},
+      {"url-basic-auth", "https://github.com/org/repo/blob/main/a.py#L10", ""},
+      {"jwt", "eyJ is how base64 JSON starts", ""},
+      {"private-key", "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\n-----END PUBLIC KEY-----", ""},
+      {"private-key", "-----BEGIN RSA PRIVATE KEY-----\n...\n-----END RSA PRIVATE KEY-----", ""},
+      {"generic-password", "password = os.getenv(\"DB_PASSWORD\")", ""},
+      {"generic-password", "DB_PASSWORD=changeme", ""},
+      {"generic-password", "if password == confirm_password:", ""},
+      {"generic-password", "<input type=\"password\" name=\"password\">", ""},
+      {"generic-password", "password: ${{ secrets.DB_PASSWORD }}", ""},
+      {"generic-secret", "csrf_token = \"a1b2c3d4e5f6a1b2c3d4e5f6\"", ""},
+      {"generic-secret", "token_count = 4096", ""},
+      {"generic-secret", "\"integrity\": \"sha512-" + std::string("Zm9vYmFyYmF6cXV4cXV1eHF1dXhxdXV4cXV1eA==") + "\"", ""},
+      {"generic-secret", "api_key = settings.OPENAI_API_KEY", ""},
+      {"generic-secret", "secret_name: 550e8400-e29b-41d4-a716-446655440000", ""},
+      {"authorization-header", "Authorization: Bearer <token>", ""},
+      {"authorization-header", "Authorization: Bearer ${TOKEN}", ""},
+  };
+}
+
+TEST(DefaultRulesTest, EveryRuleHasATruePositiveAndAFalsePositive) {
+  std::set<std::string> tp, fp;
+  for (const auto& c : TruePositives()) tp.insert(c.rule);
+  for (const auto& c : FalsePositives()) fp.insert(c.rule);
+  for (const auto& id : Defaults().rule_ids()) {
+    EXPECT_TRUE(tp.count(id)) << "no true-positive example for " << id;
+    EXPECT_TRUE(fp.count(id)) << "no false-positive example for " << id;
+  }
+}
+
+TEST(DefaultRulesTest, TruePositives) {
+  for (const auto& c : TruePositives()) {
+    auto found = Defaults().Scan(c.text);
+    bool hit = false;
+    for (const auto& f : found) hit |= f.rule_id == c.rule;
+    EXPECT_TRUE(hit) << c.rule << " missed in: " << c.text;
+    std::string out = Defaults().Scrub(c.text);
+    EXPECT_EQ(out.find(c.secret), std::string::npos) << c.rule << ": " << out;
+    EXPECT_NE(out.find("[REDACTED:"), std::string::npos) << out;
+    EXPECT_EQ(Defaults().Scrub(out), out) << "not idempotent: " << c.text;
+  }
+}
+
+TEST(DefaultRulesTest, FalsePositives) {
+  for (const auto& c : FalsePositives()) {
+    for (const auto& f : Defaults().Scan(c.text)) {
+      ADD_FAILURE() << c.rule << " example flagged by " << f.rule_id << ": " << c.text << " -> "
+                    << c.text.substr(f.start, f.end - f.start);
+    }
+  }
+}
+
+TEST(DefaultRulesTest, HardNegativesStayUntouched) {
+  std::string text =
+      "request_id=550e8400-e29b-41d4-a716-446655440000\n"
+      "commit 3f786850e387550fdab836ed7e6dc881de23001b\n"
+      "\"integrity\": \"sha512-9u/aB1F1Cy/1yH5e/f+hfNMeQPvEkWTF9k0Lwr5eEW1T6HQ9c0sSp6Gy1zbmXo4E/2uMA==\",\n"
+      "<img src=\"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
+      "YPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==\">\n"
+      "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\n"
+      "AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n";
+  EXPECT_EQ(Defaults().Scrub(text), text);
+}
+
+TEST(DefaultRulesTest, SecretSplitAcrossLines) {
+  std::string text = "password =\n    \"Zq8-rT4!mv2W\"\n";
+  std::string out = Defaults().Scrub(text);
+  EXPECT_EQ(out.find("Zq8-rT4!mv2W"), std::string::npos) << out;
+  std::string pem = "-----BEGIN OPENSSH PRIVATE KEY-----\n" + R(kB64, 70) + "\n" + R(kB64, 70) +
+                    "\n-----END OPENSSH PRIVATE KEY-----\n";
+  out = Defaults().Scrub(pem);
+  EXPECT_EQ(out.rfind("-----BEGIN OPENSSH PRIVATE KEY-----[REDACTED:private-key:", 0), 0u) << out;
+  EXPECT_NE(out.find("]-----END OPENSSH PRIVATE KEY-----"), std::string::npos) << out;
+}
+
+TEST(DefaultRulesTest, SecretInsideEscapedJson) {
+  std::string key = "sk-ant-api03-" + R(kUrlSafe, 93) + "AA";
+  std::string gen = R(kAlnum, 32);
+  std::string text = "{\"tool_result\":\"{\\\"api_key\\\": \\\"" + gen +
+                     "\\\", \\\"anthropic\\\": \\\"" + key + "\\\"}\"}";
+  std::string out = Defaults().Scrub(text);
+  EXPECT_EQ(out.find(key), std::string::npos) << out;
+  EXPECT_EQ(out.find(gen), std::string::npos) << out;
+  EXPECT_NE(out.find("\\\"api_key\\\": \\\"[REDACTED:"), std::string::npos) << out;
+}
+
+TEST(DefaultRulesTest, SecretsInUrls) {
+  std::string gh = "ghp_" + R(kAlnum, 36);
+  std::string text = "https://" + gh + "@github.com/org/repo.git and https://api.x.io/v1?key=" +
+                     "AIza" + R(kUrlSafe, 35) + "&q=1 and amqp://guest:Gu3stPw9x@mq:5672/";
+  std::string out = Defaults().Scrub(text);
+  EXPECT_EQ(out.find(gh), std::string::npos) << out;
+  EXPECT_EQ(out.find("AIza"), std::string::npos) << out;
+  EXPECT_EQ(out.find("Gu3stPw9x"), std::string::npos) << out;
+  EXPECT_NE(out.find("@github.com/org/repo.git"), std::string::npos) << out;
+}
+
+TEST(DefaultRulesTest, SecretsNextToBase64Blocks) {
+  std::string blob;
+  for (int i = 0; i < 20; ++i) blob += R(kB64, 76) + "\n";
+  std::string tok = "xoxb-" + R(kDigits, 12) + "-" + R(kDigits, 12) + "-" + R(kAlnum, 24);
+  std::string text = "image: |\n" + blob + "slack: " + tok + "\nmore: |\n" + blob;
+  std::string out = Defaults().Scrub(text);
+  EXPECT_EQ(out.find(tok), std::string::npos) << out;
+  // The base64 blocks themselves are not secrets.
+  EXPECT_NE(out.find(blob), std::string::npos);
+  EXPECT_EQ(out.size(), text.size() - tok.size() + std::string("[REDACTED:slack-token:xoxb]").size());
+}
+
+TEST(DefaultRulesTest, ManySecretsOnOneLineAndIdempotence) {
+  std::string text;
+  for (int i = 0; i < 50; ++i) {
+    text += "ghp_" + R(kAlnum, 36) + " AKIA" + R(kAwsChars, 16) + " password=" + R(kAlnum, 12) + "1;";
+  }
+  std::string out = Defaults().Scrub(text);
+  EXPECT_EQ(out.find("ghp_"), std::string::npos);
+  EXPECT_EQ(out.find("AKIA"), std::string::npos);
+  EXPECT_EQ(Defaults().Scrub(out), out);
+}
+
+}  // namespace
+}  // namespace contextd::scrub

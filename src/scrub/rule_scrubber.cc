@@ -1,0 +1,607 @@
+#include "scrub/rule_scrubber.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <re2/re2.h>
+#include <re2/set.h>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "scrub/internal/aho_corasick.h"
+#include "scrub/internal/sv.h"
+#include "scrub/originals_archive.h"
+
+namespace contextd::scrub {
+namespace {
+
+constexpr std::string_view kMarkerPrefix = "[REDACTED:";
+constexpr size_t kMaxMarkerId = 64;
+// Bytes after a keyword hit that the rule window always covers (then extended to the line end).
+constexpr size_t kForwardWindow = 320;
+// Rules whose regex can span many lines (dot-all, [\s\S]) get a larger window.
+constexpr size_t kWideForwardWindow = 16384;
+// A finding clipped around an existing marker keeps only pieces at least this long.
+constexpr size_t kMinClippedPiece = 6;
+// Upper bound on redaction passes (each pass strictly shrinks the unredacted text).
+constexpr int kMaxPasses = 8;
+
+bool IsIdChar(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '_' || c == '.';
+}
+bool IsPreviewChar(unsigned char c) {
+  return IsIdChar(c) || c == '+' || c == '/' || c == '=';
+}
+
+std::string MarkerId(std::string_view id) {
+  std::string out;
+  for (unsigned char c : id.substr(0, kMaxMarkerId)) out.push_back(IsIdChar(c) ? c : '-');
+  if (out.empty()) out = "rule";
+  return out;
+}
+
+RE2::Options RuleOptions() {
+  RE2::Options o;
+  o.set_log_errors(false);
+  o.set_max_mem(64 << 20);
+  return o;
+}
+
+struct CompiledAllowlist {
+  AllowlistCondition condition = AllowlistCondition::kOr;
+  RegexTarget target = RegexTarget::kSecret;
+  std::vector<std::unique_ptr<RE2>> regexes;
+  std::vector<std::string> stopwords;
+  std::vector<std::unique_ptr<RE2>> paths;
+  bool has_commits = false;
+  std::unordered_set<std::string> target_rules;
+};
+
+struct CompiledRule {
+  std::string id;
+  std::string marker_id;
+  std::unique_ptr<RE2> re;
+  std::unique_ptr<RE2> path;
+  int secret_group = 0;
+  int num_groups = 0;
+  double entropy = 0;
+  bool generic = false;
+  size_t forward_window = kForwardWindow;
+  std::vector<std::string> tags;
+  std::vector<CompiledAllowlist> allowlists;
+};
+
+size_t LineStart(std::string_view t, size_t pos) {
+  while (pos > 0 && t[pos - 1] != '\n') --pos;
+  return pos;
+}
+size_t LineEnd(std::string_view t, size_t pos) {
+  if (pos >= t.size()) return t.size();
+  const void* nl = std::memchr(t.data() + pos, '\n', t.size() - pos);
+  return nl == nullptr ? t.size() : static_cast<const char*>(nl) - t.data();
+}
+
+bool ContainsDigit(std::string_view s) {
+  return std::any_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+}  // namespace
+
+double ShannonEntropy(std::string_view data) {
+  if (data.empty()) return 0;
+  size_t ascii[128] = {0};
+  std::unordered_map<std::string_view, size_t> wide;
+  for (size_t i = 0; i < data.size();) {
+    unsigned char c = static_cast<unsigned char>(data[i]);
+    if (c < 0x80) {
+      ++ascii[c];
+      ++i;
+      continue;
+    }
+    size_t len = 1;
+    while (i + len < data.size() && len < 4 &&
+           (static_cast<unsigned char>(data[i + len]) & 0xC0) == 0x80) {
+      ++len;
+    }
+    ++wide[data.substr(i, len)];
+    i += len;
+  }
+  const double inv = 1.0 / static_cast<double>(data.size());
+  double h = 0;
+  auto add = [&](size_t count) {
+    if (count == 0) return;
+    double f = static_cast<double>(count) * inv;
+    h -= f * std::log2(f);
+  };
+  for (size_t c : ascii) add(c);
+  for (const auto& [k, v] : wide) add(v);
+  return h;
+}
+
+bool ParseMarker(std::string_view text, size_t pos, size_t* len) {
+  if (text.compare(pos, kMarkerPrefix.size(), kMarkerPrefix) != 0) return false;
+  size_t i = pos + kMarkerPrefix.size();
+  size_t id_len = 0;
+  while (i < text.size() && IsIdChar(text[i]) && id_len < kMaxMarkerId) {
+    ++i;
+    ++id_len;
+  }
+  if (id_len == 0 || i >= text.size() || text[i] != ':') return false;
+  ++i;
+  size_t p = 0;
+  while (i < text.size() && p < 4 && IsPreviewChar(text[i])) {
+    ++i;
+    ++p;
+  }
+  if (i >= text.size() || text[i] != ']') return false;
+  *len = i + 1 - pos;
+  return true;
+}
+
+struct RuleScrubber::Impl {
+  std::vector<CompiledRule> rules;
+  std::vector<CompiledAllowlist> global;
+  std::vector<CompileProblem> problems;
+  // Aho-Corasick pattern i: keyword_rules[i] lists the rules it triggers; the last pattern is the
+  // marker prefix.
+  std::unique_ptr<internal::AhoCorasick> ac;
+  std::vector<std::vector<uint32_t>> keyword_rules;
+  std::vector<uint32_t> keyword_len;
+  uint32_t marker_pattern = 0;
+  // Rules without keywords, screened together.
+  std::vector<uint32_t> always_rules;
+  std::unique_ptr<RE2::Set> always_set;
+
+  bool AllowlistMatches(const CompiledAllowlist& a, std::string_view secret, std::string_view match,
+                        std::string_view line, std::string_view path) const {
+    // Each configured check yields true/false; OR needs one true, AND needs all true.
+    int configured = 0, passed = 0;
+    if (a.has_commits) ++configured;  // no commit for plain text: never passes
+    if (!a.paths.empty()) {
+      ++configured;
+      if (!path.empty()) {
+        for (const auto& re : a.paths) {
+          if (RE2::PartialMatch(path, *re)) {
+            ++passed;
+            break;
+          }
+        }
+      }
+    }
+    if (!a.regexes.empty()) {
+      ++configured;
+      std::string_view target = a.target == RegexTarget::kMatch  ? match
+                                : a.target == RegexTarget::kLine ? line
+                                                                 : secret;
+      for (const auto& re : a.regexes) {
+        if (RE2::PartialMatch(target, *re)) {
+          ++passed;
+          break;
+        }
+      }
+    }
+    if (!a.stopwords.empty()) {
+      ++configured;
+      std::string lower(secret);
+      for (char& c : lower) c = (c >= 'A' && c <= 'Z') ? c + 32 : c;
+      for (const auto& w : a.stopwords) {
+        if (lower.find(w) != std::string::npos) {
+          ++passed;
+          break;
+        }
+      }
+    }
+    if (configured == 0) return false;
+    return a.condition == AllowlistCondition::kOr ? passed > 0 : passed == configured;
+  }
+
+  bool Allowed(const CompiledRule& r, std::string_view text, size_t ms, size_t me,
+               std::string_view secret, std::string_view path) const {
+    std::string_view match = text.substr(ms, me - ms);
+    size_t ls = LineStart(text, ms);
+    size_t le = LineEnd(text, me > ms ? me - 1 : me);
+    std::string_view line = text.substr(ls, le - ls);
+    for (const auto& a : global) {
+      if (!a.target_rules.empty() && a.target_rules.count(r.id) == 0) continue;
+      if (AllowlistMatches(a, secret, match, line, path)) return true;
+    }
+    for (const auto& a : r.allowlists) {
+      if (AllowlistMatches(a, secret, match, line, path)) return true;
+    }
+    return false;
+  }
+
+  // Runs rule `ri` over [from, to) of `text`, appending findings.
+  void RunRule(uint32_t ri, std::string_view text, size_t from, size_t to, std::string_view path,
+               std::vector<Finding>* out) const {
+    const CompiledRule& r = rules[ri];
+    re2::StringPiece groups[16];
+    const int ngroups = std::min(r.num_groups + 1, 16);
+    const re2::StringPiece sp(text.data(), text.size());
+    size_t pos = from;
+    while (pos <= to) {
+      if (!r.re->Match(sp, pos, to, RE2::UNANCHORED, groups, ngroups)) break;
+      size_t ms = groups[0].data() - text.data();
+      size_t me = ms + groups[0].size();
+      pos = me > ms ? me : ms + 1;
+      std::string_view secret(groups[0].data(), groups[0].size());
+      if (r.secret_group > 0) {
+        if (r.secret_group < ngroups) {
+          secret = std::string_view(groups[r.secret_group].data(), groups[r.secret_group].size());
+        }
+      } else {
+        for (int g = 1; g < ngroups; ++g) {
+          if (!groups[g].empty()) {
+            secret = std::string_view(groups[g].data(), groups[g].size());
+            break;
+          }
+        }
+      }
+      if (secret.empty() || secret.data() == nullptr) continue;
+      double h = ShannonEntropy(secret);
+      if (r.entropy > 0 && h <= r.entropy) continue;
+      if (r.generic && !ContainsDigit(secret)) continue;
+      if (Allowed(r, text, ms, me, secret, path)) continue;
+      Finding f;
+      f.rule_id = r.id;
+      f.start = secret.data() - text.data();
+      f.end = f.start + secret.size();
+      f.match_start = ms;
+      f.match_end = me;
+      f.entropy = h;
+      f.tags = r.tags;
+      out->push_back(std::move(f));
+    }
+  }
+
+  struct Window {
+    size_t from = 0, to = 0;
+    bool open = false;
+  };
+
+  // One scan pass. `markers` receives the spans of existing redaction markers.
+  std::vector<Finding> ScanOnce(std::string_view text, std::string_view path,
+                                std::vector<std::pair<size_t, size_t>>* markers) const {
+    std::vector<Finding> found;
+    std::vector<Window> win(rules.size());
+    auto flush = [&](uint32_t ri) {
+      Window& w = win[ri];
+      if (w.open) RunRule(ri, text, w.from, w.to, path, &found);
+      w.open = false;
+    };
+    ac->Scan(text, [&](uint32_t pattern, size_t end) {
+      if (pattern == marker_pattern) {
+        size_t start = end - kMarkerPrefix.size();
+        size_t len = 0;
+        if (ParseMarker(text, start, &len)) markers->emplace_back(start, start + len);
+        return;
+      }
+      const size_t kw_start = end - keyword_len[pattern];
+      for (uint32_t ri : keyword_rules[pattern]) {
+        const CompiledRule& r = rules[ri];
+        if (r.path != nullptr && path.empty()) continue;  // path rule, no path: not applicable
+        Window& w = win[ri];
+        if (w.open && kw_start < w.to) continue;  // already covered
+        size_t from = LineStart(text, kw_start);
+        size_t to = LineEnd(text, std::min(text.size(), end + r.forward_window));
+        if (w.open && from <= w.to) {
+          w.to = to;
+          continue;
+        }
+        flush(ri);
+        w.open = true;
+        w.from = from;
+        w.to = to;
+      }
+    });
+    for (uint32_t ri = 0; ri < rules.size(); ++ri) flush(ri);
+    if (!always_rules.empty()) {
+      std::vector<int> hit;
+      bool screened = false;
+      if (always_set != nullptr) {
+        RE2::Set::ErrorInfo err;
+        screened = always_set->Match(re2::StringPiece(text.data(), text.size()), &hit, &err) ||
+                   err.kind == RE2::Set::kNoError;
+      }
+      if (!screened) {
+        hit.clear();
+        for (size_t i = 0; i < always_rules.size(); ++i) hit.push_back(static_cast<int>(i));
+      }
+      for (int i : hit) {
+        uint32_t ri = always_rules[i];
+        if (rules[ri].path != nullptr && path.empty()) continue;
+        RunRule(ri, text, 0, text.size(), path, &found);
+      }
+    }
+    if (!path.empty()) {
+      for (uint32_t ri = 0; ri < rules.size(); ++ri) {
+        const CompiledRule& r = rules[ri];
+        if (r.path != nullptr && !RE2::PartialMatch(path, *r.path)) {
+          found.erase(std::remove_if(found.begin(), found.end(),
+                                     [&](const Finding& f) { return f.rule_id == r.id; }),
+                      found.end());
+        }
+      }
+    }
+    std::sort(found.begin(), found.end(), [](const Finding& a, const Finding& b) {
+      return a.start != b.start ? a.start < b.start : a.end > b.end;
+    });
+    std::sort(markers->begin(), markers->end());
+    if (!markers->empty() && !found.empty()) found = ClipAroundMarkers(std::move(found), *markers);
+    return found;
+  }
+
+  // Findings must never touch an existing marker: cut marker spans out of each finding and keep
+  // the remaining pieces that are long enough to be a secret.
+  static std::vector<Finding> ClipAroundMarkers(std::vector<Finding> in,
+                                                const std::vector<std::pair<size_t, size_t>>& m) {
+    std::vector<Finding> out;
+    for (Finding& f : in) {
+      auto it = std::upper_bound(m.begin(), m.end(), std::make_pair(f.start, SIZE_MAX));
+      if (it != m.begin()) --it;
+      size_t cur = f.start;
+      bool clipped = false;
+      for (; it != m.end() && it->first < f.end; ++it) {
+        if (it->second <= cur) continue;
+        clipped = true;
+        if (it->first > cur && it->first - cur >= kMinClippedPiece) {
+          Finding p = f;
+          p.start = cur;
+          p.end = it->first;
+          out.push_back(std::move(p));
+        }
+        cur = std::max(cur, it->second);
+      }
+      if (!clipped) {
+        out.push_back(std::move(f));
+      } else if (cur < f.end && f.end - cur >= kMinClippedPiece) {
+        f.start = cur;
+        out.push_back(std::move(f));
+      }
+    }
+    std::sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) {
+      return a.start != b.start ? a.start < b.start : a.end > b.end;
+    });
+    return out;
+  }
+
+  // Replaces the (sorted) findings in `text` by markers, merging overlaps.
+  std::string Redact(std::string_view text, const std::vector<Finding>& found) const {
+    std::string out;
+    out.reserve(text.size());
+    size_t pos = 0;
+    size_t i = 0;
+    while (i < found.size()) {
+      size_t s = found[i].start, e = found[i].end;
+      const std::string& id = found[i].rule_id;
+      size_t j = i + 1;
+      while (j < found.size() && found[j].start < e) {
+        e = std::max(e, found[j].end);
+        ++j;
+      }
+      out.append(text.substr(pos, s - pos));
+      std::string_view secret = text.substr(s, e - s);
+      size_t keep = std::min<size_t>(4, secret.size() / 4);
+      size_t p = 0;
+      while (p < keep && IsPreviewChar(secret[p])) ++p;
+      absl::StrAppend(&out, internal::Av(kMarkerPrefix), MarkerId(id), ":",
+                      internal::Av(secret.substr(0, p)), "]");
+      pos = e;
+      i = j;
+    }
+    out.append(text.substr(pos));
+    return out;
+  }
+};
+
+RuleScrubber::RuleScrubber(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+RuleScrubber::~RuleScrubber() = default;
+
+absl::StatusOr<std::unique_ptr<RuleScrubber>> RuleScrubber::Create(const RulesConfig& config) {
+  auto impl = std::make_unique<Impl>();
+  auto compile_allowlist = [&](const AllowlistSpec& spec, const std::string& owner,
+                               CompiledAllowlist* a) {
+    a->condition = spec.condition;
+    a->target = spec.regex_target;
+    a->stopwords = spec.stopwords;
+    a->has_commits = !spec.commits.empty();
+    a->target_rules.insert(spec.target_rules.begin(), spec.target_rules.end());
+    for (const auto& src : spec.regexes) {
+      auto re = std::make_unique<RE2>(src, RuleOptions());
+      if (!re->ok()) {
+        impl->problems.push_back({owner, absl::StrCat("allowlist regex '", src,
+                                                      "' skipped: ", re->error())});
+        continue;
+      }
+      a->regexes.push_back(std::move(re));
+    }
+    for (const auto& src : spec.paths) {
+      auto re = std::make_unique<RE2>(src, RuleOptions());
+      if (!re->ok()) {
+        impl->problems.push_back({owner, absl::StrCat("allowlist path '", src,
+                                                      "' skipped: ", re->error())});
+        continue;
+      }
+      a->paths.push_back(std::move(re));
+    }
+  };
+  for (const auto& spec : config.allowlists) {
+    CompiledAllowlist a;
+    compile_allowlist(spec, "(global allowlist)", &a);
+    impl->global.push_back(std::move(a));
+  }
+  std::unordered_set<std::string> ids;
+  std::unordered_map<std::string, uint32_t> keyword_index;
+  std::vector<std::string> keywords;
+  for (const RuleSpec& spec : config.rules) {
+    if (!ids.insert(spec.id).second) {
+      return absl::InvalidArgumentError(absl::StrCat("duplicate rule id '", spec.id, "'"));
+    }
+    if (spec.regex.empty()) {
+      impl->problems.push_back(
+          {spec.id, "path-only rule (matches file names, not text): not applicable"});
+      continue;
+    }
+    CompiledRule r;
+    r.id = spec.id;
+    r.marker_id = MarkerId(spec.id);
+    r.re = std::make_unique<RE2>(spec.regex, RuleOptions());
+    if (!r.re->ok()) {
+      impl->problems.push_back({spec.id, absl::StrCat("regex does not compile with RE2: ",
+                                                      r.re->error())});
+      continue;
+    }
+    if (!spec.path.empty()) {
+      r.path = std::make_unique<RE2>(spec.path, RuleOptions());
+      if (!r.path->ok()) {
+        impl->problems.push_back({spec.id, absl::StrCat("path regex does not compile with RE2: ",
+                                                        r.path->error())});
+        continue;
+      }
+    }
+    r.num_groups = r.re->NumberOfCapturingGroups();
+    if (spec.secret_group > r.num_groups) {
+      impl->problems.push_back(
+          {spec.id, absl::StrCat("secretGroup ", spec.secret_group, " but the regex has only ",
+                                 r.num_groups, " groups")});
+      continue;
+    }
+    if (r.num_groups >= 16 && spec.secret_group >= 16) {
+      impl->problems.push_back({spec.id, "secretGroup beyond 15 is not supported"});
+      continue;
+    }
+    r.secret_group = spec.secret_group;
+    r.entropy = spec.entropy;
+    r.generic = absl::StartsWith(spec.id, "generic");
+    if (absl::StrContains(spec.regex, "(?s") || absl::StrContains(spec.regex, "\\s\\S") ||
+        absl::StrContains(spec.regex, "\\S\\s")) {
+      r.forward_window = kWideForwardWindow;
+    }
+    r.tags = spec.tags;
+    for (const auto& a : spec.allowlists) {
+      CompiledAllowlist ca;
+      compile_allowlist(a, spec.id, &ca);
+      r.allowlists.push_back(std::move(ca));
+    }
+    const uint32_t ri = static_cast<uint32_t>(impl->rules.size());
+    bool any_keyword = false;
+    for (const std::string& k : spec.keywords) {
+      if (k.empty()) continue;
+      any_keyword = true;
+      auto [it, inserted] = keyword_index.emplace(k, static_cast<uint32_t>(keywords.size()));
+      if (inserted) {
+        keywords.push_back(k);
+        impl->keyword_rules.emplace_back();
+      }
+      auto& list = impl->keyword_rules[it->second];
+      if (list.empty() || list.back() != ri) list.push_back(ri);
+    }
+    if (!any_keyword) impl->always_rules.push_back(ri);
+    impl->rules.push_back(std::move(r));
+  }
+  for (const auto& k : keywords) impl->keyword_len.push_back(static_cast<uint32_t>(k.size()));
+  impl->marker_pattern = static_cast<uint32_t>(keywords.size());
+  keywords.emplace_back(kMarkerPrefix);
+  impl->keyword_rules.emplace_back();
+  impl->keyword_len.push_back(static_cast<uint32_t>(kMarkerPrefix.size()));
+  impl->ac = std::make_unique<internal::AhoCorasick>(keywords);
+  if (impl->always_rules.size() > 1) {
+    auto set = std::make_unique<RE2::Set>(RuleOptions(), RE2::UNANCHORED);
+    bool ok = true;
+    for (uint32_t ri : impl->always_rules) {
+      std::string err;
+      if (set->Add(impl->rules[ri].re->pattern(), &err) < 0) ok = false;
+    }
+    if (ok && set->Compile()) impl->always_set = std::move(set);
+  }
+  return std::unique_ptr<RuleScrubber>(new RuleScrubber(std::move(impl)));
+}
+
+std::vector<Finding> RuleScrubber::Scan(std::string_view text, std::string_view path) const {
+  std::vector<std::pair<size_t, size_t>> markers;
+  std::vector<Finding> found = impl_->ScanOnce(text, path, &markers);
+  size_t line = 1, at = 0;
+  for (Finding& f : found) {
+    line += std::count(text.begin() + at, text.begin() + f.start, '\n');
+    at = f.start;
+    f.line = line;
+  }
+  return found;
+}
+
+RuleScrubber::Result RuleScrubber::ScrubWithFindings(std::string_view text,
+                                                     std::string_view path) const {
+  Result r;
+  r.findings = Scan(text, path);
+  if (r.findings.empty()) {
+    r.text.assign(text);
+    return r;
+  }
+  r.text = impl_->Redact(text, r.findings);
+  // Redaction changes the context of nearby text; repeat until nothing more is found so that the
+  // output is a fixpoint (idempotence).
+  for (int pass = 1; pass < kMaxPasses; ++pass) {
+    std::vector<std::pair<size_t, size_t>> markers;
+    std::vector<Finding> more = impl_->ScanOnce(r.text, path, &markers);
+    if (more.empty()) break;
+    r.text = impl_->Redact(r.text, more);
+  }
+  return r;
+}
+
+std::string RuleScrubber::Scrub(std::string_view text) const {
+  return ScrubWithFindings(text).text;
+}
+
+const std::vector<CompileProblem>& RuleScrubber::problems() const { return impl_->problems; }
+size_t RuleScrubber::num_rules() const { return impl_->rules.size(); }
+std::vector<std::string> RuleScrubber::rule_ids() const {
+  std::vector<std::string> ids;
+  for (const auto& r : impl_->rules) ids.push_back(r.id);
+  return ids;
+}
+
+absl::StatusOr<RulesConfig> ResolveRules(const ScrubConfig& config) {
+  ASSIGN_OR_RETURN(RulesConfig defaults, ParseRulesToml(DefaultRulesToml(), "default_rules.toml"));
+  if (config.rules_file.empty()) return defaults;
+  ASSIGN_OR_RETURN(RulesConfig user, LoadRulesFile(config.rules_file));
+  if (!config.extend_default && !user.extend_use_default) return user;
+  RulesConfig merged = std::move(defaults);
+  std::unordered_set<std::string> disabled(user.extend_disabled_rules.begin(),
+                                           user.extend_disabled_rules.end());
+  std::unordered_set<std::string> user_ids;
+  for (const auto& r : user.rules) user_ids.insert(r.id);
+  merged.rules.erase(std::remove_if(merged.rules.begin(), merged.rules.end(),
+                                    [&](const RuleSpec& r) {
+                                      return disabled.count(r.id) > 0 || user_ids.count(r.id) > 0;
+                                    }),
+                     merged.rules.end());
+  for (auto& r : user.rules) {
+    if (disabled.count(r.id) == 0) merged.rules.push_back(std::move(r));
+  }
+  for (auto& a : user.allowlists) merged.allowlists.push_back(std::move(a));
+  if (!user.title.empty()) merged.title = user.title;
+  return merged;
+}
+
+absl::StatusOr<std::shared_ptr<const RuleScrubber>> BuildScrubber(const ScrubConfig& config) {
+  if (config.archive_originals) {
+    if (config.key_file.empty()) {
+      return absl::InvalidArgumentError(
+          "scrub.archive_originals is true but scrub.key_file is not set");
+    }
+    ASSIGN_OR_RETURN(ArchiveKey key, LoadArchiveKey(config.key_file));
+    (void)key;
+  }
+  ASSIGN_OR_RETURN(RulesConfig rules, ResolveRules(config));
+  ASSIGN_OR_RETURN(std::unique_ptr<RuleScrubber> s, RuleScrubber::Create(rules));
+  return std::shared_ptr<const RuleScrubber>(std::move(s));
+}
+
+}  // namespace contextd::scrub

@@ -1,0 +1,103 @@
+// RuleScrubber: the gitleaks-compatible secret scanner and redactor. Rules are compiled with RE2;
+// one case-insensitive Aho-Corasick pass over the keywords decides which rules run and where
+// (a window of lines around each keyword hit); keyword-less rules are pre-screened with one
+// RE2::Set pass. Immutable after Create(); every method is const and thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "scrub/rules.h"
+#include "scrub/scrubber.h"
+
+namespace contextd::scrub {
+
+// One secret found in a text. Offsets are bytes into the scanned text.
+struct Finding {
+  std::string rule_id;
+  size_t start = 0;        // the secret (secretGroup, or else the whole match): [start, end)
+  size_t end = 0;
+  size_t match_start = 0;  // the whole regex match: [match_start, match_end)
+  size_t match_end = 0;
+  size_t line = 0;         // 1-based line of `start`
+  double entropy = 0;      // Shannon entropy of the secret, as gitleaks computes it
+  std::vector<std::string> tags;
+};
+
+// A rule (or allowlist regex) that was skipped at compile time, and why.
+struct CompileProblem {
+  std::string rule_id;
+  std::string reason;
+};
+
+// Returns the Shannon entropy (bits per character) of `data` the way gitleaks does: counts per
+// UTF-8 rune divided by the byte length. 0 for empty input.
+double ShannonEntropy(std::string_view data);
+
+class RuleScrubber : public Scrubber {
+ public:
+  // Compiles `config`. Rules whose regex (or path) RE2 rejects are skipped and reported in
+  // problems(); so are allowlist regexes that fail (the rest of the allowlist stays). Returns
+  // InvalidArgument only when two rules share an id.
+  static absl::StatusOr<std::unique_ptr<RuleScrubber>> Create(const RulesConfig& config);
+
+  ~RuleScrubber() override;
+
+  // Returns `text` with every finding replaced by `[REDACTED:<rule-id>:<preview>]` (preview: at
+  // most the first 4 characters and at most a quarter of the secret). Overlapping findings merge
+  // into one marker. Existing markers are never matched again, and the result is a fixpoint, so
+  // Scrub(Scrub(x)) == Scrub(x).
+  std::string Scrub(std::string_view text) const override;
+
+  // The redacted text and the findings of the first pass (offsets into the input `text`), sorted
+  // by start. `path` (optional) enables rules and allowlists that have a `path`; with an empty
+  // path those rules are skipped and path allowlist checks never match, as in gitleaks on stdin.
+  struct Result {
+    std::string text;
+    std::vector<Finding> findings;
+  };
+  Result ScrubWithFindings(std::string_view text, std::string_view path = {}) const;
+
+  // The findings in `text` (possibly overlapping), sorted by start, without redacting.
+  std::vector<Finding> Scan(std::string_view text, std::string_view path = {}) const;
+
+  // Rules and allowlist regexes that were skipped at compile time.
+  const std::vector<CompileProblem>& problems() const;
+  // Number of rules that compiled and are active.
+  size_t num_rules() const;
+  // Ids of the active rules, in config order.
+  std::vector<std::string> rule_ids() const;
+
+  struct Impl;
+
+ private:
+  explicit RuleScrubber(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Where the rules come from (config keys scrub.rules_file, scrub.extend_default,
+// scrub.archive_originals, scrub.key_file).
+struct ScrubConfig {
+  std::string rules_file;         // empty: the embedded defaults only
+  bool extend_default = true;     // with rules_file: add to the defaults (true) or replace them
+  bool archive_originals = false; // keep encrypted originals (see originals_archive.h)
+  std::string key_file;           // required with archive_originals; must be mode 0600
+};
+
+// Merges the rule sources per `config`: the defaults, then the user's file on top (a user rule
+// with the same id replaces the default one; `[extend] useDefault = true` in the file also pulls
+// in the defaults; `[extend] disabledRules` drops ids). Errors as LoadRulesFile/ParseRulesToml.
+absl::StatusOr<RulesConfig> ResolveRules(const ScrubConfig& config);
+
+// ResolveRules + RuleScrubber::Create. With archive_originals it also validates the key file
+// (LoadArchiveKey in originals_archive.h) so that a bad key fails at startup.
+absl::StatusOr<std::shared_ptr<const RuleScrubber>> BuildScrubber(const ScrubConfig& config);
+
+// True when `text` at `pos` starts a well-formed redaction marker; sets *len to its length.
+bool ParseMarker(std::string_view text, size_t pos, size_t* len);
+
+}  // namespace contextd::scrub

@@ -1,0 +1,342 @@
+#include "scrub/rule_scrubber.h"
+
+#include <sys/stat.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+namespace contextd::scrub {
+namespace {
+
+std::unique_ptr<RuleScrubber> Make(std::string_view toml) {
+  auto cfg = ParseRulesToml(toml, "test.toml");
+  EXPECT_TRUE(cfg.ok()) << cfg.status();
+  auto s = RuleScrubber::Create(*cfg);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return std::move(*s);
+}
+
+TEST(EntropyTest, MatchesGitleaksDefinition) {
+  EXPECT_DOUBLE_EQ(ShannonEntropy(""), 0);
+  EXPECT_DOUBLE_EQ(ShannonEntropy("aaaa"), 0);
+  EXPECT_DOUBLE_EQ(ShannonEntropy("ab"), 1);
+  EXPECT_DOUBLE_EQ(ShannonEntropy("abcd"), 2);
+  // Runes counted, divided by byte length (as gitleaks does): "é" is 2 bytes, 1 rune.
+  EXPECT_DOUBLE_EQ(ShannonEntropy("\xc3\xa9"), -0.5 * std::log2(0.5));
+}
+
+constexpr std::string_view kTokenRule = R"(
+[[rules]]
+id = "tok"
+regex = '''\b(tok_[a-zA-Z0-9]{16})\b'''
+keywords = ["tok_"]
+)";
+
+TEST(RuleScrubberTest, RedactsWithIdAndShortPreview) {
+  auto s = Make(kTokenRule);
+  EXPECT_EQ(s->Scrub("x tok_abcdEFGH12345678 y"), "x [REDACTED:tok:tok_] y");
+  // 20-char secret: preview is 4. A 12-char secret gets 3, an 7-char one 1.
+  auto short_rule = Make(R"(
+[[rules]]
+id = "s"
+regex = '''K=([a-z0-9]+)'''
+keywords = ["k="]
+)");
+  EXPECT_EQ(short_rule->Scrub("K=abcdefghijkl"), "K=[REDACTED:s:abc]");
+  EXPECT_EQ(short_rule->Scrub("K=abcdefg"), "K=[REDACTED:s:a]");
+  EXPECT_EQ(short_rule->Scrub("K=abc"), "K=[REDACTED:s:]");
+}
+
+TEST(RuleScrubberTest, KeywordIsRequiredAndCaseInsensitive) {
+  auto s = Make(R"(
+[[rules]]
+id = "kw"
+regex = '''(?i)secret([0-9]{6})'''
+keywords = ["SECRET"]
+)");
+  EXPECT_EQ(s->Scrub("SeCrEt123456"), "SeCrEt[REDACTED:kw:1]");
+  auto s2 = Make(R"(
+[[rules]]
+id = "kw2"
+regex = '''[0-9]{6}'''
+keywords = ["zzz"]
+)");
+  EXPECT_EQ(s2->Scrub("123456"), "123456");
+  EXPECT_EQ(s2->Scrub("zzz 123456"), "zzz [REDACTED:kw2:1]");
+}
+
+TEST(RuleScrubberTest, KeywordlessRulesRunThroughTheSet) {
+  auto s = Make(R"(
+[[rules]]
+id = "a"
+regex = '''AAA[0-9]{8}'''
+[[rules]]
+id = "b"
+regex = '''BBB[0-9]{8}'''
+[[rules]]
+id = "c"
+regex = '''(CCC)[0-9]{8}'''
+)");
+  EXPECT_EQ(s->Scrub("AAA12345678 and BBB12345678, CCC12345678"),
+            "[REDACTED:a:AA] and [REDACTED:b:BB], [REDACTED:c:]12345678");
+  EXPECT_EQ(s->Scrub("nothing here"), "nothing here");
+}
+
+TEST(RuleScrubberTest, SecretGroupAndEntropy) {
+  auto s = Make(R"(
+[[rules]]
+id = "g"
+regex = '''(user)=(\w+):(\w+)'''
+secretGroup = 3
+entropy = 2.0
+keywords = ["user="]
+)");
+  EXPECT_EQ(s->Scrub("user=bob:aaaaaaaa"), "user=bob:aaaaaaaa");  // entropy 0
+  EXPECT_EQ(s->Scrub("user=bob:a1b2c3d4"), "user=bob:[REDACTED:g:a1]");
+  auto f = s->Scan("x\nuser=bob:a1b2c3d4");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].start, 11u);
+  EXPECT_EQ(f[0].end, 19u);
+  EXPECT_EQ(f[0].match_start, 2u);
+  EXPECT_EQ(f[0].line, 2u);
+  EXPECT_DOUBLE_EQ(f[0].entropy, 3.0);
+}
+
+TEST(RuleScrubberTest, GenericRulesNeedADigit) {
+  auto s = Make(R"(
+[[rules]]
+id = "generic-x"
+regex = '''pw=(\w+)'''
+keywords = ["pw="]
+)");
+  EXPECT_EQ(s->Scrub("pw=abcdefgh"), "pw=abcdefgh");
+  EXPECT_EQ(s->Scrub("pw=abcdefg1"), "pw=[REDACTED:generic-x:ab]");
+}
+
+TEST(RuleScrubberTest, AllowlistsTargetsAndConditions) {
+  auto s = Make(R"(
+[allowlist]
+stopwords = ["Fake"]
+[[rules]]
+id = "t"
+regex = '''key=(\w{8,})'''
+keywords = ["key="]
+[[rules.allowlists]]
+regexTarget = "line"
+regexes = ['''^#''']
+[[rules.allowlists]]
+regexTarget = "match"
+condition = "AND"
+regexes = ['''key=zz''']
+stopwords = ["zzq"]
+)");
+  EXPECT_EQ(s->Scrub("key=abcfake123"), "key=abcfake123");             // global stopword
+  EXPECT_EQ(s->Scrub("# key=abc123456\n"), "# key=abc123456\n");       // line target
+  EXPECT_EQ(s->Scrub("key=zzqabc123"), "key=zzqabc123");               // AND: both pass
+  EXPECT_EQ(s->Scrub("key=zzabc1234"), "key=[REDACTED:t:zz]");         // AND: only regex
+  EXPECT_EQ(s->Scrub("key=abc123456"), "key=[REDACTED:t:ab]");
+}
+
+TEST(RuleScrubberTest, GlobalAllowlistTargetRules) {
+  auto s = Make(R"(
+[[allowlists]]
+targetRules = ["a"]
+regexes = ['''^1''']
+[[rules]]
+id = "a"
+regex = '''a=(\d{6})'''
+keywords = ["a="]
+[[rules]]
+id = "b"
+regex = '''b=(\d{6})'''
+keywords = ["b="]
+)");
+  EXPECT_EQ(s->Scrub("a=123456 b=123456"), "a=123456 b=[REDACTED:b:1]");
+}
+
+TEST(RuleScrubberTest, PathRulesNeedAPath) {
+  auto s = Make(R"(
+[[rules]]
+id = "p"
+regex = '''pass=(\w{6})'''
+path = '''\.php$'''
+keywords = ["pass="]
+[[rules]]
+id = "onlypath"
+path = '''\.p12$'''
+)");
+  EXPECT_EQ(s->Scrub("pass=abc123"), "pass=abc123");
+  EXPECT_EQ(s->ScrubWithFindings("pass=abc123", "x.php").text, "pass=[REDACTED:p:a]");
+  EXPECT_EQ(s->ScrubWithFindings("pass=abc123", "x.txt").text, "pass=abc123");
+  ASSERT_EQ(s->problems().size(), 1u);
+  EXPECT_EQ(s->problems()[0].rule_id, "onlypath");
+}
+
+TEST(RuleScrubberTest, BadRegexIsReportedAndOthersStillWork) {
+  auto s = Make(R"(
+[[rules]]
+id = "lookahead"
+regex = '''foo(?=bar)'''
+keywords = ["foo"]
+[[rules]]
+id = "ok"
+regex = '''foo(\d{6})'''
+keywords = ["foo"]
+)");
+  ASSERT_EQ(s->problems().size(), 1u);
+  EXPECT_EQ(s->problems()[0].rule_id, "lookahead");
+  EXPECT_NE(s->problems()[0].reason.find("RE2"), std::string::npos);
+  EXPECT_EQ(s->Scrub("foo123456"), "foo[REDACTED:ok:1]");
+}
+
+TEST(RuleScrubberTest, DuplicateIdsAreAnError) {
+  auto cfg = ParseRulesToml("[[rules]]\nid='a'\nregex='x'\n[[rules]]\nid='a'\nregex='y'\n", "f");
+  ASSERT_TRUE(cfg.ok());
+  EXPECT_FALSE(RuleScrubber::Create(*cfg).ok());
+}
+
+TEST(RuleScrubberTest, OverlappingFindingsMerge) {
+  auto s = Make(R"(
+[[rules]]
+id = "one"
+regex = '''AB[0-9]{10}'''
+keywords = ["ab"]
+[[rules]]
+id = "two"
+regex = '''[0-9]{10}CD'''
+keywords = ["cd"]
+)");
+  // AB0123456789 and 0123456789CD overlap: one marker over the union (14 bytes: preview 3).
+  EXPECT_EQ(s->Scrub("x AB0123456789CD y"), "x [REDACTED:one:AB0] y");
+}
+
+TEST(RuleScrubberTest, MarkersAreNeverMatchedAgain) {
+  auto s = Make(R"(
+[[rules]]
+id = "greedy"
+regex = '''secret=(\S{8,})'''
+keywords = ["secret="]
+[[rules]]
+id = "word"
+regex = '''REDACTED'''
+keywords = ["redacted"]
+)");
+  std::string once = s->Scrub("secret=hunter2hunter2 and secret=abcdefgh1");
+  EXPECT_EQ(once, "secret=[REDACTED:greedy:hun] and secret=[REDACTED:greedy:ab]");
+  EXPECT_EQ(s->Scrub(once), once);
+  // A secret glued to a marker is still redacted; the marker itself is kept.
+  EXPECT_EQ(s->Scrub("secret=[REDACTED:x:ab]Zq9Zq9Zq9Zq9"),
+            "secret=[REDACTED:x:ab][REDACTED:greedy:Zq9]");
+}
+
+TEST(RuleScrubberTest, IdempotentWhenRedactionChangesContext) {
+  // Rule b needs a non-word char before its secret; redacting rule a's secret provides one.
+  auto s = Make(R"(
+[[rules]]
+id = "a"
+regex = '''aaa[0-9]{6}'''
+keywords = ["aaa"]
+[[rules]]
+id = "b"
+regex = '''\bbbb[0-9]{6}'''
+keywords = ["bbb"]
+)");
+  std::string once = s->Scrub("aaa123456bbb654321");
+  EXPECT_EQ(once, "[REDACTED:a:aa][REDACTED:b:bb]");
+  EXPECT_EQ(s->Scrub(once), once);
+}
+
+TEST(RuleScrubberTest, MarkerIdIsSanitised) {
+  auto s = Make(R"(
+[[rules]]
+id = "weird id]:x"
+regex = '''Q[0-9]{8}'''
+keywords = ["q"]
+)");
+  std::string out = s->Scrub("Q12345678");
+  EXPECT_EQ(out, "[REDACTED:weird-id--x:Q1]");
+  size_t len = 0;
+  EXPECT_TRUE(ParseMarker(out, 0, &len));
+  EXPECT_EQ(len, out.size());
+}
+
+class ResolveRulesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("scrub_resolve_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string Write(const std::string& body) {
+    std::string p = (dir_ / "rules.toml").string();
+    std::ofstream(p) << body;
+    return p;
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(ResolveRulesTest, ExtendAddsAndReplacesById) {
+  ScrubConfig c;
+  c.rules_file = Write(R"(
+[extend]
+disabledRules = ["jwt"]
+[[rules]]
+id = "github-pat"
+regex = '''mygh_[0-9]{6}'''
+keywords = ["mygh_"]
+[[rules]]
+id = "custom"
+regex = '''CUST[0-9]{6}'''
+keywords = ["cust"]
+)");
+  auto s = BuildScrubber(c);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ((*s)->Scrub("CUST123456 mygh_123456"), "[REDACTED:custom:CU] [REDACTED:github-pat:my]");
+  EXPECT_EQ((*s)->Scrub("ghp_aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5"),
+            "ghp_aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5");
+  auto ids = (*s)->rule_ids();
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), "jwt"), 0);
+  EXPECT_GT(ids.size(), 30u);
+}
+
+TEST_F(ResolveRulesTest, ReplaceDefaults) {
+  ScrubConfig c;
+  c.rules_file = Write("[[rules]]\nid = 'only'\nregex = '''ONLY[0-9]{6}'''\nkeywords=['only']\n");
+  c.extend_default = false;
+  auto s = BuildScrubber(c);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ((*s)->num_rules(), 1u);
+}
+
+TEST_F(ResolveRulesTest, BadFileIsAClearError) {
+  ScrubConfig c;
+  c.rules_file = Write("[[rules]]\nid = 'x'\nregex = 'a'\nsecretGroup = 'one'\n");
+  auto s = BuildScrubber(c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("secretGroup"), std::string::npos) << s.status();
+  c.rules_file = (dir_ / "missing.toml").string();
+  EXPECT_EQ(BuildScrubber(c).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(ResolveRulesTest, ArchiveNeedsA0600KeyFile) {
+  ScrubConfig c;
+  c.archive_originals = true;
+  EXPECT_FALSE(BuildScrubber(c).ok());
+  std::string key = (dir_ / "key").string();
+  std::ofstream(key) << std::string(64, 'a') << "\n";
+  ::chmod(key.c_str(), 0644);
+  c.key_file = key;
+  auto s = BuildScrubber(c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("0600"), std::string::npos) << s.status();
+  ::chmod(key.c_str(), 0600);
+  EXPECT_TRUE(BuildScrubber(c).ok());
+}
+
+}  // namespace
+}  // namespace contextd::scrub

@@ -1,0 +1,151 @@
+#include "scrub/rules.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "scrub/rule_scrubber.h"
+
+namespace contextd::scrub {
+namespace {
+
+TEST(RulesTomlTest, ParsesAllGitleaksFeatures) {
+  constexpr std::string_view kToml = R"toml(
+title = "t"
+[extend]
+useDefault = true
+disabledRules = ["x"]
+
+[allowlist]
+description = "global"
+regexes = ['''^foo$''', """bar\tbaz""",]
+stopwords = ["STOP"]
+paths = ['''\.lock$''']
+
+[[allowlists]]
+targetRules = ["r1"]
+condition = "AND"
+regexTarget = "line"
+regexes = ['x']
+stopwords = ['y']
+
+[[rules]]
+id = "r1"
+description = "one"
+regex = '''(?i)key=([a-z]+)'''
+secretGroup = 1
+entropy = 3.5
+keywords = ["KEY", "Other"]
+tags = ["a", "b"]
+[rules.allowlist]
+regexes = ['''abc''']
+[[rules.allowlists]]
+regexTarget = "match"
+stopwords = ["zz"]
+
+[[rules]]
+id = "r2"
+path = '''\.p12$'''
+entropy = 2
+regex = """
+multi
+line"""
+)toml";
+  auto cfg = ParseRulesToml(kToml, "t.toml");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  EXPECT_EQ(cfg->title, "t");
+  EXPECT_TRUE(cfg->extend_use_default);
+  EXPECT_EQ(cfg->extend_disabled_rules, std::vector<std::string>{"x"});
+  ASSERT_EQ(cfg->allowlists.size(), 2u);
+  EXPECT_EQ(cfg->allowlists[0].regexes[1], "bar\tbaz");
+  EXPECT_EQ(cfg->allowlists[0].stopwords[0], "stop");
+  EXPECT_EQ(cfg->allowlists[1].condition, AllowlistCondition::kAnd);
+  EXPECT_EQ(cfg->allowlists[1].regex_target, RegexTarget::kLine);
+  EXPECT_EQ(cfg->allowlists[1].target_rules[0], "r1");
+  ASSERT_EQ(cfg->rules.size(), 2u);
+  const RuleSpec& r1 = cfg->rules[0];
+  EXPECT_EQ(r1.secret_group, 1);
+  EXPECT_DOUBLE_EQ(r1.entropy, 3.5);
+  EXPECT_EQ(r1.keywords, (std::vector<std::string>{"key", "other"}));
+  EXPECT_EQ(r1.tags.size(), 2u);
+  ASSERT_EQ(r1.allowlists.size(), 2u);
+  EXPECT_EQ(r1.allowlists[1].regex_target, RegexTarget::kMatch);
+  EXPECT_EQ(cfg->rules[1].regex, "multi\nline");
+  EXPECT_EQ(cfg->rules[1].path, "\\.p12$");
+}
+
+TEST(RulesTomlTest, SyntaxErrorNamesLine) {
+  auto cfg = ParseRulesToml("title = \"x\"\n[[rules]]\nid = \"a\nregex='b'\n", "bad.toml");
+  ASSERT_FALSE(cfg.ok());
+  EXPECT_EQ(cfg.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(cfg.status().message().find("bad.toml:3:"), std::string::npos) << cfg.status();
+}
+
+TEST(RulesTomlTest, WrongTypeNamesRuleAndKey) {
+  auto cfg = ParseRulesToml("[[rules]]\nid = \"myrule\"\nregex = 'a'\nentropy = \"high\"\n", "f");
+  ASSERT_FALSE(cfg.ok());
+  EXPECT_NE(cfg.status().message().find("myrule"), std::string::npos) << cfg.status();
+  EXPECT_NE(cfg.status().message().find("entropy"), std::string::npos) << cfg.status();
+  EXPECT_NE(cfg.status().message().find("line 4"), std::string::npos) << cfg.status();
+}
+
+TEST(RulesTomlTest, RuleNeedsIdAndRegexOrPath) {
+  EXPECT_FALSE(ParseRulesToml("[[rules]]\nregex = 'a'\n", "f").ok());
+  EXPECT_FALSE(ParseRulesToml("[[rules]]\nid = 'a'\n", "f").ok());
+  EXPECT_FALSE(ParseRulesToml("[[rules]]\nid = 'a'\nregex='x'\nsecretGroup = -1\n", "f").ok());
+  EXPECT_FALSE(ParseRulesToml("[[rules]]\nid='a'\nregex='x'\nkeywords='k'\n", "f").ok());
+  EXPECT_FALSE(ParseRulesToml("[allowlist]\nregexTarget='everything'\n", "f").ok());
+}
+
+TEST(RulesTomlTest, MissingFileIsNotFound) {
+  auto cfg = LoadRulesFile("/nonexistent/rules.toml");
+  EXPECT_EQ(cfg.status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(RulesTomlTest, DefaultRulesParseAndCompileWithoutProblems) {
+  auto cfg = ParseRulesToml(DefaultRulesToml(), "default");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  EXPECT_GE(cfg->rules.size(), 40u);
+  auto s = RuleScrubber::Create(*cfg);
+  ASSERT_TRUE(s.ok()) << s.status();
+  for (const auto& p : (*s)->problems()) ADD_FAILURE() << p.rule_id << ": " << p.reason;
+  for (const auto& r : cfg->rules) EXPECT_FALSE(r.keywords.empty()) << r.id;
+}
+
+// The real gitleaks default config (../shared/compat/gitleaks/gitleaks.toml) must load, with every
+// rule compiled or reported by id and reason.
+TEST(RulesTomlTest, GitleaksDefaultConfigLoads) {
+  const char* src = std::getenv("CONTEXTD_SOURCE_DIR");
+  if (src == nullptr) GTEST_SKIP() << "CONTEXTD_SOURCE_DIR not set";
+  std::filesystem::path path =
+      std::filesystem::path(src) / ".." / "shared" / "compat" / "gitleaks" / "gitleaks.toml";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " not present";
+  auto cfg = LoadRulesFile(path.string());
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  EXPECT_GE(cfg->rules.size(), 200u);
+  auto s = RuleScrubber::Create(*cfg);
+  ASSERT_TRUE(s.ok()) << s.status();
+  size_t reported = 0;
+  for (const auto& p : (*s)->problems()) {
+    EXPECT_FALSE(p.rule_id.empty());
+    EXPECT_FALSE(p.reason.empty());
+    std::printf("gitleaks rule not active: %s: %s\n", p.rule_id.c_str(), p.reason.c_str());
+    ++reported;
+  }
+  // Every rule is either active or reported (path-only rules are reported).
+  std::set<std::string> accounted;
+  for (const auto& id : (*s)->rule_ids()) accounted.insert(id);
+  for (const auto& p : (*s)->problems()) accounted.insert(p.rule_id);
+  for (const auto& r : cfg->rules) EXPECT_TRUE(accounted.count(r.id)) << r.id;
+  EXPECT_LE(reported, 5u);
+  // And it finds a secret with it.
+  auto found = (*s)->Scan("token: ghp_" + std::string("aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5"));
+  bool github = false;
+  for (const auto& f : found) github |= f.rule_id == "github-pat";
+  EXPECT_TRUE(github);
+}
+
+}  // namespace
+}  // namespace contextd::scrub

@@ -1,0 +1,52 @@
+#include "scrub/scrub_cli.h"
+
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "scrub/rule_scrubber.h"
+
+namespace contextd::scrub {
+
+int RunScrubCommand(const std::string& rules_file, bool report_json, std::istream& in,
+                    std::ostream& out, std::ostream& err) {
+  ScrubConfig config;
+  config.rules_file = rules_file;
+  config.extend_default = true;
+  auto scrubber = BuildScrubber(config);
+  if (!scrubber.ok()) {
+    err << "contextd scrub: " << scrubber.status().message() << "\n";
+    return 2;
+  }
+  for (const auto& p : (*scrubber)->problems()) {
+    err << "contextd scrub: warning: rule " << p.rule_id << ": " << p.reason << "\n";
+  }
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  RuleScrubber::Result r = (*scrubber)->ScrubWithFindings(text);
+  if (!report_json) {
+    out << r.text;
+    out.flush();
+    return 0;
+  }
+  nlohmann::json findings = nlohmann::json::array();
+  size_t redacted = 0, covered_to = 0;
+  for (const Finding& f : r.findings) {
+    findings.push_back({{"rule_id", f.rule_id},
+                        {"start", f.start},
+                        {"end", f.end},
+                        {"line", f.line},
+                        {"entropy", f.entropy},
+                        {"tags", f.tags}});
+    size_t s = std::max(f.start, covered_to);
+    if (f.end > s) redacted += f.end - s;
+    covered_to = std::max(covered_to, f.end);
+  }
+  nlohmann::json doc = {{"findings", findings}, {"redacted_bytes", redacted}};
+  // Never let invalid UTF-8 in rule ids throw: replace it.
+  out << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  return 0;
+}
+
+}  // namespace contextd::scrub

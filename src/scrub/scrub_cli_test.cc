@@ -1,0 +1,57 @@
+#include "scrub/scrub_cli.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace contextd::scrub {
+namespace {
+
+TEST(ScrubCliTest, RedactsStdin) {
+  std::istringstream in("a=1\ntoken ghp_aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5\n");
+  std::ostringstream out, err;
+  EXPECT_EQ(RunScrubCommand("", false, in, out, err), 0);
+  EXPECT_EQ(out.str(), "a=1\ntoken [REDACTED:github-pat:ghp_]\n");
+  EXPECT_EQ(err.str(), "");
+}
+
+TEST(ScrubCliTest, ReportJson) {
+  std::istringstream in("a=1\ntoken ghp_aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5\n");
+  std::ostringstream out, err;
+  EXPECT_EQ(RunScrubCommand("", true, in, out, err), 0);
+  auto j = nlohmann::json::parse(out.str());
+  ASSERT_EQ(j["findings"].size(), 1u);
+  EXPECT_EQ(j["findings"][0]["rule_id"], "github-pat");
+  EXPECT_EQ(j["findings"][0]["start"], 10);
+  EXPECT_EQ(j["findings"][0]["end"], 50);
+  EXPECT_EQ(j["findings"][0]["line"], 2);
+  EXPECT_GT(j["findings"][0]["entropy"].get<double>(), 4.0);
+  EXPECT_EQ(j["redacted_bytes"], 40);
+}
+
+TEST(ScrubCliTest, BadRulesFileExits2) {
+  std::istringstream in("x");
+  std::ostringstream out, err;
+  EXPECT_EQ(RunScrubCommand("/nonexistent.toml", false, in, out, err), 2);
+  EXPECT_NE(err.str().find("/nonexistent.toml"), std::string::npos);
+  EXPECT_EQ(out.str(), "");
+}
+
+TEST(ScrubCliTest, CustomRulesAndCompileWarnings) {
+  auto path = std::filesystem::temp_directory_path() /
+              ("scrub_cli_rules_" + std::to_string(::getpid()) + ".toml");
+  std::ofstream(path) << "[[rules]]\nid='bad'\nregex='''a(?=b)'''\nkeywords=['a']\n"
+                         "[[rules]]\nid='mine'\nregex='''MINE[0-9]{8}'''\nkeywords=['mine']\n";
+  std::istringstream in("MINE12345678");
+  std::ostringstream out, err;
+  EXPECT_EQ(RunScrubCommand(path.string(), false, in, out, err), 0);
+  EXPECT_EQ(out.str(), "[REDACTED:mine:MI]");
+  EXPECT_NE(err.str().find("rule bad"), std::string::npos) << err.str();
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace contextd::scrub
