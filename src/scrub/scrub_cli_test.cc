@@ -48,7 +48,7 @@ TEST(ScrubCliTest, CustomRulesAndCompileWarnings) {
   std::istringstream in("MINE12345678");
   std::ostringstream out, err;
   EXPECT_EQ(RunScrubCommand(path.string(), false, in, out, err), 0);
-  EXPECT_EQ(out.str(), "[REDACTED:mine:MI]");
+  EXPECT_EQ(out.str(), "[REDACTED:mine:MIN]");
   EXPECT_NE(err.str().find("rule bad"), std::string::npos) << err.str();
   std::filesystem::remove(path);
 }
