@@ -1,0 +1,212 @@
+#include "store/database.h"
+
+#include <sqlite3.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "store/migrations.h"
+
+namespace contextd::store {
+namespace {
+
+absl::string_view Sv(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+
+}  // namespace
+
+absl::Status SqliteStatus(int code, std::string_view message) {
+  int primary = code & 0xff;
+  std::string text = absl::StrCat("sqlite: ", Sv(message), " (", sqlite3_errstr(code), ")");
+  switch (primary) {
+    case SQLITE_OK:
+    case SQLITE_DONE:
+    case SQLITE_ROW:
+      return absl::OkStatus();
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return absl::UnavailableError(text);
+    case SQLITE_CONSTRAINT:
+      if (code == SQLITE_CONSTRAINT_PRIMARYKEY || code == SQLITE_CONSTRAINT_UNIQUE) {
+        return absl::AlreadyExistsError(text);
+      }
+      return absl::FailedPreconditionError(text);
+    default:
+      return absl::InternalError(text);
+  }
+}
+
+absl::StatusOr<std::string> DefaultDatabasePath() {
+  const char* xdg = std::getenv("XDG_DATA_HOME");
+  if (xdg != nullptr && xdg[0] == '/') return absl::StrCat(xdg, "/contextd/contextd.db");
+  const char* home = std::getenv("HOME");
+  if (home != nullptr && home[0] != '\0') {
+    return absl::StrCat(home, "/.local/share/contextd/contextd.db");
+  }
+  return absl::InvalidArgumentError(
+      "cannot find a data directory: neither XDG_DATA_HOME nor HOME is set; pass --data-dir");
+}
+
+Statement::~Statement() {
+  if (stmt_ != nullptr) sqlite3_finalize(stmt_);
+}
+
+Statement& Statement::operator=(Statement&& other) noexcept {
+  if (this != &other) {
+    if (stmt_ != nullptr) sqlite3_finalize(stmt_);
+    stmt_ = other.stmt_;
+    other.stmt_ = nullptr;
+  }
+  return *this;
+}
+
+void Statement::Reset() {
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+}
+
+void Statement::Bind(int index, int64_t value) { sqlite3_bind_int64(stmt_, index, value); }
+
+void Statement::Bind(int index, std::string_view value) {
+  // SQLITE_TRANSIENT: SQLite copies, so callers may pass temporaries.
+  sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+}
+
+void Statement::BindNull(int index) { sqlite3_bind_null(stmt_, index); }
+
+absl::StatusOr<bool> Statement::Step() {
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  // sqlite3_step returns the extended code with sqlite3_extended_result_codes on.
+  return SqliteStatus(rc, sqlite3_errmsg(sqlite3_db_handle(stmt_)));
+}
+
+absl::Status Statement::Run() {
+  for (;;) {
+    ASSIGN_OR_RETURN(bool row, Step());
+    if (!row) return absl::OkStatus();
+  }
+}
+
+int64_t Statement::Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+
+std::string Statement::Text(int col) const {
+  const unsigned char* p = sqlite3_column_text(stmt_, col);
+  int n = sqlite3_column_bytes(stmt_, col);
+  return p == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(p), n);
+}
+
+bool Statement::IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+
+absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path,
+                                                         const DatabaseOptions& options) {
+  if (options.create_directories && path != ":memory:") {
+    std::filesystem::path dir = std::filesystem::path(path).parent_path();
+    if (!dir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(dir, ec);
+      if (ec) {
+        return absl::UnavailableError(
+            absl::StrCat("cannot create directory ", dir.string(), ": ", ec.message()));
+      }
+    }
+  }
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                           nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = db != nullptr ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    return absl::UnavailableError(absl::StrCat("cannot open database ", path, ": ", msg));
+  }
+  sqlite3_extended_result_codes(db, 1);
+  std::unique_ptr<Database> out(new Database(db, path));
+  sqlite3_busy_timeout(db, options.busy_timeout_ms);
+  std::lock_guard<std::mutex> lock(out->mu_);
+  RETURN_IF_ERROR(out->Exec("PRAGMA journal_mode=WAL"));
+  RETURN_IF_ERROR(out->Exec(options.synchronous_full ? "PRAGMA synchronous=FULL"
+                                                     : "PRAGMA synchronous=NORMAL"));
+  RETURN_IF_ERROR(out->Exec("PRAGMA foreign_keys=ON"));
+  RETURN_IF_ERROR(out->Migrate());
+  return out;
+}
+
+Database::~Database() { sqlite3_close_v2(db_); }
+
+absl::Status Database::Error(std::string_view what) const {
+  absl::Status st = SqliteStatus(sqlite3_extended_errcode(db_), sqlite3_errmsg(db_));
+  return absl::Status(st.code(), absl::StrCat(path_, ": ", Sv(what), ": ", st.message()));
+}
+
+absl::Status Database::Exec(std::string_view sql) {
+  std::string copy(sql);
+  char* err = nullptr;
+  int rc = sqlite3_exec(db_, copy.c_str(), nullptr, nullptr, &err);
+  if (rc != SQLITE_OK) {
+    std::string msg = err != nullptr ? err : "";
+    sqlite3_free(err);
+    absl::Status st = SqliteStatus(rc, msg);
+    return absl::Status(st.code(), absl::StrCat(path_, ": ", st.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Statement> Database::Prepare(std::string_view sql) {
+  sqlite3_stmt* stmt = nullptr;
+  int rc = sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()),
+                              SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
+  if (rc != SQLITE_OK) return Error(absl::StrCat("prepare \"", Sv(sql), "\""));
+  return Statement(stmt);
+}
+
+int64_t Database::Changes() { return sqlite3_changes64(db_); }
+
+absl::StatusOr<int> Database::SchemaVersion() {
+  ASSIGN_OR_RETURN(Statement st, Prepare("SELECT COALESCE(MAX(version), 0) FROM schema_version"));
+  ASSIGN_OR_RETURN(bool row, st.Step());
+  return row ? static_cast<int>(st.Int(0)) : 0;
+}
+
+absl::Status Database::Migrate() {
+  // IMMEDIATE: two processes opening a new file at once migrate one after the other.
+  RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  auto body = [&]() -> absl::Status {
+    RETURN_IF_ERROR(Exec(
+        "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, name TEXT NOT "
+        "NULL, applied_at_ms INTEGER NOT NULL)"));
+    ASSIGN_OR_RETURN(int current, SchemaVersion());
+    const auto& all = Migrations();
+    int latest = all.empty() ? 0 : all.back().version;
+    if (current > latest) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(path_, ": database schema version ", current,
+                       " is newer than this contextd understands (", latest, "); upgrade contextd"));
+    }
+    for (const Migration& m : all) {
+      if (m.version <= current) continue;
+      absl::Status st = Exec(m.sql);
+      if (!st.ok()) {
+        return absl::Status(st.code(), absl::StrCat("migration ", m.name, ": ", st.message()));
+      }
+      ASSIGN_OR_RETURN(Statement ins,
+                       Prepare("INSERT INTO schema_version (version, name, applied_at_ms) "
+                               "VALUES (?, ?, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER))"));
+      ins.Bind(1, static_cast<int64_t>(m.version));
+      ins.Bind(2, std::string_view(m.name));
+      RETURN_IF_ERROR(ins.Run());
+    }
+    return absl::OkStatus();
+  };
+  absl::Status st = body();
+  if (!st.ok()) {
+    Exec("ROLLBACK").IgnoreError();
+    return st;
+  }
+  return Exec("COMMIT");
+}
+
+}  // namespace contextd::store

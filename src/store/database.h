@@ -1,0 +1,107 @@
+// Database: one SQLite connection to contextd's database file, opened with the settings every
+// store relies on (WAL, synchronous=NORMAL by default, foreign_keys=ON, busy_timeout) and with
+// the numbered schema migrations of migrations.h applied in a transaction at open; plus a small
+// RAII prepared-statement wrapper. Thread-safe only under mutex(): callers lock it around every
+// use of the connection and its statements.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace contextd::store {
+
+struct DatabaseOptions {
+  // synchronous=FULL also survives power loss at the price of an fsync per commit; the default
+  // NORMAL (in WAL mode) survives any process crash, kill -9 included.
+  bool synchronous_full = false;
+  // How long a writer waits for another connection's write lock before failing with Unavailable.
+  int busy_timeout_ms = 5000;
+  // Create the file's directory if missing.
+  bool create_directories = true;
+};
+
+// Where the database lives by default: $XDG_DATA_HOME/contextd/contextd.db, or
+// ~/.local/share/contextd/contextd.db. InvalidArgument if neither XDG_DATA_HOME nor HOME is set.
+absl::StatusOr<std::string> DefaultDatabasePath();
+
+// A prepared statement; reset and unbound before each use by Database::Prepare's users.
+class Statement {
+ public:
+  Statement() = default;
+  explicit Statement(sqlite3_stmt* stmt) : stmt_(stmt) {}
+  ~Statement();
+  Statement(Statement&& other) noexcept : stmt_(other.stmt_) { other.stmt_ = nullptr; }
+  Statement& operator=(Statement&& other) noexcept;
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  // Resets the statement and clears its bindings.
+  void Reset();
+  // Binds parameter `index` (1-based).
+  void Bind(int index, int64_t value);
+  void Bind(int index, std::string_view value);
+  void BindNull(int index);
+  // Steps once: true if a row is available, false when done; Unavailable (SQLITE_BUSY) or
+  // Internal on error.
+  absl::StatusOr<bool> Step();
+  // Steps until done (for statements without rows).
+  absl::Status Run();
+  // Column accessors for the current row (0-based).
+  int64_t Int(int col) const;
+  std::string Text(int col) const;
+  bool IsNull(int col) const;
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+class Database {
+ public:
+  // Opens (creating if needed) the database at `path` (":memory:" allowed for tests), sets the
+  // pragmas, and applies pending migrations in one transaction. FailedPrecondition if the file's
+  // schema is newer than this binary; Unavailable/Internal if SQLite fails (the message names
+  // the path).
+  static absl::StatusOr<std::unique_ptr<Database>> Open(const std::string& path,
+                                                        const DatabaseOptions& options = {});
+  ~Database();
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+
+  // Guards the connection and every statement prepared on it.
+  std::mutex& mutex() { return mu_; }
+  // Executes `sql` (one or more statements without parameters). Caller holds mutex().
+  absl::Status Exec(std::string_view sql);
+  // Prepares `sql`. Caller holds mutex().
+  absl::StatusOr<Statement> Prepare(std::string_view sql);
+  // Rows changed by the last INSERT/UPDATE/DELETE. Caller holds mutex().
+  int64_t Changes();
+  // The highest migration applied. Caller holds mutex().
+  absl::StatusOr<int> SchemaVersion();
+  const std::string& path() const { return path_; }
+
+ private:
+  Database(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  absl::Status Migrate();
+  absl::Status Error(std::string_view what) const;
+
+  std::mutex mu_;
+  sqlite3* db_;
+  std::string path_;
+};
+
+// Converts an SQLite result code and message into a Status (BUSY/LOCKED -> Unavailable,
+// CONSTRAINT -> AlreadyExists for unique/primary-key violations else FailedPrecondition,
+// others -> Internal).
+absl::Status SqliteStatus(int code, std::string_view message);
+
+}  // namespace contextd::store

@@ -1,0 +1,134 @@
+#include "store/database.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+
+#include "store/migrations.h"
+#include "store/test_util.h"
+
+namespace contextd::store {
+namespace {
+
+int64_t QueryInt(Database& db, const char* sql) {
+  auto st = db.Prepare(sql);
+  EXPECT_TRUE(st.ok()) << st.status();
+  auto row = st->Step();
+  EXPECT_TRUE(row.ok() && *row) << sql;
+  return st->Int(0);
+}
+
+std::string QueryText(Database& db, const char* sql) {
+  auto st = db.Prepare(sql);
+  EXPECT_TRUE(st.ok()) << st.status();
+  auto row = st->Step();
+  EXPECT_TRUE(row.ok() && *row) << sql;
+  return st->Text(0);
+}
+
+TEST(DatabaseTest, OpenCreatesDirectorySetsPragmasAndMigrates) {
+  TempDir tmp;
+  std::string path = tmp.File("nested/dir/contextd.db");
+  auto db = Database::Open(path);
+  ASSERT_TRUE(db.ok()) << db.status();
+  EXPECT_TRUE(std::filesystem::exists(path));
+  std::lock_guard<std::mutex> lock((*db)->mutex());
+  EXPECT_EQ(QueryText(**db, "PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(QueryInt(**db, "PRAGMA synchronous"), 1);  // NORMAL
+  EXPECT_EQ(QueryInt(**db, "PRAGMA foreign_keys"), 1);
+  EXPECT_EQ(QueryInt(**db, "PRAGMA busy_timeout"), 5000);
+  auto v = (*db)->SchemaVersion();
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, Migrations().back().version);
+  EXPECT_EQ(QueryText(**db, "SELECT name FROM schema_version WHERE version = 1"), "0001_init.sql");
+  EXPECT_GT(QueryInt(**db, "SELECT applied_at_ms FROM schema_version WHERE version = 1"),
+            1'600'000'000'000);
+}
+
+TEST(DatabaseTest, MigrationsAreNumberedWithoutGaps) {
+  int expected = 1;
+  for (const Migration& m : Migrations()) {
+    EXPECT_EQ(m.version, expected);
+    char prefix[8];
+    snprintf(prefix, sizeof prefix, "%04d_", expected);
+    EXPECT_EQ(std::string(m.name).rfind(prefix, 0), 0u) << m.name;
+    ++expected;
+  }
+}
+
+TEST(DatabaseTest, ReopenAppliesNothingTwiceAndKeepsData) {
+  TempDir tmp;
+  std::string path = tmp.File("c.db");
+  {
+    auto db = Database::Open(path);
+    ASSERT_TRUE(db.ok());
+    std::lock_guard<std::mutex> lock((*db)->mutex());
+    ASSERT_TRUE((*db)->Exec("INSERT INTO branches (id, tenant, project, session_id, depth, "
+                            "description, prompt, status, budget_allocated, deadline_ms, "
+                            "created_at_ms) VALUES ('br_a','t','p','s',1,'d','p','active',10,1,1)")
+                    .ok());
+  }
+  auto db = Database::Open(path, DatabaseOptions{.synchronous_full = true});
+  ASSERT_TRUE(db.ok()) << db.status();
+  std::lock_guard<std::mutex> lock((*db)->mutex());
+  EXPECT_EQ(QueryInt(**db, "SELECT COUNT(*) FROM schema_version"),
+            static_cast<int64_t>(Migrations().size()));
+  EXPECT_EQ(QueryInt(**db, "SELECT COUNT(*) FROM branches"), 1);
+  EXPECT_EQ(QueryInt(**db, "PRAGMA synchronous"), 2);  // FULL
+}
+
+TEST(DatabaseTest, RefusesASchemaNewerThanTheBinary) {
+  TempDir tmp;
+  std::string path = tmp.File("c.db");
+  {
+    auto db = Database::Open(path);
+    ASSERT_TRUE(db.ok());
+    std::lock_guard<std::mutex> lock((*db)->mutex());
+    ASSERT_TRUE((*db)->Exec("INSERT INTO schema_version VALUES (999, '0999_future.sql', 0)").ok());
+  }
+  auto db = Database::Open(path);
+  ASSERT_FALSE(db.ok());
+  EXPECT_EQ(db.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(db.status().message().find("schema version 999"), absl::string_view::npos);
+}
+
+TEST(DatabaseTest, ForeignKeysAreEnforced) {
+  TempDir tmp;
+  auto db = Database::Open(tmp.File("c.db"));
+  ASSERT_TRUE(db.ok());
+  std::lock_guard<std::mutex> lock((*db)->mutex());
+  absl::Status st = (*db)->Exec(
+      "INSERT INTO branch_charges (branch_id, at_ms, kind, label, excerpt, tokens) VALUES "
+      "('br_nope', 1, 'k', 'l', 'e', 1)");
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << st;
+}
+
+TEST(DatabaseTest, OpenFailureNamesThePath) {
+  TempDir tmp;
+  std::string file = tmp.File("plainfile");
+  ASSERT_TRUE(Database::Open(file).ok());
+  auto db = Database::Open(file + "/sub/c.db");  // a directory below a file
+  ASSERT_FALSE(db.ok());
+  EXPECT_NE(db.status().message().find("plainfile"), absl::string_view::npos);
+}
+
+TEST(DatabaseTest, DefaultPathFollowsXdg) {
+  const char* old_xdg = getenv("XDG_DATA_HOME");
+  std::string saved = old_xdg ? old_xdg : "";
+  setenv("XDG_DATA_HOME", "/var/lib/x", 1);
+  auto p = DefaultDatabasePath();
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(*p, "/var/lib/x/contextd/contextd.db");
+  unsetenv("XDG_DATA_HOME");
+  const char* home = getenv("HOME");
+  if (home != nullptr && home[0] != '\0') {
+    auto q = DefaultDatabasePath();
+    ASSERT_TRUE(q.ok());
+    EXPECT_EQ(*q, std::string(home) + "/.local/share/contextd/contextd.db");
+  }
+  if (old_xdg != nullptr) setenv("XDG_DATA_HOME", saved.c_str(), 1);
+}
+
+}  // namespace
+}  // namespace contextd::store
