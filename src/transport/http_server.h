@@ -1,0 +1,114 @@
+// HttpServer: the MCP Streamable HTTP transport (spec 2025-11-25, also serving 2025-06-18 and
+// 2025-03-26 clients) on Boost.Beast. POST carries client messages and is answered with JSON or
+// an SSE stream; GET opens the session's standalone SSE stream; DELETE ends the session. Also
+// serves GET /healthz and, when configured, GET /metrics. Origin/Host allowlists (DNS
+// rebinding), optional bearer tokens, size limits and timeouts guard every request.
+// Thread-safe: I/O runs on `io_threads` threads; sinks may be called from any thread.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "protocol/session.h"
+
+namespace contextd::transport {
+
+// Configuration of HttpServer. Defaults are safe for a local, single-user server.
+struct HttpServerOptions {
+  // Address to bind (IPv4 or IPv6 literal) and port (0 picks a free port).
+  std::string listen_address = "127.0.0.1";
+  uint16_t port = 0;
+  // Path of the MCP endpoint.
+  std::string path = "/mcp";
+  // Number of I/O threads.
+  int io_threads = 2;
+
+  // Allowed values of the Origin header when present, compared case-insensitively as
+  // "scheme://host[:port]". An entry without a port allows every port. Empty: the loopback
+  // origins http(s)://localhost, 127.0.0.1 and [::1], any port. A single "*" allows any origin.
+  std::vector<std::string> allowed_origins;
+  // Allowed Host header values ("name" or "name:port"; an entry without a port allows every
+  // port). Empty: localhost, 127.0.0.1 and [::1], any port. A single "*" allows any host.
+  std::vector<std::string> allowed_hosts;
+  // Bearer token -> tenant. Empty: no authentication (every session has tenant "local").
+  // Otherwise a missing or unknown token gets 401 with WWW-Authenticate.
+  std::map<std::string, std::string> bearer_tokens;
+
+  // Largest accepted request body (413 above). Default 4 MiB.
+  size_t max_message_bytes = 4u << 20;
+  // Largest accepted request header block (431 above).
+  size_t max_header_bytes = 16u << 10;
+  // Time allowed from the first byte of a request until its headers are complete (slowloris);
+  // the connection is closed when it passes.
+  std::chrono::milliseconds header_timeout{10'000};
+  // Time allowed to receive a request body once the headers are in.
+  std::chrono::milliseconds body_timeout{30'000};
+  // A keep-alive connection idle this long between requests is closed.
+  std::chrono::milliseconds keep_alive_timeout{60'000};
+  // Longest wait for the engine's answer to a POST (the client then gets 504 or, on an SSE
+  // stream, the stream ends). Zero: no limit.
+  std::chrono::milliseconds request_timeout{0};
+  // Interval of SSE keep-alive comments on GET streams (and long POST streams).
+  std::chrono::milliseconds sse_keepalive_interval{15'000};
+  // Connections above this number are closed right after accept.
+  size_t max_connections = 10'000;
+  // Sessions above this number: initialize gets 503.
+  size_t max_sessions = 10'000;
+  // A session with no request for this long and no open GET stream is closed (Session::Close).
+  // Zero disables.
+  std::chrono::milliseconds session_idle_timeout{30 * 60'000};
+  // Events of the standalone stream kept per session for Last-Event-ID resumption.
+  size_t replay_events = 256;
+  // Protocol versions accepted in the MCP-Protocol-Version header.
+  std::vector<std::string> supported_protocol_versions = {"2025-11-25", "2025-06-18",
+                                                          "2025-03-26"};
+  // Optional GET /metrics body (Prometheus text format). Absent: /metrics is 404.
+  std::function<std::string()> metrics;
+};
+
+// Counters readable while the server runs (for /metrics and tests).
+struct HttpServerStats {
+  uint64_t connections_open = 0;
+  uint64_t sessions_open = 0;
+  uint64_t requests_total = 0;
+};
+
+class HttpServer {
+ public:
+  // Binds, listens and starts the I/O threads. Returns InvalidArgument for a bad address or
+  // option, Unavailable if the address cannot be bound. The factory is shared with the caller.
+  static absl::StatusOr<std::unique_ptr<HttpServer>> Start(
+      HttpServerOptions options, std::shared_ptr<protocol::SessionFactory> factory);
+
+  // Stops (see Stop()).
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // "http://ADDR:PORT/mcp" (IPv6 addresses in brackets).
+  std::string listen_url() const;
+  // The bound port (the real one when 0 was requested).
+  uint16_t port() const;
+  // A snapshot of the counters.
+  HttpServerStats stats() const;
+
+  // Stops accepting, closes every session (Session::Close("server shutdown")) and connection,
+  // and joins the I/O threads. Messages sent to sinks afterwards are dropped. Idempotent; must
+  // not be called from an I/O thread.
+  void Stop();
+
+  class Impl;
+
+ private:
+  explicit HttpServer(std::shared_ptr<Impl> impl);
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace contextd::transport

@@ -1,0 +1,623 @@
+#include "transport/http_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <chrono>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "protocol/jsonrpc.h"
+#include "transport/testing/echo_session.h"
+
+namespace contextd::transport {
+namespace {
+
+using protocol::Json;
+using testing::EchoSessionFactory;
+
+struct Response {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // lowercase names
+  std::string body;                            // de-chunked
+  bool ok = false;                             // a complete response was read
+  std::string header(const std::string& name) const {
+    auto it = headers.find(name);
+    return it == headers.end() ? "" : it->second;
+  }
+};
+
+// A blocking HTTP/1.1 client on a raw socket, with a receive timeout so that a failing test
+// cannot hang.
+class RawClient {
+ public:
+  explicit RawClient(uint16_t port) : port_(port) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    timeval tv{5, 0};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  }
+  ~RawClient() { Close(); }
+  void Close() {
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+  }
+  bool connected() const { return connected_; }
+
+  void Send(const std::string& bytes) {
+    size_t off = 0;
+    while (off < bytes.size()) {
+      ssize_t n = send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+      if (n <= 0) return;
+      off += static_cast<size_t>(n);
+    }
+  }
+
+  std::string Request(const std::string& method, const std::string& body,
+                      const std::string& extra_headers = "",
+                      const std::string& accept = "application/json, text/event-stream") {
+    std::string r = method + " /mcp HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port_) +
+                    "\r\n";
+    if (!accept.empty()) r += "Accept: " + accept + "\r\n";
+    if (method == "POST") r += "Content-Type: application/json\r\n";
+    r += "Content-Length: " + std::to_string(body.size()) + "\r\n" + extra_headers + "\r\n" +
+         body;
+    return r;
+  }
+
+  Response Post(const std::string& body, const std::string& extra = "",
+                const std::string& accept = "application/json, text/event-stream") {
+    Send(Request("POST", body, extra, accept));
+    return ReadResponse();
+  }
+
+  // Reads status line and headers only.
+  Response ReadHead() {
+    Response r;
+    size_t end;
+    while ((end = buf_.find("\r\n\r\n")) == std::string::npos) {
+      if (!Fill()) return r;
+    }
+    std::string head = buf_.substr(0, end);
+    buf_.erase(0, end + 4);
+    size_t line_end = head.find("\r\n");
+    std::string status_line = head.substr(0, line_end);
+    if (status_line.size() < 12) return r;
+    r.status = std::stoi(status_line.substr(9, 3));
+    size_t pos = line_end == std::string::npos ? head.size() : line_end + 2;
+    while (pos < head.size()) {
+      size_t e = head.find("\r\n", pos);
+      if (e == std::string::npos) e = head.size();
+      std::string line = head.substr(pos, e - pos);
+      size_t colon = line.find(':');
+      if (colon != std::string::npos) {
+        std::string name = line.substr(0, colon);
+        for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        size_t v = colon + 1;
+        while (v < line.size() && line[v] == ' ') ++v;
+        r.headers[name] = line.substr(v);
+      }
+      pos = e + 2;
+    }
+    r.ok = true;
+    return r;
+  }
+
+  // Reads one whole response (Content-Length or chunked).
+  Response ReadResponse() {
+    Response r = ReadHead();
+    if (!r.ok) return r;
+    r.ok = false;
+    if (r.header("transfer-encoding") == "chunked") {
+      for (;;) {
+        std::string chunk;
+        if (!ReadChunk(&chunk)) return r;
+        if (chunk.empty()) break;
+        r.body += chunk;
+      }
+    } else {
+      size_t len = r.header("content-length").empty() ? 0 : std::stoul(r.header("content-length"));
+      while (buf_.size() < len) {
+        if (!Fill()) return r;
+      }
+      r.body = buf_.substr(0, len);
+      buf_.erase(0, len);
+    }
+    r.ok = true;
+    return r;
+  }
+
+  // Next SSE event of a chunked stream whose head was read ("" at the end of the stream).
+  std::string ReadEvent() {
+    for (;;) {
+      size_t end = sse_.find("\n\n");
+      if (end != std::string::npos) {
+        std::string ev = sse_.substr(0, end);
+        sse_.erase(0, end + 2);
+        return ev;
+      }
+      std::string chunk;
+      if (!ReadChunk(&chunk) || chunk.empty()) return "";
+      sse_ += chunk;
+    }
+  }
+
+  // True when the server closed the connection (read returns 0 or an error other than timeout).
+  bool WaitClosed() {
+    char c;
+    for (;;) {
+      ssize_t n = recv(fd_, &c, 1, 0);
+      if (n == 0) return true;
+      if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK;
+    }
+  }
+
+ private:
+  bool Fill() {
+    char tmp[16384];
+    ssize_t n = recv(fd_, tmp, sizeof(tmp), 0);
+    if (n <= 0) return false;
+    buf_.append(tmp, static_cast<size_t>(n));
+    return true;
+  }
+  bool ReadChunk(std::string* out) {
+    size_t e;
+    while ((e = buf_.find("\r\n")) == std::string::npos) {
+      if (!Fill()) return false;
+    }
+    size_t len = std::stoul(buf_.substr(0, e), nullptr, 16);
+    buf_.erase(0, e + 2);
+    while (buf_.size() < len + 2) {
+      if (!Fill()) return false;
+    }
+    *out = buf_.substr(0, len);
+    buf_.erase(0, len + 2);
+    return true;
+  }
+
+  uint16_t port_;
+  int fd_ = -1;
+  bool connected_ = false;
+  std::string buf_;
+  std::string sse_;
+};
+
+std::string Req(const Json& id, const std::string& method, const Json& params = Json::object()) {
+  return Json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}.dump();
+}
+
+std::string InitBody(const std::string& version = "2025-11-25") {
+  return Req(1, "initialize",
+             {{"protocolVersion", version},
+              {"capabilities", Json::object()},
+              {"clientInfo", {{"name", "t"}, {"version", "1"}}}});
+}
+
+// Data of an SSE event block ("id: 1\nevent: message\ndata: {...}").
+Json EventData(const std::string& ev) {
+  size_t d = ev.find("data: ");
+  if (d == std::string::npos) return nullptr;
+  size_t e = ev.find('\n', d);
+  return Json::parse(ev.substr(d + 6, e == std::string::npos ? std::string::npos : e - d - 6));
+}
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void StartServer(HttpServerOptions opts = {}, bool async = true) {
+    factory_ = std::make_shared<EchoSessionFactory>(async);
+    auto s = HttpServer::Start(std::move(opts), factory_);
+    ASSERT_TRUE(s.ok()) << s.status();
+    server_ = std::move(*s);
+  }
+  void TearDown() override {
+    if (server_) server_->Stop();
+  }
+  // Initializes a session on `c` and returns its id.
+  std::string Init(RawClient& c, const std::string& extra = "") {
+    Response r = c.Post(InitBody(), extra);
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.header("mcp-session-id");
+  }
+  static std::string Sid(const std::string& id) { return "Mcp-Session-Id: " + id + "\r\n"; }
+
+  std::shared_ptr<EchoSessionFactory> factory_;
+  std::unique_ptr<HttpServer> server_;
+};
+
+TEST_F(HttpServerTest, InitializeIssuesSessionIdThenRequestsNeedIt) {
+  StartServer();
+  EXPECT_EQ(server_->listen_url(), "http://127.0.0.1:" + std::to_string(server_->port()) + "/mcp");
+  RawClient c(server_->port());
+  Response r = c.Post(InitBody());
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.header("content-type"), "application/json");
+  std::string sid = r.header("mcp-session-id");
+  ASSERT_GE(sid.size(), 32u);
+  for (char ch : sid) EXPECT_TRUE(ch > 0x20 && ch < 0x7f);
+  EXPECT_EQ(Json::parse(r.body)["result"]["protocolVersion"], "2025-11-25");
+
+  r = c.Post(Req(2, "ping"), Sid(sid) + "MCP-Protocol-Version: 2025-11-25\r\n");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(Json::parse(r.body)["id"], 2);
+  EXPECT_EQ(factory_->infos().at(0).session_id, sid);
+  EXPECT_EQ(factory_->infos().at(0).transport, "http");
+  EXPECT_EQ(factory_->infos().at(0).tenant, "local");
+
+  r = c.Post(Req(3, "ping"));  // no session id
+  EXPECT_EQ(r.status, 400);
+  r = c.Post(Req(4, "ping"), Sid("0123456789abcdef0123456789abcdef"));
+  EXPECT_EQ(r.status, 404);
+  r = c.Post(Req(5, "ping"), Sid(sid) + "MCP-Protocol-Version: 1999-01-01\r\n");
+  EXPECT_EQ(r.status, 400);
+}
+
+TEST_F(HttpServerTest, NotificationsAndResponsesGet202) {
+  StartServer();
+  RawClient c(server_->port());
+  std::string sid = Init(c);
+  Response r = c.Post(R"({"jsonrpc":"2.0","method":"notifications/initialized"})", Sid(sid));
+  EXPECT_EQ(r.status, 202);
+  EXPECT_TRUE(r.body.empty());
+  r = c.Post(R"({"jsonrpc":"2.0","id":"srv-1","result":{}})", Sid(sid));
+  EXPECT_EQ(r.status, 202);
+  // The connection is still usable (keep-alive).
+  r = c.Post(Req(9, "ping"), Sid(sid));
+  EXPECT_EQ(r.status, 200);
+  auto got = factory_->received_non_requests();
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0], "notification:notifications/initialized");
+}
+
+TEST_F(HttpServerTest, MalformedBodiesGet400WithJsonRpcError) {
+  StartServer();
+  RawClient c(server_->port());
+  std::string sid = Init(c);
+  Response r = c.Post("{not json", Sid(sid));
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(Json::parse(r.body)["error"]["code"], protocol::kParseError);
+  r = c.Post(std::string("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"p\xff\"}"), Sid(sid));
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(Json::parse(r.body)["error"]["code"], protocol::kParseError);
+  r = c.Post("[1,2", Sid(sid));
+  EXPECT_EQ(r.status, 400);
+  r = c.Post(R"({"jsonrpc":"2.0","id":null,"method":"ping"})", Sid(sid));
+  EXPECT_EQ(r.status, 400);
+  r = c.Post(Req(1, "ping"), Sid(sid), "text/html");
+  EXPECT_EQ(r.status, 406);
+}
+
+TEST_F(HttpServerTest, BatchIsAnsweredWithOneArray) {
+  StartServer();
+  RawClient c(server_->port());
+  std::string sid = Init(c);
+  Response r = c.Post("[" + Req(1, "ping") + "," + Req(2, "ping") +
+                          R"(,{"jsonrpc":"2.0","method":"notifications/x"},7])",
+                      Sid(sid), "application/json");
+  ASSERT_EQ(r.status, 200);
+  Json body = Json::parse(r.body);
+  ASSERT_TRUE(body.is_array());
+  EXPECT_EQ(body.size(), 3u);  // two results and the error for `7`
+}
+
+TEST_F(HttpServerTest, DnsRebindingHostAndOriginAreRejected) {
+  StartServer();
+  const std::string body = InitBody();
+  auto raw = [&](const std::string& host, const std::string& origin) {
+    RawClient c(server_->port());
+    std::string r = "POST /mcp HTTP/1.1\r\nHost: " + host +
+                    "\r\nAccept: application/json, text/event-stream\r\n"
+                    "Content-Type: application/json\r\n";
+    if (!origin.empty()) r += "Origin: " + origin + "\r\n";
+    r += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    c.Send(r);
+    return c.ReadResponse().status;
+  };
+  const std::string port = std::to_string(server_->port());
+  EXPECT_EQ(raw("evil.example.com", "http://evil.example.com"), 403);
+  EXPECT_EQ(raw("evil.example.com", ""), 403);
+  EXPECT_EQ(raw("127.0.0.1:" + port, "http://evil.example.com"), 403);
+  EXPECT_EQ(raw("127.0.0.1:" + port, "null"), 403);
+  EXPECT_EQ(raw("localhost:" + port, "http://localhost:" + port), 200);
+  EXPECT_EQ(raw("127.0.0.1:" + port, "http://127.0.0.1:" + port), 200);
+  EXPECT_EQ(raw("[::1]:" + port, "https://[::1]:3000"), 200);
+}
+
+TEST_F(HttpServerTest, ConfiguredAllowlists) {
+  HttpServerOptions o;
+  o.allowed_hosts = {"mcp.example.com:8443"};
+  o.allowed_origins = {"https://app.example.com"};
+  StartServer(o);
+  const std::string body = InitBody();
+  auto raw = [&](const std::string& host, const std::string& origin) {
+    RawClient c(server_->port());
+    std::string r = "POST /mcp HTTP/1.1\r\nHost: " + host +
+                    "\r\nAccept: application/json\r\nContent-Type: application/json\r\n";
+    if (!origin.empty()) r += "Origin: " + origin + "\r\n";
+    r += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    c.Send(r);
+    return c.ReadResponse().status;
+  };
+  EXPECT_EQ(raw("mcp.example.com:8443", "https://app.example.com"), 200);
+  EXPECT_EQ(raw("MCP.example.com:8443", "https://app.example.com:444"), 200);
+  EXPECT_EQ(raw("mcp.example.com:8080", ""), 403);
+  EXPECT_EQ(raw("localhost", ""), 403);
+  EXPECT_EQ(raw("mcp.example.com:8443", "http://app.example.com"), 403);
+}
+
+TEST_F(HttpServerTest, BearerTokensSelectTenantAndGate) {
+  HttpServerOptions o;
+  o.bearer_tokens = {{"tok-a", "acme"}, {"tok-b", "beta"}};
+  StartServer(o);
+  RawClient c(server_->port());
+  Response r = c.Post(InitBody());
+  EXPECT_EQ(r.status, 401);
+  EXPECT_EQ(r.header("www-authenticate").rfind("Bearer", 0), 0u);
+  r = c.Post(InitBody(), "Authorization: Bearer wrong\r\n");
+  EXPECT_EQ(r.status, 401);
+  EXPECT_NE(r.header("www-authenticate").find("invalid_token"), std::string::npos);
+  std::string sid = Init(c, "Authorization: Bearer tok-a\r\n");
+  ASSERT_FALSE(sid.empty());
+  EXPECT_EQ(factory_->infos().at(0).tenant, "acme");
+  r = c.Post(Req(2, "ping"), Sid(sid) + "Authorization: Bearer tok-a\r\n");
+  EXPECT_EQ(r.status, 200);
+  // Another tenant cannot use the session.
+  r = c.Post(Req(3, "ping"), Sid(sid) + "Authorization: Bearer tok-b\r\n");
+  EXPECT_EQ(r.status, 404);
+}
+
+TEST_F(HttpServerTest, OversizeBodyGets413AndOversizeHeadersGet431) {
+  HttpServerOptions o;
+  o.max_message_bytes = 1000;
+  o.max_header_bytes = 2048;
+  StartServer(o);
+  {
+    RawClient c(server_->port());
+    Response r = c.Post(std::string(2000, ' '));
+    EXPECT_EQ(r.status, 413);
+  }
+  {
+    RawClient c(server_->port());
+    Response r = c.Post(InitBody(), "X-Big: " + std::string(4000, 'a') + "\r\n");
+    EXPECT_EQ(r.status, 431);
+  }
+}
+
+TEST_F(HttpServerTest, RelatedMessagesSwitchThePostToAnSseStream) {
+  StartServer();
+  RawClient c(server_->port());
+  std::string sid = Init(c);
+  c.Send(c.Request("POST", Req(5, "tools/call", {{"notify", true}}), Sid(sid)));
+  Response head = c.ReadHead();
+  ASSERT_EQ(head.status, 200);
+  EXPECT_EQ(head.header("content-type"), "text/event-stream");
+  Json first = EventData(c.ReadEvent());
+  EXPECT_EQ(first["method"], "notifications/message");
+  Json second = EventData(c.ReadEvent());
+  EXPECT_EQ(second["id"], 5);
+  EXPECT_EQ(c.ReadEvent(), "");  // the stream ends after the response
+  // Same connection serves the next request.
+  Response r = c.Post(Req(6, "ping"), Sid(sid));
+  EXPECT_EQ(r.status, 200);
+}
+
+TEST_F(HttpServerTest, GetStreamCarriesStandaloneMessagesWithReplay) {
+  StartServer();
+  RawClient c(server_->port());
+  std::string sid = Init(c);
+  RawClient g(server_->port());
+  g.Send(g.Request("GET", "", Sid(sid), "text/event-stream"));
+  Response head = g.ReadHead();
+  ASSERT_EQ(head.status, 200);
+  EXPECT_EQ(head.header("content-type"), "text/event-stream");
+
+  // A second GET stream for the same session is refused.
+  {
+    RawClient g2(server_->port());
+    g2.Send(g2.Request("GET", "", Sid(sid), "text/event-stream"));
+    EXPECT_EQ(g2.ReadResponse().status, 409);
+  }
+  // JSON-only client: its related notification is rerouted to the GET stream.
+  Response r = c.Post(Req(7, "tools/call", {{"notify", true}, {"standalone", true}}), Sid(sid),
+                      "application/json");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(Json::parse(r.body)["id"], 7);
+  std::string ev1 = g.ReadEvent();
+  std::string ev2 = g.ReadEvent();
+  EXPECT_EQ(ev1.rfind("id: 1\n", 0), 0u) << ev1;
+  EXPECT_EQ(ev2.rfind("id: 2\n", 0), 0u) << ev2;
+  EXPECT_EQ(EventData(ev1)["method"], "notifications/message");
+
+  // Resume after event 1: event 2 and what arrived meanwhile are replayed.
+  g.Close();
+  factory_->Broadcast(protocol::MakeNotification("notifications/tools/list_changed", nullptr));
+  Json opened;
+  for (int attempt = 0; attempt < 200; ++attempt) {  // the old stream detaches asynchronously
+    RawClient g3(server_->port());
+    g3.Send(g3.Request("GET", "", Sid(sid) + "Last-Event-ID: 1\r\n", "text/event-stream"));
+    Response h3 = g3.ReadHead();
+    if (h3.status == 409) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      continue;
+    }
+    ASSERT_EQ(h3.status, 200);
+    std::string a = g3.ReadEvent();
+    std::string b = g3.ReadEvent();
+    EXPECT_EQ(a.rfind("id: 2\n", 0), 0u) << a;
+    EXPECT_EQ(b.rfind("id: 3\n", 0), 0u) << b;
+    EXPECT_EQ(EventData(b)["method"], "notifications/tools/list_changed");
+    opened = true;
+    break;
+  }
+  EXPECT_TRUE(opened == true);
+}
+
+TEST_F(HttpServerTest, DeleteEndsTheSession) {
+  StartServer();
+  RawClient c(server_->port());
+  std::string sid = Init(c);
+  c.Send(c.Request("DELETE", "", Sid(sid)));
+  EXPECT_EQ(c.ReadResponse().status, 200);
+  EXPECT_EQ(factory_->close_reasons(), std::vector<std::string>{"client deleted session"});
+  EXPECT_EQ(c.Post(Req(2, "ping"), Sid(sid)).status, 404);
+  c.Send(c.Request("DELETE", "", Sid(sid)));
+  EXPECT_EQ(c.ReadResponse().status, 404);
+}
+
+TEST_F(HttpServerTest, DeleteEndsAPendingPost) {
+  StartServer();
+  RawClient c(server_->port());
+  std::string sid = Init(c);
+  c.Send(c.Request("POST", Req(2, "ping", {{"hold", true}}), Sid(sid)));
+  RawClient d(server_->port());
+  d.Send(d.Request("DELETE", "", Sid(sid)));
+  EXPECT_EQ(d.ReadResponse().status, 200);
+  EXPECT_EQ(c.ReadResponse().status, 404);
+  factory_->ReleaseHeld();  // the late answer is dropped
+}
+
+TEST_F(HttpServerTest, SlowHeadersAreCutOffByTheTimeout) {
+  HttpServerOptions o;
+  o.header_timeout = std::chrono::milliseconds(100);
+  StartServer(o);
+  RawClient c(server_->port());
+  auto start = std::chrono::steady_clock::now();
+  c.Send("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ");
+  EXPECT_TRUE(c.WaitClosed());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+}
+
+TEST_F(HttpServerTest, IdleKeepAliveConnectionIsClosed) {
+  HttpServerOptions o;
+  o.keep_alive_timeout = std::chrono::milliseconds(100);
+  StartServer(o);
+  RawClient c(server_->port());
+  Init(c);
+  EXPECT_TRUE(c.WaitClosed());
+}
+
+TEST_F(HttpServerTest, MalformedHttpGets400) {
+  StartServer();
+  RawClient c(server_->port());
+  c.Send("GARBAGE\r\n\r\n");
+  EXPECT_EQ(c.ReadResponse().status, 400);
+  RawClient d(server_->port());
+  d.Send("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: abc\r\n\r\n");
+  EXPECT_EQ(d.ReadResponse().status, 400);
+}
+
+TEST_F(HttpServerTest, ClientVanishingMidRequestIsHarmless) {
+  StartServer();
+  std::string sid;
+  {
+    RawClient c(server_->port());
+    sid = Init(c);
+    c.Send(c.Request("POST", Req(2, "ping", {{"hold", true}}), Sid(sid)));
+    c.Send(c.Request("POST", "", ""));  // garbage after: ignored, the client is gone
+  }
+  {
+    RawClient c(server_->port());
+    c.Send(c.Request("POST", Req(3, "tools/call", {{"hold", true}, {"notify", true}}), Sid(sid)));
+    Response head = c.ReadHead();  // the notification switches to SSE, then the client leaves
+    EXPECT_EQ(head.status, 200);
+  }
+  factory_->ReleaseHeld();
+  RawClient c(server_->port());
+  Response r = c.Post(Req(4, "ping"), Sid(sid));
+  EXPECT_EQ(r.status, 200);
+  // The id of the abandoned request is free again once its answer was dropped.
+  r = c.Post(Req(2, "ping"), Sid(sid));
+  EXPECT_EQ(r.status, 200);
+}
+
+TEST_F(HttpServerTest, IdleSessionsAreClosed) {
+  HttpServerOptions o;
+  o.session_idle_timeout = std::chrono::milliseconds(50);
+  StartServer(o);
+  RawClient c(server_->port());
+  std::string sid = Init(c);
+  for (int i = 0; i < 400 && factory_->close_reasons().empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(factory_->close_reasons(), std::vector<std::string>{"idle timeout"});
+  EXPECT_EQ(c.Post(Req(2, "ping"), Sid(sid)).status, 404);
+}
+
+TEST_F(HttpServerTest, HealthzAndMetrics) {
+  HttpServerOptions o;
+  o.metrics = [] { return std::string("contextd_up 1\n"); };
+  StartServer(o);
+  RawClient c(server_->port());
+  c.Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  Response r = c.ReadResponse();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "ok\n");
+  c.Send("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  r = c.ReadResponse();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "contextd_up 1\n");
+  c.Send("GET /nope HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  EXPECT_EQ(c.ReadResponse().status, 404);
+}
+
+TEST_F(HttpServerTest, MetricsAbsentIs404) {
+  StartServer();
+  RawClient c(server_->port());
+  c.Send("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  EXPECT_EQ(c.ReadResponse().status, 404);
+}
+
+TEST_F(HttpServerTest, ManyConcurrentClientsSyncEngine) {
+  StartServer({}, /*async=*/false);
+  RawClient c(server_->port());
+  std::string sid = Init(c);
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      RawClient k(server_->port());
+      for (int i = 0; i < 50; ++i) {
+        Response r = k.Post(Req(t * 1000 + i, "ping", {{"notify", i % 2 == 0}}), Sid(sid));
+        if (r.status == 200) ok.fetch_add(1);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(ok.load(), 400);
+}
+
+TEST_F(HttpServerTest, StopWithOpenStreamsAndPendingPosts) {
+  StartServer();
+  RawClient c(server_->port());
+  std::string sid = Init(c);
+  RawClient g(server_->port());
+  g.Send(g.Request("GET", "", Sid(sid), "text/event-stream"));
+  EXPECT_EQ(g.ReadHead().status, 200);
+  RawClient p(server_->port());
+  p.Send(p.Request("POST", Req(2, "ping", {{"hold", true}}), Sid(sid)));
+  server_->Stop();
+  EXPECT_EQ(factory_->close_reasons(), std::vector<std::string>{"server shutdown"});
+  factory_->ReleaseHeld();  // a late answer after Stop is dropped
+  EXPECT_TRUE(g.WaitClosed());
+}
+
+TEST(HttpServerStartTest, BadAddressIsInvalidArgument) {
+  HttpServerOptions o;
+  o.listen_address = "not-an-ip";
+  auto s = HttpServer::Start(o, std::make_shared<EchoSessionFactory>());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace contextd::transport

@@ -1,0 +1,149 @@
+#include "transport/testing/echo_session.h"
+
+#include <utility>
+
+namespace contextd::transport::testing {
+
+using protocol::Json;
+
+class EchoSession final : public protocol::Session,
+                          public std::enable_shared_from_this<EchoSession> {
+ public:
+  EchoSession(EchoSessionFactory* factory, std::shared_ptr<protocol::MessageSink> sink)
+      : factory_(factory), sink_(std::move(sink)) {}
+
+  void Receive(protocol::Message message) override {
+    factory_->Run(
+        [self = shared_from_this(), m = std::move(message)]() mutable { self->Handle(std::move(m)); });
+  }
+
+  std::string protocol_version() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return version_;
+  }
+
+  void Close(std::string_view reason) override {
+    if (closed_.exchange(true)) return;
+    std::lock_guard<std::mutex> lock(factory_->mu_);
+    factory_->close_reasons_.emplace_back(reason);
+  }
+
+ private:
+  void Handle(protocol::Message m) {
+    if (m.kind != protocol::MessageKind::kRequest) {
+      std::lock_guard<std::mutex> lock(factory_->mu_);
+      factory_->received_.push_back(m.method.empty() ? "response:" + m.id.dump()
+                                                     : "notification:" + m.method);
+      return;
+    }
+    const Json& p = m.params;
+    const bool obj = p.is_object();
+    if (obj && p.value("notify", false)) {
+      sink_->Send(protocol::MakeNotification("notifications/message",
+                                             {{"level", "info"}, {"data", "working"}}),
+                  m.id);
+    }
+    if (obj && p.value("standalone", false)) {
+      sink_->Send(protocol::MakeNotification("notifications/message",
+                                             {{"level", "info"}, {"data", "standalone"}}),
+                  nullptr);
+    }
+    Json result;
+    if (m.method == "initialize") {
+      std::string v = obj && p.contains("protocolVersion") && p["protocolVersion"].is_string()
+                          ? p["protocolVersion"].get<std::string>()
+                          : "2025-11-25";
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        version_ = v;
+      }
+      result = {{"protocolVersion", v},
+                {"capabilities", {{"tools", Json::object()}}},
+                {"serverInfo", {{"name", "echo"}, {"version", "0"}}}};
+    } else if (m.method == "tools/call") {
+      std::string text = obj && p.contains("arguments") ? p["arguments"].dump() : "{}";
+      result = {{"content", Json::array({{{"type", "text"}, {"text", std::move(text)}}})}};
+    } else {
+      result = {{"echo", p}};
+    }
+    Json answer = protocol::MakeResult(m.id, std::move(result));
+    if (obj && p.value("hold", false)) {
+      std::lock_guard<std::mutex> lock(factory_->mu_);
+      factory_->held_.push_back([sink = sink_, a = std::move(answer), id = m.id] {
+        sink->Send(a, id);
+      });
+      return;
+    }
+    sink_->Send(answer, m.id);
+  }
+
+  EchoSessionFactory* factory_;
+  std::shared_ptr<protocol::MessageSink> sink_;
+  mutable std::mutex mu_;
+  std::string version_;
+  std::atomic<bool> closed_{false};
+};
+
+EchoSessionFactory::EchoSessionFactory(bool async) {
+  if (async) engine_ = std::make_unique<base::ThreadExecutor>();
+}
+
+EchoSessionFactory::~EchoSessionFactory() {
+  if (engine_) engine_->Stop();
+}
+
+void EchoSessionFactory::Run(std::function<void()> task) {
+  if (engine_) {
+    engine_->Post(std::move(task));
+  } else {
+    task();
+  }
+}
+
+std::shared_ptr<protocol::Session> EchoSessionFactory::CreateSession(
+    protocol::SessionInfo info, std::shared_ptr<protocol::MessageSink> sink) {
+  created_.fetch_add(1);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    infos_.push_back(info);
+    sinks_.push_back(sink);
+  }
+  return std::make_shared<EchoSession>(this, std::move(sink));
+}
+
+void EchoSessionFactory::ReleaseHeld() {
+  std::vector<std::function<void()>> held;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    held.swap(held_);
+  }
+  for (auto& f : held) Run(std::move(f));
+}
+
+void EchoSessionFactory::Broadcast(const Json& message) {
+  std::vector<std::shared_ptr<protocol::MessageSink>> live;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& w : sinks_) {
+      if (auto s = w.lock()) live.push_back(std::move(s));
+    }
+  }
+  for (auto& s : live) s->Send(message, nullptr);
+}
+
+std::vector<std::string> EchoSessionFactory::close_reasons() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return close_reasons_;
+}
+
+std::vector<std::string> EchoSessionFactory::received_non_requests() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return received_;
+}
+
+std::vector<protocol::SessionInfo> EchoSessionFactory::infos() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return infos_;
+}
+
+}  // namespace contextd::transport::testing
