@@ -1,6 +1,7 @@
 #include "tokens/bpe_tokenizer.h"
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <sstream>
 
@@ -10,6 +11,7 @@
 #include "base/status_macros.h"
 #include "tokens/internal/byte_pair.h"
 #include "tokens/internal/embedded_vocab.h"
+#include "tokens/internal/piece_cache.h"
 #include "tokens/internal/utf8.h"
 
 namespace contextd::tokens {
@@ -42,8 +44,9 @@ std::string Sha256Hex(std::string_view data) {
 struct IdSink {
   std::vector<uint32_t>* out;
   void Add(uint32_t id) { out->push_back(id); }
-  void AddPiece(const RankTable& t, const uint8_t* p, size_t n) {
-    internal::BytePairEncode(t, p, n, out);
+  void Add(const uint32_t* ids, size_t n) { out->insert(out->end(), ids, ids + n); }
+  void AddLong(const RankTable& t, const uint8_t* p, size_t n) {
+    internal::BytePairEncodeLong(t, p, n, out);
   }
 };
 
@@ -52,16 +55,15 @@ struct CountSink {
   size_t count = 0;
   std::vector<uint32_t> scratch;
   void Add(uint32_t) { ++count; }
-  void AddPiece(const RankTable& t, const uint8_t* p, size_t n) {
-    if (n <= internal::kShortPieceMax) {
-      count += internal::BytePairCountShort(t, p, n);
-    } else {
-      scratch.clear();
-      internal::BytePairEncodeLong(t, p, n, &scratch);
-      count += scratch.size();
-    }
+  void Add(const uint32_t*, size_t n) { count += n; }
+  void AddLong(const RankTable& t, const uint8_t* p, size_t n) {
+    scratch.clear();
+    internal::BytePairEncodeLong(t, p, n, &scratch);
+    count += scratch.size();
   }
 };
+
+std::atomic<uint32_t> next_tokenizer_id{1};
 
 }  // namespace
 
@@ -78,7 +80,31 @@ absl::StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::Create(EncodingSpec 
           Cat("special token ", sp.text, " (", sp.id, ") is empty or collides"));
     }
   }
-  return std::unique_ptr<BpeTokenizer>(new BpeTokenizer(std::move(spec), std::move(ranks)));
+  return std::unique_ptr<BpeTokenizer>(
+      new BpeTokenizer(std::move(spec), std::move(ranks), next_tokenizer_id.fetch_add(1)));
+}
+
+template <typename Sink>
+void BpeTokenizer::EncodePiece(const uint8_t* p, size_t n, Sink& sink) const {
+  if (n > internal::kShortPieceMax) {
+    sink.AddLong(ranks_, p, n);
+    return;
+  }
+  if (n > internal::PieceCache::kMaxLen) {
+    uint32_t ids[internal::kShortPieceMax];
+    sink.Add(ids, internal::BytePairEncodeShort(ranks_, p, n, ids));
+    return;
+  }
+  internal::PieceCache& cache = internal::ThreadPieceCache();
+  size_t count;
+  if (const uint32_t* hit = cache.Find(id_, p, n, &count)) {
+    sink.Add(hit, count);
+    return;
+  }
+  uint32_t ids[internal::PieceCache::kMaxLen];
+  count = internal::BytePairEncodeShort(ranks_, p, n, ids);
+  cache.Put(id_, p, n, ids, count);
+  sink.Add(ids, count);
 }
 
 template <typename Sink>
@@ -92,7 +118,7 @@ void BpeTokenizer::EncodeOrdinary(std::string_view text, Sink& sink) const {
     if (r != RankTable::kNoRank) {
       sink.Add(r);
     } else {
-      sink.AddPiece(ranks_, base + pos, end - pos);
+      EncodePiece(base + pos, end - pos, sink);
     }
     pos = end;
   }

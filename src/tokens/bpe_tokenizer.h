@@ -70,8 +70,12 @@ class BpeTokenizer final : public TokenCounter {
   size_t MemoryUsage() const { return ranks_.MemoryUsage(); }
 
  private:
-  BpeTokenizer(EncodingSpec spec, internal::RankTable ranks)
-      : spec_(std::move(spec)), ranks_(std::move(ranks)) {}
+  BpeTokenizer(EncodingSpec spec, internal::RankTable ranks, uint32_t id)
+      : spec_(std::move(spec)), ranks_(std::move(ranks)), id_(id) {}
+
+  // Byte-pair merges one piece that is not itself a token.
+  template <typename Sink>
+  void EncodePiece(const uint8_t* p, size_t n, Sink& sink) const;
 
   // Calls emit(id) for each token of well-formed UTF-8 `text` (no special-token handling).
   template <typename Sink>
@@ -84,6 +88,7 @@ class BpeTokenizer final : public TokenCounter {
 
   EncodingSpec spec_;
   internal::RankTable ranks_;
+  uint32_t id_;  // tags this tokenizer's entries in the per-thread piece cache
 };
 
 // The spec of a built-in encoding ("o200k_base" or "cl100k_base", vocabulary embedded in the

@@ -7,104 +7,186 @@ namespace {
 
 constexpr uint32_t kNone = RankTable::kNoRank;
 
-// tiktoken's byte_pair_merge on a stack array: parts[i] = (start, rank of the pair starting at
-// part i). Returns the number of parts + 1 (boundaries) left in `start`.
-size_t MergeShort(const RankTable& table, const uint8_t* p, size_t n, uint32_t* start,
+// tiktoken's byte_pair_merge over stack arrays: parts are linked by next[] (part i covers
+// [i, next[i]), the last part's next is n) and rank[i] is the rank of the pair starting at part i.
+// Each round scans the parts for the lowest rank, leftmost first, and merges that pair. Returns
+// the number of parts; next[] describes them.
+size_t MergeShort(const RankTable& table, const uint8_t* p, size_t n, uint32_t* next,
                   uint32_t* rank) {
-  size_t m = n + 1;  // boundaries 0..n
-  for (size_t i = 0; i < n; ++i) start[i] = static_cast<uint32_t>(i);
-  start[n] = static_cast<uint32_t>(n);
-  for (size_t i = 0; i + 1 < n; ++i) rank[i] = table.Find(p + i, 2);
+  const uint32_t un = static_cast<uint32_t>(n);
+  for (uint32_t i = 0; i < un; ++i) next[i] = i + 1;
+  for (uint32_t i = 0; i + 1 < un; ++i) rank[i] = table.Find(p + i, 2);
   rank[n - 1] = kNone;
-  rank[n] = kNone;
-  auto pair_rank = [&](size_t i) -> uint32_t {
-    if (i + 3 < m) return table.Find(p + start[i], start[i + 3] - start[i]);
-    return kNone;
-  };
+  size_t parts = n;
   for (;;) {
-    uint32_t best = kNone;
-    size_t at = 0;
-    for (size_t i = 0; i + 1 < m; ++i) {
+    uint32_t best = kNone, at = 0, before = 0, prev = 0;
+    for (uint32_t i = 0; i != un; prev = i, i = next[i]) {
       if (rank[i] < best) {
         best = rank[i];
         at = i;
+        before = prev;
       }
     }
     if (best == kNone) break;
-    if (at > 0) rank[at - 1] = pair_rank(at - 1);
-    rank[at] = pair_rank(at);
-    // Remove boundary at + 1.
-    std::copy(start + at + 2, start + m, start + at + 1);
-    std::copy(rank + at + 2, rank + m, rank + at + 1);
-    --m;
+    uint32_t k = next[next[at]];
+    next[at] = k;
+    --parts;
+    rank[at] = k != un ? table.Find(p + at, next[k] - at) : kNone;
+    if (at > 0) rank[before] = table.Find(p + before, k - before);
   }
-  return m;
+  return parts;
 }
 
 }  // namespace
 
-void BytePairEncodeShort(const RankTable& table, const uint8_t* p, size_t n,
-                         std::vector<uint32_t>* out) {
-  uint32_t start[kShortPieceMax + 1], rank[kShortPieceMax + 1];
-  size_t m = MergeShort(table, p, n, start, rank);
-  for (size_t i = 0; i + 1 < m; ++i) out->push_back(table.Find(p + start[i], start[i + 1] - start[i]));
+size_t BytePairEncodeShort(const RankTable& table, const uint8_t* p, size_t n, uint32_t* out) {
+  uint32_t next[kShortPieceMax], rank[kShortPieceMax];
+  MergeShort(table, p, n, next, rank);
+  size_t k = 0;
+  for (uint32_t i = 0; i != n; i = next[i]) out[k++] = table.Find(p + i, next[i] - i);
+  return k;
 }
 
-size_t BytePairCountShort(const RankTable& table, const uint8_t* p, size_t n) {
-  uint32_t start[kShortPieceMax + 1], rank[kShortPieceMax + 1];
-  return MergeShort(table, p, n, start, rank) - 1;
-}
+namespace {
+
+// A 4-ary min-heap of parts keyed by (rank of the pair starting at the part) << 32 | part start,
+// with each part's position tracked so that a key can change or leave in place (no stale
+// entries). Ties on rank pop the leftmost part.
+class PairHeap {
+ public:
+  static constexpr uint32_t kAbsent = 0xFFFFFFFFu;
+
+  PairHeap(const std::vector<uint32_t>& rank, size_t n) : rank_(rank), pos_(n, kAbsent) {
+    heap_.reserve(n);
+  }
+
+  bool empty() const { return heap_.empty(); }
+  uint32_t top() const { return static_cast<uint32_t>(heap_[0]); }
+
+  // Builds the heap from every part whose pair has a rank.
+  void Build() {
+    for (uint32_t i = 0; i < pos_.size(); ++i) {
+      if (rank_[i] != kNone) {
+        pos_[i] = static_cast<uint32_t>(heap_.size());
+        heap_.push_back(Key(i));
+      }
+    }
+    for (size_t i = heap_.size(); i-- > 0;) SiftDown(i);
+  }
+
+  // Re-positions part `i` after rank_[i] changed (inserting or removing it as needed).
+  void Update(uint32_t i) {
+    uint32_t p = pos_[i];
+    if (rank_[i] == kNone) {
+      if (p != kAbsent) RemoveAt(p);
+      return;
+    }
+    if (p == kAbsent) {
+      p = static_cast<uint32_t>(heap_.size());
+      heap_.push_back(Key(i));
+      pos_[i] = p;
+      SiftUp(p);
+      return;
+    }
+    heap_[p] = Key(i);
+    SiftUp(p);
+    SiftDown(pos_[i]);
+  }
+
+  // Removes part `i` if present.
+  void Remove(uint32_t i) {
+    if (pos_[i] != kAbsent) RemoveAt(pos_[i]);
+  }
+
+ private:
+  uint64_t Key(uint32_t i) const { return (uint64_t{rank_[i]} << 32) | i; }
+
+  void Place(size_t at, uint64_t key) {
+    heap_[at] = key;
+    pos_[static_cast<uint32_t>(key)] = static_cast<uint32_t>(at);
+  }
+
+  void RemoveAt(uint32_t p) {
+    pos_[static_cast<uint32_t>(heap_[p])] = kAbsent;
+    uint64_t last = heap_.back();
+    heap_.pop_back();
+    if (p < heap_.size()) {
+      Place(p, last);
+      SiftUp(p);
+      SiftDown(pos_[static_cast<uint32_t>(last)]);
+    }
+  }
+
+  void SiftUp(size_t at) {
+    uint64_t key = heap_[at];
+    while (at > 0) {
+      size_t parent = (at - 1) / 4;
+      if (heap_[parent] <= key) break;
+      Place(at, heap_[parent]);
+      at = parent;
+    }
+    Place(at, key);
+  }
+
+  void SiftDown(size_t at) {
+    size_t m = heap_.size();
+    uint64_t key = heap_[at];
+    for (;;) {
+      size_t c = 4 * at + 1;
+      if (c >= m) break;
+      size_t best = c;
+      size_t end = std::min(c + 4, m);
+      for (size_t k = c + 1; k < end; ++k) {
+        if (heap_[k] < heap_[best]) best = k;
+      }
+      if (heap_[best] >= key) break;
+      Place(at, heap_[best]);
+      at = best;
+    }
+    Place(at, key);
+  }
+
+  const std::vector<uint32_t>& rank_;
+  std::vector<uint32_t> pos_;
+  std::vector<uint64_t> heap_;
+};
+
+}  // namespace
 
 void BytePairEncodeLong(const RankTable& table, const uint8_t* p, size_t n,
                         std::vector<uint32_t>* out) {
-  // Part i (alive iff it starts a token) covers [i, next[i]); prev links back. A heap entry names
-  // the pair starting at part `start` and ending at `end`; it is stale unless that part is still
-  // alive and its pair still ends at `end` (parts only grow, so equal ends mean equal bytes).
-  struct Entry {
-    uint32_t rank;
-    uint32_t start;
-    uint32_t end;
-  };
-  auto later = [](const Entry& a, const Entry& b) {
-    return a.rank != b.rank ? a.rank > b.rank : a.start > b.start;
-  };
-  std::vector<uint32_t> next(n), prev(n);
-  std::vector<uint8_t> alive(n, 1);
-  std::vector<Entry> heap;
-  heap.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    next[i] = static_cast<uint32_t>(i + 1);
-    prev[i] = static_cast<uint32_t>(i - 1);  // prev[0] is unused
-  }
-  for (size_t i = 0; i + 1 < n; ++i) {
-    uint32_t r = table.Find(p + i, 2);
-    if (r != kNone) heap.push_back(Entry{r, static_cast<uint32_t>(i), static_cast<uint32_t>(i + 2)});
-  }
-  std::make_heap(heap.begin(), heap.end(), later);
+  // Part i (alive iff it starts a token) covers [i, next[i]); prev links back; rank[i] is the
+  // rank of the pair that starts at part i (kNone when there is none or the part is dead). The
+  // heap pops the lowest rank, leftmost on ties, as tiktoken's scan picks it.
   const uint32_t un = static_cast<uint32_t>(n);
-  auto push_pair = [&](uint32_t i) {
+  std::vector<uint32_t> next(n), prev(n), rank(n, kNone);
+  for (uint32_t i = 0; i < un; ++i) {
+    next[i] = i + 1;
+    prev[i] = i - 1;  // prev[0] is unused
+  }
+  for (uint32_t i = 0; i + 1 < un; ++i) rank[i] = table.Find(p + i, 2);
+  PairHeap heap(rank, n);
+  heap.Build();
+  auto pair_rank = [&](uint32_t i) -> uint32_t {
     uint32_t j = next[i];
-    if (j >= un) return;
-    uint32_t e = next[j];
-    uint32_t r = table.Find(p + i, e - i);
-    if (r == kNone) return;
-    heap.push_back(Entry{r, i, e});
-    std::push_heap(heap.begin(), heap.end(), later);
+    return j < un ? table.Find(p + i, next[j] - i) : kNone;
   };
   while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), later);
-    Entry top = heap.back();
-    heap.pop_back();
-    uint32_t i = top.start;
-    if (!alive[i]) continue;
+    uint32_t i = heap.top();
+    // Merge part j = next[i] into part i.
     uint32_t j = next[i];
-    if (j >= un || next[j] != top.end) continue;
-    // Merge part j into part i.
-    alive[j] = 0;
-    next[i] = top.end;
-    if (top.end < un) prev[top.end] = i;
-    push_pair(i);
-    if (i > 0) push_pair(prev[i]);
+    uint32_t k = next[j];
+    rank[j] = kNone;
+    heap.Remove(j);
+    next[i] = k;
+    if (k < un) prev[k] = i;
+    rank[i] = pair_rank(i);
+    heap.Update(i);
+    if (i > 0) {
+      uint32_t h = prev[i];
+      rank[h] = pair_rank(h);
+      heap.Update(h);
+    }
   }
   for (uint32_t i = 0; i < un; i = next[i]) out->push_back(table.Find(p + i, next[i] - i));
 }

@@ -16,23 +16,11 @@ namespace contextd::tokens::internal {
 // Pieces up to this many bytes use the array scan; longer ones the heap.
 inline constexpr size_t kShortPieceMax = 96;
 
-// Appends the ranks of p[0, n) (n >= 2, not itself a token) to *out.
-void BytePairEncodeShort(const RankTable& table, const uint8_t* p, size_t n,
-                         std::vector<uint32_t>* out);
+// Writes the ranks of p[0, n) (2 <= n <= kShortPieceMax) to out[0, k) and returns k (<= n).
+size_t BytePairEncodeShort(const RankTable& table, const uint8_t* p, size_t n, uint32_t* out);
+
+// Appends the ranks of p[0, n) (n >= 2, any length) to *out.
 void BytePairEncodeLong(const RankTable& table, const uint8_t* p, size_t n,
                         std::vector<uint32_t>* out);
-
-// Number of tokens BytePairEncode would append.
-size_t BytePairCountShort(const RankTable& table, const uint8_t* p, size_t n);
-
-// Dispatches on length.
-inline void BytePairEncode(const RankTable& table, const uint8_t* p, size_t n,
-                           std::vector<uint32_t>* out) {
-  if (n <= kShortPieceMax) {
-    BytePairEncodeShort(table, p, n, out);
-  } else {
-    BytePairEncodeLong(table, p, n, out);
-  }
-}
 
 }  // namespace contextd::tokens::internal

@@ -108,6 +108,7 @@ absl::StatusOr<RankTable> RankTable::Parse(std::string_view file) {
   t.mask_ = cap - 1;
   t.shift_ = 64 - bits;
   std::fill(std::begin(t.single_), std::end(t.single_), kNoRank);
+  t.pairs_.assign(65536, kNoRank);
   for (const auto& [rank, tok] : entries) {
     const auto* p = reinterpret_cast<const uint8_t*>(tok.data());
     if (tok.size() == 1) {
@@ -116,6 +117,10 @@ absl::StatusOr<RankTable> RankTable::Parse(std::string_view file) {
       }
       t.single_[p[0]] = rank;
       continue;
+    }
+    if (tok.size() == 2) {
+      // Two-byte tokens are looked up by direct index; Parse still hashes them to catch repeats.
+      t.pairs_[(p[0] << 8) | p[1]] = rank;
     }
     uint64_t head;
     size_t i = Hash(p, tok.size(), &head) >> t.shift_;  // bits >= 1: cap >= 2

@@ -29,7 +29,7 @@ class RankTable {
 
   // Rank of the token whose bytes are p[0, len), or kNoRank. len >= 1.
   uint32_t Find(const uint8_t* p, size_t len) const {
-    if (len == 1) return single_[p[0]];
+    if (len <= 2) return len == 1 ? single_[p[0]] : pairs_[(p[0] << 8) | p[1]];
     uint64_t head;
     uint64_t h = Hash(p, len, &head);
     size_t i = h >> shift_;
@@ -59,7 +59,7 @@ class RankTable {
   uint32_t rank_end() const { return static_cast<uint32_t>(offsets_.size() - 1); }
   // Bytes of memory the table owns (arena, offsets, slots).
   size_t MemoryUsage() const {
-    return arena_.capacity() + offsets_.capacity() * sizeof(uint32_t) +
+    return arena_.capacity() + (offsets_.capacity() + pairs_.capacity()) * sizeof(uint32_t) +
            slots_.capacity() * sizeof(Slot);
   }
 
@@ -114,6 +114,7 @@ class RankTable {
   int shift_ = 64;
   size_t count_ = 0;
   uint32_t single_[256];
+  std::vector<uint32_t> pairs_;  // rank of every two-byte token (kNoRank if none), 65536 entries
 };
 
 }  // namespace contextd::tokens::internal
