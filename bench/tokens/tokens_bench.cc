@@ -1,7 +1,7 @@
 // contextd side of the token-counting benchmark (bench/tokens/run.sh runs it next to the npm
 // peers). Single thread. Modes:
 //   tokens_bench corpus FILE [REPEATS]   Count() throughput per encoding (best of REPEATS), and count
-//   tokens_bench worst BYTES [SEED]      Count() of BYTES random lowercase letters (one piece)
+//   tokens_bench worst FILE              Count() of one file (run.sh: random letters, one piece)
 //   tokens_bench rss                     RSS after loading both vocabularies
 #include <sys/resource.h>
 #include <time.h>
@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
-#include <random>
 #include <string>
 
 #include "tokens/bpe_tokenizer.h"
@@ -47,9 +46,13 @@ const BpeTokenizer* Get(const char* name) {
   return *tok;
 }
 
-int Corpus(const char* path, int repeats) {
+std::string ReadFile(const char* path) {
   std::ifstream in(path, std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+int Corpus(const char* path, int repeats) {
+  std::string text = ReadFile(path);
   if (text.empty()) {
     std::fprintf(stderr, "empty corpus %s\n", path);
     return 1;
@@ -72,10 +75,8 @@ int Corpus(const char* path, int repeats) {
   return 0;
 }
 
-int Worst(size_t bytes, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::string text(bytes, 'a');
-  for (char& c : text) c = static_cast<char>('a' + rng() % 26);
+int Worst(const char* path) {
+  std::string text = ReadFile(path);
   for (const char* name : {"o200k_base", "cl100k_base"}) {
     const BpeTokenizer* tok = Get(name);
     auto t0 = Clock::now();
@@ -83,8 +84,8 @@ int Worst(size_t bytes, unsigned seed) {
     size_t count = tok->Count(text);
     double cpu = CpuSeconds() - c0;
     double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    std::printf("contextd worst %s bytes=%zu tokens=%zu wall_s=%.3f cpu_s=%.3f\n", name, bytes,
-                count, s, cpu);
+    std::printf("contextd worst %s bytes=%zu tokens=%zu wall_s=%.3f cpu_s=%.3f\n", name,
+                text.size(), count, s, cpu);
   }
   return 0;
 }
@@ -106,11 +107,8 @@ int Rss() {
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "corpus" && argc > 2) return Corpus(argv[2], argc > 3 ? std::atoi(argv[3]) : 3);
-  if (mode == "worst") {
-    return Worst(argc > 2 ? std::strtoul(argv[2], nullptr, 10) : (1u << 20),
-                 argc > 3 ? std::strtoul(argv[3], nullptr, 10) : 1);
-  }
+  if (mode == "worst" && argc > 2) return Worst(argv[2]);
   if (mode == "rss") return Rss();
-  std::fprintf(stderr, "usage: tokens_bench corpus FILE [REPEATS] | worst [BYTES [SEED]] | rss\n");
+  std::fprintf(stderr, "usage: tokens_bench corpus FILE [REPEATS] | worst FILE | rss\n");
   return 2;
 }
