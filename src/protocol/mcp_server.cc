@@ -470,7 +470,8 @@ void McpSession::HandleRequest(Message& m) {
   if (method == wire::kToolsCall) {
     OnToolsCall(m);
   } else if (method == wire::kToolsList) {
-    OnList(m, wire::kTools, server_.ToolsListing());
+    const std::shared_ptr<const Json> tools = server_.ToolsListing();
+    OnList(m, wire::kTools, *tools);
   } else if (method == wire::kResourcesList) {
     OnList(m, wire::kResources, server_.ResourcesListing());
   } else if (method == wire::kResourcesTemplatesList) {
@@ -1102,18 +1103,14 @@ std::shared_ptr<const McpServer::ToolEntry> McpServer::FindTool(std::string_view
   return it == tools_by_name_.end() ? nullptr : it->second;
 }
 
-Json McpServer::ToolsListing() const {
-  std::shared_ptr<const Json> cached;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!tools_listing_) {
-      auto all = std::make_shared<Json>(Json::array());
-      for (const auto& t : tools_) all->push_back(t->listing);
-      tools_listing_ = std::move(all);
-    }
-    cached = tools_listing_;
+std::shared_ptr<const Json> McpServer::ToolsListing() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!tools_listing_) {
+    auto all = std::make_shared<Json>(Json::array());
+    for (const auto& t : tools_) all->push_back(t->listing);
+    tools_listing_ = std::move(all);
   }
-  return *cached;
+  return tools_listing_;
 }
 
 Json McpServer::ResourcesListing() const {

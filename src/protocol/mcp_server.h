@@ -263,7 +263,7 @@ class McpServer final : public SessionFactory {
   // A page of `listing` entries from `cursor` on; -32602 for a bad cursor.
   absl::StatusOr<Json> Page(const Json& params, std::string_view key, const Json& all) const;
   Json Capabilities() const;
-  Json ToolsListing() const;
+  std::shared_ptr<const Json> ToolsListing() const;  // cached; rebuilt after changes
   Json ResourcesListing() const;
   Json TemplatesListing() const;
   Json PromptsListing() const;
