@@ -26,9 +26,9 @@ const char* BranchStatusName(BranchStatus status) {
 }
 
 absl::StatusOr<BranchStatus> ParseBranchStatus(std::string_view name) {
-  for (BranchStatus s : {BranchStatus::kCreated, BranchStatus::kActive, BranchStatus::kCompleted,
-                         BranchStatus::kTimeout, BranchStatus::kBudgetExhausted,
-                         BranchStatus::kFailed}) {
+  for (BranchStatus s :
+       {BranchStatus::kCreated, BranchStatus::kActive, BranchStatus::kCompleted,
+        BranchStatus::kTimeout, BranchStatus::kBudgetExhausted, BranchStatus::kFailed}) {
     if (BranchStatusName(s) == name) return s;
   }
   return absl::InvalidArgumentError(absl::StrCat("unknown branch status \"", Sv(name), "\""));
@@ -59,7 +59,9 @@ absl::Status CheckTransition(std::string_view branch_id, BranchStatus from, Bran
                                                     BranchStatusName(to), why));
 }
 
-std::string SessionKey::ToString() const { return absl::StrCat(tenant, "/", project, "/", session_id); }
+std::string SessionKey::ToString() const {
+  return absl::StrCat(tenant, "/", project, "/", session_id);
+}
 
 size_t SessionKeyHash::operator()(const SessionKey& key) const {
   std::hash<std::string> h;

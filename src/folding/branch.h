@@ -20,7 +20,8 @@ namespace contextd::folding {
 // deadline or budget: its parent returned, its session ended, the server restarted.
 enum class BranchStatus { kCreated, kActive, kCompleted, kTimeout, kBudgetExhausted, kFailed };
 
-// The wire/storage name (a static string): "created", "active", "completed", "timeout", "budget_exhausted", "failed".
+// The wire/storage name (a static string): "created", "active", "completed", "timeout",
+// "budget_exhausted", "failed".
 const char* BranchStatusName(BranchStatus status);
 // Inverse of BranchStatusName. InvalidArgument naming `name` if it is not one of them.
 absl::StatusOr<BranchStatus> ParseBranchStatus(std::string_view name);

@@ -181,8 +181,8 @@ BranchEvent EventFor(BranchEventType type, const Branch& b) {
 }
 
 bool CrossesWarning(const Branch& b) {
-  return b.budget_allocated > 0 &&
-         static_cast<double>(b.tokens_used) >= kWarningRatio * static_cast<double>(b.budget_allocated);
+  return b.budget_allocated > 0 && static_cast<double>(b.tokens_used) >=
+                                       kWarningRatio * static_cast<double>(b.budget_allocated);
 }
 
 }  // namespace
@@ -238,14 +238,16 @@ void BranchManager::ArmTimer(Node& node) {
   node.timer = executor_.PostAt(node.branch.deadline_mono, [this, id] { OnDeadline(id); });
 }
 
-absl::StatusOr<BranchManager::SessionState*> BranchManager::EnsureSession(const SessionKey& session) {
+absl::StatusOr<BranchManager::SessionState*> BranchManager::EnsureSession(
+    const SessionKey& session) {
   auto it = sessions_.find(session);
   if (it != sessions_.end()) return &it->second;
   ASSIGN_OR_RETURN(std::vector<Branch> stored, store_.ListSession(session));
   SessionState& state = sessions_[session];
   const base::Clock& clock = executor_.clock();
   for (Branch& b : stored) {
-    b.deadline_mono = clock.Now() + std::chrono::milliseconds(b.deadline_wall_ms - clock.WallMillis());
+    b.deadline_mono =
+        clock.Now() + std::chrono::milliseconds(b.deadline_wall_ms - clock.WallMillis());
     if (IsLive(b.status)) {
       // Only without Recover() (or another writer): keep the partial-summary inputs.
       auto recent = store_.GetRecentCharges(b.id, kRecentExcerpts);
@@ -254,7 +256,8 @@ absl::StatusOr<BranchManager::SessionState*> BranchManager::EnsureSession(const 
       if (recent.ok()) {
         Node& node = nodes_.at(id);
         for (ChargeRow& r : recent->rows) {
-          node.recent.push_back(Excerpt{std::move(r.kind), std::move(r.label), std::move(r.excerpt)});
+          node.recent.push_back(
+              Excerpt{std::move(r.kind), std::move(r.label), std::move(r.excerpt)});
         }
         node.records_total = recent->total;
       }
@@ -266,7 +269,7 @@ absl::StatusOr<BranchManager::SessionState*> BranchManager::EnsureSession(const 
 }
 
 absl::StatusOr<BranchManager::Node*> BranchManager::FindNode(const SessionKey& session,
-                                                            std::string_view id) {
+                                                             std::string_view id) {
   auto it = nodes_.find(std::string(id));
   if (it == nodes_.end() || !(it->second.branch.session == session)) return NotFound(id);
   return &it->second;
@@ -317,10 +320,10 @@ std::string BranchManager::PartialSummary(const Branch& b, const std::deque<Exce
                                           int64_t records_total, BranchStatus status,
                                           std::string_view reason) const {
   std::string_view desc = Utf8Prefix(b.description, kSummaryDescriptionChars);
-  std::string header = absl::StrCat(
-      "[partial summary, written by contextd] Branch ", b.id, " (\"", Sv(desc),
-      desc.size() < b.description.size() ? "..." : "", "\") ended with status ",
-      BranchStatusName(status), ": ", Sv(reason), ".");
+  std::string header =
+      absl::StrCat("[partial summary, written by contextd] Branch ", b.id, " (\"", Sv(desc),
+                   desc.size() < b.description.size() ? "..." : "", "\") ended with status ",
+                   BranchStatusName(status), ": ", Sv(reason), ".");
   std::vector<std::string> lines;
   for (const Excerpt& e : recent) {
     lines.push_back(absl::StrCat("- ", e.kind, e.label.empty() ? "" : " ", e.label, ": ", e.text));
@@ -337,7 +340,8 @@ std::string BranchManager::PartialSummary(const Branch& b, const std::deque<Exce
     } else {
       absl::StrAppend(&out, "\nRecorded:");
     }
-    for (size_t i = lines.size() - keep; i < lines.size(); ++i) absl::StrAppend(&out, "\n", lines[i]);
+    for (size_t i = lines.size() - keep; i < lines.size(); ++i)
+      absl::StrAppend(&out, "\n", lines[i]);
     return out;
   };
   std::string text;
@@ -399,7 +403,6 @@ absl::StatusOr<RecoverResult> BranchManager::Recover() {
   return result;
 }
 
-
 void BranchManager::FinishInTxn(Txn& txn, const std::string& id, BranchStatus status,
                                 std::string reason, std::optional<std::string> summary) {
   Branch& b = txn.Get(id);
@@ -419,12 +422,12 @@ void BranchManager::FinishInTxn(Txn& txn, const std::string& id, BranchStatus st
     if (parent.reserved_for_children < 0) parent.reserved_for_children = 0;
     parent.tokens_used += b.tokens_used;
     txn.Record(parent.id, "branch_return", b.id,
-               absl::StrCat(BranchStatusName(status), ", ", b.tokens_used, " tokens: ",
-                            MakeExcerpt(b.summary)),
+               absl::StrCat(BranchStatusName(status), ", ", b.tokens_used,
+                            " tokens: ", MakeExcerpt(b.summary)),
                b.tokens_used);
   }
   BranchEvent e = EventFor(status == BranchStatus::kCompleted ? BranchEventType::kFolded
-                                                               : BranchEventType::kForceReturned,
+                                                              : BranchEventType::kForceReturned,
                            b);
   int64_t summary_tokens = static_cast<int64_t>(counter_.Count(b.summary));
   e.tokens = std::max<int64_t>(0, b.tokens_used - summary_tokens);
@@ -450,7 +453,8 @@ std::vector<std::string> BranchManager::ForceReturnDescendants(Txn& txn, const s
     if (ba.depth != bb.depth) return ba.depth > bb.depth;
     return ba.created_at_ms > bb.created_at_ms;
   });
-  for (const std::string& d : live) FinishInTxn(txn, d, BranchStatus::kFailed, reason, std::nullopt);
+  for (const std::string& d : live)
+    FinishInTxn(txn, d, BranchStatus::kFailed, reason, std::nullopt);
   return live;
 }
 
@@ -477,9 +481,9 @@ void BranchManager::OnDeadline(const std::string& id) {
   node.timer = 0;
   if (!IsLive(node.branch.status)) return;
   int64_t timeout_s = (node.branch.deadline_wall_ms - node.branch.created_at_ms + 500) / 1000;
-  absl::Status st = ForceReturn(
-      id, BranchStatus::kTimeout,
-      absl::StrCat("deadline passed (timeout ", timeout_s, " s)"), nullptr);
+  absl::Status st =
+      ForceReturn(id, BranchStatus::kTimeout,
+                  absl::StrCat("deadline passed (timeout ", timeout_s, " s)"), nullptr);
   if (!st.ok()) {
     // The store failed: try again shortly rather than leave a branch past its deadline.
     base::LogError(absl::StrCat("branch ", id, ": timeout not recorded: ", st.ToString()));
@@ -493,8 +497,8 @@ absl::StatusOr<CreateResult> BranchManager::Create(const SessionKey& session,
   CheckOnExecutor();
   size_t desc_len = Utf8Length(request.description);
   if (desc_len < 1 || desc_len > kMaxDescriptionChars) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "description must be 1-", kMaxDescriptionChars, " characters, got ", desc_len));
+    return absl::InvalidArgumentError(absl::StrCat("description must be 1-", kMaxDescriptionChars,
+                                                   " characters, got ", desc_len));
   }
   size_t prompt_len = Utf8Length(request.prompt);
   if (prompt_len < 1 || prompt_len > kMaxPromptChars) {
@@ -533,10 +537,10 @@ absl::StatusOr<CreateResult> BranchManager::Create(const SessionKey& session,
         " levels deep; return a branch first or create this one under a shallower parent"));
   }
   if (static_cast<int>(state->active.size()) >= config_.max_concurrent_branches_per_session) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "max_concurrent_branches_per_session (", config_.max_concurrent_branches_per_session,
-        ") reached: this session has ", state->active.size(),
-        " active branches; return one before creating another"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("max_concurrent_branches_per_session (",
+                     config_.max_concurrent_branches_per_session, ") reached: this session has ",
+                     state->active.size(), " active branches; return one before creating another"));
   }
   if (active_count_ >= config_.max_concurrent_branches_per_instance) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -551,9 +555,9 @@ absl::StatusOr<CreateResult> BranchManager::Create(const SessionKey& session,
     base::Clock::Duration wait = state->creations.front() + rate_.window - now;
     int64_t wait_s = (ToMillis(wait) + 999) / 1000;
     if (wait_s < 1) wait_s = 1;
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "branch_creation_rate_limit (", config_.branch_creation_rate_limit,
-        ") reached for this session; retry in ", wait_s, " s"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("branch_creation_rate_limit (", config_.branch_creation_rate_limit,
+                     ") reached for this session; retry in ", wait_s, " s"));
   }
 
   int64_t budget = request.budget.value_or(config_.default_budget);
@@ -623,8 +627,8 @@ absl::StatusOr<ReturnResult> BranchManager::Return(const SessionKey& session,
   CheckOnExecutor();
   size_t len = Utf8Length(request.message);
   if (len > kMaxReturnMessageChars) {
-    return absl::InvalidArgumentError(absl::StrCat("message must be at most ",
-                                                   kMaxReturnMessageChars, " characters, got ", len));
+    return absl::InvalidArgumentError(
+        absl::StrCat("message must be at most ", kMaxReturnMessageChars, " characters, got ", len));
   }
   ASSIGN_OR_RETURN(SessionState * state, EnsureSession(session));
   std::string id;
@@ -661,8 +665,8 @@ absl::StatusOr<ReturnResult> BranchManager::Return(const SessionKey& session,
   result.parent_branch_id = parent_id;
   result.force_returned_children = kids;
   result.memory_queued = false;
-  result.memory_note = request.extract_memory ? std::string(kMemoryNotYet)
-                                              : std::string("extract_memory was false");
+  result.memory_note =
+      request.extract_memory ? std::string(kMemoryNotYet) : std::string("extract_memory was false");
   if (!parent_id.empty() && nodes_.count(parent_id) > 0) {
     Branch& p = txn.Get(parent_id);
     if (!txn.IsWarned(parent_id) && CrossesWarning(p)) {
@@ -701,9 +705,9 @@ absl::StatusOr<ChargeOutcome> BranchManager::Charge(const SessionKey& session,
   }
   ASSIGN_OR_RETURN(Node * node, FindNode(session, id));
   if (node->branch.status != BranchStatus::kActive) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "branch ", id, " is ", BranchStatusName(node->branch.status),
-        ", not active; nothing can be charged to it"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("branch ", id, " is ", BranchStatusName(node->branch.status),
+                     ", not active; nothing can be charged to it"));
   }
   Txn txn(*this);
   Branch& b = txn.Get(id);
@@ -775,7 +779,8 @@ absl::StatusOr<StatusResult> BranchManager::Status(const SessionKey& session,
     ASSIGN_OR_RETURN(Node * node, FindNode(session, branch_id));
     result.branches.push_back(MakeView(*node));
   } else {
-    for (const std::string& id : state->branches) result.branches.push_back(MakeView(nodes_.at(id)));
+    for (const std::string& id : state->branches)
+      result.branches.push_back(MakeView(nodes_.at(id)));
   }
   result.active_branch_id = InnermostActive(*state);
   result.active_count = static_cast<int>(state->active.size());

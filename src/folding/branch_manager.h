@@ -57,9 +57,9 @@ struct CreateResult {
   std::optional<int64_t> parent_budget_remaining;
   int64_t timeout_seconds = 0;
   int64_t deadline_wall_ms = 0;
-  int64_t prompt_tokens = 0;  // charged at creation (tokens_used starts here)
+  int64_t prompt_tokens = 0;                      // charged at creation (tokens_used starts here)
   std::vector<InjectedContext> injected_context;  // empty until the memory issue
-  std::string memory_note;  // why nothing was injected, e.g. kMemoryNotYet
+  std::string memory_note;                        // why nothing was injected, e.g. kMemoryNotYet
 };
 
 // branch_return's arguments.
@@ -80,8 +80,8 @@ struct ReturnResult {
   // carries once the branch is replaced by its summary.
   int64_t tokens_folded = 0;
   int64_t budget_allocated = 0;
-  std::string parent_branch_id;      // the branch now active in its place ("" = session root)
-  std::string active_branch_after;   // the session's innermost active branch ("" = root)
+  std::string parent_branch_id;     // the branch now active in its place ("" = session root)
+  std::string active_branch_after;  // the session's innermost active branch ("" = root)
   std::vector<std::string> force_returned_children;  // deepest first
   bool memory_queued = false;
   std::string memory_note;  // why not queued
@@ -227,8 +227,8 @@ class BranchManager {
     bool warned = false;
   };
   struct SessionState {
-    std::vector<std::string> branches;  // top-level branch ids, creation order
-    std::vector<std::string> active;    // live branch ids, creation order
+    std::vector<std::string> branches;             // top-level branch ids, creation order
+    std::vector<std::string> active;               // live branch ids, creation order
     std::deque<base::Clock::TimePoint> creations;  // for the rate limit
   };
   class Txn;

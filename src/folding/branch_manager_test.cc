@@ -265,8 +265,9 @@ TEST_F(BranchManagerTest, ReturnErrors) {
   ASSERT_TRUE(Return(b->branch_id, std::string(50000, 'm')).ok());
   auto again = Return(b->branch_id, "x");
   EXPECT_EQ(again.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(again.status().message(),
-            "branch " + b->branch_id + " cannot go from completed to completed (completed is final)");
+  EXPECT_EQ(
+      again.status().message(),
+      "branch " + b->branch_id + " cannot go from completed to completed (completed is final)");
 }
 
 TEST_F(BranchManagerTest, DepthLimitNamesMaxDepth) {
@@ -294,12 +295,10 @@ TEST_F(BranchManagerTest, ReturnOfParentForceReturnsActiveChildrenDeepestFirst) 
   events_.clear();
   auto ret = Return(a->branch_id, "summary of a");
   ASSERT_TRUE(ret.ok()) << ret.status();
-  EXPECT_EQ(ret->force_returned_children,
-            (std::vector<std::string>{c->branch_id, b->branch_id}));
-  ASSERT_EQ(EventTypes(),
-            (std::vector<BranchEventType>{BranchEventType::kForceReturned,
-                                          BranchEventType::kForceReturned,
-                                          BranchEventType::kFolded}));
+  EXPECT_EQ(ret->force_returned_children, (std::vector<std::string>{c->branch_id, b->branch_id}));
+  ASSERT_EQ(EventTypes(), (std::vector<BranchEventType>{BranchEventType::kForceReturned,
+                                                        BranchEventType::kForceReturned,
+                                                        BranchEventType::kFolded}));
   EXPECT_EQ(events_[0].branch_id, c->branch_id);
   Branch sc = Stored(c->branch_id);
   Branch sb = Stored(b->branch_id);
@@ -366,10 +365,10 @@ TEST_F(BranchManagerTest, ExhaustionForceReturnsWithPartialSummary) {
   EXPECT_THAT(s.summary, HasSubstr("tool_call fs__read_file: {\"path\": \"/etc/app.conf\"}"));
   EXPECT_THAT(s.summary, HasSubstr("fs__list"));
   EXPECT_LE(counter_.Count(s.summary), 500u);
-  EXPECT_THAT(ExhaustedText(*over),
-              StartsWith("budget exhausted: 100/100 tokens; branch " + b->branch_id +
-                         " was returned with partial results; active branch is now " +
-                         parent->branch_id));
+  EXPECT_THAT(
+      ExhaustedText(*over),
+      StartsWith("budget exhausted: 100/100 tokens; branch " + b->branch_id +
+                 " was returned with partial results; active branch is now " + parent->branch_id));
   EXPECT_EQ(Stored(parent->branch_id).tokens_used, 1 + 100);
   EXPECT_EQ(events_.back().type, BranchEventType::kCharged);
   bool force_event = false;
@@ -387,7 +386,7 @@ TEST_F(BranchManagerTest, ExhaustionOfParentForceReturnsItsChildren) {
   auto p = Create(Req("p", 100));
   auto c = Create(Req("c", 50));
   ASSERT_TRUE(p.ok() && c.ok());
-  ASSERT_TRUE(Charge("", Rec(9)).ok());  // child used 10
+  ASSERT_TRUE(Charge("", Rec(9)).ok());       // child used 10
   auto over = Charge(p->branch_id, Rec(60));  // parent has 100 - 1 - 50 = 49 left
   ASSERT_TRUE(over.ok());
   EXPECT_TRUE(over->exhausted);
@@ -533,9 +532,8 @@ TEST_F(BranchManagerTest, AnotherSessionsBranchIsNotFoundLikeANonexistentOne) {
   expect_same([&](const std::string& id) { return Return(id, "x", &s2_).status(); });
   expect_same([&](const std::string& id) { return Charge(id, Rec(1), &s2_).status(); });
   expect_same([&](const std::string& id) { return Create(Req("x", 10, id), &s2_).status(); });
-  expect_same([&](const std::string& id) {
-    return Run([&] { return mgr_->Status(s2_, id); }).status();
-  });
+  expect_same(
+      [&](const std::string& id) { return Run([&] { return mgr_->Status(s2_, id); }).status(); });
   // Other tenant or project with the same session id is another session too.
   SessionKey t2{"tenant2", "default", "s1"};
   EXPECT_EQ(Return(foreign, "x", &t2).status().code(), absl::StatusCode::kNotFound);

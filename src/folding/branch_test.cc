@@ -5,8 +5,8 @@
 namespace contextd::folding {
 namespace {
 
-constexpr BranchStatus kAll[] = {BranchStatus::kCreated,   BranchStatus::kActive,
-                                 BranchStatus::kCompleted, BranchStatus::kTimeout,
+constexpr BranchStatus kAll[] = {BranchStatus::kCreated,         BranchStatus::kActive,
+                                 BranchStatus::kCompleted,       BranchStatus::kTimeout,
                                  BranchStatus::kBudgetExhausted, BranchStatus::kFailed};
 
 TEST(BranchStatusTest, NamesRoundTrip) {
@@ -25,12 +25,11 @@ TEST(BranchStatusTest, TransitionTableIsExactlyTheIssuesTable) {
   int allowed = 0;
   for (BranchStatus from : kAll) {
     for (BranchStatus to : kAll) {
-      bool expected =
-          (from == BranchStatus::kCreated &&
-           (to == BranchStatus::kActive || to == BranchStatus::kFailed)) ||
-          (from == BranchStatus::kActive &&
-           (to == BranchStatus::kCompleted || to == BranchStatus::kTimeout ||
-            to == BranchStatus::kBudgetExhausted || to == BranchStatus::kFailed));
+      bool expected = (from == BranchStatus::kCreated &&
+                       (to == BranchStatus::kActive || to == BranchStatus::kFailed)) ||
+                      (from == BranchStatus::kActive &&
+                       (to == BranchStatus::kCompleted || to == BranchStatus::kTimeout ||
+                        to == BranchStatus::kBudgetExhausted || to == BranchStatus::kFailed));
       EXPECT_EQ(IsValidTransition(from, to), expected)
           << BranchStatusName(from) << " -> " << BranchStatusName(to);
       allowed += expected;
@@ -59,7 +58,9 @@ TEST(BranchStatusTest, BadTransitionNamesBranchAndBothStates) {
 }
 
 TEST(Utf8Test, LengthAndPrefixCountCodePoints) {
-  std::string s = "a\xC3\xA9\xE2\x82\xAC" "b";  // a, e-acute, euro, b
+  std::string s =
+      "a\xC3\xA9\xE2\x82\xAC"
+      "b";  // a, e-acute, euro, b
   EXPECT_EQ(Utf8Length(s), 4u);
   EXPECT_EQ(Utf8Prefix(s, 2), "a\xC3\xA9");
   EXPECT_EQ(Utf8Prefix(s, 3), "a\xC3\xA9\xE2\x82\xAC");

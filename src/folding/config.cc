@@ -10,9 +10,9 @@ using internal::Sv;
 
 absl::StatusOr<RateLimit> ParseRateLimit(std::string_view text, std::string_view key) {
   auto bad = [&] {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "context_folding.", Sv(key), ": invalid rate \"", Sv(text),
-        "\": expected N/second, N/minute or N/hour with N >= 1"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("context_folding.", Sv(key), ": invalid rate \"", Sv(text),
+                     "\": expected N/second, N/minute or N/hour with N >= 1"));
   };
   size_t slash = text.find('/');
   if (slash == std::string_view::npos) return bad();
@@ -50,7 +50,8 @@ absl::Status FoldingConfig::Validate() const {
   }
   if (max_depth < 1) return err("max_depth", "must be >= 1", max_depth);
   if (max_depth > 64) return err("max_depth", "must be <= 64", max_depth);
-  if (max_timeout_seconds < 1) return err("max_timeout_seconds", "must be >= 1", max_timeout_seconds);
+  if (max_timeout_seconds < 1)
+    return err("max_timeout_seconds", "must be >= 1", max_timeout_seconds);
   if (default_timeout_seconds < 1) {
     return err("default_timeout_seconds", "must be >= 1", default_timeout_seconds);
   }

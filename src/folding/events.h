@@ -38,8 +38,8 @@ struct BranchEvent {
   BranchStatus status = BranchStatus::kActive;
   int64_t budget_allocated = 0;
   int64_t tokens_used = 0;
-  int64_t tokens = 0;         // kCharged: tokens of this charge; kFolded: tokens folded away
-  std::string reason;         // kForceReturned: finish reason; kCharged: record kind
+  int64_t tokens = 0;  // kCharged: tokens of this charge; kFolded: tokens folded away
+  std::string reason;  // kForceReturned: finish reason; kCharged: record kind
   int64_t at_ms = 0;
 };
 

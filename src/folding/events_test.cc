@@ -11,7 +11,8 @@ TEST(EventBusTest, NamesMatchTheIssue) {
   EXPECT_EQ(std::string_view(BranchEventName(BranchEventType::kCreated)), "branch.created");
   EXPECT_EQ(std::string_view(BranchEventName(BranchEventType::kWarning)), "branch.warning");
   EXPECT_EQ(std::string_view(BranchEventName(BranchEventType::kFolded)), "branch.folded");
-  EXPECT_EQ(std::string_view(BranchEventName(BranchEventType::kForceReturned)), "branch.force_returned");
+  EXPECT_EQ(std::string_view(BranchEventName(BranchEventType::kForceReturned)),
+            "branch.force_returned");
 }
 
 TEST(EventBusTest, DeliversSynchronouslyInOrderAndUnsubscribes) {

@@ -33,29 +33,29 @@ void AppendView(const BranchView& v, int indent, std::string* out) {
 
 std::string WarningText(std::string_view branch_id, int64_t used, int64_t allocated) {
   int64_t pct = allocated > 0 ? used * 100 / allocated : 100;
-  return absl::StrCat("budget ", pct, "% used: ", used, "/", allocated, " tokens in ", internal::Sv(branch_id),
-                      " (", std::max<int64_t>(allocated - used, 0),
+  return absl::StrCat("budget ", pct, "% used: ", used, "/", allocated, " tokens in ",
+                      internal::Sv(branch_id), " (", std::max<int64_t>(allocated - used, 0),
                       " left); finish the task and call branch_return with a summary");
 }
 
 std::string ExhaustedText(const ChargeOutcome& o) {
-  std::string out = absl::StrCat("budget exhausted: ", o.used, "/", o.allocated,
-                                 " tokens; branch ", o.branch_id,
-                                 " was returned with partial results; active branch is now ",
-                                 ActiveName(o.active_branch_after));
+  std::string out =
+      absl::StrCat("budget exhausted: ", o.used, "/", o.allocated, " tokens; branch ", o.branch_id,
+                   " was returned with partial results; active branch is now ",
+                   ActiveName(o.active_branch_after));
   if (!o.partial_summary.empty()) absl::StrAppend(&out, "\n\n", o.partial_summary);
   return out;
 }
 
 std::string CreateText(const CreateResult& r) {
-  std::string out = absl::StrCat(
-      "Created branch ", r.branch_id, " at depth ", r.depth, " under ",
-      ActiveName(r.parent_branch_id), ".\nbudget_allocated: ", r.budget_allocated,
-      " tokens (prompt charged: ", r.prompt_tokens, ")\nparent_budget_remaining: ",
-      r.parent_budget_remaining.has_value() ? absl::StrCat(*r.parent_budget_remaining)
-                                            : std::string("unlimited (session root)"),
-      "\ndeadline: ", FormatWallMillis(r.deadline_wall_ms), " (", r.timeout_seconds,
-      " s)\ninjected_context: ");
+  std::string out =
+      absl::StrCat("Created branch ", r.branch_id, " at depth ", r.depth, " under ",
+                   ActiveName(r.parent_branch_id), ".\nbudget_allocated: ", r.budget_allocated,
+                   " tokens (prompt charged: ", r.prompt_tokens, ")\nparent_budget_remaining: ",
+                   r.parent_budget_remaining.has_value() ? absl::StrCat(*r.parent_budget_remaining)
+                                                         : std::string("unlimited (session root)"),
+                   "\ndeadline: ", FormatWallMillis(r.deadline_wall_ms), " (", r.timeout_seconds,
+                   " s)\ninjected_context: ");
   if (r.injected_context.empty()) {
     absl::StrAppend(&out, "none (", r.memory_note, ")");
   } else {

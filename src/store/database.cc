@@ -115,9 +115,8 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
     }
   }
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                           nullptr);
+  int rc = sqlite3_open_v2(
+      path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = db != nullptr ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
@@ -182,9 +181,9 @@ absl::Status Database::Migrate() {
     const auto& all = Migrations();
     int latest = all.empty() ? 0 : all.back().version;
     if (current > latest) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(path_, ": database schema version ", current,
-                       " is newer than this contextd understands (", latest, "); upgrade contextd"));
+      return absl::FailedPreconditionError(absl::StrCat(
+          path_, ": database schema version ", current,
+          " is newer than this contextd understands (", latest, "); upgrade contextd"));
     }
     for (const Migration& m : all) {
       if (m.version <= current) continue;
@@ -192,9 +191,10 @@ absl::Status Database::Migrate() {
       if (!st.ok()) {
         return absl::Status(st.code(), absl::StrCat("migration ", m.name, ": ", st.message()));
       }
-      ASSIGN_OR_RETURN(Statement ins,
-                       Prepare("INSERT INTO schema_version (version, name, applied_at_ms) "
-                               "VALUES (?, ?, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER))"));
+      ASSIGN_OR_RETURN(
+          Statement ins,
+          Prepare("INSERT INTO schema_version (version, name, applied_at_ms) "
+                  "VALUES (?, ?, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER))"));
       ins.Bind(1, static_cast<int64_t>(m.version));
       ins.Bind(2, std::string_view(m.name));
       RETURN_IF_ERROR(ins.Run());

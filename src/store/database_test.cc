@@ -64,9 +64,10 @@ TEST(DatabaseTest, ReopenAppliesNothingTwiceAndKeepsData) {
     auto db = Database::Open(path);
     ASSERT_TRUE(db.ok());
     std::lock_guard<std::mutex> lock((*db)->mutex());
-    ASSERT_TRUE((*db)->Exec("INSERT INTO branches (id, tenant, project, session_id, depth, "
-                            "description, prompt, status, budget_allocated, deadline_ms, "
-                            "created_at_ms) VALUES ('br_a','t','p','s',1,'d','p','active',10,1,1)")
+    ASSERT_TRUE((*db)
+                    ->Exec("INSERT INTO branches (id, tenant, project, session_id, depth, "
+                           "description, prompt, status, budget_allocated, deadline_ms, "
+                           "created_at_ms) VALUES ('br_a','t','p','s',1,'d','p','active',10,1,1)")
                     .ok());
   }
   auto db = Database::Open(path, DatabaseOptions{.synchronous_full = true});

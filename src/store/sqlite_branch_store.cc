@@ -45,9 +45,9 @@ absl::StatusOr<std::unique_ptr<SqliteBranchStore>> SqliteBranchStore::Create(
 
 absl::Status SqliteBranchStore::PrepareAll() {
   std::lock_guard<std::mutex> lock(db_->mutex());
-  ASSIGN_OR_RETURN(insert_, db_->Prepare(absl::StrCat(
-                                "INSERT INTO branches (", kBranchColumns,
-                                ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")));
+  ASSIGN_OR_RETURN(insert_,
+                   db_->Prepare(absl::StrCat("INSERT INTO branches (", kBranchColumns,
+                                             ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")));
   ASSIGN_OR_RETURN(insert_injection_,
                    db_->Prepare("INSERT INTO branch_injections (branch_id, ord, kind, ref, text, "
                                 "tokens) VALUES (?,?,?,?,?,?)"));
@@ -58,8 +58,8 @@ absl::Status SqliteBranchStore::PrepareAll() {
   ASSIGN_OR_RETURN(insert_charge_,
                    db_->Prepare("INSERT INTO branch_charges (branch_id, at_ms, kind, label, "
                                 "excerpt, tokens) VALUES (?,?,?,?,?,?)"));
-  ASSIGN_OR_RETURN(get_, db_->Prepare(absl::StrCat("SELECT ", kBranchColumns,
-                                                   " FROM branches WHERE id = ?")));
+  ASSIGN_OR_RETURN(
+      get_, db_->Prepare(absl::StrCat("SELECT ", kBranchColumns, " FROM branches WHERE id = ?")));
   ASSIGN_OR_RETURN(list_session_,
                    db_->Prepare(absl::StrCat("SELECT ", kBranchColumns,
                                              " FROM branches WHERE tenant = ? AND project = ? AND "

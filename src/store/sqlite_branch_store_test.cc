@@ -101,8 +101,8 @@ TEST_F(SqliteBranchStoreTest, UpdatesAndChargesInOneTransaction) {
   ASSERT_TRUE(store_->Commit(BranchWrite{{child}, {reserve}, {Charge("br_c", "grep", 40)}}).ok());
   EXPECT_EQ(MustGet("br_p").reserved_for_children, 500);
   EXPECT_EQ(MustGet("br_c").parent_id, "br_p");
-  BranchUpdate done{"br_c", BranchStatus::kCompleted, 60, 0, "the summary", "returned",
-                    1'750'000'001'000, true};
+  BranchUpdate done{"br_c",     BranchStatus::kCompleted, 60,  0, "the summary",
+                    "returned", 1'750'000'001'000,        true};
   ASSERT_TRUE(store_->Commit(BranchWrite{{}, {done}, {}}).ok());
   Branch got = MustGet("br_c");
   EXPECT_EQ(got.status, BranchStatus::kCompleted);
@@ -117,8 +117,8 @@ TEST_F(SqliteBranchStoreTest, AFailingWriteAppliesNothing) {
   ASSERT_TRUE(store_->Commit(BranchWrite{{MakeBranch("br_a", s1_)}, {}, {}}).ok());
   // Insert + update of an unknown id: NotFound, and the insert is rolled back.
   BranchUpdate bad{"br_unknown", BranchStatus::kFailed, 0, 0, "", "", 1, false};
-  absl::Status st = store_->Commit(
-      BranchWrite{{MakeBranch("br_b", s1_)}, {bad}, {Charge("br_a", "x", 1)}});
+  absl::Status st =
+      store_->Commit(BranchWrite{{MakeBranch("br_b", s1_)}, {bad}, {Charge("br_a", "x", 1)}});
   EXPECT_EQ(st.code(), absl::StatusCode::kNotFound) << st;
   auto b = store_->Get("br_b");
   ASSERT_TRUE(b.ok());
@@ -159,7 +159,8 @@ TEST_F(SqliteBranchStoreTest, ListSessionIsScopedAndOrderedListLiveSpansSessions
 TEST_F(SqliteBranchStoreTest, RecentChargesAreTheLastNOldestFirst) {
   ASSERT_TRUE(store_->Commit(BranchWrite{{MakeBranch("br_a", s1_)}, {}, {}}).ok());
   for (int i = 0; i < 12; ++i) {
-    ASSERT_TRUE(store_->Commit(BranchWrite{{}, {}, {Charge("br_a", absl::StrCat("t", i), i)}}).ok());
+    ASSERT_TRUE(
+        store_->Commit(BranchWrite{{}, {}, {Charge("br_a", absl::StrCat("t", i), i)}}).ok());
   }
   auto r = store_->GetRecentCharges("br_a", 3);
   ASSERT_TRUE(r.ok());
@@ -172,8 +173,8 @@ TEST_F(SqliteBranchStoreTest, RecentChargesAreTheLastNOldestFirst) {
 }
 
 TEST_F(SqliteBranchStoreTest, DataSurvivesReopen) {
-  ASSERT_TRUE(store_->Commit(BranchWrite{{MakeBranch("br_a", s1_)}, {}, {Charge("br_a", "x", 3)}})
-                  .ok());
+  ASSERT_TRUE(
+      store_->Commit(BranchWrite{{MakeBranch("br_a", s1_)}, {}, {Charge("br_a", "x", 3)}}).ok());
   store_.reset();
   auto again = SqliteBranchStore::Open(tmp_.File("contextd.db"));
   ASSERT_TRUE(again.ok());
