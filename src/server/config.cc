@@ -6,14 +6,15 @@
 #include <map>
 #include <type_traits>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
+#include <cctype>
+#include "base/str_cat.h"
+
 #include "yaml-cpp/yaml.h"
 
 namespace contextd::server {
 namespace {
+
+using base::StrCat;
 
 // One configurable key: how to set it from its string form(s).
 struct KeySpec {
@@ -22,26 +23,27 @@ struct KeySpec {
 };
 
 absl::Status Bad(std::string_view key, std::string_view why) {
-  return absl::InvalidArgumentError(absl::StrCat("config key '", key, "': ", why));
+  return absl::InvalidArgumentError(StrCat("config key '", key, "': ", why));
 }
 
 template <typename T>
 absl::Status ParseScalar(std::string_view key, const std::string& text, T* out) {
   if constexpr (std::is_same_v<T, bool>) {
-    std::string v = absl::AsciiStrToLower(text);
+    std::string v = text;
+    for (char& ch : v) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     if (v == "true" || v == "1" || v == "yes" || v == "on") {
       *out = true;
     } else if (v == "false" || v == "0" || v == "no" || v == "off") {
       *out = false;
     } else {
-      return Bad(key, absl::StrCat("expected true or false, got '", text, "'"));
+      return Bad(key, StrCat("expected true or false, got '", text, "'"));
     }
     return absl::OkStatus();
   } else if constexpr (std::is_integral_v<T>) {
     T value{};
     auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (ec != std::errc() || ptr != text.data() + text.size()) {
-      return Bad(key, absl::StrCat("expected an integer, got '", text, "'"));
+      return Bad(key, StrCat("expected an integer, got '", text, "'"));
     }
     *out = value;
     return absl::OkStatus();
@@ -50,7 +52,7 @@ absl::Status ParseScalar(std::string_view key, const std::string& text, T* out) 
     errno = 0;
     double value = std::strtod(text.c_str(), &end);
     if (text.empty() || end != text.c_str() + text.size() || errno != 0) {
-      return Bad(key, absl::StrCat("expected a number, got '", text, "'"));
+      return Bad(key, StrCat("expected a number, got '", text, "'"));
     }
     *out = static_cast<T>(value);
     return absl::OkStatus();
@@ -129,7 +131,7 @@ absl::Status SetValues(const std::string& key, const std::vector<std::string>& v
                        ServerConfig* config) {
   auto it = Registry().find(key);
   if (it == Registry().end()) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown config key '", key, "'"));
+    return absl::InvalidArgumentError(StrCat("unknown config key '", key, "'"));
   }
   return it->second.set(config, values);
 }
@@ -147,12 +149,19 @@ absl::Status SetConfigValue(std::string_view dotted_key, std::string_view value,
   std::string key(dotted_key);
   auto it = Registry().find(key);
   if (it == Registry().end()) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown config key '", key, "'"));
+    return absl::InvalidArgumentError(StrCat("unknown config key '", key, "'"));
   }
   std::vector<std::string> values;
   if (it->second.is_list) {
-    for (std::string_view part : absl::StrSplit(value, ',', absl::SkipWhitespace())) {
-      values.emplace_back(absl::StripAsciiWhitespace(part));
+    size_t start = 0;
+    while (start <= value.size()) {
+      size_t comma = value.find(',', start);
+      if (comma == std::string_view::npos) comma = value.size();
+      std::string part(value.substr(start, comma - start));
+      part.erase(0, part.find_first_not_of(" \t"));
+      part.erase(part.find_last_not_of(" \t") + 1);
+      if (!part.empty()) values.push_back(std::move(part));
+      start = comma + 1;
     }
   } else {
     values.emplace_back(value);
@@ -165,36 +174,36 @@ absl::Status LoadConfigFile(const std::string& path, ServerConfig* config) {
   try {
     root = YAML::LoadFile(path);
   } catch (const YAML::BadFile&) {
-    return absl::NotFoundError(absl::StrCat("config file '", path, "' cannot be read"));
+    return absl::NotFoundError(StrCat("config file '", path, "' cannot be read"));
   } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("config file '", path, "': ", e.what()));
+    return absl::InvalidArgumentError(StrCat("config file '", path, "': ", e.what()));
   }
   if (root.IsNull()) return absl::OkStatus();
   if (!root.IsMap()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("config file '", path, "': the top level must be a mapping of sections"));
+        StrCat("config file '", path, "': the top level must be a mapping of sections"));
   }
   try {
     for (const auto& section : root) {
       std::string section_name = section.first.as<std::string>();
       if (!section.second.IsMap()) {
-        return absl::InvalidArgumentError(absl::StrCat(
+        return absl::InvalidArgumentError(StrCat(
             "config file '", path, "': section '", section_name, "' must be a mapping"));
       }
       for (const auto& entry : section.second) {
-        std::string key = absl::StrCat(section_name, ".", entry.first.as<std::string>());
+        std::string key = StrCat(section_name, ".", entry.first.as<std::string>());
         std::vector<std::string> values;
         if (entry.second.IsSequence()) {
           for (const auto& item : entry.second) {
             if (!item.IsScalar()) {
-              return absl::InvalidArgumentError(absl::StrCat(
+              return absl::InvalidArgumentError(StrCat(
                   "config file '", path, "': key '", key, "' must be a list of scalars"));
             }
             values.push_back(item.as<std::string>());
           }
           auto it = Registry().find(key);
           if (it != Registry().end() && !it->second.is_list) {
-            return absl::InvalidArgumentError(absl::StrCat(
+            return absl::InvalidArgumentError(StrCat(
                 "config file '", path, "': key '", key, "' takes a single value, not a list"));
           }
         } else if (entry.second.IsScalar()) {
@@ -203,16 +212,16 @@ absl::Status LoadConfigFile(const std::string& path, ServerConfig* config) {
           values.emplace_back();
         } else {
           return absl::InvalidArgumentError(
-              absl::StrCat("config file '", path, "': key '", key, "' must be a scalar or a list"));
+              StrCat("config file '", path, "': key '", key, "' must be a scalar or a list"));
         }
         absl::Status s = SetValues(key, values, config);
         if (!s.ok()) {
-          return absl::InvalidArgumentError(absl::StrCat("config file '", path, "': ", s.message()));
+          return absl::InvalidArgumentError(StrCat("config file '", path, "': ", s.message()));
         }
       }
     }
   } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("config file '", path, "': ", e.what()));
+    return absl::InvalidArgumentError(StrCat("config file '", path, "': ", e.what()));
   }
   return absl::OkStatus();
 }
@@ -223,9 +232,9 @@ absl::Status ApplyEnvironment(const std::function<const char*(const char*)>& get
   // (context_folding), so match against the registry rather than splitting.
   std::map<std::string, std::string> env_to_key;
   for (const auto& [key, _] : Registry()) {
-    std::string env = "CONTEXTD_" + absl::AsciiStrToUpper(key);
+    std::string env = "CONTEXTD_" + key;
     for (char& ch : env) {
-      if (ch == '.') ch = '_';
+      ch = ch == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
     }
     env_to_key[env] = key;
   }
@@ -240,13 +249,13 @@ absl::Status ApplyEnvironment(const std::function<const char*(const char*)>& get
     auto it = env_to_key.find(name);
     if (it == env_to_key.end()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("environment variable ", name, " names no config key"));
+          StrCat("environment variable ", name, " names no config key"));
     }
     const char* value = getenv_fn(name.c_str());
     if (value == nullptr) continue;
     absl::Status s = SetConfigValue(it->second, value, config);
     if (!s.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("environment variable ", name, ": ", s.message()));
+      return absl::InvalidArgumentError(StrCat("environment variable ", name, ": ", s.message()));
     }
   }
   return absl::OkStatus();
@@ -254,7 +263,7 @@ absl::Status ApplyEnvironment(const std::function<const char*(const char*)>& get
 
 absl::Status ValidateConfig(const ServerConfig& config) {
   if (config.transport != "stdio" && config.transport != "http") {
-    return Bad("server.transport", absl::StrCat("must be stdio or http, got '", config.transport, "'"));
+    return Bad("server.transport", StrCat("must be stdio or http, got '", config.transport, "'"));
   }
   if (config.max_message_bytes < 1024 || config.max_message_bytes > (int64_t{1} << 30)) {
     return Bad("server.max_message_bytes", "must be between 1024 and 1073741824");
@@ -264,7 +273,7 @@ absl::Status ValidateConfig(const ServerConfig& config) {
   }
   if (config.token_encoding != "o200k_base" && config.token_encoding != "cl100k_base") {
     return Bad("tokens.encoding",
-               absl::StrCat("must be o200k_base or cl100k_base, got '", config.token_encoding, "'"));
+               StrCat("must be o200k_base or cl100k_base, got '", config.token_encoding, "'"));
   }
   static const char* const kLevels[] = {"trace", "debug", "info", "warn", "warning", "error", "off"};
   bool level_ok = false;

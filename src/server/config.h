@@ -13,7 +13,7 @@
 
 #include "absl/status/status.h"
 #include "folding/config.h"
-#include "scrub/scrub_config.h"
+#include "scrub/rule_scrubber.h"
 
 namespace contextd::server {
 

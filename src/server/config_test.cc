@@ -1,0 +1,112 @@
+#include "server/config.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "gtest/gtest.h"
+
+namespace contextd::server {
+namespace {
+
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  auto path = std::filesystem::temp_directory_path() / (name + std::to_string(::getpid()));
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+TEST(ConfigTest, DefaultsValidate) {
+  ServerConfig c;
+  EXPECT_TRUE(ValidateConfig(c).ok());
+  EXPECT_EQ(c.folding.max_depth, 3);
+  EXPECT_EQ(c.listen, "127.0.0.1:9090");
+}
+
+TEST(ConfigTest, YamlSetsKnownKeys) {
+  std::string path = WriteTemp("cfg_ok", R"(
+server:
+  transport: stdio
+  allowed_origins: [http://localhost:3000, https://example.test]
+context_folding:
+  max_depth: 4
+  branch_creation_rate_limit: 10/minute
+  injection_budget_ratio: 0.2
+tokens:
+  encoding: cl100k_base
+scrub:
+  extend_default: false
+)");
+  ServerConfig c;
+  ASSERT_TRUE(LoadConfigFile(path, &c).ok());
+  EXPECT_EQ(c.transport, "stdio");
+  EXPECT_EQ(c.allowed_origins.size(), 2u);
+  EXPECT_EQ(c.folding.max_depth, 4);
+  EXPECT_EQ(c.folding.branch_creation_rate_limit, "10/minute");
+  EXPECT_DOUBLE_EQ(c.folding.injection_budget_ratio, 0.2);
+  EXPECT_EQ(c.token_encoding, "cl100k_base");
+  EXPECT_FALSE(c.scrub.extend_default);
+  EXPECT_TRUE(ValidateConfig(c).ok());
+}
+
+TEST(ConfigTest, UnknownKeyNamesTheKey) {
+  std::string path = WriteTemp("cfg_unknown", "context_folding:\n  max_dept: 4\n");
+  ServerConfig c;
+  absl::Status s = LoadConfigFile(path, &c);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("context_folding.max_dept"), std::string::npos) << s;
+}
+
+TEST(ConfigTest, BadValueNamesTheKey) {
+  std::string path = WriteTemp("cfg_bad", "context_folding:\n  max_depth: three\n");
+  ServerConfig c;
+  absl::Status s = LoadConfigFile(path, &c);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("context_folding.max_depth"), std::string::npos) << s;
+}
+
+TEST(ConfigTest, ValidationNamesTheKey) {
+  ServerConfig c;
+  c.folding.max_depth = 0;
+  absl::Status s = ValidateConfig(c);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("max_depth"), std::string::npos) << s;
+  ServerConfig d;
+  d.token_encoding = "p50k";
+  EXPECT_NE(ValidateConfig(d).message().find("tokens.encoding"), std::string::npos);
+}
+
+TEST(ConfigTest, MalformedYamlIsAnError) {
+  std::string path = WriteTemp("cfg_malformed", "server: [unclosed\n");
+  ServerConfig c;
+  EXPECT_EQ(LoadConfigFile(path, &c).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(LoadConfigFile("/nonexistent/contextd.yaml", &c).code(), absl::StatusCode::kNotFound);
+}
+
+TEST(ConfigTest, EnvironmentOverridesAndRejectsUnknown) {
+  std::map<std::string, std::string> env = {{"CONTEXTD_CONTEXT_FOLDING_MAX_DEPTH", "5"},
+                                            {"CONTEXTD_SERVER_LISTEN", "127.0.0.1:0"},
+                                            {"PATH", "/bin"}};
+  auto get = [&](const char* n) -> const char* {
+    auto it = env.find(n);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  ServerConfig c;
+  ASSERT_TRUE(ApplyEnvironment(get, {"CONTEXTD_CONTEXT_FOLDING_MAX_DEPTH", "CONTEXTD_SERVER_LISTEN", "PATH"}, &c).ok());
+  EXPECT_EQ(c.folding.max_depth, 5);
+  EXPECT_EQ(c.listen, "127.0.0.1:0");
+  env["CONTEXTD_BOGUS"] = "1";
+  absl::Status s = ApplyEnvironment(get, {"CONTEXTD_BOGUS"}, &c);
+  EXPECT_NE(s.message().find("CONTEXTD_BOGUS"), std::string::npos);
+}
+
+TEST(ConfigTest, SetConfigValueListsAndScalars) {
+  ServerConfig c;
+  ASSERT_TRUE(SetConfigValue("server.allowed_hosts", "a.test, b.test", &c).ok());
+  EXPECT_EQ(c.allowed_hosts, (std::vector<std::string>{"a.test", "b.test"}));
+  EXPECT_FALSE(SetConfigValue("scrub.extend_default", "maybe", &c).ok());
+  EXPECT_FALSE(SetConfigValue("nope.key", "1", &c).ok());
+}
+
+}  // namespace
+}  // namespace contextd::server

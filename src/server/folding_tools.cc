@@ -1,0 +1,297 @@
+#include "server/folding_tools.h"
+
+#include <chrono>
+
+#include "folding/text.h"
+
+namespace contextd::server {
+namespace {
+
+using protocol::Json;
+using protocol::ToolCall;
+using protocol::ToolResult;
+
+std::string SessionMapKey(const folding::SessionKey& key) { return key.ToString(); }
+
+Json CreateSchema(const folding::FoldingConfig& config) {
+  return Json{
+      {"type", "object"},
+      {"properties",
+       {{"description",
+         {{"type", "string"}, {"minLength", 1}, {"maxLength", folding::kMaxDescriptionChars},
+          {"description", "What the subtask is, in a line (1-500 characters)"}}},
+        {"prompt",
+         {{"type", "string"}, {"minLength", 1}, {"maxLength", folding::kMaxPromptChars},
+          {"description", "The instructions for the branch (1-10000 characters)"}}},
+        {"budget",
+         {{"type", "integer"}, {"minimum", 1}, {"maximum", config.max_budget},
+          {"description", "Token budget of the branch (default " +
+                              std::to_string(config.default_budget) + ")"}}},
+        {"timeout_seconds",
+         {{"type", "integer"}, {"minimum", 1}, {"maximum", config.max_timeout_seconds},
+          {"description", "Deadline in seconds (default " +
+                              std::to_string(config.default_timeout_seconds) + ")"}}},
+        {"inject_memories",
+         {{"type", "boolean"}, {"default", true},
+          {"description", "Inject relevant memories into the branch"}}},
+        {"parent_branch_id",
+         {{"type", "string"},
+          {"description", "Parent branch (default: the innermost active branch)"}}}}},
+      {"required", {"description", "prompt"}},
+      {"additionalProperties", false}};
+}
+
+Json ReturnSchema() {
+  return Json{
+      {"type", "object"},
+      {"properties",
+       {{"branch_id",
+         {{"type", "string"}, {"description", "Branch to return (default: the innermost active)"}}},
+        {"message",
+         {{"type", "string"}, {"maxLength", folding::kMaxReturnMessageChars},
+          {"description", "The summary that replaces the branch in the main context"}}},
+        {"extract_memory",
+         {{"type", "boolean"}, {"default", false},
+          {"description", "Queue the branch for distillation into a memory"}}}}},
+      {"required", {"message"}},
+      {"additionalProperties", false}};
+}
+
+Json StatusSchema() {
+  return Json{{"type", "object"},
+              {"properties",
+               {{"branch_id",
+                 {{"type", "string"},
+                  {"description", "One branch with its subtree (default: the whole tree)"}}}}},
+              {"additionalProperties", false}};
+}
+
+Json ViewToJson(const folding::BranchView& v) {
+  Json children = Json::array();
+  for (const auto& c : v.children) children.push_back(ViewToJson(c));
+  Json out{{"branch_id", v.branch_id},
+           {"parent_branch_id", v.parent_branch_id.empty() ? Json(nullptr) : Json(v.parent_branch_id)},
+           {"depth", v.depth},
+           {"description", v.description},
+           {"status", std::string(folding::BranchStatusName(v.status))},
+           {"tokens_used", v.tokens_used},
+           {"budget_allocated", v.budget_allocated},
+           {"reserved_for_children", v.reserved_for_children},
+           {"deadline", folding::FormatWallMillis(v.deadline_wall_ms)},
+           {"children", std::move(children)}};
+  if (v.time_left_ms) out["time_left_seconds"] = *v.time_left_ms / 1000.0;
+  if (!v.finish_reason.empty()) out["finish_reason"] = v.finish_reason;
+  if (!v.summary.empty()) out["summary"] = v.summary;
+  return out;
+}
+
+std::optional<std::string> OptString(const Json& args, const char* key) {
+  auto it = args.find(key);
+  if (it == args.end() || !it->is_string()) return std::nullopt;
+  return it->get<std::string>();
+}
+
+std::optional<int64_t> OptInt(const Json& args, const char* key) {
+  auto it = args.find(key);
+  if (it == args.end() || !it->is_number_integer()) return std::nullopt;
+  return it->get<int64_t>();
+}
+
+bool OptBool(const Json& args, const char* key, bool fallback) {
+  auto it = args.find(key);
+  if (it == args.end() || !it->is_boolean()) return fallback;
+  return it->get<bool>();
+}
+
+// Measures the time spent inside contextd for one tool call.
+class CallTimer {
+ public:
+  CallTimer(Metrics& metrics, std::string tool)
+      : metrics_(metrics), tool_(std::move(tool)), start_(std::chrono::steady_clock::now()) {}
+  ~CallTimer() {
+    metrics_.ToolCallLatency(tool_, std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                                  start_)
+                                        .count());
+  }
+  CallTimer(const CallTimer&) = delete;
+  CallTimer& operator=(const CallTimer&) = delete;
+
+ private:
+  Metrics& metrics_;
+  std::string tool_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace
+
+folding::SessionKey SessionKeyFor(const protocol::SessionInfo& info) {
+  folding::SessionKey key;
+  key.tenant = info.tenant.empty() ? "local" : info.tenant;
+  key.project = kDefaultProject;
+  key.session_id = info.session_id;
+  return key;
+}
+
+FoldingTools::FoldingTools(folding::BranchManager& manager, folding::EventBus& events,
+                           Metrics& metrics)
+    : manager_(manager), events_(events), metrics_(metrics) {
+  subscription_ = events_.Subscribe([this](const folding::BranchEvent& e) { OnEvent(e); });
+}
+
+FoldingTools::~FoldingTools() { events_.Unsubscribe(subscription_); }
+
+void FoldingTools::OnEvent(const folding::BranchEvent& event) {
+  switch (event.type) {
+    case folding::BranchEventType::kCreated:
+      metrics_.BranchCreated();
+      break;
+    case folding::BranchEventType::kWarning:
+      pending_warnings_[SessionMapKey(event.session)].push_back(
+          folding::WarningText(event.branch_id, event.tokens_used, event.budget_allocated));
+      break;
+    case folding::BranchEventType::kFolded:
+    case folding::BranchEventType::kForceReturned:
+      metrics_.BranchFinished(folding::BranchStatusName(event.status),
+                              static_cast<double>(event.tokens_used),
+                              static_cast<double>(event.budget_allocated));
+      break;
+    case folding::BranchEventType::kCharged:
+      metrics_.TokensCharged(static_cast<double>(event.tokens));
+      break;
+  }
+}
+
+void FoldingTools::DeliverWarnings(ToolCall& call, ToolResult& result) {
+  auto it = pending_warnings_.find(SessionMapKey(SessionKeyFor(call.session())));
+  if (it == pending_warnings_.end()) return;
+  for (const std::string& warning : it->second) {
+    result.content.push_back(Json{{"type", "text"}, {"text", warning}});
+    call.Log(protocol::LoggingLevel::kWarning, "contextd.budget", Json(warning));
+  }
+  pending_warnings_.erase(it);
+}
+
+absl::Status FoldingTools::Register(protocol::McpServer& server) {
+  const folding::FoldingConfig& config = manager_.config();
+  absl::Status s = server.AddTool(
+      protocol::ToolDefinition{
+          "branch_create", "Create a branch",
+          "Open an isolated sub-context (a branch) for a subtask, with its own token budget, "
+          "deadline and nesting depth. Work on the subtask inside it, then call branch_return "
+          "with a short summary: the branch's detail is folded away and only the summary stays "
+          "in your context.",
+          CreateSchema(config), nullptr, Json{{"readOnlyHint", false}}},
+      [this](std::shared_ptr<ToolCall> call) { Create(call); });
+  if (!s.ok()) return s;
+  s = server.AddTool(
+      protocol::ToolDefinition{
+          "branch_return", "Return from a branch",
+          "Finish the active branch (or branch_id) and fold it into a summary. The message is "
+          "what your context keeps: the answer, key facts, file paths, next steps. Active child "
+          "branches are returned first.",
+          ReturnSchema(), nullptr, Json{{"readOnlyHint", false}}},
+      [this](std::shared_ptr<ToolCall> call) { Return(call); });
+  if (!s.ok()) return s;
+  return server.AddTool(
+      protocol::ToolDefinition{
+          "branch_status", "Branch status",
+          "Show one branch, or this session's whole branch tree: status, depth, description, "
+          "budget used/total and time left.",
+          StatusSchema(), nullptr, Json{{"readOnlyHint", true}}},
+      [this](std::shared_ptr<ToolCall> call) { Status(call); });
+}
+
+void FoldingTools::Create(const std::shared_ptr<ToolCall>& call) {
+  CallTimer timer(metrics_, call->tool_name());
+  const Json& args = call->arguments();
+  folding::CreateRequest req;
+  req.description = OptString(args, "description").value_or("");
+  req.prompt = OptString(args, "prompt").value_or("");
+  req.budget = OptInt(args, "budget");
+  req.timeout_seconds = OptInt(args, "timeout_seconds");
+  req.inject_memories = OptBool(args, "inject_memories", true);
+  req.parent_branch_id = OptString(args, "parent_branch_id");
+  auto created = manager_.Create(SessionKeyFor(call->session()), req);
+  if (!created.ok()) {
+    ToolResult error = protocol::ErrorResult(std::string(created.status().message()));
+    DeliverWarnings(*call, error);
+    call->Finish(std::move(error));
+    return;
+  }
+  const folding::CreateResult& r = *created;
+  Json injected = Json::array();
+  for (const auto& item : r.injected_context) {
+    injected.push_back(Json{{"kind", item.kind}, {"ref", item.ref}, {"text", item.text},
+                            {"tokens", item.tokens}});
+  }
+  ToolResult result = protocol::TextResult(folding::CreateText(r));
+  result.structured_content = Json{
+      {"branch_id", r.branch_id},
+      {"parent_branch_id", r.parent_branch_id.empty() ? Json(nullptr) : Json(r.parent_branch_id)},
+      {"depth", r.depth},
+      {"budget_allocated", r.budget_allocated},
+      {"parent_budget_remaining",
+       r.parent_budget_remaining ? Json(*r.parent_budget_remaining) : Json(nullptr)},
+      {"deadline", folding::FormatWallMillis(r.deadline_wall_ms)},
+      {"timeout_seconds", r.timeout_seconds},
+      {"prompt_tokens", r.prompt_tokens},
+      {"injected_context", std::move(injected)},
+      {"memory_note", r.memory_note}};
+  DeliverWarnings(*call, result);
+  call->Finish(std::move(result));
+}
+
+void FoldingTools::Return(const std::shared_ptr<ToolCall>& call) {
+  CallTimer timer(metrics_, call->tool_name());
+  const Json& args = call->arguments();
+  folding::ReturnRequest req;
+  req.branch_id = OptString(args, "branch_id");
+  req.message = OptString(args, "message").value_or("");
+  req.extract_memory = OptBool(args, "extract_memory", false);
+  auto returned = manager_.Return(SessionKeyFor(call->session()), req);
+  if (!returned.ok()) {
+    ToolResult error = protocol::ErrorResult(std::string(returned.status().message()));
+    DeliverWarnings(*call, error);
+    call->Finish(std::move(error));
+    return;
+  }
+  const folding::ReturnResult& r = *returned;
+  ToolResult result = protocol::TextResult(folding::ReturnText(r));
+  result.structured_content = Json{
+      {"branch_id", r.branch_id},
+      {"summary", r.summary},
+      {"summary_tokens", r.summary_tokens},
+      {"tokens_used", r.tokens_used},
+      {"tokens_folded", r.tokens_folded},
+      {"budget_allocated", r.budget_allocated},
+      {"active_branch_id", r.active_branch_after.empty() ? Json(nullptr) : Json(r.active_branch_after)},
+      {"force_returned_children", r.force_returned_children},
+      {"memory_queued", r.memory_queued},
+      {"memory_note", r.memory_note}};
+  DeliverWarnings(*call, result);
+  call->Finish(std::move(result));
+}
+
+void FoldingTools::Status(const std::shared_ptr<ToolCall>& call) {
+  CallTimer timer(metrics_, call->tool_name());
+  std::string id = OptString(call->arguments(), "branch_id").value_or("");
+  auto status = manager_.Status(SessionKeyFor(call->session()), id);
+  if (!status.ok()) {
+    ToolResult error = protocol::ErrorResult(std::string(status.status().message()));
+    DeliverWarnings(*call, error);
+    call->Finish(std::move(error));
+    return;
+  }
+  Json branches = Json::array();
+  for (const auto& v : status->branches) branches.push_back(ViewToJson(v));
+  ToolResult result = protocol::TextResult(folding::StatusText(*status));
+  result.structured_content =
+      Json{{"branches", std::move(branches)},
+           {"active_branch_id",
+            status->active_branch_id.empty() ? Json(nullptr) : Json(status->active_branch_id)},
+           {"active_count", status->active_count}};
+  DeliverWarnings(*call, result);
+  call->Finish(std::move(result));
+}
+
+}  // namespace contextd::server

@@ -1,0 +1,54 @@
+// The contextd folding tools (branch_create, branch_return, branch_status) as MCP tools on the
+// engine: JSON Schemas, argument mapping, reply text + structuredContent, budget warnings
+// delivered in the next reply inside the branch and as notifications/message. Handlers run on the
+// engine executor, where the BranchManager lives. Not thread-safe beyond that.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "folding/branch_manager.h"
+#include "folding/events.h"
+#include "protocol/mcp_server.h"
+#include "server/metrics.h"
+
+namespace contextd::server {
+
+// The project every session belongs to until projects are configurable.
+inline constexpr char kDefaultProject[] = "default";
+
+// The owner of a session's branches.
+folding::SessionKey SessionKeyFor(const protocol::SessionInfo& info);
+
+class FoldingTools {
+ public:
+  // `manager`, `events` and `metrics` must outlive this object (and the McpServer's calls).
+  FoldingTools(folding::BranchManager& manager, folding::EventBus& events, Metrics& metrics);
+  ~FoldingTools();
+  FoldingTools(const FoldingTools&) = delete;
+  FoldingTools& operator=(const FoldingTools&) = delete;
+
+  // Registers the three tools on `server`. AlreadyExists if a name is taken.
+  absl::Status Register(protocol::McpServer& server);
+
+  // Appends the warnings pending for the call's session to `result` (text) and sends each as a
+  // notifications/message at level warning. Executor only.
+  void DeliverWarnings(protocol::ToolCall& call, protocol::ToolResult& result);
+
+ private:
+  void Create(const std::shared_ptr<protocol::ToolCall>& call);
+  void Return(const std::shared_ptr<protocol::ToolCall>& call);
+  void Status(const std::shared_ptr<protocol::ToolCall>& call);
+  void OnEvent(const folding::BranchEvent& event);
+
+  folding::BranchManager& manager_;
+  folding::EventBus& events_;
+  Metrics& metrics_;
+  folding::EventBus::SubscriptionId subscription_ = 0;
+  // Warnings raised by charges, by session, until a reply in that session carries them.
+  std::map<std::string, std::vector<std::string>> pending_warnings_;
+};
+
+}  // namespace contextd::server

@@ -1,0 +1,263 @@
+#include "server/server.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <iostream>
+#include <map>
+#include <thread>
+
+#include <cctype>
+#include "absl/strings/numbers.h"
+#include "base/str_cat.h"
+#include "base/executor.h"
+#include "base/logging.h"
+#include "base/status_macros.h"
+#include "folding/branch_manager.h"
+#include "folding/events.h"
+#include "protocol/mcp_server.h"
+#include "scrub/originals_archive.h"
+#include "scrub/rule_scrubber.h"
+#include "server/conformance_fixtures.h"
+#include "server/folding_tools.h"
+#include "server/metrics.h"
+#include "store/sqlite_branch_store.h"
+#include "tokens/bpe_tokenizer.h"
+#include "transport/http_server.h"
+#include "transport/stdio_transport.h"
+
+namespace contextd::server {
+namespace {
+
+constexpr char kVersion[] = "0.1.0";
+constexpr char kInstructions[] =
+    "contextd folds context. For a subtask that will read or try many things (exploring files, "
+    "searching, debugging), call branch_create first, work inside the branch, then call "
+    "branch_return with a short summary of what matters: only the summary stays in your context.";
+
+absl::Status SplitListen(const std::string& listen, std::string* host, uint16_t* port) {
+  auto colon = listen.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return absl::InvalidArgumentError(
+        base::StrCat("config key 'server.listen': expected ADDR:PORT, got '", listen, "'"));
+  }
+  *host = listen.substr(0, colon);
+  if (host->size() > 2 && host->front() == '[' && host->back() == ']') {
+    *host = host->substr(1, host->size() - 2);
+  }
+  uint32_t p = 0;
+  if (!absl::SimpleAtoi(listen.substr(colon + 1), &p) || p > 65535) {
+    return absl::InvalidArgumentError(
+        base::StrCat("config key 'server.listen': bad port in '", listen, "'"));
+  }
+  *port = static_cast<uint16_t>(p);
+  return absl::OkStatus();
+}
+
+// Reads bearer tokens: one per line, "token" (tenant "default") or "tenant:token"; '#' comments.
+absl::StatusOr<std::map<std::string, std::string>> ReadTokens(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return absl::NotFoundError(base::StrCat("auth token file '", path, "' cannot be read"));
+  }
+  std::map<std::string, std::string> tokens;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::string_view l = line;
+    while (!l.empty() && std::isspace(static_cast<unsigned char>(l.front()))) l.remove_prefix(1);
+    while (!l.empty() && std::isspace(static_cast<unsigned char>(l.back()))) l.remove_suffix(1);
+    if (l.empty() || l.front() == '#') continue;
+    std::string tenant = "default";
+    std::string token(l);
+    auto colon = l.find(':');
+    if (colon != std::string_view::npos) {
+      tenant = std::string(l.substr(0, colon));
+      token = std::string(l.substr(colon + 1));
+    }
+    if (token.size() < 16) {
+      return absl::InvalidArgumentError(base::StrCat(
+          "auth token file '", path, "': tokens must have at least 16 characters"));
+    }
+    tokens[token] = tenant;
+  }
+  if (tokens.empty()) {
+    return absl::InvalidArgumentError(base::StrCat("auth token file '", path, "' holds no token"));
+  }
+  return tokens;
+}
+
+// Everything the server runs on, in construction order (destroyed in reverse).
+struct Engine {
+  std::unique_ptr<base::ThreadExecutor> executor;
+  std::shared_ptr<const scrub::Scrubber> scrubber;
+  std::unique_ptr<store::SqliteBranchStore> store;
+  folding::EventBus events;
+  Metrics metrics;
+  std::unique_ptr<folding::BranchManager> manager;     // executor only
+  std::unique_ptr<FoldingTools> tools;                 // executor only
+  std::shared_ptr<protocol::McpServer> mcp;
+};
+
+absl::StatusOr<std::shared_ptr<const scrub::Scrubber>> MakeScrubber(const ServerConfig& config,
+                                                                  const std::string& data_dir) {
+  ASSIGN_OR_RETURN(auto rules, scrub::BuildScrubber(config.scrub));
+  if (!config.scrub.archive_originals) return std::shared_ptr<const scrub::Scrubber>(rules);
+  ASSIGN_OR_RETURN(scrub::ArchiveKey key, scrub::LoadArchiveKey(config.scrub.key_file));
+  ASSIGN_OR_RETURN(auto archive, scrub::FileOriginalsArchive::Open(data_dir + "/originals"));
+  return std::shared_ptr<const scrub::Scrubber>(std::make_shared<scrub::ArchivingScrubber>(
+      rules, std::move(key), std::shared_ptr<scrub::OriginalsArchive>(std::move(archive))));
+}
+
+absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
+  std::string data_dir = ResolveDataDir(config);
+  std::error_code ec;
+  std::filesystem::create_directories(data_dir, ec);
+  if (ec) {
+    return absl::UnavailableError(
+        base::StrCat("cannot create data dir '", data_dir, "': ", ec.message()));
+  }
+  ::chmod(data_dir.c_str(), 0700);
+
+  ASSIGN_OR_RETURN(const tokens::BpeTokenizer* counter, tokens::GetEncoding(config.token_encoding));
+  ASSIGN_OR_RETURN(engine.scrubber, MakeScrubber(config, data_dir));
+  std::shared_ptr<const scrub::Scrubber> scrubber = engine.scrubber;
+  base::SetLogRedactor([scrubber](std::string_view m) { return scrubber->Scrub(m); });
+
+  std::string db_path = data_dir + "/contextd.db";
+  ASSIGN_OR_RETURN(engine.store, store::SqliteBranchStore::Open(db_path));
+  base::LogInfo(base::StrCat("data in ", db_path, "; tokens counted with ", counter->name()));
+
+  engine.executor = std::make_unique<base::ThreadExecutor>();
+  engine.mcp = std::make_shared<protocol::McpServer>(
+      *engine.executor, protocol::ServerInfo{"contextd", kVersion, kInstructions});
+
+  absl::Status status;
+  engine.executor->RunSync([&] {
+    engine.manager = std::make_unique<folding::BranchManager>(
+        config.folding, *engine.executor, *engine.store, *counter, *engine.scrubber,
+        &engine.events);
+    auto recovered = engine.manager->Recover();
+    if (!recovered.ok()) {
+      status = recovered.status();
+      return;
+    }
+    if (!recovered->force_returned.empty()) {
+      base::LogWarn(base::StrCat("recovered ", recovered->force_returned.size(),
+                                 " branch(es) left active by a previous run: force-returned "
+                                 "(server restarted)"));
+    }
+    engine.metrics.SetActiveBranches(engine.manager->active_branches());
+    engine.tools = std::make_unique<FoldingTools>(*engine.manager, engine.events, engine.metrics);
+    status = engine.tools->Register(*engine.mcp);
+  });
+  RETURN_IF_ERROR(status);
+  if (config.conformance_fixtures) {
+    RETURN_IF_ERROR(RegisterConformanceFixtures(*engine.mcp));
+    base::LogInfo("conformance fixtures registered");
+  }
+
+  folding::BranchManager* manager = engine.manager.get();
+  engine.mcp->SetSessionHooks(protocol::SessionHooks{
+      nullptr, [manager](const protocol::SessionInfo& info, std::string_view reason) {
+        auto ended = manager->EndSession(SessionKeyFor(info), reason);
+        if (!ended.ok()) {
+          base::LogError(base::StrCat("ending session: ", ended.status().message()));
+        } else if (!ended->force_returned.empty()) {
+          base::LogInfo(base::StrCat("session ended (", reason, "): force-returned ",
+                                     ended->force_returned.size(), " branch(es)"));
+        }
+      }});
+  return absl::OkStatus();
+}
+
+// Tears the engine down on its executor, then stops the executor.
+void ShutdownEngine(Engine& engine) {
+  if (!engine.executor) return;
+  engine.executor->RunSync([&] {
+    engine.tools.reset();
+    engine.manager.reset();
+  });
+  engine.executor->Stop();
+}
+
+// Blocks SIGINT/SIGTERM in every thread created from now on; a dedicated thread waits for them.
+sigset_t BlockStopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+}  // namespace
+
+absl::Status RunServer(const ServerConfig& config) {
+  base::LogLevel level;
+  RETURN_IF_ERROR(base::ParseLogLevel(config.log_level, &level));
+  base::InitLogging(level);
+  sigset_t stop_signals = BlockStopSignals();
+
+  Engine engine;
+  absl::Status built = BuildEngine(config, engine);
+  if (!built.ok()) {
+    ShutdownEngine(engine);
+    return built;
+  }
+
+  if (config.transport == "stdio") {
+    // A signal ends the session as EOF would: branches are force-returned, then the process exits.
+    std::thread signals([&engine, stop_signals] {
+      int sig = 0;
+      sigwait(&stop_signals, &sig);
+      base::LogInfo(base::StrCat("signal ", sig, ": shutting down"));
+      engine.executor->RunSync([&] {
+        if (engine.manager) {
+          (void)engine.manager->EndSession(SessionKeyFor({"stdio", "local", "stdio"}), "shutdown");
+        }
+      });
+      std::_Exit(0);
+    });
+    signals.detach();
+    transport::StdioOptions options;
+    options.max_message_bytes = static_cast<size_t>(config.max_message_bytes);
+    absl::Status served = transport::ServeStdio(*engine.mcp, STDIN_FILENO, STDOUT_FILENO, options);
+    ShutdownEngine(engine);
+    return served;
+  }
+
+  transport::HttpServerOptions options;
+  RETURN_IF_ERROR(SplitListen(config.listen, &options.listen_address, &options.port));
+  options.io_threads = static_cast<int>(config.http_threads);
+  options.allowed_origins = config.allowed_origins;
+  options.allowed_hosts = config.allowed_hosts;
+  options.max_message_bytes = static_cast<size_t>(config.max_message_bytes);
+  options.session_idle_timeout = std::chrono::seconds(config.folding.session_idle_timeout_seconds);
+  if (!config.auth_token_file.empty()) {
+    ASSIGN_OR_RETURN(options.bearer_tokens, ReadTokens(config.auth_token_file));
+  }
+  Metrics* metrics = &engine.metrics;
+  options.metrics = [metrics] { return metrics->Render(); };
+  auto http = transport::HttpServer::Start(options, engine.mcp);
+  if (!http.ok()) {
+    ShutdownEngine(engine);
+    return http.status();
+  }
+  std::fprintf(stderr, "listening on %s\n", (*http)->listen_url().c_str());
+  std::fflush(stderr);
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  base::LogInfo(base::StrCat("signal ", sig, ": shutting down"));
+  (*http)->Stop();  // closes every session: their branches are force-returned ("shutdown")
+  ShutdownEngine(engine);
+  return absl::OkStatus();
+}
+
+}  // namespace contextd::server
