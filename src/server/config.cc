@@ -238,14 +238,20 @@ absl::Status ApplyEnvironment(const std::function<const char*(const char*)>& get
     }
     env_to_key[env] = key;
   }
-  // Variables the process uses for other purposes, not config keys.
-  static const char* const kNotConfig[] = {"CONTEXTD_SOURCE_DIR", "CONTEXTD_BINARY_DIR",
-                                           "CONTEXTD_JOBS", "CONTEXTD_SKIP_NPM"};
+  // Only variables under a config section's prefix are config (CONTEXTD_SERVER_, ...); others
+  // such as CONTEXTD_JOBS belong to scripts and tests.
+  std::vector<std::string> prefixes;
+  for (const auto& [key, _] : Registry()) {
+    std::string prefix = "CONTEXTD_" + key.substr(0, key.find('.') + 1);
+    for (char& ch : prefix) {
+      ch = ch == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    }
+    prefixes.push_back(std::move(prefix));
+  }
   for (const std::string& name : env_names) {
-    if (name.rfind("CONTEXTD_", 0) != 0) continue;
-    bool skip = false;
-    for (const char* n : kNotConfig) skip = skip || name == n;
-    if (skip) continue;
+    bool in_section = false;
+    for (const std::string& p : prefixes) in_section = in_section || name.rfind(p, 0) == 0;
+    if (!in_section) continue;
     auto it = env_to_key.find(name);
     if (it == env_to_key.end()) {
       return absl::InvalidArgumentError(

@@ -43,7 +43,9 @@ struct ServerConfig {
 absl::Status LoadConfigFile(const std::string& path, ServerConfig* config);
 
 // Applies CONTEXTD_<SECTION>_<KEY> variables (e.g. CONTEXTD_CONTEXT_FOLDING_MAX_DEPTH=4) from
-// `getenv`. A CONTEXTD_ variable that names no key is an error, as is a bad value.
+// `getenv`. A variable under a section's prefix (CONTEXTD_SERVER_, CONTEXTD_CONTEXT_FOLDING_,
+// CONTEXTD_TOKENS_, CONTEXTD_SCRUB_) that names no key is an error, as is a bad value; other
+// CONTEXTD_ variables are not config and are ignored.
 absl::Status ApplyEnvironment(const std::function<const char*(const char*)>& getenv_fn,
                               const std::vector<std::string>& env_names, ServerConfig* config);
 

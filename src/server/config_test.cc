@@ -95,9 +95,11 @@ TEST(ConfigTest, EnvironmentOverridesAndRejectsUnknown) {
   ASSERT_TRUE(ApplyEnvironment(get, {"CONTEXTD_CONTEXT_FOLDING_MAX_DEPTH", "CONTEXTD_SERVER_LISTEN", "PATH"}, &c).ok());
   EXPECT_EQ(c.folding.max_depth, 5);
   EXPECT_EQ(c.listen, "127.0.0.1:0");
-  env["CONTEXTD_BOGUS"] = "1";
-  absl::Status s = ApplyEnvironment(get, {"CONTEXTD_BOGUS"}, &c);
-  EXPECT_NE(s.message().find("CONTEXTD_BOGUS"), std::string::npos);
+  env["CONTEXTD_CONTEXT_FOLDING_MAX_DEPHT"] = "1";
+  absl::Status s = ApplyEnvironment(get, {"CONTEXTD_CONTEXT_FOLDING_MAX_DEPHT"}, &c);
+  EXPECT_NE(s.message().find("CONTEXTD_CONTEXT_FOLDING_MAX_DEPHT"), std::string::npos);
+  env["CONTEXTD_JOBS"] = "2";  // not under a config section: not config
+  EXPECT_TRUE(ApplyEnvironment(get, {"CONTEXTD_JOBS"}, &c).ok());
 }
 
 TEST(ConfigTest, SetConfigValueListsAndScalars) {
