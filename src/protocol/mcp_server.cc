@@ -405,8 +405,10 @@ McpSession::~McpSession() {
 
 void McpSession::DoClose(const std::string& reason) {
   if (closed_) return;
+  // From here on nothing reaches the sink: answers of cancelled calls and cancellation notices
+  // for pending client requests are dropped with the session.
+  closed_ = true;
   const absl::Status why = absl::CancelledError(Cat("session closed: ", reason));
-  // Cancel calls first so that their callbacks see a consistent session.
   auto calls = std::move(calls_);
   calls_.clear();
   for (auto& [id, call] : calls) call->Cancel(this, why);
@@ -416,7 +418,6 @@ void McpSession::DoClose(const std::string& reason) {
     executor_.CancelTimer(p.timer);
     p.callback(why);
   }
-  closed_ = true;
   server_.sessions_.erase(this);
   SessionHooks hooks;
   {
