@@ -2,12 +2,12 @@
 # Token-counting benchmark: contextd (C++) next to the npm peers gpt-tokenizer and tiktoken, on the
 # same 50 MiB mixed corpus, plus the long-unbroken-string worst case and the memory of both
 # vocabularies. Single thread each. Usage:
-#   bench/tokens/run.sh [BUILD_DIR]     (default build/bench; configured Release if missing)
+#   bench/tokens/run.sh [BUILD_DIR]     (default build/tokens-bench; configured Release if missing)
 # Needs: scripts/install-deps.sh (node + tools/npm/tokens). Work files go to $TMPDIR/contextd-tokens-bench.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-build="${1:-$root/build/bench}"
+build="${1:-$root/build/tokens-bench}"
 work="${TMPDIR:-/tmp}/contextd-tokens-bench"
 peer_timeout="${PEER_TIMEOUT:-60}"
 mkdir -p "$work"

@@ -36,7 +36,8 @@ class PieceCache {
   }
 
  private:
-  static constexpr size_t kEntries = 1 << 14;
+  static constexpr int kBits = 14;
+  static constexpr size_t kEntries = size_t{1} << kBits;
 
   struct alignas(64) Entry {
     uint32_t owner = 0;  // 0: empty (tokenizer ids start at 1)
@@ -50,7 +51,7 @@ class PieceCache {
     uint64_t h = owner * 0x9E3779B97F4A7C15ull ^ len;
     for (size_t i = 0; i < len; ++i) h = (h ^ p[i]) * 0x100000001B3ull;
     h ^= h >> 29;
-    return static_cast<size_t>(h * 0xBF58476D1CE4E5B9ull >> 50);  // 14 bits
+    return static_cast<size_t>(h * 0xBF58476D1CE4E5B9ull >> (64 - kBits));
   }
 
   Entry entries_[kEntries];
