@@ -404,7 +404,10 @@ class HttpServer::Impl {
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(HttpServer::Impl* srv, tcp::socket socket)
-      : srv_(srv), stream_(std::move(socket)), timer_(stream_.get_executor()) {
+      : srv_(srv),
+        stream_(std::move(socket)),
+        timer_(stream_.get_executor()),
+        idle_timer_(stream_.get_executor()) {
     srv_->connections_open.fetch_add(1, std::memory_order_relaxed);
   }
   ~Connection() { srv_->connections_open.fetch_sub(1, std::memory_order_relaxed); }
@@ -412,6 +415,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Start() {
     beast::error_code ec;
     stream_.socket().set_option(tcp::no_delay(true), ec);
+    stream_.socket().non_blocking(true, ec);
     DoRead();
   }
 
@@ -459,15 +463,31 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   // Between requests: the connection is closed if no byte arrives within keep_alive_timeout.
+  // One lazily re-armed timer per connection; a request only stores a timestamp.
   void ArmIdleTimer() {
     awaiting_first_byte_ = true;
-    timer_.expires_after(srv_->opts().keep_alive_timeout);
-    timer_.async_wait([self = shared_from_this(), gen = gen_](beast::error_code ec) {
-      if (ec || gen != self->gen_ || self->mode_ != Mode::kReading ||
-          !self->awaiting_first_byte_) {
-        return;
-      }
-      self->Close();
+    idle_since_ = std::chrono::steady_clock::now();
+    if (idle_timer_armed_) return;
+    idle_timer_armed_ = true;
+    idle_timer_.expires_at(idle_since_ + srv_->opts().keep_alive_timeout);
+    idle_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      self->idle_timer_armed_ = false;
+      if (ec || self->mode_ != Mode::kReading || !self->awaiting_first_byte_) return;
+      const auto deadline = self->idle_since_ + self->srv_->opts().keep_alive_timeout;
+      if (std::chrono::steady_clock::now() >= deadline) return self->Close();
+      self->ArmIdleTimerAt(deadline);
+    });
+  }
+
+  void ArmIdleTimerAt(std::chrono::steady_clock::time_point deadline) {
+    idle_timer_armed_ = true;
+    idle_timer_.expires_at(deadline);
+    idle_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      self->idle_timer_armed_ = false;
+      if (ec || self->mode_ != Mode::kReading || !self->awaiting_first_byte_) return;
+      const auto due = self->idle_since_ + self->srv_->opts().keep_alive_timeout;
+      if (std::chrono::steady_clock::now() >= due) return self->Close();
+      self->ArmIdleTimerAt(due);
     });
   }
 
@@ -475,39 +495,65 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // next request, or EOF/reset, which tells a waiting POST or a GET stream that the client left.
   void StartWatch() {
     watch_pending_ = true;
-    stream_.expires_never();
-    stream_.async_read_some(
-        buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, size_t n) {
-          self->watch_pending_ = false;
-          if (self->mode_ == Mode::kClosed) return;
-          if (ec) return self->Close();
-          self->buffer_.commit(n);
-          switch (self->mode_) {
-            case Mode::kReading:
-              self->awaiting_first_byte_ = false;
-              self->timer_.cancel();
-              self->DoReadHeader();
-              break;
-            case Mode::kGetStream:
-              // Nothing is expected on a stream; keep detecting its end, within bounds.
-              if (self->buffer_.size() > (64u << 10)) return self->Close();
-              self->StartWatch();
-              break;
-            default:
-              // A pipelined request: kept in the buffer for DoRead.
-              break;
-          }
-        });
+    // Wait for readability first: a speculative read right after a response would almost
+    // always find nothing (one wasted syscall per request).
+    stream_.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this()](
+                                                            beast::error_code ec) {
+      self->watch_pending_ = false;
+      if (self->mode_ == Mode::kClosed) return;
+      if (ec) return self->Close();
+      const size_t n = self->stream_.socket().read_some(self->buffer_.prepare(8192), ec);
+      if (ec == net::error::would_block || ec == net::error::try_again) {
+        if (self->mode_ == Mode::kReading || self->mode_ == Mode::kGetStream ||
+            self->mode_ == Mode::kWaiting || self->mode_ == Mode::kPostStream) {
+          self->StartWatch();
+        }
+        return;
+      }
+      if (ec) return self->Close();
+      self->buffer_.commit(n);
+      switch (self->mode_) {
+        case Mode::kReading:
+          self->awaiting_first_byte_ = false;
+          self->DoReadHeader();
+          break;
+        case Mode::kGetStream:
+          // Nothing is expected on a stream; keep detecting its end, within bounds.
+          if (self->buffer_.size() > (64u << 10)) return self->Close();
+          self->StartWatch();
+          break;
+        default:
+          // A pipelined request: kept in the buffer for DoRead.
+          break;
+      }
+    });
   }
 
   void DoReadHeader() {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(srv_->opts().max_header_bytes));
     parser_->body_limit(srv_->opts().max_message_bytes);
+    parser_->eager(true);
+    // Fast path: the whole request is usually in the buffer already; parse it without any
+    // asynchronous operation (and without arming a timeout).
+    beast::error_code ec;
+    while (buffer_.size() > 0 && !parser_->is_done()) {
+      const size_t used = parser_->put(buffer_.data(), ec);
+      if (ec == http::error::need_more) {
+        ec = {};
+        buffer_.consume(used);
+        break;
+      }
+      if (ec) return OnReadError(ec);
+      buffer_.consume(used);
+      if (used == 0) break;
+    }
+    if (parser_->is_done()) return OnBody({});
+    if (parser_->is_header_done()) return OnHeader({});
     stream_.expires_after(srv_->opts().header_timeout);
     http::async_read_header(stream_, buffer_, *parser_,
-                            [self = shared_from_this()](beast::error_code ec, size_t) {
-                              self->OnHeader(ec);
+                            [self = shared_from_this()](beast::error_code e, size_t) {
+                              self->OnHeader(e);
                             });
   }
 
@@ -759,9 +805,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void OnSessionMessage(uint64_t gen, std::string payload, bool is_response) {
     if (gen != gen_ || (mode_ != Mode::kWaiting && mode_ != Mode::kPostStream)) {
-      // The POST this belonged to is gone; keep related requests/notifications reachable.
-      if (!is_response && session_) session_->sink->SendStandalone(std::move(payload));
-      return;
+      return;  // the POST this belonged to was abandoned (client gone, timeout, session ended)
     }
     if (!is_response) {
       if (mode_ == Mode::kWaiting && accept_sse_) StartPostStream();
@@ -982,6 +1026,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if ((mode_ == Mode::kWaiting || mode_ == Mode::kPostStream)) AbandonRoutes();
     mode_ = Mode::kClosed;
     timer_.cancel();
+    idle_timer_.cancel();
     beast::error_code ec;
     stream_.socket().close(ec);
     out_queue_.clear();
@@ -990,7 +1035,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   HttpServer::Impl* srv_;
   beast::tcp_stream stream_;
-  net::steady_timer timer_;  // request timeout or SSE keep-alive
+  net::steady_timer timer_;       // request timeout or SSE keep-alive
+  net::steady_timer idle_timer_;  // keep-alive idle limit between requests
+  std::chrono::steady_clock::time_point idle_since_;
+  bool idle_timer_armed_ = false;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   http::request<http::string_body> req_;
