@@ -26,6 +26,8 @@ constexpr size_t kMaxMarkerId = 64;
 constexpr size_t kForwardWindow = 320;
 // Rules whose regex can span many lines (dot-all, [\s\S]) get a larger window.
 constexpr size_t kWideForwardWindow = 16384;
+// Windows of one rule closer than this merge: a short DFA scan is cheaper than another RE2 call.
+constexpr size_t kWindowGap = 256;
 // A finding clipped around an existing marker keeps only pieces at least this long.
 constexpr size_t kMinClippedPiece = 6;
 // Upper bound on redaction passes (each pass strictly shrinks the unredacted text).
@@ -63,6 +65,17 @@ struct CompiledAllowlist {
   std::unordered_set<std::string> target_rules;
 };
 
+// A finding inside the scanner: the rule by index, no strings (converted to Finding on output).
+struct Hit {
+  uint32_t rule = 0;
+  size_t start = 0, end = 0, match_start = 0, match_end = 0;
+  double entropy = 0;
+};
+
+bool HitBefore(const Hit& a, const Hit& b) {
+  return a.start != b.start ? a.start < b.start : a.end > b.end;
+}
+
 struct CompiledRule {
   std::string id;
   std::string marker_id;
@@ -71,7 +84,8 @@ struct CompiledRule {
   int secret_group = 0;
   int num_groups = 0;
   double entropy = 0;
-  bool generic = false;
+  bool generic = false;       // id starts with "generic": the secret must contain a digit
+  bool low_priority = false;  // generic, or tagged "generic": runs after the specific rules
   size_t forward_window = kForwardWindow;
   std::vector<std::string> tags;
   std::vector<CompiledAllowlist> allowlists;
@@ -217,19 +231,24 @@ struct RuleScrubber::Impl {
     return false;
   }
 
-  // Runs rule `ri` over [from, to) of `text`, appending findings.
+  // Runs rule `ri` over [from, to) of `text`, appending findings. With `covered` (sorted hits of
+  // specific rules), a match whose tail is already inside one of them is skipped before the
+  // (comparatively costly) submatch extraction.
   void RunRule(uint32_t ri, std::string_view text, size_t from, size_t to, std::string_view path,
-               std::vector<Finding>* out) const {
+               const std::vector<Hit>* covered, std::vector<Hit>* out) const {
     const CompiledRule& r = rules[ri];
     re2::StringPiece groups[16];
     const int ngroups = std::min(r.num_groups + 1, 16);
     const re2::StringPiece sp(text.data(), text.size());
     size_t pos = from;
     while (pos <= to) {
-      if (!r.re->Match(sp, pos, to, RE2::UNANCHORED, groups, ngroups)) break;
+      // Find the match span with the DFA only, then extract groups on just that span.
+      if (!r.re->Match(sp, pos, to, RE2::UNANCHORED, groups, 1)) break;
       size_t ms = groups[0].data() - text.data();
       size_t me = ms + groups[0].size();
       pos = me > ms ? me : ms + 1;
+      if (covered != nullptr && me > ms && TailCovered(*covered, ms, me)) continue;
+      if (ngroups > 1 && !r.re->Match(sp, ms, me, RE2::ANCHOR_BOTH, groups, ngroups)) continue;
       std::string_view secret(groups[0].data(), groups[0].size());
       if (r.secret_group > 0) {
         if (r.secret_group < ngroups) {
@@ -244,20 +263,34 @@ struct RuleScrubber::Impl {
         }
       }
       if (secret.empty() || secret.data() == nullptr) continue;
-      double h = ShannonEntropy(secret);
-      if (r.entropy > 0 && h <= r.entropy) continue;
+      double h = -1;  // computed lazily (ToFindings) unless the rule has a threshold
+      if (r.entropy > 0) {
+        h = ShannonEntropy(secret);
+        if (h <= r.entropy) continue;
+      }
       if (r.generic && !ContainsDigit(secret)) continue;
       if (Allowed(r, text, ms, me, secret, path)) continue;
-      Finding f;
-      f.rule_id = r.id;
+      Hit f;
+      f.rule = ri;
       f.start = secret.data() - text.data();
       f.end = f.start + secret.size();
       f.match_start = ms;
       f.match_end = me;
       f.entropy = h;
-      f.tags = r.tags;
-      out->push_back(std::move(f));
+      out->push_back(f);
     }
+  }
+
+  static bool TailCovered(const std::vector<Hit>& hits, size_t ms, size_t me) {
+    const size_t tail = me >= ms + 3 ? me - 3 : ms;
+    // Hits are sorted by start; look at those starting before `me`.
+    auto it = std::lower_bound(hits.begin(), hits.end(), me,
+                               [](const Hit& h, size_t v) { return h.start < v; });
+    for (int k = 0; k < 4 && it != hits.begin(); ++k) {
+      --it;
+      if (it->end > tail && it->start < me) return true;
+    }
+    return false;
   }
 
   struct Window {
@@ -266,13 +299,16 @@ struct RuleScrubber::Impl {
   };
 
   // One scan pass. `markers` receives the spans of existing redaction markers.
-  std::vector<Finding> ScanOnce(std::string_view text, std::string_view path,
-                                std::vector<std::pair<size_t, size_t>>* markers) const {
-    std::vector<Finding> found;
+  std::vector<Hit> ScanOnce(std::string_view text, std::string_view path,
+                            std::vector<std::pair<size_t, size_t>>* markers) const {
+    std::vector<Hit> found;
     std::vector<Window> win(rules.size());
+    // Windows per rule, collected during the keyword pass and run afterwards: specific rules
+    // first, then low-priority (generic) ones, which skip matches a specific rule already found.
+    std::vector<std::vector<std::pair<size_t, size_t>>> spans(rules.size());
     auto flush = [&](uint32_t ri) {
       Window& w = win[ri];
-      if (w.open) RunRule(ri, text, w.from, w.to, path, &found);
+      if (w.open) spans[ri].emplace_back(w.from, w.to);
       w.open = false;
     };
     ac->Scan(text, [&](uint32_t pattern, size_t end) {
@@ -287,10 +323,14 @@ struct RuleScrubber::Impl {
         const CompiledRule& r = rules[ri];
         if (r.path != nullptr && path.empty()) continue;  // path rule, no path: not applicable
         Window& w = win[ri];
-        if (w.open && kw_start < w.to) continue;  // already covered
+        const size_t reach = std::min(text.size(), end + r.forward_window);
+        if (w.open && kw_start < w.to) {  // inside the open window: extend it if needed
+          if (reach > w.to) w.to = LineEnd(text, reach);
+          continue;
+        }
         size_t from = LineStart(text, kw_start);
-        size_t to = LineEnd(text, std::min(text.size(), end + r.forward_window));
-        if (w.open && from <= w.to) {
+        size_t to = LineEnd(text, reach);
+        if (w.open && from <= w.to + kWindowGap) {
           w.to = to;
           continue;
         }
@@ -301,6 +341,25 @@ struct RuleScrubber::Impl {
       }
     });
     for (uint32_t ri = 0; ri < rules.size(); ++ri) flush(ri);
+    for (uint32_t ri = 0; ri < rules.size(); ++ri) {
+      if (rules[ri].low_priority) continue;
+      for (const auto& [from, to] : spans[ri]) RunRule(ri, text, from, to, path, nullptr, &found);
+    }
+    std::vector<Hit> specific;
+    bool have_generic_spans = false;
+    for (uint32_t ri = 0; ri < rules.size(); ++ri) {
+      have_generic_spans |= rules[ri].low_priority && !spans[ri].empty();
+    }
+    if (have_generic_spans) {
+      specific = found;
+      std::sort(specific.begin(), specific.end(), HitBefore);
+      for (uint32_t ri = 0; ri < rules.size(); ++ri) {
+        if (!rules[ri].low_priority) continue;
+        for (const auto& [from, to] : spans[ri]) {
+          RunRule(ri, text, from, to, path, &specific, &found);
+        }
+      }
+    }
     if (!always_rules.empty()) {
       std::vector<int> hit;
       bool screened = false;
@@ -316,7 +375,7 @@ struct RuleScrubber::Impl {
       for (int i : hit) {
         uint32_t ri = always_rules[i];
         if (rules[ri].path != nullptr && path.empty()) continue;
-        RunRule(ri, text, 0, text.size(), path, &found);
+        RunRule(ri, text, 0, text.size(), path, nullptr, &found);
       }
     }
     if (!path.empty()) {
@@ -324,14 +383,12 @@ struct RuleScrubber::Impl {
         const CompiledRule& r = rules[ri];
         if (r.path != nullptr && !RE2::PartialMatch(path, *r.path)) {
           found.erase(std::remove_if(found.begin(), found.end(),
-                                     [&](const Finding& f) { return f.rule_id == r.id; }),
+                                     [&](const Hit& f) { return f.rule == ri; }),
                       found.end());
         }
       }
     }
-    std::sort(found.begin(), found.end(), [](const Finding& a, const Finding& b) {
-      return a.start != b.start ? a.start < b.start : a.end > b.end;
-    });
+    std::sort(found.begin(), found.end(), HitBefore);
     std::sort(markers->begin(), markers->end());
     if (!markers->empty() && !found.empty()) found = ClipAroundMarkers(std::move(found), *markers);
     return found;
@@ -339,10 +396,10 @@ struct RuleScrubber::Impl {
 
   // Findings must never touch an existing marker: cut marker spans out of each finding and keep
   // the remaining pieces that are long enough to be a secret.
-  static std::vector<Finding> ClipAroundMarkers(std::vector<Finding> in,
-                                                const std::vector<std::pair<size_t, size_t>>& m) {
-    std::vector<Finding> out;
-    for (Finding& f : in) {
+  static std::vector<Hit> ClipAroundMarkers(std::vector<Hit> in,
+                                            const std::vector<std::pair<size_t, size_t>>& m) {
+    std::vector<Hit> out;
+    for (Hit& f : in) {
       auto it = std::upper_bound(m.begin(), m.end(), std::make_pair(f.start, SIZE_MAX));
       if (it != m.begin()) --it;
       size_t cur = f.start;
@@ -351,35 +408,72 @@ struct RuleScrubber::Impl {
         if (it->second <= cur) continue;
         clipped = true;
         if (it->first > cur && it->first - cur >= kMinClippedPiece) {
-          Finding p = f;
+          Hit p = f;
           p.start = cur;
           p.end = it->first;
-          out.push_back(std::move(p));
+          out.push_back(p);
         }
         cur = std::max(cur, it->second);
       }
       if (!clipped) {
-        out.push_back(std::move(f));
+        out.push_back(f);
       } else if (cur < f.end && f.end - cur >= kMinClippedPiece) {
         f.start = cur;
-        out.push_back(std::move(f));
+        out.push_back(f);
       }
     }
-    std::sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) {
-      return a.start != b.start ? a.start < b.start : a.end > b.end;
-    });
+    std::sort(out.begin(), out.end(), HitBefore);
+    return out;
+  }
+
+  // Scan + redact until a fixpoint; `first` receives the first pass's hits.
+  std::string ScrubText(std::string_view text, std::string_view path,
+                        std::vector<Hit>* first) const {
+    std::vector<std::pair<size_t, size_t>> markers;
+    *first = ScanOnce(text, path, &markers);
+    if (first->empty()) return std::string(text);
+    std::string out = Redact(text, *first);
+    // Redaction changes the context of nearby text; repeat until nothing more is found so that
+    // the output is a fixpoint (idempotence). On redacted text a pass is cheap: nothing to verify.
+    for (int pass = 1; pass < kMaxPasses; ++pass) {
+      markers.clear();
+      std::vector<Hit> more = ScanOnce(out, path, &markers);
+      if (more.empty()) break;
+      out = Redact(out, more);
+    }
+    return out;
+  }
+
+  std::vector<Finding> ToFindings(std::string_view text, const std::vector<Hit>& hits) const {
+    std::vector<Finding> out;
+    out.reserve(hits.size());
+    size_t line = 1, at = 0;
+    for (const Hit& h : hits) {
+      line += std::count(text.begin() + at, text.begin() + h.start, '\n');
+      at = h.start;
+      Finding f;
+      f.rule_id = rules[h.rule].id;
+      f.start = h.start;
+      f.end = h.end;
+      f.match_start = h.match_start;
+      f.match_end = h.match_end;
+      f.line = line;
+      f.entropy = h.entropy >= 0 ? h.entropy : ShannonEntropy(text.substr(h.start, h.end - h.start));
+      f.tags = rules[h.rule].tags;
+      out.push_back(std::move(f));
+    }
     return out;
   }
 
   // Replaces the (sorted) findings in `text` by markers, merging overlaps.
-  std::string Redact(std::string_view text, const std::vector<Finding>& found) const {
+  std::string Redact(std::string_view text, const std::vector<Hit>& found) const {
     std::string out;
     out.reserve(text.size());
     size_t pos = 0;
     size_t i = 0;
     while (i < found.size()) {
       size_t s = found[i].start, e = found[i].end;
-      const std::string& id = found[i].rule_id;
+      const std::string& id = rules[found[i].rule].marker_id;
       size_t j = i + 1;
       while (j < found.size() && found[j].start < e) {
         e = std::max(e, found[j].end);
@@ -390,7 +484,7 @@ struct RuleScrubber::Impl {
       size_t keep = std::min<size_t>(4, secret.size() / 4);
       size_t p = 0;
       while (p < keep && IsPreviewChar(secret[p])) ++p;
-      absl::StrAppend(&out, internal::Av(kMarkerPrefix), MarkerId(id), ":",
+      absl::StrAppend(&out, internal::Av(kMarkerPrefix), id, ":",
                       internal::Av(secret.substr(0, p)), "]");
       pos = e;
       i = j;
@@ -412,6 +506,7 @@ absl::StatusOr<std::unique_ptr<RuleScrubber>> RuleScrubber::Create(const RulesCo
     a->stopwords = spec.stopwords;
     a->has_commits = !spec.commits.empty();
     a->target_rules.insert(spec.target_rules.begin(), spec.target_rules.end());
+    std::string combined;
     for (const auto& src : spec.regexes) {
       auto re = std::make_unique<RE2>(src, RuleOptions());
       if (!re->ok()) {
@@ -419,7 +514,16 @@ absl::StatusOr<std::unique_ptr<RuleScrubber>> RuleScrubber::Create(const RulesCo
                                                       "' skipped: ", re->error())});
         continue;
       }
+      absl::StrAppend(&combined, combined.empty() ? "" : "|", "(?:", src, ")");
       a->regexes.push_back(std::move(re));
+    }
+    // One alternation instead of N calls: allowlists run once per finding, so this matters.
+    if (a->regexes.size() > 1) {
+      auto re = std::make_unique<RE2>(combined, RuleOptions());
+      if (re->ok()) {
+        a->regexes.clear();
+        a->regexes.push_back(std::move(re));
+      }
     }
     for (const auto& src : spec.paths) {
       auto re = std::make_unique<RE2>(src, RuleOptions());
@@ -479,6 +583,8 @@ absl::StatusOr<std::unique_ptr<RuleScrubber>> RuleScrubber::Create(const RulesCo
     r.secret_group = spec.secret_group;
     r.entropy = spec.entropy;
     r.generic = absl::StartsWith(spec.id, "generic");
+    r.low_priority =
+        r.generic || std::find(spec.tags.begin(), spec.tags.end(), "generic") != spec.tags.end();
     if (absl::StrContains(spec.regex, "(?s") || absl::StrContains(spec.regex, "\\s\\S") ||
         absl::StrContains(spec.regex, "\\S\\s")) {
       r.forward_window = kWideForwardWindow;
@@ -525,38 +631,22 @@ absl::StatusOr<std::unique_ptr<RuleScrubber>> RuleScrubber::Create(const RulesCo
 
 std::vector<Finding> RuleScrubber::Scan(std::string_view text, std::string_view path) const {
   std::vector<std::pair<size_t, size_t>> markers;
-  std::vector<Finding> found = impl_->ScanOnce(text, path, &markers);
-  size_t line = 1, at = 0;
-  for (Finding& f : found) {
-    line += std::count(text.begin() + at, text.begin() + f.start, '\n');
-    at = f.start;
-    f.line = line;
-  }
-  return found;
+  std::vector<Hit> hits = impl_->ScanOnce(text, path, &markers);
+  return impl_->ToFindings(text, hits);
 }
 
 RuleScrubber::Result RuleScrubber::ScrubWithFindings(std::string_view text,
                                                      std::string_view path) const {
   Result r;
-  r.findings = Scan(text, path);
-  if (r.findings.empty()) {
-    r.text.assign(text);
-    return r;
-  }
-  r.text = impl_->Redact(text, r.findings);
-  // Redaction changes the context of nearby text; repeat until nothing more is found so that the
-  // output is a fixpoint (idempotence).
-  for (int pass = 1; pass < kMaxPasses; ++pass) {
-    std::vector<std::pair<size_t, size_t>> markers;
-    std::vector<Finding> more = impl_->ScanOnce(r.text, path, &markers);
-    if (more.empty()) break;
-    r.text = impl_->Redact(r.text, more);
-  }
+  std::vector<Hit> first;
+  r.text = impl_->ScrubText(text, path, &first);
+  r.findings = impl_->ToFindings(text, first);
   return r;
 }
 
 std::string RuleScrubber::Scrub(std::string_view text) const {
-  return ScrubWithFindings(text).text;
+  std::vector<Hit> first;
+  return impl_->ScrubText(text, {}, &first);
 }
 
 const std::vector<CompileProblem>& RuleScrubber::problems() const { return impl_->problems; }

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Side-by-side scrub benchmark: contextd's scrubber vs secretlint (+ preset-recommend) on the same
+# generated, labelled corpus, in one run. Prints recall, false-positive rate and single-thread
+# throughput on clean, dense (~1.5 secrets/KB) and very dense text, with ratios.
+#   bench/scrub/run.sh [BUILD_DIR]     (default build/scrub-rel; built RelWithDebInfo if missing)
+# Env: CORPUS_DIR (default $BUILD_DIR/scrub-corpus), CLEAN_MB (16), DENSE_MB (8), SECRETLINT_MB (4).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+build="${1:-$root/build/scrub-rel}"
+corpus="${CORPUS_DIR:-$build/scrub-corpus}"
+if [ ! -x "$build/bench/scrub/scrub_eval" ]; then
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCONTEXTD_ONLY_ROOMS="base;scrub" >/dev/null
+fi
+cmake --build "$build" --target scrub_eval >/dev/null
+if [ ! -d "$root/tools/npm/scrub/node_modules" ]; then
+  (cd "$root/tools/npm/scrub" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+rm -rf "$corpus"
+python3 "$root/tests/scrub/gen_corpus.py" "$corpus" --clean-mb "${CLEAN_MB:-16}" \
+  --dense-mb "${DENSE_MB:-8}" --very-dense-mb 2
+"$build/bench/scrub/scrub_eval" "$corpus" "$corpus/contextd.json" --min-seconds 3
+node "$root/bench/scrub/secretlint_eval.mjs" "$corpus" "$corpus/secretlint.json" \
+  --throughput-mb "${SECRETLINT_MB:-4}"
+python3 "$root/bench/scrub/score.py" "$corpus" "$corpus/contextd.json" "$corpus/secretlint.json"
