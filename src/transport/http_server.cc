@@ -560,6 +560,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void OnHeader(beast::error_code ec) {
     if (ec) return OnReadError(ec);
     if (parser_->is_done()) return OnBody({});
+    // curl and others wait for "100 Continue" before sending a larger body.
+    auto expect = parser_->get().find(http::field::expect);
+    if (expect != parser_->get().end() &&
+        beast::iequals(expect->value(), beast::string_view("100-continue"))) {
+      QueueRaw("HTTP/1.1 100 Continue\r\n\r\n");
+    }
     stream_.expires_after(srv_->opts().body_timeout);
     http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code e, size_t) { self->OnBody(e); });

@@ -507,6 +507,22 @@ TEST_F(HttpServerTest, IdleKeepAliveConnectionIsClosed) {
   EXPECT_TRUE(c.WaitClosed());
 }
 
+TEST_F(HttpServerTest, ExpectContinueIsHonoured) {
+  StartServer();
+  RawClient c(server_->port());
+  std::string sid = Init(c);
+  const std::string body = Req(2, "ping", {{"pad", std::string(3000, 'x')}});
+  c.Send("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\n"
+         "Content-Type: application/json\r\nExpect: 100-continue\r\n" + Sid(sid) +
+         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n");
+  Response cont = c.ReadHead();
+  EXPECT_EQ(cont.status, 100);
+  c.Send(body);
+  Response r = c.ReadResponse();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(Json::parse(r.body)["id"], 2);
+}
+
 TEST_F(HttpServerTest, MalformedHttpGets400) {
   StartServer();
   RawClient c(server_->port());
