@@ -449,6 +449,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     mode_ = Mode::kReading;
     ++gen_;
     session_.reset();
+    extra_headers_.clear();
     if (watch_pending_) {
       // The pending watch read delivers the first bytes of the next request.
       ArmIdleTimer();
