@@ -23,7 +23,7 @@ namespace {
 constexpr std::string_view kMarkerPrefix = "[REDACTED:";
 constexpr size_t kMaxMarkerId = 64;
 // Bytes after a keyword hit that the rule window always covers (then extended to the line end).
-constexpr size_t kForwardWindow = 320;
+constexpr size_t kForwardWindow = 96;
 // Rules whose regex can span many lines (dot-all, [\s\S]) get a larger window.
 constexpr size_t kWideForwardWindow = 16384;
 // Windows of one rule closer than this merge: a short DFA scan is cheaper than another RE2 call.
@@ -86,19 +86,28 @@ struct CompiledRule {
   double entropy = 0;
   bool generic = false;       // id starts with "generic": the secret must contain a digit
   bool low_priority = false;  // generic, or tagged "generic": runs after the specific rules
+  bool has_early_allowlist = false;  // some allowlist (rule or global) needs no secret
   size_t forward_window = kForwardWindow;
   std::vector<std::string> tags;
   std::vector<CompiledAllowlist> allowlists;
 };
 
 size_t LineStart(std::string_view t, size_t pos) {
-  while (pos > 0 && t[pos - 1] != '\n') --pos;
-  return pos;
+  if (pos == 0) return 0;
+  const void* nl = memrchr(t.data(), '\n', pos);
+  return nl == nullptr ? 0 : static_cast<const char*>(nl) - t.data() + 1;
 }
 size_t LineEnd(std::string_view t, size_t pos) {
   if (pos >= t.size()) return t.size();
   const void* nl = std::memchr(t.data() + pos, '\n', t.size() - pos);
   return nl == nullptr ? t.size() : static_cast<const char*>(nl) - t.data();
+}
+
+// End of a scan window: just past the newline that ends the line containing `pos`, so that
+// patterns ending in (?:\s|$) can see it.
+size_t WindowEnd(std::string_view t, size_t pos) {
+  size_t e = LineEnd(t, pos);
+  return e < t.size() ? e + 1 : e;
 }
 
 bool ContainsDigit(std::string_view s) {
@@ -215,18 +224,34 @@ struct RuleScrubber::Impl {
     return a.condition == AllowlistCondition::kOr ? passed > 0 : passed == configured;
   }
 
-  bool Allowed(const CompiledRule& r, std::string_view text, size_t ms, size_t me,
+  // Allowlist checks run in two phases: kEarly (before the secret group is extracted) evaluates
+  // allowlists that never look at the secret (regexTarget match/line, no stopwords); kLate the
+  // rest. Same result as one pass, but most non-secrets are dropped before the costly extraction.
+  enum class Phase { kEarly, kLate };
+  static bool NeedsSecret(const CompiledAllowlist& a) {
+    return !a.stopwords.empty() || (!a.regexes.empty() && a.target == RegexTarget::kSecret);
+  }
+  bool Allowed(const CompiledRule& r, Phase phase, std::string_view text, size_t ms, size_t me,
                std::string_view secret, std::string_view path) const {
     std::string_view match = text.substr(ms, me - ms);
-    size_t ls = LineStart(text, ms);
-    size_t le = LineEnd(text, me > ms ? me - 1 : me);
-    std::string_view line = text.substr(ls, le - ls);
+    std::string_view line;
+    bool have_line = false;
+    auto check = [&](const CompiledAllowlist& a) {
+      if (NeedsSecret(a) != (phase == Phase::kLate)) return false;
+      if (!have_line && a.target == RegexTarget::kLine && !a.regexes.empty()) {
+        size_t ls = LineStart(text, ms);
+        size_t le = LineEnd(text, me > ms ? me - 1 : me);
+        line = text.substr(ls, le - ls);
+        have_line = true;
+      }
+      return AllowlistMatches(a, secret, match, line, path);
+    };
     for (const auto& a : global) {
       if (!a.target_rules.empty() && a.target_rules.count(r.id) == 0) continue;
-      if (AllowlistMatches(a, secret, match, line, path)) return true;
+      if (check(a)) return true;
     }
     for (const auto& a : r.allowlists) {
-      if (AllowlistMatches(a, secret, match, line, path)) return true;
+      if (check(a)) return true;
     }
     return false;
   }
@@ -248,6 +273,7 @@ struct RuleScrubber::Impl {
       size_t me = ms + groups[0].size();
       pos = me > ms ? me : ms + 1;
       if (covered != nullptr && me > ms && TailCovered(*covered, ms, me)) continue;
+      if (r.has_early_allowlist && Allowed(r, Phase::kEarly, text, ms, me, {}, path)) continue;
       if (ngroups > 1 && !r.re->Match(sp, ms, me, RE2::ANCHOR_BOTH, groups, ngroups)) continue;
       std::string_view secret(groups[0].data(), groups[0].size());
       if (r.secret_group > 0) {
@@ -269,7 +295,7 @@ struct RuleScrubber::Impl {
         if (h <= r.entropy) continue;
       }
       if (r.generic && !ContainsDigit(secret)) continue;
-      if (Allowed(r, text, ms, me, secret, path)) continue;
+      if (Allowed(r, Phase::kLate, text, ms, me, secret, path)) continue;
       Hit f;
       f.rule = ri;
       f.start = secret.data() - text.data();
@@ -325,11 +351,11 @@ struct RuleScrubber::Impl {
         Window& w = win[ri];
         const size_t reach = std::min(text.size(), end + r.forward_window);
         if (w.open && kw_start < w.to) {  // inside the open window: extend it if needed
-          if (reach > w.to) w.to = LineEnd(text, reach);
+          if (reach > w.to) w.to = WindowEnd(text, reach);
           continue;
         }
         size_t from = LineStart(text, kw_start);
-        size_t to = LineEnd(text, reach);
+        size_t to = WindowEnd(text, reach);
         if (w.open && from <= w.to + kWindowGap) {
           w.to = to;
           continue;
@@ -595,6 +621,8 @@ absl::StatusOr<std::unique_ptr<RuleScrubber>> RuleScrubber::Create(const RulesCo
       compile_allowlist(a, spec.id, &ca);
       r.allowlists.push_back(std::move(ca));
     }
+    for (const auto& a : r.allowlists) r.has_early_allowlist |= !Impl::NeedsSecret(a);
+    for (const auto& a : impl->global) r.has_early_allowlist |= !Impl::NeedsSecret(a);
     const uint32_t ri = static_cast<uint32_t>(impl->rules.size());
     bool any_keyword = false;
     for (const std::string& k : spec.keywords) {
