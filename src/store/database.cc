@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
@@ -131,10 +132,60 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
                                                      : "PRAGMA synchronous=NORMAL"));
   RETURN_IF_ERROR(out->Exec("PRAGMA foreign_keys=ON"));
   RETURN_IF_ERROR(out->Migrate());
+  if (options.background_checkpoint_ms > 0 && path != ":memory:") {
+    RETURN_IF_ERROR(out->Exec("PRAGMA wal_autocheckpoint=0"));
+    sqlite3* ckpt = nullptr;
+    rc = sqlite3_open_v2(path.c_str(), &ckpt, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
+    if (rc != SQLITE_OK) {
+      std::string msg = ckpt != nullptr ? sqlite3_errmsg(ckpt) : "out of memory";
+      sqlite3_close(ckpt);
+      return absl::UnavailableError(
+          absl::StrCat("cannot open checkpoint connection to ", path, ": ", msg));
+    }
+    sqlite3_busy_timeout(ckpt, options.busy_timeout_ms);
+    out->StartCheckpointer(ckpt, options.background_checkpoint_ms);
+  }
   return out;
 }
 
-Database::~Database() { sqlite3_close_v2(db_); }
+Database::~Database() {
+  if (ckpt_thread_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(ckpt_mu_);
+      ckpt_stop_ = true;
+    }
+    ckpt_cv_.notify_all();
+    ckpt_thread_.join();
+  }
+  if (ckpt_db_ != nullptr) sqlite3_close_v2(ckpt_db_);
+  sqlite3_close_v2(db_);
+}
+
+void Database::StartCheckpointer(sqlite3* conn, int interval_ms) {
+  ckpt_db_ = conn;
+  ckpt_thread_ = std::thread([this, interval_ms] { CheckpointLoop(interval_ms); });
+}
+
+void Database::CheckpointLoop(int interval_ms) {
+  std::unique_lock<std::mutex> lock(ckpt_mu_);
+  while (!ckpt_stop_) {
+    ckpt_cv_.wait_for(lock, std::chrono::milliseconds(interval_ms));
+    if (ckpt_stop_) break;
+    int log_frames = 0, done = 0;
+    // PASSIVE never blocks writers or readers; what it cannot copy now is copied next time.
+    sqlite3_wal_checkpoint_v2(ckpt_db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, &log_frames, &done);
+  }
+}
+
+absl::StatusOr<int> Database::CheckpointNow() {
+  std::lock_guard<std::mutex> lock(ckpt_mu_);
+  if (ckpt_db_ == nullptr) return 0;
+  int log_frames = 0, done = 0;
+  int rc =
+      sqlite3_wal_checkpoint_v2(ckpt_db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, &log_frames, &done);
+  if (rc != SQLITE_OK) return SqliteStatus(rc, sqlite3_errmsg(ckpt_db_));
+  return log_frames - done;
+}
 
 absl::Status Database::Error(std::string_view what) const {
   absl::Status st = SqliteStatus(sqlite3_extended_errcode(db_), sqlite3_errmsg(db_));

@@ -5,12 +5,14 @@
 // use of the connection and its statements.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -28,6 +30,11 @@ struct DatabaseOptions {
   int busy_timeout_ms = 5000;
   // Create the file's directory if missing.
   bool create_directories = true;
+  // Copy the WAL back into the database file on a background thread (its own connection) every
+  // this many milliseconds, instead of inside whichever commit crosses SQLite's 1000-page
+  // threshold: a checkpoint fsyncs, which would otherwise add milliseconds to 1 commit in ~100.
+  // Commits are durable in the WAL either way. 0 keeps SQLite's automatic checkpoints.
+  int background_checkpoint_ms = 200;
 };
 
 // Where the database lives by default: $XDG_DATA_HOME/contextd/contextd.db, or
@@ -85,6 +92,9 @@ class Database {
   absl::StatusOr<Statement> Prepare(std::string_view sql);
   // Rows changed by the last INSERT/UPDATE/DELETE. Caller holds mutex().
   int64_t Changes();
+  // Runs one passive checkpoint now on the checkpointer's connection (no-op without one);
+  // returns the WAL frames still not copied. For tests and shutdown.
+  absl::StatusOr<int> CheckpointNow();
   // The highest migration applied. Caller holds mutex().
   absl::StatusOr<int> SchemaVersion();
   const std::string& path() const { return path_; }
@@ -94,8 +104,17 @@ class Database {
   absl::Status Migrate();
   absl::Status Error(std::string_view what) const;
 
+  void StartCheckpointer(sqlite3* conn, int interval_ms);
+  void CheckpointLoop(int interval_ms);
+
   std::mutex mu_;
   sqlite3* db_;
+  // Background checkpointer: its own connection, used only under ckpt_mu_.
+  std::mutex ckpt_mu_;
+  std::condition_variable ckpt_cv_;
+  bool ckpt_stop_ = false;
+  sqlite3* ckpt_db_ = nullptr;
+  std::thread ckpt_thread_;
   std::string path_;
 };
 

@@ -46,6 +46,29 @@ TEST(DatabaseTest, OpenCreatesDirectorySetsPragmasAndMigrates) {
             1'600'000'000'000);
 }
 
+TEST(DatabaseTest, BackgroundCheckpointerReplacesAutomaticCheckpoints) {
+  TempDir tmp;
+  auto db = Database::Open(tmp.File("c.db"));
+  ASSERT_TRUE(db.ok());
+  {
+    std::lock_guard<std::mutex> lock((*db)->mutex());
+    EXPECT_EQ(QueryInt(**db, "PRAGMA wal_autocheckpoint"), 0);
+    for (int i = 0; i < 50; ++i) {
+      ASSERT_TRUE(
+          (*db)
+              ->Exec("INSERT INTO schema_version VALUES (" + std::to_string(100 + i) + ", 'x', 0)")
+              .ok());
+    }
+  }
+  auto left = (*db)->CheckpointNow();
+  ASSERT_TRUE(left.ok()) << left.status();
+  EXPECT_EQ(*left, 0);
+  auto plain = Database::Open(tmp.File("d.db"), DatabaseOptions{.background_checkpoint_ms = 0});
+  ASSERT_TRUE(plain.ok());
+  std::lock_guard<std::mutex> lock((*plain)->mutex());
+  EXPECT_EQ(QueryInt(**plain, "PRAGMA wal_autocheckpoint"), 1000);
+}
+
 TEST(DatabaseTest, MigrationsAreNumberedWithoutGaps) {
   int expected = 1;
   for (const Migration& m : Migrations()) {
