@@ -1,4 +1,4 @@
-// contextd's command line: `serve`, `tokens`, `scrub`, `archive reveal`. Parses flags with CLI11
+// contextd's command line: `serve`, `tokens`, `scrub`, `archive keygen|list|reveal`. Parses flags with CLI11
 // and hands over to the server and room entry points; prints errors on stderr, never on stdout
 // (stdio mode owns stdout).
 #include <unistd.h>
@@ -10,6 +10,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "scrub/originals_archive.h"
 #include "scrub/scrub_cli.h"
 #include "server/config.h"
 #include "server/server.h"
@@ -70,6 +71,21 @@ int main(int argc, char** argv) {
   scrub->add_option("--report", report, "json: print the findings instead of the redacted text")
       ->check(CLI::IsMember({"json"}));
 
+  // archive
+  CLI::App* archive = app.add_subcommand(
+      "archive", "Encrypted originals of redacted secrets (scrub.archive_originals)");
+  archive->require_subcommand(1);
+  std::string archive_dir, key_file, archive_id;
+  CLI::App* keygen = archive->add_subcommand("keygen", "Create a new key file (mode 0600)");
+  keygen->add_option("--key-file", key_file, "where to write the key")->required();
+  CLI::App* list = archive->add_subcommand("list", "List the ids of archived originals");
+  CLI::App* reveal = archive->add_subcommand("reveal", "Decrypt one archived original to stdout");
+  for (CLI::App* sub : {list, reveal}) {
+    sub->add_option("--data-dir", archive_dir, "the server's data dir (default: XDG data dir)");
+  }
+  reveal->add_option("--key-file", key_file, "the key file (mode 0600)")->required();
+  reveal->add_option("id", archive_id, "archive id (see `contextd archive list`)")->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -85,11 +101,34 @@ int main(int argc, char** argv) {
                                             std::cerr);
   }
 
-  contextd::server::ServerConfig config;
   auto fail = [](const absl::Status& s) {
     std::cerr << "contextd: " << s.message() << "\n";
     return 2;
   };
+  if (*archive) {
+    if (*keygen) {
+      if (auto s = contextd::scrub::CreateArchiveKeyFile(key_file); !s.ok()) return fail(s);
+      std::cerr << "wrote a new key to " << key_file << " (mode 0600)\n";
+      return 0;
+    }
+    contextd::server::ServerConfig dirs;
+    dirs.data_dir = archive_dir;
+    auto store = contextd::scrub::FileOriginalsArchive::Open(
+        contextd::server::ResolveDataDir(dirs) + "/originals");
+    if (!store.ok()) return fail(store.status());
+    if (*list) {
+      auto ids = (*store)->List();
+      if (!ids.ok()) return fail(ids.status());
+      for (const std::string& id : *ids) std::cout << id << "\n";
+      return 0;
+    }
+    auto original = contextd::scrub::RevealOriginal(**store, key_file, archive_id);
+    if (!original.ok()) return fail(original.status());
+    std::cout << *original;
+    return 0;
+  }
+
+  contextd::server::ServerConfig config;
   if (!config_file.empty()) {
     if (auto s = contextd::server::LoadConfigFile(config_file, &config); !s.ok()) return fail(s);
   }
