@@ -54,9 +54,11 @@ field() { sed -n "s/.*$2=\([^ ]*\).*/\1/p" <<<"$1"; }
 
 run_load() {  # label url tool args extra...
   local label=$1 url=$2 tool=$3 args=$4; shift 4
-  "$LOAD" --url "$url" --sessions "$SESSIONS" --concurrency "$CONC" --duration "$DURATION" \
-    --warmup "$WARMUP" --tool "$tool" --args "$args" --label "$label" "$@" | tee -a "$TMP/out" |
-    grep '^RESULT'
+  local out
+  out=$("$LOAD" --url "$url" --sessions "$SESSIONS" --concurrency "$CONC" --duration "$DURATION" \
+    --warmup "$WARMUP" --tool "$tool" --args "$args" --label "$label" "$@") || true
+  grep -v '^RESULT' <<<"$out" >&2
+  grep '^RESULT' <<<"$out" || echo "RESULT label=$label rps=0 p50_ms=0 p99_ms=0 errors=failed"
 }
 
 echo "== HTTP: $SESSIONS sessions, $CONC requests in flight, ${DURATION}s (after ${WARMUP}s warm-up), $(nproc) cores"

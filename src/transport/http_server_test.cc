@@ -628,6 +628,40 @@ TEST_F(HttpServerTest, StopWithOpenStreamsAndPendingPosts) {
   EXPECT_TRUE(g.WaitClosed());
 }
 
+TEST_F(HttpServerTest, GetStreamSendsKeepAliveComments) {
+  HttpServerOptions o;
+  o.sse_keepalive_interval = std::chrono::milliseconds(20);
+  StartServer(o);
+  RawClient c(server_->port());
+  std::string sid = Init(c);
+  RawClient g(server_->port());
+  g.Send(g.Request("GET", "", Sid(sid), "text/event-stream"));
+  ASSERT_EQ(g.ReadHead().status, 200);
+  EXPECT_EQ(g.ReadEvent(), ": keep-alive");
+}
+
+TEST_F(HttpServerTest, ConnectionsAboveTheLimitAreClosed) {
+  HttpServerOptions o;
+  o.max_connections = 1;
+  StartServer(o);
+  RawClient a(server_->port());
+  Init(a);  // `a` is served and stays open
+  RawClient b(server_->port());
+  EXPECT_TRUE(b.WaitClosed());
+}
+
+TEST_F(HttpServerTest, RequestTimeoutAnswers504) {
+  HttpServerOptions o;
+  o.request_timeout = std::chrono::milliseconds(50);
+  StartServer(o);
+  RawClient c(server_->port());
+  std::string sid = Init(c);
+  Response r = c.Post(Req(2, "ping", {{"hold", true}}), Sid(sid));
+  EXPECT_EQ(r.status, 504);
+  factory_->ReleaseHeld();  // the late answer is dropped
+  EXPECT_EQ(c.Post(Req(2, "ping"), Sid(sid)).status, 200);
+}
+
 TEST(HttpServerStartTest, BadAddressIsInvalidArgument) {
   HttpServerOptions o;
   o.listen_address = "not-an-ip";
