@@ -46,7 +46,7 @@ struct IdSink {
   void Add(uint32_t id) { out->push_back(id); }
   void Add(const uint32_t* ids, size_t n) { out->insert(out->end(), ids, ids + n); }
   void AddLong(const RankTable& t, const uint8_t* p, size_t n) {
-    internal::BytePairEncodeLong(t, p, n, out);
+    internal::BytePairEncodeAny(t, p, n, out);
   }
 };
 
@@ -58,7 +58,7 @@ struct CountSink {
   void Add(const uint32_t*, size_t n) { count += n; }
   void AddLong(const RankTable& t, const uint8_t* p, size_t n) {
     scratch.clear();
-    internal::BytePairEncodeLong(t, p, n, &scratch);
+    internal::BytePairEncodeAny(t, p, n, &scratch);
     count += scratch.size();
   }
 };

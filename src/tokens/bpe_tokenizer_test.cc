@@ -2,7 +2,9 @@
 
 #include <openssl/evp.h>
 
+#include <cstring>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -204,6 +206,56 @@ TEST(BpeTokenizerTest, ShortAndLongMergesAgree) {
     std::vector<uint32_t> longer;
     internal::BytePairEncodeLong(*table, p, n, &longer);
     ASSERT_EQ(std::vector<uint32_t>(ids, ids + k), longer) << s;
+  }
+}
+
+// Random vocabularies over "abcd" have ranks that do not follow merge order (a merge can create a
+// pair of lower rank than the one just merged), which exercises every path of the long and huge
+// merges. tiktoken's array scan (BytePairEncodeShort) is the reference.
+TEST(BpeTokenizerTest, MergesAgreeOnRandomVocabularies) {
+  std::mt19937 rng(17);
+  for (int v = 0; v < 20; ++v) {
+    std::vector<std::string> extra;
+    std::set<std::string> seen;
+    while (extra.size() < 60) {
+      std::string t(2 + rng() % 4, 'a');
+      for (char& c : t) c = "abcd"[rng() % 4];
+      if (seen.insert(t).second) extra.push_back(t);
+    }
+    auto table = internal::RankTable::Parse(ToyRankFile(extra));
+    ASSERT_TRUE(table.ok()) << table.status();
+    for (int i = 0; i < 200; ++i) {
+      size_t n = 2 + rng() % (i < 150 ? internal::kShortPieceMax - 1 : 5000);
+      std::string s(n, 'a');
+      for (char& c : s) c = "abcd"[rng() % 4];
+      const auto* p = reinterpret_cast<const uint8_t*>(s.data());
+      std::vector<uint32_t> heap, huge;
+      internal::BytePairEncodeLong(*table, p, n, &heap);
+      internal::BytePairEncodeHuge(*table, p, n, &huge);
+      ASSERT_EQ(heap, huge) << "vocabulary " << v << " text " << s;
+      if (n <= internal::kShortPieceMax) {
+        uint32_t ids[internal::kShortPieceMax];
+        size_t k = internal::BytePairEncodeShort(*table, p, n, ids);
+        ASSERT_EQ(std::vector<uint32_t>(ids, ids + k), heap) << "vocabulary " << v << " text " << s;
+      }
+    }
+  }
+}
+
+TEST(BpeTokenizerTest, HugeMergeMatchesHeapOnRealVocabulary) {
+  auto spec = BuiltinEncodingSpec("cl100k_base");
+  auto table = internal::RankTable::Parse(spec->rank_file);
+  ASSERT_TRUE(table.ok());
+  std::mt19937 rng(23);
+  for (int i = 0; i < 40; ++i) {
+    std::string s(100 + rng() % 20000, 'a');
+    const char* alpha = i % 2 ? "abcdefghijklmnopqrstuvwxyz" : "aeiou";
+    for (char& c : s) c = alpha[rng() % std::strlen(alpha)];
+    const auto* p = reinterpret_cast<const uint8_t*>(s.data());
+    std::vector<uint32_t> heap, huge;
+    internal::BytePairEncodeLong(*table, p, s.size(), &heap);
+    internal::BytePairEncodeHuge(*table, p, s.size(), &huge);
+    ASSERT_EQ(heap, huge);
   }
 }
 

@@ -19,8 +19,21 @@ inline constexpr size_t kShortPieceMax = 96;
 // Writes the ranks of p[0, n) (2 <= n <= kShortPieceMax) to out[0, k) and returns k (<= n).
 size_t BytePairEncodeShort(const RankTable& table, const uint8_t* p, size_t n, uint32_t* out);
 
-// Appends the ranks of p[0, n) (n >= 2, any length) to *out.
+// Appends the ranks of p[0, n) (n >= 2, any length) to *out: an indexed 4-ary heap of pairs.
 void BytePairEncodeLong(const RankTable& table, const uint8_t* p, size_t n,
                         std::vector<uint32_t>* out);
+
+// Same result as BytePairEncodeLong, for very long pieces: pairs wait in per-rank buckets (a
+// bitmap finds the lowest non-empty rank) and each rank's positions are sorted once, so the merge
+// loop walks memory in order instead of sifting a heap. Uses per-thread scratch space.
+void BytePairEncodeHuge(const RankTable& table, const uint8_t* p, size_t n,
+                        std::vector<uint32_t>* out);
+
+// Pieces longer than this use BytePairEncodeHuge.
+inline constexpr size_t kHugePieceMin = 2048;
+
+// Dispatches on length to the short, long or huge merge (all give the same ids).
+void BytePairEncodeAny(const RankTable& table, const uint8_t* p, size_t n,
+                       std::vector<uint32_t>* out);
 
 }  // namespace contextd::tokens::internal
