@@ -24,6 +24,11 @@ constexpr std::string_view kMarkerPrefix = "[REDACTED:";
 constexpr size_t kMaxMarkerId = 64;
 // Bytes after a keyword hit that the rule window always covers (then extended to the line end).
 constexpr size_t kForwardWindow = 96;
+// Bytes before a keyword hit that the window covers (gitleaks rules put up to 50 [\w.-] chars,
+// and some a whole token, before the keyword).
+constexpr size_t kBackWindow = 128;
+// A window never extends more than this past `reach` even if the line goes on (minified JSON).
+constexpr size_t kMaxLineTail = 2048;
 // Rules whose regex can span many lines (dot-all, [\s\S]) get a larger window.
 constexpr size_t kWideForwardWindow = 16384;
 // Windows of one rule closer than this merge: a short DFA scan is cheaper than another RE2 call.
@@ -88,6 +93,8 @@ struct CompiledRule {
   bool low_priority = false;  // generic, or tagged "generic": runs after the specific rules
   bool has_early_allowlist = false;  // some allowlist (rule or global) needs no secret
   size_t forward_window = kForwardWindow;
+  size_t back_window = kBackWindow;
+  bool wide = false;  // the regex can span many lines
   std::vector<std::string> tags;
   std::vector<CompiledAllowlist> allowlists;
 };
@@ -350,12 +357,16 @@ struct RuleScrubber::Impl {
         if (r.path != nullptr && path.empty()) continue;  // path rule, no path: not applicable
         Window& w = win[ri];
         const size_t reach = std::min(text.size(), end + r.forward_window);
+        // The window runs from a little before the keyword (at most back_window bytes, not
+        // before its line unless the rule spans lines) to the end of the line `reach` is on
+        // (at most kMaxLineTail bytes further).
+        const size_t to = std::min(WindowEnd(text, reach), reach + kMaxLineTail);
         if (w.open && kw_start < w.to) {  // inside the open window: extend it if needed
-          if (reach > w.to) w.to = WindowEnd(text, reach);
+          if (to > w.to) w.to = to;
           continue;
         }
-        size_t from = LineStart(text, kw_start);
-        size_t to = WindowEnd(text, reach);
+        size_t from = kw_start > r.back_window ? kw_start - r.back_window : 0;
+        if (!r.wide) from = std::max(from, LineStart(text, kw_start));
         if (w.open && from <= w.to + kWindowGap) {
           w.to = to;
           continue;
@@ -614,6 +625,8 @@ absl::StatusOr<std::unique_ptr<RuleScrubber>> RuleScrubber::Create(const RulesCo
     if (absl::StrContains(spec.regex, "(?s") || absl::StrContains(spec.regex, "\\s\\S") ||
         absl::StrContains(spec.regex, "\\S\\s")) {
       r.forward_window = kWideForwardWindow;
+      r.back_window = kWideForwardWindow;
+      r.wide = true;
     }
     r.tags = spec.tags;
     for (const auto& a : spec.allowlists) {

@@ -23,17 +23,14 @@ class AhoCorasick {
   void Scan(std::string_view text, F&& on_match) const {
     const auto* p = reinterpret_cast<const unsigned char*>(text.data());
     const size_t n = text.size();
-    const uint32_t* delta = delta_.data();
-    const uint8_t* cls = class_of_;
     uint32_t s = 0;
-    for (size_t i = 0; i < n; ++i) {
-      s = delta[(s >> 1) + cls[p[i]]];
-      if (s & 1u) [[unlikely]] {
-        const uint32_t state = (s >> 1) / num_classes_;
-        for (uint32_t k = out_begin_[state]; k < out_begin_[state + 1]; ++k) {
-          on_match(out_[k], i + 1);
-        }
-      }
+    size_t i = 0;
+    while (i < n) {
+      // The hot loop has no calls in it, so the state stays in a register.
+      i = Run(p, i, n, &s);
+      if (i == 0) break;
+      const uint32_t state = (s >> 1) / num_classes_;
+      for (uint32_t k = out_begin_[state]; k < out_begin_[state + 1]; ++k) on_match(out_[k], i);
     }
   }
 
@@ -41,6 +38,23 @@ class AhoCorasick {
   size_t num_states() const { return out_begin_.empty() ? 0 : out_begin_.size() - 1; }
 
  private:
+  // Advances from byte `i` until a state with output is entered; returns the offset just past
+  // that byte (updating *state), or 0 when the end is reached without output.
+  size_t Run(const unsigned char* p, size_t i, size_t n, uint32_t* state) const {
+    const uint32_t* delta = delta_.data();
+    const uint8_t* cls = class_of_;
+    uint32_t s = *state;
+    while (i < n) {
+      s = delta[(s >> 1) + cls[p[i++]]];
+      if (s & 1u) [[unlikely]] {
+        *state = s;
+        return i;
+      }
+    }
+    *state = s;
+    return 0;
+  }
+
   uint8_t class_of_[256];
   uint32_t num_classes_ = 1;
   // delta_[row + class] = (next_row << 1) | has_output, where row = state * num_classes_.
