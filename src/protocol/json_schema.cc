@@ -1,6 +1,7 @@
 #include "protocol/json_schema.h"
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "protocol/internal/strings.h"
@@ -46,6 +47,16 @@ const char* TypeName(const Json& v) {
   if (v.is_number()) return "number";
   if (v.is_boolean()) return "boolean";
   return "null";
+}
+
+// Reads a non-negative integer keyword value (minLength, maxItems, ...); false if absent or not
+// a non-negative integer (the keyword is then ignored).
+bool Count(const Json& schema, const char* keyword, uint64_t* out) {
+  auto it = schema.find(keyword);
+  if (it == schema.end() || !it->is_number_integer()) return false;
+  if (!it->is_number_unsigned() && it->get<int64_t>() < 0) return false;
+  *out = it->get<uint64_t>();
+  return true;
 }
 
 // A short rendering of a value for error messages.
@@ -124,28 +135,22 @@ class Validator {
 
     if (v.is_string()) {
       const size_t n = CodePointCount(v.get_ref<const std::string&>());
-      if (auto m = schema.find("minLength"); m != schema.end() && m->is_number_integer() &&
-                                             n < m->get<uint64_t>()) {
-        return Fail(path, Cat("must be at least ", m->get<uint64_t>(),
-                                       " characters long (minLength), got ", n));
+      uint64_t limit = 0;
+      if (Count(schema, "minLength", &limit) && n < limit) {
+        return Fail(path, Cat("must be at least ", limit, " characters long (minLength), got ", n));
       }
-      if (auto m = schema.find("maxLength"); m != schema.end() && m->is_number_integer() &&
-                                             n > m->get<uint64_t>()) {
-        return Fail(path, Cat("must be at most ", m->get<uint64_t>(),
-                                       " characters long (maxLength), got ", n));
+      if (Count(schema, "maxLength", &limit) && n > limit) {
+        return Fail(path, Cat("must be at most ", limit, " characters long (maxLength), got ", n));
       }
     }
 
     if (v.is_array()) {
-      if (auto m = schema.find("minItems"); m != schema.end() && m->is_number_integer() &&
-                                            v.size() < m->get<uint64_t>()) {
-        return Fail(path, Cat("must have at least ", m->get<uint64_t>(),
-                                       " items (minItems), got ", v.size()));
+      uint64_t limit = 0;
+      if (Count(schema, "minItems", &limit) && v.size() < limit) {
+        return Fail(path, Cat("must have at least ", limit, " items (minItems), got ", v.size()));
       }
-      if (auto m = schema.find("maxItems"); m != schema.end() && m->is_number_integer() &&
-                                            v.size() > m->get<uint64_t>()) {
-        return Fail(path, Cat("must have at most ", m->get<uint64_t>(),
-                                       " items (maxItems), got ", v.size()));
+      if (Count(schema, "maxItems", &limit) && v.size() > limit) {
+        return Fail(path, Cat("must have at most ", limit, " items (maxItems), got ", v.size()));
       }
       if (auto items = schema.find("items"); items != schema.end()) {
         if (items->is_object() || items->is_boolean()) {

@@ -119,6 +119,13 @@ TEST(JsonSchemaTest, SelfReferenceTerminates) {
   EXPECT_FALSE(Ok(schema, 1));
 }
 
+TEST(JsonSchemaTest, NegativeOrParsedCountsBehave) {
+  EXPECT_TRUE(Ok({{"type", "string"}, {"minLength", -1}}, ""));  // nonsense keyword ignored
+  Json parsed = Json::parse(R"({"type":"array","maxItems":1})");  // unsigned when parsed
+  EXPECT_FALSE(Ok(parsed, Json::array({1, 2})));
+  EXPECT_TRUE(Ok(parsed, Json::array({1})));
+}
+
 TEST(JsonSchemaTest, BooleanSchemasAndUnknownKeywords) {
   EXPECT_TRUE(Ok(true, 1));
   EXPECT_FALSE(Ok(false, 1));
