@@ -105,6 +105,7 @@ absl::StatusOr<RankTable> RankTable::Parse(std::string_view file) {
     ++bits;
   }
   t.slots_.assign(cap, Slot{0, 0, 0});
+  t.tags_.assign(cap, 0);
   t.mask_ = cap - 1;
   t.shift_ = 64 - bits;
   std::fill(std::begin(t.single_), std::end(t.single_), kNoRank);
@@ -123,11 +124,13 @@ absl::StatusOr<RankTable> RankTable::Parse(std::string_view file) {
       t.pairs_[(p[0] << 8) | p[1]] = rank;
     }
     uint64_t head;
-    size_t i = Hash(p, tok.size(), &head) >> t.shift_;  // bits >= 1: cap >= 2
+    uint64_t h = Hash(p, tok.size(), &head);
+    size_t i = h >> t.shift_;  // bits >= 1: cap >= 2
     for (;;) {
       Slot& slot = t.slots_[i];
       if (slot.len == 0) {
         slot = Slot{head, rank, static_cast<uint32_t>(tok.size())};
+        t.tags_[i] = Tag(h);
         break;
       }
       if (slot.head == head && slot.len == tok.size() && t.Bytes(slot.rank) == tok) {
