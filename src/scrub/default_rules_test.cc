@@ -209,11 +209,13 @@ std::vector<Case> FalsePositives() {
       {"generic-password", "if password == confirm_password:", ""},
       {"generic-password", "<input type=\"password\" name=\"password\">", ""},
       {"generic-password", "password: ${{ secrets.DB_PASSWORD }}", ""},
+      {"generic-password", "    return login(password, timeout=13)", ""},
       {"generic-secret", "csrf_token = \"a1b2c3d4e5f6a1b2c3d4e5f6\"", ""},
       {"generic-secret", "token_count = 4096", ""},
       {"generic-secret", "\"integrity\": \"sha512-" + std::string("Zm9vYmFyYmF6cXV4cXV1eHF1dXhxdXV4cXV1eA==") + "\"", ""},
       {"generic-secret", "api_key = settings.OPENAI_API_KEY", ""},
       {"generic-secret", "secret_name: 550e8400-e29b-41d4-a716-446655440000", ""},
+      {"generic-secret", "api_key=<YOUR_API_KEY>\nuser_id=01a0dc07-4a59-47af-a736-90d6a15f2091", ""},
       {"authorization-header", "Authorization: Bearer <token>", ""},
       {"authorization-header", "Authorization: Bearer ${TOKEN}", ""},
   };
