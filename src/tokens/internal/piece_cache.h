@@ -13,8 +13,8 @@ namespace contextd::tokens::internal {
 
 class PieceCache {
  public:
-  static constexpr size_t kMaxLen = 24;  // bytes of a cacheable piece
-  static constexpr size_t kMaxIds = 8;   // ids of a cacheable result
+  static constexpr size_t kMaxLen = 56;  // bytes of a cacheable piece
+  static constexpr size_t kMaxIds = 16;  // ids of a cacheable result
 
   // The ids cached for (owner, p[0, len)) and their number in *count, or nullptr.
   const uint32_t* Find(uint32_t owner, const uint8_t* p, size_t len, size_t* count) const {
@@ -36,7 +36,7 @@ class PieceCache {
   }
 
  private:
-  static constexpr int kBits = 14;
+  static constexpr int kBits = 13;
   static constexpr size_t kEntries = size_t{1} << kBits;
 
   struct alignas(64) Entry {
