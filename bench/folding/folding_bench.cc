@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "base/executor.h"
 #include "folding/branch_manager.h"
 #include "folding/testing/fakes.h"
@@ -104,7 +105,9 @@ void SetPercentiles(benchmark::State& state, std::vector<double>& us) {
 void BM_CreateReturnPair(benchmark::State& state) {
   Engine e(1000, state.range(0) != 0);
   std::vector<SessionKey> sessions;
-  for (int i = 0; i < 16; ++i) sessions.push_back({"local", "default", "s" + std::to_string(i)});
+  for (int i = 0; i < 16; ++i) {
+    sessions.push_back({"local", "default", absl::StrCat("s", i)});
+  }
   std::vector<double> us;
   us.reserve(200000);
   ReturnRequest ret;
@@ -128,8 +131,16 @@ void BM_CreateReturnPair(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));  // pairs
   SetPercentiles(state, us);
 }
-BENCHMARK(BM_CreateReturnPair)->Arg(0)->ArgName("sync_full")->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_CreateReturnPair)->Arg(1)->ArgName("sync_full")->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_CreateReturnPair)
+    ->Arg(0)
+    ->ArgName("sync_full")
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_CreateReturnPair)
+    ->Arg(1)
+    ->ArgName("sync_full")
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 void BM_CreateWithActive(benchmark::State& state) {
   const int active = static_cast<int>(state.range(0));
@@ -137,7 +148,7 @@ void BM_CreateWithActive(benchmark::State& state) {
   Engine e(active + 100);
   bool failed = false;
   for (int i = 0; i < active; ++i) {
-    SessionKey s{"local", "default", "bg" + std::to_string(i / 10)};
+    SessionKey s{"local", "default", absl::StrCat("bg", i / 10)};
     e.Run([&] {
       CreateRequest r = Req();
       if (!e.mgr->Create(s, r).ok()) failed = true;
