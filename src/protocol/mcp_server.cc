@@ -306,7 +306,8 @@ class ToolCallImpl final : public ToolCall, public std::enable_shared_from_this<
     if (total > 0) params[wire::kTotal] = total;
     if (!message.empty()) params[wire::kMessage] = message;
     RunOn(executor_, [self = shared_from_this(), p = std::move(params)]() mutable {
-      if (self->cancelled_ || self->finished_) return;
+      // Tasks run in posting order, so progress sent before Finish still precedes the response.
+      if (self->cancelled_ || self->responded_) return;
       if (auto s = self->session_.lock()) {
         s->Send(MakeNotification(wire::kNotifProgress, std::move(p)), self->id_);
       }
@@ -316,7 +317,7 @@ class ToolCallImpl final : public ToolCall, public std::enable_shared_from_this<
   void Log(LoggingLevel level, std::string_view logger, Json data) override {
     RunOn(executor_, [self = shared_from_this(), level, l = std::string(logger),
                       d = std::move(data)]() mutable {
-      if (self->cancelled_) return;
+      if (self->cancelled_ || self->responded_) return;
       if (auto s = self->session_.lock()) s->SendLog(level, l, std::move(d), self->id_);
     });
   }
@@ -365,6 +366,8 @@ class ToolCallImpl final : public ToolCall, public std::enable_shared_from_this<
     }
     for (auto& f : callbacks) f();
   }
+  // Called when the response has been sent (or suppressed): nothing more goes out for the call.
+  void MarkResponded() { responded_ = true; }
   void AddPending(int64_t id) { pending_.push_back(id); }
   void RemovePending(int64_t id) {
     pending_.erase(std::remove(pending_.begin(), pending_.end(), id), pending_.end());
@@ -383,6 +386,7 @@ class ToolCallImpl final : public ToolCall, public std::enable_shared_from_this<
   std::atomic<bool> finished_{false};
   std::vector<std::function<void()>> on_cancel_;  // executor only
   std::vector<int64_t> pending_;                  // executor only
+  bool responded_ = false;                        // executor only
 };
 
 McpSession::~McpSession() {
@@ -605,6 +609,7 @@ void McpSession::FailRequests(const std::vector<int64_t>& ids, const absl::Statu
 void McpSession::FinishCall(const std::shared_ptr<ToolCallImpl>& call, ToolResult result) {
   auto it = calls_.find(call->request_id());
   if (it != calls_.end() && it->second == call) calls_.erase(it);
+  call->MarkResponded();
   if (call->cancelled() || closed_) return;  // a cancelled call is never answered
   Reply(call->request_id(), ToolResultToJson(std::move(result)));
 }

@@ -3,6 +3,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -357,6 +358,29 @@ TEST_F(McpServerTest, FinishTwiceSendsOneResponseAndWorksFromAnotherThread) {
   std::vector<Sent> sent = sink_->Take();
   ASSERT_EQ(sent.size(), 1u);
   EXPECT_EQ(sent[0].message["result"]["content"][0]["text"], "first");
+}
+
+TEST_F(McpServerTest, OffExecutorProgressAndLogsPrecedeTheResponseAndNothingFollowsIt) {
+  std::shared_ptr<ToolCall> held;
+  ASSERT_TRUE(server_.AddTool({"bg", "", "", nullptr, nullptr, nullptr},
+                              [&](std::shared_ptr<ToolCall> c) { held = c; })
+                  .ok());
+  Initialize();
+  Request(4, "tools/call", {{"name", "bg"}, {"_meta", {{"progressToken", 1}}}});
+  std::thread t([&] {
+    held->SendProgress(1, 1);
+    held->Log(LoggingLevel::kInfo, "", "done soon");
+    held->Finish(TextResult("ok"));
+    held->SendProgress(2, 2);  // after Finish: dropped
+    held->Log(LoggingLevel::kInfo, "", "too late");
+  });
+  t.join();
+  executor_.RunUntilIdle();
+  std::vector<Sent> sent = sink_->Take();
+  ASSERT_EQ(sent.size(), 3u);
+  EXPECT_EQ(sent[0].message["method"], "notifications/progress");
+  EXPECT_EQ(sent[1].message["method"], "notifications/message");
+  EXPECT_EQ(sent[2].message["result"]["content"][0]["text"], "ok");
 }
 
 TEST_F(McpServerTest, DuplicateInFlightIdIsRejected) {
