@@ -235,7 +235,12 @@ void BranchManager::AddNode(Branch branch, SessionState& state) {
 
 void BranchManager::ArmTimer(Node& node) {
   std::string id = node.branch.id;
-  node.timer = executor_.PostAt(node.branch.deadline_mono, [this, id] { OnDeadline(id); });
+  std::weak_ptr<int> alive = alive_;
+  node.timer = executor_.PostAt(node.branch.deadline_mono, [this, alive, id] {
+    // A timer already moved to the run queue cannot be cancelled; it must not outlive us.
+    if (alive.expired()) return;
+    OnDeadline(id);
+  });
 }
 
 absl::StatusOr<BranchManager::SessionState*> BranchManager::EnsureSession(
@@ -488,7 +493,10 @@ void BranchManager::OnDeadline(const std::string& id) {
     // The store failed: try again shortly rather than leave a branch past its deadline.
     base::LogError(absl::StrCat("branch ", id, ": timeout not recorded: ", st.ToString()));
     Node& again = nodes_.at(id);
-    again.timer = executor_.PostAfter(std::chrono::seconds(1), [this, id] { OnDeadline(id); });
+    std::weak_ptr<int> alive = alive_;
+    again.timer = executor_.PostAfter(std::chrono::seconds(1), [this, alive, id] {
+      if (!alive.expired()) OnDeadline(id);
+    });
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -272,6 +273,8 @@ class BranchManager {
   std::unordered_map<std::string, Node> nodes_;
   std::unordered_map<SessionKey, SessionState, SessionKeyHash> sessions_;
   int active_count_ = 0;
+  // Timer tasks hold a weak_ptr to this and do nothing once the manager is gone.
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 
 }  // namespace contextd::folding

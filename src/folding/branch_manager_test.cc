@@ -473,6 +473,18 @@ TEST_F(BranchManagerTest, ReturnCancelsTheDeadline) {
   EXPECT_EQ(forced, 0);
 }
 
+TEST_F(BranchManagerTest, ADueTimerQueuedBehindTheDestructorDoesNothing) {
+  CreateRequest r = Req();
+  r.timeout_seconds = 5;
+  auto a = Create(r);
+  ASSERT_TRUE(a.ok());
+  clock_.Advance(std::chrono::seconds(5));
+  // The destruction is queued first; the due timer is moved to the queue behind it.
+  exec_.Post([&] { mgr_.reset(); });
+  exec_.RunUntilIdle();
+  EXPECT_EQ(Stored(a->branch_id).status, BranchStatus::kActive);  // left for Recover()
+}
+
 TEST_F(BranchManagerTest, TimeoutRetriedWhenTheStoreFails) {
   CreateRequest r = Req();
   r.timeout_seconds = 5;
