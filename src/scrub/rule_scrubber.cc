@@ -36,7 +36,7 @@ constexpr size_t kWindowGap = 256;
 // A finding clipped around an existing marker keeps only pieces at least this long.
 constexpr size_t kMinClippedPiece = 6;
 // Upper bound on redaction passes (each pass strictly shrinks the unredacted text).
-constexpr int kMaxPasses = 8;
+constexpr int kMaxPasses = 64;
 
 bool IsIdChar(unsigned char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
@@ -178,12 +178,11 @@ struct RuleScrubber::Impl {
   std::vector<CompiledRule> rules;
   std::vector<CompiledAllowlist> global;
   std::vector<CompileProblem> problems;
-  // Aho-Corasick pattern i: keyword_rules[i] lists the rules it triggers; the last pattern is the
-  // marker prefix.
+  // Aho-Corasick pattern i: keyword_rules[i] lists the rules it triggers.
   std::unique_ptr<internal::AhoCorasick> ac;
   std::vector<std::vector<uint32_t>> keyword_rules;
   std::vector<uint32_t> keyword_len;
-  uint32_t marker_pattern = 0;
+  size_t max_keyword_len = 0;
   // Rules without keywords, screened together.
   std::vector<uint32_t> always_rules;
   std::unique_ptr<RE2::Set> always_set;
@@ -344,14 +343,22 @@ struct RuleScrubber::Impl {
       if (w.open) spans[ri].emplace_back(w.from, w.to);
       w.open = false;
     };
+    // Existing markers first: keyword hits inside a marker are not text (the marker's own letters
+    // must not open windows, or each pass would find more than the last).
+    for (size_t pos = text.find(kMarkerPrefix); pos != std::string_view::npos;
+         pos = text.find(kMarkerPrefix, pos + 1)) {
+      size_t len = 0;
+      if (ParseMarker(text, pos, &len)) markers->emplace_back(pos, pos + len);
+    }
+    size_t mi = 0;  // first marker that may still overlap a hit (hits come in order of `end`)
     ac->Scan(text, [&](uint32_t pattern, size_t end) {
-      if (pattern == marker_pattern) {
-        size_t start = end - kMarkerPrefix.size();
-        size_t len = 0;
-        if (ParseMarker(text, start, &len)) markers->emplace_back(start, start + len);
-        return;
-      }
       const size_t kw_start = end - keyword_len[pattern];
+      if (!markers->empty()) {
+        while (mi < markers->size() && (*markers)[mi].second + max_keyword_len <= end) ++mi;
+        for (size_t k = mi; k < markers->size() && (*markers)[k].first < end; ++k) {
+          if ((*markers)[k].second > kw_start) return;
+        }
+      }
       for (uint32_t ri : keyword_rules[pattern]) {
         const CompiledRule& r = rules[ri];
         if (r.path != nullptr && path.empty()) continue;  // path rule, no path: not applicable
@@ -426,7 +433,6 @@ struct RuleScrubber::Impl {
       }
     }
     std::sort(found.begin(), found.end(), HitBefore);
-    std::sort(markers->begin(), markers->end());
     if (!markers->empty() && !found.empty()) found = ClipAroundMarkers(std::move(found), *markers);
     return found;
   }
@@ -652,11 +658,10 @@ absl::StatusOr<std::unique_ptr<RuleScrubber>> RuleScrubber::Create(const RulesCo
     if (!any_keyword) impl->always_rules.push_back(ri);
     impl->rules.push_back(std::move(r));
   }
-  for (const auto& k : keywords) impl->keyword_len.push_back(static_cast<uint32_t>(k.size()));
-  impl->marker_pattern = static_cast<uint32_t>(keywords.size());
-  keywords.emplace_back(kMarkerPrefix);
-  impl->keyword_rules.emplace_back();
-  impl->keyword_len.push_back(static_cast<uint32_t>(kMarkerPrefix.size()));
+  for (const auto& k : keywords) {
+    impl->keyword_len.push_back(static_cast<uint32_t>(k.size()));
+    impl->max_keyword_len = std::max(impl->max_keyword_len, k.size());
+  }
   impl->ac = std::make_unique<internal::AhoCorasick>(keywords);
   if (impl->always_rules.size() > 1) {
     auto set = std::make_unique<RE2::Set>(RuleOptions(), RE2::UNANCHORED);
