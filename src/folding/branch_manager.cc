@@ -658,9 +658,10 @@ absl::StatusOr<ReturnResult> BranchManager::Return(const SessionKey& session,
   std::vector<std::string> kids =
       ForceReturnDescendants(txn, id, absl::StrCat("parent ", id, " returned"));
   Branch& b = txn.Get(id);
-  // The return message is always accepted (refusing it would lose the fold), even if it takes
-  // the branch past its budget; the parent is charged what the branch really consumed.
-  b.tokens_used += summary_tokens;
+  // The return message is always accepted (refusing it would lose the fold), but charged only up
+  // to what the branch has left, so that used + reserved <= allocated holds for every branch and
+  // a parent is never charged more than it reserved.
+  b.tokens_used += std::min(summary_tokens, std::max<int64_t>(b.Remaining(), 0));
   const std::string parent_id = b.parent_id;
   FinishInTxn(txn, id, BranchStatus::kCompleted, "returned", summary);
   ReturnResult result;

@@ -75,7 +75,7 @@ struct ReturnResult {
   std::string summary;  // the scrubbed message, as stored
   int64_t summary_tokens = 0;
   // Everything the branch consumed: prompt, charges, its children's consumption, and the return
-  // message. Equal to the branch's final tokens_used.
+  // message (charged at most up to the budget). Equal to the branch's final tokens_used.
   int64_t tokens_used = 0;
   // tokens_used minus summary_tokens (never negative): what the parent's context no longer
   // carries once the branch is replaced by its summary.
