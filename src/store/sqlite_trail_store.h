@@ -1,0 +1,78 @@
+// SqliteTrailStore: the trail's TrailStore in contextd's SQLite database (tables trail_scopes,
+// trail_events, trail_blobs and the FTS5 index trail_fts of migration 0002_trail.sql). Every
+// write is one IMMEDIATE transaction, durable against a process crash when it returns.
+// Thread-safe: calls are serialised on the Database's mutex, which it may share with the other
+// stores (SqliteBranchStore) of the same connection.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "store/database.h"
+#include "trail/trail_store.h"
+
+namespace contextd::store {
+
+// Turns free text into an FTS5 MATCH expression that cannot be a syntax error: each
+// whitespace-separated word becomes a quoted phrase (a trailing '*' stays a prefix match), all
+// words required. InvalidArgument if `query` holds no word or more than 1000 bytes.
+absl::StatusOr<std::string> FtsQuery(std::string_view query);
+
+class SqliteTrailStore final : public trail::TrailStore {
+ public:
+  // Opens (creating and migrating) the database file at `path` with its own connection.
+  static absl::StatusOr<std::unique_ptr<SqliteTrailStore>> Open(const std::string& path,
+                                                                const DatabaseOptions& options = {});
+  // Uses an open database (shared with other stores); prepares the statements.
+  static absl::StatusOr<std::unique_ptr<SqliteTrailStore>> Create(std::shared_ptr<Database> db);
+
+  absl::Status OpenScope(const trail::Scope& scope) override;
+  absl::StatusOr<std::vector<int64_t>> AppendEvents(
+      const std::vector<trail::NewEvent>& events) override;
+  absl::Status FoldScope(std::string_view id, std::string_view summary, int64_t summary_tokens,
+                         int64_t at_ms) override;
+  absl::StatusOr<std::optional<trail::Scope>> GetScope(std::string_view id) override;
+  absl::StatusOr<trail::EventPage> ListEvents(std::string_view scope_id, int64_t offset,
+                                              int64_t limit) override;
+  absl::StatusOr<std::vector<trail::SessionEntry>> ListSessions(std::string_view tenant,
+                                                                int64_t limit) override;
+  absl::StatusOr<std::vector<trail::Scope>> ListScopes(std::string_view root_scope_id) override;
+  absl::StatusOr<std::vector<trail::SearchHit>> Search(std::string_view tenant,
+                                                       std::string_view project,
+                                                       std::string_view query,
+                                                       int64_t limit) override;
+
+  // Blobs stored (distinct payloads), for tests and stats.
+  absl::StatusOr<int64_t> BlobCount();
+
+  Database& database() { return *db_; }
+
+ private:
+  explicit SqliteTrailStore(std::shared_ptr<Database> db) : db_(std::move(db)) {}
+  absl::Status PrepareAll();
+  // Runs `fn` inside BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error). Caller holds the mutex.
+  template <typename Fn>
+  absl::Status InTransaction(Fn fn);
+  absl::StatusOr<std::optional<trail::Scope>> GetScopeLocked(std::string_view id);
+  absl::StatusOr<std::vector<trail::Scope>> ReadScopes(Statement& st, int extra_text_col,
+                                                       std::vector<std::string>* extra);
+
+  std::shared_ptr<Database> db_;
+  Statement insert_scope_;
+  Statement insert_fts_;
+  Statement scope_root_;
+  Statement insert_blob_;
+  Statement insert_event_;
+  Statement fold_;
+  Statement fold_fts_;
+  Statement get_scope_;
+  Statement list_events_;
+  Statement count_events_;
+  Statement list_sessions_;
+  Statement list_scopes_;
+  Statement search_;
+  Statement blob_count_;
+};
+
+}  // namespace contextd::store

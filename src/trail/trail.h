@@ -1,0 +1,114 @@
+// Trail: the foldable trail of every session, over a TrailStore. It opens a root scope per
+// session, a scope per branch (server/ feeds it the folding engine's branch events), records
+// tool calls and results in the scope they belong to (the gateway calls RecordToolCall), folds
+// scopes when their branch returns, and builds the folded view the model should see.
+// Every text handed in must already be scrubbed by the caller (the server scrubs before calling);
+// the trail stores it as given. Thread-safety: none of its own; every method runs on the engine
+// executor, like the BranchManager.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "base/clock.h"
+#include "trail/trail_store.h"
+
+namespace contextd::trail {
+
+// Default and largest page of trail_unfold.
+inline constexpr int64_t kDefaultUnfoldLimit = 20;
+inline constexpr int64_t kMaxUnfoldLimit = 200;
+
+// What RecordToolCall wrote.
+struct RecordedCall {
+  std::string scope_id;  // the scope the call was recorded in
+  int64_t call_seq = 0;
+  int64_t result_seq = 0;
+};
+
+// The session as the model should see it.
+struct FoldedView {
+  std::string root_scope_id;
+  // One entry per line group: open scopes with their events' payloads in full, folded scopes as
+  // one summary line, scopes deeper than the requested depth as one line.
+  std::string text;
+  int64_t tokens_unfolded = 0;  // every event of every scope of the session
+  int64_t tokens_folded = 0;    // open scopes' events + folded scopes' summaries
+  int64_t scopes_open = 0;      // branch scopes only
+  int64_t scopes_folded = 0;
+  int64_t events = 0;
+};
+
+class Trail {
+ public:
+  // `store` and `clock` must outlive the trail.
+  Trail(TrailStore& store, const base::Clock& clock);
+  Trail(const Trail&) = delete;
+  Trail& operator=(const Trail&) = delete;
+
+  // The id of the session's root scope, opening it ("ses_" + random hex) on first use in this
+  // process. A session seen again after a restart gets a new root. Unavailable/Internal from the
+  // store.
+  absl::StatusOr<std::string> RootScope(const SessionRef& session);
+
+  // A branch was created: opens scope `branch_id` under `parent_branch_id` (or the session root
+  // if empty) with `description`, and records branch_created (payload: description and prompt)
+  // in the parent scope. NotFound if the parent scope is unknown; AlreadyExists if the scope is.
+  absl::Status OnBranchCreated(const SessionRef& session, std::string_view branch_id,
+                               std::string_view parent_branch_id, std::string_view description,
+                               std::string_view prompt, int64_t prompt_tokens);
+  // A branch crossed its warning threshold: records a warning event in its scope.
+  absl::Status OnBranchWarning(std::string_view branch_id, std::string_view text);
+  // A branch ended: records branch_returned (`forced` false) or force_return (payload `reason`
+  // and the summary) in its scope, then folds the scope with `summary`. NotFound for an unknown
+  // scope; an already folded scope is left as it is (OK).
+  absl::Status OnBranchFolded(std::string_view branch_id, std::string_view summary,
+                              int64_t summary_tokens, bool forced, std::string_view reason);
+
+  // For the gateway: records one proxied tool call as a tool_call event (payload
+  // `arguments_text`, `tokens_args`) and a tool_result event (payload `result_text`,
+  // `tokens_result`, `is_error`) in scope `scope_id` (a branch id), or in the session's root
+  // scope if `scope_id` is empty. One durable transaction. NotFound if the scope is unknown or
+  // belongs to another session.
+  absl::StatusOr<RecordedCall> RecordToolCall(const SessionRef& session, std::string_view scope_id,
+                                              std::string_view tool,
+                                              std::string_view arguments_text,
+                                              std::string_view result_text, int64_t tokens_args,
+                                              int64_t tokens_result, bool is_error);
+
+  // The folded view of the session. `depth` < 0: unlimited; otherwise scopes nested deeper than
+  // `depth` levels below the root are shown as one line (the token totals do not change).
+  absl::StatusOr<FoldedView> View(const SessionRef& session, int depth);
+
+  // A page of scope `scope_id`'s events, from any session of `session`'s tenant and project.
+  // NotFound otherwise; InvalidArgument for a negative offset or a limit outside
+  // 1..kMaxUnfoldLimit.
+  absl::StatusOr<EventPage> Unfold(const SessionRef& session, std::string_view scope_id,
+                                   int64_t offset, int64_t limit);
+  // Scope `scope_id` if it belongs to `session`'s tenant and project; NotFound otherwise.
+  absl::StatusOr<Scope> GetScope(const SessionRef& session, std::string_view scope_id);
+
+  // Full-text search over descriptions and summaries of `session`'s tenant and project.
+  absl::StatusOr<std::vector<SearchHit>> Search(const SessionRef& session, std::string_view query,
+                                                int64_t limit);
+
+  // Forgets the session's root scope id (its trail stays in the store).
+  void EndSession(const SessionRef& session);
+
+  TrailStore& store() { return store_; }
+
+ private:
+  TrailStore& store_;
+  const base::Clock& clock_;
+  std::unordered_map<std::string, std::string> roots_;  // SessionRef::ToString() -> root id
+};
+
+// Renders `view`'s header and totals plus its text (what context_view shows).
+std::string FoldedViewText(const FoldedView& view);
+
+}  // namespace contextd::trail

@@ -1,0 +1,144 @@
+// TrailStore: the durable storage of the foldable trail, as an interface (store/ implements it
+// with SQLite). The trail is a tree of scopes per session: the session is the root scope, each
+// branch a scope under its parent; events are the leaves. Payloads are content-addressed blobs
+// (SHA-256) stored once. Every write is atomic and durable against a process crash when it
+// returns OK. Implementations are thread-safe. All text handed in must already be scrubbed.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace contextd::trail {
+
+// Who owns a trail: the same three parts as the folding engine's SessionKey.
+struct SessionRef {
+  std::string tenant = "local";
+  std::string project = "default";
+  std::string session_id;
+  bool operator==(const SessionRef&) const = default;
+  // "tenant/project/session_id" (map keys, logs).
+  std::string ToString() const;
+};
+
+// What a scope stands for.
+enum class ScopeKind { kSession, kBranch };
+// An open scope shows its events; a folded one is replaced by its summary.
+enum class ScopeStatus { kOpen, kFolded };
+
+// "session" / "branch"; "open" / "folded".
+const char* ScopeKindName(ScopeKind kind);
+const char* ScopeStatusName(ScopeStatus status);
+
+// The leaves of the trail.
+enum class EventKind {
+  kToolCall,        // "tool_call": a tool's arguments (label: tool name)
+  kToolResult,      // "tool_result": a tool's result (label: tool name)
+  kBranchCreated,   // "branch_created": in the parent scope (label: the child's scope id)
+  kBranchReturned,  // "branch_returned": in the branch's own scope, payload the summary
+  kWarning,         // "warning": the branch crossed 80% of its budget
+  kForceReturn,     // "force_return": in the branch's own scope, payload reason + summary
+};
+// The storage/wire name of `kind` (a static string).
+const char* EventKindName(EventKind kind);
+// Inverse of EventKindName; InvalidArgument naming `name` otherwise.
+absl::StatusOr<EventKind> ParseEventKind(std::string_view name);
+
+struct Scope {
+  std::string id;  // "ses_..." for a session root, the branch id for a branch
+  SessionRef session;
+  ScopeKind kind = ScopeKind::kBranch;
+  std::string parent_id;  // "" for a session root; the root's id for a top-level branch
+  std::string description;
+  ScopeStatus status = ScopeStatus::kOpen;
+  std::string summary;         // set when folded
+  int64_t summary_tokens = 0;  // tokens of the summary
+  int64_t created_at_ms = 0;
+  int64_t folded_at_ms = 0;  // 0 while open
+  // Filled by reads: the scope's own events (not its children's).
+  int64_t event_count = 0;
+  int64_t event_tokens = 0;
+};
+
+// An event to append. `payload` is stored as a blob keyed by its SHA-256.
+struct NewEvent {
+  std::string scope_id;
+  EventKind kind = EventKind::kToolCall;
+  std::string label;
+  std::string payload;  // already scrubbed
+  int64_t tokens = 0;   // the payload's token count, as charged
+  bool is_error = false;
+  int64_t at_ms = 0;
+};
+
+// A stored event.
+struct Event {
+  int64_t seq = 0;  // increasing across the whole trail
+  std::string scope_id;
+  EventKind kind = EventKind::kToolCall;
+  std::string label;
+  std::string payload;
+  std::string payload_hash;  // lowercase hex SHA-256 of payload
+  int64_t tokens = 0;
+  bool is_error = false;
+  int64_t at_ms = 0;
+};
+
+// One page of a scope's events and how many it has in all.
+struct EventPage {
+  std::vector<Event> events;
+  int64_t total = 0;
+};
+
+// A session known to the trail.
+struct SessionEntry {
+  std::string root_scope_id;
+  SessionRef session;
+  int64_t created_at_ms = 0;
+  int64_t scope_count = 0;  // including the root
+  int64_t event_tokens = 0;  // sum over every scope of the session
+};
+
+// One full-text match.
+struct SearchHit {
+  Scope scope;
+  std::string snippet;  // the matching part, terms in [brackets]
+};
+
+class TrailStore {
+ public:
+  virtual ~TrailStore() = default;
+  // Inserts an open scope (folded fields ignored). AlreadyExists if the id is taken; NotFound if
+  // `parent_id` is set and unknown; Unavailable/Internal if the database fails.
+  virtual absl::Status OpenScope(const Scope& scope) = 0;
+  // Appends `events` in order, in one transaction; returns their sequence numbers. NotFound if a
+  // scope is unknown (nothing is written). Identical payloads share one blob.
+  virtual absl::StatusOr<std::vector<int64_t>> AppendEvents(const std::vector<NewEvent>& events) = 0;
+  // Marks scope `id` folded with `summary`. NotFound if unknown; FailedPrecondition if already
+  // folded.
+  virtual absl::Status FoldScope(std::string_view id, std::string_view summary,
+                                 int64_t summary_tokens, int64_t at_ms) = 0;
+  // The scope with its event totals, or nullopt.
+  virtual absl::StatusOr<std::optional<Scope>> GetScope(std::string_view id) = 0;
+  // Events `offset`..`offset+limit-1` of scope `id` (oldest first) and the scope's total.
+  virtual absl::StatusOr<EventPage> ListEvents(std::string_view scope_id, int64_t offset,
+                                               int64_t limit) = 0;
+  // Sessions, newest first; an empty tenant lists every tenant's.
+  virtual absl::StatusOr<std::vector<SessionEntry>> ListSessions(std::string_view tenant,
+                                                                 int64_t limit) = 0;
+  // Every scope of the session rooted at `root_scope_id` (root first, then creation order).
+  virtual absl::StatusOr<std::vector<Scope>> ListScopes(std::string_view root_scope_id) = 0;
+  // Full-text search over scope descriptions and summaries of one tenant and project, best
+  // first. Words are matched as given (a trailing '*' matches a prefix); FTS syntax is never
+  // interpreted. InvalidArgument if the query holds no word.
+  virtual absl::StatusOr<std::vector<SearchHit>> Search(std::string_view tenant,
+                                                        std::string_view project,
+                                                        std::string_view query, int64_t limit) = 0;
+};
+
+}  // namespace contextd::trail
