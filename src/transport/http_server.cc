@@ -416,6 +416,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     beast::error_code ec;
     stream_.socket().set_option(tcp::no_delay(true), ec);
     stream_.socket().non_blocking(true, ec);
+    ArmWatchdog(std::chrono::steady_clock::now() +
+                std::min<std::chrono::steady_clock::duration>(srv_->opts().keep_alive_timeout,
+                                                               srv_->opts().write_timeout));
     DoRead();
   }
 
@@ -464,32 +467,36 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   // Between requests: the connection is closed if no byte arrives within keep_alive_timeout.
-  // One lazily re-armed timer per connection; a request only stores a timestamp.
+  // Only a timestamp is stored here; the watchdog enforces it.
   void ArmIdleTimer() {
     awaiting_first_byte_ = true;
     idle_since_ = std::chrono::steady_clock::now();
-    if (idle_timer_armed_) return;
-    idle_timer_armed_ = true;
-    idle_timer_.expires_at(idle_since_ + srv_->opts().keep_alive_timeout);
+  }
+
+  // One timer per connection, always armed, enforces the keep-alive idle limit and the write
+  // timeout from timestamps, so that requests and writes cost no timer operations.
+  void ArmWatchdog(std::chrono::steady_clock::time_point when) {
+    idle_timer_.expires_at(when);
     idle_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
-      self->idle_timer_armed_ = false;
-      if (ec || self->mode_ != Mode::kReading || !self->awaiting_first_byte_) return;
-      const auto deadline = self->idle_since_ + self->srv_->opts().keep_alive_timeout;
-      if (std::chrono::steady_clock::now() >= deadline) return self->Close();
-      self->ArmIdleTimerAt(deadline);
+      if (ec || self->mode_ == Mode::kClosed) return;
+      self->OnWatchdog();
     });
   }
 
-  void ArmIdleTimerAt(std::chrono::steady_clock::time_point deadline) {
-    idle_timer_armed_ = true;
-    idle_timer_.expires_at(deadline);
-    idle_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
-      self->idle_timer_armed_ = false;
-      if (ec || self->mode_ != Mode::kReading || !self->awaiting_first_byte_) return;
-      const auto due = self->idle_since_ + self->srv_->opts().keep_alive_timeout;
-      if (std::chrono::steady_clock::now() >= due) return self->Close();
-      self->ArmIdleTimerAt(due);
-    });
+  void OnWatchdog() {
+    const auto now = std::chrono::steady_clock::now();
+    const auto ka = srv_->opts().keep_alive_timeout;
+    const auto wt = srv_->opts().write_timeout;
+    const bool idle = mode_ == Mode::kReading && awaiting_first_byte_;
+    if (idle && now >= idle_since_ + ka) return Close();
+    if (writing_ && now >= write_started_ + wt) {
+      base::LogDebug("http: closing a connection whose write made no progress");
+      return Close();
+    }
+    auto next = now + std::min<std::chrono::steady_clock::duration>(ka, wt);
+    if (idle) next = std::min(next, idle_since_ + ka);
+    if (writing_) next = std::min(next, write_started_ + wt);
+    ArmWatchdog(next);
   }
 
   // Reads whatever the client sends while no request is being parsed: the first bytes of the
@@ -584,6 +591,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void OnReadError(beast::error_code ec) {
+    stream_.expires_never();  // the error response must not inherit an expired read deadline
     if (ec == http::error::header_limit) {
       return RespondError(431, "request header fields too large", /*close=*/true);
     }
@@ -1004,7 +1012,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     in_flight_.swap(out_queue_);
     bufs_.clear();
     for (const auto& s : in_flight_) bufs_.emplace_back(s.data(), s.size());
-    if (mode_ != Mode::kGetStream) stream_.expires_after(std::chrono::seconds(30));
+    write_started_ = std::chrono::steady_clock::now();
     net::async_write(stream_, bufs_, [self = shared_from_this()](beast::error_code ec, size_t n) {
       self->writing_ = false;
       self->queued_bytes_ -= std::min(self->queued_bytes_, n);
@@ -1043,9 +1051,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   HttpServer::Impl* srv_;
   beast::tcp_stream stream_;
   net::steady_timer timer_;       // request timeout or SSE keep-alive
-  net::steady_timer idle_timer_;  // keep-alive idle limit between requests
+  net::steady_timer idle_timer_;  // the watchdog: keep-alive idle limit and write timeout
   std::chrono::steady_clock::time_point idle_since_;
-  bool idle_timer_armed_ = false;
+  std::chrono::steady_clock::time_point write_started_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   http::request<http::string_body> req_;

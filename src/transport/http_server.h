@@ -52,6 +52,10 @@ struct HttpServerOptions {
   std::chrono::milliseconds body_timeout{30'000};
   // A keep-alive connection idle this long between requests is closed.
   std::chrono::milliseconds keep_alive_timeout{60'000};
+  // A connection whose pending write (a response, SSE events) does not complete within this
+  // time is closed (a client that stopped reading). Enforced by a per-connection watchdog, so
+  // both limits may be exceeded by up to the smaller of the two.
+  std::chrono::milliseconds write_timeout{30'000};
   // Longest wait for the engine's answer to a POST (the client then gets 504 or, on an SSE
   // stream, the stream ends). Zero: no limit.
   std::chrono::milliseconds request_timeout{0};
