@@ -333,6 +333,11 @@ void BytePairEncodeHuge(const RankTable& table, const uint8_t* p, size_t n,
     }
   }
   for (uint32_t i = 0; i < un; i = next[i]) out->push_back(table.Find(p + i, next[i] - i));
+  // Keep at most a few MiB of scratch per thread after an exceptionally long piece.
+  if (s.pool.capacity() * sizeof(HugeScratch::Chunk) > (size_t{8} << 20)) {
+    std::vector<HugeScratch::Chunk>().swap(s.pool);
+  }
+  if (s.run.capacity() * sizeof(uint32_t) > (size_t{8} << 20)) std::vector<uint32_t>().swap(s.run);
 }
 
 void BytePairEncodeAny(const RankTable& table, const uint8_t* p, size_t n,
