@@ -231,9 +231,18 @@ absl::StatusOr<RecordedCall> Trail::RecordToolCall(const SessionRef& session,
 }
 
 absl::StatusOr<FoldedView> Trail::View(const SessionRef& session, int depth) {
+  ASSIGN_OR_RETURN(std::string root, RootScope(session));
+  return ViewRoot(root, depth);
+}
+
+absl::StatusOr<FoldedView> Trail::ViewRoot(std::string_view root_scope_id, int depth) {
   FoldedView view;
-  ASSIGN_OR_RETURN(view.root_scope_id, RootScope(session));
+  view.root_scope_id = std::string(root_scope_id);
   ASSIGN_OR_RETURN(std::vector<Scope> scopes, store_.ListScopes(view.root_scope_id));
+  if (scopes.empty() || scopes.front().id != view.root_scope_id ||
+      scopes.front().kind != ScopeKind::kSession) {
+    return absl::NotFoundError(base::StrCat("session ", root_scope_id, " not found"));
+  }
   Tree tree;
   for (Scope& s : scopes) {
     ASSIGN_OR_RETURN(EventPage page, store_.ListEvents(s.id, 0, std::max<int64_t>(s.event_count, 1)));

@@ -84,6 +84,9 @@ class Trail {
   // The folded view of the session. `depth` < 0: unlimited; otherwise scopes nested deeper than
   // `depth` levels below the root are shown as one line (the token totals do not change).
   absl::StatusOr<FoldedView> View(const SessionRef& session, int depth);
+  // The folded view of the session rooted at `root_scope_id` (any session, for the CLI and
+  // resources: callers check ownership). NotFound if there is no such root.
+  absl::StatusOr<FoldedView> ViewRoot(std::string_view root_scope_id, int depth);
 
   // A page of scope `scope_id`'s events, from any session of `session`'s tenant and project.
   // NotFound otherwise; InvalidArgument for a negative offset or a limit outside

@@ -1,0 +1,170 @@
+#include "server/trail_cli.h"
+
+#include <filesystem>
+#include <map>
+
+#include "base/clock.h"
+#include "base/status_macros.h"
+#include "base/str_cat.h"
+#include "folding/branch.h"
+#include "nlohmann/json.hpp"
+#include "server/config.h"
+#include "store/sqlite_branch_store.h"
+#include "store/sqlite_trail_store.h"
+#include "trail/trail.h"
+
+namespace contextd::server {
+namespace {
+
+using Json = nlohmann::json;
+
+struct Stores {
+  std::shared_ptr<store::Database> db;
+  std::unique_ptr<store::SqliteBranchStore> branches;
+  std::unique_ptr<store::SqliteTrailStore> trail;
+};
+
+absl::StatusOr<Stores> OpenStores(const std::string& data_dir) {
+  ServerConfig config;
+  config.data_dir = data_dir;
+  std::string path = ResolveDataDir(config) + "/contextd.db";
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    return absl::NotFoundError(base::StrCat("no contextd database at ", path));
+  }
+  store::DatabaseOptions options;
+  options.create_directories = false;
+  options.background_checkpoint_ms = 0;
+  Stores s;
+  ASSIGN_OR_RETURN(std::unique_ptr<store::Database> db, store::Database::Open(path, options));
+  s.db = std::shared_ptr<store::Database>(std::move(db));
+  ASSIGN_OR_RETURN(s.branches, store::SqliteBranchStore::Create(s.db));
+  ASSIGN_OR_RETURN(s.trail, store::SqliteTrailStore::Create(s.db));
+  return s;
+}
+
+Json ScopeJson(const trail::Scope& s) {
+  Json j{{"scope_id", s.id},
+         {"kind", trail::ScopeKindName(s.kind)},
+         {"parent_scope_id", s.parent_id.empty() ? Json(nullptr) : Json(s.parent_id)},
+         {"description", s.description},
+         {"status", trail::ScopeStatusName(s.status)},
+         {"summary", s.summary},
+         {"summary_tokens", s.summary_tokens},
+         {"created_at_ms", s.created_at_ms},
+         {"folded_at_ms", s.folded_at_ms},
+         {"event_count", s.event_count},
+         {"event_tokens", s.event_tokens}};
+  return j;
+}
+
+absl::Status List(Stores& s, std::ostream& out) {
+  ASSIGN_OR_RETURN(auto sessions, s.trail->ListSessions("", 1000));
+  if (sessions.empty()) out << "no sessions in the trail\n";
+  for (const auto& session : sessions) {
+    out << "session " << session.root_scope_id << "  " << session.session.ToString() << "  "
+        << session.scope_count - 1 << " branch(es), " << session.event_tokens
+        << " tokens recorded\n";
+    ASSIGN_OR_RETURN(auto scopes, s.trail->ListScopes(session.root_scope_id));
+    for (const auto& scope : scopes) {
+      if (scope.kind != trail::ScopeKind::kBranch) continue;
+      ASSIGN_OR_RETURN(std::optional<folding::Branch> branch, s.branches->Get(scope.id));
+      std::string status = branch ? folding::BranchStatusName(branch->status) : "unknown";
+      std::string tokens = branch ? base::StrCat(branch->tokens_used, "/", branch->budget_allocated)
+                                  : base::StrCat(scope.event_tokens);
+      int depth = branch ? branch->depth : 0;
+      out << "  " << std::string(static_cast<size_t>(depth > 0 ? depth - 1 : 0) * 2, ' ')
+          << scope.id << "  " << status << "  " << tokens << " tokens  scope "
+          << trail::ScopeStatusName(scope.status) << "  " << scope.description << "\n";
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Export(Stores& s, const std::string& only, std::ostream& out) {
+  ASSIGN_OR_RETURN(auto sessions, s.trail->ListSessions("", 1000000));
+  Json list = Json::array();
+  bool found = only.empty();
+  for (const auto& session : sessions) {
+    if (!only.empty() && session.root_scope_id != only) continue;
+    found = true;
+    Json scopes = Json::array();
+    ASSIGN_OR_RETURN(auto all, s.trail->ListScopes(session.root_scope_id));
+    for (const auto& scope : all) {
+      Json j = ScopeJson(scope);
+      ASSIGN_OR_RETURN(std::optional<folding::Branch> branch, s.branches->Get(scope.id));
+      if (branch) {
+        j["branch"] = Json{{"status", folding::BranchStatusName(branch->status)},
+                           {"depth", branch->depth},
+                           {"tokens_used", branch->tokens_used},
+                           {"budget_allocated", branch->budget_allocated},
+                           {"finish_reason", branch->finish_reason}};
+      }
+      ASSIGN_OR_RETURN(trail::EventPage page,
+                       s.trail->ListEvents(scope.id, 0, std::max<int64_t>(scope.event_count, 1)));
+      Json events = Json::array();
+      for (const auto& e : page.events) {
+        events.push_back(Json{{"seq", e.seq}, {"kind", trail::EventKindName(e.kind)},
+                              {"label", e.label}, {"payload", e.payload},
+                              {"sha256", e.payload_hash}, {"tokens", e.tokens},
+                              {"is_error", e.is_error}, {"at_ms", e.at_ms}});
+      }
+      j["events"] = std::move(events);
+      scopes.push_back(std::move(j));
+    }
+    list.push_back(Json{{"session_scope_id", session.root_scope_id},
+                        {"tenant", session.session.tenant},
+                        {"project", session.session.project},
+                        {"session_id", session.session.session_id},
+                        {"created_at_ms", session.created_at_ms},
+                        {"scopes", std::move(scopes)}});
+  }
+  if (!found) return absl::NotFoundError(base::StrCat("session ", only, " not found"));
+  out << Json{{"sessions", std::move(list)}}.dump(2, ' ', false, Json::error_handler_t::replace)
+      << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status Run(const TrailCommand& c, std::ostream& out) {
+  ASSIGN_OR_RETURN(Stores s, OpenStores(c.data_dir));
+  if (c.command == "list") return List(s, out);
+  if (c.command == "export") return Export(s, c.id, out);
+  base::RealClock clock;
+  trail::Trail trail(*s.trail, clock);
+  if (c.command == "show") {
+    ASSIGN_OR_RETURN(trail::FoldedView view, trail.ViewRoot(c.id, c.depth));
+    out << trail::FoldedViewText(view);
+    return absl::OkStatus();
+  }
+  if (c.command == "unfold") {
+    ASSIGN_OR_RETURN(std::optional<trail::Scope> scope, s.trail->GetScope(c.id));
+    if (!scope) return absl::NotFoundError(base::StrCat("scope ", c.id, " not found"));
+    ASSIGN_OR_RETURN(trail::EventPage page, s.trail->ListEvents(c.id, c.offset, c.limit));
+    out << trail::ScopeKindName(scope->kind) << " " << scope->id << " ["
+        << trail::ScopeStatusName(scope->status) << "] " << scope->description << "\n";
+    if (scope->status == trail::ScopeStatus::kFolded) out << "summary: " << scope->summary << "\n";
+    out << "events " << c.offset + 1 << "-" << c.offset + static_cast<int64_t>(page.events.size())
+        << " of " << page.total << "\n";
+    for (const auto& e : page.events) {
+      out << "#" << e.seq << " " << trail::EventKindName(e.kind);
+      if (!e.label.empty()) out << " " << e.label;
+      if (e.is_error) out << " [error]";
+      out << " (" << e.tokens << " tokens)\n" << e.payload << "\n";
+    }
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(base::StrCat("unknown trail command '", c.command, "'"));
+}
+
+}  // namespace
+
+int RunTrailCommand(const TrailCommand& command, std::ostream& out, std::ostream& err) {
+  absl::Status st = Run(command, out);
+  if (!st.ok()) {
+    err << "contextd trail " << command.command << ": " << st.message() << "\n";
+    return 2;
+  }
+  return 0;
+}
+
+}  // namespace contextd::server

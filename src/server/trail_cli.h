@@ -1,0 +1,25 @@
+// `contextd trail list|show|unfold|export`: reads the trail and the branches straight from the
+// SQLite file in the data dir (also after a crash, with branches still 'active' there; safe
+// while a server runs, thanks to WAL). Single-threaded; not for use inside the server.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+namespace contextd::server {
+
+struct TrailCommand {
+  std::string command;   // "list", "show", "unfold" or "export"
+  std::string data_dir;  // empty: the default data dir
+  std::string id;        // show: session scope id; unfold: scope id; export: optional session
+  int64_t offset = 0;    // unfold
+  int64_t limit = 20;    // unfold
+  int depth = -1;        // show: depth of open scopes (-1: all)
+};
+
+// Runs `command`, printing to `out` (JSON for export) and errors to `err`. Returns the process
+// exit code: 0 on success, 2 on error (no database, unknown id, database failure).
+int RunTrailCommand(const TrailCommand& command, std::ostream& out, std::ostream& err);
+
+}  // namespace contextd::server

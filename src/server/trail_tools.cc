@@ -1,0 +1,317 @@
+#include "server/trail_tools.h"
+
+#include "base/logging.h"
+#include "base/str_cat.h"
+#include "folding/text.h"
+#include "server/folding_tools.h"
+
+namespace contextd::server {
+namespace {
+
+using protocol::Json;
+using protocol::ToolCall;
+using protocol::ToolResult;
+
+constexpr int64_t kDefaultSearchLimit = 10;
+constexpr int64_t kMaxSearchLimit = 50;
+constexpr int64_t kResourceEventLimit = 200;
+
+Json ScopeToJson(const trail::Scope& s) {
+  Json out{{"scope_id", s.id},
+           {"kind", trail::ScopeKindName(s.kind)},
+           {"parent_scope_id", s.parent_id.empty() ? Json(nullptr) : Json(s.parent_id)},
+           {"session_id", s.session.session_id},
+           {"description", s.description},
+           {"status", trail::ScopeStatusName(s.status)},
+           {"created_at_ms", s.created_at_ms},
+           {"event_count", s.event_count},
+           {"event_tokens", s.event_tokens}};
+  if (s.status == trail::ScopeStatus::kFolded) {
+    out["summary"] = s.summary;
+    out["summary_tokens"] = s.summary_tokens;
+    out["folded_at_ms"] = s.folded_at_ms;
+  }
+  return out;
+}
+
+Json EventToJson(const trail::Event& e) {
+  return Json{{"seq", e.seq},         {"scope_id", e.scope_id},
+              {"kind", trail::EventKindName(e.kind)},
+              {"label", e.label},     {"payload", e.payload},
+              {"sha256", e.payload_hash}, {"tokens", e.tokens},
+              {"is_error", e.is_error},   {"at_ms", e.at_ms}};
+}
+
+std::string EventText(const trail::Event& e) {
+  std::string head = base::StrCat("#", e.seq, " ", trail::EventKindName(e.kind));
+  if (!e.label.empty()) head += base::StrCat(" ", e.label);
+  if (e.is_error) head += " [error]";
+  return base::StrCat(head, " (", e.tokens, " tokens)\n", e.payload, "\n");
+}
+
+int64_t IntArg(const Json& args, const char* key, int64_t fallback) {
+  auto it = args.find(key);
+  if (it == args.end() || !it->is_number_integer()) return fallback;
+  return it->get<int64_t>();
+}
+
+std::string StringArg(const Json& args, const char* key) {
+  auto it = args.find(key);
+  if (it == args.end() || !it->is_string()) return "";
+  return it->get<std::string>();
+}
+
+void FinishError(const std::shared_ptr<ToolCall>& call, const absl::Status& status) {
+  call->Finish(protocol::ErrorResult(std::string(status.message())));
+}
+
+}  // namespace
+
+trail::SessionRef TrailSessionFor(const folding::SessionKey& key) {
+  trail::SessionRef s;
+  s.tenant = key.tenant;
+  s.project = key.project;
+  s.session_id = key.session_id;
+  return s;
+}
+
+trail::SessionRef TrailSessionFor(const protocol::SessionInfo& info) {
+  // Same mapping as SessionKeyFor (folding_tools.cc), without linking the server library.
+  trail::SessionRef s;
+  s.tenant = info.tenant.empty() ? "local" : info.tenant;
+  s.project = kDefaultProject;
+  s.session_id = info.session_id;
+  return s;
+}
+
+TrailTools::TrailTools(trail::Trail& trail, folding::EventBus& events,
+                       folding::BranchStore& branches, const tokens::TokenCounter& counter)
+    : trail_(trail), events_(events), branches_(branches), counter_(counter) {
+  subscription_ = events_.Subscribe([this](const folding::BranchEvent& e) { OnEvent(e); });
+}
+
+TrailTools::~TrailTools() { events_.Unsubscribe(subscription_); }
+
+void TrailTools::OnEvent(const folding::BranchEvent& event) {
+  absl::Status status;
+  switch (event.type) {
+    case folding::BranchEventType::kCreated: {
+      // The event is published after the branch is committed, so the store has it.
+      auto branch = branches_.Get(event.branch_id);
+      if (!branch.ok() || !branch->has_value()) {
+        status = branch.ok() ? absl::NotFoundError("branch not in store") : branch.status();
+        break;
+      }
+      const folding::Branch& b = **branch;
+      status = trail_.OnBranchCreated(TrailSessionFor(event.session), b.id, b.parent_id,
+                                      b.description, b.prompt,
+                                      static_cast<int64_t>(counter_.Count(b.prompt)));
+      break;
+    }
+    case folding::BranchEventType::kWarning:
+      status = trail_.OnBranchWarning(
+          event.branch_id,
+          folding::WarningText(event.branch_id, event.tokens_used, event.budget_allocated));
+      break;
+    case folding::BranchEventType::kFolded:
+    case folding::BranchEventType::kForceReturned: {
+      auto branch = branches_.Get(event.branch_id);
+      if (!branch.ok() || !branch->has_value()) {
+        status = branch.ok() ? absl::NotFoundError("branch not in store") : branch.status();
+        break;
+      }
+      const std::string& summary = (*branch)->summary;
+      status = trail_.OnBranchFolded(event.branch_id, summary,
+                                     static_cast<int64_t>(counter_.Count(summary)),
+                                     event.type == folding::BranchEventType::kForceReturned,
+                                     event.reason.empty() ? (*branch)->finish_reason : event.reason);
+      break;
+    }
+    case folding::BranchEventType::kCharged:
+      break;
+  }
+  if (!status.ok()) {
+    base::LogWarn(base::StrCat("trail: ", folding::BranchEventName(event.type), " ",
+                               event.branch_id, ": ", status.message()));
+  }
+}
+
+absl::Status TrailTools::Register(protocol::McpServer& server) {
+  absl::Status s = server.AddTool(
+      protocol::ToolDefinition{
+          "context_view", "Folded context view",
+          "Show this session's context as folded: open branches in full, each returned branch "
+          "as its one-line summary, with the token totals unfolded and folded.",
+          Json{{"type", "object"},
+               {"properties",
+                {{"depth",
+                  {{"type", "integer"}, {"minimum", 0}, {"maximum", 16},
+                   {"description", "Show open branches nested at most this deep (default: all)"}}}}},
+               {"additionalProperties", false}},
+          nullptr, Json{{"readOnlyHint", true}}},
+      [this](std::shared_ptr<ToolCall> call) { View(call); });
+  if (!s.ok()) return s;
+  s = server.AddTool(
+      protocol::ToolDefinition{
+          "trail_unfold", "Unfold a scope",
+          "Show the recorded events (tool calls, results, branch events) of a scope: a branch "
+          "id or a session scope id (ses_...), also from earlier sessions of this project.",
+          Json{{"type", "object"},
+               {"properties",
+                {{"scope_id", {{"type", "string"}, {"minLength", 1}, {"maxLength", 200},
+                               {"description", "Branch id (br_...) or session scope id (ses_...)"}}},
+                 {"offset", {{"type", "integer"}, {"minimum", 0},
+                             {"description", "Skip this many events (default 0)"}}},
+                 {"limit", {{"type", "integer"}, {"minimum", 1},
+                            {"maximum", trail::kMaxUnfoldLimit},
+                            {"description", "Events per page (default 20)"}}}}},
+               {"required", {"scope_id"}},
+               {"additionalProperties", false}},
+          nullptr, Json{{"readOnlyHint", true}}},
+      [this](std::shared_ptr<ToolCall> call) { Unfold(call); });
+  if (!s.ok()) return s;
+  s = server.AddTool(
+      protocol::ToolDefinition{
+          "trail_search", "Search the trail",
+          "Full-text search over the descriptions and summaries of this project's branches, "
+          "across sessions. Words are matched as given; a trailing * matches a prefix.",
+          Json{{"type", "object"},
+               {"properties",
+                {{"query", {{"type", "string"}, {"minLength", 1}, {"maxLength", 1000}}},
+                 {"limit", {{"type", "integer"}, {"minimum", 1}, {"maximum", kMaxSearchLimit}}}}},
+               {"required", {"query"}},
+               {"additionalProperties", false}},
+          nullptr, Json{{"readOnlyHint", true}}},
+      [this](std::shared_ptr<ToolCall> call) { Search(call); });
+  if (!s.ok()) return s;
+
+  s = server.AddResourceTemplate(
+      protocol::ResourceTemplateDefinition{"trail://sessions/{id}", "trail-session",
+                                           "Trail of a session",
+                                           "A session's scopes and folded view (JSON)",
+                                           "application/json"},
+      [this](const protocol::ResourceRead& read, protocol::ResourceDone done) {
+        std::string id = read.variables.count("id") ? read.variables.at("id") : "";
+        auto root = trail_.GetScope(TrailSessionFor(read.session), id);
+        if (!root.ok() || root->kind != trail::ScopeKind::kSession) {
+          done(absl::NotFoundError(base::StrCat("trail session ", id, " not found")));
+          return;
+        }
+        auto view = trail_.ViewRoot(id, -1);
+        auto scopes = trail_.store().ListScopes(id);
+        if (!view.ok() || !scopes.ok()) {
+          done(view.ok() ? scopes.status() : view.status());
+          return;
+        }
+        Json list = Json::array();
+        for (const auto& sc : *scopes) list.push_back(ScopeToJson(sc));
+        Json body{{"session", ScopeToJson(*root)},
+                  {"scopes", std::move(list)},
+                  {"tokens_unfolded", view->tokens_unfolded},
+                  {"tokens_folded", view->tokens_folded},
+                  {"view", view->text}};
+        done(Json::array({Json{{"uri", read.uri},
+                               {"mimeType", "application/json"},
+                               {"text", body.dump(-1, ' ', false, Json::error_handler_t::replace)}}}));
+      });
+  if (!s.ok()) return s;
+  return server.AddResourceTemplate(
+      protocol::ResourceTemplateDefinition{"trail://scopes/{id}", "trail-scope", "Trail scope",
+                                           "A scope and its first 200 events (JSON)",
+                                           "application/json"},
+      [this](const protocol::ResourceRead& read, protocol::ResourceDone done) {
+        std::string id = read.variables.count("id") ? read.variables.at("id") : "";
+        trail::SessionRef session = TrailSessionFor(read.session);
+        auto scope = trail_.GetScope(session, id);
+        if (!scope.ok()) {
+          done(absl::NotFoundError(base::StrCat("trail scope ", id, " not found")));
+          return;
+        }
+        auto page = trail_.Unfold(session, id, 0, kResourceEventLimit);
+        if (!page.ok()) {
+          done(page.status());
+          return;
+        }
+        Json events = Json::array();
+        for (const auto& e : page->events) events.push_back(EventToJson(e));
+        Json body{{"scope", ScopeToJson(*scope)}, {"total_events", page->total},
+                  {"events", std::move(events)}};
+        done(Json::array({Json{{"uri", read.uri},
+                               {"mimeType", "application/json"},
+                               {"text", body.dump(-1, ' ', false, Json::error_handler_t::replace)}}}));
+      });
+}
+
+void TrailTools::View(const std::shared_ptr<ToolCall>& call) {
+  int depth = static_cast<int>(IntArg(call->arguments(), "depth", -1));
+  auto view = trail_.View(TrailSessionFor(call->session()), depth);
+  if (!view.ok()) return FinishError(call, view.status());
+  ToolResult result = protocol::TextResult(trail::FoldedViewText(*view));
+  result.structured_content = Json{{"session_scope_id", view->root_scope_id},
+                                   {"tokens_unfolded", view->tokens_unfolded},
+                                   {"tokens_folded", view->tokens_folded},
+                                   {"scopes_open", view->scopes_open},
+                                   {"scopes_folded", view->scopes_folded},
+                                   {"events", view->events}};
+  call->Finish(std::move(result));
+}
+
+void TrailTools::Unfold(const std::shared_ptr<ToolCall>& call) {
+  const Json& args = call->arguments();
+  std::string id = StringArg(args, "scope_id");
+  int64_t offset = IntArg(args, "offset", 0);
+  int64_t limit = IntArg(args, "limit", trail::kDefaultUnfoldLimit);
+  trail::SessionRef session = TrailSessionFor(call->session());
+  auto scope = trail_.GetScope(session, id);
+  if (!scope.ok()) {
+    return FinishError(call, absl::NotFoundError(base::StrCat(
+                                 "scope ", id, " not found in this project (use trail_search or "
+                                 "context_view to find scope ids)")));
+  }
+  auto page = trail_.Unfold(session, id, offset, limit);
+  if (!page.ok()) return FinishError(call, page.status());
+  std::string text = base::StrCat(trail::ScopeKindName(scope->kind), " ", id, " [",
+                                  trail::ScopeStatusName(scope->status), "] ", scope->description,
+                                  "\nevents ", offset + (page->events.empty() ? 0 : 1), "-",
+                                  offset + static_cast<int64_t>(page->events.size()), " of ",
+                                  page->total, "\n");
+  if (scope->status == trail::ScopeStatus::kFolded) {
+    text += base::StrCat("summary: ", scope->summary, "\n");
+  }
+  Json events = Json::array();
+  for (const auto& e : page->events) {
+    text += EventText(e);
+    events.push_back(EventToJson(e));
+  }
+  if (offset + static_cast<int64_t>(page->events.size()) < page->total) {
+    text += base::StrCat("(more: call trail_unfold with offset ",
+                         offset + static_cast<int64_t>(page->events.size()), ")\n");
+  }
+  ToolResult result = protocol::TextResult(std::move(text));
+  result.structured_content = Json{{"scope", ScopeToJson(*scope)},
+                                   {"offset", offset},
+                                   {"total", page->total},
+                                   {"events", std::move(events)}};
+  call->Finish(std::move(result));
+}
+
+void TrailTools::Search(const std::shared_ptr<ToolCall>& call) {
+  const Json& args = call->arguments();
+  auto hits = trail_.Search(TrailSessionFor(call->session()), StringArg(args, "query"),
+                            IntArg(args, "limit", kDefaultSearchLimit));
+  if (!hits.ok()) return FinishError(call, hits.status());
+  std::string text = base::StrCat(hits->size(), " match(es)\n");
+  Json list = Json::array();
+  for (const auto& h : *hits) {
+    text += base::StrCat(h.scope.id, " [", trail::ScopeStatusName(h.scope.status), "] ",
+                         h.scope.description, " :: ", h.snippet, "\n");
+    Json j = ScopeToJson(h.scope);
+    j["snippet"] = h.snippet;
+    list.push_back(std::move(j));
+  }
+  ToolResult result = protocol::TextResult(std::move(text));
+  result.structured_content = Json{{"hits", std::move(list)}};
+  call->Finish(std::move(result));
+}
+
+}  // namespace contextd::server

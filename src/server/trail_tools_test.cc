@@ -1,0 +1,194 @@
+#include "server/trail_tools.h"
+
+#include <gtest/gtest.h>
+
+#include "base/executor.h"
+#include "folding/testing/fakes.h"
+#include "store/sqlite_branch_store.h"
+#include "store/sqlite_trail_store.h"
+#include "store/test_util.h"
+
+namespace contextd::server {
+namespace {
+
+using protocol::Json;
+
+class RecordingSink final : public protocol::MessageSink {
+ public:
+  void Send(const Json& message, const Json&) override { sent.push_back(message); }
+  std::vector<Json> sent;
+};
+
+// A real McpServer session on a ManualExecutor, real SQLite stores in a temp dir, branch events
+// published on the bus as the BranchManager publishes them (after committing the branch).
+class TrailToolsTest : public ::testing::Test {
+ protected:
+  TrailToolsTest() : executor_(clock_), server_(executor_, {"contextd", "0", ""}) {}
+
+  void SetUp() override {
+    auto db = store::Database::Open(dir_.File("contextd.db"));
+    ASSERT_TRUE(db.ok());
+    db_ = std::shared_ptr<store::Database>(std::move(*db));
+    auto b = store::SqliteBranchStore::Create(db_);
+    auto t = store::SqliteTrailStore::Create(db_);
+    ASSERT_TRUE(b.ok() && t.ok());
+    branches_ = std::move(*b);
+    trail_store_ = std::move(*t);
+    trail_ = std::make_unique<trail::Trail>(*trail_store_, clock_);
+    tools_ = std::make_unique<TrailTools>(*trail_, events_, *branches_, counter_);
+    ASSERT_TRUE(tools_->Register(server_).ok());
+    sink_ = std::make_shared<RecordingSink>();
+    session_ = server_.CreateSession({"s1", "local", "test"}, sink_);
+    executor_.RunUntilIdle();
+    Json init = Call("initialize", {{"protocolVersion", "2025-11-25"},
+                                    {"capabilities", Json::object()},
+                                    {"clientInfo", {{"name", "t"}, {"version", "1"}}}});
+    ASSERT_TRUE(init.contains("result")) << init.dump();
+    Feed(R"({"jsonrpc":"2.0","method":"notifications/initialized"})");
+  }
+
+  void Feed(std::string_view raw) {
+    protocol::Incoming in = protocol::ParseIncoming(raw);
+    for (auto& item : in.items) session_->Receive(std::move(std::get<protocol::Message>(item)));
+    executor_.RunUntilIdle();
+  }
+
+  Json Call(std::string_view method, Json params) {
+    sink_->sent.clear();
+    Feed(protocol::Serialize(protocol::MakeRequest(Json(++next_id_), method, std::move(params))));
+    for (const Json& m : sink_->sent) {
+      if (m.contains("id") && m["id"] == next_id_) return m;
+    }
+    ADD_FAILURE() << "no response";
+    return Json();
+  }
+
+  Json Tool(const std::string& name, Json args) {
+    Json r = Call("tools/call", {{"name", name}, {"arguments", std::move(args)}});
+    EXPECT_TRUE(r.contains("result")) << r.dump();
+    return r["result"];
+  }
+
+  // Commits a branch and publishes branch.created, as the BranchManager does.
+  void CreateBranch(const std::string& id, const std::string& parent, const std::string& desc) {
+    folding::Branch b;
+    b.id = id;
+    b.session = key_;
+    b.parent_id = parent;
+    b.depth = parent.empty() ? 1 : 2;
+    b.description = desc;
+    b.prompt = "do the thing carefully";
+    b.status = folding::BranchStatus::kActive;
+    b.budget_allocated = 1000;
+    folding::BranchWrite w;
+    w.inserts.push_back(b);
+    ASSERT_TRUE(branches_->Commit(w).ok());
+    folding::BranchEvent e;
+    e.type = folding::BranchEventType::kCreated;
+    e.session = key_;
+    e.branch_id = id;
+    e.parent_id = parent;
+    events_.Publish(e);
+  }
+
+  void ReturnBranch(const std::string& id, const std::string& summary) {
+    folding::BranchWrite w;
+    folding::BranchUpdate u;
+    u.id = id;
+    u.status = folding::BranchStatus::kCompleted;
+    u.tokens_used = 500;
+    u.summary = summary;
+    u.finish_reason = "returned";
+    u.finished_at_ms = 1;
+    w.updates.push_back(u);
+    ASSERT_TRUE(branches_->Commit(w).ok());
+    folding::BranchEvent e;
+    e.type = folding::BranchEventType::kFolded;
+    e.session = key_;
+    e.branch_id = id;
+    e.status = folding::BranchStatus::kCompleted;
+    events_.Publish(e);
+  }
+
+  trail::SessionRef Ref() { return TrailSessionFor(key_); }
+
+  store::TempDir dir_;
+  base::FakeClock clock_;
+  base::ManualExecutor executor_;
+  protocol::McpServer server_;
+  folding::EventBus events_;
+  folding::testing::WordTokenCounter counter_;
+  std::shared_ptr<store::Database> db_;
+  std::unique_ptr<store::SqliteBranchStore> branches_;
+  std::unique_ptr<store::SqliteTrailStore> trail_store_;
+  std::unique_ptr<trail::Trail> trail_;
+  std::unique_ptr<TrailTools> tools_;
+  std::shared_ptr<RecordingSink> sink_;
+  std::shared_ptr<protocol::Session> session_;
+  folding::SessionKey key_{"local", "default", "s1"};
+  int next_id_ = 0;
+};
+
+TEST_F(TrailToolsTest, ViewUnfoldSearchAndResources) {
+  CreateBranch("br_one", "", "explore the parser");
+  ASSERT_TRUE(trail_->RecordToolCall(Ref(), "br_one", "fs__read", "{\"path\":\"parser.cc\"}",
+                                     "int parse() { return 42; } // many lines", 5, 300, false)
+                  .ok());
+  ReturnBranch("br_one", "parser.cc parse returns 42");
+  CreateBranch("br_two", "", "debug the lexer");
+  ASSERT_TRUE(trail_->RecordToolCall(Ref(), "br_two", "grep", "{}", "lexer.cc:10", 1, 4, false).ok());
+
+  Json view = Tool("context_view", Json::object());
+  EXPECT_FALSE(view.value("isError", false)) << view.dump();
+  const Json& sc = view["structuredContent"];
+  // created br_one (4 prompt words) + 5 + 300 + returned summary (4 words), created br_two
+  // (4) + 1 + 4.
+  EXPECT_EQ(sc["tokens_unfolded"], 4 + 5 + 300 + 4 + 4 + 1 + 4);
+  // br_one folded to its summary (4); br_two open in full (4 + 1 + 4).
+  EXPECT_EQ(sc["tokens_folded"], 4 + 4 + 1 + 4);
+  std::string text = view["content"][0]["text"];
+  EXPECT_NE(text.find("= branch br_one [folded: 309 tokens -> 4] explore the parser :: parser.cc "
+                      "parse returns 42"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("many lines"), std::string::npos) << text;
+  EXPECT_NE(text.find("lexer.cc:10"), std::string::npos) << text;
+
+  Json unfold = Tool("trail_unfold", {{"scope_id", "br_one"}, {"limit", 1}, {"offset", 1}});
+  EXPECT_FALSE(unfold.value("isError", false)) << unfold.dump();
+  EXPECT_EQ(unfold["structuredContent"]["total"], 3);
+  ASSERT_EQ(unfold["structuredContent"]["events"].size(), 1u);
+  EXPECT_EQ(unfold["structuredContent"]["events"][0]["payload"],
+            "int parse() { return 42; } // many lines");
+  Json missing = Tool("trail_unfold", {{"scope_id", "br_nope"}});
+  EXPECT_TRUE(missing.value("isError", false));
+  Json bad_limit = Tool("trail_unfold", {{"scope_id", "br_one"}, {"limit", 500}});
+  EXPECT_TRUE(bad_limit.value("isError", false));
+
+  Json found = Tool("trail_search", {{"query", "parser"}});
+  EXPECT_FALSE(found.value("isError", false)) << found.dump();
+  ASSERT_EQ(found["structuredContent"]["hits"].size(), 1u);
+  EXPECT_EQ(found["structuredContent"]["hits"][0]["scope_id"], "br_one");
+  Json syntax = Tool("trail_search", {{"query", "\"(*"}});
+  EXPECT_TRUE(syntax.value("isError", false)) << syntax.dump();
+  EXPECT_NE(syntax["content"][0]["text"].get<std::string>().find("no word"), std::string::npos);
+  Json ops = Tool("trail_search", {{"query", "lexer AND NEAR(\"x"}});
+  EXPECT_FALSE(ops.value("isError", false)) << ops.dump();
+
+  std::string root = sc["session_scope_id"];
+  Json res = Call("resources/read", {{"uri", "trail://sessions/" + root}});
+  ASSERT_TRUE(res.contains("result")) << res.dump();
+  Json body = Json::parse(res["result"]["contents"][0]["text"].get<std::string>());
+  EXPECT_EQ(body["scopes"].size(), 3u);
+  EXPECT_EQ(body["tokens_folded"], sc["tokens_folded"]);
+  res = Call("resources/read", {{"uri", "trail://scopes/br_two"}});
+  ASSERT_TRUE(res.contains("result")) << res.dump();
+  body = Json::parse(res["result"]["contents"][0]["text"].get<std::string>());
+  EXPECT_EQ(body["scope"]["status"], "open");
+  EXPECT_EQ(body["events"].size(), 2u);
+  res = Call("resources/read", {{"uri", "trail://scopes/br_none"}});
+  EXPECT_TRUE(res.contains("error")) << res.dump();
+}
+
+}  // namespace
+}  // namespace contextd::server
