@@ -832,6 +832,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
       return;
     }
     --remaining_;
+    // A client that accepts only text/event-stream gets its answers as a stream.
+    if (mode_ == Mode::kWaiting && !accept_json_) StartPostStream();
     if (mode_ == Mode::kPostStream) {
       WriteEvent(0, payload);
       if (remaining_ == 0) {

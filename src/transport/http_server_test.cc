@@ -412,6 +412,18 @@ TEST_F(HttpServerTest, RelatedMessagesSwitchThePostToAnSseStream) {
   EXPECT_EQ(r.status, 200);
 }
 
+TEST_F(HttpServerTest, SseOnlyClientGetsAStreamEvenForALoneResponse) {
+  StartServer();
+  RawClient c(server_->port());
+  std::string sid = Init(c);
+  c.Send(c.Request("POST", Req(8, "ping"), Sid(sid), "text/event-stream"));
+  Response head = c.ReadHead();
+  ASSERT_EQ(head.status, 200);
+  EXPECT_EQ(head.header("content-type"), "text/event-stream");
+  EXPECT_EQ(EventData(c.ReadEvent())["id"], 8);
+  EXPECT_EQ(c.ReadEvent(), "");
+}
+
 TEST_F(HttpServerTest, GetStreamCarriesStandaloneMessagesWithReplay) {
   StartServer();
   RawClient c(server_->port());
