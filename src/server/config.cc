@@ -9,6 +9,7 @@
 #include <cctype>
 #include "base/str_cat.h"
 
+#include "base/status_macros.h"
 #include "yaml-cpp/yaml.h"
 
 namespace contextd::server {
@@ -169,6 +170,102 @@ absl::Status SetConfigValue(std::string_view dotted_key, std::string_view value,
   return it->second.set(config, values);
 }
 
+namespace {
+
+// Parses one entry of the `upstreams:` list; `where` is e.g. "upstreams[0]" for errors.
+absl::Status ParseUpstream(const YAML::Node& node, const std::string& where,
+                           gateway::UpstreamConfig* out) {
+  if (!node.IsMap()) return Bad(where, "must be a mapping with name and stdio or http");
+  for (const auto& entry : node) {
+    std::string key = entry.first.as<std::string>();
+    const YAML::Node& value = entry.second;
+    std::string at = StrCat(where, ".", key);
+    if (key == "name") {
+      if (!value.IsScalar()) return Bad(at, "must be a string");
+      out->name = value.as<std::string>();
+    } else if (key == "timeout_seconds") {
+      int64_t seconds = 0;
+      if (!value.IsScalar()) return Bad(at, "must be an integer");
+      RETURN_IF_ERROR(ParseScalar(at, value.as<std::string>(), &seconds));
+      if (seconds < 1 || seconds > 3600) return Bad(at, "must be between 1 and 3600");
+      out->call_timeout = std::chrono::seconds(seconds);
+    } else if (key == "stdio") {
+      if (!value.IsMap()) return Bad(at, "must be a mapping {command, args, env, cwd}");
+      gateway::StdioUpstream stdio;
+      for (const auto& f : value) {
+        std::string fkey = f.first.as<std::string>();
+        std::string fat = StrCat(at, ".", fkey);
+        if (fkey == "command" || fkey == "cwd") {
+          if (!f.second.IsScalar()) return Bad(fat, "must be a string");
+          (fkey == "command" ? stdio.command : stdio.cwd) = f.second.as<std::string>();
+        } else if (fkey == "args") {
+          if (!f.second.IsSequence()) return Bad(fat, "must be a list of strings");
+          for (const auto& a : f.second) {
+            if (!a.IsScalar()) return Bad(fat, "must be a list of strings");
+            stdio.args.push_back(a.as<std::string>());
+          }
+        } else if (fkey == "env") {
+          if (f.second.IsNull()) continue;
+          if (!f.second.IsMap()) return Bad(fat, "must be a mapping of NAME: value");
+          for (const auto& e : f.second) {
+            if (!e.second.IsScalar()) return Bad(fat, "values must be strings");
+            stdio.env[e.first.as<std::string>()] = e.second.as<std::string>();
+          }
+        } else {
+          return absl::InvalidArgumentError(StrCat("unknown config key '", fat, "'"));
+        }
+      }
+      out->stdio = std::move(stdio);
+    } else if (key == "http") {
+      if (!value.IsMap()) return Bad(at, "must be a mapping {url, headers}");
+      gateway::HttpUpstream http;
+      for (const auto& f : value) {
+        std::string fkey = f.first.as<std::string>();
+        std::string fat = StrCat(at, ".", fkey);
+        if (fkey == "url") {
+          if (!f.second.IsScalar()) return Bad(fat, "must be a string");
+          http.url = f.second.as<std::string>();
+        } else if (fkey == "headers") {
+          if (f.second.IsNull()) continue;
+          if (!f.second.IsMap()) return Bad(fat, "must be a mapping of Header: value");
+          for (const auto& h : f.second) {
+            if (!h.second.IsScalar()) return Bad(fat, "values must be strings");
+            http.headers[h.first.as<std::string>()] = h.second.as<std::string>();
+          }
+        } else {
+          return absl::InvalidArgumentError(StrCat("unknown config key '", fat, "'"));
+        }
+      }
+      out->http = std::move(http);
+    } else {
+      return absl::InvalidArgumentError(StrCat("unknown config key '", at, "'"));
+    }
+  }
+  absl::Status valid = gateway::ValidateUpstream(*out);
+  if (!valid.ok()) return Bad(where, std::string(valid.message()));
+  return absl::OkStatus();
+}
+
+absl::Status ParseUpstreams(const YAML::Node& node, std::vector<gateway::UpstreamConfig>* out) {
+  if (node.IsNull()) return absl::OkStatus();
+  if (!node.IsSequence()) return Bad("upstreams", "must be a list of {name, stdio | http}");
+  std::vector<gateway::UpstreamConfig> parsed;
+  for (size_t i = 0; i < node.size(); ++i) {
+    gateway::UpstreamConfig upstream;
+    RETURN_IF_ERROR(ParseUpstream(node[i], StrCat("upstreams[", i, "]"), &upstream));
+    for (const auto& other : parsed) {
+      if (other.name == upstream.name) {
+        return Bad(StrCat("upstreams[", i, "].name"), StrCat("duplicate upstream '", upstream.name, "'"));
+      }
+    }
+    parsed.push_back(std::move(upstream));
+  }
+  *out = std::move(parsed);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status LoadConfigFile(const std::string& path, ServerConfig* config) {
   YAML::Node root;
   try {
@@ -186,6 +283,13 @@ absl::Status LoadConfigFile(const std::string& path, ServerConfig* config) {
   try {
     for (const auto& section : root) {
       std::string section_name = section.first.as<std::string>();
+      if (section_name == "upstreams") {
+        absl::Status s = ParseUpstreams(section.second, &config->upstreams);
+        if (!s.ok()) {
+          return absl::InvalidArgumentError(StrCat("config file '", path, "': ", s.message()));
+        }
+        continue;
+      }
       if (!section.second.IsMap()) {
         return absl::InvalidArgumentError(StrCat(
             "config file '", path, "': section '", section_name, "' must be a mapping"));

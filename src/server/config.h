@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "folding/config.h"
+#include "gateway/upstream_config.h"
 #include "scrub/rule_scrubber.h"
 
 namespace contextd::server {
@@ -35,6 +36,8 @@ struct ServerConfig {
   std::string token_encoding = "o200k_base";
   // scrub:
   scrub::ScrubConfig scrub;
+  // upstreams: the MCP servers contextd fronts (a YAML list; file only).
+  std::vector<gateway::UpstreamConfig> upstreams;
 };
 
 // Reads a YAML file into `config` (only the keys present change). InvalidArgument names the file,

@@ -110,5 +110,39 @@ TEST(ConfigTest, SetConfigValueListsAndScalars) {
   EXPECT_FALSE(SetConfigValue("nope.key", "1", &c).ok());
 }
 
+TEST(ConfigTest, UpstreamsParse) {
+  std::string path = WriteTemp("cfg_up", R"(
+upstreams:
+  - name: fs
+    stdio: {command: node, args: [server.js, /srv/repo], env: {A: b}, cwd: /srv}
+    timeout_seconds: 5
+  - name: tracker
+    http: {url: "http://127.0.0.1:8080/mcp", headers: {Authorization: "Bearer x"}}
+)");
+  ServerConfig c;
+  absl::Status s = LoadConfigFile(path, &c);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_EQ(c.upstreams.size(), 2u);
+  EXPECT_EQ(c.upstreams[0].name, "fs");
+  EXPECT_EQ(c.upstreams[0].stdio->args, (std::vector<std::string>{"server.js", "/srv/repo"}));
+  EXPECT_EQ(c.upstreams[0].stdio->env.at("A"), "b");
+  EXPECT_EQ(c.upstreams[0].call_timeout, std::chrono::seconds(5));
+  EXPECT_EQ(c.upstreams[1].http->headers.at("Authorization"), "Bearer x");
+}
+
+TEST(ConfigTest, UpstreamErrorsNameTheKey) {
+  ServerConfig c;
+  absl::Status s = LoadConfigFile(
+      WriteTemp("cfg_up_bad", "upstreams:\n  - name: fs\n    stdio: {comand: node}\n"), &c);
+  EXPECT_NE(s.message().find("upstreams[0].stdio.comand"), std::string::npos) << s;
+  s = LoadConfigFile(WriteTemp("cfg_up_both", "upstreams:\n  - name: fs\n"), &c);
+  EXPECT_NE(s.message().find("upstreams[0]"), std::string::npos) << s;
+  s = LoadConfigFile(WriteTemp("cfg_up_dup",
+                               "upstreams:\n  - {name: a, stdio: {command: x}}\n"
+                               "  - {name: a, stdio: {command: y}}\n"),
+                     &c);
+  EXPECT_NE(s.message().find("duplicate"), std::string::npos) << s;
+}
+
 }  // namespace
 }  // namespace contextd::server
