@@ -1,4 +1,4 @@
-// contextd's command line: `serve`, `tokens`, `scrub`, `archive keygen|list|reveal`. Parses flags with CLI11
+// contextd's command line: `serve`, `tokens`, `scrub`, `archive keygen|list|reveal`, `trail`. Parses flags with CLI11
 // and hands over to the server and room entry points; prints errors on stderr, never on stdout
 // (stdio mode owns stdout).
 #include <unistd.h>
@@ -14,6 +14,7 @@
 #include "scrub/scrub_cli.h"
 #include "server/config.h"
 #include "server/server.h"
+#include "server/trail_cli.h"
 #include "tokens/tokens_cli.h"
 
 extern char** environ;
@@ -86,6 +87,26 @@ int main(int argc, char** argv) {
   reveal->add_option("--key-file", key_file, "the key file (mode 0600)")->required();
   reveal->add_option("id", archive_id, "archive id (see `contextd archive list`)")->required();
 
+  // trail
+  CLI::App* trail = app.add_subcommand(
+      "trail", "Read the foldable trail from the SQLite file (also after a crash)");
+  trail->require_subcommand(1);
+  contextd::server::TrailCommand trail_command;
+  CLI::App* trail_list = trail->add_subcommand("list", "Sessions with their branches");
+  CLI::App* trail_show = trail->add_subcommand("show", "A session's folded view");
+  CLI::App* trail_unfold = trail->add_subcommand("unfold", "A scope's events in full");
+  CLI::App* trail_export = trail->add_subcommand("export", "Every session (or one) as JSON");
+  for (CLI::App* sub : {trail_list, trail_show, trail_unfold, trail_export}) {
+    sub->add_option("--data-dir", trail_command.data_dir,
+                    "the server's data dir (default: XDG data dir)");
+  }
+  trail_show->add_option("id", trail_command.id, "session scope id (ses_...)")->required();
+  trail_show->add_option("--depth", trail_command.depth, "open scopes shown this deep");
+  trail_unfold->add_option("id", trail_command.id, "scope id (br_... or ses_...)")->required();
+  trail_unfold->add_option("--offset", trail_command.offset, "skip this many events");
+  trail_unfold->add_option("--limit", trail_command.limit, "events to show (default 20)");
+  trail_export->add_option("id", trail_command.id, "only this session scope id");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -99,6 +120,11 @@ int main(int argc, char** argv) {
   if (*scrub) {
     return contextd::scrub::RunScrubCommand(rules_file, report == "json", std::cin, std::cout,
                                             std::cerr);
+  }
+
+  if (*trail) {
+    trail_command.command = trail->get_subcommands().front()->get_name();
+    return contextd::server::RunTrailCommand(trail_command, std::cout, std::cerr);
   }
 
   auto fail = [](const absl::Status& s) {

@@ -26,6 +26,9 @@
 #include "scrub/rule_scrubber.h"
 #include "server/conformance_fixtures.h"
 #include "server/folding_tools.h"
+#include "server/trail_tools.h"
+#include "store/sqlite_trail_store.h"
+#include "trail/trail.h"
 #include "server/metrics.h"
 #include "store/sqlite_branch_store.h"
 #include "tokens/bpe_tokenizer.h"
@@ -101,6 +104,9 @@ struct Engine {
   Metrics metrics;
   std::unique_ptr<folding::BranchManager> manager;     // executor only
   std::unique_ptr<FoldingTools> tools;                 // executor only
+  std::unique_ptr<store::SqliteTrailStore> trail_store;
+  std::unique_ptr<trail::Trail> trail;                // executor only
+  std::unique_ptr<TrailTools> trail_tools;            // executor only
   std::shared_ptr<protocol::McpServer> mcp;
 };
 
@@ -131,6 +137,7 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
 
   std::string db_path = data_dir + "/contextd.db";
   ASSIGN_OR_RETURN(engine.store, store::SqliteBranchStore::Open(db_path));
+  ASSIGN_OR_RETURN(engine.trail_store, store::SqliteTrailStore::Open(db_path));
   base::LogInfo(base::StrCat("data in ", db_path, "; tokens counted with ", counter->name()));
 
   engine.executor = std::make_unique<base::ThreadExecutor>();
@@ -142,6 +149,10 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
     engine.manager = std::make_unique<folding::BranchManager>(
         config.folding, *engine.executor, *engine.store, *counter, *engine.scrubber,
         &engine.events);
+    // Before Recover(): branches force-returned at startup fold their trail scopes.
+    engine.trail = std::make_unique<trail::Trail>(*engine.trail_store, engine.executor->clock());
+    engine.trail_tools = std::make_unique<TrailTools>(*engine.trail, engine.events, *engine.store,
+                                                      *counter);
     auto recovered = engine.manager->Recover();
     if (!recovered.ok()) {
       status = recovered.status();
@@ -155,6 +166,7 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
     engine.metrics.SetActiveBranches(engine.manager->active_branches());
     engine.tools = std::make_unique<FoldingTools>(*engine.manager, engine.events, engine.metrics);
     status = engine.tools->Register(*engine.mcp);
+    if (status.ok()) status = engine.trail_tools->Register(*engine.mcp);
   });
   RETURN_IF_ERROR(status);
   if (config.conformance_fixtures) {
@@ -180,6 +192,8 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
 void ShutdownEngine(Engine& engine) {
   if (!engine.executor) return;
   engine.executor->RunSync([&] {
+    engine.trail_tools.reset();
+    engine.trail.reset();
     engine.tools.reset();
     engine.manager.reset();
   });
