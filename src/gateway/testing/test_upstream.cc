@@ -144,7 +144,7 @@ int main() {
     } else if (method == "resources/read") {
       result = {{"contents", Json::array({{{"uri", params.value("uri", "")},
                                             {"mimeType", "text/plain"},
-                                            {"text", "hello ghp_0123456789abcdefghijABCDEFGHIJ012345"}}})}};
+                                            {"text", "hello SECRET123 ghp_0123456789abcdefghijABCDEFGHIJ012345"}}})}};
     } else if (method == "ping") {
       result = Json::object();
     } else {
