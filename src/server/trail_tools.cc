@@ -174,7 +174,7 @@ absl::Status TrailTools::Register(protocol::McpServer& server) {
       protocol::ToolDefinition{
           "trail_search", "Search the trail",
           "Full-text search over the descriptions and summaries of this project's branches, "
-          "across sessions. Words are matched as given; a trailing * matches a prefix.",
+          "across sessions. Any word may match (best matches first); a trailing * matches a prefix.",
           Json{{"type", "object"},
                {"properties",
                 {{"query", {{"type", "string"}, {"minLength", 1}, {"maxLength", 1000}}},

@@ -76,7 +76,7 @@ absl::StatusOr<std::string> FtsQuery(std::string_view query) {
       }
     }
     if (!has_alnum) continue;
-    if (!out.empty()) out += ' ';
+    if (!out.empty()) out += " OR ";
     out += '"';
     for (char c : word) {
       if (c == '"') out += '"';

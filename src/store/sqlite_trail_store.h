@@ -15,8 +15,9 @@
 namespace contextd::store {
 
 // Turns free text into an FTS5 MATCH expression that cannot be a syntax error: each
-// whitespace-separated word becomes a quoted phrase (a trailing '*' stays a prefix match), all
-// words required. InvalidArgument if `query` holds no word or more than 1000 bytes.
+// whitespace-separated word becomes a quoted phrase (a trailing '*' stays a prefix match), joined
+// with OR (bm25 ranks scopes matching more words first). Words without a letter or digit are
+// dropped. InvalidArgument if `query` holds no word or more than 1000 bytes.
 absl::StatusOr<std::string> FtsQuery(std::string_view query);
 
 class SqliteTrailStore final : public trail::TrailStore {

@@ -163,7 +163,7 @@ TEST_F(SqliteTrailStoreTest, SearchFindsDescriptionsAndSummariesOfOneTenantAndPr
 TEST(FtsQueryTest, QuotesEveryWord) {
   auto q = FtsQuery("foo \"bar\" baz*");
   ASSERT_TRUE(q.ok());
-  EXPECT_EQ(*q, "\"foo\" \"\"\"bar\"\"\" \"baz\"*");
+  EXPECT_EQ(*q, "\"foo\" OR \"\"\"bar\"\"\" OR \"baz\"*");
 }
 
 // The Trail service over the real store.

@@ -134,8 +134,8 @@ class TrailStore {
   // Every scope of the session rooted at `root_scope_id` (root first, then creation order).
   virtual absl::StatusOr<std::vector<Scope>> ListScopes(std::string_view root_scope_id) = 0;
   // Full-text search over scope descriptions and summaries of one tenant and project, best
-  // first. Words are matched as given (a trailing '*' matches a prefix); FTS syntax is never
-  // interpreted. InvalidArgument if the query holds no word.
+  // first. Any word may match (scopes matching more words rank higher); a trailing '*' matches a
+  // prefix; FTS syntax is never interpreted. InvalidArgument if the query holds no word.
   virtual absl::StatusOr<std::vector<SearchHit>> Search(std::string_view tenant,
                                                         std::string_view project,
                                                         std::string_view query, int64_t limit) = 0;
