@@ -47,5 +47,13 @@ TEST(TokensCliTest, UnknownEncodingIsAUsageError) {
   EXPECT_NE(r.err.find("unknown encoding"), std::string::npos) << r.err;
 }
 
+TEST(TokensCliTest, WriteFailureIsReported) {
+  std::istringstream in("hello");
+  std::ostringstream out, err;
+  out.setstate(std::ios::badbit);
+  EXPECT_EQ(RunTokensCommand("o200k_base", false, false, in, out, err), 1);
+  EXPECT_NE(err.str().find("cannot write"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace contextd::tokens
