@@ -136,8 +136,11 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
   base::SetLogRedactor([scrubber](std::string_view m) { return scrubber->Scrub(m); });
 
   std::string db_path = data_dir + "/contextd.db";
-  ASSIGN_OR_RETURN(engine.store, store::SqliteBranchStore::Open(db_path));
-  ASSIGN_OR_RETURN(engine.trail_store, store::SqliteTrailStore::Open(db_path));
+  // One connection (and one WAL checkpointer) shared by the branch and trail stores.
+  ASSIGN_OR_RETURN(std::unique_ptr<store::Database> opened, store::Database::Open(db_path));
+  std::shared_ptr<store::Database> db(std::move(opened));
+  ASSIGN_OR_RETURN(engine.store, store::SqliteBranchStore::Create(db));
+  ASSIGN_OR_RETURN(engine.trail_store, store::SqliteTrailStore::Create(db));
   base::LogInfo(base::StrCat("data in ", db_path, "; tokens counted with ", counter->name()));
 
   engine.executor = std::make_unique<base::ThreadExecutor>();

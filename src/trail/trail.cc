@@ -150,6 +150,7 @@ absl::StatusOr<std::string> Trail::RootScope(const SessionRef& session) {
   root.created_at_ms = clock_.WallMillis();
   RETURN_IF_ERROR(store_.OpenScope(root));
   roots_[key] = root.id;
+  open_scopes_[root.id] = session;
   return root.id;
 }
 
@@ -169,6 +170,7 @@ absl::Status Trail::OnBranchCreated(const SessionRef& session, std::string_view 
   scope.description = std::string(description);
   scope.created_at_ms = clock_.WallMillis();
   RETURN_IF_ERROR(store_.OpenScope(scope));
+  open_scopes_[scope.id] = session;
   NewEvent created;
   created.scope_id = parent;
   created.kind = EventKind::kBranchCreated;
@@ -200,6 +202,7 @@ absl::Status Trail::OnBranchFolded(std::string_view branch_id, std::string_view 
   end.tokens = summary_tokens;
   end.at_ms = clock_.WallMillis();
   RETURN_IF_ERROR(store_.AppendEvents({end}).status());
+  open_scopes_.erase(std::string(branch_id));
   return store_.FoldScope(branch_id, summary, summary_tokens, end.at_ms);
 }
 
@@ -213,9 +216,16 @@ absl::StatusOr<RecordedCall> Trail::RecordToolCall(const SessionRef& session,
   if (scope_id.empty()) {
     ASSIGN_OR_RETURN(recorded.scope_id, RootScope(session));
   } else {
-    ASSIGN_OR_RETURN(std::optional<Scope> scope, store_.GetScope(scope_id));
-    if (!scope || !(scope->session == session)) {
-      return absl::NotFoundError(base::StrCat("scope ", scope_id, " not found"));
+    auto cached = open_scopes_.find(std::string(scope_id));
+    if (cached != open_scopes_.end()) {
+      if (!(cached->second == session)) {
+        return absl::NotFoundError(base::StrCat("scope ", scope_id, " not found"));
+      }
+    } else {
+      ASSIGN_OR_RETURN(std::optional<Scope> scope, store_.GetScope(scope_id));
+      if (!scope || !(scope->session == session)) {
+        return absl::NotFoundError(base::StrCat("scope ", scope_id, " not found"));
+      }
     }
     recorded.scope_id = std::string(scope_id);
   }
@@ -285,7 +295,12 @@ absl::StatusOr<std::vector<SearchHit>> Trail::Search(const SessionRef& session,
   return store_.Search(session.tenant, session.project, query, limit);
 }
 
-void Trail::EndSession(const SessionRef& session) { roots_.erase(session.ToString()); }
+void Trail::EndSession(const SessionRef& session) {
+  auto it = roots_.find(session.ToString());
+  if (it == roots_.end()) return;
+  open_scopes_.erase(it->second);
+  roots_.erase(it);
+}
 
 std::string FoldedViewText(const FoldedView& view) {
   int64_t saved = view.tokens_unfolded - view.tokens_folded;

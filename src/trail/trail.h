@@ -109,6 +109,9 @@ class Trail {
   TrailStore& store_;
   const base::Clock& clock_;
   std::unordered_map<std::string, std::string> roots_;  // SessionRef::ToString() -> root id
+  // Owners of the scopes still open that this process opened, so that RecordToolCall checks
+  // ownership without a read (unknown scopes fall back to the store).
+  std::unordered_map<std::string, SessionRef> open_scopes_;
 };
 
 // Renders `view`'s header and totals plus its text (what context_view shows).
