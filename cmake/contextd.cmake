@@ -13,6 +13,12 @@ if(CONTEXTD_SANITIZE)
   add_link_options(-fsanitize=${_san})
 endif()
 
+# Under the fuzz preset every library is coverage-instrumented, so libFuzzer sees the code under
+# test and not only the fuzz target's own file.
+if(CONTEXTD_FUZZ)
+  add_compile_options(-fsanitize=fuzzer-no-link)
+endif()
+
 function(contextd_library name)
   cmake_parse_arguments(ARG "" "" "SRCS;DEPS" ${ARGN})
   add_library(contextd_${name} STATIC ${ARG_SRCS})
