@@ -29,6 +29,7 @@ for f in "$LOAD" "$PIPE" "$ECHO"; do
   [[ -x $f ]] || { echo "missing $f (build it first)" >&2; exit 1; }
 done
 
+ulimit -n 8192 2>/dev/null || true  # 1,000 idle connections + 200 streams + load
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
