@@ -149,6 +149,13 @@ void Gateway::Stop() {
   if (removed) deps_.server->NotifyToolsListChanged();
 }
 
+bool Gateway::Settled() const {
+  for (const auto& [name, upstream] : upstreams_) {
+    if (!upstream.client->settled()) return false;
+  }
+  return true;
+}
+
 UpstreamClient* Gateway::upstream(std::string_view name) {
   auto it = upstreams_.find(name);
   return it == upstreams_.end() ? nullptr : it->second.client.get();

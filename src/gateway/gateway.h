@@ -85,6 +85,10 @@ class Gateway {
   // Stops every upstream (kills the children) and unregisters their tools. Executor only.
   void Stop();
 
+  // True when every upstream is ready or has failed its first start (startup may wait for this,
+  // bounded, so that the first tools/list already holds the upstream tools). Executor only.
+  bool Settled() const;
+
   // The client of upstream `name`, or null. Executor only (tests, status).
   UpstreamClient* upstream(std::string_view name);
 

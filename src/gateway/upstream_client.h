@@ -100,6 +100,8 @@ class UpstreamClient : public std::enable_shared_from_this<UpstreamClient> {
 
   // True between a successful initialize and the upstream's death.
   bool ready() const { return state_ == State::kReady; }
+  // True once the first start attempt ended: ready, or down (waiting to restart).
+  bool settled() const { return state_ == State::kReady || state_ == State::kDown; }
   // The last catalog listed (kept while the upstream restarts).
   const UpstreamCatalog& catalog() const { return catalog_; }
   const UpstreamConfig& config() const { return config_; }

@@ -21,6 +21,7 @@
 #include "base/status_macros.h"
 #include "folding/branch_manager.h"
 #include "folding/events.h"
+#include "gateway/gateway.h"
 #include "protocol/mcp_server.h"
 #include "scrub/originals_archive.h"
 #include "scrub/rule_scrubber.h"
@@ -107,8 +108,12 @@ struct Engine {
   std::unique_ptr<store::SqliteTrailStore> trail_store;
   std::unique_ptr<trail::Trail> trail;                // executor only
   std::unique_ptr<TrailTools> trail_tools;            // executor only
+  std::unique_ptr<gateway::Gateway> gateway;          // executor only
   std::shared_ptr<protocol::McpServer> mcp;
 };
+
+// Longest startup wait for the upstreams' first catalogs; later ones arrive via list_changed.
+constexpr auto kUpstreamStartupWait = std::chrono::seconds(10);
 
 absl::StatusOr<std::shared_ptr<const scrub::Scrubber>> MakeScrubber(const ServerConfig& config,
                                                                   const std::string& data_dir) {
@@ -177,6 +182,33 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
     base::LogInfo("conformance fixtures registered");
   }
 
+  if (!config.upstreams.empty()) {
+    // The gateway fronts the configured upstream MCP servers (issue 6). Upstreams start
+    // asynchronously; startup waits (bounded) for their first catalogs so that the first
+    // tools/list already holds their tools; later ones arrive with tools/list_changed.
+    gateway::GatewayDeps deps;
+    deps.server = engine.mcp.get();
+    deps.manager = engine.manager.get();
+    deps.counter = counter;
+    deps.scrubber = engine.scrubber.get();
+    deps.session_key = SessionKeyFor;
+    FoldingTools* folding_tools = engine.tools.get();
+    deps.deliver_warnings = [folding_tools](protocol::ToolCall& call, protocol::ToolResult& result) {
+      folding_tools->DeliverWarnings(call, result);
+    };
+    ASSIGN_OR_RETURN(engine.gateway, gateway::Gateway::Create(std::move(deps), config.upstreams));
+    engine.executor->RunSync([&] { engine.gateway->Start(); });
+    auto deadline = std::chrono::steady_clock::now() + kUpstreamStartupWait;
+    bool settled = false;
+    while (!settled && std::chrono::steady_clock::now() < deadline) {
+      engine.executor->RunSync([&] { settled = engine.gateway->Settled(); });
+      if (!settled) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (!settled) {
+      base::LogWarn("upstreams still starting; their tools will follow with tools/list_changed");
+    }
+  }
+
   folding::BranchManager* manager = engine.manager.get();
   engine.mcp->SetSessionHooks(protocol::SessionHooks{
       nullptr, [manager](const protocol::SessionInfo& info, std::string_view reason) {
@@ -195,6 +227,8 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
 void ShutdownEngine(Engine& engine) {
   if (!engine.executor) return;
   engine.executor->RunSync([&] {
+    if (engine.gateway) engine.gateway->Stop();  // kills the upstream children
+    engine.gateway.reset();
     engine.trail_tools.reset();
     engine.trail.reset();
     engine.tools.reset();

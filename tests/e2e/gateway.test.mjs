@@ -1,0 +1,124 @@
+// End-to-end: contextd as a gateway in front of the real @modelcontextprotocol/server-filesystem
+// and server-everything (tools/npm/upstreams), driven by the official SDK client over HTTP
+// (issue 6): secrets scrubbed before the agent and the database see them, budgets charged with
+// proxied results, an upstream killed and restarted, progress relayed.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync, readFileSync, existsSync, realpathSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startHttpServer, connectHttp, cleanup, textOf, tempDataDir } from './harness.mjs';
+
+const upstreams = new URL('../../tools/npm/upstreams/node_modules/@modelcontextprotocol/', import.meta.url).pathname;
+const FS_SERVER = join(upstreams, 'server-filesystem/dist/index.js');
+const EVERYTHING_SERVER = join(upstreams, 'server-everything/dist/index.js');
+// A GitHub token shape (ghp_ + 36): the scrubber's github-pat rule.
+const SECRET = 'ghp_' + 'Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0FeDcBa'.slice(0, 36);
+
+function setup() {
+  const files = realpathSync(mkdtempSync(join(tmpdir(), 'contextd-gw-files-')));
+  writeFileSync(join(files, 'secret.txt'), `config\napi_token_for_ci ${SECRET}\nend\n`);
+  writeFileSync(join(files, 'small.txt'), 'hello from the filesystem\n');
+  writeFileSync(join(files, 'big.txt'), Array.from({ length: 6000 }, (_, i) => `line ${i} of a large file with words`).join('\n'));
+  const dataDir = tempDataDir();
+  const config = join(dataDir, 'contextd.yaml');
+  writeFileSync(config, [
+    'upstreams:',
+    '  - name: fs',
+    '    stdio:',
+    '      command: node',
+    `      args: [${JSON.stringify(FS_SERVER)}, ${JSON.stringify(files)}]`,
+    '    timeout_seconds: 20',
+    '  - name: ev',
+    '    stdio:',
+    '      command: node',
+    `      args: [${JSON.stringify(EVERYTHING_SERVER)}, stdio]`,
+    '',
+  ].join('\n'));
+  return { files, dataDir, config };
+}
+
+async function call(client, name, args, options) {
+  return client.callTool({ name, arguments: args }, undefined, options);
+}
+
+// Child processes of `pid` whose command line contains `needle`.
+function childPids(pid, needle) {
+  const out = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(pid)]).toString();
+  return out.split('\n').filter((l) => l.includes(needle)).map((l) => Number(l.trim().split(/\s+/)[0]));
+}
+
+test('gateway: filesystem reads scrubbed, charged, exhausted; restart; progress', async () => {
+  assert.ok(existsSync(FS_SERVER), 'run npm install in tools/npm/upstreams');
+  const { files, dataDir, config } = setup();
+  const server = await startHttpServer({ dataDir, args: ['--config', config] });
+  try {
+    const { client } = await connectHttp(server.url);
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    assert.ok(names.includes('fs__read_text_file'), names.join(','));
+    assert.ok(names.includes('ev__echo'), names.join(','));
+    assert.ok(names.includes('branch_create'));
+
+    // 1. A secret in a file is redacted before the agent sees it (read inside a branch, so the
+    // scrubbed excerpt is also what the store keeps).
+    const branch = await call(client, 'branch_create', { description: 'read files', prompt: 'read secret.txt', budget: 4000 });
+    assert.ok(!branch.isError, textOf(branch));
+    const secret = await call(client, 'fs__read_text_file', { path: join(files, 'secret.txt') });
+    assert.ok(!secret.isError, textOf(secret));
+    assert.ok(!textOf(secret).includes(SECRET), textOf(secret));
+    assert.match(textOf(secret), /\[REDACTED:github-pat/);
+    assert.match(textOf(secret), /api_token_for_ci/);
+    const small = await call(client, 'fs__read_text_file', { path: join(files, 'small.txt') });
+    assert.equal(textOf(small).trim(), 'hello from the filesystem');
+    const ret = await call(client, 'branch_return', { message: 'read the config' });
+    assert.ok(!ret.isError, textOf(ret));
+
+    // 2. A large file inside a small branch exhausts its budget: isError instead of the content.
+    const tight = await call(client, 'branch_create', { description: 'read big', prompt: 'read big.txt', budget: 300 });
+    assert.ok(!tight.isError, textOf(tight));
+    const big = await call(client, 'fs__read_text_file', { path: join(files, 'big.txt') });
+    assert.equal(big.isError, true);
+    assert.match(textOf(big), /budget exhausted/);
+    assert.ok(!textOf(big).includes('line 5999 of a large file'));
+
+    // 3. Progress of server-everything's long running operation reaches the client.
+    const progress = [];
+    const longOp = await call(client, 'ev__trigger-long-running-operation', { duration: 0.3, steps: 3 },
+      { onprogress: (p) => progress.push(p) });
+    assert.ok(!longOp.isError, textOf(longOp));
+    assert.deepEqual(progress.map((p) => p.progress), [1, 2, 3]);
+    assert.equal(progress[0].total, 3);
+
+    // 4. Kill the filesystem upstream: calls answer isError unavailable, its tools stay listed,
+    // and it is restarted.
+    const [fsPid] = childPids(server.proc.pid, 'server-filesystem');
+    assert.ok(fsPid > 0, 'found the fs child');
+    process.kill(fsPid, 'SIGKILL');
+    const down = await call(client, 'fs__read_text_file', { path: join(files, 'small.txt') });
+    assert.equal(down.isError, true);
+    assert.match(textOf(down), /upstream fs unavailable/);
+    assert.ok((await client.listTools()).tools.some((t) => t.name === 'fs__read_text_file'));
+    let again;
+    for (let i = 0; i < 100; i++) {
+      again = await call(client, 'fs__read_text_file', { path: join(files, 'small.txt') });
+      if (!again.isError) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(textOf(again).trim(), 'hello from the filesystem');
+    const [newPid] = childPids(server.proc.pid, 'server-filesystem');
+    assert.ok(newPid > 0 && newPid !== fsPid);
+    await client.close();
+  } finally {
+    await server.stop();
+    // The secret never reached the database (db, wal, shm).
+    for (const f of ['contextd.db', 'contextd.db-wal', 'contextd.db-shm']) {
+      const p = join(dataDir, f);
+      if (existsSync(p)) assert.ok(!readFileSync(p).includes(SECRET), `${f} holds the secret`);
+    }
+    assert.ok(existsSync(join(dataDir, 'contextd.db')));
+    // The children are gone with the server.
+    cleanup(dataDir);
+    cleanup(files);
+  }
+});
