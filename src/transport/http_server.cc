@@ -194,11 +194,13 @@ class HttpSink final : public protocol::MessageSink {
   // Sends an already serialized message to the standalone stream (buffered for replay).
   void SendStandalone(std::string payload);
 
-  // Registers `key` for a request of a POST. False if the id is already in flight.
-  bool AddRoute(const std::string& key, Route route) {
+  enum class AddResult { kAdded, kDuplicate, kSessionEnded };
+  // Registers `key` for a request of a POST.
+  AddResult AddRoute(const std::string& key, Route route) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (detached_) return false;
-    return routes_.try_emplace(key, std::move(route)).second;
+    if (detached_) return AddResult::kSessionEnded;
+    return routes_.try_emplace(key, std::move(route)).second ? AddResult::kAdded
+                                                             : AddResult::kDuplicate;
   }
 
   // Removes the routes of an abandoned POST (only those still pointing at it).
@@ -756,7 +758,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
       auto& msg = std::get<protocol::Message>(item);
       if (msg.kind == protocol::MessageKind::kRequest) {
         std::string key = msg.id.dump();
-        if (!entry->sink->AddRoute(key, route)) {
+        const auto added = entry->sink->AddRoute(key, route);
+        if (added == HttpSink::AddResult::kSessionEnded) {
+          // Deleted or expired between lookup and now.
+          AbandonRoutes();
+          return RespondError(404, "session not found");
+        }
+        if (added == HttpSink::AddResult::kDuplicate) {
           collected_.push_back(protocol::Serialize(protocol::MakeError(
               msg.id, protocol::kInvalidRequest,
               "invalid request: a request with this id is already in flight")));

@@ -103,6 +103,11 @@ absl::StatusOr<std::unique_ptr<UpstreamStdioChannel>> UpstreamStdioChannel::Star
     ::dup2(in_pipe[0], 0);
     ::dup2(out_pipe[1], 1);
     ::dup2(err_pipe[1], 2);
+    // Nothing else of contextd's (listening sockets, the database) leaks into the upstream;
+    // only the exec-status pipe stays open, and it closes on exec.
+    unsigned keep = static_cast<unsigned>(exec_pipe[1]);
+    if (keep > 3) ::close_range(3, keep - 1, 0);
+    ::close_range(keep + 1, ~0U, 0);
     int err = 0;
     if (cwd != nullptr && ::chdir(cwd) != 0) {
       err = errno;

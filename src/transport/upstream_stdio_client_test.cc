@@ -1,6 +1,8 @@
 #include "transport/upstream_stdio_client.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -71,6 +73,18 @@ TEST(UpstreamStdioChannel, PassesEnvironmentAndWorkingDirectory) {
   EXPECT_EQ(inbox.NextLine(), "hello:/tmp");
   EXPECT_TRUE(inbox.WaitClosed());
   EXPECT_EQ(inbox.closed, "exited with status 0");
+}
+
+TEST(UpstreamStdioChannel, ChildInheritsOnlyItsThreeStandardDescriptors) {
+  int leaked = ::open("/dev/null", O_RDONLY);  // not close-on-exec
+  ASSERT_GE(leaked, 0);
+  Inbox inbox;
+  auto channel = UpstreamStdioChannel::Start(
+      {"sh", {"-c", "ls /proc/self/fd | wc -l"}, {}, "", 1 << 20, "sh"}, inbox.Callbacks());
+  ::close(leaked);
+  ASSERT_TRUE(channel.ok());
+  // 0, 1, 2 and the directory `ls` itself opens.
+  EXPECT_EQ(inbox.NextLine(), "4");
 }
 
 TEST(UpstreamStdioChannel, MissingProgramIsNotFound) {
