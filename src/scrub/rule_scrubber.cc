@@ -331,8 +331,11 @@ struct RuleScrubber::Impl {
   };
 
   // One scan pass. `markers` receives the spans of existing redaction markers.
+  // `only` (optional, sorted disjoint ranges): consider keyword hits (and keyword-less rules) only
+  // there; rules that span lines still see every hit.
   std::vector<Hit> ScanOnce(std::string_view text, std::string_view path,
-                            std::vector<std::pair<size_t, size_t>>* markers) const {
+                            std::vector<std::pair<size_t, size_t>>* markers,
+                            const std::vector<std::pair<size_t, size_t>>* only) const {
     std::vector<Hit> found;
     std::vector<Window> win(rules.size());
     // Windows per rule, collected during the keyword pass and run afterwards: specific rules
@@ -359,9 +362,15 @@ struct RuleScrubber::Impl {
           if ((*markers)[k].second > kw_start) return;
         }
       }
+      bool outside = false;
+      if (only != nullptr) {
+        auto it = std::upper_bound(only->begin(), only->end(), std::make_pair(kw_start, SIZE_MAX));
+        outside = it == only->begin() || std::prev(it)->second <= kw_start;
+      }
       for (uint32_t ri : keyword_rules[pattern]) {
         const CompiledRule& r = rules[ri];
         if (r.path != nullptr && path.empty()) continue;  // path rule, no path: not applicable
+        if (outside && !r.wide) continue;
         Window& w = win[ri];
         const size_t reach = std::min(text.size(), end + r.forward_window);
         // The window runs from a little before the keyword (at most back_window bytes, not
@@ -419,7 +428,11 @@ struct RuleScrubber::Impl {
       for (int i : hit) {
         uint32_t ri = always_rules[i];
         if (rules[ri].path != nullptr && path.empty()) continue;
-        RunRule(ri, text, 0, text.size(), path, nullptr, &found);
+        if (only != nullptr && !rules[ri].wide) {
+          for (const auto& [from, to] : *only) RunRule(ri, text, from, to, path, nullptr, &found);
+        } else {
+          RunRule(ri, text, 0, text.size(), path, nullptr, &found);
+        }
       }
     }
     if (!path.empty()) {
@@ -473,16 +486,40 @@ struct RuleScrubber::Impl {
   std::string ScrubText(std::string_view text, std::string_view path,
                         std::vector<Hit>* first) const {
     std::vector<std::pair<size_t, size_t>> markers;
-    *first = ScanOnce(text, path, &markers);
+    *first = ScanOnce(text, path, &markers, nullptr);
     if (first->empty()) return std::string(text);
-    std::string out = Redact(text, *first);
+    std::vector<std::pair<size_t, size_t>> inserted;
+    std::string out = Redact(text, *first, &inserted);
     // Redaction changes the context of nearby text; repeat until nothing more is found so that
-    // the output is a fixpoint (idempotence). On redacted text a pass is cheap: nothing to verify.
+    // the output is a fixpoint (idempotence). Text away from the new markers is unchanged and was
+    // already scanned, so later passes only look at keyword hits near a new marker.
     for (int pass = 1; pass < kMaxPasses; ++pass) {
+      std::vector<std::pair<size_t, size_t>> dirty = DirtyRanges(out, inserted);
       markers.clear();
-      std::vector<Hit> more = ScanOnce(out, path, &markers);
+      std::vector<Hit> more = ScanOnce(out, path, &markers, &dirty);
       if (more.empty()) break;
-      out = Redact(out, more);
+      inserted.clear();
+      out = Redact(out, more, &inserted);
+    }
+    return out;
+  }
+
+  // Sorted, merged ranges around newly inserted markers in which a later pass must look for
+  // keyword hits: from the line before (a keyword's window reaches kForwardWindow bytes and then
+  // to the end of a line) to kBackWindow bytes after (a match may start that far before its
+  // keyword).
+  static std::vector<std::pair<size_t, size_t>> DirtyRanges(
+      std::string_view text, const std::vector<std::pair<size_t, size_t>>& inserted) {
+    std::vector<std::pair<size_t, size_t>> out;
+    for (const auto& [ms, me] : inserted) {
+      size_t from = LineStart(text, ms > kForwardWindow ? ms - kForwardWindow : 0);
+      if (from > 0) from = LineStart(text, from - 1);
+      size_t to = WindowEnd(text, std::min(text.size(), me + kBackWindow));
+      if (!out.empty() && from <= out.back().second) {
+        out.back().second = std::max(out.back().second, to);
+      } else {
+        out.emplace_back(from, to);
+      }
     }
     return out;
   }
@@ -509,7 +546,9 @@ struct RuleScrubber::Impl {
   }
 
   // Replaces the (sorted) findings in `text` by markers, merging overlaps.
-  std::string Redact(std::string_view text, const std::vector<Hit>& found) const {
+  // `inserted` (optional) receives the [start, end) of every marker written, in `out`.
+  std::string Redact(std::string_view text, const std::vector<Hit>& found,
+                     std::vector<std::pair<size_t, size_t>>* inserted = nullptr) const {
     std::string out;
     out.reserve(text.size());
     size_t pos = 0;
@@ -527,8 +566,10 @@ struct RuleScrubber::Impl {
       size_t keep = std::min<size_t>(4, secret.size() / 4);
       size_t p = 0;
       while (p < keep && IsPreviewChar(secret[p])) ++p;
+      const size_t marker_start = out.size();
       absl::StrAppend(&out, internal::Av(kMarkerPrefix), id, ":",
                       internal::Av(secret.substr(0, p)), "]");
+      if (inserted != nullptr) inserted->emplace_back(marker_start, out.size());
       pos = e;
       i = j;
     }
@@ -677,7 +718,7 @@ absl::StatusOr<std::unique_ptr<RuleScrubber>> RuleScrubber::Create(const RulesCo
 
 std::vector<Finding> RuleScrubber::Scan(std::string_view text, std::string_view path) const {
   std::vector<std::pair<size_t, size_t>> markers;
-  std::vector<Hit> hits = impl_->ScanOnce(text, path, &markers);
+  std::vector<Hit> hits = impl_->ScanOnce(text, path, &markers, nullptr);
   return impl_->ToFindings(text, hits);
 }
 
