@@ -254,11 +254,18 @@ absl::StatusOr<FoldedView> Trail::ViewRoot(std::string_view root_scope_id, int d
     return absl::NotFoundError(base::StrCat("session ", root_scope_id, " not found"));
   }
   Tree tree;
+  // Only scopes in view need their events: open ones whose ancestors are all open. Scopes under
+  // a folded one count through their stored totals. Parents come before children in `scopes`.
+  std::map<std::string, bool> expanded;  // scope id -> open and every ancestor open
   for (Scope& s : scopes) {
-    ASSIGN_OR_RETURN(EventPage page, store_.ListEvents(s.id, 0, std::max<int64_t>(s.event_count, 1)));
-    view.events += static_cast<int64_t>(page.events.size());
-    for (const Event& e : page.events) view.tokens_unfolded += e.tokens;
-    tree.events[s.id] = std::move(page.events);
+    view.events += s.event_count;
+    view.tokens_unfolded += s.event_tokens;
+    bool parent_expanded = s.parent_id.empty() || expanded[s.parent_id];
+    expanded[s.id] = parent_expanded && s.status == ScopeStatus::kOpen;
+    if (expanded[s.id] && s.event_count > 0) {
+      ASSIGN_OR_RETURN(EventPage page, store_.ListEvents(s.id, 0, s.event_count));
+      tree.events[s.id] = std::move(page.events);
+    }
     if (s.kind == ScopeKind::kBranch) {
       ++(s.status == ScopeStatus::kFolded ? view.scopes_folded : view.scopes_open);
     }
