@@ -9,6 +9,9 @@
 #include <mutex>
 
 #include "base/executor.h"
+#ifdef CONTEXTD_GATEWAY_HTTP_TEST
+#include "transport/http_server.h"
+#endif
 #include "folding/testing/fakes.h"
 #include "gtest/gtest.h"
 
@@ -109,6 +112,10 @@ class GatewayTest : public ::testing::Test {
     config.name = "t";
     config.stdio = StdioUpstream{TestUpstreamPath(), {}, {}, ""};
     config.call_timeout = timeout;
+    StartGateway(config);
+  }
+
+  void StartGateway(const UpstreamConfig& config) {
     GatewayDeps deps{server_.get(), manager_.get(), &counter_, &scrubber_, KeyFor, &observer_,
                      nullptr, UpstreamClient::Backoff{20ms, 1000ms}};
     auto gateway = Gateway::Create(std::move(deps), {config});
@@ -329,6 +336,51 @@ TEST_F(GatewayTest, ReadsUpstreamResourcesThroughReversibleUris) {
   EXPECT_EQ(contents[0]["uri"], "contextd+upstream://t/test://greeting");
   EXPECT_EQ(contents[0]["text"].get<std::string>().find("SECRET123"), std::string::npos);
 }
+
+#ifdef CONTEXTD_GATEWAY_HTTP_TEST
+// An upstream reached over Streamable HTTP: another McpServer served by contextd's own HTTP
+// transport on 127.0.0.1 port 0.
+TEST_F(GatewayTest, ProxiesAStreamableHttpUpstreamWithProgress) {
+  base::ThreadExecutor upstream_executor;
+  auto upstream = std::make_shared<protocol::McpServer>(upstream_executor,
+                                                        protocol::ServerInfo{"up", "1", ""});
+  ASSERT_TRUE(upstream
+                  ->AddTool(protocol::ToolDefinition{"hello", "", "says hello",
+                                                     Json{{"type", "object"},
+                                                          {"properties", {{"name", {{"type", "string"}}}}}},
+                                                     nullptr, nullptr},
+                            [](std::shared_ptr<protocol::ToolCall> call) {
+                              call->SendProgress(1, 2, "half");
+                              call->SendProgress(2, 2, "all");
+                              call->Finish(protocol::TextResult(
+                                  "hi " + call->arguments().value("name", "") + " SECRET123"));
+                            })
+                  .ok());
+  transport::HttpServerOptions options;
+  auto http = transport::HttpServer::Start(options, upstream);
+  ASSERT_TRUE(http.ok()) << http.status();
+  UpstreamConfig config;
+  config.name = "t";
+  config.http = HttpUpstream{(*http)->listen_url(), {{"X-Test", "1"}}};
+  StartGateway(config);
+  Json result = Call("t__hello", {{"name", "ann"}}, {{"progressToken", 7}});
+  EXPECT_EQ(Text(result), "hi ann [REDACTED:test-secret:SE...]") << result.dump();
+  Json p1 = inbox_->Notification("notifications/progress", 2s);
+  Json p2 = inbox_->Notification("notifications/progress", 2s);
+  ASSERT_FALSE(p1.is_null());
+  ASSERT_FALSE(p2.is_null());
+  EXPECT_EQ(p1["params"]["progressToken"], 7);
+  EXPECT_EQ(p2["params"]["progress"], 2);
+  EXPECT_EQ(p2["params"]["message"], "all");
+  (*http)->Stop();
+  // The upstream is gone: calls fail with unavailable instead of hanging.
+  Json down = Call("t__hello", {{"name", "bob"}});
+  EXPECT_TRUE(down.value("isError", false));
+  EXPECT_NE(Text(down).find("upstream t"), std::string::npos) << Text(down);
+  executor_.RunSync([&] { gateway_->Stop(); });
+  upstream_executor.Stop();
+}
+#endif
 
 TEST(GatewayUri, MapsBothWays) {
   EXPECT_EQ(Gateway::ExposedUri("fs", "file:///a/b"), "contextd+upstream://fs/file:///a/b");

@@ -6,6 +6,7 @@
 #include "base/logging.h"
 #include "base/str_cat.h"
 #include "protocol/mcp_constants.h"
+#include "transport/upstream_http_client.h"
 #include "transport/upstream_stdio_client.h"
 
 namespace contextd::gateway {
@@ -54,19 +55,9 @@ void UpstreamClient::Launch() {
   state_ = State::kStarting;
   ++starts_;
   uint64_t generation = ++generation_;
-  if (!config_.stdio) {
-    HandleDown("only stdio upstreams are supported by this build (http is not implemented)");
-    return;
-  }
-  transport::UpstreamStdioOptions options;
-  options.command = config_.stdio->command;
-  options.args = config_.stdio->args;
-  options.env = config_.stdio->env;
-  options.cwd = config_.stdio->cwd;
-  options.log_name = config_.name;
   std::weak_ptr<UpstreamClient> weak = weak_from_this();
   base::Executor* executor = &executor_;
-  transport::UpstreamStdioCallbacks callbacks;
+  transport::UpstreamCallbacks callbacks;
   callbacks.on_line = [weak, executor, generation](std::string line) {
     executor->Post([weak, generation, line = std::move(line)]() mutable {
       if (auto self = weak.lock()) self->OnLine(generation, std::move(line));
@@ -77,13 +68,29 @@ void UpstreamClient::Launch() {
       if (auto self = weak.lock()) self->OnClosed(generation, std::move(reason));
     });
   };
-  auto channel = transport::UpstreamStdioChannel::Start(options, std::move(callbacks));
+  absl::StatusOr<std::unique_ptr<transport::UpstreamChannel>> channel;
+  if (config_.stdio) {
+    transport::UpstreamStdioOptions options;
+    options.command = config_.stdio->command;
+    options.args = config_.stdio->args;
+    options.env = config_.stdio->env;
+    options.cwd = config_.stdio->cwd;
+    options.log_name = config_.name;
+    channel = transport::UpstreamStdioChannel::Start(options, std::move(callbacks));
+  } else {
+    transport::UpstreamHttpOptions options;
+    options.url = config_.http->url;
+    options.headers = config_.http->headers;
+    options.log_name = config_.name;
+    channel = transport::UpstreamHttpChannel::Start(options, std::move(callbacks));
+  }
   if (!channel.ok()) {
     HandleDown(std::string(channel.status().message()));
     return;
   }
   channel_ = std::move(channel).value();
-  base::LogInfo(base::StrCat("upstream ", config_.name, ": started pid ", channel_->pid()));
+  base::LogInfo(base::StrCat("upstream ", config_.name, ": started",
+                             channel_->pid() > 0 ? base::StrCat(" pid ", channel_->pid()) : ""));
   Initialize();
 }
 

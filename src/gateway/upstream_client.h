@@ -1,5 +1,5 @@
 // UpstreamClient: contextd as an MCP *client* of one upstream server. It starts the upstream
-// (stdio child process), initializes it (protocol 2025-11-25, declaring sampling, elicitation and
+// (stdio child process, or Streamable HTTP over plain http), initializes it (protocol 2025-11-25, declaring sampling, elicitation and
 // roots so the upstream's server-to-client requests can be relayed), lists its tools, resources,
 // resource templates and prompts (all pages), re-lists tools on notifications/tools/list_changed,
 // correlates responses, enforces per-request timeouts, relays progress, log messages and
@@ -24,7 +24,7 @@
 #include "protocol/jsonrpc.h"
 
 namespace contextd::transport {
-class UpstreamStdioChannel;
+class UpstreamChannel;
 }
 
 namespace contextd::gateway {
@@ -146,7 +146,7 @@ class UpstreamClient : public std::enable_shared_from_this<UpstreamClient> {
   const Listener listener_;
   const Backoff backoff_;
   State state_ = State::kStopped;
-  std::unique_ptr<transport::UpstreamStdioChannel> channel_;
+  std::unique_ptr<transport::UpstreamChannel> channel_;
   uint64_t generation_ = 0;  // of channel_; messages of an older channel are ignored
   int64_t next_id_ = 1;
   std::map<int64_t, Pending> pending_;  // by upstream request id (ordered: latest = last)

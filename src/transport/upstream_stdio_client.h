@@ -20,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "transport/upstream_channel.h"
 
 namespace contextd::transport {
 
@@ -33,16 +34,11 @@ struct UpstreamStdioOptions {
   std::string log_name;                     // prefix of the child's stderr lines in the log
 };
 
-// Callbacks of a channel (both run on its reader thread).
-struct UpstreamStdioCallbacks {
-  // One complete stdout line (without its newline).
-  std::function<void(std::string line)> on_line;
-  // The child's stdout reached EOF (it exited or closed it); `reason` says how it ended, e.g.
-  // "exited with status 1" or "killed by signal 9". Called once, after the last on_line.
-  std::function<void(std::string reason)> on_closed;
-};
+// Callbacks of a stdio channel (both run on its stdout reader thread). on_closed's reason is
+// e.g. "exited with status 1" or "killed by signal 9".
+using UpstreamStdioCallbacks = UpstreamCallbacks;
 
-class UpstreamStdioChannel {
+class UpstreamStdioChannel final : public UpstreamChannel {
  public:
   // Starts the child. Unavailable if the pipes or fork fail; NotFound if exec fails (the child
   // reports errno through a close-on-exec pipe, so a missing program is an error here rather
@@ -52,21 +48,21 @@ class UpstreamStdioChannel {
       const UpstreamStdioOptions& options, UpstreamStdioCallbacks callbacks);
 
   // Closes (see Close).
-  ~UpstreamStdioChannel();
+  ~UpstreamStdioChannel() override;
   UpstreamStdioChannel(const UpstreamStdioChannel&) = delete;
   UpstreamStdioChannel& operator=(const UpstreamStdioChannel&) = delete;
 
   // Writes `line` plus '\n' to the child's stdin (blocking until written). `line` must not hold
   // a newline. Unavailable once the child's stdin is closed or the write fails.
-  absl::Status Send(std::string_view line);
+  absl::Status Send(std::string_view line) override;
 
   // Closes the child's stdin, waits up to `grace_ms` for it to exit, then SIGTERM, then SIGKILL
   // after another `grace_ms`; reaps it and joins the reader threads. on_closed has run (or will
   // never run) when this returns. Idempotent. Must not be called from a callback.
-  void Close(int grace_ms = 500);
+  void Close(int grace_ms = 500) override;
 
   // The child's process id (valid until Close returns).
-  pid_t pid() const { return pid_; }
+  pid_t pid() const override { return pid_; }
 
  private:
   UpstreamStdioChannel() = default;
