@@ -60,6 +60,24 @@ TEST(AhoCorasickTest, MatchesBruteForceOnRandomInput) {
   }
 }
 
+TEST(AhoCorasickTest, LargeAutomatonUses32BitTable) {
+  std::mt19937 rng(7);
+  std::vector<std::string> pats;
+  for (int i = 0; i < 3000; ++i) {
+    std::string p;
+    for (int j = 0; j < 8; ++j) p.push_back("abcdefgh"[rng() % 8]);
+    pats.push_back(p);
+  }
+  AhoCorasick ac(pats);
+  EXPECT_GT(ac.num_states() * 8 * 2, 65536u);
+  std::string text;
+  for (int j = 0; j < 5000; ++j) text.push_back("abcdefghXY"[rng() % 10]);
+  for (int j = 0; j < 20; ++j) text += pats[j * 100] + "X";
+  Hits got = ScanAll(ac, text);
+  EXPECT_EQ(got, Brute(pats, text));
+  EXPECT_FALSE(got.empty());
+}
+
 TEST(AhoCorasickTest, NoPatternsNoHits) {
   AhoCorasick ac({});
   EXPECT_TRUE(ScanAll(ac, "anything").empty());

@@ -71,6 +71,10 @@ AhoCorasick::AhoCorasick(const std::vector<std::string>& patterns) {
     uint32_t t = static_cast<uint32_t>(go[i]);
     delta_[i] = ((t * nc) << 1) | (outs[t].empty() ? 0u : 1u);
   }
+  if ((num_states * nc) << 1 < 65536) {
+    delta16_.assign(delta_.begin(), delta_.end());
+    delta_.clear();
+  }
   out_begin_.resize(num_states + 1);
   for (size_t s = 0; s < num_states; ++s) {
     out_begin_[s] = static_cast<uint32_t>(out_.size());

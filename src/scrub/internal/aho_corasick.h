@@ -27,7 +27,7 @@ class AhoCorasick {
     size_t i = 0;
     while (i < n) {
       // The hot loop has no calls in it, so the state stays in a register.
-      i = Run(p, i, n, &s);
+      i = delta16_.empty() ? Run(delta_.data(), p, i, n, &s) : Run(delta16_.data(), p, i, n, &s);
       if (i == 0) break;
       const uint32_t state = (s >> 1) / num_classes_;
       for (uint32_t k = out_begin_[state]; k < out_begin_[state + 1]; ++k) on_match(out_[k], i);
@@ -40,8 +40,9 @@ class AhoCorasick {
  private:
   // Advances from byte `i` until a state with output is entered; returns the offset just past
   // that byte (updating *state), or 0 when the end is reached without output.
-  size_t Run(const unsigned char* p, size_t i, size_t n, uint32_t* state) const {
-    const uint32_t* delta = delta_.data();
+  template <typename Entry>
+  size_t Run(const Entry* delta, const unsigned char* p, size_t i, size_t n,
+             uint32_t* state) const {
     const uint8_t* cls = class_of_;
     uint32_t s = *state;
     while (i < n) {
@@ -59,6 +60,9 @@ class AhoCorasick {
   uint32_t num_classes_ = 1;
   // delta_[row + class] = (next_row << 1) | has_output, where row = state * num_classes_.
   std::vector<uint32_t> delta_;
+  // The same table in 16 bits when it fits (keeps the hot part of the automaton in L1); when
+  // non-empty it is used instead of delta_.
+  std::vector<uint16_t> delta16_;
   std::vector<uint32_t> out_begin_;  // per state, into out_; size num_states + 1
   std::vector<uint32_t> out_;
 };
