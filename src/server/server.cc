@@ -27,6 +27,7 @@
 #include "scrub/rule_scrubber.h"
 #include "server/conformance_fixtures.h"
 #include "server/folding_tools.h"
+#include "server/trail_recorder.h"
 #include "server/trail_tools.h"
 #include "store/sqlite_trail_store.h"
 #include "trail/trail.h"
@@ -108,6 +109,7 @@ struct Engine {
   std::unique_ptr<store::SqliteTrailStore> trail_store;
   std::unique_ptr<trail::Trail> trail;                // executor only
   std::unique_ptr<TrailTools> trail_tools;            // executor only
+  std::unique_ptr<TrailRecorder> trail_recorder;      // the gateway records through it
   std::unique_ptr<gateway::Gateway> gateway;          // executor only
   std::shared_ptr<protocol::McpServer> mcp;
 };
@@ -193,6 +195,8 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
     deps.scrubber = engine.scrubber.get();
     deps.session_key = SessionKeyFor;
     FoldingTools* folding_tools = engine.tools.get();
+    engine.trail_recorder = std::make_unique<TrailRecorder>(*engine.trail);
+    deps.observer = engine.trail_recorder.get();
     deps.deliver_warnings = [folding_tools](protocol::ToolCall& call, protocol::ToolResult& result) {
       folding_tools->DeliverWarnings(call, result);
     };
@@ -229,6 +233,7 @@ void ShutdownEngine(Engine& engine) {
   engine.executor->RunSync([&] {
     if (engine.gateway) engine.gateway->Stop();  // kills the upstream children
     engine.gateway.reset();
+    engine.trail_recorder.reset();
     engine.trail_tools.reset();
     engine.trail.reset();
     engine.tools.reset();

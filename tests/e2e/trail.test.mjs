@@ -115,3 +115,59 @@ test('http: context_view folds returned branches; unfold, search, resources; tra
     if (!process.env.KEEP) cleanup(server.dataDir);
   }
 });
+
+test('gateway + trail: upstream calls are recorded scrubbed in their branch scope and fold away', async () => {
+  const { mkdtempSync, realpathSync, writeFileSync, readFileSync, existsSync, readdirSync } = await import('node:fs');
+  const { join } = await import('node:path');
+  const { tmpdir } = await import('node:os');
+  const { tempDataDir } = await import('./harness.mjs');
+  const FS_SERVER = new URL('../../tools/npm/upstreams/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js', import.meta.url).pathname;
+  assert.ok(existsSync(FS_SERVER), 'run npm install in tools/npm/upstreams');
+  const SECRET = 'ghp_' + 'Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0FeDcBa'.slice(0, 36);
+  const files = realpathSync(mkdtempSync(join(tmpdir(), 'contextd-trail-files-')));
+  writeFileSync(join(files, 'secret.txt'), `config\napi_token_for_ci ${SECRET}\nend\n`);
+  writeFileSync(join(files, 'big.txt'), Array.from({ length: 800 }, (_, i) => `line ${i} of a large file`).join('\n'));
+  const dataDir = tempDataDir();
+  const config = join(dataDir, 'contextd.yaml');
+  writeFileSync(config, ['upstreams:', '  - name: fs', '    stdio:', '      command: node',
+    `      args: [${JSON.stringify(FS_SERVER)}, ${JSON.stringify(files)}]`, ''].join('\n'));
+  const server = await startHttpServer({ dataDir, args: ['--config', config] });
+  try {
+    const { client } = await connectHttp(server.url);
+    const root = await call(client, 'fs__list_directory', { path: files });
+    assert.ok(!root.isError, textOf(root));
+    const br = (await call(client, 'branch_create', { description: 'read the files', prompt: 'read both files', budget: 20000 })).structuredContent;
+    const secret = await call(client, 'fs__read_text_file', { path: join(files, 'secret.txt') });
+    assert.ok(!textOf(secret).includes(SECRET));
+    const big = await call(client, 'fs__read_text_file', { path: join(files, 'big.txt') });
+    assert.ok(!big.isError, textOf(big));
+    const summary = 'secret.txt holds a CI token; big.txt has 800 lines';
+    assert.ok(!(await call(client, 'branch_return', { message: summary })).isError);
+
+    const view = await call(client, 'context_view', {});
+    const v = view.structuredContent;
+    const text = textOf(view);
+    assert.ok(text.includes('- tool_call fs__list_directory'), text);
+    assert.ok(text.includes('secret.txt'), 'the root-level listing is in the view');
+    assert.ok(text.includes(`= branch ${br.branch_id} [folded:`) && text.includes(summary), text);
+    assert.ok(!text.includes('line 799 of a large file'), 'the big read is folded away');
+    assert.ok(v.tokens_unfolded - v.tokens_folded > 5000, JSON.stringify(v));
+
+    const unfold = await call(client, 'trail_unfold', { scope_id: br.branch_id, limit: 10 });
+    const events = unfold.structuredContent.events;
+    assert.deepEqual(events.map((e) => e.kind), ['tool_call', 'tool_result', 'tool_call', 'tool_result', 'branch_returned']);
+    assert.equal(events[0].label, 'fs__read_text_file');
+    assert.match(events[1].payload, /\[REDACTED:github-pat/);
+    assert.ok(events[3].payload.includes('line 799 of a large file'));
+    assert.ok(events[3].tokens > 5000, `the result's token count is stored: ${events[3].tokens}`);
+
+    await server.stop();
+    for (const f of readdirSync(dataDir).filter((n) => n.startsWith('contextd.db'))) {
+      assert.ok(!readFileSync(join(dataDir, f)).includes(SECRET), `${f} holds no secret`);
+    }
+  } finally {
+    await server.stop();
+    if (!process.env.KEEP) cleanup(dataDir);
+    cleanup(files);
+  }
+});
