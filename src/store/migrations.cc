@@ -61,7 +61,7 @@ CREATE TABLE trail_blobs (
   hash    TEXT PRIMARY KEY,  -- lowercase hex SHA-256 of content
   size    INTEGER NOT NULL,
   content TEXT NOT NULL
-) WITHOUT ROWID;
+);
 
 CREATE TABLE trail_scopes (
   id             TEXT PRIMARY KEY,
