@@ -147,7 +147,7 @@ TEST_F(TrailToolsTest, ViewUnfoldSearchAndResources) {
   // br_one folded to its summary (4); br_two open in full (4 + 1 + 4).
   EXPECT_EQ(sc["tokens_folded"], 4 + 4 + 1 + 4);
   std::string text = view["content"][0]["text"];
-  EXPECT_NE(text.find("= branch br_one [folded: 309 tokens -> 4] explore the parser :: parser.cc "
+  EXPECT_NE(text.find("= branch br_one [folded: 313 tokens -> 4] explore the parser :: parser.cc "
                       "parse returns 42"),
             std::string::npos)
       << text;

@@ -197,7 +197,7 @@ TEST_F(TrailTest, FoldedViewShowsOpenScopesInFullAndFoldedOnesAsSummaries) {
   EXPECT_EQ(view->tokens_folded, 6 + 7 + 5 + 11);
   EXPECT_EQ(view->scopes_open, 1);
   EXPECT_EQ(view->scopes_folded, 2);
-  EXPECT_NE(view->text.find("= branch br_a [folded: 721 tokens -> 7] explore repo :: a.txt holds "
+  EXPECT_NE(view->text.find("= branch br_a [folded: 731 tokens -> 7] explore repo :: a.txt holds "
                             "the config"),
             std::string::npos)
       << view->text;

@@ -91,7 +91,8 @@ void RenderChild(const Tree& tree, const Scope& c, const Event* created, int lev
                  std::string& out) {
   if (c.status == ScopeStatus::kFolded) {
     AppendIndented(out, level,
-                   base::StrCat("= branch ", c.id, " [folded: ", SubtreeTokens(tree, c.id),
+                   base::StrCat("= branch ", c.id, " [folded: ",
+                                SubtreeTokens(tree, c.id) + (created != nullptr ? created->tokens : 0),
                                 " tokens -> ", c.summary_tokens, "] ", OneLine(c.description, 120),
                                 " :: ", OneLine(c.summary, 2000)));
     return;
