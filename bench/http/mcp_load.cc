@@ -4,6 +4,7 @@
 // round-robin over the sessions), each a `tools/call` of --tool with --args, for --duration
 // seconds after --warmup seconds. Optionally holds --idle-conns idle keep-alive connections and
 // --sse-streams open GET streams (one extra session each) during the measurement.
+// With --branch-pairs each operation is a contextd branch_create + branch_return pair instead.
 // Prints throughput and latency percentiles, and one machine-readable RESULT line.
 // Single process, epoll, --threads client threads. Linux only.
 #include <arpa/inet.h>
@@ -45,6 +46,9 @@ struct Config {
   int sse_streams = 0;
   std::string label = "server";
   std::string protocol_version = "2025-11-25";
+  // --branch-pairs: each operation is branch_create then branch_return of that branch (the
+  // contextd folding round trip); latency and throughput are per pair.
+  bool branch_pairs = false;
 };
 
 bool ParseUrl(const std::string& url, Config* c) {
@@ -214,6 +218,7 @@ struct Conn {
   std::string in;
   long next_id = 1;
   Clock::time_point sent;
+  std::string branch_id;  // --branch-pairs: the branch created, to return next ("" = create next)
 };
 
 struct ThreadResult {
@@ -238,8 +243,22 @@ void RunThread(const Config& c, std::vector<Conn>& conns, Clock::time_point meas
     epoll_ctl(ep, EPOLL_CTL_ADD, conns[i].fd, &ev);
   }
   auto send_next = [&](Conn& k) {
-    k.sent = Clock::now();
-    if (!SendAll(k.fd, BuildPost(c, k.sid, ToolCall(c, k.next_id++)))) ++res->errors;
+    std::string body;
+    if (!c.branch_pairs) {
+      k.sent = Clock::now();
+      body = ToolCall(c, k.next_id++);
+    } else if (k.branch_id.empty()) {
+      k.sent = Clock::now();  // a pair's latency runs from its create to its return's answer
+      body = R"({"jsonrpc":"2.0","id":)" + std::to_string(k.next_id++) +
+             R"(,"method":"tools/call","params":{"name":"branch_create","arguments":)"
+             R"({"description":"bench","prompt":"explore the parser","budget":1000,)"
+             R"("parent_branch_id":""}}})";
+    } else {
+      body = R"({"jsonrpc":"2.0","id":)" + std::to_string(k.next_id++) +
+             R"(,"method":"tools/call","params":{"name":"branch_return","arguments":)"
+             R"({"branch_id":")" + k.branch_id + R"(","message":"the parser is in src/parse.c"}}})";
+    }
+    if (!SendAll(k.fd, BuildPost(c, k.sid, body))) ++res->errors;
   };
   for (auto& k : conns) send_next(k);
   std::vector<epoll_event> events(256);
@@ -265,7 +284,20 @@ void RunThread(const Config& c, std::vector<Conn>& conns, Clock::time_point meas
       while ((used = TryParse(k.in, &resp)) > 0) {
         k.in.erase(0, used);
         const auto done = Clock::now();
-        const bool good = resp.status == 200 && resp.body.find("\"result\"") != std::string::npos;
+        bool good = resp.status == 200 && resp.body.find("\"result\"") != std::string::npos &&
+                    resp.body.find("\"isError\":true") == std::string::npos;
+        if (c.branch_pairs && good && k.branch_id.empty()) {
+          // First half of a pair: remember the branch and send its return.
+          size_t at = resp.body.find("\"branch_id\":\"br_");
+          if (at != std::string::npos) {
+            size_t start = at + 13;
+            k.branch_id = resp.body.substr(start, resp.body.find('"', start) - start);
+            send_next(k);
+            continue;
+          }
+          good = false;
+        }
+        k.branch_id.clear();
         if (done >= measure_from && done < stop_at) {
           if (good) {
             ++res->ok;
@@ -301,7 +333,7 @@ void Usage() {
                "usage: mcp_load --url http://127.0.0.1:9090/mcp [--sessions 16] "
                "[--concurrency 32] [--duration 10] [--warmup 2] [--threads 1] [--tool echo] "
                "[--args JSON] [--idle-conns N] [--sse-streams N] [--label NAME] "
-               "[--protocol-version V]\n");
+               "[--protocol-version V] [--branch-pairs]\n");
 }
 
 }  // namespace
@@ -322,6 +354,8 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "bad --url (http://IPv4:PORT/path expected)\n");
         return 2;
       }
+    } else if (a == "--branch-pairs") {
+      c.branch_pairs = true;
     } else if (a == "--sessions") {
       c.sessions = std::atoi(next().c_str());
     } else if (a == "--concurrency") {
