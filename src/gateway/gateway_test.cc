@@ -274,6 +274,16 @@ TEST_F(GatewayTest, SlowUpstreamTimesOutWithinTheConfiguredTimeout) {
       << Text(result);
 }
 
+TEST_F(GatewayTest, ForwardsTheClientsCancellationUpstream) {
+  StartGateway();
+  int id = next_id_++;
+  Send(Json{{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"},
+            {"params", {{"name", "t__slow"}, {"arguments", {{"ms", 10000}}}}}});
+  Send(Json{{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"},
+            {"params", {{"requestId", id}, {"reason", "user"}}}});
+  EXPECT_EQ(Text(Call("t__stats", Json::object())), "cancellations=1");
+}
+
 TEST_F(GatewayTest, RelaysProgressWithTheClientsToken) {
   StartGateway();
   Json result = Call("t__progress", {{"steps", 3}}, {{"progressToken", "tok"}});

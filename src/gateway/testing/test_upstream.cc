@@ -1,6 +1,7 @@
 // gateway_test_upstream: a small MCP server on stdio for the gateway's tests and bench. Tools:
-// echo {text}, secret, big {words}, slow {ms}, progress {steps}, crash, sample {prompt}, log
-// {text}, add_tool. One resource: test://greeting. Single-threaded; not part of contextd.
+// echo {text}, secret, big {words}, slow {ms} (ends early on notifications/cancelled), progress
+// {steps}, crash, sample {prompt}, log {text}, add_tool, stats. One resource: test://greeting. Single-threaded; not part of contextd.
+#include <poll.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -16,6 +17,7 @@ using Json = nlohmann::json;
 namespace {
 
 bool extra_tool = false;
+int cancellations = 0;  // notifications/cancelled received while `slow` ran
 
 void Send(const Json& message) {
   std::cout << message.dump() << "\n" << std::flush;
@@ -42,6 +44,7 @@ Json ToolsList() {
   add("sample", {{"type", "object"}, {"properties", {{"prompt", {{"type", "string"}}}}}});
   add("log", {{"type", "object"}, {"properties", {{"text", {{"type", "string"}}}}}});
   add("add_tool", object_schema);
+  add("stats", object_schema);
   if (extra_tool) add("extra", object_schema);
   return Json{{"tools", tools}};
 }
@@ -72,9 +75,23 @@ Json CallTool(const Json& params) {
     return Text(text);
   }
   if (name == "slow") {
-    std::this_thread::sleep_for(std::chrono::milliseconds(args.value("ms", 1000)));
+    // Sleeps, but watches stdin for notifications/cancelled meanwhile.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(args.value("ms", 1000));
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd fd{0, POLLIN, 0};
+      if (std::cin.rdbuf()->in_avail() > 0 || ::poll(&fd, 1, 5) > 0) {
+        std::string line;
+        if (!std::getline(std::cin, line)) std::exit(0);
+        Json m = Json::parse(line, nullptr, false);
+        if (m.is_object() && m.value("method", "") == "notifications/cancelled") {
+          ++cancellations;
+          return Text("cancelled");
+        }
+      }
+    }
     return Text("slept");
   }
+  if (name == "stats") return Text("cancellations=" + std::to_string(cancellations));
   if (name == "progress") {
     int steps = args.value("steps", 3);
     Json token = params.contains("_meta") ? params["_meta"].value("progressToken", Json()) : Json();
