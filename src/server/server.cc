@@ -215,8 +215,10 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
 
   folding::BranchManager* manager = engine.manager.get();
   engine.mcp->SetSessionHooks(protocol::SessionHooks{
-      nullptr, [manager](const protocol::SessionInfo& info, std::string_view reason) {
+      nullptr, [manager, trail = engine.trail.get()](const protocol::SessionInfo& info,
+                                                       std::string_view reason) {
         auto ended = manager->EndSession(SessionKeyFor(info), reason);
+        trail->EndSession(TrailSessionFor(info));  // after: force-returns fold into its scopes
         if (!ended.ok()) {
           base::LogError(base::StrCat("ending session: ", ended.status().message()));
         } else if (!ended->force_returned.empty()) {
