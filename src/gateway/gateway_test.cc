@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <cstdlib>
 #include <deque>
 #include <mutex>
 
@@ -21,10 +20,7 @@ namespace {
 using protocol::Json;
 using namespace std::chrono_literals;
 
-std::string TestUpstreamPath() {
-  const char* dir = std::getenv("CONTEXTD_BINARY_DIR");
-  return std::string(dir != nullptr ? dir : ".") + "/src/gateway/gateway_test_upstream";
-}
+std::string TestUpstreamPath() { return GATEWAY_TEST_UPSTREAM; }
 
 // Collects a session's outbound messages.
 class Inbox final : public protocol::MessageSink {

@@ -1,7 +1,6 @@
 // UpstreamClient on its own: requests to a real child process, failure modes.
 #include "gateway/upstream_client.h"
 
-#include <cstdlib>
 #include <future>
 
 #include "gtest/gtest.h"
@@ -39,9 +38,7 @@ TEST(UpstreamClient, InitializesAndListsTheCatalog) {
   base::ThreadExecutor executor;
   UpstreamConfig config;
   config.name = "t";
-  const char* dir = std::getenv("CONTEXTD_BINARY_DIR");
-  config.stdio = StdioUpstream{std::string(dir ? dir : ".") + "/src/gateway/gateway_test_upstream",
-                               {}, {}, ""};
+  config.stdio = StdioUpstream{GATEWAY_TEST_UPSTREAM, {}, {}, ""};
   std::promise<void> ready;
   std::shared_ptr<UpstreamClient> client;
   executor.RunSync([&] {
