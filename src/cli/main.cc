@@ -143,9 +143,9 @@ int main(int argc, char** argv) {
         contextd::server::ResolveDataDir(dirs) + "/originals");
     if (!store.ok()) return fail(store.status());
     if (*list) {
-      auto ids = (*store)->List();
-      if (!ids.ok()) return fail(ids.status());
-      for (const std::string& id : *ids) std::cout << id << "\n";
+      auto archived = (*store)->List();
+      if (!archived.ok()) return fail(archived.status());
+      for (const std::string& id : *archived) std::cout << id << "\n";
       return 0;
     }
     auto original = contextd::scrub::RevealOriginal(**store, key_file, archive_id);
