@@ -23,6 +23,7 @@
 #include "boost/beast/http.hpp"
 #include "base/ids.h"
 #include "base/logging.h"
+#include "transport/internal/message_shape.h"
 
 namespace contextd::transport {
 
@@ -42,18 +43,8 @@ SteadyNanos NowNanos() {
       .count();
 }
 
-// True for a body that is an empty JSON array: answered with a single error object.
-bool IsEmptyArray(std::string_view raw) {
-  size_t i = raw.find_first_not_of(" \t\r\n");
-  if (i == std::string_view::npos || raw[i] != '[') return false;
-  size_t j = raw.find_first_not_of(" \t\r\n", i + 1);
-  return j != std::string_view::npos && raw[j] == ']';
-}
-
-bool IsResponse(const Json& m) {
-  return m.is_object() && !m.contains("method") && m.contains("id") &&
-         (m.contains("result") || m.contains("error"));
-}
+using internal::IsEmptyArray;
+using internal::IsResponse;
 
 std::string Lower(std::string_view s) {
   std::string out(s);

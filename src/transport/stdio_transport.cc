@@ -16,6 +16,7 @@
 
 #include "base/logging.h"
 #include "transport/ndjson_framer.h"
+#include "transport/internal/message_shape.h"
 
 namespace contextd::transport {
 namespace {
@@ -23,19 +24,8 @@ namespace {
 using protocol::Json;
 
 // True when `m` is a JSON-RPC response (result or error), not a request or notification.
-// True for a payload that is an empty JSON array ("[ ]"): JSON-RPC answers it with a single
-// error object, not an array.
-bool IsEmptyArray(std::string_view raw) {
-  size_t i = raw.find_first_not_of(" \t\r\n");
-  if (i == std::string_view::npos || raw[i] != '[') return false;
-  size_t j = raw.find_first_not_of(" \t\r\n", i + 1);
-  return j != std::string_view::npos && raw[j] == ']';
-}
-
-bool IsResponse(const Json& m) {
-  return m.is_object() && !m.contains("method") && m.contains("id") &&
-         (m.contains("result") || m.contains("error"));
-}
+using internal::IsEmptyArray;
+using internal::IsResponse;
 
 // The answers of one batch, collected until every request is answered.
 struct Batch {
