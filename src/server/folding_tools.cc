@@ -124,14 +124,6 @@ class CallTimer {
 
 }  // namespace
 
-folding::SessionKey SessionKeyFor(const protocol::SessionInfo& info) {
-  folding::SessionKey key;
-  key.tenant = info.tenant.empty() ? "local" : info.tenant;
-  key.project = kDefaultProject;
-  key.session_id = info.session_id;
-  return key;
-}
-
 FoldingTools::FoldingTools(folding::BranchManager& manager, folding::EventBus& events,
                            Metrics& metrics)
     : manager_(manager), events_(events), metrics_(metrics) {

@@ -13,14 +13,9 @@
 #include "folding/events.h"
 #include "protocol/mcp_server.h"
 #include "server/metrics.h"
+#include "server/session_key.h"
 
 namespace contextd::server {
-
-// The project every session belongs to until projects are configurable.
-inline constexpr char kDefaultProject[] = "default";
-
-// The owner of a session's branches.
-folding::SessionKey SessionKeyFor(const protocol::SessionInfo& info);
 
 class FoldingTools {
  public:

@@ -3,6 +3,7 @@
 #include "base/logging.h"
 #include "base/str_cat.h"
 #include "folding/text.h"
+#include "server/session_key.h"
 #include "server/folding_tools.h"
 
 namespace contextd::server {
@@ -76,12 +77,7 @@ trail::SessionRef TrailSessionFor(const folding::SessionKey& key) {
 }
 
 trail::SessionRef TrailSessionFor(const protocol::SessionInfo& info) {
-  // Same mapping as SessionKeyFor (folding_tools.cc), without linking the server library.
-  trail::SessionRef s;
-  s.tenant = info.tenant.empty() ? "local" : info.tenant;
-  s.project = kDefaultProject;
-  s.session_id = info.session_id;
-  return s;
+  return TrailSessionFor(SessionKeyFor(info));
 }
 
 TrailTools::TrailTools(trail::Trail& trail, folding::EventBus& events,
