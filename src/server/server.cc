@@ -33,7 +33,7 @@
 #include "trail/trail.h"
 #include "server/metrics.h"
 #include "store/sqlite_branch_store.h"
-#include "tokens/bpe_tokenizer.h"
+#include "tokens/lazy_encoding.h"
 #include "transport/http_server.h"
 #include "transport/stdio_transport.h"
 
@@ -100,6 +100,7 @@ absl::StatusOr<std::map<std::string, std::string>> ReadTokens(const std::string&
 // Everything the server runs on, in construction order (destroyed in reverse).
 struct Engine {
   std::unique_ptr<base::ThreadExecutor> executor;
+  std::unique_ptr<tokens::LazyEncoding> counter;
   std::shared_ptr<const scrub::Scrubber> scrubber;
   std::unique_ptr<store::SqliteBranchStore> store;
   folding::EventBus events;
@@ -137,7 +138,9 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
   }
   ::chmod(data_dir.c_str(), 0700);
 
-  ASSIGN_OR_RETURN(const tokens::BpeTokenizer* counter, tokens::GetEncoding(config.token_encoding));
+  // The vocabulary loads on the first count: an idle server does not hold it.
+  ASSIGN_OR_RETURN(engine.counter, tokens::LazyEncoding::Create(config.token_encoding));
+  const tokens::TokenCounter* counter = engine.counter.get();
   ASSIGN_OR_RETURN(engine.scrubber, MakeScrubber(config, data_dir));
   std::shared_ptr<const scrub::Scrubber> scrubber = engine.scrubber;
   base::SetLogRedactor([scrubber](std::string_view m) { return scrubber->Scrub(m); });
