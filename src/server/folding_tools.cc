@@ -125,8 +125,8 @@ class CallTimer {
 }  // namespace
 
 FoldingTools::FoldingTools(folding::BranchManager& manager, folding::EventBus& events,
-                           Metrics& metrics)
-    : manager_(manager), events_(events), metrics_(metrics) {
+                           Metrics& metrics, const scrub::Scrubber& scrubber)
+    : manager_(manager), events_(events), metrics_(metrics), scrubber_(scrubber) {
   subscription_ = events_.Subscribe([this](const folding::BranchEvent& e) { OnEvent(e); });
 }
 
@@ -151,6 +151,13 @@ void FoldingTools::OnEvent(const folding::BranchEvent& event) {
       metrics_.TokensCharged(static_cast<double>(event.tokens));
       break;
   }
+}
+
+void FoldingTools::FinishWithError(ToolCall& call, const absl::Status& status) {
+  ToolResult error =
+      protocol::ErrorResult(scrubber_.Scrub(std::string(status.message())));
+  DeliverWarnings(call, error);
+  call.Finish(std::move(error));
 }
 
 void FoldingTools::DeliverWarnings(ToolCall& call, ToolResult& result) {
@@ -205,9 +212,7 @@ void FoldingTools::Create(const std::shared_ptr<ToolCall>& call) {
   req.parent_branch_id = OptString(args, "parent_branch_id");
   auto created = manager_.Create(SessionKeyFor(call->session()), req);
   if (!created.ok()) {
-    ToolResult error = protocol::ErrorResult(std::string(created.status().message()));
-    DeliverWarnings(*call, error);
-    call->Finish(std::move(error));
+    FinishWithError(*call, created.status());
     return;
   }
   const folding::CreateResult& r = *created;
@@ -242,9 +247,7 @@ void FoldingTools::Return(const std::shared_ptr<ToolCall>& call) {
   req.extract_memory = OptBool(args, "extract_memory", false);
   auto returned = manager_.Return(SessionKeyFor(call->session()), req);
   if (!returned.ok()) {
-    ToolResult error = protocol::ErrorResult(std::string(returned.status().message()));
-    DeliverWarnings(*call, error);
-    call->Finish(std::move(error));
+    FinishWithError(*call, returned.status());
     return;
   }
   const folding::ReturnResult& r = *returned;
@@ -269,9 +272,7 @@ void FoldingTools::Status(const std::shared_ptr<ToolCall>& call) {
   std::string id = OptString(call->arguments(), "branch_id").value_or("");
   auto status = manager_.Status(SessionKeyFor(call->session()), id);
   if (!status.ok()) {
-    ToolResult error = protocol::ErrorResult(std::string(status.status().message()));
-    DeliverWarnings(*call, error);
-    call->Finish(std::move(error));
+    FinishWithError(*call, status.status());
     return;
   }
   Json branches = Json::array();

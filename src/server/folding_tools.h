@@ -12,6 +12,7 @@
 #include "folding/branch_manager.h"
 #include "folding/events.h"
 #include "protocol/mcp_server.h"
+#include "scrub/scrubber.h"
 #include "server/metrics.h"
 #include "server/session_key.h"
 
@@ -19,8 +20,10 @@ namespace contextd::server {
 
 class FoldingTools {
  public:
-  // `manager`, `events` and `metrics` must outlive this object (and the McpServer's calls).
-  FoldingTools(folding::BranchManager& manager, folding::EventBus& events, Metrics& metrics);
+  // `manager`, `events`, `metrics` and `scrubber` must outlive this object (and the McpServer's
+  // calls). Error messages, which may quote the agent's input, pass through `scrubber`.
+  FoldingTools(folding::BranchManager& manager, folding::EventBus& events, Metrics& metrics,
+               const scrub::Scrubber& scrubber);
   ~FoldingTools();
   FoldingTools(const FoldingTools&) = delete;
   FoldingTools& operator=(const FoldingTools&) = delete;
@@ -37,10 +40,13 @@ class FoldingTools {
   void Return(const std::shared_ptr<protocol::ToolCall>& call);
   void Status(const std::shared_ptr<protocol::ToolCall>& call);
   void OnEvent(const folding::BranchEvent& event);
+  // Finishes `call` with an isError result holding `status`'s message, scrubbed.
+  void FinishWithError(protocol::ToolCall& call, const absl::Status& status);
 
   folding::BranchManager& manager_;
   folding::EventBus& events_;
   Metrics& metrics_;
+  const scrub::Scrubber& scrubber_;
   folding::EventBus::SubscriptionId subscription_ = 0;
   // Warnings raised by charges, by session, until a reply in that session carries them.
   std::map<std::string, std::vector<std::string>> pending_warnings_;

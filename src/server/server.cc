@@ -177,7 +177,8 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
                                  "(server restarted)"));
     }
     engine.metrics.SetActiveBranches(engine.manager->active_branches());
-    engine.tools = std::make_unique<FoldingTools>(*engine.manager, engine.events, engine.metrics);
+    engine.tools = std::make_unique<FoldingTools>(*engine.manager, engine.events, engine.metrics,
+                                                  *engine.scrubber);
     status = engine.tools->Register(*engine.mcp);
     if (status.ok()) status = engine.trail_tools->Register(*engine.mcp);
   });

@@ -37,6 +37,12 @@ test('http: create, nest, depth limit, return parent with active child, status t
     assert.equal(d.isError, true);
     assert.match(textOf(d), /depth/i);
 
+    // An error that quotes the agent's input is scrubbed like everything else.
+    const leaky = await call(client, 'branch_return', { branch_id: 'ghp_abcdefghijklmnopqrstuvwxyz0123456789', message: 'x' });
+    assert.equal(leaky.isError, true);
+    assert.ok(!textOf(leaky).includes('ghp_abcdefghijklmnopqrstuvwxyz0123456789'), textOf(leaky));
+    assert.match(textOf(leaky), /REDACTED/);
+
     const bad = await call(client, 'branch_create', { description: '', prompt: 'x' });
     assert.equal(bad.isError, true, 'schema violations are tool errors');
 
