@@ -160,6 +160,10 @@ void FoldingTools::FinishWithError(ToolCall& call, const absl::Status& status) {
   call.Finish(std::move(error));
 }
 
+void FoldingTools::ForgetSession(const protocol::SessionInfo& info) {
+  pending_warnings_.erase(SessionMapKey(SessionKeyFor(info)));
+}
+
 void FoldingTools::DeliverWarnings(ToolCall& call, ToolResult& result) {
   auto it = pending_warnings_.find(SessionMapKey(SessionKeyFor(call.session())));
   if (it == pending_warnings_.end()) return;

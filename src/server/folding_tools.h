@@ -31,6 +31,9 @@ class FoldingTools {
   // Registers the three tools on `server`. AlreadyExists if a name is taken.
   absl::Status Register(protocol::McpServer& server);
 
+  // Drops what is kept for a session that ended (its undelivered warnings). Executor only.
+  void ForgetSession(const protocol::SessionInfo& info);
+
   // Appends the warnings pending for the call's session to `result` (text) and sends each as a
   // notifications/message at level warning. Executor only.
   void DeliverWarnings(protocol::ToolCall& call, protocol::ToolResult& result);

@@ -219,10 +219,11 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
 
   folding::BranchManager* manager = engine.manager.get();
   engine.mcp->SetSessionHooks(protocol::SessionHooks{
-      nullptr, [manager, trail = engine.trail.get()](const protocol::SessionInfo& info,
-                                                       std::string_view reason) {
+      nullptr, [manager, trail = engine.trail.get(), tools = engine.tools.get()](
+                   const protocol::SessionInfo& info, std::string_view reason) {
         auto ended = manager->EndSession(SessionKeyFor(info), reason);
         trail->EndSession(TrailSessionFor(info));  // after: force-returns fold into its scopes
+        tools->ForgetSession(info);  // no reply will carry its warnings: do not keep them
         if (!ended.ok()) {
           base::LogError(base::StrCat("ending session: ", ended.status().message()));
         } else if (!ended->force_returned.empty()) {
