@@ -5,6 +5,9 @@
 // seconds after --warmup seconds. Optionally holds --idle-conns idle keep-alive connections and
 // --sse-streams open GET streams (one extra session each) during the measurement.
 // With --branch-pairs each operation is a contextd branch_create + branch_return pair instead.
+// With --rate R the connections start R operations per second in total (each on its own
+// schedule) instead of as many as they can, and latency runs from each operation's scheduled
+// start, so that a server falling behind shows in the percentiles (no coordinated omission).
 // Prints throughput and latency percentiles, and one machine-readable RESULT line.
 // Single process, epoll, --threads client threads. Linux only.
 #include <arpa/inet.h>
@@ -49,6 +52,8 @@ struct Config {
   // --branch-pairs: each operation is branch_create then branch_return of that branch (the
   // contextd folding round trip); latency and throughput are per pair.
   bool branch_pairs = false;
+  // --rate: operations per second in total (0 = as fast as answers come back).
+  double rate = 0;
 };
 
 bool ParseUrl(const std::string& url, Config* c) {
@@ -219,6 +224,8 @@ struct Conn {
   long next_id = 1;
   Clock::time_point sent;
   std::string branch_id;  // --branch-pairs: the branch created, to return next ("" = create next)
+  Clock::time_point due;  // --rate: when the next operation is scheduled to start
+  bool parked = false;    // --rate: waiting for `due`
 };
 
 struct ThreadResult {
@@ -242,13 +249,36 @@ void RunThread(const Config& c, std::vector<Conn>& conns, Clock::time_point meas
     ev.data.u64 = i;
     epoll_ctl(ep, EPOLL_CTL_ADD, conns[i].fd, &ev);
   }
+  const auto interval = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+      c.rate > 0 ? static_cast<double>(c.concurrency) / c.rate : 0.0));
+  for (size_t i = 0; i < conns.size(); ++i) {
+    // Spread the connections' schedules over one interval.
+    conns[i].due = Clock::now() + interval * static_cast<long>(i) / static_cast<long>(conns.size());
+  }
+  // Starts the connection's next operation: now, or at its scheduled time with --rate. Returns
+  // the time it starts from (latency is measured from there).
+  auto start_op = [&](Conn& k) -> bool {
+    if (c.rate <= 0) {
+      k.sent = Clock::now();
+      return true;
+    }
+    if (Clock::now() < k.due) {
+      k.parked = true;
+      return false;
+    }
+    k.parked = false;
+    k.sent = k.due;
+    k.due += interval;
+    return true;
+  };
   auto send_next = [&](Conn& k) {
     std::string body;
     if (!c.branch_pairs) {
-      k.sent = Clock::now();
+      if (!start_op(k)) return;
       body = ToolCall(c, k.next_id++);
     } else if (k.branch_id.empty()) {
-      k.sent = Clock::now();  // a pair's latency runs from its create to its return's answer
+      // A pair's latency runs from its create to its return's answer.
+      if (!start_op(k)) return;
       body = R"({"jsonrpc":"2.0","id":)" + std::to_string(k.next_id++) +
              R"(,"method":"tools/call","params":{"name":"branch_create","arguments":)"
              R"({"description":"bench","prompt":"explore the parser","budget":1000,)"
@@ -268,7 +298,27 @@ void RunThread(const Config& c, std::vector<Conn>& conns, Clock::time_point meas
   while (open > 0) {
     const auto now = Clock::now();
     if (now >= stop_at + std::chrono::seconds(5)) break;  // stragglers
-    int n = epoll_wait(ep, events.data(), static_cast<int>(events.size()), 100);
+    auto timeout = std::chrono::nanoseconds(std::chrono::milliseconds(100));
+    if (c.rate > 0) {
+      for (Conn& k : conns) {
+        if (!k.parked) continue;
+        if (k.due <= now) {
+          if (now < stop_at) {
+            send_next(k);
+          } else {
+            k.parked = false;
+            epoll_ctl(ep, EPOLL_CTL_DEL, k.fd, nullptr);
+            --open;
+          }
+          continue;
+        }
+        timeout = std::min(timeout, std::chrono::duration_cast<std::chrono::nanoseconds>(k.due - now));
+      }
+    }
+    // Nanosecond timeout: a paced send must not wait for the next whole millisecond.
+    timespec ts{static_cast<time_t>(timeout.count() / 1'000'000'000),
+                static_cast<long>(timeout.count() % 1'000'000'000)};
+    int n = epoll_pwait2(ep, events.data(), static_cast<int>(events.size()), &ts, nullptr);
     for (int e = 0; e < n; ++e) {
       Conn& k = conns[events[e].data.u64];
       ssize_t got = recv(k.fd, tmp, sizeof(tmp), 0);
@@ -333,7 +383,7 @@ void Usage() {
                "usage: mcp_load --url http://127.0.0.1:9090/mcp [--sessions 16] "
                "[--concurrency 32] [--duration 10] [--warmup 2] [--threads 1] [--tool echo] "
                "[--args JSON] [--idle-conns N] [--sse-streams N] [--label NAME] "
-               "[--protocol-version V] [--branch-pairs]\n");
+               "[--protocol-version V] [--branch-pairs] [--rate OPS_PER_S]\n");
 }
 
 }  // namespace
@@ -356,6 +406,8 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--branch-pairs") {
       c.branch_pairs = true;
+    } else if (a == "--rate") {
+      c.rate = std::atof(next().c_str());
     } else if (a == "--sessions") {
       c.sessions = std::atoi(next().c_str());
     } else if (a == "--concurrency") {

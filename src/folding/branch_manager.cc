@@ -210,6 +210,21 @@ BranchManager::~BranchManager() {
   }
 }
 
+absl::Status BranchManager::ReloadFromStore() {
+  CheckOnExecutor();
+  for (auto& [id, node] : nodes_) {
+    if (node.timer != 0) executor_.CancelTimer(node.timer);
+  }
+  nodes_.clear();
+  sessions_.clear();
+  active_count_ = 0;
+  ASSIGN_OR_RETURN(std::vector<Branch> live, store_.ListLive());
+  for (const Branch& b : live) {
+    RETURN_IF_ERROR(EnsureSession(b.session).status());
+  }
+  return absl::OkStatus();
+}
+
 void BranchManager::CheckOnExecutor() const {
   if (!executor_.InExecutor()) {
     std::fprintf(stderr, "BranchManager called off its executor\n");

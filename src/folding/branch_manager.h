@@ -1,7 +1,8 @@
 // BranchManager: the folding engine. Creates, charges, returns and force-returns branches of
 // each session, enforcing the state machine, budgets, deadlines (one executor timer per live
 // branch), nesting depth, concurrency and rate limits, and session isolation. Every change is
-// committed to the BranchStore before the method returns.
+// committed to the BranchStore before the method returns (where the store groups commits, the
+// server holds the reply until the group commits).
 // Thread-safety: none of its own. Every method (and the destructor) must run on the engine
 // executor passed to the constructor; timers fire there too. Results are plain values.
 #pragma once
@@ -205,6 +206,13 @@ class BranchManager {
   // (status failed, reason "session ended: <reason>"), then forgets the session's in-memory
   // state (its branches stay in the store). Idempotent.
   absl::StatusOr<EndSessionResult> EndSession(const SessionKey& session, std::string_view reason);
+
+  // Drops every session's in-memory state (cancelling its timers) and reloads the sessions that
+  // have live branches from the store, as after a start without Recover(). For when the store
+  // lost writes the engine had already applied (a failed group commit): from then on the engine
+  // follows the store. Rate-limit history is forgotten. Internal/Unavailable from the store (the
+  // sessions not reloaded load on their next use).
+  absl::Status ReloadFromStore();
 
   // The session's innermost active branch id: the most recently created branch that is still
   // active (always one without active children), or "" for the session root.

@@ -1,6 +1,7 @@
 // BranchStore: the durable storage the folding engine needs, as an interface (store/ implements
 // it with SQLite; folding/testing/ has an in-memory fake). A Commit is atomic and durable when it
-// returns OK: the engine replies to a client only after that. Implementations are thread-safe.
+// returns OK, or, where the server groups commits, once that group commits (the server sends no
+// reply before then: server/group_commit.h). Implementations are thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -52,7 +53,8 @@ class BranchStore {
   virtual ~BranchStore() = default;
 
   // Applies `write` atomically: inserts first (in order; a parent before its child), then
-  // updates, then charge rows. Durable against a process crash once it returns OK. On error
+  // updates, then charge rows. Durable against a process crash once it returns OK (or its group
+  // commits, see above). On error
   // nothing is applied: AlreadyExists (duplicate id), NotFound (update of an unknown id),
   // Unavailable/Internal (the database failed).
   virtual absl::Status Commit(const BranchWrite& write) = 0;

@@ -197,8 +197,30 @@ class McpSession final : public Session, public std::enable_shared_from_this<Mcp
     if (hooks.on_open) hooks.on_open(*info_);
   }
 
-  void Send(const Json& message, const Json& related) {
-    if (!closed_) sink_->Send(message, related);
+  void Send(Json message, const Json& related) {
+    if (closed_) return;
+    OutboundGate* gate = server_.gate_;
+    if (gate != nullptr && gate->Holding()) {
+      gate->Hold([self = shared_from_this(), m = std::move(message),
+                  r = related](const absl::Status& committed) mutable {
+        self->Deliver(committed, std::move(m), r);
+      });
+      return;
+    }
+    sink_->Send(message, related);
+  }
+
+  // Sends a message the gate held. A response whose changes did not become durable is replaced
+  // by an error: the client must not believe a change that was lost.
+  void Deliver(const absl::Status& committed, Json message, const Json& related) {
+    if (closed_) return;
+    if (!committed.ok() && message.contains(wire::kResult)) {
+      auto id = message.find(wire::kId);
+      message = MakeError(id != message.end() ? *id : Json(nullptr), kInternalError,
+                          Cat("contextd could not save this change (", committed.message(),
+                              "); it was not applied: retry"));
+    }
+    sink_->Send(message, related);
   }
 
   bool initialized() const { return initialized_; }

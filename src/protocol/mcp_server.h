@@ -184,6 +184,19 @@ using PromptHandler =
 using CompletionProvider = std::function<std::vector<std::string>(
     std::string_view value, const std::map<std::string, std::string>& context)>;
 
+// Holds outbound messages until the engine state they reflect is durable (group commit: the
+// server's GroupCommit implements it over the database). Executor only.
+class OutboundGate {
+ public:
+  virtual ~OutboundGate() = default;
+  // True while writes are waiting for a commit: messages must then go through Hold.
+  virtual bool Holding() const = 0;
+  // Takes `deliver` (only while Holding()) and calls it exactly once, on the executor and in the
+  // order Hold was called, after that commit: with OK if it succeeded, else with the error (the
+  // writes were lost).
+  virtual void Hold(std::function<void(const absl::Status&)> deliver) = 0;
+};
+
 // Called on the executor when a session is initialized (on_open) and when it ends (on_close).
 struct SessionHooks {
   std::function<void(const SessionInfo&)> on_open;
@@ -218,6 +231,11 @@ class McpServer final : public SessionFactory {
                              std::string_view argument, CompletionProvider provider);
   // Sets the session open/close hooks (replaces earlier ones).
   void SetSessionHooks(SessionHooks hooks);
+  // Routes every message the sessions send (responses, notifications, requests) through `gate`
+  // (null: none), so that no reply acknowledges a change before it is durable. When a held
+  // response's commit fails, the client gets a -32603 error saying the change was not saved.
+  // `gate` must outlive the server; set it before sessions are created.
+  void SetOutboundGate(OutboundGate* gate) { gate_ = gate; }
 
   // ---- Notifications to every initialized session (any thread; related_request_id null).
   void NotifyToolsListChanged();
@@ -282,6 +300,7 @@ class McpServer final : public SessionFactory {
   std::vector<std::shared_ptr<const PromptEntry>> prompts_;
   std::map<std::string, CompletionProvider> completions_;  // "type\nref\nargument"
   SessionHooks hooks_;
+  OutboundGate* gate_ = nullptr;
 
   // Executor only.
   std::unordered_map<McpSession*, std::weak_ptr<McpSession>> sessions_;

@@ -27,6 +27,7 @@
 #include "scrub/rule_scrubber.h"
 #include "server/conformance_fixtures.h"
 #include "server/folding_tools.h"
+#include "server/group_commit.h"
 #include "server/trail_recorder.h"
 #include "server/trail_tools.h"
 #include "store/sqlite_trail_store.h"
@@ -112,6 +113,8 @@ struct Engine {
   std::unique_ptr<TrailTools> trail_tools;            // executor only
   std::unique_ptr<TrailRecorder> trail_recorder;      // the gateway records through it
   std::unique_ptr<gateway::Gateway> gateway;          // executor only
+  std::shared_ptr<store::Database> db;
+  std::unique_ptr<GroupCommit> group_commit;  // the McpServer's outbound gate: outlives it
   std::shared_ptr<protocol::McpServer> mcp;
 };
 
@@ -149,6 +152,7 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
   // One connection (and one WAL checkpointer) shared by the branch and trail stores.
   ASSIGN_OR_RETURN(std::unique_ptr<store::Database> opened, store::Database::Open(db_path));
   std::shared_ptr<store::Database> db(std::move(opened));
+  engine.db = db;
   ASSIGN_OR_RETURN(engine.store, store::SqliteBranchStore::Create(db));
   ASSIGN_OR_RETURN(engine.trail_store, store::SqliteTrailStore::Create(db));
   base::LogInfo(base::StrCat("data in ", db_path, "; tokens counted with ", counter->name()));
@@ -183,6 +187,22 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
     if (status.ok()) status = engine.trail_tools->Register(*engine.mcp);
   });
   RETURN_IF_ERROR(status);
+
+  // Group commit from here on (recovery above committed write by write): the writes of every
+  // request in one executor batch share one commit, and no reply leaves before it (decision
+  // 0001). If a commit fails, the engine drops what it cached and follows the store again.
+  engine.group_commit = std::make_unique<GroupCommit>(
+      *engine.executor, [db] { return db->CommitGroup(); },
+      [manager = engine.manager.get(), trail = engine.trail.get()](const absl::Status&) {
+        absl::Status reloaded = manager->ReloadFromStore();
+        if (!reloaded.ok()) {
+          base::LogError(base::StrCat("reloading branches after a failed commit: ",
+                                      reloaded.message()));
+        }
+        trail->ForgetCachedScopes();
+      });
+  engine.mcp->SetOutboundGate(engine.group_commit.get());
+  db->EnableGroupCommit([gc = engine.group_commit.get()] { gc->OnGroupOpen(); });
   if (config.conformance_fixtures) {
     RETURN_IF_ERROR(RegisterConformanceFixtures(*engine.mcp));
     base::LogInfo("conformance fixtures registered");
@@ -245,6 +265,8 @@ void ShutdownEngine(Engine& engine) {
     engine.trail.reset();
     engine.tools.reset();
     engine.manager.reset();
+    // What the last batch wrote (sessions ended at shutdown) is committed before the stop.
+    if (engine.group_commit) engine.group_commit->Flush();
   });
   engine.executor->Stop();
 }
@@ -284,6 +306,7 @@ absl::Status RunServer(const ServerConfig& config) {
         if (engine.manager) {
           (void)engine.manager->EndSession(SessionKeyFor({"stdio", "local", "stdio"}), "shutdown");
         }
+        if (engine.group_commit) engine.group_commit->Flush();
       });
       std::_Exit(0);
     });

@@ -132,6 +132,12 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
                                                      : "PRAGMA synchronous=NORMAL"));
   RETURN_IF_ERROR(out->Exec("PRAGMA foreign_keys=ON"));
   RETURN_IF_ERROR(out->Migrate());
+  ASSIGN_OR_RETURN(out->begin_, out->Prepare("BEGIN IMMEDIATE"));
+  ASSIGN_OR_RETURN(out->commit_, out->Prepare("COMMIT"));
+  ASSIGN_OR_RETURN(out->rollback_, out->Prepare("ROLLBACK"));
+  ASSIGN_OR_RETURN(out->savepoint_, out->Prepare("SAVEPOINT contextd_write"));
+  ASSIGN_OR_RETURN(out->release_, out->Prepare("RELEASE contextd_write"));
+  ASSIGN_OR_RETURN(out->rollback_to_, out->Prepare("ROLLBACK TO contextd_write"));
   if (options.background_checkpoint_ms > 0 && path != ":memory:") {
     RETURN_IF_ERROR(out->Exec("PRAGMA wal_autocheckpoint=0"));
     sqlite3* ckpt = nullptr;
@@ -214,6 +220,79 @@ absl::StatusOr<Statement> Database::Prepare(std::string_view sql) {
 }
 
 int64_t Database::Changes() { return sqlite3_changes64(db_); }
+
+absl::Status Database::Control(Statement& stmt) {
+  stmt.Reset();
+  absl::Status st = stmt.Run();
+  stmt.Reset();
+  if (!st.ok()) return absl::Status(st.code(), absl::StrCat(path_, ": ", st.message()));
+  return st;
+}
+
+absl::Status Database::BeginWrite() {
+  if (!group_mode_) return Control(begin_);
+  if (!group_open_) {
+    RETURN_IF_ERROR(Control(begin_));
+    group_open_ = true;
+    if (on_group_open_) on_group_open_();
+  }
+  return Control(savepoint_);
+}
+
+absl::Status Database::EndWrite(absl::Status body_status) {
+  if (!group_mode_) {
+    if (!body_status.ok()) {
+      Control(rollback_).IgnoreError();
+      return body_status;
+    }
+    absl::Status st = Control(commit_);
+    if (!st.ok()) Control(rollback_).IgnoreError();
+    return st;
+  }
+  if (!body_status.ok()) {
+    // Undo this write only; the group's earlier writes stay.
+    absl::Status st = Control(rollback_to_);
+    if (st.ok()) st = Control(release_);
+    if (!st.ok()) {
+      // The savepoint cannot be unwound: the group is in an unknown state. Roll it all back so
+      // that CommitGroup reports the loss instead of committing half a write.
+      Control(rollback_).IgnoreError();
+      group_open_ = false;
+      group_failed_ = st;
+    }
+    return body_status;
+  }
+  return Control(release_);
+}
+
+void Database::EnableGroupCommit(std::function<void()> on_group_open) {
+  std::lock_guard<std::mutex> lock(mu_);
+  on_group_open_ = std::move(on_group_open);
+  group_mode_ = true;
+}
+
+absl::Status Database::CommitGroup() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!group_failed_.ok()) {
+    // Writes since the failure went into a new group; they are lost with the earlier ones, so
+    // that everyone waiting on this commit hears the same answer.
+    if (group_open_) Control(rollback_).IgnoreError();
+    group_open_ = false;
+    absl::Status failed = std::move(group_failed_);
+    group_failed_ = absl::OkStatus();
+    return failed;
+  }
+  if (!group_open_) return absl::OkStatus();
+  group_open_ = false;
+  absl::Status st = Control(commit_);
+  if (!st.ok()) Control(rollback_).IgnoreError();
+  return st;
+}
+
+bool Database::group_open() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return group_open_;
+}
 
 absl::StatusOr<int> Database::SchemaVersion() {
   ASSIGN_OR_RETURN(Statement st, Prepare("SELECT COALESCE(MAX(version), 0) FROM schema_version"));

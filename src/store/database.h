@@ -1,12 +1,14 @@
 // Database: one SQLite connection to contextd's database file, opened with the settings every
 // store relies on (WAL, synchronous=NORMAL by default, foreign_keys=ON, busy_timeout) and with
-// the numbered schema migrations of migrations.h applied in a transaction at open; plus a small
+// the numbered schema migrations of migrations.h applied in a transaction at open; the write
+// transactions of the stores (plain, or grouped: many writes share one commit); plus a small
 // RAII prepared-statement wrapper. Thread-safe only under mutex(): callers lock it around every
-// use of the connection and its statements.
+// use of the connection and its statements (CommitGroup and group_open() lock it themselves).
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -92,6 +94,29 @@ class Database {
   absl::StatusOr<Statement> Prepare(std::string_view sql);
   // Rows changed by the last INSERT/UPDATE/DELETE. Caller holds mutex().
   int64_t Changes();
+
+  // Write transactions. A store brackets each atomic write with BeginWrite() and
+  // EndWrite(body_status), holding mutex() across both. EndWrite returns body_status if it is an
+  // error (the write is rolled back, nothing of it stays), else the status of making it stick.
+  // Plain mode (the default): BEGIN IMMEDIATE ... COMMIT; the write is durable when EndWrite
+  // returns OK.
+  // Group mode (after EnableGroupCommit): the first write after a group commit opens a group
+  // transaction and calls `on_group_open` (under mutex(); it must not use the Database, only
+  // schedule CommitGroup); each write is a savepoint inside it, so a failed write still undoes
+  // only itself. EndWrite's OK then means "applied, durable once CommitGroup returns OK": the
+  // caller must not acknowledge the write to anyone before that (server/group_commit.h holds the
+  // replies). Unavailable/Internal if SQLite fails.
+  absl::Status BeginWrite();
+  absl::Status EndWrite(absl::Status body_status);
+  // Switches to group mode. Call once, before any write that should be grouped; not while a
+  // write is open. Caller does not hold mutex().
+  void EnableGroupCommit(std::function<void()> on_group_open);
+  // Commits the open group transaction, if any (OK if none). On error the whole group is rolled
+  // back: every write since the last group commit is lost, and the error says why. Caller does
+  // not hold mutex().
+  absl::Status CommitGroup();
+  // True while a group transaction is open. Caller does not hold mutex().
+  bool group_open();
   // Runs one passive checkpoint now on the checkpointer's connection (no-op without one);
   // returns the WAL frames still not copied. For tests and shutdown.
   absl::StatusOr<int> CheckpointNow();
@@ -103,12 +128,22 @@ class Database {
   Database(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   absl::Status Migrate();
   absl::Status Error(std::string_view what) const;
+  // Steps a prepared control statement (BEGIN, SAVEPOINT, ...) once. Caller holds mutex().
+  absl::Status Control(Statement& stmt);
 
   void StartCheckpointer(sqlite3* conn, int interval_ms);
   void CheckpointLoop(int interval_ms);
 
   std::mutex mu_;
   sqlite3* db_;
+  // Group commit state, under mu_.
+  std::function<void()> on_group_open_;
+  bool group_mode_ = false;
+  bool group_open_ = false;
+  // Set when a group had to be rolled back before its commit; CommitGroup reports it once.
+  absl::Status group_failed_;
+  // Control statements, prepared once (sqlite3_exec would parse them on every write).
+  Statement begin_, commit_, rollback_, savepoint_, release_, rollback_to_;
   // Background checkpointer: its own connection, used only under ckpt_mu_.
   std::mutex ckpt_mu_;
   std::condition_variable ckpt_cv_;

@@ -156,3 +156,95 @@ TEST(DatabaseTest, DefaultPathFollowsXdg) {
 
 }  // namespace
 }  // namespace contextd::store
+
+namespace contextd::store {
+namespace {
+
+// Inserts one schema_version row as one write (BeginWrite/EndWrite); the body fails if `fail`.
+absl::Status WriteRow(Database& db, int version, bool fail = false) {
+  std::lock_guard<std::mutex> lock(db.mutex());
+  absl::Status begun = db.BeginWrite();
+  if (!begun.ok()) return begun;
+  absl::Status body = db.Exec("INSERT INTO schema_version VALUES (" + std::to_string(version) +
+                              ", 'w', 0)");
+  if (body.ok() && fail) body = absl::AbortedError("the write's own failure");
+  return db.EndWrite(body);
+}
+
+int64_t CountRows(Database& db, int version) {
+  std::lock_guard<std::mutex> lock(db.mutex());
+  return QueryInt(db, ("SELECT COUNT(*) FROM schema_version WHERE version = " +
+                       std::to_string(version))
+                          .c_str());
+}
+
+TEST(DatabaseGroupCommitTest, PlainWritesAreVisibleToAnotherConnectionAtOnce) {
+  TempDir tmp;
+  auto db = Database::Open(tmp.File("g.db"));
+  auto other = Database::Open(tmp.File("g.db"));
+  ASSERT_TRUE(db.ok() && other.ok());
+  ASSERT_TRUE(WriteRow(**db, 500).ok());
+  EXPECT_EQ(CountRows(**other, 500), 1);
+  EXPECT_FALSE((*db)->group_open());
+  // A failed write leaves nothing.
+  EXPECT_EQ(WriteRow(**db, 501, /*fail=*/true).code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(CountRows(**db, 501), 0);
+}
+
+TEST(DatabaseGroupCommitTest, WritesOfOneGroupBecomeVisibleTogetherAtCommit) {
+  TempDir tmp;
+  auto db = Database::Open(tmp.File("g.db"));
+  auto other = Database::Open(tmp.File("g.db"));
+  ASSERT_TRUE(db.ok() && other.ok());
+  int opened = 0;
+  (*db)->EnableGroupCommit([&] { ++opened; });
+  ASSERT_TRUE(WriteRow(**db, 600).ok());
+  ASSERT_TRUE(WriteRow(**db, 601).ok());
+  EXPECT_EQ(opened, 1);  // one group for both
+  EXPECT_TRUE((*db)->group_open());
+  EXPECT_EQ(CountRows(**db, 601), 1);     // the writer sees its own group
+  EXPECT_EQ(CountRows(**other, 600), 0);  // nobody else does yet
+  ASSERT_TRUE((*db)->CommitGroup().ok());
+  EXPECT_FALSE((*db)->group_open());
+  EXPECT_EQ(CountRows(**other, 600), 1);
+  EXPECT_EQ(CountRows(**other, 601), 1);
+  EXPECT_TRUE((*db)->CommitGroup().ok());  // nothing open: a no-op
+  ASSERT_TRUE(WriteRow(**db, 602).ok());
+  EXPECT_EQ(opened, 2);  // the next write opens the next group
+  ASSERT_TRUE((*db)->CommitGroup().ok());
+}
+
+TEST(DatabaseGroupCommitTest, AFailedWriteUndoesOnlyItselfInsideTheGroup) {
+  TempDir tmp;
+  auto db = Database::Open(tmp.File("g.db"));
+  // Opened first: the test's rows in schema_version would read as a newer schema at open.
+  auto other = Database::Open(tmp.File("g.db"));
+  ASSERT_TRUE(db.ok() && other.ok());
+  (*db)->EnableGroupCommit([] {});
+  ASSERT_TRUE(WriteRow(**db, 700).ok());
+  EXPECT_EQ(WriteRow(**db, 701, /*fail=*/true).code(), absl::StatusCode::kAborted);
+  // A constraint failure inside the group (duplicate key) likewise.
+  EXPECT_EQ(WriteRow(**db, 700).code(), absl::StatusCode::kAlreadyExists);
+  ASSERT_TRUE(WriteRow(**db, 702).ok());
+  ASSERT_TRUE((*db)->CommitGroup().ok());
+  EXPECT_EQ(CountRows(**other, 700), 1);
+  EXPECT_EQ(CountRows(**other, 701), 0);
+  EXPECT_EQ(CountRows(**other, 702), 1);
+}
+
+TEST(DatabaseGroupCommitTest, AnUncommittedGroupIsLostWithTheConnection) {
+  TempDir tmp;
+  {
+    auto db = Database::Open(tmp.File("g.db"));
+    ASSERT_TRUE(db.ok());
+    (*db)->EnableGroupCommit([] {});
+    ASSERT_TRUE(WriteRow(**db, 800).ok());
+    // Closed without CommitGroup, as a crash would: nothing of the group may survive.
+  }
+  auto db = Database::Open(tmp.File("g.db"));
+  ASSERT_TRUE(db.ok());
+  EXPECT_EQ(CountRows(**db, 800), 0);
+}
+
+}  // namespace
+}  // namespace contextd::store

@@ -82,15 +82,8 @@ absl::Status SqliteBranchStore::PrepareAll() {
 absl::Status SqliteBranchStore::Commit(const folding::BranchWrite& write) {
   if (write.empty()) return absl::OkStatus();
   std::lock_guard<std::mutex> lock(db_->mutex());
-  RETURN_IF_ERROR(db_->Exec("BEGIN IMMEDIATE"));
-  absl::Status st = CommitLocked(write);
-  if (!st.ok()) {
-    db_->Exec("ROLLBACK").IgnoreError();
-    return st;
-  }
-  st = db_->Exec("COMMIT");
-  if (!st.ok()) db_->Exec("ROLLBACK").IgnoreError();
-  return st;
+  RETURN_IF_ERROR(db_->BeginWrite());
+  return db_->EndWrite(CommitLocked(write));
 }
 
 absl::Status SqliteBranchStore::CommitLocked(const folding::BranchWrite& write) {

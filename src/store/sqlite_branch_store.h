@@ -1,6 +1,7 @@
 // SqliteBranchStore: the folding engine's BranchStore in contextd's SQLite database (tables
-// branches, branch_injections, branch_charges of migration 0001_init.sql). Each Commit is one
-// IMMEDIATE transaction, durable against a process crash when it returns. Thread-safe: calls are
+// branches, branch_injections, branch_charges of migration 0001_init.sql). Each Commit is atomic
+// (Database::BeginWrite/EndWrite): durable against a process crash when it returns, or, when the
+// Database groups commits, once its group commits. Thread-safe: calls are
 // serialised on the Database's mutex; several stores (connections, processes) may share a file.
 #pragma once
 

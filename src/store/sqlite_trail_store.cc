@@ -162,15 +162,8 @@ absl::Status SqliteTrailStore::PrepareAll() {
 
 template <typename Fn>
 absl::Status SqliteTrailStore::InTransaction(Fn fn) {
-  RETURN_IF_ERROR(db_->Exec("BEGIN IMMEDIATE"));
-  absl::Status st = fn();
-  if (!st.ok()) {
-    db_->Exec("ROLLBACK").IgnoreError();
-    return st;
-  }
-  st = db_->Exec("COMMIT");
-  if (!st.ok()) db_->Exec("ROLLBACK").IgnoreError();
-  return st;
+  RETURN_IF_ERROR(db_->BeginWrite());
+  return db_->EndWrite(fn());
 }
 
 absl::Status SqliteTrailStore::OpenScope(const Scope& scope) {

@@ -1,6 +1,7 @@
 // SqliteTrailStore: the trail's TrailStore in contextd's SQLite database (tables trail_scopes,
 // trail_events, trail_blobs and the FTS5 index trail_fts of migration 0002_trail.sql). Every
-// write is one IMMEDIATE transaction, durable against a process crash when it returns.
+// write is atomic (Database::BeginWrite/EndWrite): durable against a process crash when it
+// returns, or, when the Database groups commits, once its group commits.
 // Thread-safe: calls are serialised on the Database's mutex, which it may share with the other
 // stores (SqliteBranchStore) of the same connection.
 #pragma once

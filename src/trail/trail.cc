@@ -310,6 +310,11 @@ void Trail::EndSession(const SessionRef& session) {
   roots_.erase(it);
 }
 
+void Trail::ForgetCachedScopes() {
+  roots_.clear();
+  open_scopes_.clear();
+}
+
 std::string FoldedViewText(const FoldedView& view) {
   int64_t saved = view.tokens_unfolded - view.tokens_folded;
   std::string pct = view.tokens_unfolded > 0

@@ -103,6 +103,10 @@ class Trail {
   // Forgets the session's root scope id (its trail stays in the store).
   void EndSession(const SessionRef& session);
 
+  // Forgets every cached root scope id and scope owner, so that the trail follows the store
+  // again after it lost writes (a failed group commit): a session's next event opens a new root.
+  void ForgetCachedScopes();
+
   TrailStore& store() { return store_; }
 
  private:

@@ -2,7 +2,8 @@
 // with SQLite). The trail is a tree of scopes per session: the session is the root scope, each
 // branch a scope under its parent; events are the leaves. Payloads are content-addressed blobs
 // (SHA-256) stored once. Every write is atomic and durable against a process crash when it
-// returns OK. Implementations are thread-safe. All text handed in must already be scrubbed.
+// returns OK, or, where the server groups commits, once that group commits (no reply is sent
+// before then: server/group_commit.h). Implementations are thread-safe. All text handed in must already be scrubbed.
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,45 @@
+#include "server/group_commit.h"
+
+#include <utility>
+
+#include "base/logging.h"
+#include "base/str_cat.h"
+
+namespace contextd::server {
+
+GroupCommit::GroupCommit(base::Executor& executor, std::function<absl::Status()> commit,
+                         std::function<void(const absl::Status&)> on_failure)
+    : executor_(executor), commit_(std::move(commit)), on_failure_(std::move(on_failure)) {}
+
+void GroupCommit::OnGroupOpen() {
+  open_.store(true);
+  // Behind the tasks already queued: under load one commit covers all of them, and with one
+  // request in flight the commit follows it at once.
+  executor_.Post([this] { Flush(); });
+}
+
+void GroupCommit::Hold(std::function<void(const absl::Status&)> deliver) {
+  held_.push_back(std::move(deliver));
+  ++held_total_;
+}
+
+void GroupCommit::Flush() {
+  // Cleared before the commit: a group opened after it (by a writer off the executor) sets it
+  // again. A group that opened after this task was queued is committed here too; its own flush
+  // task then finds nothing to do.
+  open_.store(false);
+  absl::Status committed = commit_();
+  std::vector<std::function<void(const absl::Status&)>> held;
+  held.swap(held_);
+  if (committed.ok()) {
+    ++commits_;
+  } else {
+    ++failures_;
+    base::LogError(base::StrCat("group commit failed; ", held.size(),
+                                " held message(s) answer with an error: ", committed.message()));
+    if (on_failure_) on_failure_(committed);
+  }
+  for (auto& deliver : held) deliver(committed);
+}
+
+}  // namespace contextd::server
