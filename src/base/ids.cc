@@ -3,6 +3,8 @@
 #include <sys/random.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 
@@ -30,6 +32,19 @@ std::string HexEncode(std::string_view data) {
     out.push_back(kHex[c >> 4]);
     out.push_back(kHex[c & 15]);
   }
+  return out;
+}
+
+std::string TimeOrderedId(std::string_view prefix) {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+  char raw[16];
+  const uint64_t t = static_cast<uint64_t>(ms);
+  for (int i = 0; i < 6; ++i) raw[i] = static_cast<char>((t >> (8 * (5 - i))) & 0xff);
+  RandomBytes(raw + 6, 10);
+  std::string out(prefix);
+  out += HexEncode(std::string_view(raw, sizeof(raw)));
   return out;
 }
 

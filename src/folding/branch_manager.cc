@@ -597,7 +597,7 @@ absl::StatusOr<CreateResult> BranchManager::Create(const SessionKey& session,
   }
 
   Branch b;
-  b.id = base::RandomId("br_");
+  b.id = base::TimeOrderedId("br_");
   b.session = session;
   b.parent_id = parent_id;
   b.depth = depth;

@@ -1,5 +1,6 @@
 #include "server/group_commit.h"
 
+#include <chrono>
 #include <utility>
 
 #include "base/logging.h"
@@ -8,8 +9,11 @@
 namespace contextd::server {
 
 GroupCommit::GroupCommit(base::Executor& executor, std::function<absl::Status()> commit,
-                         std::function<void(const absl::Status&)> on_failure)
-    : executor_(executor), commit_(std::move(commit)), on_failure_(std::move(on_failure)) {}
+                         std::function<void(const absl::Status&)> on_failure, Metrics* metrics)
+    : executor_(executor),
+      commit_(std::move(commit)),
+      on_failure_(std::move(on_failure)),
+      metrics_(metrics) {}
 
 void GroupCommit::OnGroupOpen() {
   open_.store(true);
@@ -28,9 +32,16 @@ void GroupCommit::Flush() {
   // again. A group that opened after this task was queued is committed here too; its own flush
   // task then finds nothing to do.
   open_.store(false);
+  const auto started = std::chrono::steady_clock::now();
   absl::Status committed = commit_();
   std::vector<std::function<void(const absl::Status&)>> held;
   held.swap(held_);
+  if (metrics_ != nullptr) {
+    metrics_->GroupCommitted(
+        committed.ok(),
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+        static_cast<double>(held.size()));
+  }
   if (committed.ok()) {
     ++commits_;
   } else {

@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "base/executor.h"
 #include "protocol/mcp_server.h"
+#include "server/metrics.h"
 
 namespace contextd::server {
 
@@ -25,8 +26,9 @@ class GroupCommit final : public protocol::OutboundGate {
   // (the server drops the engine's cached state there, so that it follows the store again).
   // `executor` must outlive this object, and tasks it queued must not run after its destruction
   // (destroy it after the executor has stopped, or Flush() first and post nothing more).
+  // `metrics` (may be null) must outlive this object.
   GroupCommit(base::Executor& executor, std::function<absl::Status()> commit,
-              std::function<void(const absl::Status&)> on_failure);
+              std::function<void(const absl::Status&)> on_failure, Metrics* metrics = nullptr);
   GroupCommit(const GroupCommit&) = delete;
   GroupCommit& operator=(const GroupCommit&) = delete;
 
@@ -51,6 +53,7 @@ class GroupCommit final : public protocol::OutboundGate {
   base::Executor& executor_;
   std::function<absl::Status()> commit_;
   std::function<void(const absl::Status&)> on_failure_;
+  Metrics* metrics_;
   std::atomic<bool> open_{false};
   std::vector<std::function<void(const absl::Status&)>> held_;  // executor only
   int64_t commits_ = 0;

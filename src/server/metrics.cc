@@ -33,6 +33,23 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                        .Name("contextd_tool_call_seconds")
                        .Help("Time spent inside contextd per tool call, by tool")
                        .Register(*registry_);
+  commits_ = &prometheus::BuildCounter()
+                  .Name("contextd_store_group_commits_total")
+                  .Help("SQLite group commits, by outcome (ok, failed)")
+                  .Register(*registry_);
+  commit_seconds_ = &prometheus::BuildHistogram()
+                         .Name("contextd_store_group_commit_seconds")
+                         .Help("Time to commit one group of writes")
+                         .Register(*registry_)
+                         .Add({}, prometheus::Histogram::BucketBoundaries{
+                                      0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                      0.01, 0.05, 0.25});
+  commit_held_ = &prometheus::BuildHistogram()
+                      .Name("contextd_store_group_commit_held_messages")
+                      .Help("Outbound messages released by one group commit")
+                      .Register(*registry_)
+                      .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64,
+                                                                       128});
 }
 
 Metrics::~Metrics() = default;
@@ -56,6 +73,12 @@ void Metrics::ToolCallLatency(std::string_view tool, double seconds) {
 }
 
 void Metrics::SetActiveBranches(double n) { active_->Set(n); }
+
+void Metrics::GroupCommitted(bool ok, double seconds, double held) {
+  commits_->Add({{"outcome", ok ? "ok" : "failed"}}).Increment();
+  commit_seconds_->Observe(seconds);
+  commit_held_->Observe(held);
+}
 
 std::string Metrics::Render() const {
   prometheus::TextSerializer serializer;

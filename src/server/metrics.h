@@ -36,6 +36,8 @@ class Metrics {
   void ToolCallLatency(std::string_view tool, double seconds);
   // Sets the active-branch gauge (after restart recovery).
   void SetActiveBranches(double n);
+  // A group commit ended (`ok` or failed) after `seconds`, releasing `held` outbound messages.
+  void GroupCommitted(bool ok, double seconds, double held);
 
   // The Prometheus text exposition format (version 0.0.4).
   std::string Render() const;
@@ -47,6 +49,9 @@ class Metrics {
   prometheus::Counter* tokens_;
   prometheus::Histogram* utilisation_;
   prometheus::Family<prometheus::Histogram>* tool_latency_;
+  prometheus::Family<prometheus::Counter>* commits_;
+  prometheus::Histogram* commit_seconds_;
+  prometheus::Histogram* commit_held_;
 };
 
 }  // namespace contextd::server

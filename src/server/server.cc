@@ -200,7 +200,8 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
                                       reloaded.message()));
         }
         trail->ForgetCachedScopes();
-      });
+      },
+      &engine.metrics);
   engine.mcp->SetOutboundGate(engine.group_commit.get());
   db->EnableGroupCommit([gc = engine.group_commit.get()] { gc->OnGroupOpen(); });
   if (config.conformance_fixtures) {

@@ -131,6 +131,9 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
   RETURN_IF_ERROR(out->Exec(options.synchronous_full ? "PRAGMA synchronous=FULL"
                                                      : "PRAGMA synchronous=NORMAL"));
   RETURN_IF_ERROR(out->Exec("PRAGMA foreign_keys=ON"));
+  // Statement journals (a savepoint per grouped write, FTS5 updates) in memory, not in a temp
+  // file created and unlinked for every write.
+  RETURN_IF_ERROR(out->Exec("PRAGMA temp_store=MEMORY"));
   RETURN_IF_ERROR(out->Migrate());
   ASSIGN_OR_RETURN(out->begin_, out->Prepare("BEGIN IMMEDIATE"));
   ASSIGN_OR_RETURN(out->commit_, out->Prepare("COMMIT"));

@@ -144,7 +144,7 @@ absl::StatusOr<std::string> Trail::RootScope(const SessionRef& session) {
   std::string key = session.ToString();
   if (auto it = roots_.find(key); it != roots_.end()) return it->second;
   Scope root;
-  root.id = base::RandomId("ses_");
+  root.id = base::TimeOrderedId("ses_");
   root.session = session;
   root.kind = ScopeKind::kSession;
   root.description = base::StrCat("session ", session.session_id);
