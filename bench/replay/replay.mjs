@@ -61,6 +61,16 @@ export function cutToTokens(enc, text, max) {
   return '';
 }
 
+function count(enc, text) {
+  return enc.encode_ordinary(text).length;
+}
+
+// Tokens the agent holds for a segment's two folding calls (arguments and replies), which the
+// folded view does not count: it counts the summary only.
+function foldingCallTokens(s) {
+  return s.create_call_tokens + s.create_reply_tokens + s.return_call_tokens + s.return_reply_tokens;
+}
+
 function textOf(result) {
   return (result.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
 }
@@ -150,14 +160,17 @@ async function replayPass({ opts, enc, file, trajectory, calls, segments }) {
       const seg = starts.get(i);
       if (seg) {
         const first = calls[i].command.split('\n')[0];
-        const created = await call(client, 'branch_create', {
+        const args = {
           description: `${seg.kind}: recorded steps ${seg.start}-${seg.end - 1} (${seg.end - seg.start} commands)`,
           prompt: `Replay of ${seg.end - seg.start} recorded commands, starting with: ${first.slice(0, 300) || '(none)'}`,
-          budget: opts.budget,
-          inject_memories: false,
-        });
+        };  // budget: the configured default_budget
+        const created = await call(client, 'branch_create', args);
         if (created.isError) throw new Error(`branch_create at step ${i}: ${textOf(created)}`);
-        open = { ...seg, branch_id: created.structuredContent.branch_id, prompt_tokens: created.structuredContent.prompt_tokens };
+        open = {
+          ...seg, branch_id: created.structuredContent.branch_id, prompt_tokens: created.structuredContent.prompt_tokens,
+          // What the agent itself holds for this call: its arguments and the reply text.
+          create_call_tokens: count(enc, JSON.stringify(args)), create_reply_tokens: count(enc, textOf(created)),
+        };
       }
       const result = await call(client, TOOL, { command: calls[i].command });
       const text = textOf(result);
@@ -172,9 +185,13 @@ async function replayPass({ opts, enc, file, trajectory, calls, segments }) {
         // The agent's next message (after the segment's last result) is what it concluded.
         const next = calls[i + 1]?.message ?? calls[i].message;
         const summary = cutToTokens(enc, summaryText(next), SUMMARY_MAX_TOKENS) || '(no summary)';
-        const returned = await call(client, 'branch_return', { branch_id: open.branch_id, message: summary });
+        const args = { message: summary };  // returns the innermost active branch: this one
+        const returned = await call(client, 'branch_return', args);
         open.return_error = returned.isError ? textOf(returned) : null;
         open.summary_tokens_reported = returned.isError ? null : returned.structuredContent.summary_tokens;
+        open.summary_tokens_local = count(enc, summary);
+        open.return_call_tokens = count(enc, JSON.stringify(args));
+        open.return_reply_tokens = count(enc, textOf(returned));
         out.segments.push(open);
         open = null;
       }
@@ -256,6 +273,7 @@ function summarize(rows, opts) {
     const summary = list.reduce((a, s) => a + s.summary_tokens, 0);
     const prompt = list.reduce((a, s) => a + s.prompt_tokens, 0);
     const per = list.map((s) => pct(s.summary_tokens, s.tool_tokens)).sort((a, b) => a - b);
+    const calls = list.reduce((a, s) => a + foldingCallTokens(s), 0);
     return {
       segments: list.length,
       steps: list.reduce((a, s) => a + s.end - s.start, 0),
@@ -264,6 +282,8 @@ function summarize(rows, opts) {
       prompt_tokens: prompt,
       reduction_pct: pct(summary, tool),
       reduction_with_prompts_pct: pct(summary + prompt, tool),
+      folding_call_tokens: calls,
+      reduction_with_folding_calls_pct: pct(calls, tool),
       segment_reduction_median_pct: quantile(per, 0.5),
       segments_below_80_pct: per.filter((x) => x < 80).length,
     };
@@ -276,6 +296,9 @@ function summarize(rows, opts) {
     folded_pass_tokens_unfolded: sum((r) => r.folded.view.tokens_unfolded),
     folded_tokens: sum((r) => r.folded.view.tokens_folded),
     reduction_pct: pct(sum((r) => r.folded.view.tokens_folded), sum((r) => r.flat.view.tokens_folded)),
+    folded_with_calls_tokens: sum((r) => r.folded_with_calls_tokens),
+    reduction_with_calls_pct: pct(sum((r) => r.folded_with_calls_tokens), sum((r) => r.flat.view.tokens_folded)),
+    summary_count_mismatches: segs.filter((s) => s.summary_tokens_reported !== s.summary_tokens_local).length,
     file_exploration: byKind(SegmentKind.FILE_EXPLORATION),
     debugging: byKind(SegmentKind.DEBUGGING),
     force_returned: segs.filter((s) => s.forced).length,
@@ -299,29 +322,36 @@ function summarize(rows, opts) {
 
 function markdown(rows, pooled) {
   const lines = [];
-  lines.push('| trajectory | calls | segments (expl/dbg) | without folding | with folding | less | file-expl. segments: tokens -> summaries | forced | replay ms (flat / folded) |');
-  lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+  lines.push('Main-context tokens of the tool traffic, as contextd counts them (context_view, o200k_base). ' +
+    '"without": flat pass (no branches). "with": folded pass, tokens_folded. "with + calls": the folded ' +
+    'pass with each segment costing its branch_create/branch_return arguments and replies instead of the summary alone.');
+  lines.push('');
+  lines.push('| trajectory | calls | segments (expl/dbg) | without | with | less | with + calls | less | file-expl. segments: tokens -> summary (less) | forced | replay ms flat / folded |');
+  lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const r of rows) {
     const fe = r.segments.filter((s) => s.kind === SegmentKind.FILE_EXPLORATION);
     const feTool = fe.reduce((a, s) => a + s.tool_tokens, 0);
     const feSum = fe.reduce((a, s) => a + s.summary_tokens, 0);
+    const base = r.flat.view.tokens_folded;
     lines.push(`| ${r.instance_id} | ${r.calls} | ${fe.length}/${r.segments.length - fe.length} | ` +
-      `${r.flat.view.tokens_folded} | ${r.folded.view.tokens_folded} | ` +
-      `${fmtPct(pct(r.folded.view.tokens_folded, r.flat.view.tokens_folded))} | ` +
+      `${base} | ${r.folded.view.tokens_folded} | ${fmtPct(pct(r.folded.view.tokens_folded, base))} | ` +
+      `${r.folded_with_calls_tokens} | ${fmtPct(pct(r.folded_with_calls_tokens, base))} | ` +
       `${fe.length ? `${feTool} -> ${feSum} (${fmtPct(pct(feSum, feTool))})` : '-'} | ` +
       `${r.segments.filter((s) => s.forced).length} | ${Math.round(r.flat.replay_ms)} / ${Math.round(r.folded.replay_ms)} |`);
   }
   const p = pooled;
   lines.push(`| **pooled (${p.trajectories})** | ${p.calls} | ${p.file_exploration.segments}/${p.debugging.segments} | ` +
     `${p.baseline_tokens} | ${p.folded_tokens} | ${fmtPct(p.reduction_pct)} | ` +
+    `${p.folded_with_calls_tokens} | ${fmtPct(p.reduction_with_calls_pct)} | ` +
     `${p.file_exploration.tool_tokens} -> ${p.file_exploration.summary_tokens} (${fmtPct(p.file_exploration.reduction_pct)}) | ` +
     `${p.force_returned} | ${Math.round(p.wall_ms.flat_replay_total)} / ${Math.round(p.wall_ms.folded_replay_total)} |`);
   lines.push('');
-  lines.push('| segments | count | steps | tool tokens | summary tokens | less (summaries) | less (summaries + branch prompts) | median per segment | segments < 80% |');
-  lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+  lines.push('| segments | count | steps | tool tokens | summary tokens | less (summaries, as context_view counts) | less (+ branch prompts) | folding calls + replies | less (folding calls + replies) | median per segment | segments < 80% |');
+  lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const [name, k] of [['file-exploration', p.file_exploration], ['debugging', p.debugging]]) {
     lines.push(`| ${name} | ${k.segments} | ${k.steps} | ${k.tool_tokens} | ${k.summary_tokens} | ${fmtPct(k.reduction_pct)} | ` +
-      `${fmtPct(k.reduction_with_prompts_pct)} | ${fmtPct(k.segment_reduction_median_pct)} | ${k.segments_below_80_pct} |`);
+      `${fmtPct(k.reduction_with_prompts_pct)} | ${k.folding_call_tokens} | ${fmtPct(k.reduction_with_folding_calls_pct)} | ` +
+      `${fmtPct(k.segment_reduction_median_pct)} | ${k.segments_below_80_pct} |`);
   }
   lines.push('');
   lines.push('| step class (rule) | steps | tokens without folding | share |');
@@ -332,8 +362,9 @@ function markdown(rows, pooled) {
   lines.push('');
   lines.push(`Force-returned segments: ${p.force_returned} (budget ${p.budget} tokens per branch; ${p.budget_warnings} budget warnings). ` +
     `Results not returned verbatim: ${p.results_not_verbatim}. Totals that do not add up: ${p.accounting_inconsistent.length}. ` +
-    `Replay wall time per trajectory (folded pass, calls only): median ${Math.round(p.wall_ms.folded_replay_median)} ms, ` +
-    `max ${Math.round(p.wall_ms.folded_replay_max)} ms; contextd start-up median ${Math.round(p.wall_ms.startup_median)} ms.`);
+    `Summaries whose server count differs from tiktoken's: ${p.summary_count_mismatches}. ` +
+    `Replay wall time per trajectory (calls only): folded pass median ${Math.round(p.wall_ms.folded_replay_median)} ms, ` +
+    `max ${Math.round(p.wall_ms.folded_replay_max)} ms; contextd start-up (spawn to upstream tool listed) median ${Math.round(p.wall_ms.startup_median)} ms.`);
   return lines.join('\n') + '\n';
 }
 
@@ -357,8 +388,11 @@ async function main() {
         workload: basename(file), calls: calls.length, classes,
         step_tokens: flat.step_tokens,
         segments: folded.segments.map(({ kind, start, end, branch_id, prompt_tokens, tool_tokens, summary_tokens,
-          summary_tokens_reported, forced, warnings, return_error }) =>
-          ({ kind, start, end, branch_id, prompt_tokens, tool_tokens, summary_tokens, summary_tokens_reported, forced, warnings, return_error })),
+          summary_tokens_reported, summary_tokens_local, create_call_tokens, create_reply_tokens, return_call_tokens,
+          return_reply_tokens, forced, warnings, return_error }) =>
+          ({ kind, start, end, branch_id, prompt_tokens, tool_tokens, summary_tokens, summary_tokens_reported,
+            summary_tokens_local, create_call_tokens, create_reply_tokens, return_call_tokens, return_reply_tokens,
+            forced, warnings, return_error })),
         flat: { view: flat.view, startup_ms: flat.startup_ms, replay_ms: flat.replay_ms, mismatches: flat.mismatches, tool_errors: flat.tool_errors },
         folded: { view: folded.view, startup_ms: folded.startup_ms, replay_ms: folded.replay_ms, mismatches: folded.mismatches,
           tool_errors: folded.tool_errors, branch_statuses: folded.branch_statuses },
@@ -373,6 +407,10 @@ async function main() {
         flat.view.tokens_unfolded === flat.view.tokens_folded &&
         folded.view.tokens_folded === flat.view.tokens_folded - segTool + segSummary &&
         flat.step_tokens.reduce((a, t) => a + t, 0) === flat.view.tokens_unfolded;
+      // The folded total as the agent would hold it: every segment replaced by its two folding
+      // calls with their arguments and replies instead of by the summary alone.
+      row.folded_with_calls_tokens = flat.view.tokens_folded - segTool +
+        row.segments.reduce((a, s) => a + foldingCallTokens(s), 0);
       rows.push(row);
       process.stderr.write(`${row.instance_id}: ${calls.length} calls, ${segments.length} segments, ` +
         `${flat.view.tokens_folded} -> ${folded.view.tokens_folded} tokens, ${Math.round(folded.replay_ms)} ms\n`);
