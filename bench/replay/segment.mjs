@@ -64,10 +64,7 @@ function maskQuotes(text) {
 function writesFile(masked) {
   const re = /(?:^|[^<>&])\d?>>?\s*([^\s&|;]*)/g;
   for (const m of masked.matchAll(re)) {
-    const target = m[1];
-    if (target.startsWith('&')) continue;
-    if (target === '/dev/null' || target === '') continue;
-    return true;
+    if (m[1] !== '/dev/null' && m[1] !== '') return true; // '' : 2>&1 and the like
   }
   return /(^|[^<])&>/.test(masked);
 }

@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connectStdio, cleanup, textOf, tempDataDir } from './harness.mjs';
 import { recordedCalls } from '../../bench/replay/trajectory.mjs';
-import { segment, SegmentKind } from '../../bench/replay/segment.mjs';
+import { classify, segment, summaryText, Kind, SegmentKind } from '../../bench/replay/segment.mjs';
 
 const UPSTREAM = new URL('../../bench/replay/replay_upstream.mjs', import.meta.url).pathname;
 
@@ -79,4 +79,33 @@ test('replay: a recorded trajectory through the replay upstream; results verbati
   } finally {
     cleanup(dataDir);
   }
+});
+
+test('replay: the segmentation rule classifies commands by what they do', () => {
+  const cases = [
+    ['ls -R', Kind.EXPLORE],
+    ["nl -ba src/a.py | sed -n '10,20p'", Kind.EXPLORE],
+    ['grep -rn "a|b; c" src 2>/dev/null | head -n 5', Kind.EXPLORE],
+    ['cd repo && git log --oneline -3', Kind.EXPLORE],
+    ["sed -i 's/a/b/' src/a.py", Kind.EDIT],
+    ["cat <<'EOF' > repro.py\nimport x; print(x > 1)\nEOF", Kind.EDIT],
+    ['pytest tests/test_a.py > out.txt 2>&1', Kind.EDIT],
+    ['git checkout src/a.py', Kind.EDIT],
+    ['find . -name "*.pyc" -delete', Kind.EDIT],
+    ['python repro.py 2>&1', Kind.RUN],
+    ['python - <<EOF\nprint(1)\nEOF', Kind.RUN],
+    ['XDG_DATA_HOME=/tmp/x python3 -m pytest -q tests', Kind.RUN],
+    ['grep -n foo a.py && python -c "import a"', Kind.RUN],
+    ['echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached', Kind.SUBMIT],
+    ['curl -I https://example.org', Kind.OTHER],
+  ];
+  for (const [command, kind] of cases) assert.equal(classify(command, 'x'), kind, command);
+  assert.equal(classify(null, 'format_error'), Kind.OTHER);
+  const steps = ['ls', 'grep -n a b.py', "sed -i 's/a/b/' b.py", 'python r.py', 'cat b.py', 'python r.py', 'ls']
+    .map((command) => ({ command, toolName: command.split(' ')[0] }));
+  assert.deepEqual(segment(steps).segments, [
+    { start: 0, end: 2, kind: SegmentKind.FILE_EXPLORATION },
+    { start: 3, end: 7, kind: SegmentKind.DEBUGGING },
+  ]);
+  assert.equal(summaryText('THOUGHT: it is in b.py.\n\n```bash\nsed -i x b.py\n```'), 'it is in b.py.');
 });
