@@ -179,7 +179,7 @@ async function replayPass({ opts, enc, file, trajectory, calls, segments }) {
         out.verbatim++;
       } else {
         const reason = text.includes('[REDACTED:') ? 'scrubbed' : result.isError ? 'error' : 'differs';
-        out.mismatches.push({ step: i, reason, text: text.slice(0, 300) });
+        out.mismatches.push({ step: i, reason, head: text.slice(0, 200), tail: text.slice(-300) });
       }
       if (open && i === open.end - 1) {
         // The agent's next message (after the segment's last result) is what it concluded.
