@@ -23,9 +23,9 @@ using CountTokensFn = std::function<int64_t(std::string_view)>;
 inline constexpr int64_t kAutoSummaryMaxTokens = 200;
 inline constexpr size_t kAutoSummaryMaxTools = 8;        // more: "+N more tool(s)"
 inline constexpr size_t kAutoSummaryArgSamples = 3;      // distinct argument samples per tool
-inline constexpr size_t kAutoSummaryArgChars = 48;       // bytes per argument sample
+inline constexpr size_t kAutoSummaryArgChars = 64;       // bytes per argument sample
 inline constexpr size_t kAutoSummaryErrorSamples = 2;    // error excerpts
-inline constexpr size_t kAutoSummaryErrorChars = 80;     // bytes per error excerpt
+inline constexpr size_t kAutoSummaryErrorChars = 120;    // bytes per error excerpt
 
 // "key=value, key=value" for a JSON object's text (string values unquoted, other values as
 // written), else the text itself; on one line, cut to `max_chars` bytes plus "...". "" for "{}".
