@@ -110,17 +110,6 @@ bool ObjectMembers(std::string_view t, size_t max_chars, std::string* out) {
 
 const char* Plural(int64_t n, const char* one, const char* many) { return n == 1 ? one : many; }
 
-int64_t CountWords(std::string_view text) {
-  int64_t words = 0;
-  bool in_word = false;
-  for (char c : text) {
-    bool space = IsSpace(c);
-    if (!space && !in_word) ++words;
-    in_word = !space;
-  }
-  return words;
-}
-
 }  // namespace
 
 std::string ShortArguments(std::string_view args_text, size_t max_chars) {
@@ -213,7 +202,9 @@ std::string AutoScopeDigest::Render(int level) const {
 }
 
 std::string AutoScopeDigest::Summary(const CountTokensFn& count) const {
-  auto tokens = [&](std::string_view text) { return count ? count(text) : CountWords(text); };
+  auto tokens = [&](std::string_view text) {
+    return count ? count(text) : internal::CountWords(text);
+  };
   for (int level = 0; level <= 3; ++level) {
     std::string text = Render(level);
     if (tokens(text) <= kAutoSummaryMaxTokens) return text;

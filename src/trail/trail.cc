@@ -144,15 +144,7 @@ Trail::Trail(TrailStore& store, const base::Clock& clock, TrailOptions options)
     : store_(store), clock_(clock), options_(std::move(options)) {}
 
 int64_t Trail::CountTokens(std::string_view text) const {
-  if (options_.count_tokens) return options_.count_tokens(text);
-  int64_t words = 0;
-  bool in_word = false;
-  for (char c : text) {
-    bool space = c == ' ' || c == '\n' || c == '\t' || c == '\r';
-    if (!space && !in_word) ++words;
-    in_word = !space;
-  }
-  return words;
+  return options_.count_tokens ? options_.count_tokens(text) : internal::CountWords(text);
 }
 
 absl::StatusOr<std::string> Trail::RootScope(const SessionRef& session) {
@@ -280,6 +272,9 @@ absl::StatusOr<RecordedCall> Trail::RecordUpstreamCall(
     scope.description = base::StrCat(kAutoDescriptionPrefix, upstream);
     scope.created_at_ms = clock_.WallMillis();
     RETURN_IF_ERROR(store_.OpenScope(scope));
+    // Tracked at once, so that it folds even if the marker below cannot be written.
+    open_scopes_[scope.id] = session;
+    open = autos_.emplace(key, OpenAuto{scope.id, AutoScopeDigest(std::string(upstream))}).first;
     NewEvent opened;
     opened.scope_id = root;
     opened.kind = EventKind::kAutoScopeOpened;
@@ -287,8 +282,6 @@ absl::StatusOr<RecordedCall> Trail::RecordUpstreamCall(
     opened.payload = scope.description;
     opened.at_ms = scope.created_at_ms;
     RETURN_IF_ERROR(store_.AppendEvents({opened}).status());
-    open_scopes_[scope.id] = session;
-    open = autos_.emplace(key, OpenAuto{scope.id, AutoScopeDigest(std::string(upstream))}).first;
   }
   ASSIGN_OR_RETURN(RecordedCall recorded,
                    RecordToolCall(session, open->second.scope_id, tool, arguments_text,

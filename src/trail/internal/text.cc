@@ -16,4 +16,15 @@ std::string OneLine(std::string_view text, size_t max_chars) {
   return out;
 }
 
+int64_t CountWords(std::string_view text) {
+  int64_t words = 0;
+  bool in_word = false;
+  for (char c : text) {
+    bool space = c == ' ' || c == '\n' || c == '\t' || c == '\r';
+    if (!space && !in_word) ++words;
+    in_word = !space;
+  }
+  return words;
+}
+
 }  // namespace contextd::trail::internal
