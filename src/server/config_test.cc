@@ -117,10 +117,12 @@ TEST(ConfigTest, TrailAutoScopeUpstreamsInEveryLayer) {
   std::string path = WriteTemp("cfg_trail", "trail:\n  auto_scope_upstreams: true\n");
   ASSERT_TRUE(LoadConfigFile(path, &c).ok());
   EXPECT_TRUE(c.trail_auto_scope_upstreams);
-  absl::Status bad = LoadConfigFile(WriteTemp("cfg_trail_bad", "trail:\n  auto_scope_upstreams: sometimes\n"), &c);
+  absl::Status bad =
+      LoadConfigFile(WriteTemp("cfg_trail_bad", "trail:\n  auto_scope_upstreams: sometimes\n"), &c);
   EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(bad.message().find("trail.auto_scope_upstreams"), std::string::npos) << bad;
-  absl::Status unknown = LoadConfigFile(WriteTemp("cfg_trail_unknown", "trail:\n  auto_scope: true\n"), &c);
+  absl::Status unknown =
+      LoadConfigFile(WriteTemp("cfg_trail_unknown", "trail:\n  auto_scope: true\n"), &c);
   EXPECT_NE(unknown.message().find("trail.auto_scope"), std::string::npos) << unknown;
 
   std::map<std::string, std::string> env = {{"CONTEXTD_TRAIL_AUTO_SCOPE_UPSTREAMS", "false"},

@@ -196,10 +196,10 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
     engine.tools = std::make_unique<FoldingTools>(*engine.manager, engine.events, engine.metrics,
                                                   *engine.scrubber);
     // Calling a contextd tool ends the agent's run of calls to one upstream.
-    engine.tools->SetBeforeCall([trail_tools = engine.trail_tools.get()](
-                                    const protocol::SessionInfo& info) {
-      trail_tools->FoldAutoScope(info);
-    });
+    engine.tools->SetBeforeCall(
+        [trail_tools = engine.trail_tools.get()](const protocol::SessionInfo& info) {
+          trail_tools->FoldAutoScope(info);
+        });
     status = engine.tools->Register(*engine.mcp);
     if (status.ok()) status = engine.trail_tools->Register(*engine.mcp);
   });

@@ -28,8 +28,8 @@ void TrailRecorder::OnProxiedCall(const protocol::SessionInfo& session, std::str
   std::string upstream = branch_id.empty() ? UpstreamOf(tool) : "";
   auto recorded =
       upstream.empty()
-          ? trail_.RecordToolCall(ref, branch_id, tool, scrubbed_args, scrubbed_result,
-                                  args_tokens, result_tokens, is_error)
+          ? trail_.RecordToolCall(ref, branch_id, tool, scrubbed_args, scrubbed_result, args_tokens,
+                                  result_tokens, is_error)
           : trail_.RecordUpstreamCall(ref, upstream, tool, scrubbed_args, scrubbed_result,
                                       args_tokens, result_tokens, is_error);
   if (!recorded.ok()) {

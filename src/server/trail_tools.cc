@@ -181,7 +181,8 @@ absl::Status TrailTools::Register(protocol::McpServer& server) {
       protocol::ToolDefinition{
           "trail_search", "Search the trail",
           "Full-text search over the descriptions and summaries of this project's branches and "
-          "auto-scopes, across sessions. Any word may match (best matches first); a trailing * matches a prefix.",
+          "auto-scopes, across sessions. Any word may match (best matches first); a trailing * "
+          "matches a prefix.",
           Json{{"type", "object"},
                {"properties",
                 {{"query", {{"type", "string"}, {"minLength", 1}, {"maxLength", 1000}}},

@@ -2,10 +2,9 @@
 
 #include <gtest/gtest.h>
 
-#include "server/trail_recorder.h"
-
 #include "base/executor.h"
 #include "folding/testing/fakes.h"
+#include "server/trail_recorder.h"
 #include "store/sqlite_branch_store.h"
 #include "store/sqlite_trail_store.h"
 #include "store/test_util.h"
@@ -214,10 +213,10 @@ TEST_F(AutoScopeToolsTest, RootCallsFoldIntoAnAutoScopeThatContextViewShowsAsIts
   TrailRecorder recorder(*trail_);
   recorder.OnProxiedCall(Info(), "", "fs__read_text_file", R"({"path":"/w/a.txt"})",
                          std::string(2000, 'x'), 5, 2000, false);
-  recorder.OnProxiedCall(Info(), "", "fs__read_text_file", R"({"path":"/w/b.txt"})", "short", 5,
-                         1, false);
-  recorder.OnProxiedCall(Info(), "", "contextd+upstream://fs/file:///w/c.txt", "", "c text", 0,
-                         2, false);
+  recorder.OnProxiedCall(Info(), "", "fs__read_text_file", R"({"path":"/w/b.txt"})", "short", 5, 1,
+                         false);
+  recorder.OnProxiedCall(Info(), "", "contextd+upstream://fs/file:///w/c.txt", "", "c text", 0, 2,
+                         false);
   std::string fs_scope = trail_->OpenAutoScope(Ref());
   ASSERT_EQ(fs_scope.rfind("auto_", 0), 0u) << fs_scope;
 

@@ -376,8 +376,7 @@ absl::StatusOr<std::vector<Scope>> SqliteTrailStore::ListScopes(std::string_view
   return ReadScopes(list_scopes_, 0, nullptr);
 }
 
-absl::StatusOr<std::vector<Scope>> SqliteTrailStore::ListOpenScopes(ScopeKind kind,
-                                                                    int64_t limit) {
+absl::StatusOr<std::vector<Scope>> SqliteTrailStore::ListOpenScopes(ScopeKind kind, int64_t limit) {
   std::lock_guard<std::mutex> lock(db_->mutex());
   ResetOnExit reset(list_open_);
   list_open_.Bind(1, std::string_view(trail::ScopeKindName(kind)));

@@ -324,11 +324,12 @@ TEST(TrailMigrationTest, AVersion2FileUpgradesKeepingScopesEventsAndSearch) {
   Scope autoscope = MakeScope("auto_1", "ses_old", "upstream fs", Session("s"));
   autoscope.kind = ScopeKind::kAuto;
   ASSERT_TRUE((*store)->OpenScope(autoscope).ok());
-  ASSERT_TRUE((*store)->AppendEvents({NewEvent{"ses_old", EventKind::kAutoScopeOpened, "auto_1",
-                                               "upstream fs", 0, false, 6}})
+  ASSERT_TRUE((*store)
+                  ->AppendEvents({NewEvent{"ses_old", EventKind::kAutoScopeOpened, "auto_1",
+                                           "upstream fs", 0, false, 6}})
                   .ok());
-  auto next = (*store)->AppendEvents({NewEvent{"auto_1", EventKind::kToolCall, "fs__read", "{}",
-                                               1, false, 7}});
+  auto next = (*store)->AppendEvents(
+      {NewEvent{"auto_1", EventKind::kToolCall, "fs__read", "{}", 1, false, 7}});
   ASSERT_TRUE(next.ok());
   EXPECT_GT((*next)[0], 9);
   std::lock_guard<std::mutex> lock((*store)->database().mutex());
@@ -397,20 +398,20 @@ TEST_F(TrailTest, AutoScopesGroupCallsPerUpstreamAndFoldWhenTheAgentTurnsAway) {
                                  std::string(300, 'a'), 5, 300, false);
   ASSERT_TRUE(r1.ok()) << r1.status();
   EXPECT_EQ(r1->scope_id.rfind("auto_", 0), 0u) << r1->scope_id;
-  auto r2 = t.RecordUpstreamCall(s, "fs", "fs__list_directory", R"({"path":"/w"})", "a.txt", 4,
-                                 2, false);
+  auto r2 =
+      t.RecordUpstreamCall(s, "fs", "fs__list_directory", R"({"path":"/w"})", "a.txt", 4, 2, false);
   ASSERT_TRUE(r2.ok());
   EXPECT_EQ(r2->scope_id, r1->scope_id);  // same upstream: same auto-scope
   EXPECT_EQ(t.OpenAutoScope(s), r1->scope_id);
   // Another session has its own.
-  auto other = t.RecordUpstreamCall(Session("other"), "fs", "fs__list_directory", "{}", "x", 1, 1,
-                                    false);
+  auto other =
+      t.RecordUpstreamCall(Session("other"), "fs", "fs__list_directory", "{}", "x", 1, 1, false);
   ASSERT_TRUE(other.ok());
   EXPECT_NE(other->scope_id, r1->scope_id);
 
   // Turning to another upstream folds the first auto-scope.
-  auto r3 = t.RecordUpstreamCall(s, "git", "git__log", R"({"n":3})", "Error: not a repository",
-                                 3, 4, true);
+  auto r3 = t.RecordUpstreamCall(s, "git", "git__log", R"({"n":3})", "Error: not a repository", 3,
+                                 4, true);
   ASSERT_TRUE(r3.ok());
   EXPECT_NE(r3->scope_id, r1->scope_id);
   auto fs_scope = t.GetScope(s, r1->scope_id);
@@ -441,9 +442,9 @@ TEST_F(TrailTest, AutoScopesGroupCallsPerUpstreamAndFoldWhenTheAgentTurnsAway) {
   EXPECT_EQ(view->auto_scopes_folded, 2);
   EXPECT_EQ(view->auto_scopes_open, 0);
   EXPECT_EQ(view->scopes_folded, 0);  // branch scopes only
-  size_t fs_line = view->text.find("= auto " + r1->scope_id + " [folded: 311 tokens -> " +
-                                   std::to_string(fs_scope->summary_tokens) +
-                                   "] upstream fs :: " + fs_summary);
+  size_t fs_line =
+      view->text.find("= auto " + r1->scope_id + " [folded: 311 tokens -> " +
+                      std::to_string(fs_scope->summary_tokens) + "] upstream fs :: " + fs_summary);
   size_t git_line = view->text.find("= auto " + r3->scope_id + " [folded: 7 tokens -> ");
   EXPECT_NE(fs_line, std::string::npos) << view->text;
   EXPECT_NE(git_line, std::string::npos) << view->text;

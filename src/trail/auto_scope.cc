@@ -136,15 +136,16 @@ void AutoScopeDigest::Add(std::string_view label, std::string_view args_text,
     sample = OneLine(at == std::string_view::npos ? label : label.substr(at + marker.size()),
                      kAutoSummaryArgChars);
   }
-  auto tool = std::find_if(tools_.begin(), tools_.end(),
-                           [&](const Tool& t) { return t.name == name; });
+  auto tool =
+      std::find_if(tools_.begin(), tools_.end(), [&](const Tool& t) { return t.name == name; });
   if (tool == tools_.end()) {
     tools_.push_back(Tool{name, 0, {}, 0});
     tool = tools_.end() - 1;
   }
   ++tool->calls;
   if (!sample.empty()) {
-    bool known = std::find(tool->samples.begin(), tool->samples.end(), sample) != tool->samples.end();
+    bool known =
+        std::find(tool->samples.begin(), tool->samples.end(), sample) != tool->samples.end();
     if (!known && tool->samples.size() < kAutoSummaryArgSamples) {
       tool->samples.push_back(std::move(sample));
     } else if (!known) {
@@ -158,8 +159,8 @@ void AutoScopeDigest::Add(std::string_view label, std::string_view args_text,
     if (error_samples_.size() < kAutoSummaryErrorSamples) {
       std::string_view text = Trim(result_text);
       error_samples_.push_back(base::StrCat(
-          name, ": ", text.empty() ? std::string("(no result)")
-                                   : OneLine(text, kAutoSummaryErrorChars)));
+          name, ": ",
+          text.empty() ? std::string("(no result)") : OneLine(text, kAutoSummaryErrorChars)));
     }
   }
 }
@@ -186,7 +187,8 @@ std::string AutoScopeDigest::Render(int level) const {
   }
   if (tools_.size() > max_tools) {
     size_t more = tools_.size() - max_tools;
-    tools += base::StrCat(", +", more, Plural(static_cast<int64_t>(more), " more tool", " more tools"));
+    tools +=
+        base::StrCat(", +", more, Plural(static_cast<int64_t>(more), " more tool", " more tools"));
   }
   if (!tools.empty()) out += base::StrCat("; ", tools);
   if (level < 2 && !error_samples_.empty()) {

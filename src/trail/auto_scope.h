@@ -21,11 +21,11 @@ using CountTokensFn = std::function<int64_t(std::string_view)>;
 // argument samples go first, then the error excerpts, then tools beyond the first three, then
 // the text is cut (ending in "...").
 inline constexpr int64_t kAutoSummaryMaxTokens = 200;
-inline constexpr size_t kAutoSummaryMaxTools = 8;        // more: "+N more tool(s)"
-inline constexpr size_t kAutoSummaryArgSamples = 3;      // distinct argument samples per tool
-inline constexpr size_t kAutoSummaryArgChars = 64;       // bytes per argument sample
-inline constexpr size_t kAutoSummaryErrorSamples = 2;    // error excerpts
-inline constexpr size_t kAutoSummaryErrorChars = 120;    // bytes per error excerpt
+inline constexpr size_t kAutoSummaryMaxTools = 8;      // more: "+N more tool(s)"
+inline constexpr size_t kAutoSummaryArgSamples = 3;    // distinct argument samples per tool
+inline constexpr size_t kAutoSummaryArgChars = 64;     // bytes per argument sample
+inline constexpr size_t kAutoSummaryErrorSamples = 2;  // error excerpts
+inline constexpr size_t kAutoSummaryErrorChars = 120;  // bytes per error excerpt
 
 // "key=value, key=value" for a JSON object's text (string values unquoted, other values as
 // written), else the text itself; on one line, cut to `max_chars` bytes plus "...". "" for "{}".
@@ -68,7 +68,7 @@ class AutoScopeDigest {
   std::string Render(int level) const;
 
   std::string upstream_;
-  std::vector<Tool> tools_;  // in the order of their first call
+  std::vector<Tool> tools_;                 // in the order of their first call
   std::vector<std::string> error_samples_;  // "<tool>: <excerpt>", at most kAutoSummaryErrorSamples
   int64_t calls_ = 0;
   int64_t errors_ = 0;

@@ -5,9 +5,9 @@
 #include <map>
 #include <optional>
 
-#include "base/str_cat.h"
 #include "base/ids.h"
 #include "base/status_macros.h"
+#include "base/str_cat.h"
 #include "trail/internal/text.h"
 
 namespace contextd::trail {
@@ -91,11 +91,12 @@ void RenderChild(const Tree& tree, const Scope& c, const Event* created, int lev
                  std::string& out) {
   const char* kind = ScopeKindName(c.kind);
   if (c.status == ScopeStatus::kFolded) {
-    AppendIndented(out, level,
-                   base::StrCat("= ", kind, " ", c.id, " [folded: ",
-                                SubtreeTokens(tree, c.id) + (created != nullptr ? created->tokens : 0),
-                                " tokens -> ", c.summary_tokens, "] ", OneLine(c.description, 120),
-                                " :: ", OneLine(c.summary, 2000)));
+    AppendIndented(
+        out, level,
+        base::StrCat("= ", kind, " ", c.id, " [folded: ",
+                     SubtreeTokens(tree, c.id) + (created != nullptr ? created->tokens : 0),
+                     " tokens -> ", c.summary_tokens, "] ", OneLine(c.description, 120),
+                     " :: ", OneLine(c.summary, 2000)));
     return;
   }
   if (depth >= 0 && level + 1 > depth) {
@@ -284,10 +285,9 @@ absl::StatusOr<RecordedCall> Trail::RecordUpstreamCall(
     RETURN_IF_ERROR(store_.AppendEvents({opened}).status());
   }
   ASSIGN_OR_RETURN(RecordedCall recorded,
-                   RecordToolCall(session, open->second.scope_id, tool, arguments_text,
-                                  result_text, tokens_args, tokens_result, is_error));
-  open->second.digest.Add(tool, arguments_text, result_text, is_error,
-                          tokens_args + tokens_result);
+                   RecordToolCall(session, open->second.scope_id, tool, arguments_text, result_text,
+                                  tokens_args, tokens_result, is_error));
+  open->second.digest.Add(tool, arguments_text, result_text, is_error, tokens_args + tokens_result);
   return recorded;
 }
 
@@ -317,7 +317,8 @@ std::string Trail::OpenAutoScope(const SessionRef& session) const {
 absl::StatusOr<int64_t> Trail::RecoverAutoScopes() {
   int64_t folded = 0;
   while (true) {
-    ASSIGN_OR_RETURN(std::vector<Scope> open, store_.ListOpenScopes(ScopeKind::kAuto, kRecoveryBatch));
+    ASSIGN_OR_RETURN(std::vector<Scope> open,
+                     store_.ListOpenScopes(ScopeKind::kAuto, kRecoveryBatch));
     if (open.empty()) return folded;
     for (const Scope& scope : open) {
       std::string_view upstream = scope.description;
@@ -425,18 +426,17 @@ absl::Status Trail::EndSession(const SessionRef& session) {
 
 std::string FoldedViewText(const FoldedView& view) {
   int64_t saved = view.tokens_unfolded - view.tokens_folded;
-  std::string auto_scopes =
-      view.auto_scopes_open + view.auto_scopes_folded > 0
-          ? base::StrCat(view.auto_scopes_folded, " auto-scope(s) folded, ",
-                         view.auto_scopes_open, " open, ")
-          : "";
+  std::string auto_scopes = view.auto_scopes_open + view.auto_scopes_folded > 0
+                                ? base::StrCat(view.auto_scopes_folded, " auto-scope(s) folded, ",
+                                               view.auto_scopes_open, " open, ")
+                                : "";
   std::string pct = view.tokens_unfolded > 0
                         ? base::StrCat(" (", saved * 100 / view.tokens_unfolded, "% less)")
                         : "";
   return base::StrCat("session ", view.root_scope_id, ": ", view.tokens_unfolded,
                       " tokens unfolded, ", view.tokens_folded, " tokens folded", pct, "; ",
-                      view.scopes_open, " branch scope(s) open, ", view.scopes_folded,
-                      " folded, ", auto_scopes, view.events, " event(s)\n", view.text);
+                      view.scopes_open, " branch scope(s) open, ", view.scopes_folded, " folded, ",
+                      auto_scopes, view.events, " event(s)\n", view.text);
 }
 
 }  // namespace contextd::trail

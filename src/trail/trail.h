@@ -103,9 +103,8 @@ class Trail {
   absl::StatusOr<RecordedCall> RecordUpstreamCall(const SessionRef& session,
                                                   std::string_view upstream, std::string_view tool,
                                                   std::string_view arguments_text,
-                                                  std::string_view result_text,
-                                                  int64_t tokens_args, int64_t tokens_result,
-                                                  bool is_error);
+                                                  std::string_view result_text, int64_t tokens_args,
+                                                  int64_t tokens_result, bool is_error);
   // Folds the session's open auto-scope, if any, with its structural summary (AutoScopeDigest;
   // bounds in auto_scope.h). OK when there is none or when it was already folded (by another
   // process's recovery). Unavailable/Internal from the store (it stays open then).
@@ -157,7 +156,7 @@ class Trail {
   TrailStore& store_;
   const base::Clock& clock_;
   const TrailOptions options_;
-  std::unordered_map<std::string, OpenAuto> autos_;  // SessionRef::ToString() -> open auto-scope
+  std::unordered_map<std::string, OpenAuto> autos_;     // SessionRef::ToString() -> open auto-scope
   std::unordered_map<std::string, std::string> roots_;  // SessionRef::ToString() -> root id
   // Owners of the scopes still open that this process opened, so that RecordToolCall checks
   // ownership without a read (unknown scopes fall back to the store).

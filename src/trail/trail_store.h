@@ -41,12 +41,12 @@ absl::StatusOr<ScopeKind> ParseScopeKind(std::string_view name);
 
 // The leaves of the trail.
 enum class EventKind {
-  kToolCall,        // "tool_call": a tool's arguments (label: tool name)
-  kToolResult,      // "tool_result": a tool's result (label: tool name)
-  kBranchCreated,   // "branch_created": in the parent scope (label: the child's scope id)
-  kBranchReturned,  // "branch_returned": in the branch's own scope, payload the summary
-  kWarning,         // "warning": the branch crossed 80% of its budget
-  kForceReturn,     // "force_return": in the branch's own scope, payload reason + summary
+  kToolCall,         // "tool_call": a tool's arguments (label: tool name)
+  kToolResult,       // "tool_result": a tool's result (label: tool name)
+  kBranchCreated,    // "branch_created": in the parent scope (label: the child's scope id)
+  kBranchReturned,   // "branch_returned": in the branch's own scope, payload the summary
+  kWarning,          // "warning": the branch crossed 80% of its budget
+  kForceReturn,      // "force_return": in the branch's own scope, payload reason + summary
   kAutoScopeOpened,  // "auto_scope_opened": in the session root (label: the auto-scope's id,
                      // payload: its description, 0 tokens), placing it among the root's events
 };

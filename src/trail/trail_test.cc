@@ -1,8 +1,9 @@
+#include "trail/trail.h"
+
 #include <gtest/gtest.h>
 
 #include "trail/auto_scope.h"
 #include "trail/content_hash.h"
-#include "trail/trail.h"
 
 namespace contextd::trail {
 namespace {
@@ -55,7 +56,8 @@ TEST(ShortArgumentsTest, ObjectsBecomeKeyValuePairs) {
             R"(path=/w, depth=2, opts={"a":[1,2]}, q=say "hi")");
   EXPECT_EQ(ShortArguments("{}", 48), "");
   EXPECT_EQ(ShortArguments("  { }  ", 48), "");
-  EXPECT_EQ(ShortArguments(R"({"path":"/a/very/long/path/that/goes/on"})", 16), "path=/a/very/lon...");
+  EXPECT_EQ(ShortArguments(R"({"path":"/a/very/long/path/that/goes/on"})", 16),
+            "path=/a/very/lon...");
   // Not an object (or not one it can read): the text itself, on one line.
   EXPECT_EQ(ShortArguments("[1,\n2]", 48), "[1, 2]");
   EXPECT_EQ(ShortArguments(R"({"unterminated)", 48), R"({"unterminated)");
@@ -93,8 +95,9 @@ TEST(AutoScopeDigestTest, SummaryNamesToolsArgumentsOutcomeAndErrors) {
 TEST(AutoScopeDigestTest, OneCallAndErrorsWithoutResult) {
   AutoScopeDigest d("git");
   d.Add("git__status", "{}", "", true, 3);
-  EXPECT_EQ(d.Summary(Words), "git: 1 call (0 ok, 1 error), 3 tokens; status x1; errors: "
-                              "status: (no result)");
+  EXPECT_EQ(d.Summary(Words),
+            "git: 1 call (0 ok, 1 error), 3 tokens; status x1; errors: "
+            "status: (no result)");
 }
 
 TEST(AutoScopeDigestTest, SummaryStaysWithinItsTokenBound) {

@@ -7,7 +7,8 @@ std::string OneLine(std::string_view text, size_t max_chars) {
   for (char c : text) {
     if (out.size() >= max_chars) {
       // Do not cut a UTF-8 sequence: drop trailing continuation bytes of a partial character.
-      while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0) == 0x80) out.pop_back();
+      while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0) == 0x80)
+        out.pop_back();
       if (!out.empty() && (static_cast<unsigned char>(out.back()) & 0x80) != 0) out.pop_back();
       return out + "...";
     }
