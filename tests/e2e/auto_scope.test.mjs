@@ -91,11 +91,26 @@ test('auto-scopes on: root fs calls fold into one auto-scope at the next context
     assert.ok(!found.isError, textOf(found));
     assert.deepEqual(found.structuredContent.hits.map((h) => h.scope_id), [scopeId]);
 
+    // A session that ends (DELETE) folds its auto-scope without any contextd tool call.
+    const other = await connectHttp(server.url, 'short-lived');
+    assert.ok(!(await call(other.client, 'fs__list_directory', { path: files })).isError);
+    await other.transport.terminateSession();
+    await other.client.close();
+    // The DELETE is answered before the engine has closed the session: wait (bounded) for it.
+    let ended = '';
+    for (let i = 0; i < 100; ++i) {
+      ended = cli('list', '--data-dir', dataDir);
+      if (!ended.includes('scope open')) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.match(ended, /scope folded  upstream fs :: fs: 1 call \(1 ok, 0 errors\), \d+ tokens; list_directory x1 /);
+    assert.ok(!ended.includes('scope open'), ended);
+
     // Another run of fs calls opens a new auto-scope; the process dies before anything folds it.
     assert.ok(!(await call(client, 'fs__read_text_file', { path: join(files, 'notes.txt') })).isError);
     await server.stop('SIGKILL');
     const list = cli('list', '--data-dir', dataDir);
-    assert.match(list, /0 branch\(es\), 2 auto-scope\(s\)/);
+    assert.match(list, new RegExp(`session ${v.session_scope_id} .* 0 branch\\(es\\), 2 auto-scope\\(s\\)`));
     assert.ok(list.includes(`${scopeId}  auto  `) && list.includes(`scope folded  upstream fs :: ${summary}`), list);
     assert.match(list, /auto_[0-9a-f]+  auto  \d+ tokens  scope open  upstream fs\n/);
     const show = cli('show', v.session_scope_id, '--data-dir', dataDir);
