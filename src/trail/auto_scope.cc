@@ -110,6 +110,46 @@ bool ObjectMembers(std::string_view t, size_t max_chars, std::string* out) {
 
 const char* Plural(int64_t n, const char* one, const char* many) { return n == 1 ? one : many; }
 
+// The "key=value" members of a sample (as ShortArguments writes them), split at ", ".
+std::vector<std::string_view> Members(std::string_view sample) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (start <= sample.size()) {
+    size_t sep = sample.find(", ", start);
+    if (sep == std::string_view::npos) sep = sample.size();
+    out.push_back(sample.substr(start, sep - start));
+    start = sep + 2;
+  }
+  return out;
+}
+
+// The path value of a member "key=/...", with a '/' appended (so that a directory argument
+// compares as its own prefix), or "" if the member is not a path.
+std::string PathOf(std::string_view member) {
+  size_t eq = member.find('=');
+  if (eq == std::string_view::npos || eq + 1 >= member.size() || member[eq + 1] != '/') return "";
+  std::string path(member.substr(eq + 1));
+  if (path.back() != '/') path.push_back('/');
+  return path;
+}
+
+// `sample` with every path member under `dir` shown relative to it ("." for `dir` itself).
+std::string Relative(std::string_view sample, std::string_view dir) {
+  std::string out;
+  for (std::string_view member : Members(sample)) {
+    if (!out.empty()) out += ", ";
+    std::string path = PathOf(member);
+    if (!dir.empty() && !path.empty() && path.compare(0, dir.size(), dir) == 0) {
+      std::string rest = path.substr(dir.size());
+      if (!rest.empty()) rest.pop_back();  // the '/' PathOf appended
+      out += base::StrCat(member.substr(0, member.find('=') + 1), rest.empty() ? "." : rest);
+    } else {
+      out += member;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string ShortArguments(std::string_view args_text, size_t max_chars) {
@@ -128,7 +168,7 @@ void AutoScopeDigest::Add(std::string_view label, std::string_view args_text,
   std::string sample;
   if (label.size() > prefix.size() && label.substr(0, prefix.size()) == prefix) {
     name = std::string(label.substr(prefix.size()));
-    sample = ShortArguments(args_text, kAutoSummaryArgChars);
+    sample = ShortArguments(args_text, kAutoSummaryArgKeep);
   } else {
     name = "resource";
     std::string marker = base::StrCat("://", upstream_, "/");
@@ -165,11 +205,37 @@ void AutoScopeDigest::Add(std::string_view label, std::string_view args_text,
   }
 }
 
+std::string AutoScopeDigest::CommonDirectory() const {
+  std::string common;
+  int paths = 0;
+  for (const Tool& t : tools_) {
+    for (const std::string& sample : t.samples) {
+      for (std::string_view member : Members(sample)) {
+        std::string path = PathOf(member);
+        if (path.empty()) continue;
+        if (paths++ == 0) {
+          common = path;
+          continue;
+        }
+        size_t n = 0;
+        while (n < common.size() && n < path.size() && common[n] == path[n]) ++n;
+        common.resize(n);
+      }
+    }
+  }
+  // Back to a whole directory: up to and including the last '/'.
+  size_t slash = common.rfind('/');
+  common.resize(slash == std::string::npos ? 0 : slash + 1);
+  return paths >= 2 && common.size() >= kAutoSummaryMinCommonDir ? common : "";
+}
+
 std::string AutoScopeDigest::Render(int level) const {
-  std::string out = base::StrCat(upstream_, ": ", calls_, Plural(calls_, " call", " calls"), " (",
-                                 calls_ - errors_, " ok, ", errors_,
-                                 Plural(errors_, " error", " errors"), "), ", tokens_, " tokens");
+  std::string out =
+      base::StrCat(upstream_, ": ", calls_, Plural(calls_, " call", " calls"), " (",
+                   calls_ - errors_, " ok, ", errors_, Plural(errors_, " error", " errors"), "), ",
+                   tokens_, Plural(tokens_, " token", " tokens"));
   size_t max_tools = level >= 3 ? 3 : kAutoSummaryMaxTools;
+  std::string dir = level == 0 ? CommonDirectory() : "";
   std::string tools;
   for (size_t i = 0; i < tools_.size() && i < max_tools; ++i) {
     const Tool& t = tools_[i];
@@ -179,7 +245,7 @@ std::string AutoScopeDigest::Render(int level) const {
       tools += " (";
       for (size_t j = 0; j < t.samples.size(); ++j) {
         if (j > 0) tools += "; ";
-        tools += t.samples[j];
+        tools += OneLine(Relative(t.samples[j], dir), kAutoSummaryArgChars);
       }
       if (t.other_calls > 0) tools += base::StrCat("; +", t.other_calls, " more");
       tools += ")";
@@ -190,7 +256,9 @@ std::string AutoScopeDigest::Render(int level) const {
     tools +=
         base::StrCat(", +", more, Plural(static_cast<int64_t>(more), " more tool", " more tools"));
   }
-  if (!tools.empty()) out += base::StrCat("; ", tools);
+  if (!tools.empty()) {
+    out += base::StrCat("; ", dir.empty() ? "" : base::StrCat("paths under ", dir, ": "), tools);
+  }
   if (level < 2 && !error_samples_.empty()) {
     out += "; errors: ";
     for (size_t j = 0; j < error_samples_.size(); ++j) {

@@ -21,9 +21,13 @@ using CountTokensFn = std::function<int64_t(std::string_view)>;
 // argument samples go first, then the error excerpts, then tools beyond the first three, then
 // the text is cut (ending in "...").
 inline constexpr int64_t kAutoSummaryMaxTokens = 200;
-inline constexpr size_t kAutoSummaryMaxTools = 8;      // more: "+N more tool(s)"
-inline constexpr size_t kAutoSummaryArgSamples = 3;    // distinct argument samples per tool
-inline constexpr size_t kAutoSummaryArgChars = 64;     // bytes per argument sample
+inline constexpr size_t kAutoSummaryMaxTools = 8;    // more: "+N more tool(s)"
+inline constexpr size_t kAutoSummaryArgSamples = 3;  // distinct argument samples per tool
+inline constexpr size_t kAutoSummaryArgChars = 64;   // bytes per argument sample shown
+inline constexpr size_t kAutoSummaryArgKeep = 256;   // bytes per argument sample kept
+// Path arguments ("key=/...") of a scope that share a directory of at least this many bytes are
+// shown relative to it ("paths under /repo/src/: read x2 (path=a.cc; path=b.cc)").
+inline constexpr size_t kAutoSummaryMinCommonDir = 8;
 inline constexpr size_t kAutoSummaryErrorSamples = 2;  // error excerpts
 inline constexpr size_t kAutoSummaryErrorChars = 120;  // bytes per error excerpt
 
@@ -46,8 +50,9 @@ class AutoScopeDigest {
            bool is_error, int64_t tokens);
 
   // The summary, e.g.
-  //   fs: 4 calls (3 ok, 1 error), 5210 tokens; read_text_file x3 (path=/w/a.txt; path=/w/b.txt;
-  //   +1 more), list_directory x1 (path=/w); errors: read_text_file: Error: ENOENT: no such file
+  //   fs: 5 calls (4 ok, 1 error), 5210 tokens; paths under /repo/src/: read_text_file x4
+  //   (path=a.cc; path=b.cc; path=c.cc; +1 more), list_directory x1 (path=.); errors:
+  //   read_text_file: Error: ENOENT: no such file or directory, open '/repo/src/d.cc'
   // (one line), within the bounds above by `count`.
   std::string Summary(const CountTokensFn& count) const;
 
@@ -60,12 +65,16 @@ class AutoScopeDigest {
   struct Tool {
     std::string name;
     int64_t calls = 0;
-    std::vector<std::string> samples;  // distinct, first seen first, at most kAutoSummaryArgSamples
-    int64_t other_calls = 0;           // calls whose arguments are not among the samples
+    // Distinct, first seen first, at most kAutoSummaryArgSamples of kAutoSummaryArgKeep bytes.
+    std::vector<std::string> samples;
+    int64_t other_calls = 0;  // calls whose arguments are not among the samples
   };
   // The summary at a level of detail: 0 full, 1 without argument samples, 2 also without error
   // excerpts, 3 also with at most three tools.
   std::string Render(int level) const;
+  // The directory (ending in '/') that every path argument of the samples lies in, if there are
+  // at least two and it has at least kAutoSummaryMinCommonDir bytes; "" otherwise.
+  std::string CommonDirectory() const;
 
   std::string upstream_;
   std::vector<Tool> tools_;                 // in the order of their first call

@@ -100,6 +100,36 @@ TEST(AutoScopeDigestTest, OneCallAndErrorsWithoutResult) {
             "status: (no result)");
 }
 
+TEST(AutoScopeDigestTest, PathsUnderOneDirectoryAreShownRelativeToIt) {
+  AutoScopeDigest d("fs");
+  d.Add("fs__list_directory", R"({"path":"/home/me/repo/src"})", "a.cc", false, 1);
+  d.Add("fs__read_text_file", R"({"path":"/home/me/repo/src/a.cc"})", "x", false, 1);
+  d.Add("fs__read_text_file", R"({"path":"/home/me/repo/src/parser/b.cc","head":10})", "x", false,
+        1);
+  EXPECT_EQ(d.Summary(Words),
+            "fs: 3 calls (3 ok, 0 errors), 3 tokens; paths under /home/me/repo/src/: "
+            "list_directory x1 (path=.), read_text_file x2 (path=a.cc; path=parser/b.cc, "
+            "head=10)");
+  // One path is shown whole; so are paths whose common directory is short.
+  AutoScopeDigest one("fs");
+  one.Add("fs__read_text_file", R"({"path":"/home/me/repo/src/a.cc"})", "x", false, 1);
+  EXPECT_EQ(one.Summary(Words),
+            "fs: 1 call (1 ok, 0 errors), 1 token; read_text_file x1 (path=/home/me/repo/src/a.cc)");
+  AutoScopeDigest apart("fs");
+  apart.Add("fs__read_text_file", R"({"path":"/home/me/a"})", "x", false, 1);
+  apart.Add("fs__read_text_file", R"({"path":"/srv/data/b"})", "x", false, 1);
+  EXPECT_EQ(apart.Summary(Words),
+            "fs: 2 calls (2 ok, 0 errors), 2 tokens; read_text_file x2 (path=/home/me/a; "
+            "path=/srv/data/b)");
+  // Long paths keep their informative end once the common directory is taken off.
+  AutoScopeDigest deep("fs");
+  std::string base = "/very/long/checkout/path/of/the/project/that/goes/on/and/on/src/";
+  deep.Add("fs__read_text_file", "{\"path\":\"" + base + "lexer.cc\"}", "x", false, 1);
+  deep.Add("fs__read_text_file", "{\"path\":\"" + base + "parser.cc\"}", "x", false, 1);
+  EXPECT_NE(deep.Summary(Words).find("(path=lexer.cc; path=parser.cc)"), std::string::npos)
+      << deep.Summary(Words);
+}
+
 TEST(AutoScopeDigestTest, SummaryStaysWithinItsTokenBound) {
   AutoScopeDigest d("fs");
   for (int i = 0; i < 40; ++i) {
