@@ -123,6 +123,9 @@ const std::map<std::string, KeySpec>& Registry() {
     m["scrub.archive_originals"] =
         Scalar("scrub.archive_originals", [](ServerConfig* c) { return &c->scrub.archive_originals; });
     m["scrub.key_file"] = Scalar("scrub.key_file", [](ServerConfig* c) { return &c->scrub.key_file; });
+    m["trail.auto_scope_upstreams"] = Scalar("trail.auto_scope_upstreams", [](ServerConfig* c) {
+      return &c->trail_auto_scope_upstreams;
+    });
     return r;
   }();
   return *registry;

@@ -36,6 +36,10 @@ struct ServerConfig {
   std::string token_encoding = "o200k_base";
   // scrub:
   scrub::ScrubConfig scrub;
+  // trail:
+  // Consecutive upstream calls outside any branch form an auto-scope that folds by itself when
+  // the agent turns to another upstream, calls a contextd tool, or the session ends.
+  bool trail_auto_scope_upstreams = false;
   // upstreams: the MCP servers contextd fronts (a YAML list; file only).
   std::vector<gateway::UpstreamConfig> upstreams;
 };
@@ -47,8 +51,8 @@ absl::Status LoadConfigFile(const std::string& path, ServerConfig* config);
 
 // Applies CONTEXTD_<SECTION>_<KEY> variables (e.g. CONTEXTD_CONTEXT_FOLDING_MAX_DEPTH=4) from
 // `getenv`. A variable under a section's prefix (CONTEXTD_SERVER_, CONTEXTD_CONTEXT_FOLDING_,
-// CONTEXTD_TOKENS_, CONTEXTD_SCRUB_) that names no key is an error, as is a bad value; other
-// CONTEXTD_ variables are not config and are ignored.
+// CONTEXTD_TOKENS_, CONTEXTD_SCRUB_, CONTEXTD_TRAIL_) that names no key is an error, as is a bad
+// value; other CONTEXTD_ variables are not config and are ignored.
 absl::Status ApplyEnvironment(const std::function<const char*(const char*)>& getenv_fn,
                               const std::vector<std::string>& env_names, ServerConfig* config);
 

@@ -1,5 +1,6 @@
 #include "server/config.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -108,6 +109,39 @@ TEST(ConfigTest, SetConfigValueListsAndScalars) {
   EXPECT_EQ(c.allowed_hosts, (std::vector<std::string>{"a.test", "b.test"}));
   EXPECT_FALSE(SetConfigValue("scrub.extend_default", "maybe", &c).ok());
   EXPECT_FALSE(SetConfigValue("nope.key", "1", &c).ok());
+}
+
+TEST(ConfigTest, TrailAutoScopeUpstreamsInEveryLayer) {
+  ServerConfig c;
+  EXPECT_FALSE(c.trail_auto_scope_upstreams);  // off by default
+  std::string path = WriteTemp("cfg_trail", "trail:\n  auto_scope_upstreams: true\n");
+  ASSERT_TRUE(LoadConfigFile(path, &c).ok());
+  EXPECT_TRUE(c.trail_auto_scope_upstreams);
+  absl::Status bad =
+      LoadConfigFile(WriteTemp("cfg_trail_bad", "trail:\n  auto_scope_upstreams: sometimes\n"), &c);
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("trail.auto_scope_upstreams"), std::string::npos) << bad;
+  absl::Status unknown =
+      LoadConfigFile(WriteTemp("cfg_trail_unknown", "trail:\n  auto_scope: true\n"), &c);
+  EXPECT_NE(unknown.message().find("trail.auto_scope"), std::string::npos) << unknown;
+
+  std::map<std::string, std::string> env = {{"CONTEXTD_TRAIL_AUTO_SCOPE_UPSTREAMS", "false"},
+                                            {"CONTEXTD_TRAIL_AUTOSCOPE", "1"}};
+  auto get = [&](const char* n) -> const char* {
+    auto it = env.find(n);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  ASSERT_TRUE(ApplyEnvironment(get, {"CONTEXTD_TRAIL_AUTO_SCOPE_UPSTREAMS"}, &c).ok());
+  EXPECT_FALSE(c.trail_auto_scope_upstreams);
+  absl::Status typo = ApplyEnvironment(get, {"CONTEXTD_TRAIL_AUTOSCOPE"}, &c);
+  EXPECT_NE(typo.message().find("CONTEXTD_TRAIL_AUTOSCOPE"), std::string::npos) << typo;
+
+  ASSERT_TRUE(SetConfigValue("trail.auto_scope_upstreams", "on", &c).ok());
+  EXPECT_TRUE(c.trail_auto_scope_upstreams);
+  absl::Status set_bad = SetConfigValue("trail.auto_scope_upstreams", "2", &c);
+  EXPECT_NE(set_bad.message().find("trail.auto_scope_upstreams"), std::string::npos) << set_bad;
+  auto keys = KnownConfigKeys();
+  EXPECT_NE(std::find(keys.begin(), keys.end(), "trail.auto_scope_upstreams"), keys.end());
 }
 
 TEST(ConfigTest, UpstreamsParse) {

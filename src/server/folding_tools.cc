@@ -184,7 +184,10 @@ absl::Status FoldingTools::Register(protocol::McpServer& server) {
           "with a short summary: the branch's detail is folded away and only the summary stays "
           "in your context.",
           CreateSchema(config), nullptr, Json{{"readOnlyHint", false}}},
-      [this](std::shared_ptr<ToolCall> call) { Create(call); });
+      [this](std::shared_ptr<ToolCall> call) {
+        if (before_call_) before_call_(call->session());
+        Create(call);
+      });
   if (!s.ok()) return s;
   s = server.AddTool(
       protocol::ToolDefinition{
@@ -193,7 +196,10 @@ absl::Status FoldingTools::Register(protocol::McpServer& server) {
           "what your context keeps: the answer, key facts, file paths, next steps. Active child "
           "branches are returned first.",
           ReturnSchema(), nullptr, Json{{"readOnlyHint", false}}},
-      [this](std::shared_ptr<ToolCall> call) { Return(call); });
+      [this](std::shared_ptr<ToolCall> call) {
+        if (before_call_) before_call_(call->session());
+        Return(call);
+      });
   if (!s.ok()) return s;
   return server.AddTool(
       protocol::ToolDefinition{
@@ -201,7 +207,14 @@ absl::Status FoldingTools::Register(protocol::McpServer& server) {
           "Show one branch, or this session's whole branch tree: status, depth, description, "
           "budget used/total and time left.",
           StatusSchema(), nullptr, Json{{"readOnlyHint", true}}},
-      [this](std::shared_ptr<ToolCall> call) { Status(call); });
+      [this](std::shared_ptr<ToolCall> call) {
+        if (before_call_) before_call_(call->session());
+        Status(call);
+      });
+}
+
+void FoldingTools::SetBeforeCall(std::function<void(const protocol::SessionInfo&)> hook) {
+  before_call_ = std::move(hook);
 }
 
 void FoldingTools::Create(const std::shared_ptr<ToolCall>& call) {

@@ -4,6 +4,7 @@
 // engine executor, where the BranchManager lives. Not thread-safe beyond that.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -31,6 +32,11 @@ class FoldingTools {
   // Registers the three tools on `server`. AlreadyExists if a name is taken.
   absl::Status Register(protocol::McpServer& server);
 
+  // Runs `hook` on the executor at the start of each of the three tools' calls, before the
+  // tool acts (the server folds the session's auto-scope: TrailTools::FoldAutoScope). Set it
+  // before calls arrive; null (the default) runs nothing.
+  void SetBeforeCall(std::function<void(const protocol::SessionInfo&)> hook);
+
   // Drops what is kept for a session that ended (its undelivered warnings). Executor only.
   void ForgetSession(const protocol::SessionInfo& info);
 
@@ -51,6 +57,7 @@ class FoldingTools {
   Metrics& metrics_;
   const scrub::Scrubber& scrubber_;
   folding::EventBus::SubscriptionId subscription_ = 0;
+  std::function<void(const protocol::SessionInfo&)> before_call_;
   // Warnings raised by charges, by session, until a reply in that session carries them.
   std::map<std::string, std::vector<std::string>> pending_warnings_;
 };

@@ -167,9 +167,25 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
         config.folding, *engine.executor, *engine.store, *counter, *engine.scrubber,
         &engine.events);
     // Before Recover(): branches force-returned at startup fold their trail scopes.
-    engine.trail = std::make_unique<trail::Trail>(*engine.trail_store, engine.executor->clock());
+    trail::TrailOptions trail_options;
+    trail_options.auto_scope_upstreams = config.trail_auto_scope_upstreams;
+    trail_options.count_tokens = [counter](std::string_view text) {
+      return static_cast<int64_t>(counter->Count(text));
+    };
+    engine.trail = std::make_unique<trail::Trail>(*engine.trail_store, engine.executor->clock(),
+                                                  std::move(trail_options));
     engine.trail_tools = std::make_unique<TrailTools>(*engine.trail, engine.events, *engine.store,
                                                       *counter);
+    // Auto-scopes a crashed run left open fold now (whether or not auto-scopes are on now).
+    auto autos = engine.trail->RecoverAutoScopes();
+    if (!autos.ok()) {
+      status = autos.status();
+      return;
+    }
+    if (*autos > 0) {
+      base::LogWarn(base::StrCat("folded ", *autos,
+                                 " auto-scope(s) left open by a previous run (server restarted)"));
+    }
     auto recovered = engine.manager->Recover();
     if (!recovered.ok()) {
       status = recovered.status();
@@ -183,6 +199,11 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
     engine.metrics.SetActiveBranches(engine.manager->active_branches());
     engine.tools = std::make_unique<FoldingTools>(*engine.manager, engine.events, engine.metrics,
                                                   *engine.scrubber);
+    // Calling a contextd tool ends the agent's run of calls to one upstream.
+    engine.tools->SetBeforeCall(
+        [trail_tools = engine.trail_tools.get()](const protocol::SessionInfo& info) {
+          trail_tools->FoldAutoScope(info);
+        });
     status = engine.tools->Register(*engine.mcp);
     if (status.ok()) status = engine.trail_tools->Register(*engine.mcp);
   });
@@ -243,7 +264,11 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
       nullptr, [manager, trail = engine.trail.get(), tools = engine.tools.get()](
                    const protocol::SessionInfo& info, std::string_view reason) {
         auto ended = manager->EndSession(SessionKeyFor(info), reason);
-        trail->EndSession(TrailSessionFor(info));  // after: force-returns fold into its scopes
+        // After: force-returns fold into its scopes. Also folds the session's auto-scope.
+        absl::Status trail_ended = trail->EndSession(TrailSessionFor(info));
+        if (!trail_ended.ok()) {
+          base::LogWarn(base::StrCat("trail: ending session: ", trail_ended.message()));
+        }
         tools->ForgetSession(info);  // no reply will carry its warnings: do not keep them
         if (!ended.ok()) {
           base::LogError(base::StrCat("ending session: ", ended.status().message()));
@@ -306,6 +331,10 @@ absl::Status RunServer(const ServerConfig& config) {
       engine.executor->RunSync([&] {
         if (engine.manager) {
           (void)engine.manager->EndSession(SessionKeyFor({"stdio", "local", "stdio"}), "shutdown");
+        }
+        if (engine.trail) {
+          (void)engine.trail->EndSession(
+              TrailSessionFor(protocol::SessionInfo{"stdio", "local", "stdio"}));
         }
         if (engine.group_commit) engine.group_commit->Flush();
       });

@@ -62,11 +62,22 @@ absl::Status List(Stores& s, std::ostream& out) {
   ASSIGN_OR_RETURN(auto sessions, s.trail->ListSessions("", 1000));
   if (sessions.empty()) out << "no sessions in the trail\n";
   for (const auto& session : sessions) {
-    out << "session " << session.root_scope_id << "  " << session.session.ToString() << "  "
-        << session.scope_count - 1 << " branch(es), " << session.event_tokens
-        << " tokens recorded\n";
     ASSIGN_OR_RETURN(auto scopes, s.trail->ListScopes(session.root_scope_id));
+    int64_t autos = 0;
+    for (const auto& scope : scopes) autos += scope.kind == trail::ScopeKind::kAuto ? 1 : 0;
+    out << "session " << session.root_scope_id << "  " << session.session.ToString() << "  "
+        << session.scope_count - 1 - autos << " branch(es), ";
+    if (autos > 0) out << autos << " auto-scope(s), ";
+    out << session.event_tokens << " tokens recorded\n";
     for (const auto& scope : scopes) {
+      if (scope.kind == trail::ScopeKind::kAuto) {
+        // Top level, like a depth-1 branch; a folded one with its summary.
+        out << "  " << scope.id << "  auto  " << scope.event_tokens << " tokens  scope "
+            << trail::ScopeStatusName(scope.status) << "  " << scope.description;
+        if (scope.status == trail::ScopeStatus::kFolded) out << " :: " << scope.summary;
+        out << "\n";
+        continue;
+      }
       if (scope.kind != trail::ScopeKind::kBranch) continue;
       ASSIGN_OR_RETURN(std::optional<folding::Branch> branch, s.branches->Get(scope.id));
       std::string status = branch ? folding::BranchStatusName(branch->status) : "unknown";

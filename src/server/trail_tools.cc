@@ -132,12 +132,21 @@ void TrailTools::OnEvent(const folding::BranchEvent& event) {
   }
 }
 
+void TrailTools::FoldAutoScope(const protocol::SessionInfo& session) {
+  absl::Status folded = trail_.FoldAutoScope(TrailSessionFor(session));
+  if (!folded.ok()) {
+    base::LogWarn(base::StrCat("trail: folding the auto-scope of session ", session.session_id,
+                               ": ", folded.message()));
+  }
+}
+
 absl::Status TrailTools::Register(protocol::McpServer& server) {
   absl::Status s = server.AddTool(
       protocol::ToolDefinition{
           "context_view", "Folded context view",
           "Show this session's context as folded: open branches in full, each returned branch "
-          "as its one-line summary, with the token totals unfolded and folded.",
+          "(and each auto-scope of upstream calls) as its one-line summary, with the token "
+          "totals unfolded and folded.",
           Json{{"type", "object"},
                {"properties",
                 {{"depth",
@@ -151,11 +160,13 @@ absl::Status TrailTools::Register(protocol::McpServer& server) {
       protocol::ToolDefinition{
           "trail_unfold", "Unfold a scope",
           "Show the recorded events (tool calls, results, branch events) of a scope: a branch "
-          "id or a session scope id (ses_...), also from earlier sessions of this project.",
+          "id, an auto-scope id (auto_...) or a session scope id (ses_...), also from earlier "
+          "sessions of this project.",
           Json{{"type", "object"},
                {"properties",
                 {{"scope_id", {{"type", "string"}, {"minLength", 1}, {"maxLength", 200},
-                               {"description", "Branch id (br_...) or session scope id (ses_...)"}}},
+                               {"description", "Branch id (br_...), auto-scope id (auto_...) "
+                                               "or session scope id (ses_...)"}}},
                  {"offset", {{"type", "integer"}, {"minimum", 0},
                              {"description", "Skip this many events (default 0)"}}},
                  {"limit", {{"type", "integer"}, {"minimum", 1},
@@ -169,8 +180,9 @@ absl::Status TrailTools::Register(protocol::McpServer& server) {
   s = server.AddTool(
       protocol::ToolDefinition{
           "trail_search", "Search the trail",
-          "Full-text search over the descriptions and summaries of this project's branches, "
-          "across sessions. Any word may match (best matches first); a trailing * matches a prefix.",
+          "Full-text search over the descriptions and summaries of this project's branches and "
+          "auto-scopes, across sessions. Any word may match (best matches first); a trailing * "
+          "matches a prefix.",
           Json{{"type", "object"},
                {"properties",
                 {{"query", {{"type", "string"}, {"minLength", 1}, {"maxLength", 1000}}},
@@ -239,6 +251,7 @@ absl::Status TrailTools::Register(protocol::McpServer& server) {
 }
 
 void TrailTools::View(const std::shared_ptr<ToolCall>& call) {
+  FoldAutoScope(call->session());
   int depth = static_cast<int>(IntArg(call->arguments(), "depth", -1));
   auto view = trail_.View(TrailSessionFor(call->session()), depth);
   if (!view.ok()) return FinishError(call, view.status());
@@ -248,11 +261,14 @@ void TrailTools::View(const std::shared_ptr<ToolCall>& call) {
                                    {"tokens_folded", view->tokens_folded},
                                    {"scopes_open", view->scopes_open},
                                    {"scopes_folded", view->scopes_folded},
+                                   {"auto_scopes_open", view->auto_scopes_open},
+                                   {"auto_scopes_folded", view->auto_scopes_folded},
                                    {"events", view->events}};
   call->Finish(std::move(result));
 }
 
 void TrailTools::Unfold(const std::shared_ptr<ToolCall>& call) {
+  FoldAutoScope(call->session());
   const Json& args = call->arguments();
   std::string id = StringArg(args, "scope_id");
   int64_t offset = IntArg(args, "offset", 0);
@@ -292,6 +308,7 @@ void TrailTools::Unfold(const std::shared_ptr<ToolCall>& call) {
 }
 
 void TrailTools::Search(const std::shared_ptr<ToolCall>& call) {
+  FoldAutoScope(call->session());
   const Json& args = call->arguments();
   auto hits = trail_.Search(TrailSessionFor(call->session()), StringArg(args, "query"),
                             IntArg(args, "limit", kDefaultSearchLimit));

@@ -30,7 +30,13 @@ class TrailTools {
   TrailTools& operator=(const TrailTools&) = delete;
 
   // Registers the three tools and the two resource templates. AlreadyExists if a name is taken.
+  // Each of the tools first folds the session's open auto-scope (FoldAutoScope).
   absl::Status Register(protocol::McpServer& server);
+
+  // The session called a contextd tool: folds its open auto-scope, if any
+  // (Trail::FoldAutoScope); a failure is logged (the scope stays open until the next chance).
+  // FoldingTools calls it before each of its tools.
+  void FoldAutoScope(const protocol::SessionInfo& session);
 
  private:
   void OnEvent(const folding::BranchEvent& event);

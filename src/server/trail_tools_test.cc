@@ -4,6 +4,7 @@
 
 #include "base/executor.h"
 #include "folding/testing/fakes.h"
+#include "server/trail_recorder.h"
 #include "store/sqlite_branch_store.h"
 #include "store/sqlite_trail_store.h"
 #include "store/test_util.h"
@@ -34,7 +35,7 @@ class TrailToolsTest : public ::testing::Test {
     ASSERT_TRUE(b.ok() && t.ok());
     branches_ = std::move(*b);
     trail_store_ = std::move(*t);
-    trail_ = std::make_unique<trail::Trail>(*trail_store_, clock_);
+    trail_ = std::make_unique<trail::Trail>(*trail_store_, clock_, Options());
     tools_ = std::make_unique<TrailTools>(*trail_, events_, *branches_, counter_);
     ASSERT_TRUE(tools_->Register(server_).ok());
     sink_ = std::make_shared<RecordingSink>();
@@ -46,6 +47,9 @@ class TrailToolsTest : public ::testing::Test {
     ASSERT_TRUE(init.contains("result")) << init.dump();
     Feed(R"({"jsonrpc":"2.0","method":"notifications/initialized"})");
   }
+
+  // The trail's options (the auto-scope tests turn auto-scopes on).
+  virtual trail::TrailOptions Options() { return {}; }
 
   void Feed(std::string_view raw) {
     protocol::Incoming in = protocol::ParseIncoming(raw);
@@ -188,6 +192,98 @@ TEST_F(TrailToolsTest, ViewUnfoldSearchAndResources) {
   EXPECT_EQ(body["events"].size(), 2u);
   res = Call("resources/read", {{"uri", "trail://scopes/br_none"}});
   EXPECT_TRUE(res.contains("error")) << res.dump();
+}
+
+// trail.auto_scope_upstreams on: the recorder sends root-level upstream calls to auto-scopes,
+// the trail tools fold the open one before they act.
+class AutoScopeToolsTest : public TrailToolsTest {
+ protected:
+  trail::TrailOptions Options() override {
+    trail::TrailOptions o;
+    o.auto_scope_upstreams = true;
+    o.count_tokens = [this](std::string_view text) {
+      return static_cast<int64_t>(counter_.Count(text));
+    };
+    return o;
+  }
+  protocol::SessionInfo Info() { return protocol::SessionInfo{"s1", "local", "test"}; }
+};
+
+TEST_F(AutoScopeToolsTest, RootCallsFoldIntoAnAutoScopeThatContextViewShowsAsItsSummary) {
+  TrailRecorder recorder(*trail_);
+  recorder.OnProxiedCall(Info(), "", "fs__read_text_file", R"({"path":"/w/a.txt"})",
+                         std::string(2000, 'x'), 5, 2000, false);
+  recorder.OnProxiedCall(Info(), "", "fs__read_text_file", R"({"path":"/w/b.txt"})", "short", 5, 1,
+                         false);
+  recorder.OnProxiedCall(Info(), "", "contextd+upstream://fs/file:///w/c.txt", "", "c text", 0, 2,
+                         false);
+  std::string fs_scope = trail_->OpenAutoScope(Ref());
+  ASSERT_EQ(fs_scope.rfind("auto_", 0), 0u) << fs_scope;
+
+  // An upstream without "__" cannot be told: recorded in the root, the auto-scope stays open.
+  recorder.OnProxiedCall(Info(), "", "oddtool", "{}", "odd", 1, 1, false);
+  EXPECT_EQ(trail_->OpenAutoScope(Ref()), fs_scope);
+  // A call charged to a branch goes to the branch.
+  CreateBranch("br_one", "", "explore");
+  recorder.OnProxiedCall(Info(), "br_one", "git__log", "{}", "commit abc", 1, 2, false);
+  EXPECT_EQ(trail_->OpenAutoScope(Ref()), fs_scope);
+
+  Json view = Tool("context_view", Json::object());
+  EXPECT_FALSE(view.value("isError", false)) << view.dump();
+  EXPECT_EQ(trail_->OpenAutoScope(Ref()), "") << "context_view folds the open auto-scope first";
+  const Json& sc = view["structuredContent"];
+  EXPECT_EQ(sc["auto_scopes_folded"], 1);
+  EXPECT_EQ(sc["auto_scopes_open"], 0);
+  std::string text = view["content"][0]["text"];
+  std::string summary =
+      "fs: 3 calls (3 ok, 0 errors), 2013 tokens; read_text_file x2 (path=/w/a.txt; "
+      "path=/w/b.txt), resource x1 (file:///w/c.txt)";
+  EXPECT_NE(text.find("= auto " + fs_scope + " [folded: 2013 tokens -> "), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("upstream fs :: " + summary), std::string::npos) << text;
+  EXPECT_EQ(text.find(std::string(2000, 'x')), std::string::npos) << text;
+  EXPECT_NE(text.find("1 auto-scope(s) folded, 0 open"), std::string::npos) << text;
+  EXPECT_GT(sc["tokens_unfolded"].get<int64_t>() - sc["tokens_folded"].get<int64_t>(), 1900);
+
+  Json unfold = Tool("trail_unfold", {{"scope_id", fs_scope}});
+  EXPECT_FALSE(unfold.value("isError", false)) << unfold.dump();
+  EXPECT_EQ(unfold["structuredContent"]["total"], 6);
+  EXPECT_EQ(unfold["structuredContent"]["scope"]["kind"], "auto");
+  EXPECT_EQ(unfold["structuredContent"]["scope"]["summary"], summary);
+  std::string unfold_text = unfold["content"][0]["text"];
+  EXPECT_EQ(unfold_text.rfind("auto " + fs_scope + " [folded] upstream fs", 0), 0u) << unfold_text;
+
+  Json found = Tool("trail_search", {{"query", "read_text_file"}});
+  ASSERT_EQ(found["structuredContent"]["hits"].size(), 1u) << found.dump();
+  EXPECT_EQ(found["structuredContent"]["hits"][0]["scope_id"], fs_scope);
+
+  std::string root = sc["session_scope_id"];
+  Json res = Call("resources/read", {{"uri", "trail://sessions/" + root}});
+  ASSERT_TRUE(res.contains("result")) << res.dump();
+  Json body = Json::parse(res["result"]["contents"][0]["text"].get<std::string>());
+  bool listed = false;
+  for (const Json& scope : body["scopes"]) {
+    if (scope["scope_id"] == fs_scope) listed = scope["kind"] == "auto";
+  }
+  EXPECT_TRUE(listed) << body.dump();
+}
+
+TEST_F(AutoScopeToolsTest, TheFoldHookFoldsAndEachUpstreamGetsItsOwnScope) {
+  TrailRecorder recorder(*trail_);
+  recorder.OnProxiedCall(Info(), "", "fs__list_directory", "{}", "a", 1, 1, false);
+  std::string first = trail_->OpenAutoScope(Ref());
+  recorder.OnProxiedCall(Info(), "", "git__status", "{}", "Error: no repo", 1, 3, true);
+  std::string second = trail_->OpenAutoScope(Ref());
+  EXPECT_NE(first, second);
+  auto folded = trail_->GetScope(Ref(), first);
+  ASSERT_TRUE(folded.ok());
+  EXPECT_EQ(folded->status, trail::ScopeStatus::kFolded);
+  tools_->FoldAutoScope(Info());  // what FoldingTools runs before branch_create/return/status
+  EXPECT_EQ(trail_->OpenAutoScope(Ref()), "");
+  auto git = trail_->GetScope(Ref(), second);
+  ASSERT_TRUE(git.ok());
+  EXPECT_EQ(git->summary,
+            "git: 1 call (0 ok, 1 error), 4 tokens; status x1; errors: status: Error: no repo");
 }
 
 }  // namespace

@@ -98,12 +98,72 @@ CREATE INDEX trail_events_by_scope ON trail_events (scope_id, seq);
 CREATE VIRTUAL TABLE trail_fts USING fts5(description, summary, tokenize = 'unicode61');
 )sql";
 
+// 0003_auto_scopes.sql: auto-scopes (issue 6, trail.auto_scope_upstreams). SQLite cannot alter
+// a CHECK constraint, so trail_scopes (kind 'auto') and trail_events (kind 'auto_scope_opened')
+// are rebuilt with their data, sequence numbers and rowids kept (trail_fts rows point at scope
+// rowids). trail_scopes now names its rowid (pos INTEGER PRIMARY KEY) so that VACUUM cannot
+// renumber it under trail_fts. This runs inside the migration transaction with foreign keys on:
+// the old trail_events goes before the old trail_scopes it references, and RENAME rewrites the
+// new tables' REFERENCES clauses to the final names.
+constexpr char k0003AutoScopes[] = R"sql(
+CREATE TABLE trail_scopes_v3 (
+  pos            INTEGER PRIMARY KEY,               -- the rowid: trail_fts.rowid
+  id             TEXT NOT NULL UNIQUE,
+  tenant         TEXT NOT NULL,
+  project        TEXT NOT NULL,
+  session_id     TEXT NOT NULL,
+  kind           TEXT NOT NULL CHECK (kind IN ('session', 'branch', 'auto')),
+  parent_id      TEXT REFERENCES trail_scopes_v3(id),  -- NULL: a session root
+  root_id        TEXT NOT NULL,                        -- the session root (itself for a root)
+  description    TEXT NOT NULL,
+  status         TEXT NOT NULL CHECK (status IN ('open', 'folded')),
+  summary        TEXT NOT NULL DEFAULT '',
+  summary_tokens INTEGER NOT NULL DEFAULT 0,
+  created_at_ms  INTEGER NOT NULL,
+  folded_at_ms   INTEGER
+);
+INSERT INTO trail_scopes_v3 (pos, id, tenant, project, session_id, kind, parent_id, root_id,
+                             description, status, summary, summary_tokens, created_at_ms,
+                             folded_at_ms)
+  SELECT rowid, id, tenant, project, session_id, kind, parent_id, root_id, description, status,
+         summary, summary_tokens, created_at_ms, folded_at_ms
+  FROM trail_scopes ORDER BY rowid;
+
+CREATE TABLE trail_events_v3 (
+  seq       INTEGER PRIMARY KEY,
+  scope_id  TEXT NOT NULL REFERENCES trail_scopes_v3(id),
+  kind      TEXT NOT NULL CHECK (kind IN ('tool_call', 'tool_result', 'branch_created',
+                                          'branch_returned', 'warning', 'force_return',
+                                          'auto_scope_opened')),
+  label     TEXT NOT NULL,
+  blob_hash TEXT NOT NULL REFERENCES trail_blobs(hash),
+  tokens    INTEGER NOT NULL,
+  is_error  INTEGER NOT NULL DEFAULT 0,
+  at_ms     INTEGER NOT NULL
+);
+INSERT INTO trail_events_v3 (seq, scope_id, kind, label, blob_hash, tokens, is_error, at_ms)
+  SELECT seq, scope_id, kind, label, blob_hash, tokens, is_error, at_ms FROM trail_events
+  ORDER BY seq;
+
+DROP TABLE trail_events;
+DROP TABLE trail_scopes;
+ALTER TABLE trail_scopes_v3 RENAME TO trail_scopes;
+ALTER TABLE trail_events_v3 RENAME TO trail_events;
+
+CREATE INDEX trail_scopes_by_session ON trail_scopes (tenant, project, session_id);
+CREATE INDEX trail_scopes_by_parent ON trail_scopes (parent_id);
+CREATE INDEX trail_scopes_by_root ON trail_scopes (root_id);
+CREATE INDEX trail_scopes_open ON trail_scopes (kind) WHERE status = 'open';
+CREATE INDEX trail_events_by_scope ON trail_events (scope_id, seq);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
   static const std::vector<Migration> kAll = {
       {1, "0001_init.sql", k0001Init},
       {2, "0002_trail.sql", k0002Trail},
+      {3, "0003_auto_scopes.sql", k0003AutoScopes},
   };
   return kAll;
 }

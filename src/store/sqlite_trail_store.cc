@@ -39,7 +39,8 @@ Scope ReadScope(const Statement& st) {
   s.session.tenant = st.Text(1);
   s.session.project = st.Text(2);
   s.session.session_id = st.Text(3);
-  s.kind = st.Text(4) == "session" ? ScopeKind::kSession : ScopeKind::kBranch;
+  // The schema's CHECK admits only known kinds.
+  s.kind = trail::ParseScopeKind(st.Text(4)).value_or(ScopeKind::kBranch);
   s.parent_id = st.IsNull(5) ? "" : st.Text(5);
   s.description = st.Text(6);
   s.status = st.Text(7) == "folded" ? ScopeStatus::kFolded : ScopeStatus::kOpen;
@@ -149,6 +150,10 @@ absl::Status SqliteTrailStore::PrepareAll() {
                    db_->Prepare(base::StrCat("SELECT ", kScopeColumns,
                                              " FROM trail_scopes s WHERE s.root_id = ? ORDER BY "
                                              "s.rowid")));
+  ASSIGN_OR_RETURN(list_open_,
+                   db_->Prepare(base::StrCat("SELECT ", kScopeColumns,
+                                             " FROM trail_scopes s WHERE s.status = 'open' AND "
+                                             "s.kind = ? ORDER BY s.rowid LIMIT ?")));
   ASSIGN_OR_RETURN(
       search_,
       db_->Prepare(base::StrCat(
@@ -362,6 +367,14 @@ absl::StatusOr<std::vector<Scope>> SqliteTrailStore::ListScopes(std::string_view
   ResetOnExit reset(list_scopes_);
   list_scopes_.Bind(1, root_scope_id);
   return ReadScopes(list_scopes_, 0, nullptr);
+}
+
+absl::StatusOr<std::vector<Scope>> SqliteTrailStore::ListOpenScopes(ScopeKind kind, int64_t limit) {
+  std::lock_guard<std::mutex> lock(db_->mutex());
+  ResetOnExit reset(list_open_);
+  list_open_.Bind(1, std::string_view(trail::ScopeKindName(kind)));
+  list_open_.Bind(2, limit);
+  return ReadScopes(list_open_, 0, nullptr);
 }
 
 absl::StatusOr<std::vector<trail::SearchHit>> SqliteTrailStore::Search(std::string_view tenant,

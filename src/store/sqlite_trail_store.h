@@ -1,7 +1,7 @@
 // SqliteTrailStore: the trail's TrailStore in contextd's SQLite database (tables trail_scopes,
-// trail_events, trail_blobs and the FTS5 index trail_fts of migration 0002_trail.sql). Every
-// write is atomic (Database::BeginWrite/EndWrite): durable against a process crash when it
-// returns, or, when the Database groups commits, once its group commits.
+// trail_events, trail_blobs and the FTS5 index trail_fts of migrations 0002_trail.sql and
+// 0003_auto_scopes.sql). Every write is atomic (Database::BeginWrite/EndWrite): durable against a
+// process crash when it returns, or, when the Database groups commits, once its group commits.
 // Thread-safe: calls are serialised on the Database's mutex, which it may share with the other
 // stores (SqliteBranchStore) of the same connection.
 #pragma once
@@ -40,6 +40,8 @@ class SqliteTrailStore final : public trail::TrailStore {
   absl::StatusOr<std::vector<trail::SessionEntry>> ListSessions(std::string_view tenant,
                                                                 int64_t limit) override;
   absl::StatusOr<std::vector<trail::Scope>> ListScopes(std::string_view root_scope_id) override;
+  absl::StatusOr<std::vector<trail::Scope>> ListOpenScopes(trail::ScopeKind kind,
+                                                           int64_t limit) override;
   absl::StatusOr<std::vector<trail::SearchHit>> Search(std::string_view tenant,
                                                        std::string_view project,
                                                        std::string_view query,
@@ -73,6 +75,7 @@ class SqliteTrailStore final : public trail::TrailStore {
   Statement count_events_;
   Statement list_sessions_;
   Statement list_scopes_;
+  Statement list_open_;
   Statement search_;
   Statement blob_count_;
 };

@@ -1,8 +1,10 @@
 #include "store/sqlite_trail_store.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include "base/clock.h"
+#include "store/migrations.h"
 #include "store/test_util.h"
 #include "trail/trail.h"
 
@@ -240,6 +242,322 @@ TEST_F(TrailTest, FoldedViewShowsOpenScopesInFullAndFoldedOnesAsSummaries) {
   ASSERT_TRUE(hits.ok());
   ASSERT_EQ(hits->size(), 1u);
   EXPECT_EQ((*hits)[0].scope.id, "br_a");
+}
+
+// ---- Migration 0003_auto_scopes.sql
+
+// Runs `sql` on a raw connection to `path` (no migrations); fails the test on error.
+void RawExec(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+  std::string message = err != nullptr ? err : "";
+  sqlite3_free(err);
+  sqlite3_close(db);
+  ASSERT_EQ(rc, SQLITE_OK) << message;
+}
+
+TEST(TrailMigrationTest, AVersion2FileUpgradesKeepingScopesEventsAndSearch) {
+  TempDir dir;
+  std::string path = dir.File("contextd.db");
+  // A file as a contextd with migrations 1 and 2 left it: a session, a folded branch, events.
+  std::string v2 =
+      "PRAGMA foreign_keys=ON; CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name "
+      "TEXT NOT NULL, applied_at_ms INTEGER NOT NULL);";
+  for (const Migration& m : Migrations()) {
+    if (m.version > 2) break;
+    v2 += m.sql;
+    v2 += "INSERT INTO schema_version VALUES (" + std::to_string(m.version) + ", '" + m.name +
+          "', 0);";
+  }
+  RawExec(path, v2);
+  RawExec(path, R"sql(
+    INSERT INTO trail_scopes (id, tenant, project, session_id, kind, parent_id, root_id,
+      description, status, summary, summary_tokens, created_at_ms, folded_at_ms)
+      VALUES ('ses_old', 'local', 'default', 's', 'session', NULL, 'ses_old', 'session s',
+              'open', '', 0, 1, NULL),
+             ('br_old', 'local', 'default', 's', 'branch', 'ses_old', 'ses_old',
+              'explore the tokenizer', 'folded', 'merges are ranked', 3, 2, 5);
+    INSERT INTO trail_fts (rowid, description, summary)
+      SELECT rowid, description, summary FROM trail_scopes;
+    INSERT INTO trail_blobs VALUES ('h1', 5, 'hello'), ('h2', 3, 'bye');
+    INSERT INTO trail_events (seq, scope_id, kind, label, blob_hash, tokens, is_error, at_ms)
+      VALUES (7, 'ses_old', 'branch_created', 'br_old', 'h2', 2, 0, 2),
+             (8, 'br_old', 'tool_call', 'fs__read', 'h1', 4, 0, 3),
+             (9, 'br_old', 'branch_returned', '', 'h2', 3, 0, 5);
+  )sql");
+
+  auto store = SqliteTrailStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  {
+    std::lock_guard<std::mutex> lock((*store)->database().mutex());
+    auto version = (*store)->database().SchemaVersion();
+    ASSERT_TRUE(version.ok());
+    EXPECT_EQ(*version, 3);
+  }
+  auto scope = (*store)->GetScope("br_old");
+  ASSERT_TRUE(scope.ok() && scope->has_value());
+  EXPECT_EQ((*scope)->kind, ScopeKind::kBranch);
+  EXPECT_EQ((*scope)->parent_id, "ses_old");
+  EXPECT_EQ((*scope)->status, ScopeStatus::kFolded);
+  EXPECT_EQ((*scope)->summary, "merges are ranked");
+  EXPECT_EQ((*scope)->event_count, 2);
+  auto page = (*store)->ListEvents("br_old", 0, 10);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->events.size(), 2u);
+  EXPECT_EQ(page->events[0].seq, 8);
+  EXPECT_EQ(page->events[0].payload, "hello");
+  // The full-text index still points at the right scopes (rowids kept), by description and
+  // summary, also after VACUUM (the rowid is now a named column).
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const char* q : {"tokenizer", "ranked"}) {
+      auto hits = (*store)->Search("local", "default", q, 5);
+      ASSERT_TRUE(hits.ok()) << hits.status();
+      ASSERT_EQ(hits->size(), 1u) << q;
+      EXPECT_EQ((*hits)[0].scope.id, "br_old");
+    }
+    std::lock_guard<std::mutex> lock((*store)->database().mutex());
+    ASSERT_TRUE((*store)->database().Exec("VACUUM").ok());
+  }
+  // The new kinds are accepted; the foreign keys still hold.
+  Scope autoscope = MakeScope("auto_1", "ses_old", "upstream fs", Session("s"));
+  autoscope.kind = ScopeKind::kAuto;
+  ASSERT_TRUE((*store)->OpenScope(autoscope).ok());
+  ASSERT_TRUE((*store)
+                  ->AppendEvents({NewEvent{"ses_old", EventKind::kAutoScopeOpened, "auto_1",
+                                           "upstream fs", 0, false, 6}})
+                  .ok());
+  auto next = (*store)->AppendEvents(
+      {NewEvent{"auto_1", EventKind::kToolCall, "fs__read", "{}", 1, false, 7}});
+  ASSERT_TRUE(next.ok());
+  EXPECT_GT((*next)[0], 9);
+  std::lock_guard<std::mutex> lock((*store)->database().mutex());
+  EXPECT_FALSE((*store)
+                   ->database()
+                   .Exec("INSERT INTO trail_events (scope_id, kind, label, blob_hash, tokens, "
+                         "at_ms) VALUES ('nope', 'warning', '', 'h1', 0, 0)")
+                   .ok());
+  EXPECT_FALSE((*store)
+                   ->database()
+                   .Exec("INSERT INTO trail_scopes (id, tenant, project, session_id, kind, "
+                         "root_id, description, status, created_at_ms) VALUES ('x', 'local', "
+                         "'default', 's', 'other', 'x', '', 'open', 0)")
+                   .ok());
+}
+
+TEST_F(SqliteTrailStoreTest, ListOpenScopesByKind) {
+  SessionRef s = Session("a");
+  ASSERT_TRUE(store_->OpenScope(MakeScope("ses_1", "", "session", s)).ok());
+  for (const char* id : {"auto_1", "auto_2", "auto_3"}) {
+    Scope a = MakeScope(id, "ses_1", "upstream fs", s);
+    a.kind = ScopeKind::kAuto;
+    ASSERT_TRUE(store_->OpenScope(a).ok());
+  }
+  ASSERT_TRUE(store_->OpenScope(MakeScope("br_1", "ses_1", "a branch", s)).ok());
+  ASSERT_TRUE(store_->FoldScope("auto_2", "fs: 1 call", 4, 5).ok());
+  auto open = store_->ListOpenScopes(ScopeKind::kAuto, 10);
+  ASSERT_TRUE(open.ok()) << open.status();
+  ASSERT_EQ(open->size(), 2u);
+  EXPECT_EQ((*open)[0].id, "auto_1");
+  EXPECT_EQ((*open)[0].kind, ScopeKind::kAuto);
+  EXPECT_EQ((*open)[1].id, "auto_3");
+  auto limited = store_->ListOpenScopes(ScopeKind::kAuto, 1);
+  ASSERT_TRUE(limited.ok());
+  EXPECT_EQ(limited->size(), 1u);
+  auto branches = store_->ListOpenScopes(ScopeKind::kBranch, 10);
+  ASSERT_TRUE(branches.ok());
+  ASSERT_EQ(branches->size(), 1u);
+  EXPECT_EQ((*branches)[0].id, "br_1");
+}
+
+// ---- Auto-scopes (trail.auto_scope_upstreams) over the real store.
+
+int64_t Words(std::string_view text) {
+  int64_t n = 0;
+  bool in = false;
+  for (char c : text) {
+    bool space = c == ' ' || c == '\n';
+    if (!space && !in) ++n;
+    in = !space;
+  }
+  return n;
+}
+
+trail::TrailOptions AutoOn() {
+  trail::TrailOptions o;
+  o.auto_scope_upstreams = true;
+  o.count_tokens = Words;
+  return o;
+}
+
+TEST_F(TrailTest, AutoScopesGroupCallsPerUpstreamAndFoldWhenTheAgentTurnsAway) {
+  trail::Trail t(*store_, clock_, AutoOn());
+  SessionRef s = Session("sess");
+  auto r1 = t.RecordUpstreamCall(s, "fs", "fs__read_text_file", R"({"path":"/w/a.txt"})",
+                                 std::string(300, 'a'), 5, 300, false);
+  ASSERT_TRUE(r1.ok()) << r1.status();
+  EXPECT_EQ(r1->scope_id.rfind("auto_", 0), 0u) << r1->scope_id;
+  auto r2 =
+      t.RecordUpstreamCall(s, "fs", "fs__list_directory", R"({"path":"/w"})", "a.txt", 4, 2, false);
+  ASSERT_TRUE(r2.ok());
+  EXPECT_EQ(r2->scope_id, r1->scope_id);  // same upstream: same auto-scope
+  EXPECT_EQ(t.OpenAutoScope(s), r1->scope_id);
+  // Another session has its own.
+  auto other =
+      t.RecordUpstreamCall(Session("other"), "fs", "fs__list_directory", "{}", "x", 1, 1, false);
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(other->scope_id, r1->scope_id);
+
+  // Turning to another upstream folds the first auto-scope.
+  auto r3 = t.RecordUpstreamCall(s, "git", "git__log", R"({"n":3})", "Error: not a repository", 3,
+                                 4, true);
+  ASSERT_TRUE(r3.ok());
+  EXPECT_NE(r3->scope_id, r1->scope_id);
+  auto fs_scope = t.GetScope(s, r1->scope_id);
+  ASSERT_TRUE(fs_scope.ok());
+  EXPECT_EQ(fs_scope->kind, ScopeKind::kAuto);
+  EXPECT_EQ(fs_scope->status, ScopeStatus::kFolded);
+  EXPECT_EQ(fs_scope->description, "upstream fs");
+  const std::string fs_summary =
+      "fs: 2 calls (2 ok, 0 errors), 311 tokens; read_text_file x1 (path=/w/a.txt), "
+      "list_directory x1 (path=/w)";
+  EXPECT_EQ(fs_scope->summary, fs_summary);
+  EXPECT_EQ(fs_scope->summary_tokens, Words(fs_summary));
+
+  // A contextd tool call (the server calls FoldAutoScope) folds the current one; nothing stays.
+  ASSERT_TRUE(t.FoldAutoScope(s).ok());
+  EXPECT_EQ(t.OpenAutoScope(s), "");
+  ASSERT_TRUE(t.FoldAutoScope(s).ok());  // none open: nothing to do
+  auto git_scope = t.GetScope(s, r3->scope_id);
+  ASSERT_TRUE(git_scope.ok());
+  EXPECT_EQ(git_scope->summary,
+            "git: 1 call (0 ok, 1 error), 7 tokens; log x1 (n=3); errors: log: Error: not a "
+            "repository");
+
+  auto view = t.View(s, -1);
+  ASSERT_TRUE(view.ok()) << view.status();
+  EXPECT_EQ(view->tokens_unfolded, 5 + 300 + 4 + 2 + 3 + 4);
+  EXPECT_EQ(view->tokens_folded, fs_scope->summary_tokens + git_scope->summary_tokens);
+  EXPECT_EQ(view->auto_scopes_folded, 2);
+  EXPECT_EQ(view->auto_scopes_open, 0);
+  EXPECT_EQ(view->scopes_folded, 0);  // branch scopes only
+  size_t fs_line =
+      view->text.find("= auto " + r1->scope_id + " [folded: 311 tokens -> " +
+                      std::to_string(fs_scope->summary_tokens) + "] upstream fs :: " + fs_summary);
+  size_t git_line = view->text.find("= auto " + r3->scope_id + " [folded: 7 tokens -> ");
+  EXPECT_NE(fs_line, std::string::npos) << view->text;
+  EXPECT_NE(git_line, std::string::npos) << view->text;
+  EXPECT_LT(fs_line, git_line);
+  EXPECT_EQ(view->text.find(std::string(300, 'a')), std::string::npos) << view->text;
+  std::string header = trail::FoldedViewText(*view);
+  EXPECT_NE(header.find("2 auto-scope(s) folded, 0 open"), std::string::npos) << header;
+
+  // Unfold shows the calls; search finds the summary.
+  auto page = t.Unfold(s, r1->scope_id, 0, 10);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->total, 4);
+  EXPECT_EQ(page->events[1].payload, std::string(300, 'a'));
+  auto hits = t.Search(s, "list_directory", 5);
+  ASSERT_TRUE(hits.ok());
+  ASSERT_EQ(hits->size(), 1u);
+  EXPECT_EQ((*hits)[0].scope.id, r1->scope_id);
+  // The root holds only the two markers, at zero tokens.
+  ASSERT_TRUE(!view->root_scope_id.empty());
+  auto root_page = t.Unfold(s, view->root_scope_id, 0, 10);
+  ASSERT_TRUE(root_page.ok());
+  ASSERT_EQ(root_page->total, 2);
+  EXPECT_EQ(root_page->events[0].kind, EventKind::kAutoScopeOpened);
+  EXPECT_EQ(root_page->events[0].label, r1->scope_id);
+  EXPECT_EQ(root_page->events[0].tokens, 0);
+}
+
+TEST_F(TrailTest, AutoScopesSitBetweenBranchesInOrderAndLeaveBranchCallsAlone) {
+  trail::Trail t(*store_, clock_, AutoOn());
+  SessionRef s = Session("sess");
+  auto before = t.RecordUpstreamCall(s, "fs", "fs__read", "{}", "first", 1, 1, false);
+  ASSERT_TRUE(before.ok());
+  ASSERT_TRUE(t.FoldAutoScope(s).ok());  // branch_create is a contextd tool
+  ASSERT_TRUE(t.OnBranchCreated(s, "br_a", "", "look around", "go", 1).ok());
+  // Inside a branch the gateway records in the branch (RecordToolCall), as without auto-scopes.
+  auto inside = t.RecordToolCall(s, "br_a", "fs__read", "{}", "inside", 1, 1, false);
+  ASSERT_TRUE(inside.ok());
+  EXPECT_EQ(inside->scope_id, "br_a");
+  EXPECT_EQ(t.OpenAutoScope(s), "");
+  ASSERT_TRUE(t.OnBranchFolded("br_a", "all fine", 2, false, "").ok());
+  auto after = t.RecordUpstreamCall(s, "fs", "fs__read", "{}", "later", 1, 1, false);
+  ASSERT_TRUE(after.ok());
+  EXPECT_NE(after->scope_id, before->scope_id);
+
+  auto view = t.View(s, -1);
+  ASSERT_TRUE(view.ok());
+  size_t a = view->text.find("= auto " + before->scope_id);
+  size_t b = view->text.find("= branch br_a");
+  size_t c = view->text.find("+ auto " + after->scope_id + " [open] upstream fs");
+  ASSERT_NE(a, std::string::npos) << view->text;
+  ASSERT_NE(b, std::string::npos) << view->text;
+  ASSERT_NE(c, std::string::npos) << view->text;
+  EXPECT_LT(a, b);
+  EXPECT_LT(b, c);
+  EXPECT_NE(view->text.find("later"), std::string::npos) << "an open auto-scope shows its calls";
+  EXPECT_EQ(view->auto_scopes_open, 1);
+
+  // The session ends: its auto-scope folds.
+  ASSERT_TRUE(t.EndSession(s).ok());
+  auto ended = t.GetScope(s, after->scope_id);
+  ASSERT_TRUE(ended.ok());
+  EXPECT_EQ(ended->status, ScopeStatus::kFolded);
+  EXPECT_EQ(ended->summary, "fs: 1 call (1 ok, 0 errors), 2 tokens; read x1");
+}
+
+TEST_F(TrailTest, WithoutAutoScopesRootCallsStayInTheRoot) {
+  trail::Trail t(*store_, clock_);
+  SessionRef s = Session("sess");
+  auto root = t.RootScope(s);
+  ASSERT_TRUE(root.ok());
+  auto r = t.RecordUpstreamCall(s, "fs", "fs__read", "{}", "text", 1, 1, false);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->scope_id, *root);
+  EXPECT_EQ(t.OpenAutoScope(s), "");
+  ASSERT_TRUE(t.EndSession(s).ok());
+  auto open = store_->ListOpenScopes(ScopeKind::kAuto, 10);
+  ASSERT_TRUE(open.ok());
+  EXPECT_TRUE(open->empty());
+}
+
+TEST_F(TrailTest, RecoveryFoldsAutoScopesACrashLeftOpen) {
+  SessionRef s = Session("sess");
+  std::string id;
+  {
+    trail::Trail crashed(*store_, clock_, AutoOn());
+    // Enough calls for the rebuild to read several pages of events.
+    for (int i = 0; i < 150; ++i) {
+      auto r = crashed.RecordUpstreamCall(s, "fs", "fs__read_text_file",
+                                          "{\"path\":\"/w/" + std::to_string(i % 4) + "\"}",
+                                          i == 7 ? "Error: EACCES" : "text", 2, 3, i == 7);
+      ASSERT_TRUE(r.ok());
+      id = r->scope_id;
+    }
+    // The process dies here: nothing folds the auto-scope.
+  }
+  auto open = store_->ListOpenScopes(ScopeKind::kAuto, 10);
+  ASSERT_TRUE(open.ok());
+  ASSERT_EQ(open->size(), 1u);
+
+  // The next start recovers it, with the option off as well.
+  trail::Trail restarted(*store_, clock_);
+  auto folded = restarted.RecoverAutoScopes();
+  ASSERT_TRUE(folded.ok()) << folded.status();
+  EXPECT_EQ(*folded, 1);
+  auto scope = store_->GetScope(id);
+  ASSERT_TRUE(scope.ok() && scope->has_value());
+  EXPECT_EQ((*scope)->status, ScopeStatus::kFolded);
+  EXPECT_EQ((*scope)->summary,
+            "fs: 150 calls (149 ok, 1 error), 750 tokens; read_text_file x150 (path=/w/0; "
+            "path=/w/1; path=/w/2; +37 more); errors: read_text_file: Error: EACCES");
+  auto again = restarted.RecoverAutoScopes();
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, 0);
 }
 
 }  // namespace

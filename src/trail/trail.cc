@@ -3,13 +3,24 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <optional>
 
-#include "base/str_cat.h"
 #include "base/ids.h"
 #include "base/status_macros.h"
+#include "base/str_cat.h"
+#include "trail/internal/text.h"
 
 namespace contextd::trail {
 namespace {
+
+using internal::OneLine;
+
+// Pages read when rebuilding an auto-scope's digest from its events.
+constexpr int64_t kRecoveryPage = 200;
+// Auto-scopes folded per recovery pass (the pass repeats until none is left open).
+constexpr int64_t kRecoveryBatch = 100;
+// "upstream <name>": the description of an auto-scope (recovery reads the name back).
+constexpr std::string_view kAutoDescriptionPrefix = "upstream ";
 
 // Everything View needs about one session, loaded once.
 struct Tree {
@@ -31,22 +42,11 @@ void AppendIndented(std::string& out, int level, std::string_view text) {
   }
 }
 
-std::string OneLine(std::string_view text, size_t max_chars) {
-  std::string out;
-  for (char c : text) {
-    if (out.size() >= max_chars) {
-      // Do not cut a UTF-8 sequence: drop trailing continuation bytes of a partial character.
-      while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0) == 0x80) out.pop_back();
-      if (!out.empty() && (static_cast<unsigned char>(out.back()) & 0x80) != 0) out.pop_back();
-      return out + "...";
-    }
-    out.push_back(c == '\n' || c == '\r' || c == '\t' ? ' ' : c);
-  }
-  return out;
-}
-
+// An event that introduces a child scope where it happened: branch_created for a branch,
+// auto_scope_opened for an auto-scope.
 bool IsChildMarker(const Tree& tree, const Event& e) {
-  return e.kind == EventKind::kBranchCreated && tree.scopes.count(e.label) > 0;
+  return (e.kind == EventKind::kBranchCreated || e.kind == EventKind::kAutoScopeOpened) &&
+         tree.scopes.count(e.label) > 0;
 }
 
 // Tokens of the view of open scope `id`: its events, each open child in full, each folded child
@@ -89,23 +89,26 @@ void RenderScope(const Tree& tree, const std::string& id, int level, int depth, 
 
 void RenderChild(const Tree& tree, const Scope& c, const Event* created, int level, int depth,
                  std::string& out) {
+  const char* kind = ScopeKindName(c.kind);
   if (c.status == ScopeStatus::kFolded) {
-    AppendIndented(out, level,
-                   base::StrCat("= branch ", c.id, " [folded: ",
-                                SubtreeTokens(tree, c.id) + (created != nullptr ? created->tokens : 0),
-                                " tokens -> ", c.summary_tokens, "] ", OneLine(c.description, 120),
-                                " :: ", OneLine(c.summary, 2000)));
+    AppendIndented(
+        out, level,
+        base::StrCat("= ", kind, " ", c.id, " [folded: ",
+                     SubtreeTokens(tree, c.id) + (created != nullptr ? created->tokens : 0),
+                     " tokens -> ", c.summary_tokens, "] ", OneLine(c.description, 120),
+                     " :: ", OneLine(c.summary, 2000)));
     return;
   }
   if (depth >= 0 && level + 1 > depth) {
     AppendIndented(out, level,
-                   base::StrCat("+ branch ", c.id, " [open, ", c.event_count, " events, ",
+                   base::StrCat("+ ", kind, " ", c.id, " [open, ", c.event_count, " events, ",
                                 Cost(tree, c.id), " tokens; trail_unfold to see] ",
                                 OneLine(c.description, 120)));
     return;
   }
-  AppendIndented(out, level, base::StrCat("+ branch ", c.id, " [open] ", OneLine(c.description, 120)));
-  if (created != nullptr) {
+  AppendIndented(out, level,
+                 base::StrCat("+ ", kind, " ", c.id, " [open] ", OneLine(c.description, 120)));
+  if (created != nullptr && created->kind == EventKind::kBranchCreated) {
     AppendIndented(out, level + 1, base::StrCat("- branch_created (", created->tokens, " tokens)"));
     AppendIndented(out, level + 2, created->payload);
   }
@@ -138,7 +141,12 @@ void RenderScope(const Tree& tree, const std::string& id, int level, int depth, 
 
 }  // namespace
 
-Trail::Trail(TrailStore& store, const base::Clock& clock) : store_(store), clock_(clock) {}
+Trail::Trail(TrailStore& store, const base::Clock& clock, TrailOptions options)
+    : store_(store), clock_(clock), options_(std::move(options)) {}
+
+int64_t Trail::CountTokens(std::string_view text) const {
+  return options_.count_tokens ? options_.count_tokens(text) : internal::CountWords(text);
+}
 
 absl::StatusOr<std::string> Trail::RootScope(const SessionRef& session) {
   std::string key = session.ToString();
@@ -241,6 +249,106 @@ absl::StatusOr<RecordedCall> Trail::RecordToolCall(const SessionRef& session,
   return recorded;
 }
 
+absl::StatusOr<RecordedCall> Trail::RecordUpstreamCall(
+    const SessionRef& session, std::string_view upstream, std::string_view tool,
+    std::string_view arguments_text, std::string_view result_text, int64_t tokens_args,
+    int64_t tokens_result, bool is_error) {
+  if (!options_.auto_scope_upstreams) {
+    return RecordToolCall(session, "", tool, arguments_text, result_text, tokens_args,
+                          tokens_result, is_error);
+  }
+  std::string key = session.ToString();
+  auto open = autos_.find(key);
+  if (open != autos_.end() && open->second.digest.upstream() != upstream) {
+    RETURN_IF_ERROR(FoldAutoScope(session));
+    open = autos_.end();
+  }
+  if (open == autos_.end()) {
+    ASSIGN_OR_RETURN(std::string root, RootScope(session));
+    Scope scope;
+    scope.id = base::TimeOrderedId("auto_");
+    scope.session = session;
+    scope.kind = ScopeKind::kAuto;
+    scope.parent_id = root;
+    scope.description = base::StrCat(kAutoDescriptionPrefix, upstream);
+    scope.created_at_ms = clock_.WallMillis();
+    RETURN_IF_ERROR(store_.OpenScope(scope));
+    // Tracked at once, so that it folds even if the marker below cannot be written.
+    open_scopes_[scope.id] = session;
+    open = autos_.emplace(key, OpenAuto{scope.id, AutoScopeDigest(std::string(upstream))}).first;
+    NewEvent opened;
+    opened.scope_id = root;
+    opened.kind = EventKind::kAutoScopeOpened;
+    opened.label = scope.id;
+    opened.payload = scope.description;
+    opened.at_ms = scope.created_at_ms;
+    RETURN_IF_ERROR(store_.AppendEvents({opened}).status());
+  }
+  ASSIGN_OR_RETURN(RecordedCall recorded,
+                   RecordToolCall(session, open->second.scope_id, tool, arguments_text, result_text,
+                                  tokens_args, tokens_result, is_error));
+  open->second.digest.Add(tool, arguments_text, result_text, is_error, tokens_args + tokens_result);
+  return recorded;
+}
+
+absl::Status Trail::FoldAuto(const std::string& scope_id, const AutoScopeDigest& digest) {
+  std::string summary = digest.Summary(options_.count_tokens);
+  absl::Status folded =
+      store_.FoldScope(scope_id, summary, CountTokens(summary), clock_.WallMillis());
+  // Folded already (by another process's recovery): what matters, that it is folded, holds.
+  if (!folded.ok() && folded.code() != absl::StatusCode::kFailedPrecondition) return folded;
+  open_scopes_.erase(scope_id);
+  return absl::OkStatus();
+}
+
+absl::Status Trail::FoldAutoScope(const SessionRef& session) {
+  auto open = autos_.find(session.ToString());
+  if (open == autos_.end()) return absl::OkStatus();
+  RETURN_IF_ERROR(FoldAuto(open->second.scope_id, open->second.digest));
+  autos_.erase(open);
+  return absl::OkStatus();
+}
+
+std::string Trail::OpenAutoScope(const SessionRef& session) const {
+  auto open = autos_.find(session.ToString());
+  return open == autos_.end() ? "" : open->second.scope_id;
+}
+
+absl::StatusOr<int64_t> Trail::RecoverAutoScopes() {
+  int64_t folded = 0;
+  while (true) {
+    ASSIGN_OR_RETURN(std::vector<Scope> open,
+                     store_.ListOpenScopes(ScopeKind::kAuto, kRecoveryBatch));
+    if (open.empty()) return folded;
+    for (const Scope& scope : open) {
+      std::string_view upstream = scope.description;
+      if (upstream.substr(0, kAutoDescriptionPrefix.size()) == kAutoDescriptionPrefix) {
+        upstream.remove_prefix(kAutoDescriptionPrefix.size());
+      }
+      AutoScopeDigest digest{std::string(upstream)};
+      // Calls are recorded as tool_call + tool_result pairs in one transaction (a pair may
+      // straddle two pages).
+      std::optional<Event> call;
+      for (int64_t offset = 0; offset < scope.event_count; offset += kRecoveryPage) {
+        ASSIGN_OR_RETURN(EventPage page, store_.ListEvents(scope.id, offset, kRecoveryPage));
+        if (page.events.empty()) break;
+        for (Event& e : page.events) {
+          if (e.kind == EventKind::kToolCall) {
+            call = std::move(e);
+          } else if (e.kind == EventKind::kToolResult) {
+            bool paired = call.has_value() && call->label == e.label;
+            digest.Add(e.label, paired ? std::string_view(call->payload) : std::string_view(),
+                       e.payload, e.is_error, e.tokens + (paired ? call->tokens : 0));
+            call.reset();
+          }
+        }
+      }
+      RETURN_IF_ERROR(FoldAuto(scope.id, digest));
+      ++folded;
+    }
+  }
+}
+
 absl::StatusOr<FoldedView> Trail::View(const SessionRef& session, int depth) {
   ASSIGN_OR_RETURN(std::string root, RootScope(session));
   return ViewRoot(root, depth);
@@ -269,6 +377,8 @@ absl::StatusOr<FoldedView> Trail::ViewRoot(std::string_view root_scope_id, int d
     }
     if (s.kind == ScopeKind::kBranch) {
       ++(s.status == ScopeStatus::kFolded ? view.scopes_folded : view.scopes_open);
+    } else if (s.kind == ScopeKind::kAuto) {
+      ++(s.status == ScopeStatus::kFolded ? view.auto_scopes_folded : view.auto_scopes_open);
     }
     if (!s.parent_id.empty()) tree.children[s.parent_id].push_back(s.id);
     std::string id = s.id;
@@ -303,27 +413,38 @@ absl::StatusOr<std::vector<SearchHit>> Trail::Search(const SessionRef& session,
   return store_.Search(session.tenant, session.project, query, limit);
 }
 
-void Trail::EndSession(const SessionRef& session) {
+absl::Status Trail::EndSession(const SessionRef& session) {
+  absl::Status folded = FoldAutoScope(session);
+  autos_.erase(session.ToString());
   auto it = roots_.find(session.ToString());
-  if (it == roots_.end()) return;
-  open_scopes_.erase(it->second);
-  roots_.erase(it);
+  if (it != roots_.end()) {
+    open_scopes_.erase(it->second);
+    roots_.erase(it);
+  }
+  return folded;
 }
 
 void Trail::ForgetCachedScopes() {
   roots_.clear();
   open_scopes_.clear();
+  // An auto-scope whose opening was lost is not in the store; one that was committed stays open
+  // there and is folded by the next start's recovery.
+  autos_.clear();
 }
 
 std::string FoldedViewText(const FoldedView& view) {
   int64_t saved = view.tokens_unfolded - view.tokens_folded;
+  std::string auto_scopes = view.auto_scopes_open + view.auto_scopes_folded > 0
+                                ? base::StrCat(view.auto_scopes_folded, " auto-scope(s) folded, ",
+                                               view.auto_scopes_open, " open, ")
+                                : "";
   std::string pct = view.tokens_unfolded > 0
                         ? base::StrCat(" (", saved * 100 / view.tokens_unfolded, "% less)")
                         : "";
   return base::StrCat("session ", view.root_scope_id, ": ", view.tokens_unfolded,
                       " tokens unfolded, ", view.tokens_folded, " tokens folded", pct, "; ",
-                      view.scopes_open, " branch scope(s) open, ", view.scopes_folded,
-                      " folded, ", view.events, " event(s)\n", view.text);
+                      view.scopes_open, " branch scope(s) open, ", view.scopes_folded, " folded, ",
+                      auto_scopes, view.events, " event(s)\n", view.text);
 }
 
 }  // namespace contextd::trail

@@ -1,7 +1,8 @@
 // Trail: the foldable trail of every session, over a TrailStore. It opens a root scope per
 // session, a scope per branch (server/ feeds it the folding engine's branch events), records
 // tool calls and results in the scope they belong to (the gateway calls RecordToolCall), folds
-// scopes when their branch returns, and builds the folded view the model should see.
+// scopes when their branch returns, groups calls made outside any branch into auto-scopes that
+// fold by themselves (when enabled), and builds the folded view the model should see.
 // Every text handed in must already be scrubbed by the caller (the server scrubs before calling);
 // the trail stores it as given. Thread-safety: none of its own; every method runs on the engine
 // executor, like the BranchManager.
@@ -16,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "base/clock.h"
+#include "trail/auto_scope.h"
 #include "trail/trail_store.h"
 
 namespace contextd::trail {
@@ -41,13 +43,23 @@ struct FoldedView {
   int64_t tokens_folded = 0;    // open scopes' events + folded scopes' summaries
   int64_t scopes_open = 0;      // branch scopes only
   int64_t scopes_folded = 0;
+  int64_t auto_scopes_open = 0;  // auto-scopes
+  int64_t auto_scopes_folded = 0;
   int64_t events = 0;
+};
+
+struct TrailOptions {
+  // trail.auto_scope_upstreams: RecordUpstreamCall groups consecutive calls to one upstream
+  // outside any branch into an auto-scope, folded by itself (see RecordUpstreamCall).
+  bool auto_scope_upstreams = false;
+  // Counts auto-scope summaries (the server's token counter). Null: whitespace-separated words.
+  CountTokensFn count_tokens;
 };
 
 class Trail {
  public:
   // `store` and `clock` must outlive the trail.
-  Trail(TrailStore& store, const base::Clock& clock);
+  Trail(TrailStore& store, const base::Clock& clock, TrailOptions options = {});
   Trail(const Trail&) = delete;
   Trail& operator=(const Trail&) = delete;
 
@@ -81,6 +93,29 @@ class Trail {
                                               std::string_view result_text, int64_t tokens_args,
                                               int64_t tokens_result, bool is_error);
 
+  // For the gateway: one proxied call made outside any branch, to upstream `upstream` (`tool`:
+  // what RecordToolCall records as the label, "<upstream>__<tool>" or an exposed resource uri).
+  // Without auto_scope_upstreams: RecordToolCall in the session root. With it: the call goes to
+  // the session's open auto-scope if that is for `upstream`; otherwise the open auto-scope (of
+  // another upstream) is folded first, and a new one is opened under the root (id "auto_" +
+  // random hex, description "upstream <upstream>", an auto_scope_opened event in the root).
+  // NotFound/Unavailable/Internal from the store; the call is then not recorded.
+  absl::StatusOr<RecordedCall> RecordUpstreamCall(const SessionRef& session,
+                                                  std::string_view upstream, std::string_view tool,
+                                                  std::string_view arguments_text,
+                                                  std::string_view result_text, int64_t tokens_args,
+                                                  int64_t tokens_result, bool is_error);
+  // Folds the session's open auto-scope, if any, with its structural summary (AutoScopeDigest;
+  // bounds in auto_scope.h). OK when there is none or when it was already folded (by another
+  // process's recovery). Unavailable/Internal from the store (it stays open then).
+  absl::Status FoldAutoScope(const SessionRef& session);
+  // The id of the session's open auto-scope, or "" (tests, status).
+  std::string OpenAutoScope(const SessionRef& session) const;
+  // Restart recovery, before any session records: folds every auto-scope the store holds open
+  // (left by a process that crashed), whatever auto_scope_upstreams says, with a summary built
+  // from its recorded events. Returns how many it folded. Unavailable/Internal from the store.
+  absl::StatusOr<int64_t> RecoverAutoScopes();
+
   // The folded view of the session. `depth` < 0: unlimited; otherwise scopes nested deeper than
   // `depth` levels below the root are shown as one line (the token totals do not change).
   absl::StatusOr<FoldedView> View(const SessionRef& session, int depth);
@@ -100,18 +135,33 @@ class Trail {
   absl::StatusOr<std::vector<SearchHit>> Search(const SessionRef& session, std::string_view query,
                                                 int64_t limit);
 
-  // Forgets the session's root scope id (its trail stays in the store).
-  void EndSession(const SessionRef& session);
+  // The session ended: folds its open auto-scope (FoldAutoScope) and forgets its root scope id
+  // (its trail stays in the store). The session is forgotten even when the fold fails, whose
+  // status is returned (recovery at the next start folds what stayed open).
+  absl::Status EndSession(const SessionRef& session);
 
-  // Forgets every cached root scope id and scope owner, so that the trail follows the store
-  // again after it lost writes (a failed group commit): a session's next event opens a new root.
+  // Forgets every cached root scope id, scope owner and open auto-scope, so that the trail
+  // follows the store again after it lost writes (a failed group commit): a session's next event
+  // opens a new root.
   void ForgetCachedScopes();
 
+  bool auto_scope_upstreams() const { return options_.auto_scope_upstreams; }
   TrailStore& store() { return store_; }
 
  private:
+  // A session's open auto-scope.
+  struct OpenAuto {
+    std::string scope_id;
+    AutoScopeDigest digest;
+  };
+  // Folds auto-scope `scope_id` with `digest`'s summary (already folded: OK).
+  absl::Status FoldAuto(const std::string& scope_id, const AutoScopeDigest& digest);
+  int64_t CountTokens(std::string_view text) const;
+
   TrailStore& store_;
   const base::Clock& clock_;
+  const TrailOptions options_;
+  std::unordered_map<std::string, OpenAuto> autos_;     // SessionRef::ToString() -> open auto-scope
   std::unordered_map<std::string, std::string> roots_;  // SessionRef::ToString() -> root id
   // Owners of the scopes still open that this process opened, so that RecordToolCall checks
   // ownership without a read (unknown scopes fall back to the store).

@@ -7,7 +7,22 @@ namespace contextd::trail {
 std::string SessionRef::ToString() const { return base::StrCat(tenant, "/", project, "/", session_id); }
 
 const char* ScopeKindName(ScopeKind kind) {
-  return kind == ScopeKind::kSession ? "session" : "branch";
+  switch (kind) {
+    case ScopeKind::kSession:
+      return "session";
+    case ScopeKind::kBranch:
+      return "branch";
+    case ScopeKind::kAuto:
+      return "auto";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<ScopeKind> ParseScopeKind(std::string_view name) {
+  for (ScopeKind k : {ScopeKind::kSession, ScopeKind::kBranch, ScopeKind::kAuto}) {
+    if (name == ScopeKindName(k)) return k;
+  }
+  return absl::InvalidArgumentError(base::StrCat("unknown trail scope kind '", name, "'"));
 }
 
 const char* ScopeStatusName(ScopeStatus status) {
@@ -28,13 +43,16 @@ const char* EventKindName(EventKind kind) {
       return "warning";
     case EventKind::kForceReturn:
       return "force_return";
+    case EventKind::kAutoScopeOpened:
+      return "auto_scope_opened";
   }
   return "unknown";
 }
 
 absl::StatusOr<EventKind> ParseEventKind(std::string_view name) {
   for (EventKind k : {EventKind::kToolCall, EventKind::kToolResult, EventKind::kBranchCreated,
-                      EventKind::kBranchReturned, EventKind::kWarning, EventKind::kForceReturn}) {
+                      EventKind::kBranchReturned, EventKind::kWarning, EventKind::kForceReturn,
+                      EventKind::kAutoScopeOpened}) {
     if (name == EventKindName(k)) return k;
   }
   return absl::InvalidArgumentError(base::StrCat("unknown trail event kind '", name, "'"));

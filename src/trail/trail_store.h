@@ -27,23 +27,29 @@ struct SessionRef {
   std::string ToString() const;
 };
 
-// What a scope stands for.
-enum class ScopeKind { kSession, kBranch };
+// What a scope stands for: the session root, a branch (its id is the branch id), or an
+// auto-scope ("auto_" + random hex: consecutive calls to one upstream outside any branch, see
+// Trail::RecordUpstreamCall; it folds by itself).
+enum class ScopeKind { kSession, kBranch, kAuto };
 // An open scope shows its events; a folded one is replaced by its summary.
 enum class ScopeStatus { kOpen, kFolded };
 
-// "session" / "branch"; "open" / "folded".
+// "session" / "branch" / "auto"; "open" / "folded".
 const char* ScopeKindName(ScopeKind kind);
 const char* ScopeStatusName(ScopeStatus status);
+// Inverse of ScopeKindName; InvalidArgument naming `name` otherwise.
+absl::StatusOr<ScopeKind> ParseScopeKind(std::string_view name);
 
 // The leaves of the trail.
 enum class EventKind {
-  kToolCall,        // "tool_call": a tool's arguments (label: tool name)
-  kToolResult,      // "tool_result": a tool's result (label: tool name)
-  kBranchCreated,   // "branch_created": in the parent scope (label: the child's scope id)
-  kBranchReturned,  // "branch_returned": in the branch's own scope, payload the summary
-  kWarning,         // "warning": the branch crossed 80% of its budget
-  kForceReturn,     // "force_return": in the branch's own scope, payload reason + summary
+  kToolCall,         // "tool_call": a tool's arguments (label: tool name)
+  kToolResult,       // "tool_result": a tool's result (label: tool name)
+  kBranchCreated,    // "branch_created": in the parent scope (label: the child's scope id)
+  kBranchReturned,   // "branch_returned": in the branch's own scope, payload the summary
+  kWarning,          // "warning": the branch crossed 80% of its budget
+  kForceReturn,      // "force_return": in the branch's own scope, payload reason + summary
+  kAutoScopeOpened,  // "auto_scope_opened": in the session root (label: the auto-scope's id,
+                     // payload: its description, 0 tokens), placing it among the root's events
 };
 // The storage/wire name of `kind` (a static string).
 const char* EventKindName(EventKind kind);
@@ -51,10 +57,11 @@ const char* EventKindName(EventKind kind);
 absl::StatusOr<EventKind> ParseEventKind(std::string_view name);
 
 struct Scope {
-  std::string id;  // "ses_..." for a session root, the branch id for a branch
+  std::string id;  // "ses_..." for a session root, the branch id for a branch, "auto_..."
   SessionRef session;
   ScopeKind kind = ScopeKind::kBranch;
-  std::string parent_id;  // "" for a session root; the root's id for a top-level branch
+  std::string parent_id;  // "" for a session root; the root's id for a top-level branch or an
+                          // auto-scope
   std::string description;
   ScopeStatus status = ScopeStatus::kOpen;
   std::string summary;         // set when folded
@@ -134,6 +141,9 @@ class TrailStore {
                                                                  int64_t limit) = 0;
   // Every scope of the session rooted at `root_scope_id` (root first, then creation order).
   virtual absl::StatusOr<std::vector<Scope>> ListScopes(std::string_view root_scope_id) = 0;
+  // Open scopes of `kind` in every session of every tenant, oldest first, at most `limit` (restart
+  // recovery: auto-scopes a crashed process left open).
+  virtual absl::StatusOr<std::vector<Scope>> ListOpenScopes(ScopeKind kind, int64_t limit) = 0;
   // Full-text search over scope descriptions and summaries of one tenant and project, best
   // first. Any word may match (scopes matching more words rank higher); a trailing '*' matches a
   // prefix; FTS syntax is never interpreted. InvalidArgument if the query holds no word.
