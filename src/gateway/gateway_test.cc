@@ -447,7 +447,7 @@ TEST_F(GatewayTest, ProxiesAStreamableHttpUpstreamWithProgress) {
   ASSERT_TRUE(http.ok()) << http.status();
   UpstreamConfig config;
   config.name = "t";
-  config.http = HttpUpstream{(*http)->listen_url(), {{"X-Test", "1"}}};
+  config.http = HttpUpstream{(*http)->listen_url(), {{"X-Test", "1"}}, ""};
   StartGateway(config);
   Json result = Call("t__hello", {{"name", "ann"}}, {{"progressToken", 7}});
   EXPECT_EQ(Text(result), "hi ann [REDACTED:test-secret:SE...]") << result.dump();
@@ -463,6 +463,41 @@ TEST_F(GatewayTest, ProxiesAStreamableHttpUpstreamWithProgress) {
   Json down = Call("t__hello", {{"name", "bob"}});
   EXPECT_TRUE(down.value("isError", false));
   EXPECT_NE(Text(down).find("upstream t"), std::string::npos) << Text(down);
+  executor_.RunSync([&] { gateway_->Stop(); });
+  upstream_executor.Stop();
+}
+
+// Upstream messages unrelated to a request (here tools/list_changed) arrive on the standalone
+// GET stream of an HTTP upstream.
+TEST_F(GatewayTest, ReceivesListChangedOfAnHttpUpstreamOnItsGetStream) {
+  base::ThreadExecutor upstream_executor;
+  auto upstream = std::make_shared<protocol::McpServer>(upstream_executor,
+                                                        protocol::ServerInfo{"up", "1", ""});
+  auto add = [&](const std::string& name) {
+    return upstream->AddTool(
+        protocol::ToolDefinition{name, "", "", Json{{"type", "object"}}, nullptr, nullptr},
+        [name](std::shared_ptr<protocol::ToolCall> call) {
+          call->Finish(protocol::TextResult("from " + name));
+        });
+  };
+  ASSERT_TRUE(add("one").ok());
+  auto http = transport::HttpServer::Start(transport::HttpServerOptions{}, upstream);
+  ASSERT_TRUE(http.ok()) << http.status();
+  UpstreamConfig config;
+  config.name = "t";
+  config.http = HttpUpstream{(*http)->listen_url(), {}, ""};
+  StartGateway(config);
+  ASSERT_TRUE(add("two").ok());
+  // A notification sent before the gateway's GET stream is attached is not replayed to it, so
+  // notify until the gateway has re-listed (bounded).
+  bool relisted = false;
+  for (int i = 0; i < 100 && !relisted; ++i) {
+    upstream->NotifyToolsListChanged();
+    relisted = !inbox_->Notification("notifications/tools/list_changed", 100ms).is_null();
+  }
+  ASSERT_TRUE(relisted);
+  EXPECT_EQ(Text(Call("t__two", Json::object())), "from two");
+  (*http)->Stop();
   executor_.RunSync([&] { gateway_->Stop(); });
   upstream_executor.Stop();
 }
