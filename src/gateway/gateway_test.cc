@@ -414,7 +414,9 @@ TEST_F(GatewayTest, RemovesResourcesTemplatesAndPromptsThatVanishUpstream) {
   Send(Json{{"jsonrpc", "2.0"}, {"id", 6}, {"method", "resources/templates/list"}});
   EXPECT_EQ(inbox_->Response(6)["result"]["resourceTemplates"], Json::array());
   Send(Json{{"jsonrpc", "2.0"}, {"id", 7}, {"method", "prompts/list"}});
-  for (const auto& p : inbox_->Response(7)["result"]["prompts"]) EXPECT_NE(p["name"], "t__greet");
+  Json prompts = inbox_->Response(7)["result"]["prompts"];
+  ASSERT_TRUE(prompts.is_array());
+  for (const auto& p : prompts) EXPECT_NE(p["name"], "t__greet");
   Send(Json{{"jsonrpc", "2.0"}, {"id", 8}, {"method", "resources/read"},
             {"params", {{"uri", "contextd+upstream://t/test://greeting"}}}});
   EXPECT_EQ(inbox_->Response(8)["error"]["code"], -32002);
