@@ -116,5 +116,45 @@ TEST(UpstreamClient, HttpsUpstreamVerifiesTheServerCertificate) {
   std::filesystem::remove_all(dir);
 }
 
+// Garbage on an HTTP upstream's GET stream (unparseable events, a response nobody asked for, a
+// server request with no call in flight) is logged or refused; the client stays usable.
+TEST(UpstreamClient, BadMessagesOnTheGetStreamAreSurvived) {
+  auto server = transport::testing::FakeMcpHttpServer::Start({});
+  ASSERT_TRUE(server.ok()) << server.status();
+  (*server)->QueueGet({200,
+                       "data: {not json\n\ndata: [1,2\n\ndata: 42\n\n"
+                       "data: {\"jsonrpc\":\"2.0\",\"id\":99,\"result\":{}}\n\n"
+                       "data: {\"jsonrpc\":\"2.0\",\"id\":\"s\",\"method\":\"roots/list\"}\n\n",
+                       true});
+  base::ThreadExecutor executor;
+  UpstreamConfig config;
+  config.name = "h";
+  config.http = HttpUpstream{(*server)->url(), {}, ""};
+  std::shared_ptr<UpstreamClient> client;
+  std::promise<void> ready;
+  executor.RunSync([&] {
+    UpstreamClient::Listener listener;
+    listener.on_catalog = [&] { ready.set_value(); };
+    client = std::make_shared<UpstreamClient>(executor, config, listener, UpstreamClient::Backoff{});
+    client->Start();
+  });
+  ASSERT_EQ(ready.get_future().wait_for(15s), std::future_status::ready);
+  // initialize, initialized, then the refusal of roots/list: the stream's last event was
+  // handled (after the garbage before it).
+  ASSERT_TRUE((*server)->WaitForPosts(3, 15s));
+  std::promise<absl::Status> pinged;
+  executor.RunSync([&] {
+    client->Request("ping", protocol::Json::object(),
+                    [&](absl::StatusOr<protocol::Json> r) { pinged.set_value(r.status()); });
+  });
+  EXPECT_TRUE(pinged.get_future().get().ok());
+  executor.RunSync([&] {
+    EXPECT_TRUE(client->ready());
+    client->Stop();
+    client.reset();
+  });
+  executor.Stop();
+}
+
 }  // namespace
 }  // namespace contextd::gateway

@@ -165,6 +165,7 @@ struct FakeMcpHttpServer::Impl {
       std::lock_guard<std::mutex> lock(mu);
       ++posts;
     }
+    cv.notify_all();
     if (!message.is_object() || !message.contains("id")) {
       write("HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
       return;
@@ -223,6 +224,11 @@ std::vector<std::string> FakeMcpHttpServer::get_last_event_ids() {
 bool FakeMcpHttpServer::WaitForGets(size_t n, std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(impl_->mu);
   return impl_->cv.wait_for(lock, timeout, [&] { return impl_->last_event_ids.size() >= n; });
+}
+
+bool FakeMcpHttpServer::WaitForPosts(int n, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  return impl_->cv.wait_for(lock, timeout, [&] { return impl_->posts >= n; });
 }
 
 int FakeMcpHttpServer::posts() {

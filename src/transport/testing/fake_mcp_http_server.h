@@ -53,8 +53,10 @@ class FakeMcpHttpServer {
   std::vector<std::string> get_last_event_ids();
   // Waits (bounded) until `n` GETs were received; false on timeout.
   bool WaitForGets(size_t n, std::chrono::milliseconds timeout);
-  // Number of POSTs answered.
+  // Number of POSTs received.
   int posts();
+  // Waits (bounded) until `n` POSTs were received; false on timeout.
+  bool WaitForPosts(int n, std::chrono::milliseconds timeout);
   // Closes the listener and every connection (held streams end); joins the threads.
   void Stop();
 
