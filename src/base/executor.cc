@@ -109,9 +109,21 @@ void ThreadExecutor::Loop() {
                                    due.time_since_epoch())));
     }
   }
-  queue_.clear();
-  timers_.clear();
-  timer_due_.clear();
+  // Drop what never ran outside the lock: destroying a task may post another (a session's
+  // destructor posts its unregistration), which would deadlock on mu_; such posts are dropped
+  // the same way.
+  for (;;) {
+    decltype(queue_) queue;
+    decltype(timers_) timers;
+    queue.swap(queue_);
+    timers.swap(timers_);
+    timer_due_.clear();
+    if (queue.empty() && timers.empty()) break;
+    lock.unlock();
+    queue.clear();
+    timers.clear();
+    lock.lock();
+  }
 }
 
 int ManualExecutor::RunUntilIdle() {

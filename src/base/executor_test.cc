@@ -1,6 +1,8 @@
 #include "base/executor.h"
 
 #include <atomic>
+#include <future>
+#include <memory>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -42,6 +44,27 @@ TEST(ThreadExecutorTest, RunSyncRunsOnTheExecutorThread) {
   ex.RunSync([&] { in = ex.InExecutor(); });
   EXPECT_TRUE(in);
   EXPECT_FALSE(ex.InExecutor());
+}
+
+// A task dropped at Stop whose destruction posts (like a session's last reference) must not
+// deadlock the loop.
+TEST(ThreadExecutorTest, StopDropsQueuedTasksWhoseDestructionPosts) {
+  ThreadExecutor ex;
+  std::promise<void> gate;
+  std::shared_future<void> open = gate.get_future().share();
+  bool ran = false;
+  ex.Post([open] { open.wait(); });
+  ex.Post([&ex] { ex.Stop(); });  // from the loop itself: only asks it to end
+  {
+    std::shared_ptr<int> posts_when_destroyed(new int(0), [&ex](int* p) {
+      delete p;
+      ex.Post([] {});
+    });
+    ex.Post([posts_when_destroyed, &ran] { ran = true; });
+  }
+  gate.set_value();
+  ex.Stop();
+  EXPECT_FALSE(ran);
 }
 
 TEST(ThreadExecutorTest, ManyPostersOneOwner) {

@@ -1,5 +1,6 @@
 #include "gateway/gateway.h"
 
+#include <optional>
 #include <utility>
 
 #include "base/logging.h"
@@ -15,6 +16,7 @@ namespace {
 constexpr char kToolCallKind[] = "tool_call";
 constexpr char kToolResultKind[] = "tool_result";
 constexpr char kResourceReadKind[] = "resource_read";
+constexpr char kPromptGetKind[] = "prompt_get";
 
 std::string StringField(const Json& object, std::string_view key) {
   if (!object.is_object()) return {};
@@ -51,6 +53,23 @@ protocol::ToolResult ResultFromJson(Json json) {
 
 }  // namespace
 
+std::optional<std::string> ScrubContentBlock(const scrub::Scrubber& scrubber, Json& block) {
+  if (!block.is_object()) return std::nullopt;
+  std::string type = StringField(block, w::kType);
+  if (type == w::kText && block.contains(w::kText) && block[w::kText].is_string()) {
+    block[w::kText] = scrubber.Scrub(block[w::kText].get_ref<const std::string&>());
+    return block[w::kText].get<std::string>();
+  }
+  if (type == "resource" && block.contains("resource") && block["resource"].is_object()) {
+    Json& resource = block["resource"];
+    if (resource.contains(w::kText) && resource[w::kText].is_string()) {
+      resource[w::kText] = scrubber.Scrub(resource[w::kText].get_ref<const std::string&>());
+      return resource[w::kText].get<std::string>();
+    }
+  }
+  return std::nullopt;
+}
+
 std::string ScrubToolResult(const scrub::Scrubber& scrubber, protocol::ToolResult& result) {
   std::string joined;
   bool first = true;
@@ -60,19 +79,7 @@ std::string ScrubToolResult(const scrub::Scrubber& scrubber, protocol::ToolResul
     joined += text;
   };
   for (Json& block : result.content) {
-    if (!block.is_object()) continue;
-    std::string type = StringField(block, w::kType);
-    if (type == w::kText && block.contains(w::kText) && block[w::kText].is_string()) {
-      block[w::kText] = scrubber.Scrub(block[w::kText].get_ref<const std::string&>());
-      append(block[w::kText].get_ref<const std::string&>());
-    } else if (type == "resource" && block.contains("resource") &&
-               block["resource"].is_object()) {
-      Json& resource = block["resource"];
-      if (resource.contains(w::kText) && resource[w::kText].is_string()) {
-        resource[w::kText] = scrubber.Scrub(resource[w::kText].get_ref<const std::string&>());
-        append(resource[w::kText].get_ref<const std::string&>());
-      }
-    }
+    if (auto text = ScrubContentBlock(scrubber, block)) append(*text);
   }
   if (!result.structured_content.is_null()) {
     ScrubStrings(scrubber, result.structured_content);
@@ -140,13 +147,31 @@ void Gateway::Start() {
 }
 
 void Gateway::Stop() {
-  bool removed = false;
   for (auto& [name, upstream] : upstreams_) {
     upstream.client->Stop();
-    for (const auto& tool : upstream.tools) removed |= deps_.server->RemoveTool(tool).ok();
-    upstream.tools.clear();
+    Unregister(upstream);
   }
-  if (removed) deps_.server->NotifyToolsListChanged();
+}
+
+void Gateway::Unregister(Upstream& upstream) {
+  bool tools = false, resources = false, prompts = false;
+  for (const auto& tool : upstream.tools) tools |= deps_.server->RemoveTool(tool).ok();
+  for (const auto& [uri, entry] : upstream.resources) {
+    resources |= deps_.server->RemoveResource(uri).ok();
+  }
+  for (const auto& [uri, entry] : upstream.templates) {
+    resources |= deps_.server->RemoveResourceTemplate(uri).ok();
+  }
+  for (const auto& [prompt, entry] : upstream.prompts) {
+    prompts |= deps_.server->RemovePrompt(prompt).ok();
+  }
+  upstream.tools.clear();
+  upstream.resources.clear();
+  upstream.templates.clear();
+  upstream.prompts.clear();
+  if (tools) deps_.server->NotifyToolsListChanged();
+  if (resources) deps_.server->NotifyResourcesListChanged();
+  if (prompts) deps_.server->NotifyPromptsListChanged();
 }
 
 bool Gateway::Settled() const {
@@ -200,7 +225,15 @@ void Gateway::OnCatalog(Upstream& upstream) {
   }
   if (tools_changed) deps_.server->NotifyToolsListChanged();
 
-  bool resources_changed = false;
+  auto [resources_changed, prompts_changed] = SyncResourcesAndPrompts(upstream);
+  if (resources_changed) deps_.server->NotifyResourcesListChanged();
+  if (prompts_changed) deps_.server->NotifyPromptsListChanged();
+}
+
+std::pair<bool, bool> Gateway::SyncResourcesAndPrompts(Upstream& upstream) {
+  const UpstreamCatalog& catalog = upstream.client->catalog();
+  const std::string& name = upstream.client->config().name;
+  std::weak_ptr<bool> alive = alive_;
   auto reader = [this, alive, &upstream](const protocol::ResourceRead& read,
                                          protocol::ResourceDone done) {
     if (!alive.lock()) {
@@ -209,44 +242,190 @@ void Gateway::OnCatalog(Upstream& upstream) {
     }
     ReadResource(upstream, read, std::move(done));
   };
-  for (const Json& resource : catalog.resources) {
-    std::string uri = StringField(resource, w::kUri);
-    if (uri.empty()) continue;
-    std::string exposed = ExposedUri(name, uri);
-    if (upstream.resources.count(exposed)) continue;
-    protocol::ResourceDefinition definition{exposed, StringField(resource, w::kName),
-                                            StringField(resource, w::kTitle),
-                                            StringField(resource, w::kDescription),
-                                            StringField(resource, w::kMimeType)};
-    if (definition.name.empty()) definition.name = uri;
-    absl::Status added = deps_.server->AddResource(std::move(definition), reader);
-    if (added.ok()) {
-      upstream.resources.insert(exposed);
-      resources_changed = true;
-    } else {
-      base::LogWarn(base::StrCat("upstream ", name, ": resource ", uri,
-                                 " not exposed: ", added.message()));
+
+  // One kind of item: `key_of` gives an entry's exposed key ("" = skip the entry); entries that
+  // vanished or changed are removed, new or changed ones added with `add`.
+  auto sync = [&](const Json& listed, std::map<std::string, Json>& registered,
+                  const std::function<std::string(const Json&)>& key_of,
+                  const std::function<absl::Status(std::string_view)>& remove,
+                  const std::function<absl::Status(const std::string&, const Json&)>& add,
+                  std::string_view what) {
+    std::map<std::string, const Json*> wanted;
+    for (const Json& entry : listed) {
+      std::string key = key_of(entry);
+      if (!key.empty()) wanted.emplace(std::move(key), &entry);
     }
-  }
-  for (const Json& tmpl : catalog.resource_templates) {
-    std::string uri_template = StringField(tmpl, w::kUriTemplate);
-    if (uri_template.empty()) continue;
-    std::string exposed = ExposedUri(name, uri_template);
-    if (upstream.templates.count(exposed)) continue;
-    protocol::ResourceTemplateDefinition definition{
-        exposed, StringField(tmpl, w::kName), StringField(tmpl, w::kTitle),
-        StringField(tmpl, w::kDescription), StringField(tmpl, w::kMimeType)};
-    if (definition.name.empty()) definition.name = uri_template;
-    absl::Status added = deps_.server->AddResourceTemplate(std::move(definition), reader);
-    if (added.ok()) {
-      upstream.templates.insert(exposed);
-      resources_changed = true;
-    } else {
-      base::LogWarn(base::StrCat("upstream ", name, ": resource template ", uri_template,
-                                 " not exposed: ", added.message()));
+    bool changed = false;
+    for (auto it = registered.begin(); it != registered.end();) {
+      auto w_it = wanted.find(it->first);
+      if (w_it != wanted.end() && *w_it->second == it->second) {
+        ++it;
+        continue;
+      }
+      changed |= remove(it->first).ok();
+      it = registered.erase(it);
     }
-  }
-  if (resources_changed) deps_.server->NotifyResourcesListChanged();
+    for (const auto& [key, entry] : wanted) {
+      if (registered.count(key)) continue;
+      absl::Status added = add(key, *entry);
+      if (added.ok()) {
+        registered.emplace(key, *entry);
+        changed = true;
+      } else {
+        base::LogWarn(base::StrCat("upstream ", name, ": ", what, " ", key,
+                                   " not exposed: ", added.message()));
+      }
+    }
+    return changed;
+  };
+
+  bool resources_changed = sync(
+      catalog.resources, upstream.resources,
+      [&](const Json& r) {
+        std::string uri = StringField(r, w::kUri);
+        return uri.empty() ? uri : ExposedUri(name, uri);
+      },
+      [&](std::string_view uri) { return deps_.server->RemoveResource(uri); },
+      [&](const std::string& exposed, const Json& r) {
+        protocol::ResourceDefinition definition{exposed, StringField(r, w::kName),
+                                                StringField(r, w::kTitle),
+                                                StringField(r, w::kDescription),
+                                                StringField(r, w::kMimeType)};
+        if (definition.name.empty()) definition.name = StringField(r, w::kUri);
+        return deps_.server->AddResource(std::move(definition), reader);
+      },
+      "resource");
+  resources_changed |= sync(
+      catalog.resource_templates, upstream.templates,
+      [&](const Json& t) {
+        std::string uri_template = StringField(t, w::kUriTemplate);
+        return uri_template.empty() ? uri_template : ExposedUri(name, uri_template);
+      },
+      [&](std::string_view uri) { return deps_.server->RemoveResourceTemplate(uri); },
+      [&](const std::string& exposed, const Json& t) {
+        protocol::ResourceTemplateDefinition definition{
+            exposed, StringField(t, w::kName), StringField(t, w::kTitle),
+            StringField(t, w::kDescription), StringField(t, w::kMimeType)};
+        if (definition.name.empty()) definition.name = StringField(t, w::kUriTemplate);
+        return deps_.server->AddResourceTemplate(std::move(definition), reader);
+      },
+      "resource template");
+  bool prompts_changed = sync(
+      catalog.prompts, upstream.prompts,
+      [&](const Json& p) {
+        std::string prompt = StringField(p, w::kName);
+        return prompt.empty() ? prompt : base::StrCat(name, kNameSeparator, prompt);
+      },
+      [&](std::string_view exposed) { return deps_.server->RemovePrompt(exposed); },
+      [&](const std::string& exposed, const Json& p) {
+        protocol::PromptDefinition definition;
+        definition.name = exposed;
+        definition.title = StringField(p, w::kTitle);
+        definition.description = StringField(p, w::kDescription);
+        if (p.contains(w::kArguments) && p[w::kArguments].is_array()) {
+          for (const Json& a : p[w::kArguments]) {
+            std::string arg = StringField(a, w::kName);
+            if (arg.empty()) continue;
+            bool required = a.contains(w::kRequired) && a[w::kRequired].is_boolean() &&
+                            a[w::kRequired].get<bool>();
+            definition.arguments.push_back(
+                protocol::PromptArgument{arg, StringField(a, w::kDescription), required});
+          }
+        }
+        std::string upstream_prompt = StringField(p, w::kName);
+        return deps_.server->AddAsyncPrompt(
+            std::move(definition),
+            [this, alive, &upstream, upstream_prompt, exposed](
+                const std::map<std::string, std::string>& arguments,
+                const protocol::SessionInfo& session, protocol::PromptDone done) {
+              if (!alive.lock()) {
+                done(absl::UnavailableError("contextd gateway is shutting down"));
+                return;
+              }
+              GetPrompt(upstream, upstream_prompt, exposed, arguments, session, std::move(done));
+            });
+      },
+      "prompt");
+  return {resources_changed, prompts_changed};
+}
+
+void Gateway::GetPrompt(Upstream& upstream, const std::string& upstream_prompt,
+                        const std::string& exposed,
+                        const std::map<std::string, std::string>& arguments,
+                        const protocol::SessionInfo& session, protocol::PromptDone done) {
+  Json args = Json::object();
+  for (const auto& [k, v] : arguments) args[k] = v;
+  std::string name = upstream.client->config().name;
+  std::weak_ptr<bool> alive = alive_;
+  upstream.client->Request(
+      w::kPromptsGet, Json{{w::kName, upstream_prompt}, {w::kArguments, std::move(args)}},
+      [this, alive, name, exposed, session, done = std::move(done)](absl::StatusOr<Json> result) {
+        if (!alive.lock()) {
+          done(absl::UnavailableError("contextd gateway is shutting down"));
+          return;
+        }
+        if (!result.ok()) {
+          if (absl::IsUnknown(result.status())) {
+            // A JSON-RPC error of the upstream ("<code>: <message>"): invalid params stay so.
+            std::string message(result.status().message());
+            std::string text = base::StrCat("upstream ", name, " error: ", message);
+            done(message.rfind("-32602:", 0) == 0 ? absl::InvalidArgumentError(text)
+                                                  : absl::InternalError(text));
+          } else {
+            done(result.status());
+          }
+          return;
+        }
+        Json& r = *result;
+        if (!r.is_object() || !r.contains(w::kMessages) || !r[w::kMessages].is_array()) {
+          done(absl::InternalError(
+              base::StrCat("upstream ", name, " sent a malformed prompts/get result")));
+          return;
+        }
+        Json reply = Json::object();
+        std::string joined;
+        auto append = [&joined](const std::string& text) {
+          if (!joined.empty()) joined.push_back('\n');
+          joined += text;
+        };
+        std::string description = StringField(r, w::kDescription);
+        if (!description.empty()) {
+          reply[w::kDescription] = deps_.scrubber->Scrub(description);
+          append(reply[w::kDescription].get<std::string>());
+        }
+        Json messages = Json::array();
+        for (Json& message : r[w::kMessages]) {
+          if (!message.is_object() || !message.contains(w::kContent) ||
+              !message[w::kContent].is_object() || StringField(message, w::kRole).empty()) {
+            done(absl::InternalError(base::StrCat(
+                "upstream ", name, " sent a malformed prompt message (needs role and content)")));
+            return;
+          }
+          Json out = {{w::kRole, StringField(message, w::kRole)},
+                      {w::kContent, std::move(message[w::kContent])}};
+          if (auto text = ScrubContentBlock(*deps_.scrubber, out[w::kContent])) append(*text);
+          messages.push_back(std::move(out));
+        }
+        reply[w::kMessages] = std::move(messages);
+        auto tokens = static_cast<int64_t>(deps_.counter->Count(joined));
+        auto charged = deps_.manager->Charge(
+            deps_.session_key(session), "",
+            folding::ChargeRecord{kPromptGetKind, exposed, joined, tokens});
+        if (!charged.ok()) {
+          base::LogWarn(base::StrCat("gateway: charging prompt ", exposed, ": ",
+                                     charged.status().message()));
+        }
+        bool exhausted = charged.ok() && charged->exhausted;
+        if (deps_.observer != nullptr) {
+          deps_.observer->OnProxiedCall(session, charged.ok() ? charged->branch_id : "", exposed, "",
+                                        joined, 0, tokens, exhausted);
+        }
+        if (exhausted) {
+          done(absl::ResourceExhaustedError(folding::ExhaustedText(*charged)));
+          return;
+        }
+        done(std::move(reply));
+      });
 }
 
 void Gateway::CallTool(Upstream& upstream, const std::string& upstream_tool,

@@ -1,11 +1,13 @@
 // Gateway: contextd in front of the agent's other MCP servers ("upstreams"). For each configured
 // upstream it runs an UpstreamClient and re-exposes the upstream's tools as `<name>__<tool>`,
-// its resources as `contextd+upstream://<name>/<original uri>` (reversible: strip the prefix)
-// and its resource templates likewise prefixed. Every tools/call is intercepted:
+// its prompts as `<name>__<prompt>`, its resources as `contextd+upstream://<name>/<original uri>`
+// (reversible: strip the prefix) and its resource templates likewise prefixed; what vanishes
+// from a re-listed catalog is removed again. Every tools/call is intercepted:
 //   arguments: serialized -> scrubbed -> counted -> charged ("tool_call") -> forwarded (unscrubbed)
 //   result:    text blocks and structuredContent strings scrubbed in place -> joined text counted
 //              -> charged ("tool_result") -> InterceptionObserver -> budget warning/exhaustion
 //              applied -> reply.
+// resources/read and prompts/get results are scrubbed, counted and charged the same way.
 // Progress, cancellation, log messages and server-to-client requests (sampling, elicitation,
 // roots) of a forwarded call are relayed between the client whose call caused them and the
 // upstream.
@@ -16,9 +18,11 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -82,7 +86,8 @@ class Gateway {
   // Starts every upstream (asynchronously: their tools are registered, and list_changed sent,
   // as each becomes ready). Executor only.
   void Start();
-  // Stops every upstream (kills the children) and unregisters their tools. Executor only.
+  // Stops every upstream (kills the children) and unregisters their tools, resources, templates
+  // and prompts. Executor only.
   void Stop();
 
   // True when every upstream is ready or has failed its first start (startup may wait for this,
@@ -100,13 +105,24 @@ class Gateway {
  private:
   struct Upstream {
     std::shared_ptr<UpstreamClient> client;
-    std::set<std::string> tools;      // exposed names currently registered
-    std::set<std::string> resources;  // exposed uris registered (the engine cannot remove them)
-    std::set<std::string> templates;  // exposed templates registered
+    std::set<std::string> tools;  // exposed names currently registered
+    // Exposed uri / uri template / prompt name -> the upstream's listing entry it was made from
+    // (a changed entry is re-registered, a vanished one removed).
+    std::map<std::string, Json> resources;
+    std::map<std::string, Json> templates;
+    std::map<std::string, Json> prompts;
   };
   Gateway(GatewayDeps deps, std::vector<UpstreamConfig> upstreams);
 
   void OnCatalog(Upstream& upstream);
+  // Brings the resources, templates and prompts registered for `upstream` in line with its
+  // catalog; returns {resources changed, prompts changed}.
+  std::pair<bool, bool> SyncResourcesAndPrompts(Upstream& upstream);
+  // Removes everything registered for `upstream` from the server (and notifies).
+  void Unregister(Upstream& upstream);
+  void GetPrompt(Upstream& upstream, const std::string& upstream_prompt,
+                 const std::string& exposed, const std::map<std::string, std::string>& arguments,
+                 const protocol::SessionInfo& session, protocol::PromptDone done);
   void CallTool(Upstream& upstream, const std::string& upstream_tool,
                 const std::shared_ptr<protocol::ToolCall>& call);
   void FinishCall(const std::shared_ptr<protocol::ToolCall>& call, absl::StatusOr<Json> result,
@@ -119,6 +135,10 @@ class Gateway {
   std::map<std::string, Upstream, std::less<>> upstreams_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
+
+// Scrubs, in place, the text of one MCP content block (a text block, or an embedded resource's
+// text) and returns the scrubbed text; nullopt for blocks without text (images, audio, links).
+std::optional<std::string> ScrubContentBlock(const scrub::Scrubber& scrubber, Json& block);
 
 // Scrubs, in place, every text block (and embedded resource text) of an MCP tool result's
 // `content` and every string value inside `structuredContent`; returns the text that is counted

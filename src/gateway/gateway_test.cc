@@ -343,6 +343,88 @@ TEST_F(GatewayTest, ReadsUpstreamResourcesThroughReversibleUris) {
   EXPECT_EQ(contents[0]["text"].get<std::string>().find("SECRET123"), std::string::npos);
 }
 
+TEST_F(GatewayTest, ReExposesUpstreamPromptsAndScrubsTheirMessages) {
+  StartGateway();
+  Send(Json{{"jsonrpc", "2.0"}, {"id", 4}, {"method", "prompts/list"}});
+  Json prompts = inbox_->Response(4)["result"]["prompts"];
+  Json greet;
+  for (const auto& p : prompts) {
+    if (p["name"] == "t__greet") greet = p;
+  }
+  ASSERT_FALSE(greet.is_null()) << prompts.dump();
+  EXPECT_EQ(greet["description"], "greets someone");
+  EXPECT_EQ(greet["arguments"][0]["name"], "who");
+  EXPECT_EQ(greet["arguments"][0]["required"], true);
+
+  Send(Json{{"jsonrpc", "2.0"}, {"id", 5}, {"method", "prompts/get"},
+            {"params", {{"name", "t__greet"}, {"arguments", {{"who", "ann"}}}}}});
+  Json result = inbox_->Response(5)["result"];
+  EXPECT_EQ(result["description"], "greeting [REDACTED:test-secret:SE...]");
+  ASSERT_EQ(result["messages"].size(), 2u) << result.dump();
+  EXPECT_EQ(result["messages"][0]["role"], "user");
+  EXPECT_EQ(result["messages"][0]["content"]["text"], "hello ann [REDACTED:test-secret:SE...]");
+  EXPECT_EQ(result["messages"][1]["content"]["resource"]["text"],
+            "key [REDACTED:test-secret:SE...]");
+  {
+    std::lock_guard<std::mutex> lock(observer_.mu);
+    ASSERT_EQ(observer_.calls.size(), 1u);
+    EXPECT_EQ(observer_.calls[0].tool, "t__greet");
+    EXPECT_EQ(observer_.calls[0].result.find("SECRET123"), std::string::npos);
+    EXPECT_GT(observer_.calls[0].result_tokens, 0);
+  }
+
+  // The engine checks required arguments; the upstream's errors and bad results become clear
+  // JSON-RPC errors.
+  Send(Json{{"jsonrpc", "2.0"}, {"id", 6}, {"method", "prompts/get"},
+            {"params", {{"name", "t__greet"}}}});
+  EXPECT_EQ(inbox_->Response(6)["error"]["code"], -32602);
+  Send(Json{{"jsonrpc", "2.0"}, {"id", 7}, {"method", "prompts/get"},
+            {"params", {{"name", "t__malformed"}}}});
+  Json error = inbox_->Response(7)["error"];
+  EXPECT_EQ(error["code"], -32603);
+  EXPECT_EQ(error["message"], "upstream t sent a malformed prompts/get result");
+}
+
+TEST_F(GatewayTest, SlowUpstreamPromptAnswersAnErrorWithinTheTimeout) {
+  StartGateway(300ms);
+  auto start = std::chrono::steady_clock::now();
+  Send(Json{{"jsonrpc", "2.0"}, {"id", 4}, {"method", "prompts/get"},
+            {"params", {{"name", "t__slow_prompt"}, {"arguments", {{"ms", "5000"}}}}}});
+  Json error = inbox_->Response(4)["error"];
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
+  EXPECT_EQ(error["code"], -32603);
+  EXPECT_EQ(error["message"], "upstream t unavailable: no answer to prompts/get within 300 ms");
+}
+
+TEST_F(GatewayTest, RemovesResourcesTemplatesAndPromptsThatVanishUpstream) {
+  StartGateway();
+  // The first catalog's notifications.
+  ASSERT_FALSE(inbox_->Notification("notifications/resources/list_changed").is_null());
+  ASSERT_FALSE(inbox_->Notification("notifications/prompts/list_changed").is_null());
+  Send(Json{{"jsonrpc", "2.0"}, {"id", 4}, {"method", "resources/templates/list"}});
+  Json templates = inbox_->Response(4)["result"]["resourceTemplates"];
+  ASSERT_EQ(templates.size(), 1u);
+  EXPECT_EQ(templates[0]["uriTemplate"], "contextd+upstream://t/test://item/{id}");
+
+  EXPECT_EQ(Text(Call("t__drop", Json::object())), "dropped");
+  ASSERT_FALSE(inbox_->Notification("notifications/resources/list_changed").is_null());
+  ASSERT_FALSE(inbox_->Notification("notifications/prompts/list_changed").is_null());
+  Send(Json{{"jsonrpc", "2.0"}, {"id", 5}, {"method", "resources/list"}});
+  EXPECT_EQ(inbox_->Response(5)["result"]["resources"], Json::array());
+  Send(Json{{"jsonrpc", "2.0"}, {"id", 6}, {"method", "resources/templates/list"}});
+  EXPECT_EQ(inbox_->Response(6)["result"]["resourceTemplates"], Json::array());
+  Send(Json{{"jsonrpc", "2.0"}, {"id", 7}, {"method", "prompts/list"}});
+  Json prompts = inbox_->Response(7)["result"]["prompts"];
+  ASSERT_TRUE(prompts.is_array());
+  for (const auto& p : prompts) EXPECT_NE(p["name"], "t__greet");
+  Send(Json{{"jsonrpc", "2.0"}, {"id", 8}, {"method", "resources/read"},
+            {"params", {{"uri", "contextd+upstream://t/test://greeting"}}}});
+  EXPECT_EQ(inbox_->Response(8)["error"]["code"], -32002);
+  Send(Json{{"jsonrpc", "2.0"}, {"id", 9}, {"method", "prompts/get"},
+            {"params", {{"name", "t__greet"}, {"arguments", {{"who", "x"}}}}}});
+  EXPECT_EQ(inbox_->Response(9)["error"]["code"], -32602);
+}
+
 #ifdef CONTEXTD_GATEWAY_HTTP_TEST
 // An upstream reached over Streamable HTTP: another McpServer served by contextd's own HTTP
 // transport on 127.0.0.1 port 0.
@@ -367,7 +449,7 @@ TEST_F(GatewayTest, ProxiesAStreamableHttpUpstreamWithProgress) {
   ASSERT_TRUE(http.ok()) << http.status();
   UpstreamConfig config;
   config.name = "t";
-  config.http = HttpUpstream{(*http)->listen_url(), {{"X-Test", "1"}}};
+  config.http = HttpUpstream{(*http)->listen_url(), {{"X-Test", "1"}}, ""};
   StartGateway(config);
   Json result = Call("t__hello", {{"name", "ann"}}, {{"progressToken", 7}});
   EXPECT_EQ(Text(result), "hi ann [REDACTED:test-secret:SE...]") << result.dump();
@@ -383,6 +465,41 @@ TEST_F(GatewayTest, ProxiesAStreamableHttpUpstreamWithProgress) {
   Json down = Call("t__hello", {{"name", "bob"}});
   EXPECT_TRUE(down.value("isError", false));
   EXPECT_NE(Text(down).find("upstream t"), std::string::npos) << Text(down);
+  executor_.RunSync([&] { gateway_->Stop(); });
+  upstream_executor.Stop();
+}
+
+// Upstream messages unrelated to a request (here tools/list_changed) arrive on the standalone
+// GET stream of an HTTP upstream.
+TEST_F(GatewayTest, ReceivesListChangedOfAnHttpUpstreamOnItsGetStream) {
+  base::ThreadExecutor upstream_executor;
+  auto upstream = std::make_shared<protocol::McpServer>(upstream_executor,
+                                                        protocol::ServerInfo{"up", "1", ""});
+  auto add = [&](const std::string& name) {
+    return upstream->AddTool(
+        protocol::ToolDefinition{name, "", "", Json{{"type", "object"}}, nullptr, nullptr},
+        [name](std::shared_ptr<protocol::ToolCall> call) {
+          call->Finish(protocol::TextResult("from " + name));
+        });
+  };
+  ASSERT_TRUE(add("one").ok());
+  auto http = transport::HttpServer::Start(transport::HttpServerOptions{}, upstream);
+  ASSERT_TRUE(http.ok()) << http.status();
+  UpstreamConfig config;
+  config.name = "t";
+  config.http = HttpUpstream{(*http)->listen_url(), {}, ""};
+  StartGateway(config);
+  ASSERT_TRUE(add("two").ok());
+  // A notification sent before the gateway's GET stream is attached is not replayed to it, so
+  // notify until the gateway has re-listed (bounded).
+  bool relisted = false;
+  for (int i = 0; i < 100 && !relisted; ++i) {
+    upstream->NotifyToolsListChanged();
+    relisted = !inbox_->Notification("notifications/tools/list_changed", 100ms).is_null();
+  }
+  ASSERT_TRUE(relisted);
+  EXPECT_EQ(Text(Call("t__two", Json::object())), "from two");
+  (*http)->Stop();
   executor_.RunSync([&] { gateway_->Stop(); });
   upstream_executor.Stop();
 }

@@ -81,6 +81,7 @@ void UpstreamClient::Launch() {
     transport::UpstreamHttpOptions options;
     options.url = config_.http->url;
     options.headers = config_.http->headers;
+    options.ca_file = config_.http->ca_file;
     options.log_name = config_.name;
     channel = transport::UpstreamHttpChannel::Start(options, std::move(callbacks));
   }
@@ -406,7 +407,7 @@ void UpstreamClient::HandleServerRequest(const protocol::Message& message) {
 
 void UpstreamClient::OnClosed(uint64_t generation, std::string reason) {
   if (generation != generation_) return;
-  HandleDown(base::StrCat("process ", reason));
+  HandleDown(config_.stdio ? base::StrCat("process ", reason) : std::move(reason));
 }
 
 void UpstreamClient::HandleDown(std::string reason) {

@@ -23,6 +23,18 @@ absl::Status ValidateUpstream(const UpstreamConfig& config) {
   if (config.http && config.http->url.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("upstream ", config.name, ": http.url is empty"));
   }
+  if (config.http) {
+    const std::string& url = config.http->url;
+    bool https = url.rfind("https://", 0) == 0;
+    if (!https && url.rfind("http://", 0) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "upstream ", config.name, ": http.url must start with http:// or https://"));
+    }
+    if (!https && !config.http->ca_file.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "upstream ", config.name, ": http.ca_file applies only to an https:// url"));
+    }
+  }
   if (config.call_timeout.count() <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("upstream ", config.name, ": call_timeout must be positive"));

@@ -26,10 +26,13 @@ struct StdioUpstream {
 
 // An upstream reached over MCP Streamable HTTP.
 struct HttpUpstream {
-  // Endpoint URL, e.g. "http://127.0.0.1:8080/mcp".
+  // Endpoint URL, e.g. "http://127.0.0.1:8080/mcp" or "https://mcp.example.com/mcp".
   std::string url;
   // Extra headers sent with every request (e.g. Authorization).
   std::map<std::string, std::string> headers;
+  // https only: PEM file of the CA certificate(s) that sign the server's certificate, trusted
+  // instead of the system trust store. Empty: the system trust store.
+  std::string ca_file;
 };
 
 // One entry of `upstreams:`. Exactly one of `stdio` and `http` is set.
@@ -44,7 +47,8 @@ struct UpstreamConfig {
 
 // Returns OK when `config` is usable; InvalidArgument naming the problem when the name is empty or
 // not [a-z0-9_-]+, when not exactly one of stdio/http is set, when stdio.command or http.url is
-// empty, or when call_timeout is not positive.
+// empty, when http.url is not http:// or https://, when http.ca_file is set for an http:// url,
+// or when call_timeout is not positive.
 absl::Status ValidateUpstream(const UpstreamConfig& config);
 
 }  // namespace contextd::gateway

@@ -869,18 +869,29 @@ void McpSession::OnPromptsGet(Message& m) {
       return;
     }
   }
-  absl::StatusOr<Json> result = absl::InternalError("prompt handler threw");
+  // Synchronous handlers call `done` before returning, so their reply is sent inline.
+  auto once = std::make_shared<std::atomic<bool>>(false);
+  PromptDone done = [weak = weak_from_this(), ex = &executor_, id = m.id,
+                     once](absl::StatusOr<Json> result) {
+    if (once->exchange(true)) return;
+    RunOn(*ex, [weak, id, r = std::move(result)]() mutable {
+      auto s = weak.lock();
+      if (!s) return;
+      if (!r.ok()) {
+        const int code = absl::IsInvalidArgument(r.status()) ? kInvalidParams : kInternalError;
+        s->ReplyError(id, code, Msg(r.status()));
+        return;
+      }
+      s->Reply(id, std::move(*r));
+    });
+  };
   try {
-    result = prompt->handler(args, *info_);
+    prompt->handler(args, *info_, done);
   } catch (const std::exception& e) {
-    result = absl::InternalError(Cat("prompt failed: ", e.what()));
+    done(absl::InternalError(Cat("prompt failed: ", e.what())));
+  } catch (...) {
+    done(absl::InternalError("prompt handler threw"));
   }
-  if (!result.ok()) {
-    const int code = absl::IsInvalidArgument(result.status()) ? kInvalidParams : kInternalError;
-    ReplyError(m.id, code, Msg(result.status()));
-    return;
-  }
-  Reply(m.id, std::move(*result));
 }
 
 void McpSession::OnComplete(Message& m) {
@@ -1075,6 +1086,16 @@ absl::Status McpServer::AddResourceTemplate(ResourceTemplateDefinition definitio
 }
 
 absl::Status McpServer::AddPrompt(PromptDefinition definition, PromptHandler handler) {
+  if (!handler) return absl::InvalidArgumentError("a prompt needs a name and a handler");
+  return AddAsyncPrompt(std::move(definition),
+                        [handler = std::move(handler)](
+                            const std::map<std::string, std::string>& arguments,
+                            const SessionInfo& session, PromptDone done) {
+                          done(handler(arguments, session));
+                        });
+}
+
+absl::Status McpServer::AddAsyncPrompt(PromptDefinition definition, AsyncPromptHandler handler) {
   if (definition.name.empty() || !handler) {
     return absl::InvalidArgumentError("a prompt needs a name and a handler");
   }
@@ -1105,6 +1126,34 @@ absl::Status McpServer::AddPrompt(PromptDefinition definition, PromptHandler han
     }
   }
   prompts_.push_back(std::move(entry));
+  return absl::OkStatus();
+}
+
+absl::Status McpServer::RemovePrompt(std::string_view name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = std::find_if(prompts_.begin(), prompts_.end(),
+                         [&](const auto& p) { return p->definition.name == name; });
+  if (it == prompts_.end()) return absl::NotFoundError(Cat("no prompt named ", name));
+  prompts_.erase(it);
+  return absl::OkStatus();
+}
+
+absl::Status McpServer::RemoveResource(std::string_view uri) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = std::find_if(resources_.begin(), resources_.end(),
+                         [&](const auto& r) { return r->definition.uri == uri; });
+  if (it == resources_.end()) return absl::NotFoundError(Cat("no resource ", uri));
+  resources_.erase(it);
+  return absl::OkStatus();
+}
+
+absl::Status McpServer::RemoveResourceTemplate(std::string_view uri_template) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = std::find_if(templates_.begin(), templates_.end(), [&](const auto& t) {
+    return t->definition.uri_template == uri_template;
+  });
+  if (it == templates_.end()) return absl::NotFoundError(Cat("no resource template ", uri_template));
+  templates_.erase(it);
   return absl::OkStatus();
 }
 

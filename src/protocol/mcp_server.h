@@ -178,6 +178,16 @@ struct PromptDefinition {
 using PromptHandler =
     std::function<absl::StatusOr<Json>(const std::map<std::string, std::string>& arguments,
                                        const SessionInfo& session)>;
+// Completion of an asynchronous prompts/get: the result ({description?, messages}), or an error
+// status (InvalidArgument -> -32602, anything else -> -32603 with its message). Call exactly once
+// (later calls are ignored), from any thread.
+using PromptDone = std::function<void(absl::StatusOr<Json>)>;
+// Builds prompts/get's result later (e.g. from an upstream server). Called on the executor with
+// the string arguments (required ones already checked); must eventually call `done`. If it throws
+// before calling `done`, the request fails with -32603.
+using AsyncPromptHandler =
+    std::function<void(const std::map<std::string, std::string>& arguments,
+                       const SessionInfo& session, PromptDone done)>;
 
 // completion/complete: returns candidate values for `value` of the argument; `context` holds the
 // other already-resolved arguments. At most 100 values are sent; total and hasMore are set.
@@ -225,6 +235,15 @@ class McpServer final : public SessionFactory {
   absl::Status AddResourceTemplate(ResourceTemplateDefinition definition, ResourceReader reader);
   // Registers a prompt. AlreadyExists for a duplicate name.
   absl::Status AddPrompt(PromptDefinition definition, PromptHandler handler);
+  // Registers a prompt whose result is built asynchronously. Errors as AddPrompt.
+  absl::Status AddAsyncPrompt(PromptDefinition definition, AsyncPromptHandler handler);
+  // Removes a prompt; NotFound if absent. Requests in flight are not affected.
+  absl::Status RemovePrompt(std::string_view name);
+  // Removes a concrete resource; NotFound if absent. Reads in flight are not affected;
+  // subscriptions to it simply receive no more updates.
+  absl::Status RemoveResource(std::string_view uri);
+  // Removes a resource template by its uriTemplate; NotFound if absent.
+  absl::Status RemoveResourceTemplate(std::string_view uri_template);
   // Registers completions for argument `argument` of a prompt (`ref_type` "ref/prompt", `ref` its
   // name) or a resource template ("ref/resource", `ref` the uri template).
   absl::Status AddCompletion(std::string_view ref_type, std::string_view ref,
@@ -274,7 +293,7 @@ class McpServer final : public SessionFactory {
   struct PromptEntry {
     PromptDefinition definition;
     Json listing;
-    PromptHandler handler;
+    AsyncPromptHandler handler;
   };
 
   std::shared_ptr<const ToolEntry> FindTool(std::string_view name) const;

@@ -638,6 +638,75 @@ TEST_F(McpServerTest, PromptsAndCompletion) {
   EXPECT_EQ(Call(9, "completion/complete", {{"ref", 1}})["error"]["code"], kInvalidParams);
 }
 
+TEST_F(McpServerTest, AsyncPromptAnswersWhenDoneRunsLaterFromAnotherThread) {
+  PromptDone pending;
+  ASSERT_TRUE(server_
+                  .AddAsyncPrompt({"later", "", "answers later", {{"x", "", true}}},
+                                  [&pending](const std::map<std::string, std::string>& args,
+                                             const SessionInfo& session, PromptDone done) {
+                                    EXPECT_EQ(args.at("x"), "1");
+                                    EXPECT_EQ(session.session_id, "s1");
+                                    pending = std::move(done);
+                                  })
+                  .ok());
+  ASSERT_TRUE(server_
+                  .AddAsyncPrompt({"fails", "", "", {}},
+                                  [](const std::map<std::string, std::string>&, const SessionInfo&,
+                                     PromptDone done) {
+                                    done(absl::UnavailableError("upstream u unavailable: down"));
+                                    done(Json::object());  // ignored: once only
+                                  })
+                  .ok());
+  Initialize();
+  Request(1, "prompts/get", {{"name", "later"}, {"arguments", {{"x", "1"}}}});
+  EXPECT_TRUE(sink_->Take().empty()) << "no reply before done";
+  ASSERT_TRUE(pending);
+  std::thread([&] {
+    pending(Json{{"messages", Json::array({{{"role", "user"},
+                                             {"content", {{"type", "text"}, {"text", "ok"}}}}})}});
+  }).join();
+  executor_.RunUntilIdle();
+  Json r = ResponseTo(1);
+  EXPECT_EQ(r["result"]["messages"][0]["content"]["text"], "ok");
+  r = Call(2, "prompts/get", {{"name", "fails"}});
+  EXPECT_EQ(r["error"]["code"], kInternalError);
+  EXPECT_EQ(r["error"]["message"], "upstream u unavailable: down");
+  EXPECT_TRUE(sink_->Take().empty()) << "the second done must not reply again";
+  // Required arguments are checked before the handler runs.
+  EXPECT_EQ(Call(3, "prompts/get", {{"name", "later"}})["error"]["code"], kInvalidParams);
+}
+
+TEST_F(McpServerTest, RemovesPromptsResourcesAndTemplates) {
+  auto noop_reader = [](const ResourceRead&, ResourceDone done) { done(Json::array()); };
+  ASSERT_TRUE(server_.AddResource({"test://a", "a", "", "", ""}, noop_reader).ok());
+  ASSERT_TRUE(server_.AddResource({"test://b", "b", "", "", ""}, noop_reader).ok());
+  ASSERT_TRUE(server_.AddResourceTemplate({"test://t/{id}", "t", "", "", ""}, noop_reader).ok());
+  ASSERT_TRUE(server_
+                  .AddPrompt({"p", "", "", {}},
+                             [](const std::map<std::string, std::string>&,
+                                const SessionInfo&) -> absl::StatusOr<Json> {
+                               return Json{{"messages", Json::array()}};
+                             })
+                  .ok());
+  Initialize();
+  EXPECT_TRUE(server_.RemoveResource("test://a").ok());
+  EXPECT_TRUE(absl::IsNotFound(server_.RemoveResource("test://a")));
+  EXPECT_TRUE(server_.RemoveResourceTemplate("test://t/{id}").ok());
+  EXPECT_TRUE(absl::IsNotFound(server_.RemoveResourceTemplate("test://t/{id}")));
+  EXPECT_TRUE(server_.RemovePrompt("p").ok());
+  EXPECT_TRUE(absl::IsNotFound(server_.RemovePrompt("p")));
+  Json r = Call(1, "resources/list");
+  ASSERT_EQ(r["result"]["resources"].size(), 1u);
+  EXPECT_EQ(r["result"]["resources"][0]["uri"], "test://b");
+  EXPECT_EQ(Call(2, "resources/templates/list")["result"]["resourceTemplates"], Json::array());
+  EXPECT_EQ(Call(3, "prompts/list")["result"]["prompts"], Json::array());
+  EXPECT_EQ(Call(4, "resources/read", {{"uri", "test://a"}})["error"]["code"], kResourceNotFound);
+  EXPECT_EQ(Call(5, "resources/read", {{"uri", "test://t/1"}})["error"]["code"], kResourceNotFound);
+  EXPECT_EQ(Call(6, "prompts/get", {{"name", "p"}})["error"]["code"], kInvalidParams);
+  // The name can be registered again.
+  EXPECT_TRUE(server_.AddResource({"test://a", "a", "", "", ""}, noop_reader).ok());
+}
+
 TEST_F(McpServerTest, BatchesOnlyIn2025_03_26) {
   Initialize("2025-06-18");
   Feed(R"([{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/x"}])");

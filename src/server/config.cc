@@ -220,14 +220,14 @@ absl::Status ParseUpstream(const YAML::Node& node, const std::string& where,
       }
       out->stdio = std::move(stdio);
     } else if (key == "http") {
-      if (!value.IsMap()) return Bad(at, "must be a mapping {url, headers}");
+      if (!value.IsMap()) return Bad(at, "must be a mapping {url, headers, ca_file}");
       gateway::HttpUpstream http;
       for (const auto& f : value) {
         std::string fkey = f.first.as<std::string>();
         std::string fat = StrCat(at, ".", fkey);
-        if (fkey == "url") {
+        if (fkey == "url" || fkey == "ca_file") {
           if (!f.second.IsScalar()) return Bad(fat, "must be a string");
-          http.url = f.second.as<std::string>();
+          (fkey == "url" ? http.url : http.ca_file) = f.second.as<std::string>();
         } else if (fkey == "headers") {
           if (f.second.IsNull()) continue;
           if (!f.second.IsMap()) return Bad(fat, "must be a mapping of Header: value");

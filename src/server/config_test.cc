@@ -152,11 +152,14 @@ upstreams:
     timeout_seconds: 5
   - name: tracker
     http: {url: "http://127.0.0.1:8080/mcp", headers: {Authorization: "Bearer x"}}
+  - name: secure
+    http: {url: "https://mcp.example.test/mcp", ca_file: /etc/contextd/ca.pem}
 )");
   ServerConfig c;
   absl::Status s = LoadConfigFile(path, &c);
   ASSERT_TRUE(s.ok()) << s;
-  ASSERT_EQ(c.upstreams.size(), 2u);
+  ASSERT_EQ(c.upstreams.size(), 3u);
+  EXPECT_EQ(c.upstreams[2].http->ca_file, "/etc/contextd/ca.pem");
   EXPECT_EQ(c.upstreams[0].name, "fs");
   EXPECT_EQ(c.upstreams[0].stdio->args, (std::vector<std::string>{"server.js", "/srv/repo"}));
   EXPECT_EQ(c.upstreams[0].stdio->env.at("A"), "b");

@@ -1,17 +1,23 @@
 #include "transport/upstream_http_client.h"
 
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <sys/socket.h>
 
 #include <limits>
+#include <optional>
 
 #include <boost/asio/connect.hpp>
+#include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
 #include "base/logging.h"
 #include "base/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "transport/internal/sse_reader.h"
 
 namespace contextd::transport {
 namespace {
@@ -19,6 +25,7 @@ namespace {
 namespace beast = boost::beast;
 namespace http = beast::http;
 namespace net = boost::asio;
+namespace ssl = boost::asio::ssl;
 using tcp = net::ip::tcp;
 
 std::string Lower(std::string s) {
@@ -26,17 +33,80 @@ std::string Lower(std::string s) {
   return s;
 }
 
+bool IsIpLiteral(const std::string& host) {
+  boost::system::error_code ec;
+  net::ip::make_address(host, ec);
+  return !ec;
+}
+
+// The method of a serialized JSON-RPC message ("" for responses and unparseable text).
+std::string MethodOf(const std::string& body) {
+  auto json = nlohmann::json::parse(body, nullptr, false);
+  if (!json.is_object() || !json.contains("method") || !json["method"].is_string()) return {};
+  return json["method"].get<std::string>();
+}
+
 }  // namespace
 
+struct UpstreamHttpChannel::Tls {
+  ssl::context context{ssl::context::tls_client};
+};
+
+// One connection. The socket's fd is in active_fds_ from before connect until destruction, so
+// Close can abort a connect, a handshake or a read in flight.
+class UpstreamHttpChannel::Connection {
+ public:
+  explicit Connection(UpstreamHttpChannel& channel) : channel_(channel) {}
+  ~Connection() { Unregister(); }
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  tcp::socket& socket() { return tls ? tls->next_layer() : *plain; }
+  // Runs `f` with the stream to read and write (the TLS stream or the plain socket).
+  template <class F>
+  void Use(F&& f) {
+    if (tls) {
+      f(*tls);
+    } else {
+      f(*plain);
+    }
+  }
+  // Registers the (open) socket; false when the channel is already closed.
+  bool Register() {
+    std::lock_guard<std::mutex> lock(channel_.mu_);
+    if (channel_.closed_) return false;
+    fd_ = socket().native_handle();
+    channel_.active_fds_.insert(fd_);
+    return true;
+  }
+  void Unregister() {
+    if (fd_ < 0) return;
+    std::lock_guard<std::mutex> lock(channel_.mu_);
+    channel_.active_fds_.erase(fd_);
+    fd_ = -1;
+  }
+
+  net::io_context ioc;
+  std::optional<tcp::socket> plain;
+  std::optional<ssl::stream<tcp::socket>> tls;
+
+ private:
+  UpstreamHttpChannel& channel_;
+  int fd_ = -1;
+};
+
 absl::StatusOr<HttpUrl> ParseHttpUrl(std::string_view url) {
-  if (url.substr(0, 8) == "https://") {
-    return absl::UnimplementedError("https upstreams are not supported yet (plain http only)");
-  }
-  if (url.substr(0, 7) != "http://") {
-    return absl::InvalidArgumentError(base::StrCat("upstream url must start with http://: ", url));
-  }
-  url.remove_prefix(7);
   HttpUrl out;
+  if (url.substr(0, 8) == "https://") {
+    out.tls = true;
+    url.remove_prefix(8);
+  } else if (url.substr(0, 7) == "http://") {
+    url.remove_prefix(7);
+  } else {
+    return absl::InvalidArgumentError(
+        base::StrCat("upstream url must start with http:// or https://: ", url));
+  }
+  const char* default_port = out.tls ? "443" : "80";
   size_t slash = url.find('/');
   std::string_view authority = url.substr(0, slash);
   out.target = slash == std::string_view::npos ? "/" : std::string(url.substr(slash));
@@ -47,11 +117,12 @@ absl::StatusOr<HttpUrl> ParseHttpUrl(std::string_view url) {
     out.host = std::string(authority.substr(1, close - 1));
     authority.remove_prefix(close + 1);
     out.port = authority.size() > 1 && authority.front() == ':' ? std::string(authority.substr(1))
-                                                                : "80";
+                                                                : default_port;
   } else {
     size_t colon = authority.rfind(':');
     out.host = std::string(authority.substr(0, colon));
-    out.port = colon == std::string_view::npos ? "80" : std::string(authority.substr(colon + 1));
+    out.port = colon == std::string_view::npos ? default_port
+                                               : std::string(authority.substr(colon + 1));
   }
   if (out.host.empty() || out.port.empty()) {
     return absl::InvalidArgumentError(base::StrCat("bad upstream url: ", url));
@@ -63,13 +134,37 @@ absl::StatusOr<std::unique_ptr<UpstreamHttpChannel>> UpstreamHttpChannel::Start(
     UpstreamHttpOptions options, UpstreamCallbacks callbacks) {
   auto url = ParseHttpUrl(options.url);
   if (!url.ok()) return url.status();
-  return std::unique_ptr<UpstreamHttpChannel>(
-      new UpstreamHttpChannel(std::move(options), std::move(url).value(), std::move(callbacks)));
+  std::shared_ptr<Tls> tls;
+  if (url->tls) {
+    tls = std::make_shared<Tls>();
+    boost::system::error_code ec;
+    tls->context.set_verify_mode(ssl::verify_peer, ec);
+    if (options.ca_file.empty()) {
+      tls->context.set_default_verify_paths(ec);
+    } else {
+      tls->context.load_verify_file(options.ca_file, ec);
+    }
+    if (ec) {
+      return absl::InvalidArgumentError(
+          base::StrCat("cannot load ",
+                       options.ca_file.empty() ? "the system trust store"
+                                               : base::StrCat("CA file ", options.ca_file),
+                       ": ", ec.message()));
+    }
+    SSL_CTX_set_min_proto_version(tls->context.native_handle(), TLS1_2_VERSION);
+  } else if (!options.ca_file.empty()) {
+    return absl::InvalidArgumentError("ca_file applies only to https upstream urls");
+  }
+  return std::unique_ptr<UpstreamHttpChannel>(new UpstreamHttpChannel(
+      std::move(options), std::move(url).value(), std::move(callbacks), std::move(tls)));
 }
 
 UpstreamHttpChannel::UpstreamHttpChannel(UpstreamHttpOptions options, HttpUrl url,
-                                         UpstreamCallbacks callbacks)
-    : options_(std::move(options)), url_(std::move(url)), callbacks_(std::move(callbacks)) {}
+                                         UpstreamCallbacks callbacks, std::shared_ptr<Tls> tls)
+    : options_(std::move(options)),
+      url_(std::move(url)),
+      callbacks_(std::move(callbacks)),
+      tls_(std::move(tls)) {}
 
 UpstreamHttpChannel::~UpstreamHttpChannel() { Close(); }
 
@@ -97,14 +192,18 @@ absl::Status UpstreamHttpChannel::Send(std::string_view line) {
 
 void UpstreamHttpChannel::Close(int /*grace_ms*/) {
   std::list<Worker> workers;
+  std::thread stream;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (closed_ && workers_.empty()) return;
     closed_ = true;
+    close_reported_ = true;  // the owner closed it: nothing to report
     for (int fd : active_fds_) ::shutdown(fd, SHUT_RDWR);
     workers.swap(workers_);
+    stream.swap(stream_thread_);
   }
+  closed_cv_.notify_all();
   for (auto& w : workers) w.thread.join();
+  if (stream.joinable()) stream.join();
 }
 
 void UpstreamHttpChannel::Deliver(std::string message) {
@@ -135,32 +234,83 @@ void UpstreamHttpChannel::FailRequest(const std::string& body, const std::string
 void UpstreamHttpChannel::Closed(const std::string& reason) {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
     if (close_reported_) return;
     close_reported_ = true;
-    closed_ = true;
   }
+  closed_cv_.notify_all();
   std::lock_guard<std::mutex> lock(callback_mu_);
   if (callbacks_.on_closed) callbacks_.on_closed(reason);
 }
 
-void UpstreamHttpChannel::Post(std::string body) {
-  net::io_context ioc;
-  tcp::resolver resolver(ioc);
-  tcp::socket socket(ioc);
+absl::Status UpstreamHttpChannel::Connect(Connection& c) {
+  tcp::resolver resolver(c.ioc);
   beast::error_code ec;
   auto endpoints = resolver.resolve(url_.host, url_.port, ec);
-  if (!ec) net::connect(socket, endpoints, ec);
+  if (tls_) {
+    c.tls.emplace(c.ioc, tls_->context);
+  } else {
+    c.plain.emplace(c.ioc);
+  }
+  if (!ec) {
+    ec = net::error::host_not_found;
+    for (const auto& entry : endpoints) {
+      tcp::socket& socket = c.socket();
+      beast::error_code ignored;
+      socket.close(ignored);
+      c.Unregister();
+      socket.open(entry.endpoint().protocol(), ec);
+      if (ec) continue;
+      if (!c.Register()) return absl::UnavailableError("upstream connection is closed");
+      socket.connect(entry.endpoint(), ec);
+      if (!ec) break;
+    }
+  }
   if (ec) {
-    std::string why = base::StrCat("cannot connect to ", options_.url, ": ", ec.message());
-    FailRequest(body, why);
-    Closed(why);
+    return absl::UnavailableError(
+        base::StrCat("cannot connect to ", options_.url, ": ", ec.message()));
+  }
+  if (!tls_) return absl::OkStatus();
+  SSL* ssl_handle = c.tls->native_handle();
+  X509_VERIFY_PARAM* param = SSL_get0_param(ssl_handle);
+  X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+  bool name_set;
+  if (IsIpLiteral(url_.host)) {
+    name_set = X509_VERIFY_PARAM_set1_ip_asc(param, url_.host.c_str()) == 1;
+  } else {
+    // SNI only for names (RFC 6066 forbids IP literals).
+    name_set = SSL_set_tlsext_host_name(ssl_handle, url_.host.c_str()) == 1 &&
+               X509_VERIFY_PARAM_set1_host(param, url_.host.c_str(), 0) == 1;
+  }
+  if (!name_set) {
+    return absl::UnavailableError(
+        base::StrCat("TLS setup for ", url_.host, " failed: cannot set the expected host name"));
+  }
+  c.tls->handshake(ssl::stream_base::client, ec);
+  if (ec) {
+    long verify = SSL_get_verify_result(ssl_handle);
+    std::string why = verify != X509_V_OK
+                          ? base::StrCat("certificate verify failed: ",
+                                         X509_verify_cert_error_string(verify))
+                          : ec.message();
+    return absl::UnavailableError(
+        base::StrCat("TLS handshake with ", url_.host, ":", url_.port, " failed: ", why));
+  }
+  return absl::OkStatus();
+}
+
+void UpstreamHttpChannel::Post(std::string body) {
+  Connection connection(*this);
+  absl::Status connected = Connect(connection);
+  if (!connected.ok()) {
+    // The channel ends; the upstream client fails every request in flight with the reason.
+    Closed(std::string(connected.message()));
     return;
   }
+  const std::string method = MethodOf(body);
   http::request<http::string_body> request{http::verb::post, url_.target, 11};
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (closed_) return;
-    active_fds_.insert(socket.native_handle());
     request.set(http::field::host, url_.host + ":" + url_.port);
     if (!session_id_.empty()) request.set("Mcp-Session-Id", session_id_);
     if (!protocol_version_.empty()) request.set("MCP-Protocol-Version", protocol_version_);
@@ -172,72 +322,64 @@ void UpstreamHttpChannel::Post(std::string body) {
   request.body() = body;
   request.prepare_payload();
 
-  auto finish = [&] {
-    std::lock_guard<std::mutex> lock(mu_);
-    active_fds_.erase(socket.native_handle());
-  };
-  http::write(socket, request, ec);
-  beast::flat_buffer buffer;
-  http::response_parser<http::buffer_body> parser;
-  parser.body_limit(std::numeric_limits<std::uint64_t>::max());  // own limit below
-  if (!ec) http::read_header(socket, buffer, parser, ec);
-  if (ec) {
-    finish();
+  beast::error_code ec;
+  unsigned status = 0;
+  bool sse = false;
+  bool too_big = false;
+  std::string pending;  // a JSON body
+  internal::SseReader reader(options_.max_message_bytes);
+  auto deliver = [this](std::string data) { Deliver(std::move(data)); };
+  bool header_failed = false;
+  bool body_failed = false;
+  connection.Use([&](auto& stream) {
+    http::write(stream, request, ec);
+    beast::flat_buffer buffer;
+    http::response_parser<http::buffer_body> parser;
+    parser.body_limit(std::numeric_limits<std::uint64_t>::max());  // own limit below
+    if (!ec) http::read_header(stream, buffer, parser, ec);
+    if (ec) {
+      header_failed = true;
+      return;
+    }
+    const auto& head = parser.get();
+    status = head.result_int();
+    auto sid = head.find("Mcp-Session-Id");
+    if (sid != head.end()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      session_id_ = std::string(sid->value());
+    }
+    std::string content_type = Lower(std::string(head[http::field::content_type]));
+    sse = content_type.find("text/event-stream") != std::string::npos;
+    // Reads the body chunk by chunk; SSE events are delivered as they complete.
+    size_t total = 0;
+    char chunk[16384];
+    while (!parser.is_done()) {
+      parser.get().body().data = chunk;
+      parser.get().body().size = sizeof chunk;
+      // read_some: progress events are handed on as they arrive, not when the buffer is full.
+      http::read_some(stream, buffer, parser, ec);
+      if (ec == http::error::need_buffer) ec = {};
+      size_t got = sizeof chunk - parser.get().body().size;
+      total += got;
+      if (total > options_.max_message_bytes) {
+        too_big = true;
+        pending.clear();
+      }
+      if (!too_big && sse) {
+        reader.Feed(std::string_view(chunk, got), deliver);
+      } else if (!too_big) {
+        pending.append(chunk, got);
+      }
+      if (ec) break;
+    }
+    body_failed = !parser.is_done();
+  });
+  if (header_failed) {
     std::string why = base::StrCat("upstream connection failed: ", ec.message());
     FailRequest(body, why);
     Closed(why);
     return;
   }
-  const auto& head = parser.get();
-  unsigned status = head.result_int();
-  auto sid = head.find("Mcp-Session-Id");
-  if (sid != head.end()) {
-    std::lock_guard<std::mutex> lock(mu_);
-    session_id_ = std::string(sid->value());
-  }
-  std::string content_type = Lower(std::string(head[http::field::content_type]));
-  bool sse = content_type.find("text/event-stream") != std::string::npos;
-
-  // Reads the body chunk by chunk; SSE events are delivered as they complete.
-  std::string pending;  // body bytes not yet consumed (SSE: an incomplete line)
-  std::string data;     // the current SSE event's data lines
-  bool too_big = false;
-  char chunk[16384];
-  auto consume_sse = [&] {
-    size_t start = 0;
-    for (;;) {
-      size_t nl = pending.find('\n', start);
-      if (nl == std::string::npos) break;
-      std::string_view line(pending.data() + start, nl - start);
-      start = nl + 1;
-      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-      if (line.empty()) {
-        if (!data.empty()) Deliver(std::move(data));
-        data.clear();
-      } else if (line.substr(0, 5) == "data:") {
-        std::string_view value = line.substr(5);
-        if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
-        if (!data.empty()) data.push_back('\n');
-        data.append(value);
-      }
-    }
-    pending.erase(0, start);
-  };
-  while (!parser.is_done()) {
-    parser.get().body().data = chunk;
-    parser.get().body().size = sizeof chunk;
-    http::read(socket, buffer, parser, ec);
-    if (ec == http::error::need_buffer) ec = {};
-    if (ec) break;
-    size_t got = sizeof chunk - parser.get().body().size;
-    if (pending.size() + got > options_.max_message_bytes) {
-      too_big = true;
-      pending.clear();
-    }
-    if (!too_big) pending.append(chunk, got);
-    if (sse) consume_sse();
-  }
-  finish();
   if (status == 404) {
     std::string why = "upstream session expired (HTTP 404)";
     FailRequest(body, why);
@@ -253,16 +395,127 @@ void UpstreamHttpChannel::Post(std::string body) {
                                    " bytes"));
     return;
   }
+  if (body_failed) {
+    // Cut off: a request still waiting for its answer fails now instead of at its timeout.
+    FailRequest(body, base::StrCat("upstream connection failed: ", ec.message()));
+    return;
+  }
   if (sse) {
-    pending.push_back('\n');
-    consume_sse();
-    if (!data.empty()) Deliver(std::move(data));
+    reader.Finish(deliver);
   } else if (!pending.empty()) {
     Deliver(std::move(pending));
   }
-  if (ec && ec != http::error::end_of_stream) {
-    base::LogWarn(base::StrCat("upstream ", options_.log_name, ": ", ec.message()));
+  if (method == "notifications/initialized") StartStream();
+}
+
+void UpstreamHttpChannel::StartStream() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_ || stream_started_) return;
+  stream_started_ = true;
+  stream_thread_ = std::thread([this] { StreamLoop(); });
+}
+
+void UpstreamHttpChannel::StreamLoop() {
+  std::string last_event_id;
+  std::chrono::milliseconds delay = options_.stream_retry_initial;
+  for (;;) {
+    std::string why;
+    switch (ReadStream(last_event_id, delay, why)) {
+      case StreamEnd::kClosed:
+        return;
+      case StreamEnd::kNotOffered:
+        base::LogInfo(base::StrCat("upstream ", options_.log_name,
+                                   ": no standalone GET stream offered (HTTP 405)"));
+        return;
+      case StreamEnd::kGone:
+        Closed(why);
+        return;
+      case StreamEnd::kDropped:
+        break;
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    if (closed_cv_.wait_for(lock, delay, [this] { return closed_; })) return;
+    delay = std::min(options_.stream_retry_max, delay * 2);
   }
+}
+
+UpstreamHttpChannel::StreamEnd UpstreamHttpChannel::ReadStream(std::string& last_event_id,
+                                                               std::chrono::milliseconds& delay,
+                                                               std::string& why) {
+  Connection connection(*this);
+  absl::Status connected = Connect(connection);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) return StreamEnd::kClosed;
+  }
+  if (!connected.ok()) {
+    // Refused or untrusted: the upstream is down (or replaced); the client restarts it.
+    why = std::string(connected.message());
+    return StreamEnd::kGone;
+  }
+  http::request<http::empty_body> request{http::verb::get, url_.target, 11};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    request.set(http::field::host, url_.host + ":" + url_.port);
+    if (!session_id_.empty()) request.set("Mcp-Session-Id", session_id_);
+    if (!protocol_version_.empty()) request.set("MCP-Protocol-Version", protocol_version_);
+  }
+  request.set(http::field::accept, "text/event-stream");
+  request.set(http::field::user_agent, "contextd-gateway");
+  if (!last_event_id.empty()) request.set("Last-Event-ID", last_event_id);
+  for (const auto& [k, v] : options_.headers) request.set(k, v);
+
+  StreamEnd end = StreamEnd::kDropped;
+  internal::SseReader reader(options_.max_message_bytes);
+  connection.Use([&](auto& stream) {
+    beast::error_code ec;
+    http::write(stream, request, ec);
+    beast::flat_buffer buffer;
+    http::response_parser<http::buffer_body> parser;
+    parser.body_limit(std::numeric_limits<std::uint64_t>::max());  // a stream has no length
+    if (!ec) http::read_header(stream, buffer, parser, ec);
+    if (ec) return;  // dropped before an answer: try again
+    unsigned status = parser.get().result_int();
+    if (status == 405) {
+      end = StreamEnd::kNotOffered;
+      return;
+    }
+    if (status == 404) {
+      why = "upstream session expired (HTTP 404 on the GET stream)";
+      end = StreamEnd::kGone;
+      return;
+    }
+    std::string content_type = Lower(std::string(parser.get()[http::field::content_type]));
+    if (status != 200 || content_type.find("text/event-stream") == std::string::npos) {
+      // 409 (the server still holds the old stream), 5xx, ...: try again later.
+      base::LogWarn(base::StrCat("upstream ", options_.log_name, ": GET stream answered HTTP ",
+                                 status, " ", content_type));
+      return;
+    }
+    delay = options_.stream_retry_initial;
+    char chunk[16384];
+    int64_t dropped = 0;
+    while (!parser.is_done()) {
+      parser.get().body().data = chunk;
+      parser.get().body().size = sizeof chunk;
+      // read_some: an event is handed on as soon as it arrives, not when the buffer is full.
+      http::read_some(stream, buffer, parser, ec);
+      if (ec == http::error::need_buffer) ec = {};
+      size_t got = sizeof chunk - parser.get().body().size;
+      reader.Feed(std::string_view(chunk, got), [this](std::string data) { Deliver(std::move(data)); });
+      if (!reader.last_event_id().empty()) last_event_id = reader.last_event_id();
+      if (reader.retry_ms()) delay = std::chrono::milliseconds(*reader.retry_ms());
+      if (reader.dropped() != dropped) {
+        dropped = reader.dropped();
+        base::LogWarn(base::StrCat("upstream ", options_.log_name,
+                                   ": dropped a GET stream event larger than ",
+                                   options_.max_message_bytes, " bytes"));
+      }
+      if (ec) break;
+    }
+  });
+  std::lock_guard<std::mutex> lock(mu_);
+  return closed_ ? StreamEnd::kClosed : end;
 }
 
 }  // namespace contextd::transport

@@ -1,7 +1,7 @@
 // End-to-end: contextd as a gateway in front of the real @modelcontextprotocol/server-filesystem
 // and server-everything (tools/npm/upstreams), driven by the official SDK client over HTTP
 // (issue 6): secrets scrubbed before the agent and the database see them, budgets charged with
-// proxied results, an upstream killed and restarted, progress relayed.
+// proxied results, an upstream killed and restarted, progress relayed, prompts forwarded.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -89,6 +89,16 @@ test('gateway: filesystem reads scrubbed, charged, exhausted; restart; progress'
     assert.ok(!longOp.isError, textOf(longOp));
     assert.deepEqual(progress.map((p) => p.progress), [1, 2, 3]);
     assert.equal(progress[0].total, 3);
+
+    // 3b. Upstream prompts are re-exposed; prompts/get is forwarded and its text scrubbed.
+    const prompts = (await client.listPrompts()).prompts;
+    const argsPrompt = prompts.find((p) => p.name === 'ev__args-prompt');
+    assert.ok(argsPrompt, prompts.map((p) => p.name).join(','));
+    assert.ok(argsPrompt.arguments.some((a) => a.name === 'city' && a.required));
+    const got = await client.getPrompt({ name: 'ev__args-prompt', arguments: { city: SECRET } });
+    const promptText = got.messages[0].content.text;
+    assert.match(promptText, /^What's weather in \[REDACTED:github-pat/);
+    assert.ok(!promptText.includes(SECRET), promptText);
 
     // 4. Kill the filesystem upstream: calls answer isError unavailable, its tools stay listed,
     // and it is restarted.

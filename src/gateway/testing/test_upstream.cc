@@ -1,6 +1,9 @@
 // gateway_test_upstream: a small MCP server on stdio for the gateway's tests and bench. Tools:
 // echo {text}, secret, big {words}, slow {ms} (ends early on notifications/cancelled), progress
-// {steps}, crash, sample {prompt}, log {text}, add_tool, stats. One resource: test://greeting. Single-threaded; not part of contextd.
+// {steps}, crash, sample {prompt}, log {text}, add_tool, stats, drop (removes the resource, the
+// template and the prompt greet, and sends both list_changed). One resource: test://greeting; one
+// template: test://item/{id}. Prompts: greet {who}, malformed, slow_prompt {ms}.
+// Single-threaded; not part of contextd.
 #include <poll.h>
 #include <unistd.h>
 
@@ -17,6 +20,7 @@ using Json = nlohmann::json;
 namespace {
 
 bool extra_tool = false;
+bool dropped = false;
 int cancellations = 0;  // notifications/cancelled received while `slow` ran
 
 void Send(const Json& message) {
@@ -45,6 +49,7 @@ Json ToolsList() {
   add("log", {{"type", "object"}, {"properties", {{"text", {{"type", "string"}}}}}});
   add("add_tool", object_schema);
   add("stats", object_schema);
+  add("drop", object_schema);
   if (extra_tool) add("extra", object_schema);
   return Json{{"tools", tools}};
 }
@@ -128,6 +133,12 @@ Json CallTool(const Json& params) {
     return Text("added");
   }
   if (name == "extra") return Text("extra");
+  if (name == "drop") {
+    dropped = true;
+    Send({{"jsonrpc", "2.0"}, {"method", "notifications/resources/list_changed"}});
+    Send({{"jsonrpc", "2.0"}, {"method", "notifications/prompts/list_changed"}});
+    return Text("dropped");
+  }
   return Json{{"content", Json::array({{{"type", "text"}, {"text", "unknown tool " + name}}})},
               {"isError", true}};
 }
@@ -147,17 +158,57 @@ int main() {
     Json result;
     if (method == "initialize") {
       result = {{"protocolVersion", params.value("protocolVersion", "2025-11-25")},
-                {"capabilities", {{"tools", {{"listChanged", true}}}, {"resources", Json::object()}}},
+                {"capabilities", {{"tools", {{"listChanged", true}}},
+                                  {"resources", {{"listChanged", true}}},
+                                  {"prompts", {{"listChanged", true}}}}},
                 {"serverInfo", {{"name", "test-upstream"}, {"version", "1"}}}};
     } else if (method == "tools/list") {
       result = ToolsList();
     } else if (method == "tools/call") {
       result = CallTool(params);
     } else if (method == "resources/list") {
-      result = {{"resources", Json::array({{{"uri", "test://greeting"}, {"name", "greeting"},
-                                             {"mimeType", "text/plain"}}})}};
+      result = {{"resources", Json::array()}};
+      if (!dropped) {
+        result["resources"].push_back(
+            {{"uri", "test://greeting"}, {"name", "greeting"}, {"mimeType", "text/plain"}});
+      }
     } else if (method == "resources/templates/list") {
       result = {{"resourceTemplates", Json::array()}};
+      if (!dropped) {
+        result["resourceTemplates"].push_back({{"uriTemplate", "test://item/{id}"}, {"name", "item"}});
+      }
+    } else if (method == "prompts/list") {
+      result = {{"prompts", Json::array({{{"name", "malformed"}},
+                                         {{"name", "slow_prompt"},
+                                          {"arguments", {{{"name", "ms"}, {"required", true}}}}}})}};
+      if (!dropped) {
+        result["prompts"].push_back({{"name", "greet"},
+                                     {"description", "greets someone"},
+                                     {"arguments", {{{"name", "who"}, {"description", "whom"},
+                                                     {"required", true}}}}});
+      }
+    } else if (method == "prompts/get") {
+      std::string prompt = params.value("name", "");
+      Json args = params.value("arguments", Json::object());
+      if (prompt == "greet" && !dropped) {
+        result = {{"description", "greeting SECRET123"},
+                  {"messages",
+                   {{{"role", "user"},
+                     {"content", {{"type", "text"},
+                                  {"text", "hello " + args.value("who", "") + " SECRET123"}}}},
+                    {{"role", "assistant"},
+                     {"content", {{"type", "resource"},
+                                  {"resource", {{"uri", "test://x"}, {"text", "key SECRET123"}}}}}}}}};
+      } else if (prompt == "malformed") {
+        result = {{"messages", "not a list"}};
+      } else if (prompt == "slow_prompt") {
+        std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(args.value("ms", "0").c_str())));
+        result = {{"messages", Json::array()}};
+      } else {
+        Send({{"jsonrpc", "2.0"}, {"id", id},
+              {"error", {{"code", -32602}, {"message", "unknown prompt " + prompt}}}});
+        continue;
+      }
     } else if (method == "resources/read") {
       result = {{"contents", Json::array({{{"uri", params.value("uri", "")},
                                             {"mimeType", "text/plain"},

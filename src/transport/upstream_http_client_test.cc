@@ -1,0 +1,245 @@
+// UpstreamHttpChannel against scripted servers on 127.0.0.1 port 0: https with certificates made
+// in the test (trusted through ca_file, untrusted, wrong name) and the standalone GET stream
+// (events, reconnect with Last-Event-ID after a drop, 405, 404).
+#include "transport/upstream_http_client.h"
+
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+
+#include "gtest/gtest.h"
+#include "transport/testing/fake_mcp_http_server.h"
+
+namespace contextd::transport {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::FakeMcpHttpServer;
+
+constexpr char kInitialize[] =
+    R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}})";
+constexpr char kInitialized[] = R"({"jsonrpc":"2.0","method":"notifications/initialized"})";
+
+// Collects what a channel reports.
+class Recorder {
+ public:
+  UpstreamCallbacks Callbacks() {
+    UpstreamCallbacks callbacks;
+    callbacks.on_line = [this](std::string line) {
+      std::lock_guard<std::mutex> lock(mu_);
+      lines_.push_back(std::move(line));
+      cv_.notify_all();
+    };
+    callbacks.on_closed = [this](std::string reason) {
+      std::lock_guard<std::mutex> lock(mu_);
+      closed_ = std::move(reason);
+      cv_.notify_all();
+    };
+    return callbacks;
+  }
+  // Waits (bounded) for the next line; "" on timeout.
+  std::string NextLine(std::chrono::milliseconds wait = 10s) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!cv_.wait_for(lock, wait, [&] { return !lines_.empty(); })) return "";
+    std::string line = std::move(lines_.front());
+    lines_.pop_front();
+    return line;
+  }
+  // Waits (bounded) for on_closed; its reason, or "" on timeout.
+  std::string Closed(std::chrono::milliseconds wait = 10s) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, wait, [&] { return !closed_.empty(); });
+    return closed_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::string> lines_;
+  std::string closed_;
+};
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "ctxd_tls_XXXXXX").string();
+    path_ = ::mkdtemp(pattern.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::unique_ptr<UpstreamHttpChannel> Open(const std::string& url, Recorder& recorder,
+                                          const std::string& ca_file = "") {
+  UpstreamHttpOptions options;
+  options.url = url;
+  options.ca_file = ca_file;
+  options.log_name = "t";
+  options.stream_retry_initial = 1ms;
+  auto channel = UpstreamHttpChannel::Start(options, recorder.Callbacks());
+  EXPECT_TRUE(channel.ok()) << channel.status();
+  return channel.ok() ? std::move(channel).value() : nullptr;
+}
+
+TEST(ParseHttpUrl, AcceptsHttpAndHttpsWithDefaultPorts) {
+  auto plain = ParseHttpUrl("http://example.test/mcp");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->tls);
+  EXPECT_EQ(plain->port, "80");
+  auto tls = ParseHttpUrl("https://[::1]/x");
+  ASSERT_TRUE(tls.ok());
+  EXPECT_TRUE(tls->tls);
+  EXPECT_EQ(tls->host, "::1");
+  EXPECT_EQ(tls->port, "443");
+  EXPECT_EQ(tls->target, "/x");
+  EXPECT_FALSE(ParseHttpUrl("ftp://example.test/").ok());
+  EXPECT_FALSE(ParseHttpUrl("https://").ok());
+}
+
+TEST(UpstreamHttpChannel, HttpsWithTheCertificateTrustedThroughCaFile) {
+  TempDir dir;
+  ASSERT_TRUE(testing::WriteSelfSignedCertificate(dir.path(), "server", "IP:127.0.0.1").ok());
+  auto server = FakeMcpHttpServer::Start(
+      {dir.path() + "/server.crt", dir.path() + "/server.key"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  Recorder recorder;
+  auto channel = Open((*server)->url(), recorder, dir.path() + "/server.crt");
+  ASSERT_NE(channel, nullptr);
+  ASSERT_TRUE(channel->Send(kInitialize).ok());
+  std::string line = recorder.NextLine();
+  EXPECT_NE(line.find("\"protocolVersion\":\"2025-11-25\""), std::string::npos) << line;
+  channel->Close();
+}
+
+TEST(UpstreamHttpChannel, UntrustedCertificateEndsTheChannelWithATlsReason) {
+  TempDir dir;
+  ASSERT_TRUE(testing::WriteSelfSignedCertificate(dir.path(), "server", "IP:127.0.0.1").ok());
+  auto server = FakeMcpHttpServer::Start(
+      {dir.path() + "/server.crt", dir.path() + "/server.key"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  std::string port = (*server)->url().substr(std::string("https://127.0.0.1:").size());
+  port = port.substr(0, port.find('/'));
+  Recorder recorder;
+  auto channel = Open((*server)->url(), recorder);  // the system trust store
+  ASSERT_NE(channel, nullptr);
+  ASSERT_TRUE(channel->Send(kInitialize).ok());
+  EXPECT_EQ(recorder.Closed(), "TLS handshake with 127.0.0.1:" + port +
+                                   " failed: certificate verify failed: self-signed certificate");
+  EXPECT_FALSE(channel->Send(kInitialize).ok());
+  EXPECT_EQ((*server)->posts(), 0);
+  channel->Close();
+}
+
+TEST(UpstreamHttpChannel, CertificateForAnotherNameIsRejected) {
+  TempDir dir;
+  ASSERT_TRUE(testing::WriteSelfSignedCertificate(dir.path(), "other", "DNS:other.test").ok());
+  auto server = FakeMcpHttpServer::Start({dir.path() + "/other.crt", dir.path() + "/other.key"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  Recorder recorder;
+  auto channel = Open((*server)->url(), recorder, dir.path() + "/other.crt");
+  ASSERT_NE(channel, nullptr);
+  ASSERT_TRUE(channel->Send(kInitialize).ok());
+  std::string reason = recorder.Closed();
+  EXPECT_NE(reason.find("certificate verify failed: IP address mismatch"), std::string::npos)
+      << reason;
+  channel->Close();
+}
+
+TEST(UpstreamHttpChannel, UnreadableCaFileFailsAtStart) {
+  UpstreamHttpOptions options;
+  options.url = "https://127.0.0.1:1/mcp";
+  options.ca_file = "/nonexistent/ca.pem";
+  auto channel = UpstreamHttpChannel::Start(options, {});
+  ASSERT_FALSE(channel.ok());
+  EXPECT_NE(channel.status().message().find("CA file /nonexistent/ca.pem"), std::string::npos)
+      << channel.status();
+}
+
+TEST(UpstreamHttpChannel, GetStreamDeliversEventsAndResumesWithLastEventIdAfterADrop) {
+  auto server = FakeMcpHttpServer::Start({});
+  ASSERT_TRUE(server.ok()) << server.status();
+  // First stream: an event with id 7 and a cut-off one (no blank line) whose id must not count,
+  // then the connection drops. Second: the next event, held open.
+  (*server)->QueueGet({200,
+                       ": hello\nretry: 1\nid: 7\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"a\"}\n\n"
+                       "id: 8\ndata: {\"jsonrpc\":",
+                       false});
+  (*server)->QueueGet({200, "id: 9\ndata: {\"jsonrpc\":\"2.0\",\r\ndata: \"method\":\"b\"}\r\n\r\n",
+                       true});
+  Recorder recorder;
+  auto channel = Open((*server)->url(), recorder);
+  ASSERT_NE(channel, nullptr);
+  ASSERT_TRUE(channel->Send(kInitialize).ok());
+  ASSERT_NE(recorder.NextLine().find("protocolVersion"), std::string::npos);
+  ASSERT_TRUE(channel->Send(kInitialized).ok());
+  EXPECT_EQ(recorder.NextLine(), R"({"jsonrpc":"2.0","method":"a"})");
+  EXPECT_EQ(recorder.NextLine(), "{\"jsonrpc\":\"2.0\",\n\"method\":\"b\"}");
+  ASSERT_TRUE((*server)->WaitForGets(2, 10s));
+  EXPECT_EQ((*server)->get_last_event_ids(), (std::vector<std::string>{"", "7"}));
+  // Close ends the held stream at once.
+  auto start = std::chrono::steady_clock::now();
+  channel->Close();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  EXPECT_EQ(recorder.Closed(0ms), "") << "an owner's Close is not reported";
+}
+
+TEST(UpstreamHttpChannel, GetStreamAnswered405IsNotRetried) {
+  auto server = FakeMcpHttpServer::Start({});
+  ASSERT_TRUE(server.ok()) << server.status();
+  Recorder recorder;
+  auto channel = Open((*server)->url(), recorder);
+  ASSERT_NE(channel, nullptr);
+  ASSERT_TRUE(channel->Send(kInitialize).ok());
+  recorder.NextLine();
+  ASSERT_TRUE(channel->Send(kInitialized).ok());
+  ASSERT_TRUE((*server)->WaitForGets(1, 10s));
+  // Requests keep working; with a 1 ms retry delay a retried GET would show up meanwhile.
+  for (int i = 2; i < 12; ++i) {
+    ASSERT_TRUE(channel->Send(R"({"jsonrpc":"2.0","id":)" + std::to_string(i) +
+                              R"(,"method":"ping"})")
+                    .ok());
+    EXPECT_NE(recorder.NextLine().find("\"result\""), std::string::npos);
+  }
+  EXPECT_EQ((*server)->get_last_event_ids().size(), 1u);
+  EXPECT_EQ(recorder.Closed(0ms), "");
+  channel->Close();
+}
+
+TEST(UpstreamHttpChannel, GetStreamAnswered404EndsTheChannel) {
+  auto server = FakeMcpHttpServer::Start({});
+  ASSERT_TRUE(server.ok()) << server.status();
+  (*server)->QueueGet({404, "", false});
+  Recorder recorder;
+  auto channel = Open((*server)->url(), recorder);
+  ASSERT_NE(channel, nullptr);
+  ASSERT_TRUE(channel->Send(kInitialize).ok());
+  recorder.NextLine();
+  ASSERT_TRUE(channel->Send(kInitialized).ok());
+  EXPECT_EQ(recorder.Closed(), "upstream session expired (HTTP 404 on the GET stream)");
+  channel->Close();
+}
+
+TEST(UpstreamHttpChannel, GetStreamRetriesAfterAConflictWithBackoff) {
+  auto server = FakeMcpHttpServer::Start({});
+  ASSERT_TRUE(server.ok()) << server.status();
+  (*server)->QueueGet({409, "", false});
+  (*server)->QueueGet({503, "", false});
+  (*server)->QueueGet({200, "data: {\"jsonrpc\":\"2.0\",\"method\":\"c\"}\n\n", true});
+  Recorder recorder;
+  auto channel = Open((*server)->url(), recorder);
+  ASSERT_NE(channel, nullptr);
+  ASSERT_TRUE(channel->Send(kInitialize).ok());
+  recorder.NextLine();
+  ASSERT_TRUE(channel->Send(kInitialized).ok());
+  EXPECT_EQ(recorder.NextLine(), R"({"jsonrpc":"2.0","method":"c"})");
+  EXPECT_EQ((*server)->get_last_event_ids().size(), 3u);
+  channel->Close();
+}
+
+}  // namespace
+}  // namespace contextd::transport
