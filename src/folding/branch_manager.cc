@@ -148,7 +148,14 @@ class BranchManager::Txn {
       --m_.active_count_;
     }
     if (m_.events_ != nullptr) {
-      for (const BranchEvent& e : events_) m_.events_->Publish(e);
+      for (BranchEvent& e : events_) {
+        if (e.type != BranchEventType::kCharged && e.type != BranchEventType::kWarning) {
+          auto it = m_.nodes_.find(e.branch_id);
+          if (it != m_.nodes_.end()) e.branch = &it->second.branch;
+        }
+        m_.events_->Publish(e);
+        e.branch = nullptr;
+      }
     }
     return absl::OkStatus();
   }
@@ -451,6 +458,7 @@ void BranchManager::FinishInTxn(Txn& txn, const std::string& id, BranchStatus st
                            b);
   int64_t summary_tokens = static_cast<int64_t>(counter_.Count(b.summary));
   e.tokens = std::max<int64_t>(0, b.tokens_used - summary_tokens);
+  e.text_tokens = summary_tokens;
   e.reason = b.finish_reason;
   txn.Event(std::move(e));
 }
@@ -626,7 +634,9 @@ absl::StatusOr<CreateResult> BranchManager::Create(const SessionKey& session,
     p.reserved_for_children += budget;
     parent_left = p.Remaining();
   }
-  txn.Event(EventFor(BranchEventType::kCreated, b));
+  BranchEvent created = EventFor(BranchEventType::kCreated, b);
+  created.text_tokens = prompt_tokens;
+  txn.Event(std::move(created));
   CreateResult result;
   result.branch_id = b.id;
   result.parent_branch_id = parent_id;

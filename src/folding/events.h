@@ -41,6 +41,12 @@ struct BranchEvent {
   int64_t tokens = 0;  // kCharged: tokens of this charge; kFolded: tokens folded away
   std::string reason;  // kForceReturned: finish reason; kCharged: record kind
   int64_t at_ms = 0;
+  // kCreated: the prompt's tokens as charged; kFolded/kForceReturned: the summary's tokens.
+  int64_t text_tokens = 0;
+  // kCreated, kFolded, kForceReturned from the BranchManager: the branch as committed (prompt,
+  // description, summary...), so that subscribers need not read it back. Valid only during
+  // Publish; null otherwise.
+  const Branch* branch = nullptr;
 };
 
 class EventBus {

@@ -1,5 +1,7 @@
 #include "server/trail_tools.h"
 
+#include <optional>
+
 #include "base/logging.h"
 #include "base/str_cat.h"
 #include "folding/text.h"
@@ -92,16 +94,23 @@ void TrailTools::OnEvent(const folding::BranchEvent& event) {
   absl::Status status;
   switch (event.type) {
     case folding::BranchEventType::kCreated: {
-      // The event is published after the branch is committed, so the store has it.
-      auto branch = branches_.Get(event.branch_id);
-      if (!branch.ok() || !branch->has_value()) {
-        status = branch.ok() ? absl::NotFoundError("branch not in store") : branch.status();
-        break;
+      // The event is published after the branch is committed and carries it (the store has it
+      // too, for a publisher that does not attach it).
+      std::optional<folding::Branch> stored;
+      const folding::Branch* b = event.branch;
+      int64_t prompt_tokens = event.text_tokens;
+      if (b == nullptr) {
+        auto branch = branches_.Get(event.branch_id);
+        if (!branch.ok() || !branch->has_value()) {
+          status = branch.ok() ? absl::NotFoundError("branch not in store") : branch.status();
+          break;
+        }
+        stored = std::move(**branch);
+        b = &*stored;
+        prompt_tokens = static_cast<int64_t>(counter_.Count(b->prompt));
       }
-      const folding::Branch& b = **branch;
-      status = trail_.OnBranchCreated(TrailSessionFor(event.session), b.id, b.parent_id,
-                                      b.description, b.prompt,
-                                      static_cast<int64_t>(counter_.Count(b.prompt)));
+      status = trail_.OnBranchCreated(TrailSessionFor(event.session), b->id, b->parent_id,
+                                      b->description, b->prompt, prompt_tokens);
       break;
     }
     case folding::BranchEventType::kWarning:
@@ -111,16 +120,22 @@ void TrailTools::OnEvent(const folding::BranchEvent& event) {
       break;
     case folding::BranchEventType::kFolded:
     case folding::BranchEventType::kForceReturned: {
-      auto branch = branches_.Get(event.branch_id);
-      if (!branch.ok() || !branch->has_value()) {
-        status = branch.ok() ? absl::NotFoundError("branch not in store") : branch.status();
-        break;
+      std::optional<folding::Branch> stored;
+      const folding::Branch* b = event.branch;
+      int64_t summary_tokens = event.text_tokens;
+      if (b == nullptr) {
+        auto branch = branches_.Get(event.branch_id);
+        if (!branch.ok() || !branch->has_value()) {
+          status = branch.ok() ? absl::NotFoundError("branch not in store") : branch.status();
+          break;
+        }
+        stored = std::move(**branch);
+        b = &*stored;
+        summary_tokens = static_cast<int64_t>(counter_.Count(b->summary));
       }
-      const std::string& summary = (*branch)->summary;
-      status = trail_.OnBranchFolded(event.branch_id, summary,
-                                     static_cast<int64_t>(counter_.Count(summary)),
+      status = trail_.OnBranchFolded(event.branch_id, b->summary, summary_tokens,
                                      event.type == folding::BranchEventType::kForceReturned,
-                                     event.reason.empty() ? (*branch)->finish_reason : event.reason);
+                                     event.reason.empty() ? b->finish_reason : event.reason);
       break;
     }
     case folding::BranchEventType::kCharged:

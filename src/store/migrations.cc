@@ -157,6 +157,22 @@ CREATE INDEX trail_scopes_open ON trail_scopes (kind) WHERE status = 'open';
 CREATE INDEX trail_events_by_scope ON trail_events (scope_id, seq);
 )sql";
 
+// 0004_trail_write_path.sql: what a branch round trip writes, made cheaper.
+// - trail_fts_pending: scopes whose trail_fts row is missing or stale. Indexing a scope in
+//   trail_fts as part of each write cost more than the rest of a branch round trip together
+//   (FTS5 writes a new segment per transaction and flushes at every savepoint); SqliteTrailStore
+//   notes the scope here instead and indexes them in batches, and before every search, so
+//   searches still see every write. Durable, so a crash loses no pending entry.
+// - No query reads trail_scopes by session or by parent, but every new scope dirtied a page of
+//   each of those two indexes at its session's place (a WAL frame per commit and session). The
+//   one query by session, the session list, gets a partial index over session roots only.
+constexpr char k0004TrailWritePath[] = R"sql(
+CREATE TABLE trail_fts_pending (pos INTEGER PRIMARY KEY);  -- trail_scopes.pos
+DROP INDEX trail_scopes_by_session;
+DROP INDEX trail_scopes_by_parent;
+CREATE INDEX trail_session_roots ON trail_scopes (pos) WHERE kind = 'session';
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
@@ -164,6 +180,7 @@ const std::vector<Migration>& Migrations() {
       {1, "0001_init.sql", k0001Init},
       {2, "0002_trail.sql", k0002Trail},
       {3, "0003_auto_scopes.sql", k0003AutoScopes},
+      {4, "0004_trail_write_path.sql", k0004TrailWritePath},
   };
   return kAll;
 }

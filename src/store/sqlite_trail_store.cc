@@ -113,9 +113,17 @@ absl::Status SqliteTrailStore::PrepareAll() {
                    db_->Prepare("INSERT INTO trail_scopes (id, tenant, project, session_id, kind, "
                                 "parent_id, root_id, description, status, created_at_ms) VALUES "
                                 "(?,?,?,?,?,?,?,?,'open',?)"));
-  ASSIGN_OR_RETURN(insert_fts_,
+  ASSIGN_OR_RETURN(mark_fts_, db_->Prepare("INSERT OR IGNORE INTO trail_fts_pending (pos) SELECT "
+                                           "pos FROM trail_scopes WHERE id = ?"));
+  ASSIGN_OR_RETURN(fts_delete_pending_,
+                   db_->Prepare("DELETE FROM trail_fts WHERE rowid IN (SELECT pos FROM "
+                                "trail_fts_pending)"));
+  ASSIGN_OR_RETURN(fts_insert_pending_,
                    db_->Prepare("INSERT INTO trail_fts (rowid, description, summary) SELECT "
-                                "rowid, description, summary FROM trail_scopes WHERE id = ?"));
+                                "s.pos, s.description, s.summary FROM trail_fts_pending p JOIN "
+                                "trail_scopes s ON s.pos = p.pos ORDER BY p.pos"));
+  ASSIGN_OR_RETURN(fts_clear_pending_, db_->Prepare("DELETE FROM trail_fts_pending"));
+  ASSIGN_OR_RETURN(count_fts_pending_, db_->Prepare("SELECT COUNT(*) FROM trail_fts_pending"));
   ASSIGN_OR_RETURN(scope_root_,
                    db_->Prepare("SELECT root_id, status FROM trail_scopes WHERE id = ?"));
   ASSIGN_OR_RETURN(insert_blob_,
@@ -126,9 +134,6 @@ absl::Status SqliteTrailStore::PrepareAll() {
                                 "tokens, is_error, at_ms) VALUES (?,?,?,?,?,?,?) RETURNING seq"));
   ASSIGN_OR_RETURN(fold_, db_->Prepare("UPDATE trail_scopes SET status = 'folded', summary = ?, "
                                        "summary_tokens = ?, folded_at_ms = ? WHERE id = ?"));
-  ASSIGN_OR_RETURN(fold_fts_,
-                   db_->Prepare("UPDATE trail_fts SET summary = ? WHERE rowid = (SELECT rowid "
-                                "FROM trail_scopes WHERE id = ?)"));
   ASSIGN_OR_RETURN(get_scope_, db_->Prepare(base::StrCat("SELECT ", kScopeColumns,
                                                          " FROM trail_scopes s WHERE s.id = ?")));
   ASSIGN_OR_RETURN(list_events_,
@@ -162,6 +167,37 @@ absl::Status SqliteTrailStore::PrepareAll() {
           "s.rowid = trail_fts.rowid WHERE trail_fts MATCH ? AND s.tenant = ? AND s.project = ? "
           "ORDER BY bm25(trail_fts) LIMIT ?")));
   ASSIGN_OR_RETURN(blob_count_, db_->Prepare("SELECT COUNT(*) FROM trail_blobs"));
+  {
+    // What a previous run left noted; indexed with the next batch or search.
+    ResetOnExit reset(count_fts_pending_);
+    ASSIGN_OR_RETURN(bool row, count_fts_pending_.Step());
+    fts_pending_ = row ? count_fts_pending_.Int(0) : 0;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteTrailStore::MarkFtsPendingLocked(std::string_view id) {
+  {
+    ResetOnExit reset(mark_fts_);
+    mark_fts_.Bind(1, id);
+    RETURN_IF_ERROR(mark_fts_.Run());
+  }
+  if (++fts_pending_ < kFtsBatch) return absl::OkStatus();
+  return FlushFtsLocked();
+}
+
+absl::Status SqliteTrailStore::FlushFtsLocked() {
+  {
+    ResetOnExit reset(fts_delete_pending_);
+    RETURN_IF_ERROR(fts_delete_pending_.Run());
+  }
+  {
+    ResetOnExit reset(fts_insert_pending_);
+    RETURN_IF_ERROR(fts_insert_pending_.Run());
+  }
+  ResetOnExit reset(fts_clear_pending_);
+  RETURN_IF_ERROR(fts_clear_pending_.Run());
+  fts_pending_ = 0;
   return absl::OkStatus();
 }
 
@@ -205,9 +241,7 @@ absl::Status SqliteTrailStore::OpenScope(const Scope& scope) {
       }
       RETURN_IF_ERROR(st);
     }
-    ResetOnExit reset(insert_fts_);
-    insert_fts_.Bind(1, scope.id);
-    return insert_fts_.Run();
+    return MarkFtsPendingLocked(scope.id);
   });
 }
 
@@ -275,10 +309,7 @@ absl::Status SqliteTrailStore::FoldScope(std::string_view id, std::string_view s
       fold_.Bind(4, id);
       RETURN_IF_ERROR(fold_.Run());
     }
-    ResetOnExit reset(fold_fts_);
-    fold_fts_.Bind(1, summary);
-    fold_fts_.Bind(2, id);
-    return fold_fts_.Run();
+    return MarkFtsPendingLocked(id);
   });
 }
 
@@ -383,6 +414,11 @@ absl::StatusOr<std::vector<trail::SearchHit>> SqliteTrailStore::Search(std::stri
                                                                       int64_t limit) {
   ASSIGN_OR_RETURN(std::string match, FtsQuery(query));
   std::lock_guard<std::mutex> lock(db_->mutex());
+  if (fts_pending_ > 0) {
+    // Searches see every write, also those not yet indexed.
+    RETURN_IF_ERROR(db_->BeginWrite());
+    RETURN_IF_ERROR(db_->EndWrite(FlushFtsLocked()));
+  }
   ResetOnExit reset(search_);
   search_.Bind(1, match);
   search_.Bind(2, tenant);

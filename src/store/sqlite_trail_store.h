@@ -1,6 +1,6 @@
 // SqliteTrailStore: the trail's TrailStore in contextd's SQLite database (tables trail_scopes,
 // trail_events, trail_blobs and the FTS5 index trail_fts of migrations 0002_trail.sql and
-// 0003_auto_scopes.sql). Every write is atomic (Database::BeginWrite/EndWrite): durable against a
+// 0003_auto_scopes.sql, trail_fts_pending of 0004_trail_write_path.sql). Every write is atomic (Database::BeginWrite/EndWrite): durable against a
 // process crash when it returns, or, when the Database groups commits, once its group commits.
 // Thread-safe: calls are serialised on the Database's mutex, which it may share with the other
 // stores (SqliteBranchStore) of the same connection.
@@ -20,6 +20,11 @@ namespace contextd::store {
 // with OR (bm25 ranks scopes matching more words first). Words without a letter or digit are
 // dropped. InvalidArgument if `query` holds no word or more than 1000 bytes.
 absl::StatusOr<std::string> FtsQuery(std::string_view query);
+
+// Scopes indexed in trail_fts per batch (migration 0004): large enough that FTS5 writes one
+// segment for many scopes, small enough that the write that flushes a batch stays well under a
+// millisecond.
+inline constexpr int64_t kFtsBatch = 64;
 
 class SqliteTrailStore final : public trail::TrailStore {
  public:
@@ -59,17 +64,28 @@ class SqliteTrailStore final : public trail::TrailStore {
   template <typename Fn>
   absl::Status InTransaction(Fn fn);
   absl::StatusOr<std::optional<trail::Scope>> GetScopeLocked(std::string_view id);
+  // Notes scope `id` for (re)indexing in trail_fts, and indexes every noted scope once
+  // kFtsBatch are waiting. Caller holds the mutex, inside a write.
+  absl::Status MarkFtsPendingLocked(std::string_view id);
+  // Brings trail_fts up to date with every noted scope. Caller holds the mutex, inside a write.
+  absl::Status FlushFtsLocked();
   absl::StatusOr<std::vector<trail::Scope>> ReadScopes(Statement& st, int extra_text_col,
                                                        std::vector<std::string>* extra);
 
   std::shared_ptr<Database> db_;
   Statement insert_scope_;
-  Statement insert_fts_;
+  Statement mark_fts_;
+  Statement fts_delete_pending_;
+  Statement fts_insert_pending_;
+  Statement fts_clear_pending_;
+  Statement count_fts_pending_;
+  // Scopes noted in trail_fts_pending since the last flush (an upper bound: a rolled-back write
+  // may have noted one). Under the mutex.
+  int64_t fts_pending_ = 0;
   Statement scope_root_;
   Statement insert_blob_;
   Statement insert_event_;
   Statement fold_;
-  Statement fold_fts_;
   Statement get_scope_;
   Statement list_events_;
   Statement count_events_;
