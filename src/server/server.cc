@@ -113,7 +113,6 @@ struct Engine {
   std::unique_ptr<TrailTools> trail_tools;            // executor only
   std::unique_ptr<TrailRecorder> trail_recorder;      // the gateway records through it
   std::unique_ptr<gateway::Gateway> gateway;          // executor only
-  std::shared_ptr<store::Database> db;
   std::unique_ptr<GroupCommit> group_commit;  // the McpServer's outbound gate: outlives it
   std::shared_ptr<protocol::McpServer> mcp;
 };
@@ -152,7 +151,6 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
   // One connection (and one WAL checkpointer) shared by the branch and trail stores.
   ASSIGN_OR_RETURN(std::unique_ptr<store::Database> opened, store::Database::Open(db_path));
   std::shared_ptr<store::Database> db(std::move(opened));
-  engine.db = db;
   ASSIGN_OR_RETURN(engine.store, store::SqliteBranchStore::Create(db));
   ASSIGN_OR_RETURN(engine.trail_store, store::SqliteTrailStore::Create(db));
   base::LogInfo(base::StrCat("data in ", db_path, "; tokens counted with ", counter->name()));
@@ -286,13 +284,14 @@ void ShutdownEngine(Engine& engine) {
   engine.executor->RunSync([&] {
     if (engine.gateway) engine.gateway->Stop();  // kills the upstream children
     engine.gateway.reset();
+    // What the last batch wrote (sessions ended at shutdown) is committed before the stop, while
+    // the engine its failure handler reloads still exists.
+    if (engine.group_commit) engine.group_commit->Flush();
     engine.trail_recorder.reset();
     engine.trail_tools.reset();
     engine.trail.reset();
     engine.tools.reset();
     engine.manager.reset();
-    // What the last batch wrote (sessions ended at shutdown) is committed before the stop.
-    if (engine.group_commit) engine.group_commit->Flush();
   });
   engine.executor->Stop();
 }

@@ -90,27 +90,32 @@ TrailTools::TrailTools(trail::Trail& trail, folding::EventBus& events,
 
 TrailTools::~TrailTools() { events_.Unsubscribe(subscription_); }
 
+absl::StatusOr<const folding::Branch*> TrailTools::EventBranch(
+    const folding::BranchEvent& event, std::optional<folding::Branch>& storage) {
+  // The BranchManager attaches the committed branch; the store has it too (events are published
+  // after the commit), for a publisher that does not.
+  if (event.branch != nullptr) return event.branch;
+  auto branch = branches_.Get(event.branch_id);
+  if (!branch.ok()) return branch.status();
+  if (!branch->has_value()) return absl::NotFoundError("branch not in store");
+  storage = std::move(**branch);
+  return &*storage;
+}
+
 void TrailTools::OnEvent(const folding::BranchEvent& event) {
   absl::Status status;
   switch (event.type) {
     case folding::BranchEventType::kCreated: {
-      // The event is published after the branch is committed and carries it (the store has it
-      // too, for a publisher that does not attach it).
       std::optional<folding::Branch> stored;
-      const folding::Branch* b = event.branch;
-      int64_t prompt_tokens = event.text_tokens;
-      if (b == nullptr) {
-        auto branch = branches_.Get(event.branch_id);
-        if (!branch.ok() || !branch->has_value()) {
-          status = branch.ok() ? absl::NotFoundError("branch not in store") : branch.status();
-          break;
-        }
-        stored = std::move(**branch);
-        b = &*stored;
-        prompt_tokens = static_cast<int64_t>(counter_.Count(b->prompt));
+      auto b = EventBranch(event, stored);
+      if (!b.ok()) {
+        status = b.status();
+        break;
       }
-      status = trail_.OnBranchCreated(TrailSessionFor(event.session), b->id, b->parent_id,
-                                      b->description, b->prompt, prompt_tokens);
+      const int64_t prompt_tokens = stored ? static_cast<int64_t>(counter_.Count((*b)->prompt))
+                                           : event.text_tokens;
+      status = trail_.OnBranchCreated(TrailSessionFor(event.session), (*b)->id, (*b)->parent_id,
+                                      (*b)->description, (*b)->prompt, prompt_tokens);
       break;
     }
     case folding::BranchEventType::kWarning:
@@ -121,21 +126,17 @@ void TrailTools::OnEvent(const folding::BranchEvent& event) {
     case folding::BranchEventType::kFolded:
     case folding::BranchEventType::kForceReturned: {
       std::optional<folding::Branch> stored;
-      const folding::Branch* b = event.branch;
-      int64_t summary_tokens = event.text_tokens;
-      if (b == nullptr) {
-        auto branch = branches_.Get(event.branch_id);
-        if (!branch.ok() || !branch->has_value()) {
-          status = branch.ok() ? absl::NotFoundError("branch not in store") : branch.status();
-          break;
-        }
-        stored = std::move(**branch);
-        b = &*stored;
-        summary_tokens = static_cast<int64_t>(counter_.Count(b->summary));
+      auto b = EventBranch(event, stored);
+      if (!b.ok()) {
+        status = b.status();
+        break;
       }
-      status = trail_.OnBranchFolded(event.branch_id, b->summary, summary_tokens,
+      const int64_t summary_tokens = stored
+                                         ? static_cast<int64_t>(counter_.Count((*b)->summary))
+                                         : event.text_tokens;
+      status = trail_.OnBranchFolded(event.branch_id, (*b)->summary, summary_tokens,
                                      event.type == folding::BranchEventType::kForceReturned,
-                                     event.reason.empty() ? b->finish_reason : event.reason);
+                                     event.reason.empty() ? (*b)->finish_reason : event.reason);
       break;
     }
     case folding::BranchEventType::kCharged:

@@ -5,6 +5,8 @@
 // lives. Not thread-safe beyond that.
 #pragma once
 
+#include <optional>
+
 #include "absl/status/status.h"
 #include "folding/branch_store.h"
 #include "folding/events.h"
@@ -40,6 +42,10 @@ class TrailTools {
 
  private:
   void OnEvent(const folding::BranchEvent& event);
+  // The branch `event` is about: the one it carries, else read from the store into `storage`.
+  // NotFound if the store has none.
+  absl::StatusOr<const folding::Branch*> EventBranch(const folding::BranchEvent& event,
+                                                     std::optional<folding::Branch>& storage);
   void View(const std::shared_ptr<protocol::ToolCall>& call);
   void Unfold(const std::shared_ptr<protocol::ToolCall>& call);
   void Search(const std::shared_ptr<protocol::ToolCall>& call);

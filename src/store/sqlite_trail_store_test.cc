@@ -162,6 +162,62 @@ TEST_F(SqliteTrailStoreTest, SearchFindsDescriptionsAndSummariesOfOneTenantAndPr
             absl::StatusCode::kInvalidArgument);
 }
 
+int64_t CountRows(const std::string& path, const char* sql) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql, -1, &st, nullptr), SQLITE_OK) << sql;
+  int64_t n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return n;
+}
+
+TEST_F(SqliteTrailStoreTest, FtsIsIndexedInBatchesAndBeforeEverySearch) {
+  const std::string path = dir_.File("contextd.db");
+  SessionRef s = Session("a");
+  ASSERT_TRUE(store_->OpenScope(MakeScope("ses_1", "", "session", s)).ok());
+  ASSERT_TRUE(store_->OpenScope(MakeScope("br_1", "ses_1", "explore the lexer", s)).ok());
+  // Noted, not yet indexed.
+  EXPECT_EQ(CountRows(path, "SELECT COUNT(*) FROM trail_fts_pending"), 2);
+  EXPECT_EQ(CountRows(path, "SELECT COUNT(*) FROM trail_fts"), 0);
+  // A search indexes what is pending first: it sees every write.
+  auto hits = store_->Search("local", "default", "lexer", 5);
+  ASSERT_TRUE(hits.ok()) << hits.status();
+  ASSERT_EQ(hits->size(), 1u);
+  EXPECT_EQ((*hits)[0].scope.id, "br_1");
+  EXPECT_EQ(CountRows(path, "SELECT COUNT(*) FROM trail_fts_pending"), 0);
+  // A fold re-indexes the scope with its summary (its old row replaced, not duplicated).
+  ASSERT_TRUE(store_->FoldScope("br_1", "the lexer lives in src/lex.c", 8, 2000).ok());
+  hits = store_->Search("local", "default", "lex", 5);
+  ASSERT_TRUE(hits.ok());
+  ASSERT_EQ(hits->size(), 1u);
+  EXPECT_NE((*hits)[0].snippet.find("[lex]"), std::string::npos) << (*hits)[0].snippet;
+  EXPECT_EQ(CountRows(path, "SELECT COUNT(*) FROM trail_fts"), 2);
+  // Without a search, a full batch is indexed by the write that completes it.
+  for (int i = 0; i < kFtsBatch; ++i) {
+    ASSERT_TRUE(
+        store_->OpenScope(MakeScope("br_b" + std::to_string(i), "ses_1", "batch scope", s)).ok());
+  }
+  EXPECT_EQ(CountRows(path, "SELECT COUNT(*) FROM trail_fts_pending"), 0);
+  EXPECT_EQ(CountRows(path, "SELECT COUNT(*) FROM trail_fts"), 2 + kFtsBatch);
+}
+
+TEST_F(SqliteTrailStoreTest, ScopesLeftPendingByACrashAreIndexedAfterReopen) {
+  const std::string path = dir_.File("contextd.db");
+  SessionRef s = Session("a");
+  ASSERT_TRUE(store_->OpenScope(MakeScope("ses_1", "", "session", s)).ok());
+  ASSERT_TRUE(store_->OpenScope(MakeScope("br_1", "ses_1", "profile the allocator", s)).ok());
+  store_.reset();  // gone without a search or a full batch, as a crash would leave it
+  EXPECT_EQ(CountRows(path, "SELECT COUNT(*) FROM trail_fts_pending"), 2);
+  auto reopened = SqliteTrailStore::Open(path);
+  ASSERT_TRUE(reopened.ok());
+  auto hits = (*reopened)->Search("local", "default", "allocator", 5);
+  ASSERT_TRUE(hits.ok());
+  ASSERT_EQ(hits->size(), 1u);
+  EXPECT_EQ((*hits)[0].scope.id, "br_1");
+}
+
 TEST(FtsQueryTest, QuotesEveryWord) {
   auto q = FtsQuery("foo \"bar\" baz*");
   ASSERT_TRUE(q.ok());
