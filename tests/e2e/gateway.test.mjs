@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync, readFileSync, existsSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startHttpServer, connectHttp, cleanup, textOf, tempDataDir } from './harness.mjs';
+import { startHttpServer, connectHttp, cleanup, textOf, tempDataDir, sdkTypes } from './harness.mjs';
 
 const upstreams = new URL('../../tools/npm/upstreams/node_modules/@modelcontextprotocol/', import.meta.url).pathname;
 const FS_SERVER = join(upstreams, 'server-filesystem/dist/index.js');
@@ -132,6 +132,58 @@ test('gateway: filesystem reads scrubbed, charged, exhausted; restart; progress'
     assert.ok(!stored.includes(SECRET), 'the database holds the secret');
     assert.ok(existsSync(join(dataDir, 'contextd.db')));
     // The children are gone with the server.
+    cleanup(dataDir);
+    cleanup(files);
+  }
+});
+
+test('gateway: server-everything sampling and elicitation reach the client whose call caused them', async () => {
+  assert.ok(existsSync(EVERYTHING_SERVER), 'run npm install in tools/npm/upstreams');
+  const { files, dataDir, config } = setup();
+  const server = await startHttpServer({ dataDir, args: ['--config', config] });
+  try {
+    const { client } = await connectHttp(server.url, 'e2e-sampling', { sampling: {}, elicitation: {} });
+    const sampled = [];
+    client.setRequestHandler(sdkTypes.CreateMessageRequestSchema, async (request) => {
+      sampled.push(request.params);
+      return { model: 'e2e-model', role: 'assistant', content: { type: 'text', text: 'sampled by the e2e client' } };
+    });
+    const elicited = [];
+    client.setRequestHandler(sdkTypes.ElicitRequestSchema, async (request) => {
+      elicited.push(request.params);
+      return { action: 'accept', content: { name: 'Ada Lovelace', check: true } };
+    });
+    // A second client without those capabilities: nothing may be routed to it.
+    const { client: bystander } = await connectHttp(server.url, 'e2e-bystander');
+    let bystanderAsked = 0;
+    bystander.fallbackRequestHandler = async () => { bystanderAsked++; return {}; };
+
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    assert.ok(names.includes('ev__trigger-sampling-request'), names.join(','));
+    assert.ok(names.includes('ev__trigger-elicitation-request'), names.join(','));
+
+    const branch = await call(client, 'branch_create', { description: 'ask the model', prompt: 'sample once', budget: 4000 });
+    assert.ok(!branch.isError, textOf(branch));
+    const sampling = await call(client, 'ev__trigger-sampling-request', { prompt: 'what is folding?', maxTokens: 20 });
+    assert.ok(!sampling.isError, textOf(sampling));
+    assert.equal(sampled.length, 1);
+    assert.match(sampled[0].messages[0].content.text, /what is folding\?/);
+    assert.match(textOf(sampling), /sampled by the e2e client/);
+
+    const elicitation = await call(client, 'ev__trigger-elicitation-request', {});
+    assert.ok(!elicitation.isError, textOf(elicitation));
+    assert.equal(elicited.length, 1);
+    assert.ok(elicited[0].requestedSchema.properties.name, JSON.stringify(elicited[0]));
+    assert.match(textOf(elicitation), /Name: Ada Lovelace/);
+    assert.equal(bystanderAsked, 0);
+
+    // Both proxied results were charged to the branch.
+    const status = await call(client, 'branch_status', {});
+    assert.match(JSON.stringify(status.structuredContent), /"tokens_used":\s*\d{2,}/);
+    await bystander.close();
+    await client.close();
+  } finally {
+    await server.stop();
     cleanup(dataDir);
     cleanup(files);
   }

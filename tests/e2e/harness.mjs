@@ -10,6 +10,7 @@ const sdkRoot = new URL('../../tools/npm/e2e/node_modules/@modelcontextprotocol/
 const { Client } = await import(new URL('client/index.js', sdkRoot));
 const { StreamableHTTPClientTransport } = await import(new URL('client/streamableHttp.js', sdkRoot));
 const { StdioClientTransport } = await import(new URL('client/stdio.js', sdkRoot));
+export const sdkTypes = await import(new URL('types.js', sdkRoot));
 export { Client };
 
 export const BINARY = process.env.CONTEXTD_BINARY ?? new URL('../../build/debug/src/cli/contextd', import.meta.url).pathname;
@@ -44,8 +45,10 @@ export async function startHttpServer({ dataDir = tempDataDir(), args = [], env 
   };
 }
 
-export async function connectHttp(url, name = 'e2e') {
-  const client = new Client({ name, version: '1.0.0' }, { capabilities: {} });
+// `capabilities` are the client's (e.g. {sampling: {}, elicitation: {}}); set their request
+// handlers on the returned client before calling anything that needs them.
+export async function connectHttp(url, name = 'e2e', capabilities = {}) {
+  const client = new Client({ name, version: '1.0.0' }, { capabilities });
   const transport = new StreamableHTTPClientTransport(new URL(url));
   await client.connect(transport);
   return { client, transport };
