@@ -29,9 +29,8 @@ void GroupCommit::Hold(std::function<void(const absl::Status&)> deliver) {
 
 void GroupCommit::Flush() {
   // Cleared before the commit: a group opened after it (by a writer off the executor) sets it
-  // again. A group that opened after this task was queued is committed here too; its own flush
-  // task then finds nothing to do.
-  open_.store(false);
+  // again. Nothing open: nothing was written since the last commit (and nothing is held).
+  if (!open_.exchange(false)) return;
   const auto started = std::chrono::steady_clock::now();
   absl::Status committed = commit_();
   std::vector<std::function<void(const absl::Status&)>> held;

@@ -40,8 +40,9 @@ class GroupCommit final : public protocol::OutboundGate {
   bool Holding() const override { return open_.load(); }
   void Hold(std::function<void(const absl::Status&)> deliver) override;
 
-  // Commits the open group now (if any) and delivers what was held with its outcome. The queued
-  // flush task calls it; the server also calls it at shutdown. Executor only.
+  // Commits the open group now (nothing to do if none is open) and delivers what was held with
+  // its outcome. The queued flush task calls it; the server also calls it at shutdown. Executor
+  // only.
   void Flush();
 
   // Groups committed and failed so far, and messages held in all (for metrics and tests).

@@ -201,9 +201,12 @@ absl::Status Trail::OnBranchWarning(std::string_view branch_id, std::string_view
 
 absl::Status Trail::OnBranchFolded(std::string_view branch_id, std::string_view summary,
                                    int64_t summary_tokens, bool forced, std::string_view reason) {
-  ASSIGN_OR_RETURN(std::optional<Scope> scope, store_.GetScope(branch_id));
-  if (!scope) return absl::NotFoundError(base::StrCat("scope ", branch_id, " not found"));
-  if (scope->status == ScopeStatus::kFolded) return absl::OkStatus();
+  // A scope this process opened and has not folded is known to be open without a read.
+  if (open_scopes_.count(std::string(branch_id)) == 0) {
+    ASSIGN_OR_RETURN(std::optional<Scope> scope, store_.GetScope(branch_id));
+    if (!scope) return absl::NotFoundError(base::StrCat("scope ", branch_id, " not found"));
+    if (scope->status == ScopeStatus::kFolded) return absl::OkStatus();
+  }
   NewEvent end;
   end.scope_id = std::string(branch_id);
   end.kind = forced ? EventKind::kForceReturn : EventKind::kBranchReturned;
