@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "scrub/internal/aho_corasick.h"
+#include "scrub/internal/regex_split.h"
 #include "scrub/internal/sv.h"
 #include "scrub/originals_archive.h"
 
@@ -35,6 +36,9 @@ constexpr size_t kWideForwardWindow = 16384;
 constexpr size_t kWindowGap = 256;
 // A finding clipped around an existing marker keeps only pieces at least this long.
 constexpr size_t kMinClippedPiece = 6;
+// Matches at least this long try SecretSurelyAllowed before the submatch extraction (shorter
+// ones extract cheaply with BitState; the check costs three short DFA scans).
+constexpr size_t kBoundMinSpan = 256;
 // Upper bound on redaction passes (each pass strictly shrinks the unredacted text).
 constexpr int kMaxPasses = 64;
 
@@ -64,6 +68,13 @@ struct CompiledAllowlist {
   AllowlistCondition condition = AllowlistCondition::kOr;
   RegexTarget target = RegexTarget::kSecret;
   std::vector<std::unique_ptr<RE2>> regexes;
+  // The regexes without empty-width assertions, as one alternation (null if none): a match of it
+  // anywhere inside a string implies a match inside every string containing that one.
+  std::unique_ptr<RE2> context_free;
+  // A passing regex (resp. stopword) check alone makes the allowlist pass: condition OR, or it
+  // is the only configured check.
+  bool regex_decides = false;
+  bool stopword_decides = false;
   std::vector<std::string> stopwords;
   std::vector<std::unique_ptr<RE2>> paths;
   bool has_commits = false;
@@ -89,6 +100,11 @@ struct CompiledRule {
   // (see ExtractGroups); null when the pattern is not pure ASCII or does not compile alike.
   std::unique_ptr<RE2> re_latin1;
   std::unique_ptr<RE2> path;
+  // The pattern before the secret group (leftmost-longest) and "(?:after it)\z", when the
+  // secret group is an element of the pattern's top-level concatenation and the part after it
+  // has no assertions; they bound where the secret can lie in a match (SecretSurelyAllowed).
+  std::unique_ptr<RE2> before_secret;
+  std::unique_ptr<RE2> after_secret;
   int secret_group = 0;
   int num_groups = 0;
   double entropy = 0;
@@ -293,6 +309,10 @@ struct RuleScrubber::Impl {
       // match without any digit is dropped before the extraction, which costs far more than
       // this scan (on clean text most generic matches are identifiers without digits).
       if (r.generic && !ContainsDigit(text.substr(ms, me - ms))) continue;
+      if (ngroups > 1 && me - ms >= kBoundMinSpan && r.before_secret != nullptr &&
+          SecretSurelyAllowed(r, text, ms, me)) {
+        continue;
+      }
       if (ngroups > 1 && !ExtractGroups(r, sp, ms, me, groups, ngroups)) continue;
       std::string_view secret(groups[0].data(), groups[0].size());
       if (r.secret_group > 0) {
@@ -324,6 +344,57 @@ struct RuleScrubber::Impl {
       f.entropy = h;
       out->push_back(f);
     }
+  }
+
+  // True when some allowlist of `r` is certain to pass on the secret of the match [ms, me),
+  // whatever the secret group's exact bounds; then the match can be dropped without extracting
+  // the groups (an NFA pass over the whole match when it is long). Every parse of the match is
+  // before_secret, secret, after_secret back to back, so the secret starts at or before the end
+  // of the longest before_secret match and ends at or after the leftmost start of an
+  // after_secret match that ends at `me`: it contains the text in between. Typical case: a
+  // later pass, where a private-key match spans an earlier marker ("[REDACTED:" is allowlisted).
+  bool SecretSurelyAllowed(const CompiledRule& r, std::string_view text, size_t ms,
+                           size_t me) const {
+    re2::StringPiece m;
+    if (!r.before_secret->Match(re2::StringPiece(text.data(), text.size()), ms, me,
+                                RE2::ANCHOR_START, &m, 1)) {
+      return false;
+    }
+    const size_t lo = ms + m.size();
+    // after_secret ends in \z: search in the text cut at `me` (it has no assertions, so the
+    // cut changes nothing else).
+    if (!r.after_secret->Match(re2::StringPiece(text.data(), me), ms, me, RE2::UNANCHORED, &m,
+                               1)) {
+      return false;
+    }
+    const size_t hi = m.data() - text.data();
+    if (hi <= lo) return false;
+    const std::string_view inner = text.substr(lo, hi - lo);
+    std::string lower;
+    auto sure = [&](const CompiledAllowlist& a) {
+      if (a.regex_decides && a.target == RegexTarget::kSecret && a.context_free != nullptr &&
+          RE2::PartialMatch(re2::StringPiece(inner.data(), inner.size()), *a.context_free)) {
+        return true;
+      }
+      if (a.stopword_decides) {
+        if (lower.empty()) {
+          lower.assign(inner);
+          for (char& c : lower) c = (c >= 'A' && c <= 'Z') ? c + 32 : c;
+        }
+        for (const auto& w : a.stopwords) {
+          if (lower.find(w) != std::string::npos) return true;
+        }
+      }
+      return false;
+    };
+    for (const auto& a : global) {
+      if (!a.target_rules.empty() && a.target_rules.count(r.id) == 0) continue;
+      if (sure(a)) return true;
+    }
+    for (const auto& a : r.allowlists) {
+      if (sure(a)) return true;
+    }
+    return false;
   }
 
   // Submatch extraction on the match span [ms, me). On an ASCII-only span the Latin-1 twin of
@@ -617,7 +688,7 @@ absl::StatusOr<std::unique_ptr<RuleScrubber>> RuleScrubber::Create(const RulesCo
     a->stopwords = spec.stopwords;
     a->has_commits = !spec.commits.empty();
     a->target_rules.insert(spec.target_rules.begin(), spec.target_rules.end());
-    std::string combined;
+    std::string combined, context_free;
     for (const auto& src : spec.regexes) {
       auto re = std::make_unique<RE2>(src, RuleOptions());
       if (!re->ok()) {
@@ -626,7 +697,14 @@ absl::StatusOr<std::unique_ptr<RuleScrubber>> RuleScrubber::Create(const RulesCo
         continue;
       }
       absl::StrAppend(&combined, combined.empty() ? "" : "|", "(?:", src, ")");
+      if (!internal::MayHaveAssertions(src)) {
+        absl::StrAppend(&context_free, context_free.empty() ? "" : "|", "(?:", src, ")");
+      }
       a->regexes.push_back(std::move(re));
+    }
+    if (!context_free.empty()) {
+      auto re = std::make_unique<RE2>(context_free, RuleOptions());
+      if (re->ok()) a->context_free = std::move(re);
     }
     // One alternation instead of N calls: allowlists run once per finding, so this matters.
     if (a->regexes.size() > 1) {
@@ -645,6 +723,12 @@ absl::StatusOr<std::unique_ptr<RuleScrubber>> RuleScrubber::Create(const RulesCo
       }
       a->paths.push_back(std::move(re));
     }
+    // Same count of configured checks as AllowlistMatches.
+    const int configured = (a->has_commits ? 1 : 0) + (a->paths.empty() ? 0 : 1) +
+                           (a->regexes.empty() ? 0 : 1) + (a->stopwords.empty() ? 0 : 1);
+    const bool alone_decides = a->condition == AllowlistCondition::kOr || configured == 1;
+    a->regex_decides = alone_decides && !a->regexes.empty();
+    a->stopword_decides = alone_decides && !a->stopwords.empty();
   };
   for (const auto& spec : config.allowlists) {
     CompiledAllowlist a;
@@ -698,6 +782,25 @@ absl::StatusOr<std::unique_ptr<RuleScrubber>> RuleScrubber::Create(const RulesCo
       continue;
     }
     r.secret_group = spec.secret_group;
+    // The group whose text is the secret: the configured one, or the only one. (With several
+    // groups and no secretGroup it is the first non-empty one: no bounds for that.)
+    const int secret_index = spec.secret_group > 0 ? spec.secret_group
+                             : r.num_groups == 1   ? 1
+                                                   : 0;
+    internal::GroupSplit split;
+    if (secret_index > 0 && internal::SplitAtGroup(spec.regex, secret_index, &split) &&
+        !internal::MayHaveAssertions(split.after)) {
+      RE2::Options longest = RuleOptions();
+      longest.set_longest_match(true);
+      auto before = std::make_unique<RE2>(split.before, longest);
+      auto after = std::make_unique<RE2>(absl::StrCat("(?:", split.after, ")\\z"), RuleOptions());
+      // The group counts confirm that the split is where RE2 sees the group.
+      if (before->ok() && after->ok() && before->NumberOfCapturingGroups() == secret_index - 1 &&
+          after->NumberOfCapturingGroups() == r.num_groups - secret_index) {
+        r.before_secret = std::move(before);
+        r.after_secret = std::move(after);
+      }
+    }
     r.entropy = spec.entropy;
     r.generic = absl::StartsWith(spec.id, "generic");
     r.low_priority =
