@@ -105,6 +105,10 @@ struct CompiledRule {
   // has no assertions; they bound where the secret can lie in a match (SecretSurelyAllowed).
   std::unique_ptr<RE2> before_secret;
   std::unique_ptr<RE2> after_secret;
+  // Bytes every match starts with (empty if unknown); RunRule moves the search start to their
+  // next occurrence. Set only for patterns without assertions, whose matches do not depend on the
+  // text around them.
+  std::string start_prefix;
   int secret_group = 0;
   int num_groups = 0;
   double entropy = 0;
@@ -298,6 +302,14 @@ struct RuleScrubber::Impl {
     const re2::StringPiece sp(text.data(), text.size());
     size_t pos = from;
     while (pos <= to) {
+      // No match starts before the next occurrence of start_prefix. Searching from there gives
+      // the same match, and RE2's reverse pass that finds the match start scans back only to
+      // there instead of to the window start (private-key windows reach 16 KB back).
+      if (!r.start_prefix.empty()) {
+        const size_t next = text.find(r.start_prefix, pos);
+        if (next == std::string_view::npos || next + r.start_prefix.size() > to) break;
+        pos = next;
+      }
       // Find the match span with the DFA only, then extract groups on just that span.
       if (!r.re->Match(sp, pos, to, RE2::UNANCHORED, groups, 1)) break;
       size_t ms = groups[0].data() - text.data();
@@ -782,6 +794,16 @@ absl::StatusOr<std::unique_ptr<RuleScrubber>> RuleScrubber::Create(const RulesCo
       continue;
     }
     r.secret_group = spec.secret_group;
+    if (!internal::MayHaveAssertions(spec.regex)) {
+      // Every match is an anchored match of the pattern, so it lies between PossibleMatchRange's
+      // min and max and starts with their common prefix.
+      std::string min, max;
+      if (r.re->PossibleMatchRange(&min, &max, 64)) {
+        size_t n = 0;
+        while (n < min.size() && n < max.size() && min[n] == max[n]) ++n;
+        r.start_prefix = min.substr(0, n);
+      }
+    }
     // The group whose text is the secret: the configured one, or the only one. (With several
     // groups and no secretGroup it is the first non-empty one: no bounds for that.)
     const int secret_index = spec.secret_group > 0 ? spec.secret_group
