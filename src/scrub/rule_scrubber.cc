@@ -36,8 +36,8 @@ constexpr size_t kWideForwardWindow = 16384;
 constexpr size_t kWindowGap = 256;
 // A finding clipped around an existing marker keeps only pieces at least this long.
 constexpr size_t kMinClippedPiece = 6;
-// Matches at least this long try SecretSurelyAllowed before the submatch extraction (shorter
-// ones extract cheaply with BitState; the check costs three short DFA scans).
+// Matches at least this long are bounded with BoundSecret before the submatch extraction
+// (shorter ones extract cheaply with BitState).
 constexpr size_t kBoundMinSpan = 256;
 // Upper bound on redaction passes (each pass strictly shrinks the unredacted text).
 constexpr int kMaxPasses = 64;
@@ -102,7 +102,7 @@ struct CompiledRule {
   std::unique_ptr<RE2> path;
   // The pattern before the secret group (leftmost-longest) and "(?:after it)\z", when the
   // secret group is an element of the pattern's top-level concatenation and the part after it
-  // has no assertions; they bound where the secret can lie in a match (SecretSurelyAllowed).
+  // has no assertions; they bound where the secret can lie in a match (BoundSecret).
   std::unique_ptr<RE2> before_secret;
   std::unique_ptr<RE2> after_secret;
   // Bytes every match starts with (empty if unknown); RunRule moves the search start to their
@@ -321,13 +321,24 @@ struct RuleScrubber::Impl {
       // match without any digit is dropped before the extraction, which costs far more than
       // this scan (on clean text most generic matches are identifiers without digits).
       if (r.generic && !ContainsDigit(text.substr(ms, me - ms))) continue;
-      if (ngroups > 1 && me - ms >= kBoundMinSpan && r.before_secret != nullptr &&
-          SecretSurelyAllowed(r, text, ms, me)) {
-        continue;
-      }
-      if (ngroups > 1 && !ExtractGroups(r, sp, ms, me, groups, ngroups)) continue;
       std::string_view secret(groups[0].data(), groups[0].size());
-      if (r.secret_group > 0) {
+      bool extract = ngroups > 1;
+      if (extract && me - ms >= kBoundMinSpan && r.before_secret != nullptr) {
+        // Long match: bound the secret with DFA scans before paying for the extraction.
+        SecretBounds b;
+        if (BoundSecret(r, text, ms, me, &b)) {
+          if (SurelyAllowed(r, text.substr(b.lo, b.hi - b.lo))) continue;
+          if (b.exact) {
+            // The secret group (set only when it is the configured or the only group).
+            if (b.hi > b.lo || r.secret_group > 0) secret = text.substr(b.lo, b.hi - b.lo);
+            extract = false;
+          }
+        }
+      }
+      if (extract && !ExtractGroups(r, sp, ms, me, groups, ngroups)) continue;
+      if (!extract) {
+        // secret is set above (or is the whole match when there are no groups).
+      } else if (r.secret_group > 0) {
         if (r.secret_group < ngroups) {
           secret = std::string_view(groups[r.secret_group].data(), groups[r.secret_group].size());
         }
@@ -358,30 +369,39 @@ struct RuleScrubber::Impl {
     }
   }
 
-  // True when some allowlist of `r` is certain to pass on the secret of the match [ms, me),
-  // whatever the secret group's exact bounds; then the match can be dropped without extracting
-  // the groups (an NFA pass over the whole match when it is long). Every parse of the match is
-  // before_secret, secret, after_secret back to back, so the secret starts at or before the end
-  // of the longest before_secret match and ends at or after the leftmost start of an
-  // after_secret match that ends at `me`: it contains the text in between. Typical case: a
-  // later pass, where a private-key match spans an earlier marker ("[REDACTED:" is allowlisted).
-  bool SecretSurelyAllowed(const CompiledRule& r, std::string_view text, size_t ms,
-                           size_t me) const {
+  // Bounds on the secret group of a match [ms, me), from DFA scans only. Every parse of the match
+  // is before_secret, secret, after_secret back to back, so the secret starts at or before `lo`,
+  // the end of the longest before_secret match, and ends at or after `hi`, the leftmost start of
+  // an after_secret match that ends at `me`: it contains [lo, hi). `exact`: those are the only
+  // places where before_secret can end and after_secret can start, so the secret is [lo, hi).
+  struct SecretBounds {
+    size_t lo = 0, hi = 0;
+    bool exact = false;
+  };
+  static bool BoundSecret(const CompiledRule& r, std::string_view text, size_t ms, size_t me,
+                          SecretBounds* b) {
+    const re2::StringPiece sp(text.data(), text.size());
     re2::StringPiece m;
-    if (!r.before_secret->Match(re2::StringPiece(text.data(), text.size()), ms, me,
-                                RE2::ANCHOR_START, &m, 1)) {
-      return false;
-    }
-    const size_t lo = ms + m.size();
+    if (!r.before_secret->Match(sp, ms, me, RE2::ANCHOR_START, &m, 1)) return false;
+    b->lo = ms + m.size();
     // after_secret ends in \z: search in the text cut at `me` (it has no assertions, so the
     // cut changes nothing else).
-    if (!r.after_secret->Match(re2::StringPiece(text.data(), me), ms, me, RE2::UNANCHORED, &m,
-                               1)) {
-      return false;
-    }
-    const size_t hi = m.data() - text.data();
-    if (hi <= lo) return false;
-    const std::string_view inner = text.substr(lo, hi - lo);
+    const re2::StringPiece head(text.data(), me);
+    if (!r.after_secret->Match(head, ms, me, RE2::UNANCHORED, &m, 1)) return false;
+    b->hi = m.data() - text.data();
+    if (b->hi < b->lo) return false;
+    // Exact when before_secret has no shorter match from ms and after_secret no later start.
+    b->exact =
+        (b->lo == ms || !r.before_secret->Match(sp, ms, b->lo - 1, RE2::ANCHOR_START, nullptr, 0)) &&
+        (b->hi == me || !r.after_secret->Match(head, b->hi + 1, me, RE2::UNANCHORED, nullptr, 0));
+    return true;
+  }
+
+  // True when some allowlist of `r` (one that needs the secret) is certain to pass on any secret
+  // that contains `inner`: then a match can be dropped without extracting its groups (an NFA
+  // pass over the whole match when it is long). Typical case: a later pass, where a private-key
+  // match spans an earlier marker ("[REDACTED:" is allowlisted).
+  bool SurelyAllowed(const CompiledRule& r, std::string_view inner) const {
     std::string lower;
     auto sure = [&](const CompiledAllowlist& a) {
       if (a.regex_decides && a.target == RegexTarget::kSecret && a.context_free != nullptr &&
