@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 #include <gtest/gtest.h>
 
@@ -353,6 +354,69 @@ TEST_F(ResolveRulesTest, ArchiveNeedsA0600KeyFile) {
   EXPECT_NE(s.status().message().find("0600"), std::string::npos) << s.status();
   ::chmod(key.c_str(), 0600);
   EXPECT_TRUE(BuildScrubber(c).ok());
+}
+
+// The scanner's fast paths (search from the prefix every match starts with; secret bounds from
+// the parts of the pattern around the secret group; dropping a long match whose secret an
+// allowlist surely passes) must give exactly what the plain path gives. The plain path is forced
+// by wrapping each pattern in "(?:|^)(?:...)": the same matches, but an assertion and nested
+// groups turn the fast paths off.
+TEST(RuleScrubberTest, FastPathsGiveTheSameFindingsAsTheExtraction) {
+  constexpr std::string_view kRules = R"(
+[allowlist]
+regexes = ['''(?i)redacted''', '''^x+$''']
+[[rules]]
+id = "pem"
+regex = '''(?i)(-----BEGIN[ A-Z]*KEY-----)([\s\S]{64,}?)(-----END[ A-Z]*KEY-----)'''
+secretGroup = 2
+keywords = ["-----begin"]
+[[rules]]
+id = "blob"
+regex = '''blob:([a-z0-9+/]{200,})'''
+keywords = ["blob:"]
+[[rules.allowlists]]
+stopwords = ["zzzz"]
+[[rules]]
+id = "amb"
+regex = '''(k+)(k[a-z0-9]{250,}?)(9+)'''
+secretGroup = 2
+keywords = ["kk"]
+)";
+  std::string wrapped(kRules);
+  for (std::string_view re : {R"((?i)(-----BEGIN)", R"(blob:()", R"((k+)()"}) {
+    size_t at = wrapped.find(re);
+    ASSERT_NE(at, std::string::npos);
+    wrapped.insert(at, "(?:|^)(?:");
+    size_t end = wrapped.find("'''", at);
+    wrapped.insert(end, ")");
+  }
+  auto fast = Make(kRules);
+  auto slow = Make(wrapped);
+  ASSERT_EQ(fast->num_rules(), 3u);
+  ASSERT_EQ(slow->num_rules(), 3u);
+  const std::vector<std::string> pieces = {
+      "-----BEGIN RSA PRIVATE KEY-----\n", "-----END RSA PRIVATE KEY-----\n", "-----BEGIN KEY-----",
+      "-----END KEY-----", "[REDACTED:pem:MIIE]", "blob:", "zzzz", "kk", "kkk", "999", "\n", " ",
+      std::string(70, 'A'), std::string(130, 'b'), std::string(90, 'k'), "x"};
+  std::mt19937 rng(5);
+  int found = 0;
+  for (int round = 0; round < 400; ++round) {
+    std::string text;
+    const int n = 2 + static_cast<int>(rng() % 30);
+    for (int i = 0; i < n; ++i) text += pieces[rng() % pieces.size()];
+    auto a = fast->ScrubWithFindings(text);
+    auto b = slow->ScrubWithFindings(text);
+    ASSERT_EQ(a.text, b.text) << text;
+    ASSERT_EQ(a.findings.size(), b.findings.size()) << text;
+    found += static_cast<int>(a.findings.size());
+    for (size_t i = 0; i < a.findings.size(); ++i) {
+      EXPECT_EQ(a.findings[i].rule_id, b.findings[i].rule_id) << text;
+      EXPECT_EQ(a.findings[i].start, b.findings[i].start) << text;
+      EXPECT_EQ(a.findings[i].end, b.findings[i].end) << text;
+      EXPECT_EQ(a.findings[i].match_start, b.findings[i].match_start) << text;
+    }
+  }
+  EXPECT_GT(found, 100);
 }
 
 }  // namespace
