@@ -203,6 +203,19 @@ bool ParseMarker(std::string_view text, size_t pos, size_t* len) {
   return true;
 }
 
+// WindowEnd(t, pos) with a memo: the last newline found and the position the search started at;
+// any pos in between has the same line end.
+struct NextNewline {
+  size_t from = 1, nl = 0;  // valid for from <= pos <= nl (empty at first)
+  size_t WindowEnd(std::string_view t, size_t pos) {
+    if (pos < from || pos > nl) {
+      from = pos;
+      nl = LineEnd(t, pos);
+    }
+    return nl < t.size() ? nl + 1 : nl;
+  }
+};
+
 struct RuleScrubber::Impl {
   std::vector<CompiledRule> rules;
   std::vector<CompiledAllowlist> global;
@@ -483,6 +496,10 @@ struct RuleScrubber::Impl {
       size_t len = 0;
       if (ParseMarker(text, pos, &len)) markers->emplace_back(pos, pos + len);
     }
+    // Keyword hits come every ~70 bytes on clean text; on a long line, searching for its end at
+    // every hit (for every rule) cost more than the rest of the window logic. Reaches grow with
+    // the hits, so a one-entry cache per reach distance (normal, wide) finds each newline once.
+    NextNewline line_ends[2];
     size_t mi = 0;  // first marker that may still overlap a hit (hits come in order of `end`)
     ac->Scan(text, [&](uint32_t pattern, size_t end) {
       const size_t kw_start = end - keyword_len[pattern];
@@ -506,7 +523,8 @@ struct RuleScrubber::Impl {
         // The window runs from a little before the keyword (at most back_window bytes, not
         // before its line unless the rule spans lines) to the end of the line `reach` is on
         // (at most kMaxLineTail bytes further).
-        const size_t to = std::min(WindowEnd(text, reach), reach + kMaxLineTail);
+        const size_t to = std::min(line_ends[r.wide ? 1 : 0].WindowEnd(text, reach),
+                                   reach + kMaxLineTail);
         if (w.open && kw_start < w.to) {  // inside the open window: extend it if needed
           if (to > w.to) w.to = to;
           continue;
