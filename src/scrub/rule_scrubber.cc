@@ -146,6 +146,12 @@ bool IsAscii(std::string_view s) {
   return any < 0x80;
 }
 
+// RE2::PartialMatch(s, re) without the argument plumbing of DoMatch (allowlists run once per
+// candidate finding).
+bool ContainsMatch(const RE2& re, std::string_view s) {
+  return re.Match(re2::StringPiece(s.data(), s.size()), 0, s.size(), RE2::UNANCHORED, nullptr, 0);
+}
+
 bool ContainsDigit(std::string_view s) {
   return std::any_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
@@ -251,7 +257,7 @@ struct RuleScrubber::Impl {
                                 : a.target == RegexTarget::kLine ? line
                                                                  : secret;
       for (const auto& re : a.regexes) {
-        if (RE2::PartialMatch(target, *re)) {
+        if (ContainsMatch(*re, target)) {
           ++passed;
           break;
         }
@@ -319,9 +325,13 @@ struct RuleScrubber::Impl {
       // the same match, and RE2's reverse pass that finds the match start scans back only to
       // there instead of to the window start (private-key windows reach 16 KB back).
       if (!r.start_prefix.empty()) {
-        const size_t next = text.find(r.start_prefix, pos);
-        if (next == std::string_view::npos || next + r.start_prefix.size() > to) break;
-        pos = next;
+        // memmem, not string_view::find: that one calls memchr again at every occurrence of
+        // the first byte ('-' is common).
+        if (to < pos + r.start_prefix.size()) break;
+        const void* next = memmem(text.data() + pos, to - pos, r.start_prefix.data(),
+                                  r.start_prefix.size());
+        if (next == nullptr) break;
+        pos = static_cast<const char*>(next) - text.data();
       }
       // Find the match span with the DFA only, then extract groups on just that span.
       if (!r.re->Match(sp, pos, to, RE2::UNANCHORED, groups, 1)) break;
@@ -418,7 +428,7 @@ struct RuleScrubber::Impl {
     std::string lower;
     auto sure = [&](const CompiledAllowlist& a) {
       if (a.regex_decides && a.target == RegexTarget::kSecret && a.context_free != nullptr &&
-          RE2::PartialMatch(re2::StringPiece(inner.data(), inner.size()), *a.context_free)) {
+          ContainsMatch(*a.context_free, inner)) {
         return true;
       }
       if (a.stopword_decides) {
