@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <re2/filtered_re2.h>
 #include <re2/re2.h>
 #include <re2/set.h>
 
@@ -109,6 +110,10 @@ struct CompiledRule {
   // next occurrence. Set only for patterns without assertions, whose matches do not depend on the
   // text around them.
   std::string start_prefix;
+  // Strings every match contains, made only of ASCII bytes that are not letters (so no case
+  // folding can produce them otherwise): from RE2's prefilter (FilteredRE2). A window without
+  // one of them has no match, and RunRule skips it without running the regex.
+  std::vector<std::string> required_literals;
   int secret_group = 0;
   int num_groups = 0;
   double entropy = 0;
@@ -144,6 +149,38 @@ bool IsAscii(std::string_view s) {
   unsigned char any = 0;
   for (unsigned char c : s) any |= c;
   return any < 0x80;
+}
+
+// The prefilter atoms of `pattern` that every match contains (an atom is required when the
+// prefilter fails as soon as only that atom is missing: the prefilter is a monotone AND/OR of
+// atoms), keeping those made of ASCII non-letters only: the atoms are lower-cased and meant for
+// case-insensitive search, and only for such bytes is the raw text as good as its lower case.
+std::vector<std::string> RequiredLiterals(const std::string& pattern) {
+  std::vector<std::string> out;
+  re2::FilteredRE2 filter(1);
+  int id = 0;
+  if (filter.Add(pattern, RuleOptions(), &id) != RE2::NoError) return out;
+  std::vector<std::string> atoms;
+  filter.Compile(&atoms);
+  std::vector<int> all, potential;
+  for (int i = 0; i < static_cast<int>(atoms.size()); ++i) all.push_back(i);
+  filter.AllPotentials(all, &potential);
+  if (potential.empty()) return out;
+  for (int a = 0; a < static_cast<int>(atoms.size()); ++a) {
+    const std::string& atom = atoms[a];
+    const bool caseless = !atom.empty() && std::all_of(atom.begin(), atom.end(), [](char c) {
+      const unsigned char u = static_cast<unsigned char>(c);
+      return u < 0x80 && !((u | 0x20) >= 'a' && (u | 0x20) <= 'z');
+    });
+    if (!caseless) continue;
+    std::vector<int> rest;
+    for (int i : all) {
+      if (i != a) rest.push_back(i);
+    }
+    filter.AllPotentials(rest, &potential);
+    if (potential.empty()) out.push_back(atom);
+  }
+  return out;
 }
 
 // RE2::PartialMatch(s, re) without the argument plumbing of DoMatch (allowlists run once per
@@ -320,6 +357,13 @@ struct RuleScrubber::Impl {
     const int ngroups = std::min(r.num_groups + 1, 16);
     const re2::StringPiece sp(text.data(), text.size());
     size_t pos = from;
+    // Zero-match windows are the common case on clean text (url-basic-auth needs an '@').
+    for (const std::string& lit : r.required_literals) {
+      if (to < from + lit.size() ||
+          memmem(text.data() + from, to - from, lit.data(), lit.size()) == nullptr) {
+        return;
+      }
+    }
     while (pos <= to) {
       // No match starts before the next occurrence of start_prefix. Searching from there gives
       // the same match, and RE2's reverse pass that finds the match start scans back only to
@@ -842,6 +886,7 @@ absl::StatusOr<std::unique_ptr<RuleScrubber>> RuleScrubber::Create(const RulesCo
       continue;
     }
     r.secret_group = spec.secret_group;
+    r.required_literals = RequiredLiterals(spec.regex);
     if (!internal::MayHaveAssertions(spec.regex)) {
       // Every match is an anchored match of the pattern, so it lies between PossibleMatchRange's
       // min and max and starts with their common prefix.

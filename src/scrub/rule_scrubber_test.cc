@@ -358,9 +358,10 @@ TEST_F(ResolveRulesTest, ArchiveNeedsA0600KeyFile) {
 
 // The scanner's fast paths (search from the prefix every match starts with; secret bounds from
 // the parts of the pattern around the secret group; dropping a long match whose secret an
-// allowlist surely passes) must give exactly what the plain path gives. The plain path is forced
-// by wrapping each pattern in "(?:|^)(?:...)": the same matches, but an assertion and nested
-// groups turn the fast paths off.
+// allowlist surely passes; skipping windows without a literal every match needs) must give
+// exactly what the plain path gives. The plain path is forced by wrapping each pattern in
+// "(?:|^)(?:...)|\x01\x02": the same matches on these texts, but an assertion, nested groups and
+// an alternative without the literals turn the fast paths off.
 TEST(RuleScrubberTest, FastPathsGiveTheSameFindingsAsTheExtraction) {
   constexpr std::string_view kRules = R"(
 [allowlist]
@@ -381,23 +382,28 @@ id = "amb"
 regex = '''(k+)(k[a-z0-9]{250,}?)(9+)'''
 secretGroup = 2
 keywords = ["kk"]
+[[rules]]
+id = "url"
+regex = '''(?i)(?:https?|ftp)://[^:/\s@]+:([^/\s@]{6,})@[a-z0-9.-]{2}'''
+keywords = ["://"]
 )";
   std::string wrapped(kRules);
-  for (std::string_view re : {R"((?i)(-----BEGIN)", R"(blob:()", R"((k+)()"}) {
+  for (std::string_view re : {R"((?i)(-----BEGIN)", R"(blob:()", R"((k+)()", R"((?i)(?:https)"}) {
     size_t at = wrapped.find(re);
     ASSERT_NE(at, std::string::npos);
     wrapped.insert(at, "(?:|^)(?:");
     size_t end = wrapped.find("'''", at);
-    wrapped.insert(end, ")");
+    wrapped.insert(end, R"()|\x01\x02)");
   }
   auto fast = Make(kRules);
   auto slow = Make(wrapped);
-  ASSERT_EQ(fast->num_rules(), 3u);
-  ASSERT_EQ(slow->num_rules(), 3u);
+  ASSERT_EQ(fast->num_rules(), 4u);
+  ASSERT_EQ(slow->num_rules(), 4u);
   const std::vector<std::string> pieces = {
       "-----BEGIN RSA PRIVATE KEY-----\n", "-----END RSA PRIVATE KEY-----\n", "-----BEGIN KEY-----",
       "-----END KEY-----", "[REDACTED:pem:MIIE]", "blob:", "zzzz", "kk", "kkk", "999", "\n", " ",
-      std::string(70, 'A'), std::string(130, 'b'), std::string(90, 'k'), "x"};
+      std::string(70, 'A'), std::string(130, 'b'), std::string(90, 'k'), "x",
+      "https://", "ftp://user:", "p4ssw0rd99", "@host.example", "@db1.internal "};
   std::mt19937 rng(5);
   int found = 0;
   for (int round = 0; round < 400; ++round) {
