@@ -383,11 +383,12 @@ struct RuleScrubber::Impl {
       size_t me = ms + groups[0].size();
       pos = me > ms ? me : ms + 1;
       if (covered != nullptr && me > ms && TailCovered(*covered, ms, me)) continue;
-      if (r.has_early_allowlist && Allowed(r, Phase::kEarly, text, ms, me, {}, path)) continue;
       // A generic rule's secret must contain a digit, and the secret lies inside the match: a
-      // match without any digit is dropped before the extraction, which costs far more than
-      // this scan (on clean text most generic matches are identifiers without digits).
+      // match without any digit is dropped before the allowlists and the extraction, which cost
+      // far more than this scan (on clean text most generic matches are identifiers without
+      // digits). Every check here only drops matches, so their order does not change results.
       if (r.generic && !ContainsDigit(text.substr(ms, me - ms))) continue;
+      if (r.has_early_allowlist && Allowed(r, Phase::kEarly, text, ms, me, {}, path)) continue;
       std::string_view secret(groups[0].data(), groups[0].size());
       bool extract = ngroups > 1;
       if (extract && me - ms >= kBoundMinSpan && r.before_secret != nullptr) {
