@@ -216,8 +216,22 @@ double ShannonEntropy(std::string_view data) {
   }
   const double inv = 1.0 / static_cast<double>(data.size());
   double h = 0;
+  // Most characters of a secret occur once or twice: the term of each small count is computed
+  // once (the same expression, so the sum is bit-for-bit the same) instead of one log2 per
+  // distinct character.
+  double small_terms[32];
+  bool have_term[32] = {false};
   auto add = [&](size_t count) {
     if (count == 0) return;
+    if (count < 32) {
+      if (!have_term[count]) {
+        const double f = static_cast<double>(count) * inv;
+        small_terms[count] = f * std::log2(f);
+        have_term[count] = true;
+      }
+      h -= small_terms[count];
+      return;
+    }
     double f = static_cast<double>(count) * inv;
     h -= f * std::log2(f);
   };
