@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "scrub/internal/aho_corasick.h"
+#include "scrub/internal/keyword_hits.h"
 #include "scrub/internal/regex_split.h"
 #include "scrub/internal/sv.h"
 #include "scrub/originals_archive.h"
@@ -280,6 +281,9 @@ struct RuleScrubber::Impl {
   // Aho-Corasick pattern i: keyword_rules[i] lists the rules it triggers.
   std::unique_ptr<internal::AhoCorasick> ac;
   std::vector<std::vector<uint32_t>> keyword_rules;
+  // Per keyword: it triggers at least one rule that spans lines (those see every hit in every
+  // pass, see ScanOnce).
+  std::vector<bool> keyword_wide;
   std::vector<uint32_t> keyword_len;
   size_t max_keyword_len = 0;
   // Rules without keywords, screened together.
@@ -545,9 +549,15 @@ struct RuleScrubber::Impl {
   // One scan pass. `markers` receives the spans of existing redaction markers.
   // `only` (optional, sorted disjoint ranges): consider keyword hits (and keyword-less rules) only
   // there; rules that span lines still see every hit.
+  using KeywordHit = internal::KeywordHit;
+
+  // `wide_hits` (optional): without `only`, receives the occurrences of keywords that trigger a
+  // wide rule; with `only`, holds them for `text` (mapped from the previous pass) and
+  // replaces the scan of the whole text: the keyword pass then only scans around `only`.
   std::vector<Hit> ScanOnce(std::string_view text, std::string_view path,
                             std::vector<std::pair<size_t, size_t>>* markers,
-                            const std::vector<std::pair<size_t, size_t>>* only) const {
+                            const std::vector<std::pair<size_t, size_t>>* only,
+                            std::vector<KeywordHit>* wide_hits = nullptr) const {
     std::vector<Hit> found;
     std::vector<Window> win(rules.size());
     // Windows per rule, collected during the keyword pass and run afterwards: specific rules
@@ -570,7 +580,9 @@ struct RuleScrubber::Impl {
     // the hits, so a one-entry cache per reach distance (normal, wide) finds each newline once.
     NextNewline line_ends[2];
     size_t mi = 0;  // first marker that may still overlap a hit (hits come in order of `end`)
-    ac->Scan(text, [&](uint32_t pattern, size_t end) {
+    // Which rules a hit is for: all of its rules, only the wide ones, only the others.
+    enum class Which { kAll, kWide, kNarrow };
+    auto on_hit = [&](uint32_t pattern, size_t end, Which which) {
       const size_t kw_start = end - keyword_len[pattern];
       if (!markers->empty()) {
         while (mi < markers->size() && (*markers)[mi].second + max_keyword_len <= end) ++mi;
@@ -579,7 +591,7 @@ struct RuleScrubber::Impl {
         }
       }
       bool outside = false;
-      if (only != nullptr) {
+      if (only != nullptr && which == Which::kAll) {
         auto it = std::upper_bound(only->begin(), only->end(), std::make_pair(kw_start, SIZE_MAX));
         outside = it == only->begin() || std::prev(it)->second <= kw_start;
       }
@@ -587,6 +599,7 @@ struct RuleScrubber::Impl {
         const CompiledRule& r = rules[ri];
         if (r.path != nullptr && path.empty()) continue;  // path rule, no path: not applicable
         if (outside && !r.wide) continue;
+        if ((which == Which::kWide && !r.wide) || (which == Which::kNarrow && r.wide)) continue;
         Window& w = win[ri];
         const size_t reach = std::min(text.size(), end + r.forward_window);
         // The window runs from a little before the keyword (at most back_window bytes, not
@@ -609,7 +622,36 @@ struct RuleScrubber::Impl {
         w.from = from;
         w.to = to;
       }
-    });
+    };
+    if (only == nullptr || wide_hits == nullptr) {
+      ac->Scan(text, [&](uint32_t pattern, size_t end) {
+        if (wide_hits != nullptr && keyword_wide[pattern]) wide_hits->emplace_back(pattern, end);
+        on_hit(pattern, end, Which::kAll);
+      });
+    } else {
+      // A later pass. Each rule's windows depend only on its own hits, in order, so the wide
+      // rules can take theirs from `wide_hits` (every occurrence in the text: the text outside
+      // the new markers is unchanged, and hits overlapping a marker are skipped anyway) and the
+      // other rules, which only look at hits starting inside `only`, from scans of just those
+      // ranges (plus max_keyword_len, merged when they touch, so the hits still come in order of
+      // end). Saves rescanning the whole text with the automaton in every pass.
+      for (const auto& [pattern, end] : *wide_hits) on_hit(pattern, end, Which::kWide);
+      mi = 0;
+      for (size_t i = 0; i < only->size();) {
+        const size_t a = (*only)[i].first;
+        size_t b = std::min(text.size(), (*only)[i].second + max_keyword_len);
+        for (++i; i < only->size() && (*only)[i].first <= b; ++i) {
+          b = std::max(b, std::min(text.size(), (*only)[i].second + max_keyword_len));
+        }
+        ac->Scan(text.substr(a, b - a), [&](uint32_t pattern, size_t e) {
+          const size_t end = a + e;
+          const size_t kw_start = end - keyword_len[pattern];
+          auto it = std::upper_bound(only->begin(), only->end(), std::make_pair(kw_start, SIZE_MAX));
+          if (it == only->begin() || std::prev(it)->second <= kw_start) return;
+          on_hit(pattern, end, Which::kNarrow);
+        });
+      }
+    }
     for (uint32_t ri = 0; ri < rules.size(); ++ri) flush(ri);
     for (uint32_t ri = 0; ri < rules.size(); ++ri) {
       if (rules[ri].low_priority) continue;
@@ -703,20 +745,24 @@ struct RuleScrubber::Impl {
   std::string ScrubText(std::string_view text, std::string_view path,
                         std::vector<Hit>* first) const {
     std::vector<std::pair<size_t, size_t>> markers;
-    *first = ScanOnce(text, path, &markers, nullptr);
+    std::vector<KeywordHit> wide_hits;
+    *first = ScanOnce(text, path, &markers, nullptr, &wide_hits);
     if (first->empty()) return std::string(text);
-    std::vector<std::pair<size_t, size_t>> inserted;
-    std::string out = Redact(text, *first, &inserted);
+    std::vector<std::pair<size_t, size_t>> inserted, replaced;
+    std::string out = Redact(text, *first, &inserted, &replaced);
     // Redaction changes the context of nearby text; repeat until nothing more is found so that
     // the output is a fixpoint (idempotence). Text away from the new markers is unchanged and was
     // already scanned, so later passes only look at keyword hits near a new marker.
     for (int pass = 1; pass < kMaxPasses; ++pass) {
       std::vector<std::pair<size_t, size_t>> dirty = DirtyRanges(out, inserted);
+      wide_hits = internal::MapKeywordHits(wide_hits, keyword_len, max_keyword_len, replaced,
+                                           inserted);
       markers.clear();
-      std::vector<Hit> more = ScanOnce(out, path, &markers, &dirty);
+      std::vector<Hit> more = ScanOnce(out, path, &markers, &dirty, &wide_hits);
       if (more.empty()) break;
       inserted.clear();
-      out = Redact(out, more, &inserted);
+      replaced.clear();
+      out = Redact(out, more, &inserted, &replaced);
     }
     return out;
   }
@@ -764,8 +810,10 @@ struct RuleScrubber::Impl {
 
   // Replaces the (sorted) findings in `text` by markers, merging overlaps.
   // `inserted` (optional) receives the [start, end) of every marker written, in `out`.
+  // `replaced` (optional) receives the [start, end) in `text` of every span replaced, in order.
   std::string Redact(std::string_view text, const std::vector<Hit>& found,
-                     std::vector<std::pair<size_t, size_t>>* inserted = nullptr) const {
+                     std::vector<std::pair<size_t, size_t>>* inserted = nullptr,
+                     std::vector<std::pair<size_t, size_t>>* replaced = nullptr) const {
     std::string out;
     out.reserve(text.size());
     size_t pos = 0;
@@ -787,6 +835,7 @@ struct RuleScrubber::Impl {
       absl::StrAppend(&out, internal::Av(kMarkerPrefix), id, ":",
                       internal::Av(secret.substr(0, p)), "]");
       if (inserted != nullptr) inserted->emplace_back(marker_start, out.size());
+      if (replaced != nullptr) replaced->emplace_back(s, e);
       pos = e;
       i = j;
     }
@@ -964,6 +1013,11 @@ absl::StatusOr<std::unique_ptr<RuleScrubber>> RuleScrubber::Create(const RulesCo
     }
     if (!any_keyword) impl->always_rules.push_back(ri);
     impl->rules.push_back(std::move(r));
+  }
+  for (const auto& rule_list : impl->keyword_rules) {
+    bool wide = false;
+    for (uint32_t ri : rule_list) wide |= impl->rules[ri].wide;
+    impl->keyword_wide.push_back(wide);
   }
   for (const auto& k : keywords) {
     impl->keyword_len.push_back(static_cast<uint32_t>(k.size()));

@@ -425,5 +425,38 @@ keywords = ["://"]
   EXPECT_GT(found, 100);
 }
 
+// Later redaction passes reuse the keyword hits of the earlier pass for rules that span lines
+// and rescan only around the new markers for the others. Outputs pinned from the code before
+// that change (private keys next to each other and to other secrets, an existing marker).
+TEST(RuleScrubberTest, MultiPassOutputIsPinned) {
+  auto built = BuildScrubber(ScrubConfig{});
+  ASSERT_TRUE(built.ok()) << built.status();
+  const RuleScrubber& s = **built;
+  const std::string body =
+      "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKjMzEfYyjiWA4R4";
+  const std::string t1 = "-----BEGIN PRIVATE KEY-----\n" + body +
+                         "\n-----END PRIVATE KEY-----\npassword=hunter2xyz9\n"
+                         "-----BEGIN RSA PRIVATE KEY-----\nshort\n-----END RSA PRIVATE KEY-----\n"
+                         "token: ghp_abcdefghijklmnopqrstuvwxyz0123456789 [REDACTED:x:ab]\n"
+                         "-----BEGIN PRIVATE KEY-----\n" +
+                         body + body + "\n-----END PRIVATE KEY-----\n";
+  EXPECT_EQ(s.Scrub(t1),
+            "-----BEGIN PRIVATE KEY-----[REDACTED:private-key:]-----END PRIVATE KEY-----\n"
+            "password=[REDACTED:generic-password:hu]\n"
+            "-----BEGIN RSA PRIVATE KEY-----\nshort\n-----END RSA PRIVATE KEY-----\n"
+            "token: [REDACTED:github-pat:ghp_] [REDACTED:x:ab]\n"
+            "-----BEGIN PRIVATE KEY-----[REDACTED:private-key:]-----END PRIVATE KEY-----\n");
+  const std::string t2 = "a=\"-----BEGIN PRIVATE KEY-----\\n" + body +
+                         "\\n-----END PRIVATE KEY-----\\n\" secret_key=Zx9Qw8Er7Ty6Ui5Op4As3\n"
+                         "-----BEGIN EC PRIVATE KEY-----\n" +
+                         body + "\n-----END EC PRIVATE KEY-----";
+  EXPECT_EQ(s.Scrub(t2),
+            "a=\"-----BEGIN PRIVATE KEY-----[REDACTED:private-key:]-----END PRIVATE KEY-----\\n\" "
+            "secret_key=[REDACTED:generic-secret:Zx9Q]\n"
+            "-----BEGIN EC PRIVATE KEY-----[REDACTED:private-key:]-----END EC PRIVATE KEY-----");
+  EXPECT_EQ(s.Scrub(s.Scrub(t1)), s.Scrub(t1));
+  EXPECT_EQ(s.Scrub(s.Scrub(t2)), s.Scrub(t2));
+}
+
 }  // namespace
 }  // namespace contextd::scrub
