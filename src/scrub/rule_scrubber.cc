@@ -477,9 +477,11 @@ struct RuleScrubber::Impl {
     b->hi = m.data() - text.data();
     if (b->hi < b->lo) return false;
     // Exact when before_secret has no shorter match from ms and after_secret no later start.
-    b->exact =
-        (b->lo == ms || !r.before_secret->Match(sp, ms, b->lo - 1, RE2::ANCHOR_START, nullptr, 0)) &&
-        (b->hi == me || !r.after_secret->Match(head, b->hi + 1, me, RE2::UNANCHORED, nullptr, 0));
+    const bool one_end =
+        b->lo == ms || !r.before_secret->Match(sp, ms, b->lo - 1, RE2::ANCHOR_START, nullptr, 0);
+    const bool one_start =
+        b->hi == me || !r.after_secret->Match(head, b->hi + 1, me, RE2::UNANCHORED, nullptr, 0);
+    b->exact = one_end && one_start;
     return true;
   }
 
@@ -646,7 +648,8 @@ struct RuleScrubber::Impl {
         ac->Scan(text.substr(a, b - a), [&](uint32_t pattern, size_t e) {
           const size_t end = a + e;
           const size_t kw_start = end - keyword_len[pattern];
-          auto it = std::upper_bound(only->begin(), only->end(), std::make_pair(kw_start, SIZE_MAX));
+          auto it =
+              std::upper_bound(only->begin(), only->end(), std::make_pair(kw_start, SIZE_MAX));
           if (it == only->begin() || std::prev(it)->second <= kw_start) return;
           on_hit(pattern, end, Which::kNarrow);
         });
