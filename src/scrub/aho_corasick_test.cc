@@ -78,9 +78,44 @@ TEST(AhoCorasickTest, LargeAutomatonUses32BitTable) {
   EXPECT_FALSE(got.empty());
 }
 
+// Long texts are scanned as interleaved streams; the callback must still see every occurrence
+// once, in order of end offset, exactly as a byte-by-byte scan reports them (also across the
+// points where the text is cut).
+TEST(AhoCorasickTest, LongTextsReportInOrderAcrossStreams) {
+  std::mt19937 rng(11);
+  for (int round = 0; round < 50; ++round) {
+    std::vector<std::string> pats;
+    int n = 1 + rng() % 6;
+    for (int i = 0; i < n; ++i) {
+      std::string p;
+      int len = 1 + rng() % 9;
+      for (int j = 0; j < len; ++j) p.push_back("abAB"[rng() % 4]);
+      pats.push_back(p);
+    }
+    std::string text;
+    const int size = 4096 + static_cast<int>(rng() % 300);
+    for (int j = 0; j < size; ++j) text.push_back("abcAB\n"[rng() % 6]);
+    AhoCorasick ac(pats);
+    std::vector<std::pair<uint32_t, size_t>> seq;
+    ac.Scan(text, [&](uint32_t id, size_t end) { seq.emplace_back(id, end); });
+    // Reference: the same automaton, one short (single-stream) scan per prefix end.
+    std::vector<std::pair<uint32_t, size_t>> want;
+    for (size_t end = 1; end <= text.size(); ++end) {
+      const size_t from = end > 9 ? end - 9 : 0;
+      ac.Scan(std::string_view(text).substr(from, end - from), [&](uint32_t id, size_t e) {
+        if (from + e == end) want.emplace_back(id, end);
+      });
+    }
+    ASSERT_EQ(seq, want) << "round " << round;
+    Hits h(seq.begin(), seq.end());
+    ASSERT_EQ(h, Brute(pats, text)) << "round " << round;
+  }
+}
+
 TEST(AhoCorasickTest, NoPatternsNoHits) {
   AhoCorasick ac({});
   EXPECT_TRUE(ScanAll(ac, "anything").empty());
+  EXPECT_TRUE(ScanAll(ac, std::string(10000, 'a')).empty());
 }
 
 }  // namespace

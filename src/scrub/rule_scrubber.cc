@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <re2/filtered_re2.h>
 #include <re2/re2.h>
 #include <re2/set.h>
 
@@ -14,6 +15,8 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "scrub/internal/aho_corasick.h"
+#include "scrub/internal/keyword_hits.h"
+#include "scrub/internal/regex_split.h"
 #include "scrub/internal/sv.h"
 #include "scrub/originals_archive.h"
 
@@ -35,6 +38,9 @@ constexpr size_t kWideForwardWindow = 16384;
 constexpr size_t kWindowGap = 256;
 // A finding clipped around an existing marker keeps only pieces at least this long.
 constexpr size_t kMinClippedPiece = 6;
+// Matches at least this long are bounded with BoundSecret before the submatch extraction
+// (shorter ones extract cheaply with BitState).
+constexpr size_t kBoundMinSpan = 256;
 // Upper bound on redaction passes (each pass strictly shrinks the unredacted text).
 constexpr int kMaxPasses = 64;
 
@@ -64,6 +70,13 @@ struct CompiledAllowlist {
   AllowlistCondition condition = AllowlistCondition::kOr;
   RegexTarget target = RegexTarget::kSecret;
   std::vector<std::unique_ptr<RE2>> regexes;
+  // The regexes without empty-width assertions, as one alternation (null if none): a match of it
+  // anywhere inside a string implies a match inside every string containing that one.
+  std::unique_ptr<RE2> context_free;
+  // A passing regex (resp. stopword) check alone makes the allowlist pass: condition OR, or it
+  // is the only configured check.
+  bool regex_decides = false;
+  bool stopword_decides = false;
   std::vector<std::string> stopwords;
   std::vector<std::unique_ptr<RE2>> paths;
   bool has_commits = false;
@@ -85,7 +98,23 @@ struct CompiledRule {
   std::string id;
   std::string marker_id;
   std::unique_ptr<RE2> re;
+  // The same pattern compiled with Latin-1 encoding, for submatch extraction on ASCII spans
+  // (see ExtractGroups); null when the pattern is not pure ASCII or does not compile alike.
+  std::unique_ptr<RE2> re_latin1;
   std::unique_ptr<RE2> path;
+  // The pattern before the secret group (leftmost-longest) and "(?:after it)\z", when the
+  // secret group is an element of the pattern's top-level concatenation and the part after it
+  // has no assertions; they bound where the secret can lie in a match (BoundSecret).
+  std::unique_ptr<RE2> before_secret;
+  std::unique_ptr<RE2> after_secret;
+  // Bytes every match starts with (empty if unknown); RunRule moves the search start to their
+  // next occurrence. Set only for patterns without assertions, whose matches do not depend on the
+  // text around them.
+  std::string start_prefix;
+  // Strings every match contains, made only of ASCII bytes that are not letters (so no case
+  // folding can produce them otherwise): from RE2's prefilter (FilteredRE2). A window without
+  // one of them has no match, and RunRule skips it without running the regex.
+  std::vector<std::string> required_literals;
   int secret_group = 0;
   int num_groups = 0;
   double entropy = 0;
@@ -117,6 +146,50 @@ size_t WindowEnd(std::string_view t, size_t pos) {
   return e < t.size() ? e + 1 : e;
 }
 
+bool IsAscii(std::string_view s) {
+  unsigned char any = 0;
+  for (unsigned char c : s) any |= c;
+  return any < 0x80;
+}
+
+// The prefilter atoms of `pattern` that every match contains (an atom is required when the
+// prefilter fails as soon as only that atom is missing: the prefilter is a monotone AND/OR of
+// atoms), keeping those made of ASCII non-letters only: the atoms are lower-cased and meant for
+// case-insensitive search, and only for such bytes is the raw text as good as its lower case.
+std::vector<std::string> RequiredLiterals(const std::string& pattern) {
+  std::vector<std::string> out;
+  re2::FilteredRE2 filter(1);
+  int id = 0;
+  if (filter.Add(pattern, RuleOptions(), &id) != RE2::NoError) return out;
+  std::vector<std::string> atoms;
+  filter.Compile(&atoms);
+  std::vector<int> all, potential;
+  for (int i = 0; i < static_cast<int>(atoms.size()); ++i) all.push_back(i);
+  filter.AllPotentials(all, &potential);
+  if (potential.empty()) return out;
+  for (int a = 0; a < static_cast<int>(atoms.size()); ++a) {
+    const std::string& atom = atoms[a];
+    const bool caseless = !atom.empty() && std::all_of(atom.begin(), atom.end(), [](char c) {
+      const unsigned char u = static_cast<unsigned char>(c);
+      return u < 0x80 && !((u | 0x20) >= 'a' && (u | 0x20) <= 'z');
+    });
+    if (!caseless) continue;
+    std::vector<int> rest;
+    for (int i : all) {
+      if (i != a) rest.push_back(i);
+    }
+    filter.AllPotentials(rest, &potential);
+    if (potential.empty()) out.push_back(atom);
+  }
+  return out;
+}
+
+// RE2::PartialMatch(s, re) without the argument plumbing of DoMatch (allowlists run once per
+// candidate finding).
+bool ContainsMatch(const RE2& re, std::string_view s) {
+  return re.Match(re2::StringPiece(s.data(), s.size()), 0, s.size(), RE2::UNANCHORED, nullptr, 0);
+}
+
 bool ContainsDigit(std::string_view s) {
   return std::any_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
@@ -144,8 +217,22 @@ double ShannonEntropy(std::string_view data) {
   }
   const double inv = 1.0 / static_cast<double>(data.size());
   double h = 0;
+  // Most characters of a secret occur once or twice: the term of each small count is computed
+  // once (the same expression, so the sum is bit-for-bit the same) instead of one log2 per
+  // distinct character.
+  double small_terms[32];
+  bool have_term[32] = {false};
   auto add = [&](size_t count) {
     if (count == 0) return;
+    if (count < 32) {
+      if (!have_term[count]) {
+        const double f = static_cast<double>(count) * inv;
+        small_terms[count] = f * std::log2(f);
+        have_term[count] = true;
+      }
+      h -= small_terms[count];
+      return;
+    }
     double f = static_cast<double>(count) * inv;
     h -= f * std::log2(f);
   };
@@ -174,6 +261,19 @@ bool ParseMarker(std::string_view text, size_t pos, size_t* len) {
   return true;
 }
 
+// WindowEnd(t, pos) with a memo: the last newline found and the position the search started at;
+// any pos in between has the same line end.
+struct NextNewline {
+  size_t from = 1, nl = 0;  // valid for from <= pos <= nl (empty at first)
+  size_t WindowEnd(std::string_view t, size_t pos) {
+    if (pos < from || pos > nl) {
+      from = pos;
+      nl = LineEnd(t, pos);
+    }
+    return nl < t.size() ? nl + 1 : nl;
+  }
+};
+
 struct RuleScrubber::Impl {
   std::vector<CompiledRule> rules;
   std::vector<CompiledAllowlist> global;
@@ -181,6 +281,9 @@ struct RuleScrubber::Impl {
   // Aho-Corasick pattern i: keyword_rules[i] lists the rules it triggers.
   std::unique_ptr<internal::AhoCorasick> ac;
   std::vector<std::vector<uint32_t>> keyword_rules;
+  // Per keyword: it triggers at least one rule that spans lines (those see every hit in every
+  // pass, see ScanOnce).
+  std::vector<bool> keyword_wide;
   std::vector<uint32_t> keyword_len;
   size_t max_keyword_len = 0;
   // Rules without keywords, screened together.
@@ -209,7 +312,7 @@ struct RuleScrubber::Impl {
                                 : a.target == RegexTarget::kLine ? line
                                                                  : secret;
       for (const auto& re : a.regexes) {
-        if (RE2::PartialMatch(target, *re)) {
+        if (ContainsMatch(*re, target)) {
           ++passed;
           break;
         }
@@ -272,17 +375,56 @@ struct RuleScrubber::Impl {
     const int ngroups = std::min(r.num_groups + 1, 16);
     const re2::StringPiece sp(text.data(), text.size());
     size_t pos = from;
+    // Zero-match windows are the common case on clean text (url-basic-auth needs an '@').
+    for (const std::string& lit : r.required_literals) {
+      if (to < from + lit.size() ||
+          memmem(text.data() + from, to - from, lit.data(), lit.size()) == nullptr) {
+        return;
+      }
+    }
     while (pos <= to) {
+      // No match starts before the next occurrence of start_prefix. Searching from there gives
+      // the same match, and RE2's reverse pass that finds the match start scans back only to
+      // there instead of to the window start (private-key windows reach 16 KB back).
+      if (!r.start_prefix.empty()) {
+        // memmem, not string_view::find: that one calls memchr again at every occurrence of
+        // the first byte ('-' is common).
+        if (to < pos + r.start_prefix.size()) break;
+        const void* next = memmem(text.data() + pos, to - pos, r.start_prefix.data(),
+                                  r.start_prefix.size());
+        if (next == nullptr) break;
+        pos = static_cast<const char*>(next) - text.data();
+      }
       // Find the match span with the DFA only, then extract groups on just that span.
       if (!r.re->Match(sp, pos, to, RE2::UNANCHORED, groups, 1)) break;
       size_t ms = groups[0].data() - text.data();
       size_t me = ms + groups[0].size();
       pos = me > ms ? me : ms + 1;
       if (covered != nullptr && me > ms && TailCovered(*covered, ms, me)) continue;
+      // A generic rule's secret must contain a digit, and the secret lies inside the match: a
+      // match without any digit is dropped before the allowlists and the extraction, which cost
+      // far more than this scan (on clean text most generic matches are identifiers without
+      // digits). Every check here only drops matches, so their order does not change results.
+      if (r.generic && !ContainsDigit(text.substr(ms, me - ms))) continue;
       if (r.has_early_allowlist && Allowed(r, Phase::kEarly, text, ms, me, {}, path)) continue;
-      if (ngroups > 1 && !r.re->Match(sp, ms, me, RE2::ANCHOR_BOTH, groups, ngroups)) continue;
       std::string_view secret(groups[0].data(), groups[0].size());
-      if (r.secret_group > 0) {
+      bool extract = ngroups > 1;
+      if (extract && me - ms >= kBoundMinSpan && r.before_secret != nullptr) {
+        // Long match: bound the secret with DFA scans before paying for the extraction.
+        SecretBounds b;
+        if (BoundSecret(r, text, ms, me, &b)) {
+          if (SurelyAllowed(r, text.substr(b.lo, b.hi - b.lo))) continue;
+          if (b.exact) {
+            // The secret group (set only when it is the configured or the only group).
+            if (b.hi > b.lo || r.secret_group > 0) secret = text.substr(b.lo, b.hi - b.lo);
+            extract = false;
+          }
+        }
+      }
+      if (extract && !ExtractGroups(r, sp, ms, me, groups, ngroups)) continue;
+      if (!extract) {
+        // secret is set above (or is the whole match when there are no groups).
+      } else if (r.secret_group > 0) {
         if (r.secret_group < ngroups) {
           secret = std::string_view(groups[r.secret_group].data(), groups[r.secret_group].size());
         }
@@ -313,6 +455,82 @@ struct RuleScrubber::Impl {
     }
   }
 
+  // Bounds on the secret group of a match [ms, me), from DFA scans only. Every parse of the match
+  // is before_secret, secret, after_secret back to back, so the secret starts at or before `lo`,
+  // the end of the longest before_secret match, and ends at or after `hi`, the leftmost start of
+  // an after_secret match that ends at `me`: it contains [lo, hi). `exact`: those are the only
+  // places where before_secret can end and after_secret can start, so the secret is [lo, hi).
+  struct SecretBounds {
+    size_t lo = 0, hi = 0;
+    bool exact = false;
+  };
+  static bool BoundSecret(const CompiledRule& r, std::string_view text, size_t ms, size_t me,
+                          SecretBounds* b) {
+    const re2::StringPiece sp(text.data(), text.size());
+    re2::StringPiece m;
+    if (!r.before_secret->Match(sp, ms, me, RE2::ANCHOR_START, &m, 1)) return false;
+    b->lo = ms + m.size();
+    // after_secret ends in \z: search in the text cut at `me` (it has no assertions, so the
+    // cut changes nothing else).
+    const re2::StringPiece head(text.data(), me);
+    if (!r.after_secret->Match(head, ms, me, RE2::UNANCHORED, &m, 1)) return false;
+    b->hi = m.data() - text.data();
+    if (b->hi < b->lo) return false;
+    // Exact when before_secret has no shorter match from ms and after_secret no later start.
+    const bool one_end =
+        b->lo == ms || !r.before_secret->Match(sp, ms, b->lo - 1, RE2::ANCHOR_START, nullptr, 0);
+    const bool one_start =
+        b->hi == me || !r.after_secret->Match(head, b->hi + 1, me, RE2::UNANCHORED, nullptr, 0);
+    b->exact = one_end && one_start;
+    return true;
+  }
+
+  // True when some allowlist of `r` (one that needs the secret) is certain to pass on any secret
+  // that contains `inner`: then a match can be dropped without extracting its groups (an NFA
+  // pass over the whole match when it is long). Typical case: a later pass, where a private-key
+  // match spans an earlier marker ("[REDACTED:" is allowlisted).
+  bool SurelyAllowed(const CompiledRule& r, std::string_view inner) const {
+    std::string lower;
+    auto sure = [&](const CompiledAllowlist& a) {
+      if (a.regex_decides && a.target == RegexTarget::kSecret && a.context_free != nullptr &&
+          ContainsMatch(*a.context_free, inner)) {
+        return true;
+      }
+      if (a.stopword_decides) {
+        if (lower.empty()) {
+          lower.assign(inner);
+          for (char& c : lower) c = (c >= 'A' && c <= 'Z') ? c + 32 : c;
+        }
+        for (const auto& w : a.stopwords) {
+          if (lower.find(w) != std::string::npos) return true;
+        }
+      }
+      return false;
+    };
+    for (const auto& a : global) {
+      if (!a.target_rules.empty() && a.target_rules.count(r.id) == 0) continue;
+      if (sure(a)) return true;
+    }
+    for (const auto& a : r.allowlists) {
+      if (sure(a)) return true;
+    }
+    return false;
+  }
+
+  // Submatch extraction on the match span [ms, me). On an ASCII-only span the Latin-1 twin of
+  // the regex gives the same groups (every rune is one byte, and both encodings match the same
+  // ASCII bytes with the same parse priorities; \b, ^ and $ look at bytes of the context in
+  // both) while its program is smaller: no multi-byte UTF-8 branches, so RE2 can use BitState
+  // instead of the NFA. Measured 2-3x cheaper on the generic rules' matches.
+  static bool ExtractGroups(const CompiledRule& r, const re2::StringPiece& sp, size_t ms, size_t me,
+                            re2::StringPiece* groups, int ngroups) {
+    const RE2* re = r.re.get();
+    if (r.re_latin1 != nullptr && IsAscii(std::string_view(sp.data() + ms, me - ms))) {
+      re = r.re_latin1.get();
+    }
+    return re->Match(sp, ms, me, RE2::ANCHOR_BOTH, groups, ngroups);
+  }
+
   static bool TailCovered(const std::vector<Hit>& hits, size_t ms, size_t me) {
     const size_t tail = me >= ms + 3 ? me - 3 : ms;
     // Hits are sorted by start; look at those starting before `me`.
@@ -333,9 +551,15 @@ struct RuleScrubber::Impl {
   // One scan pass. `markers` receives the spans of existing redaction markers.
   // `only` (optional, sorted disjoint ranges): consider keyword hits (and keyword-less rules) only
   // there; rules that span lines still see every hit.
+  using KeywordHit = internal::KeywordHit;
+
+  // `wide_hits` (optional): without `only`, receives the occurrences of keywords that trigger a
+  // wide rule; with `only`, holds them for `text` (mapped from the previous pass) and
+  // replaces the scan of the whole text: the keyword pass then only scans around `only`.
   std::vector<Hit> ScanOnce(std::string_view text, std::string_view path,
                             std::vector<std::pair<size_t, size_t>>* markers,
-                            const std::vector<std::pair<size_t, size_t>>* only) const {
+                            const std::vector<std::pair<size_t, size_t>>* only,
+                            std::vector<KeywordHit>* wide_hits = nullptr) const {
     std::vector<Hit> found;
     std::vector<Window> win(rules.size());
     // Windows per rule, collected during the keyword pass and run afterwards: specific rules
@@ -353,8 +577,14 @@ struct RuleScrubber::Impl {
       size_t len = 0;
       if (ParseMarker(text, pos, &len)) markers->emplace_back(pos, pos + len);
     }
+    // Keyword hits come every ~70 bytes on clean text; on a long line, searching for its end at
+    // every hit (for every rule) cost more than the rest of the window logic. Reaches grow with
+    // the hits, so a one-entry cache per reach distance (normal, wide) finds each newline once.
+    NextNewline line_ends[2];
     size_t mi = 0;  // first marker that may still overlap a hit (hits come in order of `end`)
-    ac->Scan(text, [&](uint32_t pattern, size_t end) {
+    // Which rules a hit is for: all of its rules, only the wide ones, only the others.
+    enum class Which { kAll, kWide, kNarrow };
+    auto on_hit = [&](uint32_t pattern, size_t end, Which which) {
       const size_t kw_start = end - keyword_len[pattern];
       if (!markers->empty()) {
         while (mi < markers->size() && (*markers)[mi].second + max_keyword_len <= end) ++mi;
@@ -363,7 +593,7 @@ struct RuleScrubber::Impl {
         }
       }
       bool outside = false;
-      if (only != nullptr) {
+      if (only != nullptr && which == Which::kAll) {
         auto it = std::upper_bound(only->begin(), only->end(), std::make_pair(kw_start, SIZE_MAX));
         outside = it == only->begin() || std::prev(it)->second <= kw_start;
       }
@@ -371,12 +601,14 @@ struct RuleScrubber::Impl {
         const CompiledRule& r = rules[ri];
         if (r.path != nullptr && path.empty()) continue;  // path rule, no path: not applicable
         if (outside && !r.wide) continue;
+        if ((which == Which::kWide && !r.wide) || (which == Which::kNarrow && r.wide)) continue;
         Window& w = win[ri];
         const size_t reach = std::min(text.size(), end + r.forward_window);
         // The window runs from a little before the keyword (at most back_window bytes, not
         // before its line unless the rule spans lines) to the end of the line `reach` is on
         // (at most kMaxLineTail bytes further).
-        const size_t to = std::min(WindowEnd(text, reach), reach + kMaxLineTail);
+        const size_t to = std::min(line_ends[r.wide ? 1 : 0].WindowEnd(text, reach),
+                                   reach + kMaxLineTail);
         if (w.open && kw_start < w.to) {  // inside the open window: extend it if needed
           if (to > w.to) w.to = to;
           continue;
@@ -392,7 +624,37 @@ struct RuleScrubber::Impl {
         w.from = from;
         w.to = to;
       }
-    });
+    };
+    if (only == nullptr || wide_hits == nullptr) {
+      ac->Scan(text, [&](uint32_t pattern, size_t end) {
+        if (wide_hits != nullptr && keyword_wide[pattern]) wide_hits->emplace_back(pattern, end);
+        on_hit(pattern, end, Which::kAll);
+      });
+    } else {
+      // A later pass. Each rule's windows depend only on its own hits, in order, so the wide
+      // rules can take theirs from `wide_hits` (every occurrence in the text: the text outside
+      // the new markers is unchanged, and hits overlapping a marker are skipped anyway) and the
+      // other rules, which only look at hits starting inside `only`, from scans of just those
+      // ranges (plus max_keyword_len, merged when they touch, so the hits still come in order of
+      // end). Saves rescanning the whole text with the automaton in every pass.
+      for (const auto& [pattern, end] : *wide_hits) on_hit(pattern, end, Which::kWide);
+      mi = 0;
+      for (size_t i = 0; i < only->size();) {
+        const size_t a = (*only)[i].first;
+        size_t b = std::min(text.size(), (*only)[i].second + max_keyword_len);
+        for (++i; i < only->size() && (*only)[i].first <= b; ++i) {
+          b = std::max(b, std::min(text.size(), (*only)[i].second + max_keyword_len));
+        }
+        ac->Scan(text.substr(a, b - a), [&](uint32_t pattern, size_t e) {
+          const size_t end = a + e;
+          const size_t kw_start = end - keyword_len[pattern];
+          auto it =
+              std::upper_bound(only->begin(), only->end(), std::make_pair(kw_start, SIZE_MAX));
+          if (it == only->begin() || std::prev(it)->second <= kw_start) return;
+          on_hit(pattern, end, Which::kNarrow);
+        });
+      }
+    }
     for (uint32_t ri = 0; ri < rules.size(); ++ri) flush(ri);
     for (uint32_t ri = 0; ri < rules.size(); ++ri) {
       if (rules[ri].low_priority) continue;
@@ -486,20 +748,24 @@ struct RuleScrubber::Impl {
   std::string ScrubText(std::string_view text, std::string_view path,
                         std::vector<Hit>* first) const {
     std::vector<std::pair<size_t, size_t>> markers;
-    *first = ScanOnce(text, path, &markers, nullptr);
+    std::vector<KeywordHit> wide_hits;
+    *first = ScanOnce(text, path, &markers, nullptr, &wide_hits);
     if (first->empty()) return std::string(text);
-    std::vector<std::pair<size_t, size_t>> inserted;
-    std::string out = Redact(text, *first, &inserted);
+    std::vector<std::pair<size_t, size_t>> inserted, replaced;
+    std::string out = Redact(text, *first, &inserted, &replaced);
     // Redaction changes the context of nearby text; repeat until nothing more is found so that
     // the output is a fixpoint (idempotence). Text away from the new markers is unchanged and was
     // already scanned, so later passes only look at keyword hits near a new marker.
     for (int pass = 1; pass < kMaxPasses; ++pass) {
       std::vector<std::pair<size_t, size_t>> dirty = DirtyRanges(out, inserted);
+      wide_hits = internal::MapKeywordHits(wide_hits, keyword_len, max_keyword_len, replaced,
+                                           inserted);
       markers.clear();
-      std::vector<Hit> more = ScanOnce(out, path, &markers, &dirty);
+      std::vector<Hit> more = ScanOnce(out, path, &markers, &dirty, &wide_hits);
       if (more.empty()) break;
       inserted.clear();
-      out = Redact(out, more, &inserted);
+      replaced.clear();
+      out = Redact(out, more, &inserted, &replaced);
     }
     return out;
   }
@@ -547,8 +813,10 @@ struct RuleScrubber::Impl {
 
   // Replaces the (sorted) findings in `text` by markers, merging overlaps.
   // `inserted` (optional) receives the [start, end) of every marker written, in `out`.
+  // `replaced` (optional) receives the [start, end) in `text` of every span replaced, in order.
   std::string Redact(std::string_view text, const std::vector<Hit>& found,
-                     std::vector<std::pair<size_t, size_t>>* inserted = nullptr) const {
+                     std::vector<std::pair<size_t, size_t>>* inserted = nullptr,
+                     std::vector<std::pair<size_t, size_t>>* replaced = nullptr) const {
     std::string out;
     out.reserve(text.size());
     size_t pos = 0;
@@ -570,6 +838,7 @@ struct RuleScrubber::Impl {
       absl::StrAppend(&out, internal::Av(kMarkerPrefix), id, ":",
                       internal::Av(secret.substr(0, p)), "]");
       if (inserted != nullptr) inserted->emplace_back(marker_start, out.size());
+      if (replaced != nullptr) replaced->emplace_back(s, e);
       pos = e;
       i = j;
     }
@@ -590,7 +859,7 @@ absl::StatusOr<std::unique_ptr<RuleScrubber>> RuleScrubber::Create(const RulesCo
     a->stopwords = spec.stopwords;
     a->has_commits = !spec.commits.empty();
     a->target_rules.insert(spec.target_rules.begin(), spec.target_rules.end());
-    std::string combined;
+    std::string combined, context_free;
     for (const auto& src : spec.regexes) {
       auto re = std::make_unique<RE2>(src, RuleOptions());
       if (!re->ok()) {
@@ -599,7 +868,14 @@ absl::StatusOr<std::unique_ptr<RuleScrubber>> RuleScrubber::Create(const RulesCo
         continue;
       }
       absl::StrAppend(&combined, combined.empty() ? "" : "|", "(?:", src, ")");
+      if (!internal::MayHaveAssertions(src)) {
+        absl::StrAppend(&context_free, context_free.empty() ? "" : "|", "(?:", src, ")");
+      }
       a->regexes.push_back(std::move(re));
+    }
+    if (!context_free.empty()) {
+      auto re = std::make_unique<RE2>(context_free, RuleOptions());
+      if (re->ok()) a->context_free = std::move(re);
     }
     // One alternation instead of N calls: allowlists run once per finding, so this matters.
     if (a->regexes.size() > 1) {
@@ -618,6 +894,12 @@ absl::StatusOr<std::unique_ptr<RuleScrubber>> RuleScrubber::Create(const RulesCo
       }
       a->paths.push_back(std::move(re));
     }
+    // Same count of configured checks as AllowlistMatches.
+    const int configured = (a->has_commits ? 1 : 0) + (a->paths.empty() ? 0 : 1) +
+                           (a->regexes.empty() ? 0 : 1) + (a->stopwords.empty() ? 0 : 1);
+    const bool alone_decides = a->condition == AllowlistCondition::kOr || configured == 1;
+    a->regex_decides = alone_decides && !a->regexes.empty();
+    a->stopword_decides = alone_decides && !a->stopwords.empty();
   };
   for (const auto& spec : config.allowlists) {
     CompiledAllowlist a;
@@ -654,6 +936,12 @@ absl::StatusOr<std::unique_ptr<RuleScrubber>> RuleScrubber::Create(const RulesCo
       }
     }
     r.num_groups = r.re->NumberOfCapturingGroups();
+    if (r.num_groups > 0 && IsAscii(spec.regex)) {
+      RE2::Options latin1 = RuleOptions();
+      latin1.set_encoding(RE2::Options::EncodingLatin1);
+      auto re = std::make_unique<RE2>(spec.regex, latin1);
+      if (re->ok() && re->NumberOfCapturingGroups() == r.num_groups) r.re_latin1 = std::move(re);
+    }
     if (spec.secret_group > r.num_groups) {
       impl->problems.push_back(
           {spec.id, absl::StrCat("secretGroup ", spec.secret_group, " but the regex has only ",
@@ -665,6 +953,36 @@ absl::StatusOr<std::unique_ptr<RuleScrubber>> RuleScrubber::Create(const RulesCo
       continue;
     }
     r.secret_group = spec.secret_group;
+    r.required_literals = RequiredLiterals(spec.regex);
+    if (!internal::MayHaveAssertions(spec.regex)) {
+      // Every match is an anchored match of the pattern, so it lies between PossibleMatchRange's
+      // min and max and starts with their common prefix.
+      std::string min, max;
+      if (r.re->PossibleMatchRange(&min, &max, 64)) {
+        size_t n = 0;
+        while (n < min.size() && n < max.size() && min[n] == max[n]) ++n;
+        r.start_prefix = min.substr(0, n);
+      }
+    }
+    // The group whose text is the secret: the configured one, or the only one. (With several
+    // groups and no secretGroup it is the first non-empty one: no bounds for that.)
+    const int secret_index = spec.secret_group > 0 ? spec.secret_group
+                             : r.num_groups == 1   ? 1
+                                                   : 0;
+    internal::GroupSplit split;
+    if (secret_index > 0 && internal::SplitAtGroup(spec.regex, secret_index, &split) &&
+        !internal::MayHaveAssertions(split.after)) {
+      RE2::Options longest = RuleOptions();
+      longest.set_longest_match(true);
+      auto before = std::make_unique<RE2>(split.before, longest);
+      auto after = std::make_unique<RE2>(absl::StrCat("(?:", split.after, ")\\z"), RuleOptions());
+      // The group counts confirm that the split is where RE2 sees the group.
+      if (before->ok() && after->ok() && before->NumberOfCapturingGroups() == secret_index - 1 &&
+          after->NumberOfCapturingGroups() == r.num_groups - secret_index) {
+        r.before_secret = std::move(before);
+        r.after_secret = std::move(after);
+      }
+    }
     r.entropy = spec.entropy;
     r.generic = absl::StartsWith(spec.id, "generic");
     r.low_priority =
@@ -698,6 +1016,11 @@ absl::StatusOr<std::unique_ptr<RuleScrubber>> RuleScrubber::Create(const RulesCo
     }
     if (!any_keyword) impl->always_rules.push_back(ri);
     impl->rules.push_back(std::move(r));
+  }
+  for (const auto& rule_list : impl->keyword_rules) {
+    bool wide = false;
+    for (uint32_t ri : rule_list) wide |= impl->rules[ri].wide;
+    impl->keyword_wide.push_back(wide);
   }
   for (const auto& k : keywords) {
     impl->keyword_len.push_back(static_cast<uint32_t>(k.size()));

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 #include <gtest/gtest.h>
 
@@ -353,6 +354,108 @@ TEST_F(ResolveRulesTest, ArchiveNeedsA0600KeyFile) {
   EXPECT_NE(s.status().message().find("0600"), std::string::npos) << s.status();
   ::chmod(key.c_str(), 0600);
   EXPECT_TRUE(BuildScrubber(c).ok());
+}
+
+// The scanner's fast paths (search from the prefix every match starts with; secret bounds from
+// the parts of the pattern around the secret group; dropping a long match whose secret an
+// allowlist surely passes; skipping windows without a literal every match needs) must give
+// exactly what the plain path gives. The plain path is forced by wrapping each pattern in
+// "(?:|^)(?:...)|\x01\x02": the same matches on these texts, but an assertion, nested groups and
+// an alternative without the literals turn the fast paths off.
+TEST(RuleScrubberTest, FastPathsGiveTheSameFindingsAsTheExtraction) {
+  constexpr std::string_view kRules = R"(
+[allowlist]
+regexes = ['''(?i)redacted''', '''^x+$''']
+[[rules]]
+id = "pem"
+regex = '''(?i)(-----BEGIN[ A-Z]*KEY-----)([\s\S]{64,}?)(-----END[ A-Z]*KEY-----)'''
+secretGroup = 2
+keywords = ["-----begin"]
+[[rules]]
+id = "blob"
+regex = '''blob:([a-z0-9+/]{200,})'''
+keywords = ["blob:"]
+[[rules.allowlists]]
+stopwords = ["zzzz"]
+[[rules]]
+id = "amb"
+regex = '''(k+)(k[a-z0-9]{250,}?)(9+)'''
+secretGroup = 2
+keywords = ["kk"]
+[[rules]]
+id = "url"
+regex = '''(?i)(?:https?|ftp)://[^:/\s@]+:([^/\s@]{6,})@[a-z0-9.-]{2}'''
+keywords = ["://"]
+)";
+  std::string wrapped(kRules);
+  for (std::string_view re : {R"((?i)(-----BEGIN)", R"(blob:()", R"((k+)()", R"((?i)(?:https)"}) {
+    size_t at = wrapped.find(re);
+    ASSERT_NE(at, std::string::npos);
+    wrapped.insert(at, "(?:|^)(?:");
+    size_t end = wrapped.find("'''", at);
+    wrapped.insert(end, R"()|\x01\x02)");
+  }
+  auto fast = Make(kRules);
+  auto slow = Make(wrapped);
+  ASSERT_EQ(fast->num_rules(), 4u);
+  ASSERT_EQ(slow->num_rules(), 4u);
+  const std::vector<std::string> pieces = {
+      "-----BEGIN RSA PRIVATE KEY-----\n", "-----END RSA PRIVATE KEY-----\n", "-----BEGIN KEY-----",
+      "-----END KEY-----", "[REDACTED:pem:MIIE]", "blob:", "zzzz", "kk", "kkk", "999", "\n", " ",
+      std::string(70, 'A'), std::string(130, 'b'), std::string(90, 'k'), "x",
+      "https://", "ftp://user:", "p4ssw0rd99", "@host.example", "@db1.internal "};
+  std::mt19937 rng(5);
+  int found = 0;
+  for (int round = 0; round < 400; ++round) {
+    std::string text;
+    const int n = 2 + static_cast<int>(rng() % 30);
+    for (int i = 0; i < n; ++i) text += pieces[rng() % pieces.size()];
+    auto a = fast->ScrubWithFindings(text);
+    auto b = slow->ScrubWithFindings(text);
+    ASSERT_EQ(a.text, b.text) << text;
+    ASSERT_EQ(a.findings.size(), b.findings.size()) << text;
+    found += static_cast<int>(a.findings.size());
+    for (size_t i = 0; i < a.findings.size(); ++i) {
+      EXPECT_EQ(a.findings[i].rule_id, b.findings[i].rule_id) << text;
+      EXPECT_EQ(a.findings[i].start, b.findings[i].start) << text;
+      EXPECT_EQ(a.findings[i].end, b.findings[i].end) << text;
+      EXPECT_EQ(a.findings[i].match_start, b.findings[i].match_start) << text;
+    }
+  }
+  EXPECT_GT(found, 100);
+}
+
+// Later redaction passes reuse the keyword hits of the earlier pass for rules that span lines
+// and rescan only around the new markers for the others. Outputs pinned from the code before
+// that change (private keys next to each other and to other secrets, an existing marker).
+TEST(RuleScrubberTest, MultiPassOutputIsPinned) {
+  auto built = BuildScrubber(ScrubConfig{});
+  ASSERT_TRUE(built.ok()) << built.status();
+  const RuleScrubber& s = **built;
+  const std::string body =
+      "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKjMzEfYyjiWA4R4";
+  const std::string t1 = "-----BEGIN PRIVATE KEY-----\n" + body +
+                         "\n-----END PRIVATE KEY-----\npassword=hunter2xyz9\n"
+                         "-----BEGIN RSA PRIVATE KEY-----\nshort\n-----END RSA PRIVATE KEY-----\n"
+                         "token: ghp_abcdefghijklmnopqrstuvwxyz0123456789 [REDACTED:x:ab]\n"
+                         "-----BEGIN PRIVATE KEY-----\n" +
+                         body + body + "\n-----END PRIVATE KEY-----\n";
+  EXPECT_EQ(s.Scrub(t1),
+            "-----BEGIN PRIVATE KEY-----[REDACTED:private-key:]-----END PRIVATE KEY-----\n"
+            "password=[REDACTED:generic-password:hu]\n"
+            "-----BEGIN RSA PRIVATE KEY-----\nshort\n-----END RSA PRIVATE KEY-----\n"
+            "token: [REDACTED:github-pat:ghp_] [REDACTED:x:ab]\n"
+            "-----BEGIN PRIVATE KEY-----[REDACTED:private-key:]-----END PRIVATE KEY-----\n");
+  const std::string t2 = "a=\"-----BEGIN PRIVATE KEY-----\\n" + body +
+                         "\\n-----END PRIVATE KEY-----\\n\" secret_key=Zx9Qw8Er7Ty6Ui5Op4As3\n"
+                         "-----BEGIN EC PRIVATE KEY-----\n" +
+                         body + "\n-----END EC PRIVATE KEY-----";
+  EXPECT_EQ(s.Scrub(t2),
+            "a=\"-----BEGIN PRIVATE KEY-----[REDACTED:private-key:]-----END PRIVATE KEY-----\\n\" "
+            "secret_key=[REDACTED:generic-secret:Zx9Q]\n"
+            "-----BEGIN EC PRIVATE KEY-----[REDACTED:private-key:]-----END EC PRIVATE KEY-----");
+  EXPECT_EQ(s.Scrub(s.Scrub(t1)), s.Scrub(t1));
+  EXPECT_EQ(s.Scrub(s.Scrub(t2)), s.Scrub(t2));
 }
 
 }  // namespace

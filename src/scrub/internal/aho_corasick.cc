@@ -1,5 +1,6 @@
 #include "scrub/internal/aho_corasick.h"
 
+#include <algorithm>
 #include <deque>
 
 namespace contextd::scrub::internal {
@@ -26,6 +27,7 @@ AhoCorasick::AhoCorasick(const std::vector<std::string>& patterns) {
   std::vector<std::vector<uint32_t>> outs(1);
   for (uint32_t id = 0; id < patterns.size(); ++id) {
     if (patterns[id].empty()) continue;
+    max_len_ = std::max(max_len_, patterns[id].size());
     int32_t s = 0;
     for (unsigned char c : patterns[id]) {
       uint32_t k = class_of_[c];

@@ -1,0 +1,32 @@
+// Textual analysis of RE2 patterns used by the scanner's fast paths: splitting a pattern around
+// one capture group of its top-level concatenation, and detecting empty-width assertions.
+// Conservative: when unsure (an unknown construct), the functions say "no". Stateless.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace contextd::scrub::internal {
+
+// The pattern around capture group `group` (1-based, counted like RE2 counts them).
+struct GroupSplit {
+  // Text before the group's '(' (a regex on its own).
+  std::string before;
+  // The top-level flag directives (like "(?i)") that precede the group, then the text after the
+  // group's ')': a regex with the same flags in effect as in the original pattern.
+  std::string after;
+};
+
+// Splits `pattern` as before (group) after, where the group is an element of the pattern's
+// top-level concatenation: at nesting depth 0, no top-level '|', and no quantifier applied to
+// it. Then every match of the pattern is a match of `before`, then of the group, then of
+// `after`, back to back. Returns false when the pattern does not have that shape or uses a
+// construct this scanner does not know.
+bool SplitAtGroup(std::string_view pattern, int group, GroupSplit* out);
+
+// True when `pattern` may contain an empty-width assertion (^ $ \b \B \A \z) outside character
+// classes, or a construct this scanner does not know. Without assertions, whether the pattern
+// matches somewhere inside a string does not depend on the text around it.
+bool MayHaveAssertions(std::string_view pattern);
+
+}  // namespace contextd::scrub::internal
