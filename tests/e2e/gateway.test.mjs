@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync, readFileSync, existsSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startHttpServer, connectHttp, cleanup, textOf, tempDataDir, sdkTypes } from './harness.mjs';
+import { startHttpServer, connectHttp, connectStdio, cleanup, textOf, tempDataDir, sdkTypes } from './harness.mjs';
 
 const upstreams = new URL('../../tools/npm/upstreams/node_modules/@modelcontextprotocol/', import.meta.url).pathname;
 const FS_SERVER = join(upstreams, 'server-filesystem/dist/index.js');
@@ -184,6 +184,39 @@ test('gateway: server-everything sampling and elicitation reach the client whose
     await client.close();
   } finally {
     await server.stop();
+    cleanup(dataDir);
+    cleanup(files);
+  }
+});
+
+test('gateway over stdio: a filesystem read is scrubbed, charged to the branch and folded', async () => {
+  assert.ok(existsSync(FS_SERVER), 'run npm install in tools/npm/upstreams');
+  const { files, dataDir, config } = setup();
+  const { client, transport } = await connectStdio({ dataDir, args: ['--config', config] });
+  try {
+    const branch = await call(client, 'branch_create', { description: 'read the config', prompt: 'find the token', budget: 4000 });
+    assert.ok(!branch.isError, textOf(branch));
+    const read = await call(client, 'fs__read_text_file', { path: join(files, 'secret.txt') });
+    assert.ok(!read.isError, textOf(read));
+    assert.match(textOf(read), /\[REDACTED:github-pat:/);
+    assert.ok(!textOf(read).includes(SECRET));
+    const status = await call(client, 'branch_status', { branch_id: branch.structuredContent.branch_id });
+    assert.ok(status.structuredContent.branches[0].tokens_used > branch.structuredContent.prompt_tokens,
+      JSON.stringify(status.structuredContent));
+    const returned = await call(client, 'branch_return', { message: 'the token is in secret.txt (redacted)' });
+    assert.ok(!returned.isError, textOf(returned));
+    const view = await call(client, 'context_view', {});
+    assert.match(textOf(view), /the token is in secret\.txt/);
+    assert.ok(!textOf(view).includes(SECRET));
+  } finally {
+    await client.close();
+    await transport.close?.();
+    let stored = Buffer.alloc(0);
+    for (const f of ['contextd.db', 'contextd.db-wal']) {
+      const p = join(dataDir, f);
+      if (existsSync(p)) stored = Buffer.concat([stored, readFileSync(p)]);
+    }
+    assert.ok(!stored.includes(Buffer.from(SECRET)), 'the secret reached the SQLite files');
     cleanup(dataDir);
     cleanup(files);
   }
