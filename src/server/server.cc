@@ -209,7 +209,7 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
 
   // Group commit from here on (recovery above committed write by write): the writes of every
   // request in one executor batch share one commit, and no reply leaves before it (decision
-  // 0001). If a commit fails, the engine drops what it cached and follows the store again.
+  // 0008). If a commit fails, the engine drops what it cached and follows the store again.
   engine.group_commit = std::make_unique<GroupCommit>(
       *engine.executor, [db] { return db->CommitGroup(); },
       [manager = engine.manager.get(), trail = engine.trail.get()](const absl::Status&) {
