@@ -39,6 +39,18 @@ bool IsIpLiteral(const std::string& host) {
   return !ec;
 }
 
+// Sets what every request of a channel carries, after the request's own headers: Host, the MCP
+// session headers once known, User-Agent, and last the configured headers.
+void SetChannelHeaders(http::fields& fields, const HttpUrl& url, const std::string& session_id,
+                       const std::string& protocol_version,
+                       const std::map<std::string, std::string>& configured) {
+  fields.set(http::field::host, url.host + ":" + url.port);
+  if (!session_id.empty()) fields.set("Mcp-Session-Id", session_id);
+  if (!protocol_version.empty()) fields.set("MCP-Protocol-Version", protocol_version);
+  fields.set(http::field::user_agent, "contextd-gateway");
+  for (const auto& [k, v] : configured) fields.set(k, v);
+}
+
 // The method of a serialized JSON-RPC message ("" for responses and unparseable text).
 std::string MethodOf(const std::string& body) {
   auto json = nlohmann::json::parse(body, nullptr, false);
@@ -309,16 +321,12 @@ void UpstreamHttpChannel::Post(std::string body) {
   }
   const std::string method = MethodOf(body);
   http::request<http::string_body> request{http::verb::post, url_.target, 11};
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    request.set(http::field::host, url_.host + ":" + url_.port);
-    if (!session_id_.empty()) request.set("Mcp-Session-Id", session_id_);
-    if (!protocol_version_.empty()) request.set("MCP-Protocol-Version", protocol_version_);
-  }
   request.set(http::field::content_type, "application/json");
   request.set(http::field::accept, "application/json, text/event-stream");
-  request.set(http::field::user_agent, "contextd-gateway");
-  for (const auto& [k, v] : options_.headers) request.set(k, v);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    SetChannelHeaders(request, url_, session_id_, protocol_version_, options_.headers);
+  }
   request.body() = body;
   request.prepare_payload();
 
@@ -454,16 +462,12 @@ UpstreamHttpChannel::StreamEnd UpstreamHttpChannel::ReadStream(std::string& last
     return StreamEnd::kGone;
   }
   http::request<http::empty_body> request{http::verb::get, url_.target, 11};
+  request.set(http::field::accept, "text/event-stream");
+  if (!last_event_id.empty()) request.set("Last-Event-ID", last_event_id);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    request.set(http::field::host, url_.host + ":" + url_.port);
-    if (!session_id_.empty()) request.set("Mcp-Session-Id", session_id_);
-    if (!protocol_version_.empty()) request.set("MCP-Protocol-Version", protocol_version_);
+    SetChannelHeaders(request, url_, session_id_, protocol_version_, options_.headers);
   }
-  request.set(http::field::accept, "text/event-stream");
-  request.set(http::field::user_agent, "contextd-gateway");
-  if (!last_event_id.empty()) request.set("Last-Event-ID", last_event_id);
-  for (const auto& [k, v] : options_.headers) request.set(k, v);
 
   StreamEnd end = StreamEnd::kDropped;
   internal::SseReader reader(options_.max_message_bytes);
