@@ -77,6 +77,52 @@ struct Engine {
 const SessionKey kS1{"local", "default", "s1"};
 const SessionKey kS2{"local", "default", "s2"};
 
+TEST(FoldingOverSqliteTest, AfterALostGroupTheEngineReloadsWhatTheStoreKept) {
+  TempDir tmp;
+  Engine e(tmp.File("contextd.db"));
+  ASSERT_TRUE(e.status.ok()) << e.status;
+  Database& db = e.store->database();
+  db.EnableGroupCommit([] {});
+  folding::CreateRequest kept_req = Req("one two", 1000);
+  kept_req.timeout_seconds = 30;
+  auto kept = e.Run([&] { return e.mgr->Create(kS1, kept_req); });
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  ASSERT_TRUE(db.CommitGroup().ok());
+  // The next group holds a child and a charge, and then fails to commit (a deferred foreign-key
+  // violation is checked only at COMMIT, like a disk failure there): both are lost.
+  auto lost = e.Run([&] { return e.mgr->Create(kS1, Req("three", 100)); });
+  ASSERT_TRUE(lost.ok());
+  ASSERT_TRUE(e.Run([&] { return e.mgr->Charge(kS1, kept->branch_id, Rec("fs__read", "x y")); })
+                  .ok());
+  {
+    std::lock_guard<std::mutex> lock(db.mutex());
+    ASSERT_TRUE(db.BeginWrite().ok());
+    ASSERT_TRUE(db.EndWrite(db.Exec("PRAGMA defer_foreign_keys=ON; INSERT INTO branch_charges "
+                                    "(branch_id, at_ms, kind, label, excerpt, tokens) VALUES "
+                                    "('br_none', 0, 'x', 'x', 'x', 0)"))
+                    .ok());
+  }
+  ASSERT_FALSE(db.CommitGroup().ok());
+  ASSERT_TRUE(e.Run([&] { return e.mgr->ReloadFromStore(); }).ok());
+  // Memory follows the store again: the lost child is unknown, the kept branch is active with
+  // what was committed (its prompt only), and its deadline still fires.
+  auto child = e.Run([&] { return e.mgr->Status(kS1, lost->branch_id); });
+  EXPECT_EQ(child.status().code(), absl::StatusCode::kNotFound);
+  auto st = e.Run([&] { return e.mgr->Status(kS1, ""); });
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->active_branch_id, kept->branch_id);
+  ASSERT_EQ(st->branches.size(), 1u);
+  EXPECT_EQ(st->branches[0].tokens_used, 2);
+  EXPECT_EQ(st->branches[0].reserved_for_children, 0);
+  EXPECT_TRUE(st->branches[0].children.empty());
+  EXPECT_EQ(e.mgr->active_branches(), 1);
+  e.exec.AdvanceAndRun(std::chrono::seconds(30));
+  ASSERT_TRUE(db.CommitGroup().ok());
+  auto stored = e.store->Get(kept->branch_id);
+  ASSERT_TRUE(stored.ok() && stored->has_value());
+  EXPECT_EQ((*stored)->status, BranchStatus::kTimeout);
+}
+
 TEST(FoldingOverSqliteTest, RestartRecoversBranchesLeftActive) {
   TempDir tmp;
   std::string path = tmp.File("contextd.db");
