@@ -8,27 +8,14 @@
 
 #include "base/executor.h"
 #include "gtest/gtest.h"
+#include "protocol/testing/recording_sink.h"
 
 namespace contextd::server {
 namespace {
 
 using protocol::Json;
 
-class Sink final : public protocol::MessageSink {
- public:
-  void Send(const Json& message, const Json&) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    sent_.push_back(message);
-  }
-  std::vector<Json> Take() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return std::exchange(sent_, {});
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<Json> sent_;
-};
+using Sink = protocol::testing::RecordingSink;
 
 class ConformanceFixturesTest : public ::testing::Test {
  protected:

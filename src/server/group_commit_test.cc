@@ -12,6 +12,7 @@
 #include "base/executor.h"
 #include "protocol/jsonrpc.h"
 #include "protocol/mcp_server.h"
+#include "protocol/testing/recording_sink.h"
 #include "store/database.h"
 #include "store/test_util.h"
 
@@ -20,21 +21,7 @@ namespace {
 
 using protocol::Json;
 
-class RecordingSink final : public protocol::MessageSink {
- public:
-  void Send(const Json& message, const Json&) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    sent_.push_back(message);
-  }
-  std::vector<Json> Take() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return std::exchange(sent_, {});
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<Json> sent_;
-};
+using protocol::testing::RecordingSink;
 
 int64_t CountRows(store::Database& db) {
   std::lock_guard<std::mutex> lock(db.mutex());
