@@ -4,6 +4,7 @@
 #include <openssl/x509v3.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <limits>
 #include <optional>
 
@@ -358,7 +359,9 @@ void UpstreamHttpChannel::Post(std::string body) {
     }
     std::string content_type = Lower(std::string(head[http::field::content_type]));
     sse = content_type.find("text/event-stream") != std::string::npos;
-    // Reads the body chunk by chunk; SSE events are delivered as they complete.
+    // Reads the body chunk by chunk; SSE events are delivered as they complete. A JSON body is
+    // bounded as a whole; an SSE answer per event (by the reader), since a long call may send
+    // many progress events before its result.
     size_t total = 0;
     char chunk[16384];
     while (!parser.is_done()) {
@@ -369,7 +372,7 @@ void UpstreamHttpChannel::Post(std::string body) {
       if (ec == http::error::need_buffer) ec = {};
       size_t got = sizeof chunk - parser.get().body().size;
       total += got;
-      if (total > options_.max_message_bytes) {
+      if (!sse && total > options_.max_message_bytes) {
         too_big = true;
         pending.clear();
       }
@@ -410,6 +413,12 @@ void UpstreamHttpChannel::Post(std::string body) {
   }
   if (sse) {
     reader.Finish(deliver);
+    if (reader.dropped() > 0) {
+      // An event over the limit may have been the answer: fail the request now rather than at
+      // its timeout (if the answer did arrive, the client ignores this late error).
+      FailRequest(body, base::StrCat("upstream answer event larger than ",
+                                     options_.max_message_bytes, " bytes"));
+    }
   } else if (!pending.empty()) {
     Deliver(std::move(pending));
   }
@@ -508,7 +517,11 @@ UpstreamHttpChannel::StreamEnd UpstreamHttpChannel::ReadStream(std::string& last
       size_t got = sizeof chunk - parser.get().body().size;
       reader.Feed(std::string_view(chunk, got), [this](std::string data) { Deliver(std::move(data)); });
       if (!reader.last_event_id().empty()) last_event_id = reader.last_event_id();
-      if (reader.retry_ms()) delay = std::chrono::milliseconds(*reader.retry_ms());
+      if (reader.retry_ms()) {
+        // The server's say, within our bounds: "retry: 0" must not make a reconnect loop spin.
+        delay = std::clamp(std::chrono::milliseconds(*reader.retry_ms()),
+                           options_.stream_retry_initial, options_.stream_retry_max);
+      }
       if (reader.dropped() != dropped) {
         dropped = reader.dropped();
         base::LogWarn(base::StrCat("upstream ", options_.log_name,

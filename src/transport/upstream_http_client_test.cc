@@ -75,12 +75,14 @@ class TempDir {
 };
 
 std::unique_ptr<UpstreamHttpChannel> Open(const std::string& url, Recorder& recorder,
-                                          const std::string& ca_file = "") {
-  UpstreamHttpOptions options;
+                                          const std::string& ca_file = "",
+                                          UpstreamHttpOptions options = {}) {
   options.url = url;
   options.ca_file = ca_file;
   options.log_name = "t";
-  options.stream_retry_initial = 1ms;
+  if (options.stream_retry_initial == UpstreamHttpOptions{}.stream_retry_initial) {
+    options.stream_retry_initial = 1ms;
+  }
   auto channel = UpstreamHttpChannel::Start(options, recorder.Callbacks());
   EXPECT_TRUE(channel.ok()) << channel.status();
   return channel.ok() ? std::move(channel).value() : nullptr;
@@ -238,6 +240,60 @@ TEST(UpstreamHttpChannel, GetStreamRetriesAfterAConflictWithBackoff) {
   ASSERT_TRUE(channel->Send(kInitialized).ok());
   EXPECT_EQ(recorder.NextLine(), R"({"jsonrpc":"2.0","method":"c"})");
   EXPECT_EQ((*server)->get_last_event_ids().size(), 3u);
+  channel->Close();
+}
+
+TEST(UpstreamHttpChannel, AnSseAnswerIsBoundedPerEventNotInTotal) {
+  auto server = FakeMcpHttpServer::Start({});
+  ASSERT_TRUE(server.ok()) << server.status();
+  UpstreamHttpOptions options;
+  options.max_message_bytes = 200;
+  Recorder recorder;
+  auto channel = Open((*server)->url(), recorder, "", options);
+  ASSERT_NE(channel, nullptr);
+  ASSERT_TRUE(channel->Send(kInitialize).ok());
+  ASSERT_NE(recorder.NextLine().find("protocolVersion"), std::string::npos);
+  // Ten progress events of about 100 bytes: 1 KB in all, each under the limit.
+  std::string progress;
+  for (int i = 1; i <= 10; ++i) {
+    progress += "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":"
+                "{\"progressToken\":\"t\",\"progress\":" +
+                std::to_string(i) + ",\"message\":\"step\"}}\n\n";
+  }
+  (*server)->AnswerPostsWithSse(progress);
+  ASSERT_TRUE(channel->Send(R"({"jsonrpc":"2.0","id":2,"method":"tools/call"})").ok());
+  for (int i = 1; i <= 10; ++i) {
+    EXPECT_NE(recorder.NextLine().find("\"progress\":" + std::to_string(i)), std::string::npos);
+  }
+  std::string answer = recorder.NextLine();
+  EXPECT_NE(answer.find("\"id\":2"), std::string::npos) << answer;
+  EXPECT_NE(answer.find("\"result\""), std::string::npos) << answer;
+  // One event over the limit is dropped, and its request fails at once with the reason.
+  (*server)->AnswerPostsWithSse("data: " + std::string(300, 'x') + "\n\n");
+  ASSERT_TRUE(channel->Send(R"({"jsonrpc":"2.0","id":3,"method":"tools/call"})").ok());
+  EXPECT_NE(recorder.NextLine().find("\"id\":3"), std::string::npos);  // the answer (under 200 B)
+  std::string failed = recorder.NextLine();
+  EXPECT_NE(failed.find("larger than 200 bytes"), std::string::npos) << failed;
+  channel->Close();
+}
+
+TEST(UpstreamHttpChannel, GetStreamRetryFromTheServerCannotGoBelowTheInitialDelay) {
+  auto server = FakeMcpHttpServer::Start({});
+  ASSERT_TRUE(server.ok()) << server.status();
+  // "retry: 0", then the stream ends: the reconnect must still wait the initial delay.
+  (*server)->QueueGet({200, "retry: 0\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"a\"}\n\n", false});
+  UpstreamHttpOptions options;
+  options.stream_retry_initial = 300ms;
+  Recorder recorder;
+  auto channel = Open((*server)->url(), recorder, "", options);
+  ASSERT_NE(channel, nullptr);
+  ASSERT_TRUE(channel->Send(kInitialize).ok());
+  recorder.NextLine();
+  ASSERT_TRUE(channel->Send(kInitialized).ok());
+  EXPECT_EQ(recorder.NextLine(), R"({"jsonrpc":"2.0","method":"a"})");
+  const auto first = std::chrono::steady_clock::now();
+  ASSERT_TRUE((*server)->WaitForGets(2, 10s));
+  EXPECT_GE(std::chrono::steady_clock::now() - first, 250ms);
   channel->Close();
 }
 

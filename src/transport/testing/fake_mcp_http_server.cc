@@ -89,6 +89,7 @@ struct FakeMcpHttpServer::Impl {
   std::deque<GetAnswer> gets;
   std::vector<std::string> last_event_ids;
   int posts = 0;
+  std::optional<std::string> post_sse_events;  // set: answer POSTs with SSE
   std::set<int> fds;
   std::list<Conn> conns;
 
@@ -177,6 +178,16 @@ struct FakeMcpHttpServer::Impl {
                 {"serverInfo", {{"name", "fake"}, {"version", "1"}}}};
     }
     std::string body = Json{{"jsonrpc", "2.0"}, {"id", message["id"]}, {"result", result}}.dump();
+    std::optional<std::string> sse_events;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      sse_events = post_sse_events;
+    }
+    if (sse_events && message.value("method", "") != "initialize") {
+      write("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n" +
+            *sse_events + "data: " + body + "\n\n");
+      return;
+    }
     write("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: fake-session\r\n"
           "Content-Length: " +
           std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
@@ -210,6 +221,11 @@ absl::StatusOr<std::unique_ptr<FakeMcpHttpServer>> FakeMcpHttpServer::Start(Opti
 FakeMcpHttpServer::FakeMcpHttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 FakeMcpHttpServer::~FakeMcpHttpServer() { Stop(); }
+
+void FakeMcpHttpServer::AnswerPostsWithSse(std::string events) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->post_sse_events = std::move(events);
+}
 
 void FakeMcpHttpServer::QueueGet(GetAnswer answer) {
   std::lock_guard<std::mutex> lock(impl_->mu);

@@ -49,6 +49,9 @@ class FakeMcpHttpServer {
   std::string url() const { return url_; }
   // Queues the answer to a later GET.
   void QueueGet(GetAnswer answer);
+  // From now on, POSTed requests other than initialize are answered as text/event-stream:
+  // `events` (raw SSE text, e.g. progress notifications) and then the result as one event.
+  void AnswerPostsWithSse(std::string events);
   // The Last-Event-ID header of every GET received so far, in order ("" when absent).
   std::vector<std::string> get_last_event_ids();
   // Waits (bounded) until `n` GETs were received; false on timeout.
