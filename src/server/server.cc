@@ -219,6 +219,13 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
                                       reloaded.message()));
         }
         trail->ForgetCachedScopes();
+        // Auto-scopes the trail no longer tracks would stay open until the next start: fold them
+        // now from their recorded events, as start-up recovery does.
+        auto folded = trail->RecoverAutoScopes();
+        if (!folded.ok()) {
+          base::LogError(base::StrCat("folding auto-scopes after a failed commit: ",
+                                      folded.status().message()));
+        }
       },
       &engine.metrics);
   engine.mcp->SetOutboundGate(engine.group_commit.get());

@@ -431,7 +431,7 @@ void Trail::ForgetCachedScopes() {
   roots_.clear();
   open_scopes_.clear();
   // An auto-scope whose opening was lost is not in the store; one that was committed stays open
-  // there and is folded by the next start's recovery.
+  // there until RecoverAutoScopes folds it (the server calls it right after this).
   autos_.clear();
 }
 

@@ -111,7 +111,8 @@ class Trail {
   absl::Status FoldAutoScope(const SessionRef& session);
   // The id of the session's open auto-scope, or "" (tests, status).
   std::string OpenAutoScope(const SessionRef& session) const;
-  // Restart recovery, before any session records: folds every auto-scope the store holds open
+  // Recovery, at start before any session records or right after ForgetCachedScopes (when this
+  // trail tracks no open auto-scope): folds every auto-scope the store holds open
   // (left by a process that crashed), whatever auto_scope_upstreams says, with a summary built
   // from its recorded events. Returns how many it folded. Unavailable/Internal from the store.
   absl::StatusOr<int64_t> RecoverAutoScopes();
@@ -142,7 +143,7 @@ class Trail {
 
   // Forgets every cached root scope id, scope owner and open auto-scope, so that the trail
   // follows the store again after it lost writes (a failed group commit): a session's next event
-  // opens a new root.
+  // opens a new root. Auto-scopes still open in the store stay so until RecoverAutoScopes.
   void ForgetCachedScopes();
 
   bool auto_scope_upstreams() const { return options_.auto_scope_upstreams; }
