@@ -168,13 +168,15 @@ absl::Status SqliteTrailStore::PrepareAll() {
           "s.rowid = trail_fts.rowid WHERE trail_fts MATCH ? AND s.tenant = ? AND s.project = ? "
           "ORDER BY bm25(trail_fts) LIMIT ?")));
   ASSIGN_OR_RETURN(blob_count_, db_->Prepare("SELECT COUNT(*) FROM trail_blobs"));
-  {
-    // What a previous run left noted; indexed with the next batch or search.
-    ResetOnExit reset(count_fts_pending_);
-    ASSIGN_OR_RETURN(bool row, count_fts_pending_.Step());
-    fts_pending_ = row ? count_fts_pending_.Int(0) : 0;
-  }
+  // What a previous run left noted; indexed with the next batch or search.
+  ASSIGN_OR_RETURN(fts_pending_, CountFtsPendingLocked());
   return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> SqliteTrailStore::CountFtsPendingLocked() {
+  ResetOnExit reset(count_fts_pending_);
+  ASSIGN_OR_RETURN(bool row, count_fts_pending_.Step());
+  return row ? count_fts_pending_.Int(0) : 0;
 }
 
 absl::Status SqliteTrailStore::MarkFtsPendingLocked(std::string_view id) {
@@ -422,8 +424,10 @@ absl::StatusOr<std::vector<trail::SearchHit>> SqliteTrailStore::Search(std::stri
                                                                       int64_t limit) {
   ASSIGN_OR_RETURN(std::string match, FtsQuery(query));
   std::lock_guard<std::mutex> lock(db_->mutex());
-  if (fts_pending_ > 0) {
-    // Searches see every write, also those not yet indexed.
+  // Searches see every write, also those not yet indexed, this process's or another's (the
+  // table is read, not fts_pending_, which counts only this process's notes).
+  ASSIGN_OR_RETURN(int64_t pending, CountFtsPendingLocked());
+  if (pending > 0) {
     RETURN_IF_ERROR(db_->BeginWrite());
     RETURN_IF_ERROR(db_->EndWrite(FlushFtsLocked()));
   }

@@ -69,6 +69,8 @@ class SqliteTrailStore final : public trail::TrailStore {
   absl::Status MarkFtsPendingLocked(std::string_view id);
   // Brings trail_fts up to date with every noted scope. Caller holds the mutex, inside a write.
   absl::Status FlushFtsLocked();
+  // Rows of trail_fts_pending (every process's notes). Caller holds the mutex.
+  absl::StatusOr<int64_t> CountFtsPendingLocked();
   absl::StatusOr<std::vector<trail::Scope>> ReadScopes(Statement& st, int extra_text_col,
                                                        std::vector<std::string>* extra);
 

@@ -218,6 +218,18 @@ TEST_F(SqliteTrailStoreTest, ScopesLeftPendingByACrashAreIndexedAfterReopen) {
   EXPECT_EQ((*hits)[0].scope.id, "br_1");
 }
 
+TEST_F(SqliteTrailStoreTest, ASearchSeesWhatAnotherProcessNotedButDidNotIndex) {
+  auto other = SqliteTrailStore::Open(dir_.File("contextd.db"));
+  ASSERT_TRUE(other.ok()) << other.status();
+  SessionRef s = Session("a");
+  ASSERT_TRUE(store_->OpenScope(MakeScope("ses_1", "", "session", s)).ok());
+  ASSERT_TRUE(store_->OpenScope(MakeScope("br_1", "ses_1", "tune the compactor", s)).ok());
+  auto hits = (*other)->Search("local", "default", "compactor", 5);
+  ASSERT_TRUE(hits.ok()) << hits.status();
+  ASSERT_EQ(hits->size(), 1u);
+  EXPECT_EQ((*hits)[0].scope.id, "br_1");
+}
+
 TEST(FtsQueryTest, QuotesEveryWord) {
   auto q = FtsQuery("foo \"bar\" baz*");
   ASSERT_TRUE(q.ok());
