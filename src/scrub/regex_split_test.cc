@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <string_view>
+#include <vector>
+
 namespace contextd::scrub::internal {
 namespace {
 
@@ -51,6 +55,53 @@ TEST(MayHaveAssertionsTest, FindsAssertionsOutsideClasses) {
   EXPECT_TRUE(MayHaveAssertions(R"(x\B)"));
   EXPECT_TRUE(MayHaveAssertions(R"(\Ax\z)"));
   EXPECT_TRUE(MayHaveAssertions(R"(a[b)"));  // not understood: assume the worst
+}
+
+
+std::vector<std::string> Lead(std::string_view pattern, size_t max = 64, size_t min_len = 2) {
+  std::vector<std::string> out;
+  if (!LeadingLiterals(pattern, max, min_len, &out)) return {"<none>"};
+  return out;
+}
+
+TEST(LeadingLiteralsTest, ExpandsTheFiniteStartOfEveryMatch) {
+  using V = std::vector<std::string>;
+  // The first element decides; what follows it is unbounded, so the strings stop there.
+  EXPECT_EQ(Lead(R"((?i)(?:token|api[_.-]?key|credentials?)(?:[\w.-]{0,20})[:=]\s*(\w+))"),
+            (V{"api-key", "api.key", "api_key", "apikey", "credential", "credentials", "token"}));
+  // Assertions and flags consume nothing; top-level alternatives are all expanded.
+  EXPECT_EQ(Lead(R"(\b(SK[0-9a-f]{32})\b|(?i)twilio[\w.-]{0,20}?(?:auth|token))", 20),
+            (V{"sk0", "sk1", "sk2", "sk3", "sk4", "sk5", "sk6", "sk7", "sk8", "sk9", "ska", "skb",
+               "skc", "skd", "ske", "skf", "twilio"}));
+  EXPECT_EQ(Lead(R"((?i)\b(?:https?|ftps?|sftp)://[^:/\s'"@]+:([^/\s'"]{6,})@)"),
+            (V{"ftp://", "ftps://", "http://", "https://", "sftp://"}));
+  EXPECT_EQ(Lead(R"((?:ab){2}c\d)"), (V{"ababc"}));
+  EXPECT_EQ(Lead(R"(x?yz)"), (V{"xyz", "yz"}));
+  EXPECT_EQ(Lead(R"(hooks\.slack\.com/(?:services|workflows)/)"),
+            (V{"hooks.slack.com/services/", "hooks.slack.com/workflows/"}));
+  EXPECT_EQ(Lead(R"((?P<k>ab)c+d)"), (V{"abc"}));  // c+ : at least one c, then unknown
+  EXPECT_EQ(Lead(R"([Aa][Kk][Ii][Aa]\d{16})"), (V{"akia"}));
+}
+
+TEST(LeadingLiteralsTest, RefusesWhenAMatchMayStartAnywhere) {
+  EXPECT_EQ(Lead(R"([\w.-]{0,20}password)"), (std::vector<std::string>{"<none>"}));
+  EXPECT_EQ(Lead(R"(a{0,3}bc)"), (std::vector<std::string>{"<none>"}));  // may start with b
+  EXPECT_EQ(Lead(R"([^a]bc)"), (std::vector<std::string>{"<none>"}));
+  EXPECT_EQ(Lead(R"(.abc)"), (std::vector<std::string>{"<none>"}));
+  EXPECT_EQ(Lead(R"(\Qabc\E)"), (std::vector<std::string>{"<none>"}));
+  EXPECT_EQ(Lead(R"(ab|c)"), (std::vector<std::string>{"<none>"}));  // "c" is below min_length
+  EXPECT_EQ(Lead(R"(ab|c)", 64, 1), (std::vector<std::string>{"ab", "c"}));
+  EXPECT_EQ(Lead(R"(abc|)"), (std::vector<std::string>{"<none>"}));  // the empty match
+  EXPECT_EQ(Lead(R"(\bx*)"), (std::vector<std::string>{"<none>"}));
+  EXPECT_EQ(Lead(R"((abc)"), (std::vector<std::string>{"<none>"}));  // unbalanced
+  EXPECT_EQ(Lead(R"(abc))"), (std::vector<std::string>{"<none>"}));
+  EXPECT_EQ(Lead(R"(\b+abc)"), (std::vector<std::string>{"<none>"}));
+  // Too many strings: [a-p]{3} has 4096; the first 16 are only one byte long.
+  EXPECT_EQ(Lead(R"([a-p][a-p][a-p])"), (std::vector<std::string>{"<none>"}));
+  EXPECT_EQ(Lead(R"([a-p][a-p][a-p])", 64, 1).size(), 16u);
+  // Non-ASCII bytes and classes like \w give no strings.
+  EXPECT_EQ(Lead("\xc3\xa9t\xc3\xa9"), (std::vector<std::string>{"<none>"}));
+  EXPECT_EQ(Lead(R"(\wabc)"), (std::vector<std::string>{"<none>"}));
 }
 
 }  // namespace

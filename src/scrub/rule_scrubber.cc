@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -41,6 +42,15 @@ constexpr size_t kMinClippedPiece = 6;
 // Matches at least this long are bounded with BoundSecret before the submatch extraction
 // (shorter ones extract cheaply with BitState).
 constexpr size_t kBoundMinSpan = 256;
+// A window is searched from the places a match can start (CompiledRule::anchored) when it has
+// fewer than one such place per this many bytes: an anchored RE2 call costs about as much as
+// scanning that many bytes with the DFA.
+constexpr size_t kAnchoredCallBytes = 64;
+// Leading strings of a rule (internal::LeadingLiterals): at most this many, at least this long
+// (a shorter string would start an anchored search at too many places).
+constexpr size_t kMaxLeadingStrings = 64;
+constexpr size_t kMinLeadingLength = 3;
+constexpr size_t kMaxLeadingLength = 6;
 // Upper bound on redaction passes (each pass strictly shrinks the unredacted text).
 constexpr int kMaxPasses = 64;
 
@@ -118,6 +128,10 @@ struct CompiledRule {
   int secret_group = 0;
   int num_groups = 0;
   double entropy = 0;
+  // Every match starts with one of the rule's leading strings (internal::LeadingLiterals),
+  // which are keyword-pass patterns: on ASCII text, the first pass knows every place a match
+  // can start, and RunRule tries anchored matches there instead of scanning the whole window.
+  bool anchored = false;
   bool generic = false;       // id starts with "generic": the secret must contain a digit
   bool low_priority = false;  // generic, or tagged "generic": runs after the specific rules
   bool has_early_allowlist = false;  // some allowlist (rule or global) needs no secret
@@ -147,9 +161,17 @@ size_t WindowEnd(std::string_view t, size_t pos) {
 }
 
 bool IsAscii(std::string_view s) {
-  unsigned char any = 0;
-  for (unsigned char c : s) any |= c;
-  return any < 0x80;
+  // Eight bytes at a time (the byte loop was not vectorized, and every first pass runs this
+  // over the whole text).
+  uint64_t any = 0;
+  size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    any |= w;
+  }
+  for (; i < s.size(); ++i) any |= static_cast<unsigned char>(s[i]);
+  return (any & 0x8080808080808080ull) == 0;
 }
 
 // The prefilter atoms of `pattern` that every match contains (an atom is required when the
@@ -278,14 +300,18 @@ struct RuleScrubber::Impl {
   std::vector<CompiledRule> rules;
   std::vector<CompiledAllowlist> global;
   std::vector<CompileProblem> problems;
-  // Aho-Corasick pattern i: keyword_rules[i] lists the rules it triggers.
+  // Aho-Corasick pattern i: keyword_rules[i] lists the rules it triggers (opens windows for),
+  // anchor_rules[i] the anchored rules it is a leading string of (a place a match can start).
   std::unique_ptr<internal::AhoCorasick> ac;
   std::vector<std::vector<uint32_t>> keyword_rules;
+  std::vector<std::vector<uint32_t>> anchor_rules;
+  bool have_anchored = false;
   // Per keyword: it triggers at least one rule that spans lines (those see every hit in every
   // pass, see ScanOnce).
   std::vector<bool> keyword_wide;
   std::vector<uint32_t> keyword_len;
-  size_t max_keyword_len = 0;
+  size_t max_keyword_len = 0;  // over the patterns that trigger rules
+  size_t max_pattern_len = 0;  // over all patterns
   // Rules without keywords, screened together.
   std::vector<uint32_t> always_rules;
   std::unique_ptr<RE2::Set> always_set;
@@ -367,9 +393,12 @@ struct RuleScrubber::Impl {
 
   // Runs rule `ri` over [from, to) of `text`, appending findings. With `covered` (sorted hits of
   // specific rules), a match whose tail is already inside one of them is skipped before the
-  // (comparatively costly) submatch extraction.
+  // (comparatively costly) submatch extraction. `starts` (optional, sorted): every place in
+  // `text` where a match of this (anchored) rule can start, for ASCII `text`; when the window
+  // has few of them, the search tries anchored matches at just those places.
   void RunRule(uint32_t ri, std::string_view text, size_t from, size_t to, std::string_view path,
-               const std::vector<Hit>* covered, std::vector<Hit>* out) const {
+               const std::vector<Hit>* covered, std::vector<Hit>* out,
+               const std::vector<size_t>* starts = nullptr) const {
     const CompiledRule& r = rules[ri];
     re2::StringPiece groups[16];
     const int ngroups = std::min(r.num_groups + 1, 16);
@@ -382,21 +411,26 @@ struct RuleScrubber::Impl {
         return;
       }
     }
+    // The anchored search finds the same matches: the leftmost match is the anchored match at
+    // the first start that has one, and at one start both searches prefer the same match.
+    size_t si = 0, se = 0;
+    bool anchored = false;
+    if (starts != nullptr) {
+      si = std::lower_bound(starts->begin(), starts->end(), from) - starts->begin();
+      se = std::lower_bound(starts->begin() + si, starts->end(), to) - starts->begin();
+      anchored = (se - si) * kAnchoredCallBytes < to - from;
+    }
     while (pos <= to) {
-      // No match starts before the next occurrence of start_prefix. Searching from there gives
-      // the same match, and RE2's reverse pass that finds the match start scans back only to
-      // there instead of to the window start (private-key windows reach 16 KB back).
-      if (!r.start_prefix.empty()) {
-        // memmem, not string_view::find: that one calls memchr again at every occurrence of
-        // the first byte ('-' is common).
-        if (to < pos + r.start_prefix.size()) break;
-        const void* next = memmem(text.data() + pos, to - pos, r.start_prefix.data(),
-                                  r.start_prefix.size());
-        if (next == nullptr) break;
-        pos = static_cast<const char*>(next) - text.data();
+      if (anchored) {
+        bool matched = false;
+        for (; si < se && !matched; ++si) {
+          const size_t c = (*starts)[si];
+          matched = c >= pos && r.re->Match(sp, c, to, RE2::ANCHOR_START, groups, 1);
+        }
+        if (!matched) break;
+      } else if (!FindUnanchored(r, sp, pos, to, groups)) {
+        break;
       }
-      // Find the match span with the DFA only, then extract groups on just that span.
-      if (!r.re->Match(sp, pos, to, RE2::UNANCHORED, groups, 1)) break;
       size_t ms = groups[0].data() - text.data();
       size_t me = ms + groups[0].size();
       pos = me > ms ? me : ms + 1;
@@ -453,6 +487,25 @@ struct RuleScrubber::Impl {
       f.entropy = h;
       out->push_back(f);
     }
+  }
+
+  // The leftmost match of `r` in [pos, to) of `sp`, into groups[0] (the span only: the DFA
+  // finds it; RunRule extracts groups on just that span).
+  static bool FindUnanchored(const CompiledRule& r, const re2::StringPiece& sp, size_t pos,
+                             size_t to, re2::StringPiece* groups) {
+    // No match starts before the next occurrence of start_prefix. Searching from there gives
+    // the same match, and RE2's reverse pass that finds the match start scans back only to
+    // there instead of to the window start (private-key windows reach 16 KB back).
+    if (!r.start_prefix.empty()) {
+      // memmem, not string_view::find: that one calls memchr again at every occurrence of
+      // the first byte ('-' is common).
+      if (to < pos + r.start_prefix.size()) return false;
+      const void* next =
+          memmem(sp.data() + pos, to - pos, r.start_prefix.data(), r.start_prefix.size());
+      if (next == nullptr) return false;
+      pos = static_cast<const char*>(next) - sp.data();
+    }
+    return r.re->Match(sp, pos, to, RE2::UNANCHORED, groups, 1);
   }
 
   // Bounds on the secret group of a match [ms, me), from DFA scans only. Every parse of the match
@@ -556,10 +609,13 @@ struct RuleScrubber::Impl {
   // `wide_hits` (optional): without `only`, receives the occurrences of keywords that trigger a
   // wide rule; with `only`, holds them for `text` (mapped from the previous pass) and
   // replaces the scan of the whole text: the keyword pass then only scans around `only`.
+  // `lead_hits` (optional), likewise for the leading strings of anchored rules: received from a
+  // scan of the whole text, or given for `text` (every occurrence) in a later pass.
   std::vector<Hit> ScanOnce(std::string_view text, std::string_view path,
                             std::vector<std::pair<size_t, size_t>>* markers,
                             const std::vector<std::pair<size_t, size_t>>* only,
-                            std::vector<KeywordHit>* wide_hits = nullptr) const {
+                            std::vector<KeywordHit>* wide_hits = nullptr,
+                            std::vector<KeywordHit>* lead_hits = nullptr) const {
     std::vector<Hit> found;
     std::vector<Window> win(rules.size());
     // Windows per rule, collected during the keyword pass and run afterwards: specific rules
@@ -625,8 +681,19 @@ struct RuleScrubber::Impl {
         w.to = to;
       }
     };
-    if (only == nullptr || wide_hits == nullptr) {
+    // Where anchored rules' matches can start: from every occurrence of their leading strings
+    // in the text, usable on ASCII text only (see CompiledRule::anchored).
+    const bool whole_scan = only == nullptr || wide_hits == nullptr;
+    std::vector<KeywordHit> own_lead_hits;
+    if (lead_hits == nullptr && whole_scan) lead_hits = &own_lead_hits;
+    const bool use_starts =
+        have_anchored && lead_hits != nullptr && (whole_scan || !lead_hits->empty()) &&
+        IsAscii(text);
+    if (whole_scan) {
+      if (use_starts) lead_hits->clear();
       ac->Scan(text, [&](uint32_t pattern, size_t end) {
+        if (use_starts && !anchor_rules[pattern].empty()) lead_hits->emplace_back(pattern, end);
+        if (keyword_rules[pattern].empty()) return;
         if (wide_hits != nullptr && keyword_wide[pattern]) wide_hits->emplace_back(pattern, end);
         on_hit(pattern, end, Which::kAll);
       });
@@ -646,6 +713,7 @@ struct RuleScrubber::Impl {
           b = std::max(b, std::min(text.size(), (*only)[i].second + max_keyword_len));
         }
         ac->Scan(text.substr(a, b - a), [&](uint32_t pattern, size_t e) {
+          if (keyword_rules[pattern].empty()) return;
           const size_t end = a + e;
           const size_t kw_start = end - keyword_len[pattern];
           auto it =
@@ -656,9 +724,26 @@ struct RuleScrubber::Impl {
       }
     }
     for (uint32_t ri = 0; ri < rules.size(); ++ri) flush(ri);
+    std::vector<std::vector<size_t>> starts;
+    if (use_starts) {
+      starts.resize(rules.size());
+      for (const auto& [pattern, end] : *lead_hits) {
+        for (uint32_t ri : anchor_rules[pattern]) {
+          if (!spans[ri].empty()) starts[ri].push_back(end - keyword_len[pattern]);
+        }
+      }
+      // Hits come in order of their end; starts of strings of different lengths can swap.
+      for (auto& list : starts) {
+        if (!std::is_sorted(list.begin(), list.end())) std::sort(list.begin(), list.end());
+        list.erase(std::unique(list.begin(), list.end()), list.end());
+      }
+    }
     for (uint32_t ri = 0; ri < rules.size(); ++ri) {
       if (rules[ri].low_priority) continue;
-      for (const auto& [from, to] : spans[ri]) RunRule(ri, text, from, to, path, nullptr, &found);
+      const std::vector<size_t>* s = use_starts && rules[ri].anchored ? &starts[ri] : nullptr;
+      for (const auto& [from, to] : spans[ri]) {
+        RunRule(ri, text, from, to, path, nullptr, &found, s);
+      }
     }
     std::vector<Hit> specific;
     bool have_generic_spans = false;
@@ -670,8 +755,9 @@ struct RuleScrubber::Impl {
       std::sort(specific.begin(), specific.end(), HitBefore);
       for (uint32_t ri = 0; ri < rules.size(); ++ri) {
         if (!rules[ri].low_priority) continue;
+        const std::vector<size_t>* s = use_starts && rules[ri].anchored ? &starts[ri] : nullptr;
         for (const auto& [from, to] : spans[ri]) {
-          RunRule(ri, text, from, to, path, &specific, &found);
+          RunRule(ri, text, from, to, path, &specific, &found, s);
         }
       }
     }
@@ -748,8 +834,8 @@ struct RuleScrubber::Impl {
   std::string ScrubText(std::string_view text, std::string_view path,
                         std::vector<Hit>* first) const {
     std::vector<std::pair<size_t, size_t>> markers;
-    std::vector<KeywordHit> wide_hits;
-    *first = ScanOnce(text, path, &markers, nullptr, &wide_hits);
+    std::vector<KeywordHit> wide_hits, lead_hits;
+    *first = ScanOnce(text, path, &markers, nullptr, &wide_hits, &lead_hits);
     if (first->empty()) return std::string(text);
     std::vector<std::pair<size_t, size_t>> inserted, replaced;
     std::string out = Redact(text, *first, &inserted, &replaced);
@@ -760,14 +846,49 @@ struct RuleScrubber::Impl {
       std::vector<std::pair<size_t, size_t>> dirty = DirtyRanges(out, inserted);
       wide_hits = internal::MapKeywordHits(wide_hits, keyword_len, max_keyword_len, replaced,
                                            inserted);
+      if (!lead_hits.empty()) lead_hits = MapLeadHits(out, lead_hits, replaced, inserted);
       markers.clear();
-      std::vector<Hit> more = ScanOnce(out, path, &markers, &dirty, &wide_hits);
+      std::vector<Hit> more = ScanOnce(out, path, &markers, &dirty, &wide_hits, &lead_hits);
       if (more.empty()) break;
       inserted.clear();
       replaced.clear();
       out = Redact(out, more, &inserted, &replaced);
     }
     return out;
+  }
+
+  // Occurrences of leading strings in `text` (the previous pass's text after the redaction
+  // `replaced` -> `inserted`), from those of the previous pass: the ones that overlap no
+  // replaced span move with the text, and scans around each inserted marker find the ones that
+  // overlap it. In order of end, as AhoCorasick reports them.
+  std::vector<KeywordHit> MapLeadHits(std::string_view text, const std::vector<KeywordHit>& hits,
+                                      const std::vector<std::pair<size_t, size_t>>& replaced,
+                                      const std::vector<std::pair<size_t, size_t>>& inserted) const {
+    std::vector<KeywordHit> out =
+        internal::MapKeywordHits(hits, keyword_len, max_pattern_len, replaced, inserted);
+    std::vector<KeywordHit> added;  // by end: the markers are in order and the scans are too
+    for (const auto& [ms, me] : inserted) {
+      const size_t a = ms >= max_pattern_len ? ms - max_pattern_len : 0;
+      const size_t b = std::min(text.size(), me + max_pattern_len);
+      ac->Scan(text.substr(a, b - a), [&](uint32_t pattern, size_t e) {
+        const size_t end = a + e;
+        if (anchor_rules[pattern].empty() || end <= ms || end - keyword_len[pattern] >= me) return;
+        added.emplace_back(pattern, end);  // overlaps the marker
+      });
+    }
+    if (added.empty()) return out;
+    // Scans of neighbouring markers can overlap (and report one hit twice), and hits of one
+    // scan can end after hits of the next: sort the few added ones, then merge.
+    auto by_end = [](const KeywordHit& x, const KeywordHit& y) {
+      return x.second != y.second ? x.second < y.second : x.first < y.first;
+    };
+    std::sort(added.begin(), added.end(), by_end);
+    added.erase(std::unique(added.begin(), added.end()), added.end());
+    std::vector<KeywordHit> merged;
+    merged.reserve(out.size() + added.size());
+    std::merge(out.begin(), out.end(), added.begin(), added.end(), std::back_inserter(merged),
+               by_end);
+    return merged;
   }
 
   // Sorted, merged ranges around newly inserted markers in which a later pass must look for
@@ -1010,11 +1131,32 @@ absl::StatusOr<std::unique_ptr<RuleScrubber>> RuleScrubber::Create(const RulesCo
       if (inserted) {
         keywords.push_back(k);
         impl->keyword_rules.emplace_back();
+        impl->anchor_rules.emplace_back();
       }
       auto& list = impl->keyword_rules[it->second];
       if (list.empty() || list.back() != ri) list.push_back(ri);
     }
     if (!any_keyword) impl->always_rules.push_back(ri);
+    // Leading strings, for a rule the keyword pass runs (windows) that is not searched across
+    // lines (a wide rule's window reaches further than the scans of later passes).
+    std::vector<std::string> leads;
+    if (any_keyword && !r.wide &&
+        internal::LeadingLiterals(spec.regex, kMaxLeadingStrings, kMinLeadingLength, &leads)) {
+      r.anchored = true;
+      impl->have_anchored = true;
+      for (const std::string& lead : leads) {
+        // A prefix of a leading string is one too; short ones keep the automaton small.
+        const std::string k = lead.substr(0, kMaxLeadingLength);
+        auto [it, inserted] = keyword_index.emplace(k, static_cast<uint32_t>(keywords.size()));
+        if (inserted) {
+          keywords.push_back(k);
+          impl->keyword_rules.emplace_back();
+          impl->anchor_rules.emplace_back();
+        }
+        auto& list = impl->anchor_rules[it->second];
+        if (list.empty() || list.back() != ri) list.push_back(ri);
+      }
+    }
     impl->rules.push_back(std::move(r));
   }
   for (const auto& rule_list : impl->keyword_rules) {
@@ -1022,9 +1164,12 @@ absl::StatusOr<std::unique_ptr<RuleScrubber>> RuleScrubber::Create(const RulesCo
     for (uint32_t ri : rule_list) wide |= impl->rules[ri].wide;
     impl->keyword_wide.push_back(wide);
   }
-  for (const auto& k : keywords) {
-    impl->keyword_len.push_back(static_cast<uint32_t>(k.size()));
-    impl->max_keyword_len = std::max(impl->max_keyword_len, k.size());
+  for (size_t i = 0; i < keywords.size(); ++i) {
+    impl->keyword_len.push_back(static_cast<uint32_t>(keywords[i].size()));
+    impl->max_pattern_len = std::max(impl->max_pattern_len, keywords[i].size());
+    if (!impl->keyword_rules[i].empty()) {
+      impl->max_keyword_len = std::max(impl->max_keyword_len, keywords[i].size());
+    }
   }
   impl->ac = std::make_unique<internal::AhoCorasick>(keywords);
   if (impl->always_rules.size() > 1) {

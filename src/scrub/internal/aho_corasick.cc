@@ -68,19 +68,33 @@ AhoCorasick::AhoCorasick(const std::vector<std::string>& patterns) {
       }
     }
   }
-  delta_.resize(num_states * nc);
-  for (size_t i = 0; i < delta_.size(); ++i) {
-    uint32_t t = static_cast<uint32_t>(go[i]);
-    delta_[i] = ((t * nc) << 1) | (outs[t].empty() ? 0u : 1u);
+  // Renumber the states: those without output first, so that "has output" is "row >= first
+  // output row" and the table entries are bare rows (16 bits go twice as far as with a flag bit).
+  std::vector<uint32_t> order;  // new index -> old state
+  for (size_t st = 0; st < num_states; ++st) {
+    if (outs[st].empty()) order.push_back(static_cast<uint32_t>(st));
   }
-  if ((num_states * nc) << 1 < 65536) {
+  const size_t quiet = order.size();  // state 0 (the root) has no output: it stays 0
+  for (size_t st = 0; st < num_states; ++st) {
+    if (!outs[st].empty()) order.push_back(static_cast<uint32_t>(st));
+  }
+  std::vector<uint32_t> index(num_states);
+  for (size_t i = 0; i < num_states; ++i) index[order[i]] = static_cast<uint32_t>(i);
+  first_output_row_ = static_cast<uint32_t>(quiet * nc);
+  delta_.resize(num_states * nc);
+  for (size_t i = 0; i < num_states; ++i) {
+    for (uint32_t k = 0; k < nc; ++k) {
+      delta_[i * nc + k] = index[static_cast<uint32_t>(go[order[i] * nc + k])] * nc;
+    }
+  }
+  if (num_states * nc <= 65536) {
     delta16_.assign(delta_.begin(), delta_.end());
     delta_.clear();
   }
   out_begin_.resize(num_states + 1);
-  for (size_t s = 0; s < num_states; ++s) {
-    out_begin_[s] = static_cast<uint32_t>(out_.size());
-    out_.insert(out_.end(), outs[s].begin(), outs[s].end());
+  for (size_t i = 0; i < num_states; ++i) {
+    out_begin_[i] = static_cast<uint32_t>(out_.size());
+    out_.insert(out_.end(), outs[order[i]].begin(), outs[order[i]].end());
   }
   out_begin_[num_states] = static_cast<uint32_t>(out_.size());
 }

@@ -52,7 +52,7 @@ class AhoCorasick {
 
   template <typename F>
   void Emit(uint32_t s, size_t end, F& on_match) const {
-    const uint32_t state = (s >> 1) / num_classes_;
+    const uint32_t state = s / num_classes_;
     for (uint32_t k = out_begin_[state]; k < out_begin_[state + 1]; ++k) on_match(out_[k], end);
   }
 
@@ -62,10 +62,11 @@ class AhoCorasick {
   size_t Run(const Entry* delta, const unsigned char* p, size_t i, size_t n,
              uint32_t* state) const {
     const uint8_t* cls = class_of_;
+    const uint32_t out_row = first_output_row_;
     uint32_t s = *state;
     while (i < n) {
-      s = delta[(s >> 1) + cls[p[i++]]];
-      if (s & 1u) [[unlikely]] {
+      s = delta[s + cls[p[i++]]];
+      if (s >= out_row) [[unlikely]] {
         *state = s;
         return i;
       }
@@ -89,15 +90,19 @@ class AhoCorasick {
   [[gnu::noinline]] size_t RunInterleaved(const Entry* delta, const unsigned char* const* q,
                                           size_t k, size_t steps, uint32_t* st) const {
     const uint8_t* cls = class_of_;
+    const uint32_t out_row = first_output_row_;
     const unsigned char *q0 = q[0], *q1 = q[1], *q2 = q[2], *q3 = q[3];
     uint32_t s0 = st[0], s1 = st[1], s2 = st[2], s3 = st[3];
     while (k < steps) {
-      s0 = delta[(s0 >> 1) + cls[q0[k]]];
-      s1 = delta[(s1 >> 1) + cls[q1[k]]];
-      s2 = delta[(s2 >> 1) + cls[q2[k]]];
-      s3 = delta[(s3 >> 1) + cls[q3[k]]];
+      s0 = delta[s0 + cls[q0[k]]];
+      s1 = delta[s1 + cls[q1[k]]];
+      s2 = delta[s2 + cls[q2[k]]];
+      s3 = delta[s3 + cls[q3[k]]];
       ++k;
-      if ((s0 | s1 | s2 | s3) & 1u) [[unlikely]] break;
+      // Comparisons, not std::max (by reference: it kept the states on the stack).
+      if ((s0 >= out_row) | (s1 >= out_row) | (s2 >= out_row) | (s3 >= out_row)) [[unlikely]] {
+        break;
+      }
     }
     st[0] = s0;
     st[1] = s1;
@@ -128,15 +133,17 @@ class AhoCorasick {
       k = RunInterleaved(delta, q, k, steps, st);
       for (int t = 0; t < kStreams; ++t) {
         const size_t end = static_cast<size_t>(q[t] - p) + k;
-        if ((st[t] & 1u) && end > piece[t]) hits[t].emplace_back(st[t], end);
+        if (st[t] >= first_output_row_ && end > piece[t]) hits[t].emplace_back(st[t], end);
       }
     }
     for (int t = 0; t < kStreams; ++t) {
       // The tails (streams after the first are longer by the overlap, the last by the rest).
       const size_t base = static_cast<size_t>(q[t] - p);
       for (size_t i = k; i < len[t]; ++i) {
-        st[t] = delta[(st[t] >> 1) + cls[q[t][i]]];
-        if ((st[t] & 1u) && base + i + 1 > piece[t]) hits[t].emplace_back(st[t], base + i + 1);
+        st[t] = delta[st[t] + cls[q[t][i]]];
+        if (st[t] >= first_output_row_ && base + i + 1 > piece[t]) {
+          hits[t].emplace_back(st[t], base + i + 1);
+        }
       }
       for (const auto& [s, end] : hits[t]) Emit(s, end, on_match);
     }
@@ -145,8 +152,10 @@ class AhoCorasick {
   uint8_t class_of_[256];
   uint32_t num_classes_ = 1;
   size_t max_len_ = 0;  // longest pattern
-  // delta_[row + class] = (next_row << 1) | has_output, where row = state * num_classes_.
+  // delta_[row + class] = next row, where row = state * num_classes_. States are numbered so
+  // that those with output come last: a row >= first_output_row_ has output.
   std::vector<uint32_t> delta_;
+  uint32_t first_output_row_ = 0;
   // The same table in 16 bits when it fits (keeps the hot part of the automaton in L1); when
   // non-empty it is used instead of delta_.
   std::vector<uint16_t> delta16_;

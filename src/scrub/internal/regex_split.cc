@@ -1,6 +1,8 @@
 #include "scrub/internal/regex_split.h"
 
+#include <algorithm>
 #include <cstddef>
+#include <set>
 #include <vector>
 
 namespace contextd::scrub::internal {
@@ -151,6 +153,309 @@ bool MayHaveAssertions(std::string_view pattern) {
     if (t.kind == Token::Kind::kAssert) return true;
   }
   return false;
+}
+
+namespace {
+
+// The language of a regex element, as far as LeadingLiterals needs it: `strings` is a set of
+// prefixes one of which each match of the element starts with; `complete` says the element's
+// matches are exactly those strings (so what follows can be appended).
+struct Lead {
+  std::set<std::string> strings;
+  bool complete = true;
+};
+
+// Recursive descent over the pattern subset LeadingLiterals understands. Anything else gives
+// {""} (no information) and stops the concatenation it is in.
+class LeadParser {
+ public:
+  LeadParser(std::string_view p, size_t max_strings) : p_(p), max_(max_strings) {}
+
+  // alternation := concat ('|' concat)*, up to ')' or the end.
+  bool Alternation(Lead* out) {
+    out->strings.clear();
+    out->complete = true;
+    for (;;) {
+      Lead branch;
+      if (!Concat(&branch)) return false;
+      out->strings.insert(branch.strings.begin(), branch.strings.end());
+      out->complete &= branch.complete;
+      if (out->strings.size() > max_) return false;
+      if (i_ < p_.size() && p_[i_] == '|') {
+        ++i_;
+        continue;
+      }
+      return true;
+    }
+  }
+
+  size_t pos() const { return i_; }
+
+ private:
+  static bool IsMeta(char c) { return std::string_view("\\.+*?()|[]{}^$").find(c) != std::string_view::npos; }
+  static char Lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; }
+  static bool Printable(char c) { return c > 0x20 && c < 0x7f; }
+
+  // concat := item*, up to '|' or ')' or the end. Once an item is not complete, the rest is
+  // skipped (still parsed, so that the caller finds its '|' or ')').
+  bool Concat(Lead* out) {
+    out->strings = {""};
+    out->complete = true;
+    while (i_ < p_.size() && p_[i_] != '|' && p_[i_] != ')') {
+      Lead item;
+      if (!Item(&item)) return false;
+      if (!out->complete) continue;
+      std::set<std::string> next;
+      for (const auto& a : out->strings) {
+        for (const auto& b : item.strings) next.insert(a + b);
+        if (next.size() > max_) break;
+      }
+      if (next.size() > max_) {  // too many: keep the prefixes found so far
+        out->complete = false;
+        continue;
+      }
+      out->strings = std::move(next);
+      out->complete = item.complete;
+    }
+    return true;
+  }
+
+  // One element with its quantifier.
+  bool Item(Lead* out) {
+    const char c = p_[i_];
+    Lead atom;
+    bool zero_width = false;
+    if (c == '(') {
+      if (!Group(&atom, &zero_width)) return false;
+    } else if (c == '[') {
+      if (!Class(&atom)) return false;
+    } else if (c == '\\') {
+      if (i_ + 1 >= p_.size()) return false;
+      const char e = p_[i_ + 1];
+      if (e == 'b' || e == 'B' || e == 'A') {  // assertions consume nothing
+        zero_width = true;
+        i_ += 2;
+      } else if (e == 'Q' || e == 'p' || e == 'P' || e == 'x' || e == 'z' || e == 'C') {
+        return false;  // rare here; not worth parsing
+      } else if (Printable(e) && !((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z') ||
+                                   (e >= '0' && e <= '9'))) {
+        atom.strings = {std::string(1, e)};
+        i_ += 2;
+      } else {  // \d \w \s \n ...: many bytes, or a byte this scanner keeps out of its strings
+        atom.strings = {""};
+        atom.complete = false;
+        i_ += 2;
+      }
+    } else if (c == '^' || c == '$') {
+      zero_width = true;
+      ++i_;
+    } else if (c == '.') {
+      atom.strings = {""};
+      atom.complete = false;
+      ++i_;
+    } else if (IsMeta(c)) {
+      return false;  // a quantifier with nothing before it, or an unbalanced bracket
+    } else {
+      const unsigned char u = static_cast<unsigned char>(c);
+      if (u >= 0x80 || !Printable(c)) {
+        atom.strings = {""};
+        atom.complete = false;
+      } else {
+        atom.strings = {std::string(1, Lower(c))};
+      }
+      ++i_;
+    }
+    if (zero_width) {
+      out->strings = {""};
+      out->complete = true;
+      if (i_ < p_.size() && (p_[i_] == '*' || p_[i_] == '+' || p_[i_] == '?' || p_[i_] == '{')) {
+        return false;
+      }
+      return true;
+    }
+    return Quantifier(atom, out);
+  }
+
+  bool Quantifier(const Lead& atom, Lead* out) {
+    *out = atom;
+    if (i_ >= p_.size()) return true;
+    const char q = p_[i_];
+    size_t min = 1, max = 1;
+    if (q == '?') {
+      min = 0;
+      ++i_;
+    } else if (q == '*') {
+      min = 0, max = SIZE_MAX;
+      ++i_;
+    } else if (q == '+') {
+      max = SIZE_MAX;
+      ++i_;
+    } else if (q == '{') {
+      size_t j = i_ + 1;
+      auto number = [&](size_t* v) {
+        size_t start = j;
+        *v = 0;
+        while (j < p_.size() && p_[j] >= '0' && p_[j] <= '9' && j - start < 5) *v = *v * 10 + (p_[j++] - '0');
+        return j > start;
+      };
+      if (!number(&min)) {  // RE2 reads a '{' that does not start a repeat as a literal
+        return false;
+      }
+      max = min;
+      if (j < p_.size() && p_[j] == ',') {
+        ++j;
+        if (!number(&max)) max = SIZE_MAX;
+      }
+      if (j >= p_.size() || p_[j] != '}') return false;
+      i_ = j + 1;
+    } else {
+      return true;
+    }
+    if (i_ < p_.size() && (p_[i_] == '?' || p_[i_] == '+')) ++i_;  // lazy (or possessive)
+    if (min == 0) {
+      if (max == 1 && atom.complete) {  // x? : x or nothing
+        out->strings = atom.strings;
+        out->strings.insert("");
+        out->complete = true;
+      } else {
+        out->strings = {""};
+        out->complete = false;
+      }
+      return true;
+    }
+    // atom^min; when max > min, what follows is unknown.
+    std::set<std::string> acc = {""};
+    for (size_t k = 0; k < min; ++k) {
+      std::set<std::string> next;
+      for (const auto& a : acc) {
+        for (const auto& b : atom.strings) next.insert(a + b);
+      }
+      if (next.size() > max_) {  // too many: the copies so far are a prefix
+        out->strings = std::move(acc);
+        out->complete = false;
+        return true;
+      }
+      acc = std::move(next);
+      if (!atom.complete) break;  // later copies start after an unknown point
+    }
+    out->strings = std::move(acc);
+    out->complete = atom.complete && max == min;
+    return true;
+  }
+
+  bool Group(Lead* out, bool* zero_width) {
+    ++i_;  // '('
+    if (i_ < p_.size() && p_[i_] == '?') {
+      size_t j = i_ + 1;
+      if (j < p_.size() && (p_[j] == 'P' || p_[j] == '<')) {  // named capture
+        size_t q = p_.find('>', j);
+        if (q == std::string_view::npos) return false;
+        i_ = q + 1;
+      } else {
+        while (j < p_.size() && ((p_[j] >= 'a' && p_[j] <= 'z') || (p_[j] >= 'A' && p_[j] <= 'Z') || p_[j] == '-')) ++j;
+        if (j >= p_.size()) return false;
+        if (p_[j] == ')') {  // (?i): flags change no byte a match can start with, ignoring case
+          i_ = j + 1;
+          *zero_width = true;
+          return true;
+        }
+        if (p_[j] != ':') return false;
+        i_ = j + 1;
+      }
+    }
+    if (!Alternation(out)) return false;
+    if (i_ >= p_.size() || p_[i_] != ')') return false;
+    ++i_;
+    return true;
+  }
+
+  // A class of a few literal ASCII bytes (ranges allowed): each byte is a string.
+  bool Class(Lead* out) {
+    size_t j = i_ + 1;
+    std::set<std::string> bytes;
+    bool ok = true;
+    if (j < p_.size() && p_[j] == '^') {  // a negated class: most bytes
+      ok = false;
+      ++j;
+    }
+    auto add = [&](char c) { bytes.insert(std::string(1, Lower(c))); };
+    bool first = true;
+    while (j < p_.size() && (p_[j] != ']' || first)) {
+      first = false;
+      char c = p_[j];
+      if (c == '[') {  // [:alpha:] and the like
+        ok = false;
+        size_t q = p_.find(":]", j);
+        if (q == std::string_view::npos) return false;
+        j = q + 2;
+        continue;
+      }
+      if (c == '\\') {
+        if (j + 1 >= p_.size()) return false;
+        const char e = p_[j + 1];
+        if ((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z') || (e >= '0' && e <= '9')) {
+          ok = false;  // \w \d \x41 ...
+          if ((e == 'x' || e == 'p' || e == 'P') && j + 2 < p_.size() && p_[j + 2] == '{') {
+            size_t q = p_.find('}', j);
+            if (q == std::string_view::npos) return false;
+            j = q + 1;
+          } else {
+            j += 2;
+          }
+          continue;
+        }
+        c = e;
+        j += 2;
+      } else {
+        ++j;
+      }
+      if (!Printable(c)) ok = false;
+      if (j + 1 < p_.size() && p_[j] == '-' && p_[j + 1] != ']') {  // a range c-d
+        char d = p_[j + 1];
+        j += 2;
+        if (d == '\\') {
+          if (j >= p_.size()) return false;
+          d = p_[j++];
+        }
+        if (!Printable(d) || d < c || d - c > 16) {
+          ok = false;
+          continue;
+        }
+        for (char x = c; x <= d; ++x) add(x);
+      } else if (ok) {
+        add(c);
+      }
+    }
+    if (j >= p_.size()) return false;
+    i_ = j + 1;
+    if (!ok || bytes.empty() || bytes.size() > 16) {
+      out->strings = {""};
+      out->complete = false;
+    } else {
+      out->strings = std::move(bytes);
+    }
+    return true;
+  }
+
+  std::string_view p_;
+  size_t max_;
+  size_t i_ = 0;
+};
+
+}  // namespace
+
+bool LeadingLiterals(std::string_view pattern, size_t max_strings, size_t min_length,
+                     std::vector<std::string>* out) {
+  LeadParser parser(pattern, max_strings);
+  Lead lead;
+  if (!parser.Alternation(&lead) || parser.pos() != pattern.size()) return false;
+  if (lead.strings.empty() || lead.strings.size() > max_strings) return false;
+  out->clear();
+  for (const auto& s : lead.strings) {
+    if (s.size() < min_length) return false;
+    out->push_back(s);
+  }
+  return true;
 }
 
 }  // namespace contextd::scrub::internal

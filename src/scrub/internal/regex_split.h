@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace contextd::scrub::internal {
 
@@ -28,5 +29,15 @@ bool SplitAtGroup(std::string_view pattern, int group, GroupSplit* out);
 // classes, or a construct this scanner does not know. Without assertions, whether the pattern
 // matches somewhere inside a string does not depend on the text around it.
 bool MayHaveAssertions(std::string_view pattern);
+
+// Strings one of which every match of `pattern` starts with, ignoring case (so that an ASCII
+// case-insensitive search finds every place a match of the pattern can start, on ASCII text;
+// (?i) lets 'k' and 's' match non-ASCII letters). Found for patterns whose matches all begin
+// with a short finite part: literals, small classes, (?:a|b) groups, '?' and '{n}'.
+// At most `max_strings` strings, none shorter than `min_length`; false when there is no such
+// set (an element that can begin with many different bytes or with nothing, a construct this
+// scanner does not know). The strings are lower-case ASCII.
+bool LeadingLiterals(std::string_view pattern, size_t max_strings, size_t min_length,
+                     std::vector<std::string>* out);
 
 }  // namespace contextd::scrub::internal
