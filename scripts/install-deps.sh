@@ -11,7 +11,7 @@ PKGS=(
   g++-12 clang-14 libclang-rt-14-dev clang-format-14 clang-tidy-14 lld-14
   nlohmann-json3-dev libboost-dev libboost-system-dev libssl-dev
   libsqlite3-dev sqlite3 libre2-dev libutf8proc-dev libyaml-cpp-dev libcli11-dev
-  libspdlog-dev libfmt-dev prometheus-cpp-dev libsodium-dev libabsl-dev
+  libspdlog-dev libfmt-dev prometheus-cpp-dev libsodium-dev libabsl-dev libgoogle-perftools-dev
   libgtest-dev libgmock-dev libbenchmark-dev libtomlplusplus-dev
   wrk curl procps python3
 )
