@@ -1123,38 +1123,34 @@ absl::StatusOr<std::unique_ptr<RuleScrubber>> RuleScrubber::Create(const RulesCo
     for (const auto& a : r.allowlists) r.has_early_allowlist |= !Impl::NeedsSecret(a);
     for (const auto& a : impl->global) r.has_early_allowlist |= !Impl::NeedsSecret(a);
     const uint32_t ri = static_cast<uint32_t>(impl->rules.size());
-    bool any_keyword = false;
-    for (const std::string& k : spec.keywords) {
-      if (k.empty()) continue;
-      any_keyword = true;
+    // Adds rule ri to `lists` (keyword_rules or anchor_rules) of pattern k, adding the pattern.
+    auto add_pattern = [&](const std::string& k, std::vector<std::vector<uint32_t>>& lists) {
       auto [it, inserted] = keyword_index.emplace(k, static_cast<uint32_t>(keywords.size()));
       if (inserted) {
         keywords.push_back(k);
         impl->keyword_rules.emplace_back();
         impl->anchor_rules.emplace_back();
       }
-      auto& list = impl->keyword_rules[it->second];
+      auto& list = lists[it->second];
       if (list.empty() || list.back() != ri) list.push_back(ri);
+    };
+    bool any_keyword = false;
+    for (const std::string& k : spec.keywords) {
+      if (k.empty()) continue;
+      any_keyword = true;
+      add_pattern(k, impl->keyword_rules);
     }
     if (!any_keyword) impl->always_rules.push_back(ri);
-    // Leading strings, for a rule the keyword pass runs (windows) that is not searched across
-    // lines (a wide rule's window reaches further than the scans of later passes).
+    // Leading strings, for a rule the keyword pass runs (windows). Not for rules searched across
+    // lines: their windows are few and long, and start_prefix already skips to a possible start.
     std::vector<std::string> leads;
     if (any_keyword && !r.wide &&
         internal::LeadingLiterals(spec.regex, kMaxLeadingStrings, kMinLeadingLength, &leads)) {
       r.anchored = true;
       impl->have_anchored = true;
+      // A prefix of a leading string is one too; short ones keep the automaton small.
       for (const std::string& lead : leads) {
-        // A prefix of a leading string is one too; short ones keep the automaton small.
-        const std::string k = lead.substr(0, kMaxLeadingLength);
-        auto [it, inserted] = keyword_index.emplace(k, static_cast<uint32_t>(keywords.size()));
-        if (inserted) {
-          keywords.push_back(k);
-          impl->keyword_rules.emplace_back();
-          impl->anchor_rules.emplace_back();
-        }
-        auto& list = impl->anchor_rules[it->second];
-        if (list.empty() || list.back() != ri) list.push_back(ri);
+        add_pattern(lead.substr(0, kMaxLeadingLength), impl->anchor_rules);
       }
     }
     impl->rules.push_back(std::move(r));

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Durable branch_create + branch_return pairs over HTTP (issue 3): for each contextd binary given,
+# in alternation, RUNS saturated runs (16 sessions, 16 in flight) and then one paced run per rate
+# in RATES. Each run starts a fresh server on a fresh data dir (SQLite WAL, every change committed
+# before its reply) and prints pairs/s, p50/p99, commits, and CPU per pair: the busiest server
+# thread (the engine executor) and all server threads, read from /proc (steal time not counted).
+#
+#   bench/http/pairs.sh [CONTEXTD...]     # default build/release/src/cli/contextd
+#   RUNS=3 RATES="500 1000" DURATION=8 WARMUP=1 DATA=/tmp bench/http/pairs.sh OLD NEW
+#
+# Build first: cmake --preset release && cmake --build build/release --target mcp_load contextd
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build/release}
+LOAD=$BUILD/bench/http/mcp_load
+RUNS=${RUNS:-3}
+RATES=${RATES:-"500 1000 2000"}
+DURATION=${DURATION:-8}
+WARMUP=${WARMUP:-1}
+DATA=${DATA:-${TMPDIR:-/tmp}}
+BINS=("$@")
+[[ ${#BINS[@]} -gt 0 ]] || BINS=("$BUILD/src/cli/contextd")
+for f in "$LOAD" "${BINS[@]}"; do
+  [[ -x $f ]] || { echo "missing $f (build it first)" >&2; exit 1; }
+done
+
+TMP=$(mktemp -d "$DATA/contextd-pairs.XXXXXX")
+SERVER=""
+cleanup() {
+  [[ -n $SERVER ]] && kill "$SERVER" 2>/dev/null && wait "$SERVER" 2>/dev/null
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+# thread_ticks PID: "tid utime+stime" per thread.
+thread_ticks() {
+  for t in /proc/"$1"/task/*; do
+    echo "${t##*/} $(awk '{print $14 + $15}' "$t/stat" 2>/dev/null || echo 0)"
+  done | sort
+}
+
+# run BIN LABEL [mcp_load args...]
+run() {
+  local bin=$1 label=$2; shift 2
+  rm -rf "$TMP/data"
+  "$bin" serve --data-dir "$TMP/data" --listen 127.0.0.1:0 \
+    --set context_folding.branch_creation_rate_limit=1000000/second 2>"$TMP/err" &
+  SERVER=$!
+  local url=""
+  for _ in $(seq 1 200); do
+    url=$(grep -o 'http://[^ ]*/mcp' "$TMP/err" | head -1) && [[ -n $url ]] && break
+    sleep 0.05
+  done
+  [[ -n $url ]] || { echo "$bin did not start:" >&2; cat "$TMP/err" >&2; exit 1; }
+  local metrics=${url%/mcp}/metrics
+  thread_ticks "$SERVER" >"$TMP/t0"
+  local out
+  out=$("$LOAD" --url "$url" --sessions 16 --concurrency 16 --duration "$DURATION" \
+    --warmup "$WARMUP" --branch-pairs --label "$label" "$@" 2>&1 | tail -1)
+  thread_ticks "$SERVER" >"$TMP/t1"
+  local m pairs commits
+  m=$(curl -sf "$metrics")
+  pairs=$(awk '/^contextd_branches_finished_total\{status="completed"\}/ {print $2}' <<<"$m")
+  commits=$(awk '/^contextd_store_group_commits_total\{outcome="ok"\}/ {print $2}' <<<"$m")
+  kill "$SERVER"; wait "$SERVER" 2>/dev/null || true; SERVER=""
+  local hz
+  hz=$(getconf CLK_TCK)
+  join "$TMP/t0" "$TMP/t1" | awk -v n="${pairs:-0}" -v c="${commits:-0}" -v hz="$hz" \
+    -v out="$out" '{ d = $3 - $2; all += d; if (d > top) top = d }
+    END { if (n == 0) { print out " (no pairs completed)"; exit }
+          printf "%s pairs=%d pairs_per_commit=%.1f executor_us_per_pair=%.0f all_threads_us_per_pair=%.0f\n",
+                 out, n, (c > 0 ? n / c : 0), top * 1e6 / hz / n, all * 1e6 / hz / n }'
+}
+
+for ((i = 1; i <= RUNS; i++)); do
+  for b in "${BINS[@]}"; do run "$b" "saturated:$b"; done
+done
+for r in $RATES; do
+  for b in "${BINS[@]}"; do run "$b" "rate=$r:$b" --rate "$r"; done
+done
