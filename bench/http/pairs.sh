@@ -14,7 +14,7 @@ cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build/release}
 LOAD=$BUILD/bench/http/mcp_load
 RUNS=${RUNS:-3}
-RATES=${RATES:-"500 1000 2000"}
+RATES=${RATES-"500 1000 2000"}  # RATES="" for saturated runs only
 DURATION=${DURATION:-8}
 WARMUP=${WARMUP:-1}
 DATA=${DATA:-${TMPDIR:-/tmp}}
