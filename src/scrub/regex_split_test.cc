@@ -57,7 +57,6 @@ TEST(MayHaveAssertionsTest, FindsAssertionsOutsideClasses) {
   EXPECT_TRUE(MayHaveAssertions(R"(a[b)"));  // not understood: assume the worst
 }
 
-
 std::vector<std::string> Lead(std::string_view pattern, size_t max = 64, size_t min_len = 2) {
   std::vector<std::string> out;
   if (!LeadingLiterals(pattern, max, min_len, &out)) return {"<none>"};
@@ -81,6 +80,9 @@ TEST(LeadingLiteralsTest, ExpandsTheFiniteStartOfEveryMatch) {
             (V{"hooks.slack.com/services/", "hooks.slack.com/workflows/"}));
   EXPECT_EQ(Lead(R"((?P<k>ab)c+d)"), (V{"abc"}));  // c+ : at least one c, then unknown
   EXPECT_EQ(Lead(R"([Aa][Kk][Ii][Aa]\d{16})"), (V{"akia"}));
+  // Strings stop at 64 bytes: what follows is left unknown.
+  EXPECT_EQ(Lead(R"((?:a{60}){10}b)"), (V{std::string(60, 'a')}));
+  EXPECT_EQ(Lead(R"((?:(?:a{1000}){1000})b)"), (V{std::string(64, 'a')}));
 }
 
 TEST(LeadingLiteralsTest, RefusesWhenAMatchMayStartAnywhere) {

@@ -861,9 +861,10 @@ struct RuleScrubber::Impl {
   // `replaced` -> `inserted`), from those of the previous pass: the ones that overlap no
   // replaced span move with the text, and scans around each inserted marker find the ones that
   // overlap it. In order of end, as AhoCorasick reports them.
-  std::vector<KeywordHit> MapLeadHits(std::string_view text, const std::vector<KeywordHit>& hits,
-                                      const std::vector<std::pair<size_t, size_t>>& replaced,
-                                      const std::vector<std::pair<size_t, size_t>>& inserted) const {
+  std::vector<KeywordHit> MapLeadHits(
+      std::string_view text, const std::vector<KeywordHit>& hits,
+      const std::vector<std::pair<size_t, size_t>>& replaced,
+      const std::vector<std::pair<size_t, size_t>>& inserted) const {
     std::vector<KeywordHit> out =
         internal::MapKeywordHits(hits, keyword_len, max_pattern_len, replaced, inserted);
     std::vector<KeywordHit> added;  // by end: the markers are in order and the scans are too

@@ -192,7 +192,13 @@ class LeadParser {
   size_t pos() const { return i_; }
 
  private:
-  static bool IsMeta(char c) { return std::string_view("\\.+*?()|[]{}^$").find(c) != std::string_view::npos; }
+  // Strings stop growing at this length (callers want short prefixes; a{1000}{1000} must not
+  // build a megabyte string).
+  static constexpr size_t kMaxLength = 64;
+
+  static bool IsMeta(char c) {
+    return std::string_view("\\.+*?()|[]{}^$").find(c) != std::string_view::npos;
+  }
   static char Lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; }
   static bool Printable(char c) { return c > 0x20 && c < 0x7f; }
 
@@ -206,11 +212,7 @@ class LeadParser {
       if (!Item(&item)) return false;
       if (!out->complete) continue;
       std::set<std::string> next;
-      for (const auto& a : out->strings) {
-        for (const auto& b : item.strings) next.insert(a + b);
-        if (next.size() > max_) break;
-      }
-      if (next.size() > max_) {  // too many: keep the prefixes found so far
+      if (!Product(out->strings, item.strings, &next)) {  // keep the prefixes found so far
         out->complete = false;
         continue;
       }
@@ -237,8 +239,8 @@ class LeadParser {
         i_ += 2;
       } else if (e == 'Q' || e == 'p' || e == 'P' || e == 'x' || e == 'z' || e == 'C') {
         return false;  // rare here; not worth parsing
-      } else if (Printable(e) && !((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z') ||
-                                   (e >= '0' && e <= '9'))) {
+      } else if (Printable(e) &&
+                 !((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z') || (e >= '0' && e <= '9'))) {
         atom.strings = {std::string(1, e)};
         i_ += 2;
       } else {  // \d \w \s \n ...: many bytes, or a byte this scanner keeps out of its strings
@@ -295,7 +297,8 @@ class LeadParser {
       auto number = [&](size_t* v) {
         size_t start = j;
         *v = 0;
-        while (j < p_.size() && p_[j] >= '0' && p_[j] <= '9' && j - start < 5) *v = *v * 10 + (p_[j++] - '0');
+        while (j < p_.size() && p_[j] >= '0' && p_[j] <= '9' && j - start < 5)
+          *v = *v * 10 + (p_[j++] - '0');
         return j > start;
       };
       if (!number(&min)) {  // RE2 reads a '{' that does not start a repeat as a literal
@@ -327,10 +330,7 @@ class LeadParser {
     std::set<std::string> acc = {""};
     for (size_t k = 0; k < min; ++k) {
       std::set<std::string> next;
-      for (const auto& a : acc) {
-        for (const auto& b : atom.strings) next.insert(a + b);
-      }
-      if (next.size() > max_) {  // too many: the copies so far are a prefix
+      if (!Product(acc, atom.strings, &next)) {  // the copies so far are a prefix
         out->strings = std::move(acc);
         out->complete = false;
         return true;
@@ -343,6 +343,20 @@ class LeadParser {
     return true;
   }
 
+  // Every a + b into *out; false (and *out unspecified) when that makes more than max_ strings
+  // or one longer than kMaxLength.
+  bool Product(const std::set<std::string>& as, const std::set<std::string>& bs,
+               std::set<std::string>* out) const {
+    for (const auto& a : as) {
+      for (const auto& b : bs) {
+        if (a.size() + b.size() > kMaxLength) return false;
+        out->insert(a + b);
+        if (out->size() > max_) return false;
+      }
+    }
+    return true;
+  }
+
   bool Group(Lead* out, bool* zero_width) {
     ++i_;  // '('
     if (i_ < p_.size() && p_[i_] == '?') {
@@ -352,7 +366,9 @@ class LeadParser {
         if (q == std::string_view::npos) return false;
         i_ = q + 1;
       } else {
-        while (j < p_.size() && ((p_[j] >= 'a' && p_[j] <= 'z') || (p_[j] >= 'A' && p_[j] <= 'Z') || p_[j] == '-')) ++j;
+        while (j < p_.size() &&
+               ((p_[j] >= 'a' && p_[j] <= 'z') || (p_[j] >= 'A' && p_[j] <= 'Z') || p_[j] == '-'))
+          ++j;
         if (j >= p_.size()) return false;
         if (p_[j] == ')') {  // (?i): flags change no byte a match can start with, ignoring case
           i_ = j + 1;
