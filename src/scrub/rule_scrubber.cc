@@ -391,12 +391,17 @@ struct RuleScrubber::Impl {
     return false;
   }
 
-  // Runs rule `ri` over [from, to) of `text`, appending findings. With `covered` (sorted hits of
+  // Runs rule `ri` over [from, to) of `text`, appending findings. `markers` (sorted): the
+  // redaction markers in `text`; a match that starts inside one reads the marker's own letters
+  // ("[REDACTED:generic-password:ab]" has a keyword and a ':') and is skipped, as keyword hits
+  // inside markers are (otherwise what a scan finds would depend on how far windows reach, and a
+  // second Scrub could find more than the first). With `covered` (sorted hits of
   // specific rules), a match whose tail is already inside one of them is skipped before the
   // (comparatively costly) submatch extraction. `starts` (optional, sorted): every place in
   // `text` where a match of this (anchored) rule can start, for ASCII `text`; when the window
   // has few of them, the search tries anchored matches at just those places.
   void RunRule(uint32_t ri, std::string_view text, size_t from, size_t to, std::string_view path,
+               const std::vector<std::pair<size_t, size_t>>& markers,
                const std::vector<Hit>* covered, std::vector<Hit>* out,
                const std::vector<size_t>* starts = nullptr) const {
     const CompiledRule& r = rules[ri];
@@ -433,6 +438,13 @@ struct RuleScrubber::Impl {
       }
       size_t ms = groups[0].data() - text.data();
       size_t me = ms + groups[0].size();
+      if (!markers.empty()) {
+        auto m = std::upper_bound(markers.begin(), markers.end(), std::make_pair(ms, SIZE_MAX));
+        if (m != markers.begin() && ms < std::prev(m)->second) {
+          pos = std::prev(m)->second;  // the next match may start where the marker ends
+          continue;
+        }
+      }
       pos = me > ms ? me : ms + 1;
       if (covered != nullptr && me > ms && TailCovered(*covered, ms, me)) continue;
       // A generic rule's secret must contain a digit, and the secret lies inside the match: a
@@ -742,7 +754,7 @@ struct RuleScrubber::Impl {
       if (rules[ri].low_priority) continue;
       const std::vector<size_t>* s = use_starts && rules[ri].anchored ? &starts[ri] : nullptr;
       for (const auto& [from, to] : spans[ri]) {
-        RunRule(ri, text, from, to, path, nullptr, &found, s);
+        RunRule(ri, text, from, to, path, *markers, nullptr, &found, s);
       }
     }
     std::vector<Hit> specific;
@@ -757,7 +769,7 @@ struct RuleScrubber::Impl {
         if (!rules[ri].low_priority) continue;
         const std::vector<size_t>* s = use_starts && rules[ri].anchored ? &starts[ri] : nullptr;
         for (const auto& [from, to] : spans[ri]) {
-          RunRule(ri, text, from, to, path, &specific, &found, s);
+          RunRule(ri, text, from, to, path, *markers, &specific, &found, s);
         }
       }
     }
@@ -777,9 +789,11 @@ struct RuleScrubber::Impl {
         uint32_t ri = always_rules[i];
         if (rules[ri].path != nullptr && path.empty()) continue;
         if (only != nullptr && !rules[ri].wide) {
-          for (const auto& [from, to] : *only) RunRule(ri, text, from, to, path, nullptr, &found);
+          for (const auto& [from, to] : *only) {
+            RunRule(ri, text, from, to, path, *markers, nullptr, &found);
+          }
         } else {
-          RunRule(ri, text, 0, text.size(), path, nullptr, &found);
+          RunRule(ri, text, 0, text.size(), path, *markers, nullptr, &found);
         }
       }
     }
@@ -867,8 +881,10 @@ struct RuleScrubber::Impl {
       const std::vector<std::pair<size_t, size_t>>& inserted) const {
     std::vector<KeywordHit> out =
         internal::MapKeywordHits(hits, keyword_len, max_pattern_len, replaced, inserted);
-    std::vector<KeywordHit> added;  // by end: the markers are in order and the scans are too
-    for (const auto& [ms, me] : inserted) {
+    std::vector<KeywordHit> added;  // the ones overlapping a marker
+    for (const auto& span : inserted) {
+      // Not a structured binding: clang 14 cannot capture one in the lambda below.
+      const size_t ms = span.first, me = span.second;
       const size_t a = ms >= max_pattern_len ? ms - max_pattern_len : 0;
       const size_t b = std::min(text.size(), me + max_pattern_len);
       ac->Scan(text.substr(a, b - a), [&](uint32_t pattern, size_t e) {

@@ -267,6 +267,22 @@ keywords = ["a"]
   EXPECT_NE(once.find(" ttt\n"), std::string::npos);  // far from any keyword: not scanned
 }
 
+TEST(RuleScrubberTest, AMatchNeverStartsInsideAMarker) {
+  // The marker's rule id ends in "password" and its preview follows a ':': generic-password read
+  // "password:p]@p_aB3dE5gH7jK" as an assignment whenever a window (here, the one of the "pwd"
+  // on the line before) reached the marker, so a second Scrub redacted more than the first
+  // (found by scrub_fuzzer).
+  auto s = BuildScrubber(ScrubConfig{});
+  ASSERT_TRUE(s.ok()) << s.status();
+  const std::string text =
+      "the pwd list\npostgres://u:[REDACTED:database-url-password:p]@p_aB3dE5gH7jK'\n";
+  EXPECT_TRUE((*s)->Scan(text).empty());
+  EXPECT_EQ((*s)->Scrub(text), text);
+  // Outside a marker the same text is an assignment.
+  const std::string plain = "the pwd list\npostgres://u:password:p]@p_aB3dE5gH7jK'\n";
+  EXPECT_FALSE((*s)->Scan(plain).empty());
+}
+
 TEST(RuleScrubberTest, MarkerIdIsSanitised) {
   auto s = Make(R"(
 [[rules]]
