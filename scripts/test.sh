@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of contextd on this machine: installs dependencies, checks the include graph,
 # builds and runs the unit/integration/e2e tests (ctest) in the normal build, runs the MCP
-# conformance suite against the built server, then repeats ctest under ASan+UBSan and TSan.
+# conformance suite against the built server, then repeats ctest under ASan+UBSan and TSan, and
+# builds everything with clang 14 (the fuzz preset) to replay the fuzz corpora.
 #   scripts/test.sh                 everything
 #   scripts/test.sh debug|asan|tsan only that build's ctest
 set -euo pipefail
@@ -31,3 +32,9 @@ if [ -x tools/npm/conformance/run-contextd.sh ]; then
 fi
 run_preset asan
 run_preset tsan
+# clang 14 builds everything too (the fuzz preset: libFuzzer targets, ASan+UBSan), so code that
+# only g++ accepts cannot land; its fuzz corpora are replayed (the gcc builds replay them too).
+echo "=== build (clang 14) + fuzz corpus replay: fuzz ===" >&2
+cmake --preset fuzz >/dev/null
+cmake --build --preset fuzz -j "$jobs"
+ctest --test-dir build/fuzz -R '_corpus$' -j "$jobs" --timeout 300 --output-on-failure
