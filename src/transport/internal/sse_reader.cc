@@ -20,31 +20,48 @@ void SseReader::Feed(std::string_view bytes,
       start = i + 1;
       continue;
     }
+    std::string_view piece = bytes.substr(start, i - start);
+    start = i + 1;
+    if (discarding_line_) {  // the end of an overlong line: not a line of its own
+      discarding_line_ = false;
+      continue;
+    }
+    if (partial_.size() + piece.size() > max_event_bytes_) {
+      DropOverlongLine();
+      discarding_line_ = false;  // it ends here
+      continue;
+    }
     if (partial_.empty()) {
-      Line(bytes.substr(start, i - start), on_event);
+      Line(piece, on_event);
     } else {
-      partial_.append(bytes.substr(start, i - start));
+      partial_.append(piece);
       std::string line = std::move(partial_);
       partial_.clear();
       Line(line, on_event);
     }
-    start = i + 1;
   }
-  if (start < bytes.size()) {
+  if (start < bytes.size() && !discarding_line_) {
     if (partial_.size() + (bytes.size() - start) > max_event_bytes_) {
-      // A line longer than any event may be: drop the event it belongs to.
-      partial_.clear();
-      data_.clear();
-      has_data_ = false;
-      if (!skipping_) ++dropped_;
-      skipping_ = true;
+      DropOverlongLine();  // the rest of the line is discarded as it arrives
     } else {
       partial_.append(bytes.substr(start));
     }
   }
 }
 
+void SseReader::DropOverlongLine() {
+  // A line longer than any event may be, whether it arrived whole or in pieces: the event it
+  // belongs to is dropped (up to its blank line).
+  partial_.clear();
+  data_.clear();
+  has_data_ = false;
+  if (!skipping_) ++dropped_;
+  skipping_ = true;
+  discarding_line_ = true;
+}
+
 void SseReader::Finish(const std::function<void(std::string data)>& on_event) {
+  discarding_line_ = false;
   if (!partial_.empty()) {
     std::string line = std::move(partial_);
     partial_.clear();
