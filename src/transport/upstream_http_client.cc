@@ -320,7 +320,10 @@ void UpstreamHttpChannel::Post(std::string body) {
     Closed(std::string(connected.message()));
     return;
   }
-  const std::string method = MethodOf(body);
+  // Only "notifications/initialized" matters here: most bodies (tool arguments can be large)
+  // are not parsed for it.
+  const bool initialized = body.find("notifications/initialized") != std::string::npos &&
+                           MethodOf(body) == "notifications/initialized";
   http::request<http::string_body> request{http::verb::post, url_.target, 11};
   request.set(http::field::content_type, "application/json");
   request.set(http::field::accept, "application/json, text/event-stream");
@@ -373,8 +376,9 @@ void UpstreamHttpChannel::Post(std::string body) {
       size_t got = sizeof chunk - parser.get().body().size;
       total += got;
       if (!sse && total > options_.max_message_bytes) {
-        too_big = true;
+        too_big = true;  // no need to read the rest (it may never end)
         pending.clear();
+        break;
       }
       if (!too_big && sse) {
         reader.Feed(std::string_view(chunk, got), deliver);
@@ -422,7 +426,7 @@ void UpstreamHttpChannel::Post(std::string body) {
   } else if (!pending.empty()) {
     Deliver(std::move(pending));
   }
-  if (method == "notifications/initialized") StartStream();
+  if (initialized) StartStream();
 }
 
 void UpstreamHttpChannel::StartStream() {
@@ -505,9 +509,9 @@ UpstreamHttpChannel::StreamEnd UpstreamHttpChannel::ReadStream(std::string& last
                                  status, " ", content_type));
       return;
     }
-    delay = options_.stream_retry_initial;
     char chunk[16384];
     int64_t dropped = 0;
+    bool delivered = false;
     while (!parser.is_done()) {
       parser.get().body().data = chunk;
       parser.get().body().size = sizeof chunk;
@@ -515,7 +519,13 @@ UpstreamHttpChannel::StreamEnd UpstreamHttpChannel::ReadStream(std::string& last
       http::read_some(stream, buffer, parser, ec);
       if (ec == http::error::need_buffer) ec = {};
       size_t got = sizeof chunk - parser.get().body().size;
-      reader.Feed(std::string_view(chunk, got), [this](std::string data) { Deliver(std::move(data)); });
+      reader.Feed(std::string_view(chunk, got), [&](std::string data) {
+        delivered = true;
+        Deliver(std::move(data));
+      });
+      // The backoff restarts only once the stream delivered something: a server that answers
+      // 200 and closes at once is retried with a growing delay, not every stream_retry_initial.
+      if (delivered) delay = options_.stream_retry_initial;
       if (!reader.last_event_id().empty()) last_event_id = reader.last_event_id();
       if (reader.retry_ms()) {
         // The server's say, within our bounds: "retry: 0" must not make a reconnect loop spin.
