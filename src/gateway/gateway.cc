@@ -596,16 +596,19 @@ void Gateway::ReadResource(Upstream& upstream, const protocol::ResourceRead& rea
           }
         }
         auto tokens = static_cast<int64_t>(deps_.counter->Count(joined));
+        // The uri is stored as the charge's and the trail event's label: scrubbed like the
+        // contents (an upstream's uri may carry a token in its query).
+        const std::string label = deps_.scrubber->Scrub(exposed);
         auto charged = deps_.manager->Charge(
             deps_.session_key(session), "",
-            folding::ChargeRecord{kResourceReadKind, exposed, joined, tokens});
+            folding::ChargeRecord{kResourceReadKind, label, joined, tokens});
         if (charged.ok() && charged->exhausted) {
           done(absl::ResourceExhaustedError(folding::ExhaustedText(*charged)));
           return;
         }
         if (deps_.observer != nullptr) {
-          deps_.observer->OnProxiedCall(session, charged.ok() ? charged->branch_id : "", exposed,
-                                        "", joined, 0, tokens, false);
+          deps_.observer->OnProxiedCall(session, charged.ok() ? charged->branch_id : "", label, "",
+                                        joined, 0, tokens, false);
         }
         done(std::move(contents));
       });

@@ -341,6 +341,14 @@ TEST_F(GatewayTest, ReadsUpstreamResourcesThroughReversibleUris) {
   ASSERT_EQ(contents.size(), 1u);
   EXPECT_EQ(contents[0]["uri"], "contextd+upstream://t/test://greeting");
   EXPECT_EQ(contents[0]["text"].get<std::string>().find("SECRET123"), std::string::npos);
+  // The uri is the label of the charge and of the trail event: stored scrubbed.
+  Send(Json{{"jsonrpc", "2.0"}, {"id", 6}, {"method", "resources/read"},
+            {"params", {{"uri", "contextd+upstream://t/test://item/1?key=SECRET123"}}}});
+  ASSERT_FALSE(inbox_->Response(6)["result"].is_null());
+  std::lock_guard<std::mutex> lock(observer_.mu);
+  ASSERT_EQ(observer_.calls.size(), 2u);
+  EXPECT_EQ(observer_.calls[1].tool.find("SECRET123"), std::string::npos) << observer_.calls[1].tool;
+  EXPECT_NE(observer_.calls[1].tool.find("contextd+upstream://t/test://item/1"), std::string::npos);
 }
 
 TEST_F(GatewayTest, ReExposesUpstreamPromptsAndScrubsTheirMessages) {

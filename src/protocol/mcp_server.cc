@@ -217,8 +217,10 @@ class McpSession final : public Session, public std::enable_shared_from_this<Mcp
     if (!committed.ok() && message.contains(wire::kResult)) {
       auto id = message.find(wire::kId);
       message = MakeError(id != message.end() ? *id : Json(nullptr), kInternalError,
-                          Cat("contextd could not save this change (", committed.message(),
-                              "); it was not applied: retry"));
+                          // The storage error itself (with the data file's path) goes to the
+                          // server log, not to a client.
+                          "contextd could not save this change (a storage error; see the server "
+                          "log); it was not applied: retry");
     }
     sink_->Send(message, related);
   }

@@ -252,20 +252,29 @@ absl::Status Database::EndWrite(absl::Status body_status) {
     if (!st.ok()) Control(rollback_).IgnoreError();
     return st;
   }
+  absl::Status st;
   if (!body_status.ok()) {
     // Undo this write only; the group's earlier writes stay.
-    absl::Status st = Control(rollback_to_);
+    st = Control(rollback_to_);
     if (st.ok()) st = Control(release_);
-    if (!st.ok()) {
-      // The savepoint cannot be unwound: the group is in an unknown state. Roll it all back so
-      // that CommitGroup reports the loss instead of committing half a write.
-      Control(rollback_).IgnoreError();
-      group_open_ = false;
-      group_failed_ = st;
-    }
-    return body_status;
+  } else {
+    st = Control(release_);
   }
-  return Control(release_);
+  // Some errors (a full disk, an I/O error, out of memory) make SQLite roll back the whole
+  // transaction by itself, also inside a body that swallowed them (a failed FTS batch): then
+  // there is no group any more, and later writes would each commit on their own.
+  if (st.ok() && sqlite3_get_autocommit(db_) != 0) {
+    st = absl::AbortedError(absl::StrCat(path_, ": the group transaction was rolled back"));
+  }
+  if (!st.ok()) {
+    // The group is in an unknown state: roll it all back so that CommitGroup reports the loss
+    // to every writer in it instead of committing part of it.
+    Control(rollback_).IgnoreError();
+    group_open_ = false;
+    group_failed_ = st;
+    return body_status.ok() ? st : body_status;
+  }
+  return body_status;
 }
 
 void Database::EnableGroupCommit(std::function<void()> on_group_open) {

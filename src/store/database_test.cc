@@ -232,6 +232,33 @@ TEST(DatabaseGroupCommitTest, AFailedWriteUndoesOnlyItselfInsideTheGroup) {
   EXPECT_EQ(CountRows(**other, 702), 1);
 }
 
+TEST(DatabaseGroupCommitTest, AGroupThatSqliteRolledBackIsReportedLostNotCommittedInPieces) {
+  TempDir tmp;
+  auto db = Database::Open(tmp.File("g.db"));
+  auto other = Database::Open(tmp.File("g.db"));
+  ASSERT_TRUE(db.ok() && other.ok());
+  (*db)->EnableGroupCommit([] {});
+  ASSERT_TRUE(WriteRow(**db, 900).ok());
+  {
+    // As SQLite does on a full disk or an I/O error: the whole transaction is rolled back,
+    // and the body (like a failed FTS batch) swallows the error.
+    std::lock_guard<std::mutex> lock((*db)->mutex());
+    ASSERT_TRUE((*db)->BeginWrite().ok());
+    ASSERT_TRUE((*db)->Exec("ROLLBACK").ok());
+    EXPECT_FALSE((*db)->EndWrite(absl::OkStatus()).ok());  // its savepoint went with it
+  }
+  // A write after it goes into a new group, which is lost with the failed one: everyone waiting
+  // on this commit hears the same answer.
+  ASSERT_TRUE(WriteRow(**db, 901).ok());
+  EXPECT_FALSE((*db)->CommitGroup().ok());
+  EXPECT_EQ(CountRows(**other, 900), 0);
+  EXPECT_EQ(CountRows(**other, 901), 0);
+  // The next group works again.
+  ASSERT_TRUE(WriteRow(**db, 902).ok());
+  ASSERT_TRUE((*db)->CommitGroup().ok());
+  EXPECT_EQ(CountRows(**other, 902), 1);
+}
+
 TEST(DatabaseGroupCommitTest, AnUncommittedGroupIsLostWithTheConnection) {
   TempDir tmp;
   {

@@ -187,11 +187,13 @@ absl::Status SqliteTrailStore::MarkFtsPendingLocked(std::string_view id) {
   }
   if (++fts_pending_ < kFtsBatch) return absl::OkStatus();
   // The write that completes a batch must not fail because indexing did: each FTS statement is
-  // atomic and the notes stay until a flush succeeds, so the next batch or search retries.
+  // atomic and the notes stay until a flush succeeds. The next batch retries (not the next
+  // write: a flush that keeps failing would otherwise run, over a growing backlog, on every one).
   absl::Status indexed = FlushFtsLocked();
   if (!indexed.ok()) {
-    base::LogWarn(base::StrCat("trail search index not updated (retried later): ",
-                               indexed.message()));
+    fts_pending_ = 0;
+    base::LogWarn(base::StrCat("trail search index not updated (retried after ", kFtsBatch,
+                               " more scopes or at the next search): ", indexed.message()));
   }
   return absl::OkStatus();
 }
@@ -429,7 +431,12 @@ absl::StatusOr<std::vector<trail::SearchHit>> SqliteTrailStore::Search(std::stri
   ASSIGN_OR_RETURN(int64_t pending, CountFtsPendingLocked());
   if (pending > 0) {
     RETURN_IF_ERROR(db_->BeginWrite());
-    RETURN_IF_ERROR(db_->EndWrite(FlushFtsLocked()));
+    absl::Status indexed = db_->EndWrite(FlushFtsLocked());
+    if (!indexed.ok()) {
+      // The search still answers, from the index as it is (without the unindexed scopes).
+      base::LogWarn(base::StrCat("trail search index not updated before a search: ",
+                                 indexed.message()));
+    }
   }
   ResetOnExit reset(search_);
   search_.Bind(1, match);
