@@ -104,6 +104,19 @@ TEST(LeadingLiteralsTest, RefusesWhenAMatchMayStartAnywhere) {
   // Non-ASCII bytes and classes like \w give no strings.
   EXPECT_EQ(Lead("\xc3\xa9t\xc3\xa9"), (std::vector<std::string>{"<none>"}));
   EXPECT_EQ(Lead(R"(\wabc)"), (std::vector<std::string>{"<none>"}));
+  // Class members read only byte by byte: an escaped range end (\x7e is '~', so y and z are in
+  // the class) or a '[' inside a class (which could start [:alnum:]) give up the analysis
+  // rather than risk a class read wrong.
+  EXPECT_EQ(Lead(R"([n-\x7e]bc)"), (std::vector<std::string>{"<none>"}));
+  // \xHH and \p{...} are skipped whole: the rest of the pattern still parses.
+  EXPECT_EQ(Lead(R"((?:tok|key)[\x60'"\s=]{0,5}\p{L}+)"), (std::vector<std::string>{"key", "tok"}));
+  EXPECT_EQ(Lead(R"(\x41bc|\p{Greek}x)"), (std::vector<std::string>{"<none>"}));
+  EXPECT_EQ(Lead(R"(token[[(]\w+|secret=[[:alnum:]]{20})"), (std::vector<std::string>{"<none>"}));
+  // Nesting deeper than 64 groups is refused (the parser recurses).
+  EXPECT_EQ(Lead(std::string(100, '(') + "abc" + std::string(100, ')')),
+            (std::vector<std::string>{"<none>"}));
+  EXPECT_EQ(Lead(std::string(10, '(') + "abc" + std::string(10, ')')),
+            (std::vector<std::string>{"abc"}));
 }
 
 }  // namespace

@@ -46,6 +46,9 @@ constexpr size_t kBoundMinSpan = 256;
 // fewer than one such place per this many bytes: an anchored RE2 call costs about as much as
 // scanning that many bytes with the DFA.
 constexpr size_t kAnchoredCallBytes = 64;
+// ... and is at most this long: an anchored try that fails can run to the window's end (a rule
+// like "tok.*;" on a long line), so tries in one window cost at most (window / 64) * window.
+constexpr size_t kMaxAnchoredWindow = 8192;
 // Leading strings of a rule (internal::LeadingLiterals): at most this many, at least this long
 // (a shorter string would start an anchored search at too many places).
 constexpr size_t kMaxLeadingStrings = 64;
@@ -185,6 +188,8 @@ std::vector<std::string> RequiredLiterals(const std::string& pattern) {
   if (filter.Add(pattern, RuleOptions(), &id) != RE2::NoError) return out;
   std::vector<std::string> atoms;
   filter.Compile(&atoms);
+  // One AllPotentials over all atoms per atom: quadratic, and a shortcut only.
+  if (atoms.size() > 64) return out;
   std::vector<int> all, potential;
   for (int i = 0; i < static_cast<int>(atoms.size()); ++i) all.push_back(i);
   filter.AllPotentials(all, &potential);
@@ -423,7 +428,7 @@ struct RuleScrubber::Impl {
     if (starts != nullptr) {
       si = std::lower_bound(starts->begin(), starts->end(), from) - starts->begin();
       se = std::lower_bound(starts->begin() + si, starts->end(), to) - starts->begin();
-      anchored = (se - si) * kAnchoredCallBytes < to - from;
+      anchored = to - from <= kMaxAnchoredWindow && (se - si) * kAnchoredCallBytes < to - from;
     }
     while (pos <= to) {
       if (anchored) {

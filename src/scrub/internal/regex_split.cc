@@ -237,8 +237,13 @@ class LeadParser {
       if (e == 'b' || e == 'B' || e == 'A') {  // assertions consume nothing
         zero_width = true;
         i_ += 2;
-      } else if (e == 'Q' || e == 'p' || e == 'P' || e == 'x' || e == 'z' || e == 'C') {
-        return false;  // rare here; not worth parsing
+      } else if (const size_t n = HexOrPropertyEscape(i_)) {
+        atom.strings = {""};  // \x41, \p{L}: not read
+        atom.complete = false;
+        i_ += n;
+      } else if (e == 'Q' || e == 'p' || e == 'P' || e == 'x' || e == 'z' || e == 'C' ||
+                 (e >= '0' && e <= '9')) {
+        return false;  // rare here (octal, \Q...\E, a cut-off escape); not worth parsing
       } else if (Printable(e) &&
                  !((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z') || (e >= '0' && e <= '9'))) {
         atom.strings = {std::string(1, e)};
@@ -358,6 +363,12 @@ class LeadParser {
   }
 
   bool Group(Lead* out, bool* zero_width) {
+    // Each level is a few stack frames; RE2 itself takes deeper nesting from a rules file.
+    if (++depth_ > kMaxDepth) return false;
+    struct Leave {
+      int& d;
+      ~Leave() { --d; }
+    } leave{depth_};
     ++i_;  // '('
     if (i_ < p_.size() && p_[i_] == '?') {
       size_t j = i_ + 1;
@@ -385,66 +396,64 @@ class LeadParser {
     return true;
   }
 
-  // A class of a few literal ASCII bytes (ranges allowed): each byte is a string.
+  // A class of a few literal ASCII bytes (ranges allowed): each byte is a string. Anything in
+  // it that needs more than a byte-by-byte reading ('[' of [:alpha:] or a literal '[', escapes
+  // of letters or digits such as \w, \x7e, \p{L}) gives up the whole analysis: a misread would
+  // put the class's end in the wrong place.
   bool Class(Lead* out) {
     size_t j = i_ + 1;
-    std::set<std::string> bytes;
-    bool ok = true;
-    if (j < p_.size() && p_[j] == '^') {  // a negated class: most bytes
-      ok = false;
+    bool many = false;  // the class may match more bytes than listed: no strings from it
+    if (j < p_.size() && p_[j] == '^') {  // negated: most bytes
+      many = true;
       ++j;
     }
-    auto add = [&](char c) { bytes.insert(std::string(1, Lower(c))); };
+    // One class member at j (a byte or an escaped punctuation byte) into *c, or '\0' for a
+    // two-character escape that stands for many or unlisted bytes (\w \d \s \t ...); false
+    // for anything else.
+    auto member = [&](char* c) {
+      if (j >= p_.size() || p_[j] == '[') return false;
+      if (p_[j] != '\\') {
+        *c = p_[j++];
+        return true;
+      }
+      if (j + 1 >= p_.size()) return false;
+      const char e = p_[j + 1];
+      if (const size_t n = HexOrPropertyEscape(j)) {
+        *c = '\0';  // \x60, \p{L}: not read, so not listed
+        j += n;
+        return true;
+      }
+      if (std::string_view("dDwWsSafnrtv").find(e) != std::string_view::npos) {
+        *c = '\0';
+      } else if (Printable(e) && !(e >= 'a' && e <= 'z') && !(e >= 'A' && e <= 'Z') &&
+                 !(e >= '0' && e <= '9')) {
+        *c = e;
+      } else {
+        return false;  // \123 and other escapes of letters or digits
+      }
+      j += 2;
+      return true;
+    };
+    std::set<std::string> bytes;
     bool first = true;
     while (j < p_.size() && (p_[j] != ']' || first)) {
       first = false;
-      char c = p_[j];
-      if (c == '[') {  // [:alpha:] and the like
-        ok = false;
-        size_t q = p_.find(":]", j);
-        if (q == std::string_view::npos) return false;
-        j = q + 2;
+      char c = 0;
+      if (!member(&c)) return false;
+      char d = c;
+      if (j + 1 < p_.size() && p_[j] == '-' && p_[j + 1] != ']') {  // a range c-d
+        ++j;
+        if (c == '\0' || !member(&d) || d == '\0' || d < c) return false;
+      }
+      if (!Printable(c) || !Printable(d) || d - c > 16) {
+        many = true;  // a space, a non-ASCII byte or a wide range: still skipped correctly
         continue;
       }
-      if (c == '\\') {
-        if (j + 1 >= p_.size()) return false;
-        const char e = p_[j + 1];
-        if ((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z') || (e >= '0' && e <= '9')) {
-          ok = false;  // \w \d \x41 ...
-          if ((e == 'x' || e == 'p' || e == 'P') && j + 2 < p_.size() && p_[j + 2] == '{') {
-            size_t q = p_.find('}', j);
-            if (q == std::string_view::npos) return false;
-            j = q + 1;
-          } else {
-            j += 2;
-          }
-          continue;
-        }
-        c = e;
-        j += 2;
-      } else {
-        ++j;
-      }
-      if (!Printable(c)) ok = false;
-      if (j + 1 < p_.size() && p_[j] == '-' && p_[j + 1] != ']') {  // a range c-d
-        char d = p_[j + 1];
-        j += 2;
-        if (d == '\\') {
-          if (j >= p_.size()) return false;
-          d = p_[j++];
-        }
-        if (!Printable(d) || d < c || d - c > 16) {
-          ok = false;
-          continue;
-        }
-        for (char x = c; x <= d; ++x) add(x);
-      } else if (ok) {
-        add(c);
-      }
+      for (char x = c; x <= d; ++x) bytes.insert(std::string(1, Lower(x)));
     }
     if (j >= p_.size()) return false;
     i_ = j + 1;
-    if (!ok || bytes.empty() || bytes.size() > 16) {
+    if (many || bytes.empty() || bytes.size() > 16) {
       out->strings = {""};
       out->complete = false;
     } else {
@@ -453,9 +462,25 @@ class LeadParser {
     return true;
   }
 
+  // Length of the escape \xHH, \x{...}, \pL or \p{...} (also \P) at j, its backslash; 0 if
+  // it is not one of them or is cut off.
+  size_t HexOrPropertyEscape(size_t j) const {
+    if (j + 2 >= p_.size() || (p_[j + 1] != 'x' && p_[j + 1] != 'p' && p_[j + 1] != 'P')) {
+      return 0;
+    }
+    if (p_[j + 2] == '{') {
+      size_t q = p_.find('}', j + 3);
+      return q == std::string_view::npos ? 0 : q + 1 - j;
+    }
+    const size_t n = p_[j + 1] == 'x' ? 4 : 3;  // \xHH, \pL
+    return j + n <= p_.size() ? n : 0;
+  }
+
+  static constexpr int kMaxDepth = 64;
   std::string_view p_;
   size_t max_;
   size_t i_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace
