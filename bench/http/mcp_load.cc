@@ -255,8 +255,8 @@ void RunThread(const Config& c, std::vector<Conn>& conns, Clock::time_point meas
     // Spread the connections' schedules over one interval.
     conns[i].due = Clock::now() + interval * static_cast<long>(i) / static_cast<long>(conns.size());
   }
-  // Starts the connection's next operation: now, or at its scheduled time with --rate. Returns
-  // the time it starts from (latency is measured from there).
+  // Starts the connection's next operation: now, or at its scheduled time with --rate (false:
+  // not due yet). Sets k.sent, the time latency is measured from.
   auto start_op = [&](Conn& k) -> bool {
     if (c.rate <= 0) {
       k.sent = Clock::now();
@@ -348,7 +348,9 @@ void RunThread(const Config& c, std::vector<Conn>& conns, Clock::time_point meas
           good = false;
         }
         k.branch_id.clear();
-        if (done >= measure_from && done < stop_at) {
+        // Counted by when the operation started (was scheduled to start), not when it ended:
+        // the slow ones still in flight at the end must not drop out of the percentiles.
+        if (k.sent >= measure_from && k.sent < stop_at) {
           if (good) {
             ++res->ok;
             res->latencies_us.push_back(static_cast<uint32_t>(

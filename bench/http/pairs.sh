@@ -2,8 +2,8 @@
 # Durable branch_create + branch_return pairs over HTTP (issue 3): for each contextd binary given,
 # in alternation, RUNS saturated runs (16 sessions, 16 in flight) and then one paced run per rate
 # in RATES. Each run starts a fresh server on a fresh data dir (SQLite WAL, every change committed
-# before its reply) and prints pairs/s, p50/p99, commits, and CPU per pair: the busiest server
-# thread (the engine executor) and all server threads, read from /proc (steal time not counted).
+# before its reply) and prints pairs/s, p50/p99, commits, and CPU per pair: the engine executor
+# (the thread named contextd-exec) and all server threads, read from /proc (steal not counted).
 #
 #   bench/http/pairs.sh [CONTEXTD...]     # default build/release/src/cli/contextd
 #   RUNS=3 RATES="500 1000" DURATION=8 WARMUP=1 DATA=/tmp bench/http/pairs.sh OLD NEW
@@ -32,10 +32,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# thread_ticks PID: "tid utime+stime" per thread.
+# thread_ticks PID: "tid utime+stime is_executor" per thread.
 thread_ticks() {
   for t in /proc/"$1"/task/*; do
-    echo "${t##*/} $(awk '{print $14 + $15}' "$t/stat" 2>/dev/null || echo 0)"
+    local exec=0
+    [[ $(cat "$t/comm" 2>/dev/null) == contextd-exec ]] && exec=1
+    echo "${t##*/} $(awk '{print $14 + $15}' "$t/stat" 2>/dev/null || echo 0) $exec"
   done | sort
 }
 
@@ -66,7 +68,7 @@ run() {
   local hz
   hz=$(getconf CLK_TCK)
   join "$TMP/t0" "$TMP/t1" | awk -v n="${pairs:-0}" -v c="${commits:-0}" -v hz="$hz" \
-    -v out="$out" '{ d = $3 - $2; all += d; if (d > top) top = d }
+    -v out="$out" '{ d = $4 - $2; all += d; if ($5 == 1) top = d }
     END { if (n == 0) { print out " (no pairs completed)"; exit }
           printf "%s pairs=%d pairs_per_commit=%.1f executor_us_per_pair=%.0f all_threads_us_per_pair=%.0f\n",
                  out, n, (c > 0 ? n / c : 0), top * 1e6 / hz / n, all * 1e6 / hz / n }'

@@ -423,6 +423,12 @@ async function main() {
   writeFileSync(join(opts.out, 'results.md'), md);
   process.stdout.write(md);
   process.stdout.write(`\nraw numbers: ${join(opts.out, 'results.json')}\n`);
+  // The numbers stand only if the checks hold: fail the run (and the e2e test) otherwise.
+  if (pooled.results_not_verbatim > 0 || pooled.accounting_inconsistent.length > 0) {
+    process.stderr.write(`replay: ${pooled.results_not_verbatim} result(s) not verbatim, ` +
+      `${pooled.accounting_inconsistent.length} total(s) that do not add up\n`);
+    process.exitCode = 1;
+  }
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === new URL(import.meta.url).pathname) {

@@ -1,5 +1,7 @@
 #include "base/executor.h"
 
+#include <pthread.h>
+
 namespace contextd::base {
 
 void QueueExecutorBase::Post(Task task) {
@@ -87,6 +89,8 @@ void ThreadExecutor::Stop() {
 }
 
 void ThreadExecutor::Loop() {
+  // Named for ps, top and perf (bench/http/pairs.sh reads this thread's CPU time by its name).
+  pthread_setname_np(pthread_self(), "contextd-exec");
   std::unique_lock<std::mutex> lock(mu_);
   thread_id_ = std::this_thread::get_id();
   cv_.notify_all();

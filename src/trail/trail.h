@@ -63,9 +63,9 @@ class Trail {
   Trail(const Trail&) = delete;
   Trail& operator=(const Trail&) = delete;
 
-  // The id of the session's root scope, opening it ("ses_" + random hex) on first use in this
-  // process. A session seen again after a restart gets a new root. Unavailable/Internal from the
-  // store.
+  // The id of the session's root scope, opening it ("ses_" + a time-ordered id) on first use in
+  // this process. A session seen again after a restart gets a new root. Unavailable/Internal
+  // from the store.
   absl::StatusOr<std::string> RootScope(const SessionRef& session);
 
   // A branch was created: opens scope `branch_id` under `parent_branch_id` (or the session root
@@ -98,7 +98,7 @@ class Trail {
   // Without auto_scope_upstreams: RecordToolCall in the session root. With it: the call goes to
   // the session's open auto-scope if that is for `upstream`; otherwise the open auto-scope (of
   // another upstream) is folded first, and a new one is opened under the root (id "auto_" +
-  // random hex, description "upstream <upstream>", an auto_scope_opened event in the root).
+  // a time-ordered id, description "upstream <upstream>", an auto_scope_opened event in the root).
   // NotFound/Unavailable/Internal from the store; the call is then not recorded.
   absl::StatusOr<RecordedCall> RecordUpstreamCall(const SessionRef& session,
                                                   std::string_view upstream, std::string_view tool,
