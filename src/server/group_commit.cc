@@ -9,11 +9,13 @@
 namespace contextd::server {
 
 GroupCommit::GroupCommit(base::Executor& executor, std::function<absl::Status()> commit,
-                         std::function<void(const absl::Status&)> on_failure, Metrics* metrics)
+                         std::function<void(const absl::Status&)> on_failure, Metrics* metrics,
+                         std::function<void()> after_delivery)
     : executor_(executor),
       commit_(std::move(commit)),
       on_failure_(std::move(on_failure)),
-      metrics_(metrics) {}
+      metrics_(metrics),
+      after_delivery_(std::move(after_delivery)) {}
 
 void GroupCommit::OnGroupOpen() {
   open_.store(true);
@@ -50,6 +52,7 @@ void GroupCommit::Flush() {
     if (on_failure_) on_failure_(committed);
   }
   for (auto& deliver : held) deliver(committed);
+  if (committed.ok() && after_delivery_) after_delivery_();
 }
 
 }  // namespace contextd::server

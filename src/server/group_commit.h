@@ -26,9 +26,12 @@ class GroupCommit final : public protocol::OutboundGate {
   // (the server drops the engine's cached state there, so that it follows the store again).
   // `executor` must outlive this object, and tasks it queued must not run after its destruction
   // (destroy it after the executor has stopped, or Flush() first and post nothing more).
-  // `metrics` (may be null) must outlive this object.
+  // `metrics` (may be null) must outlive this object. `after_delivery` (may be null) runs on
+  // the executor after a successful commit's held messages went out: upkeep that may take a
+  // while (store::Database::RestartWalIfDue) without delaying them.
   GroupCommit(base::Executor& executor, std::function<absl::Status()> commit,
-              std::function<void(const absl::Status&)> on_failure, Metrics* metrics = nullptr);
+              std::function<void(const absl::Status&)> on_failure, Metrics* metrics = nullptr,
+              std::function<void()> after_delivery = nullptr);
   GroupCommit(const GroupCommit&) = delete;
   GroupCommit& operator=(const GroupCommit&) = delete;
 
@@ -55,6 +58,7 @@ class GroupCommit final : public protocol::OutboundGate {
   std::function<absl::Status()> commit_;
   std::function<void(const absl::Status&)> on_failure_;
   Metrics* metrics_;
+  std::function<void()> after_delivery_;
   std::atomic<bool> open_{false};
   std::vector<std::function<void(const absl::Status&)>> held_;  // executor only
   int64_t commits_ = 0;

@@ -232,7 +232,7 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
                                       folded.status().message()));
         }
       },
-      &engine.metrics);
+      &engine.metrics, [db] { db->RestartWalIfDue(); });
   engine.mcp->SetOutboundGate(engine.group_commit.get());
   db->EnableGroupCommit([gc = engine.group_commit.get()] { gc->OnGroupOpen(); });
   if (config.conformance_fixtures) {

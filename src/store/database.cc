@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -152,6 +153,25 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
           absl::StrCat("cannot open checkpoint connection to ", path, ": ", msg));
     }
     sqlite3_busy_timeout(ckpt, options.busy_timeout_ms);
+    // A connection opens the WAL only when it first reads the database; until then a checkpoint
+    // on it does nothing at all (it reports -1 frames) and the WAL grows without end.
+    rc = sqlite3_exec(ckpt, "SELECT COUNT(*) FROM sqlite_schema", nullptr, nullptr, nullptr);
+    if (rc != SQLITE_OK) {
+      std::string msg = sqlite3_errmsg(ckpt);
+      sqlite3_close(ckpt);
+      return absl::UnavailableError(
+          absl::StrCat("cannot read ", path, " on the checkpoint connection: ", msg));
+    }
+    if (options.wal_restart_bytes > 0) {
+      RETURN_IF_ERROR(out->Exec(
+          absl::StrCat("PRAGMA journal_size_limit=", options.wal_restart_bytes)));
+      ASSIGN_OR_RETURN(Statement page_size, out->Prepare("PRAGMA page_size"));
+      ASSIGN_OR_RETURN(bool row, page_size.Step());
+      // A WAL frame is a page and a 24-byte header.
+      int64_t frame = (row ? page_size.Int(0) : 4096) + 24;
+      out->wal_restart_frames_ = std::max<int64_t>(1, options.wal_restart_bytes / frame);
+      sqlite3_wal_hook(db, &Database::OnWalCommit, out.get());
+    }
     out->StartCheckpointer(ckpt, options.background_checkpoint_ms);
   }
   return out;
@@ -176,13 +196,23 @@ void Database::StartCheckpointer(sqlite3* conn, int interval_ms) {
 }
 
 void Database::CheckpointLoop(int interval_ms) {
+  // While the WAL grows fast, checkpoint again soon: the less is left to copy, the sooner and
+  // the more cheaply the writer can restart the WAL (RestartWalIfDue).
+  constexpr int kBusyIntervalMs = 5;
+  constexpr int kBusyFrames = 256;
   std::unique_lock<std::mutex> lock(ckpt_mu_);
+  int wait_ms = interval_ms;
   while (!ckpt_stop_) {
-    ckpt_cv_.wait_for(lock, std::chrono::milliseconds(interval_ms));
+    ckpt_cv_.wait_for(lock, std::chrono::milliseconds(wait_ms));
     if (ckpt_stop_) break;
+    int64_t before = ckpt_copied_.load(std::memory_order_relaxed);
     int log_frames = 0, done = 0;
     // PASSIVE never blocks writers or readers; what it cannot copy now is copied next time.
     sqlite3_wal_checkpoint_v2(ckpt_db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, &log_frames, &done);
+    if (done >= 0) ckpt_copied_.store(done, std::memory_order_relaxed);
+    // done < before: the WAL was restarted since the last run.
+    int64_t copied = done >= before ? done - before : done;
+    wait_ms = copied >= kBusyFrames ? std::min(kBusyIntervalMs, interval_ms) : interval_ms;
   }
 }
 
@@ -193,7 +223,46 @@ absl::StatusOr<int> Database::CheckpointNow() {
   int rc =
       sqlite3_wal_checkpoint_v2(ckpt_db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, &log_frames, &done);
   if (rc != SQLITE_OK) return SqliteStatus(rc, sqlite3_errmsg(ckpt_db_));
+  if (log_frames < 0) {
+    return absl::InternalError(
+        absl::StrCat(path_, ": the checkpoint connection is not in WAL mode"));
+  }
+  ckpt_copied_.store(done, std::memory_order_relaxed);
   return log_frames - done;
+}
+
+int Database::OnWalCommit(void* self, sqlite3* /*db*/, const char* /*schema*/, int frames) {
+  static_cast<Database*>(self)->wal_frames_.store(frames, std::memory_order_relaxed);
+  return SQLITE_OK;
+}
+
+void Database::RestartWalIfDue() {
+  std::lock_guard<std::mutex> lock(mu_);
+  RestartWalIfDueLocked();
+}
+
+void Database::RestartWalIfDueLocked() {
+  // At most this many frames (about 4 MB) copied on the writer's thread: the checkpoint also
+  // syncs them, and the writer's next replies wait for it.
+  // Past twice the limit the writer copies whatever is left, so that a writer that outpaces
+  // the checkpointer still bounds the WAL.
+  constexpr int64_t kMaxTailFrames = 1024;
+  if (wal_restart_frames_ == 0) return;
+  int64_t frames = wal_frames_.load(std::memory_order_relaxed);
+  if (frames < wal_restart_frames_) return;
+  if (frames - ckpt_copied_.load(std::memory_order_relaxed) > kMaxTailFrames &&
+      frames < 2 * wal_restart_frames_) {
+    ckpt_cv_.notify_one();  // Copy now rather than at the next interval.
+    return;
+  }
+  int log_frames = 0, done = 0;
+  // SQLITE_BUSY: the background checkpointer is running; the next commit tries again. A reader
+  // on an older snapshot stops the copy short of the end, and the restart waits for it too.
+  if (sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, &log_frames, &done) ==
+          SQLITE_OK &&
+      done >= 0) {
+    ckpt_copied_.store(done, std::memory_order_relaxed);
+  }
 }
 
 absl::Status Database::Error(std::string_view what) const {
@@ -249,7 +318,11 @@ absl::Status Database::EndWrite(absl::Status body_status) {
       return body_status;
     }
     absl::Status st = Control(commit_);
-    if (!st.ok()) Control(rollback_).IgnoreError();
+    if (!st.ok()) {
+      Control(rollback_).IgnoreError();
+      return st;
+    }
+    RestartWalIfDueLocked();
     return st;
   }
   absl::Status st;
@@ -297,7 +370,9 @@ absl::Status Database::CommitGroup() {
   if (!group_open_) return absl::OkStatus();
   group_open_ = false;
   absl::Status st = Control(commit_);
-  if (!st.ok()) Control(rollback_).IgnoreError();
+  if (!st.ok()) {
+    Control(rollback_).IgnoreError();
+  }
   return st;
 }
 

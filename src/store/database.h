@@ -6,6 +6,7 @@
 // use of the connection and its statements (CommitGroup and group_open() lock it themselves).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -37,6 +38,9 @@ struct DatabaseOptions {
   // threshold: a checkpoint fsyncs, which would otherwise add milliseconds to 1 commit in ~100.
   // Commits are durable in the WAL either way. 0 keeps SQLite's automatic checkpoints.
   int background_checkpoint_ms = 200;
+  // With the background checkpointer: the WAL size at which the writer restarts the WAL
+  // (Database::RestartWalIfDue), and the size the WAL file is truncated back to. 0: never.
+  int64_t wal_restart_bytes = int64_t{64} << 20;
 };
 
 // Where the database lives by default: $XDG_DATA_HOME/contextd/contextd.db, or
@@ -117,8 +121,16 @@ class Database {
   absl::Status CommitGroup();
   // True while a group transaction is open. Caller does not hold mutex().
   bool group_open();
+  // Call after a group commit, once its replies are on their way. When the WAL is over
+  // wal_restart_bytes and the background checkpointer has copied all but a short tail of it,
+  // copies and syncs that tail (a few milliseconds), so that the next write starts the WAL
+  // again from its beginning: SQLite restarts a WAL only when a write begins with nothing left
+  // to copy, which a writer that is never idle would not meet, and the WAL would grow without
+  // end. Plain mode does this itself after each commit. Caller does not hold mutex().
+  void RestartWalIfDue();
   // Runs one passive checkpoint now on the checkpointer's connection (no-op without one);
-  // returns the WAL frames still not copied. For tests and shutdown.
+  // returns the WAL frames still not copied. Internal if that connection is not in WAL mode.
+  // For tests and shutdown.
   absl::StatusOr<int> CheckpointNow();
   // The highest migration applied. Caller holds mutex().
   absl::StatusOr<int> SchemaVersion();
@@ -133,6 +145,9 @@ class Database {
 
   void StartCheckpointer(sqlite3* conn, int interval_ms);
   void CheckpointLoop(int interval_ms);
+  // sqlite3_wal_hook: records the WAL's length after each commit on db_.
+  static int OnWalCommit(void* self, sqlite3* db, const char* schema, int frames);
+  void RestartWalIfDueLocked();  // Caller holds mu_.
 
   std::mutex mu_;
   sqlite3* db_;
@@ -150,6 +165,11 @@ class Database {
   bool ckpt_stop_ = false;
   sqlite3* ckpt_db_ = nullptr;
   std::thread ckpt_thread_;
+  // WAL frames after the last commit on db_, and frames the checkpointer had copied when it
+  // last ran; wal_restart_frames_ 0 disables RestartWalIfDue.
+  std::atomic<int64_t> wal_frames_{0};
+  std::atomic<int64_t> ckpt_copied_{0};
+  int64_t wal_restart_frames_ = 0;
   std::string path_;
 };
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "store/migrations.h"
@@ -63,10 +64,42 @@ TEST(DatabaseTest, BackgroundCheckpointerReplacesAutomaticCheckpoints) {
   auto left = (*db)->CheckpointNow();
   ASSERT_TRUE(left.ok()) << left.status();
   EXPECT_EQ(*left, 0);
+  // The rows reached the database file itself (a checkpoint connection that never read the
+  // file is not in WAL mode and copies nothing).
+  EXPECT_GT(std::filesystem::file_size(tmp.File("c.db")), 4096u);
   auto plain = Database::Open(tmp.File("d.db"), DatabaseOptions{.background_checkpoint_ms = 0});
   ASSERT_TRUE(plain.ok());
   std::lock_guard<std::mutex> lock((*plain)->mutex());
   EXPECT_EQ(QueryInt(**plain, "PRAGMA wal_autocheckpoint"), 1000);
+}
+
+TEST(DatabaseTest, TheWalOfAWriterThatIsNeverIdleStaysBounded) {
+  TempDir tmp;
+  constexpr int64_t kLimit = 256 << 10;
+  auto db = Database::Open(tmp.File("w.db"), DatabaseOptions{.background_checkpoint_ms = 1,
+                                                             .wal_restart_bytes = kLimit});
+  ASSERT_TRUE(db.ok()) << db.status();
+  (*db)->EnableGroupCommit([] {});
+  std::string pad(3000, 'x');
+  uintmax_t largest = 0;
+  // Each group dirties a page or more: 3,000 groups would make a WAL of over 12 MB.
+  for (int i = 0; i < 3000; ++i) {
+    {
+      std::lock_guard<std::mutex> lock((*db)->mutex());
+      ASSERT_TRUE((*db)->BeginWrite().ok());
+      ASSERT_TRUE((*db)
+                      ->EndWrite((*db)->Exec("INSERT INTO schema_version VALUES (" +
+                                             std::to_string(100 + i) + ", '" + pad + "', 0)"))
+                      .ok());
+    }
+    ASSERT_TRUE((*db)->CommitGroup().ok());
+    (*db)->RestartWalIfDue();
+    largest = std::max(largest, std::filesystem::file_size(tmp.File("w.db-wal")));
+  }
+  // A restart can miss (the checkpointer was running at that moment) and is tried again.
+  EXPECT_LT(largest, 8u * kLimit);
+  std::lock_guard<std::mutex> lock((*db)->mutex());
+  EXPECT_EQ(QueryInt(**db, "SELECT COUNT(*) FROM schema_version WHERE version >= 100"), 3000);
 }
 
 TEST(DatabaseTest, MigrationsAreNumberedWithoutGaps) {
