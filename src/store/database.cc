@@ -293,6 +293,10 @@ absl::StatusOr<Statement> Database::Prepare(std::string_view sql) {
 
 int64_t Database::Changes() { return sqlite3_changes64(db_); }
 
+int Database::LastErrorCode() { return sqlite3_extended_errcode(db_); }
+
+int64_t Database::LastInsertRowid() { return sqlite3_last_insert_rowid(db_); }
+
 absl::Status Database::Control(Statement& stmt) {
   stmt.Reset();
   absl::Status st = stmt.Run();

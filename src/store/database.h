@@ -98,6 +98,11 @@ class Database {
   absl::StatusOr<Statement> Prepare(std::string_view sql);
   // Rows changed by the last INSERT/UPDATE/DELETE. Caller holds mutex().
   int64_t Changes();
+  // The rowid of the last row inserted on this connection. Caller holds mutex().
+  int64_t LastInsertRowid();
+  // The extended SQLite result code of the last failed call (SQLITE_CONSTRAINT_FOREIGNKEY, ...).
+  // Caller holds mutex().
+  int LastErrorCode();
 
   // Write transactions. A store brackets each atomic write with BeginWrite() and
   // EndWrite(body_status), holding mutex() across both. EndWrite returns body_status if it is an

@@ -173,6 +173,13 @@ DROP INDEX trail_scopes_by_parent;
 CREATE INDEX trail_session_roots ON trail_scopes (pos) WHERE kind = 'session';
 )sql";
 
+// 0005_drop_branches_by_parent.sql: no query reads branches by parent (children are found in
+// memory, and branches are never deleted or renumbered, so the foreign key never looks a child
+// up), but every new branch dirtied a page of this index, a WAL frame per group commit.
+constexpr char k0005DropBranchesByParent[] = R"sql(
+DROP INDEX branches_by_parent;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
@@ -181,6 +188,7 @@ const std::vector<Migration>& Migrations() {
       {2, "0002_trail.sql", k0002Trail},
       {3, "0003_auto_scopes.sql", k0003AutoScopes},
       {4, "0004_trail_write_path.sql", k0004TrailWritePath},
+      {5, "0005_drop_branches_by_parent.sql", k0005DropBranchesByParent},
   };
   return kAll;
 }

@@ -1,5 +1,7 @@
 #include "store/sqlite_trail_store.h"
 
+#include <sqlite3.h>
+
 #include <cctype>
 
 #include "base/logging.h"
@@ -114,8 +116,8 @@ absl::Status SqliteTrailStore::PrepareAll() {
                    db_->Prepare("INSERT INTO trail_scopes (id, tenant, project, session_id, kind, "
                                 "parent_id, root_id, description, status, created_at_ms) VALUES "
                                 "(?,?,?,?,?,?,?,?,'open',?)"));
-  ASSIGN_OR_RETURN(mark_fts_, db_->Prepare("INSERT OR IGNORE INTO trail_fts_pending (pos) SELECT "
-                                           "pos FROM trail_scopes WHERE id = ?"));
+  ASSIGN_OR_RETURN(mark_fts_,
+                   db_->Prepare("INSERT OR IGNORE INTO trail_fts_pending (pos) VALUES (?)"));
   ASSIGN_OR_RETURN(fts_delete_pending_,
                    db_->Prepare("DELETE FROM trail_fts WHERE rowid IN (SELECT pos FROM "
                                 "trail_fts_pending)"));
@@ -126,15 +128,15 @@ absl::Status SqliteTrailStore::PrepareAll() {
   ASSIGN_OR_RETURN(fts_clear_pending_, db_->Prepare("DELETE FROM trail_fts_pending"));
   ASSIGN_OR_RETURN(count_fts_pending_, db_->Prepare("SELECT COUNT(*) FROM trail_fts_pending"));
   ASSIGN_OR_RETURN(scope_root_,
-                   db_->Prepare("SELECT root_id, status FROM trail_scopes WHERE id = ?"));
+                   db_->Prepare("SELECT root_id, status, pos FROM trail_scopes WHERE id = ?"));
   ASSIGN_OR_RETURN(insert_blob_,
                    db_->Prepare("INSERT OR IGNORE INTO trail_blobs (hash, size, content) VALUES "
                                 "(?,?,?)"));
   ASSIGN_OR_RETURN(insert_event_,
                    db_->Prepare("INSERT INTO trail_events (scope_id, kind, label, blob_hash, "
-                                "tokens, is_error, at_ms) VALUES (?,?,?,?,?,?,?) RETURNING seq"));
+                                "tokens, is_error, at_ms) VALUES (?,?,?,?,?,?,?)"));
   ASSIGN_OR_RETURN(fold_, db_->Prepare("UPDATE trail_scopes SET status = 'folded', summary = ?, "
-                                       "summary_tokens = ?, folded_at_ms = ? WHERE id = ?"));
+                                       "summary_tokens = ?, folded_at_ms = ? WHERE pos = ?"));
   ASSIGN_OR_RETURN(get_scope_, db_->Prepare(base::StrCat("SELECT ", kScopeColumns,
                                                          " FROM trail_scopes s WHERE s.id = ?")));
   ASSIGN_OR_RETURN(list_events_,
@@ -179,10 +181,10 @@ absl::StatusOr<int64_t> SqliteTrailStore::CountFtsPendingLocked() {
   return row ? count_fts_pending_.Int(0) : 0;
 }
 
-absl::Status SqliteTrailStore::MarkFtsPendingLocked(std::string_view id) {
+absl::Status SqliteTrailStore::MarkFtsPendingLocked(int64_t pos) {
   {
     ResetOnExit reset(mark_fts_);
-    mark_fts_.Bind(1, id);
+    mark_fts_.Bind(1, pos);
     RETURN_IF_ERROR(mark_fts_.Run());
   }
   if (++fts_pending_ < kFtsBatch) return absl::OkStatus();
@@ -219,109 +221,146 @@ absl::Status SqliteTrailStore::InTransaction(Fn fn) {
   return db_->EndWrite(fn());
 }
 
+absl::Status SqliteTrailStore::OpenScopeLocked(const Scope& scope) {
+  std::string root_id = scope.id;
+  if (!scope.parent_id.empty()) {
+    ResetOnExit reset(scope_root_);
+    scope_root_.Bind(1, scope.parent_id);
+    ASSIGN_OR_RETURN(bool found, scope_root_.Step());
+    if (!found) {
+      return absl::NotFoundError(base::StrCat("parent scope ", scope.parent_id, " not found"));
+    }
+    root_id = scope_root_.Text(0);
+  }
+  {
+    ResetOnExit reset(insert_scope_);
+    insert_scope_.Bind(1, scope.id);
+    insert_scope_.Bind(2, scope.session.tenant);
+    insert_scope_.Bind(3, scope.session.project);
+    insert_scope_.Bind(4, scope.session.session_id);
+    insert_scope_.Bind(5, std::string_view(trail::ScopeKindName(scope.kind)));
+    if (scope.parent_id.empty()) {
+      insert_scope_.BindNull(6);
+    } else {
+      insert_scope_.Bind(6, scope.parent_id);
+    }
+    insert_scope_.Bind(7, root_id);
+    insert_scope_.Bind(8, scope.description);
+    insert_scope_.Bind(9, scope.created_at_ms);
+    absl::Status st = insert_scope_.Run();
+    if (st.code() == absl::StatusCode::kAlreadyExists) {
+      return absl::AlreadyExistsError(base::StrCat("scope ", scope.id, " already exists"));
+    }
+    RETURN_IF_ERROR(st);
+  }
+  // pos is the rowid. (RETURNING would cost more than the insert: SQLite collects returned
+  // rows in an ephemeral table.)
+  return MarkFtsPendingLocked(db_->LastInsertRowid());
+}
+
+std::vector<std::string> SqliteTrailStore::HashPayloads(
+    const std::vector<trail::NewEvent>& events) {
+  std::vector<std::string> hashes;
+  hashes.reserve(events.size());
+  for (const auto& e : events) hashes.push_back(trail::ContentHash(e.payload));
+  return hashes;
+}
+
+absl::Status SqliteTrailStore::AppendEventsLocked(const std::vector<trail::NewEvent>& events,
+                                                  const std::vector<std::string>& hashes,
+                                                  std::vector<int64_t>* seqs) {
+  for (size_t i = 0; i < events.size(); ++i) {
+    const trail::NewEvent& e = events[i];
+    {
+      ResetOnExit reset(insert_blob_);
+      insert_blob_.Bind(1, hashes[i]);
+      insert_blob_.Bind(2, static_cast<int64_t>(e.payload.size()));
+      insert_blob_.Bind(3, e.payload);
+      RETURN_IF_ERROR(insert_blob_.Run());
+    }
+    ResetOnExit reset(insert_event_);
+    insert_event_.Bind(1, e.scope_id);
+    insert_event_.Bind(2, std::string_view(trail::EventKindName(e.kind)));
+    insert_event_.Bind(3, e.label);
+    insert_event_.Bind(4, hashes[i]);
+    insert_event_.Bind(5, e.tokens);
+    insert_event_.Bind(6, static_cast<int64_t>(e.is_error ? 1 : 0));
+    insert_event_.Bind(7, e.at_ms);
+    absl::Status inserted = insert_event_.Run();
+    // The scope's existence is checked by the foreign key (its lookup is the one a SELECT
+    // beforehand would make); the blob was inserted just above.
+    if (!inserted.ok() && db_->LastErrorCode() == SQLITE_CONSTRAINT_FOREIGNKEY) {
+      return absl::NotFoundError(base::StrCat("scope ", e.scope_id, " not found"));
+    }
+    RETURN_IF_ERROR(inserted);
+    if (seqs != nullptr) seqs->push_back(db_->LastInsertRowid());  // seq is the rowid
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteTrailStore::FoldScopeLocked(std::string_view id, std::string_view summary,
+                                               int64_t summary_tokens, int64_t at_ms) {
+  int64_t pos = 0;
+  {
+    ResetOnExit reset(scope_root_);
+    scope_root_.Bind(1, id);
+    ASSIGN_OR_RETURN(bool found, scope_root_.Step());
+    if (!found) return absl::NotFoundError(base::StrCat("scope ", id, " not found"));
+    if (scope_root_.Text(1) == "folded") {
+      return absl::FailedPreconditionError(base::StrCat("scope ", id, " is already folded"));
+    }
+    pos = scope_root_.Int(2);
+  }
+  {
+    ResetOnExit reset(fold_);
+    fold_.Bind(1, summary);
+    fold_.Bind(2, summary_tokens);
+    fold_.Bind(3, at_ms);
+    fold_.Bind(4, pos);
+    RETURN_IF_ERROR(fold_.Run());
+  }
+  return MarkFtsPendingLocked(pos);
+}
+
 absl::Status SqliteTrailStore::OpenScope(const Scope& scope) {
   std::lock_guard<std::mutex> lock(db_->mutex());
+  return InTransaction([&] { return OpenScopeLocked(scope); });
+}
+
+absl::Status SqliteTrailStore::OpenScopeWithEvents(const Scope& scope,
+                                                   const std::vector<trail::NewEvent>& events) {
+  // Hash outside the lock: it is the only costly part for large payloads.
+  std::vector<std::string> hashes = HashPayloads(events);
+  std::lock_guard<std::mutex> lock(db_->mutex());
   return InTransaction([&]() -> absl::Status {
-    std::string root_id = scope.id;
-    if (!scope.parent_id.empty()) {
-      ResetOnExit reset(scope_root_);
-      scope_root_.Bind(1, scope.parent_id);
-      ASSIGN_OR_RETURN(bool found, scope_root_.Step());
-      if (!found) {
-        return absl::NotFoundError(base::StrCat("parent scope ", scope.parent_id, " not found"));
-      }
-      root_id = scope_root_.Text(0);
-    }
-    {
-      ResetOnExit reset(insert_scope_);
-      insert_scope_.Bind(1, scope.id);
-      insert_scope_.Bind(2, scope.session.tenant);
-      insert_scope_.Bind(3, scope.session.project);
-      insert_scope_.Bind(4, scope.session.session_id);
-      insert_scope_.Bind(5, std::string_view(trail::ScopeKindName(scope.kind)));
-      if (scope.parent_id.empty()) {
-        insert_scope_.BindNull(6);
-      } else {
-        insert_scope_.Bind(6, scope.parent_id);
-      }
-      insert_scope_.Bind(7, root_id);
-      insert_scope_.Bind(8, scope.description);
-      insert_scope_.Bind(9, scope.created_at_ms);
-      absl::Status st = insert_scope_.Run();
-      if (st.code() == absl::StatusCode::kAlreadyExists) {
-        return absl::AlreadyExistsError(base::StrCat("scope ", scope.id, " already exists"));
-      }
-      RETURN_IF_ERROR(st);
-    }
-    return MarkFtsPendingLocked(scope.id);
+    RETURN_IF_ERROR(OpenScopeLocked(scope));
+    return AppendEventsLocked(events, hashes, nullptr);
   });
 }
 
 absl::StatusOr<std::vector<int64_t>> SqliteTrailStore::AppendEvents(
     const std::vector<trail::NewEvent>& events) {
-  // Hash outside the lock: it is the only costly part for large payloads.
-  std::vector<std::string> hashes;
-  hashes.reserve(events.size());
-  for (const auto& e : events) hashes.push_back(trail::ContentHash(e.payload));
+  std::vector<std::string> hashes = HashPayloads(events);
   std::vector<int64_t> seqs;
   std::lock_guard<std::mutex> lock(db_->mutex());
-  absl::Status st = InTransaction([&]() -> absl::Status {
-    for (size_t i = 0; i < events.size(); ++i) {
-      const trail::NewEvent& e = events[i];
-      {
-        ResetOnExit reset(scope_root_);
-        scope_root_.Bind(1, e.scope_id);
-        ASSIGN_OR_RETURN(bool found, scope_root_.Step());
-        if (!found) return absl::NotFoundError(base::StrCat("scope ", e.scope_id, " not found"));
-      }
-      {
-        ResetOnExit reset(insert_blob_);
-        insert_blob_.Bind(1, hashes[i]);
-        insert_blob_.Bind(2, static_cast<int64_t>(e.payload.size()));
-        insert_blob_.Bind(3, e.payload);
-        RETURN_IF_ERROR(insert_blob_.Run());
-      }
-      ResetOnExit reset(insert_event_);
-      insert_event_.Bind(1, e.scope_id);
-      insert_event_.Bind(2, std::string_view(trail::EventKindName(e.kind)));
-      insert_event_.Bind(3, e.label);
-      insert_event_.Bind(4, hashes[i]);
-      insert_event_.Bind(5, e.tokens);
-      insert_event_.Bind(6, static_cast<int64_t>(e.is_error ? 1 : 0));
-      insert_event_.Bind(7, e.at_ms);
-      ASSIGN_OR_RETURN(bool row, insert_event_.Step());
-      if (!row) return absl::InternalError("trail event insert returned no sequence number");
-      seqs.push_back(insert_event_.Int(0));
-      RETURN_IF_ERROR(insert_event_.Run());
-    }
-    return absl::OkStatus();
-  });
-  if (!st.ok()) return st;
+  RETURN_IF_ERROR(InTransaction([&] { return AppendEventsLocked(events, hashes, &seqs); }));
   return seqs;
 }
 
 absl::Status SqliteTrailStore::FoldScope(std::string_view id, std::string_view summary,
                                          int64_t summary_tokens, int64_t at_ms) {
   std::lock_guard<std::mutex> lock(db_->mutex());
+  return InTransaction([&] { return FoldScopeLocked(id, summary, summary_tokens, at_ms); });
+}
+
+absl::Status SqliteTrailStore::FoldScopeAfterEvents(const std::vector<trail::NewEvent>& events,
+                                                    std::string_view id, std::string_view summary,
+                                                    int64_t summary_tokens, int64_t at_ms) {
+  std::vector<std::string> hashes = HashPayloads(events);
+  std::lock_guard<std::mutex> lock(db_->mutex());
   return InTransaction([&]() -> absl::Status {
-    {
-      ResetOnExit reset(scope_root_);
-      scope_root_.Bind(1, id);
-      ASSIGN_OR_RETURN(bool found, scope_root_.Step());
-      if (!found) return absl::NotFoundError(base::StrCat("scope ", id, " not found"));
-      if (scope_root_.Text(1) == "folded") {
-        return absl::FailedPreconditionError(base::StrCat("scope ", id, " is already folded"));
-      }
-    }
-    {
-      ResetOnExit reset(fold_);
-      fold_.Bind(1, summary);
-      fold_.Bind(2, summary_tokens);
-      fold_.Bind(3, at_ms);
-      fold_.Bind(4, id);
-      RETURN_IF_ERROR(fold_.Run());
-    }
-    return MarkFtsPendingLocked(id);
+    RETURN_IF_ERROR(AppendEventsLocked(events, hashes, nullptr));
+    return FoldScopeLocked(id, summary, summary_tokens, at_ms);
   });
 }
 

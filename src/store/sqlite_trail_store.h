@@ -39,6 +39,11 @@ class SqliteTrailStore final : public trail::TrailStore {
       const std::vector<trail::NewEvent>& events) override;
   absl::Status FoldScope(std::string_view id, std::string_view summary, int64_t summary_tokens,
                          int64_t at_ms) override;
+  absl::Status OpenScopeWithEvents(const trail::Scope& scope,
+                                   const std::vector<trail::NewEvent>& events) override;
+  absl::Status FoldScopeAfterEvents(const std::vector<trail::NewEvent>& events,
+                                    std::string_view id, std::string_view summary,
+                                    int64_t summary_tokens, int64_t at_ms) override;
   absl::StatusOr<std::optional<trail::Scope>> GetScope(std::string_view id) override;
   absl::StatusOr<trail::EventPage> ListEvents(std::string_view scope_id, int64_t offset,
                                               int64_t limit) override;
@@ -64,9 +69,18 @@ class SqliteTrailStore final : public trail::TrailStore {
   template <typename Fn>
   absl::Status InTransaction(Fn fn);
   absl::StatusOr<std::optional<trail::Scope>> GetScopeLocked(std::string_view id);
-  // Notes scope `id` for (re)indexing in trail_fts, and indexes every noted scope once
-  // kFtsBatch are waiting. Caller holds the mutex, inside a write.
-  absl::Status MarkFtsPendingLocked(std::string_view id);
+  // The bodies of OpenScope, AppendEvents (`seqs` may be null; `hashes` are the payloads'
+  // ContentHash) and FoldScope. Caller holds the mutex, inside a write.
+  absl::Status OpenScopeLocked(const trail::Scope& scope);
+  absl::Status AppendEventsLocked(const std::vector<trail::NewEvent>& events,
+                                  const std::vector<std::string>& hashes,
+                                  std::vector<int64_t>* seqs);
+  absl::Status FoldScopeLocked(std::string_view id, std::string_view summary,
+                               int64_t summary_tokens, int64_t at_ms);
+  static std::vector<std::string> HashPayloads(const std::vector<trail::NewEvent>& events);
+  // Notes the scope at `pos` (trail_scopes.pos) for (re)indexing in trail_fts, and indexes
+  // every noted scope once kFtsBatch are waiting. Caller holds the mutex, inside a write.
+  absl::Status MarkFtsPendingLocked(int64_t pos);
   // Brings trail_fts up to date with every noted scope. Caller holds the mutex, inside a write.
   absl::Status FlushFtsLocked();
   // Rows of trail_fts_pending (every process's notes). Caller holds the mutex.

@@ -113,6 +113,36 @@ TEST_F(SqliteTrailStoreTest, IdenticalPayloadsShareOneBlob) {
   EXPECT_EQ(page->events[3].payload, big);
 }
 
+TEST_F(SqliteTrailStoreTest, CombinedWritesApplyBothPartsOrNeither) {
+  SessionRef s = Session("a");
+  ASSERT_TRUE(store_->OpenScope(MakeScope("ses_1", "", "session", s)).ok());
+  NewEvent to_root{"ses_1", EventKind::kBranchCreated, "br_1", "open it", 3, false, 1};
+  NewEvent to_nowhere{"nope", EventKind::kWarning, "", "lost", 0, false, 2};
+  // An event for an unknown scope: the scope is not opened either.
+  EXPECT_EQ(store_->OpenScopeWithEvents(MakeScope("br_1", "ses_1", "d", s), {to_root, to_nowhere})
+                .code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_FALSE(store_->GetScope("br_1")->has_value());
+  EXPECT_EQ(store_->ListEvents("ses_1", 0, 10)->total, 0);
+  ASSERT_TRUE(store_->OpenScopeWithEvents(MakeScope("br_1", "ses_1", "d", s), {to_root}).ok());
+  EXPECT_EQ(store_->ListEvents("ses_1", 0, 10)->total, 1);
+  // A fold that fails (unknown scope, then already folded) appends nothing.
+  NewEvent end{"br_1", EventKind::kBranchReturned, "", "done", 1, false, 3};
+  EXPECT_EQ(store_->FoldScopeAfterEvents({end}, "nope", "s", 1, 3).code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->ListEvents("br_1", 0, 10)->total, 0);
+  ASSERT_TRUE(store_->FoldScopeAfterEvents({end}, "br_1", "summary", 1, 3).ok());
+  EXPECT_EQ(store_->FoldScopeAfterEvents({end}, "br_1", "again", 1, 4).code(),
+            absl::StatusCode::kFailedPrecondition);
+  auto events = store_->ListEvents("br_1", 0, 10);
+  ASSERT_TRUE(events.ok());
+  EXPECT_EQ(events->total, 1);
+  auto folded = store_->GetScope("br_1");
+  ASSERT_TRUE(folded.ok() && folded->has_value());
+  EXPECT_EQ((*folded)->status, ScopeStatus::kFolded);
+  EXPECT_EQ((*folded)->summary, "summary");
+}
+
 TEST_F(SqliteTrailStoreTest, ListEventsPaginates) {
   SessionRef s = Session("a");
   ASSERT_TRUE(store_->OpenScope(MakeScope("ses_1", "", "session", s)).ok());

@@ -178,8 +178,6 @@ absl::Status Trail::OnBranchCreated(const SessionRef& session, std::string_view 
   scope.parent_id = parent;
   scope.description = std::string(description);
   scope.created_at_ms = clock_.WallMillis();
-  RETURN_IF_ERROR(store_.OpenScope(scope));
-  open_scopes_[scope.id] = session;
   NewEvent created;
   created.scope_id = parent;
   created.kind = EventKind::kBranchCreated;
@@ -187,7 +185,9 @@ absl::Status Trail::OnBranchCreated(const SessionRef& session, std::string_view 
   created.payload = base::StrCat(description, "\n", prompt);
   created.tokens = prompt_tokens;
   created.at_ms = scope.created_at_ms;
-  return store_.AppendEvents({created}).status();
+  RETURN_IF_ERROR(store_.OpenScopeWithEvents(scope, {created}));
+  open_scopes_[scope.id] = session;
+  return absl::OkStatus();
 }
 
 absl::Status Trail::OnBranchWarning(std::string_view branch_id, std::string_view text) {
@@ -213,9 +213,10 @@ absl::Status Trail::OnBranchFolded(std::string_view branch_id, std::string_view 
   end.payload = forced ? base::StrCat(reason, "\n", summary) : std::string(summary);
   end.tokens = summary_tokens;
   end.at_ms = clock_.WallMillis();
-  RETURN_IF_ERROR(store_.AppendEvents({end}).status());
+  RETURN_IF_ERROR(store_.FoldScopeAfterEvents({end}, branch_id, summary, summary_tokens,
+                                               end.at_ms));
   open_scopes_.erase(std::string(branch_id));
-  return store_.FoldScope(branch_id, summary, summary_tokens, end.at_ms);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<RecordedCall> Trail::RecordToolCall(const SessionRef& session,

@@ -131,6 +131,15 @@ class TrailStore {
   // folded.
   virtual absl::Status FoldScope(std::string_view id, std::string_view summary,
                                  int64_t summary_tokens, int64_t at_ms) = 0;
+  // OpenScope(scope), then AppendEvents(events) (to this scope or others), as one write: both
+  // or neither. Errors as theirs.
+  virtual absl::Status OpenScopeWithEvents(const Scope& scope,
+                                           const std::vector<NewEvent>& events) = 0;
+  // AppendEvents(events), then FoldScope(id, ...), as one write: both or neither. Errors as
+  // theirs.
+  virtual absl::Status FoldScopeAfterEvents(const std::vector<NewEvent>& events,
+                                            std::string_view id, std::string_view summary,
+                                            int64_t summary_tokens, int64_t at_ms) = 0;
   // The scope with its event totals, or nullopt.
   virtual absl::StatusOr<std::optional<Scope>> GetScope(std::string_view id) = 0;
   // Events `offset`..`offset+limit-1` of scope `id` (oldest first) and the scope's total.
