@@ -35,7 +35,7 @@ using Clock = std::chrono::steady_clock;
 // Waits for one message at a time.
 class OneShotSink final : public protocol::MessageSink {
  public:
-  void Send(const Json& message, const Json&) override {
+  void Send(Json message, const Json&) override {
     if (!message.contains("id") || message.contains("method")) return;  // notifications
     std::lock_guard<std::mutex> lock(mu_);
     last_ = message;

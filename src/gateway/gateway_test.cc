@@ -25,7 +25,7 @@ std::string TestUpstreamPath() { return GATEWAY_TEST_UPSTREAM; }
 // Collects a session's outbound messages.
 class Inbox final : public protocol::MessageSink {
  public:
-  void Send(const Json& message, const Json&) override {
+  void Send(Json message, const Json&) override {
     std::lock_guard<std::mutex> lock(mu_);
     messages_.push_back(message);
     cv_.notify_all();

@@ -207,7 +207,7 @@ class McpSession final : public Session, public std::enable_shared_from_this<Mcp
       });
       return;
     }
-    sink_->Send(message, related);
+    sink_->Send(std::move(message), related);
   }
 
   // Sends a message the gate held. A response whose changes did not become durable is replaced
@@ -222,7 +222,7 @@ class McpSession final : public Session, public std::enable_shared_from_this<Mcp
                           "contextd could not save this change (a storage error; see the server "
                           "log); it was not applied: retry");
     }
-    sink_->Send(message, related);
+    sink_->Send(std::move(message), related);
   }
 
   bool initialized() const { return initialized_; }

@@ -29,7 +29,7 @@ class MessageSink {
   // null for messages that belong to no request (list_changed, resources/updated, ...), which go
   // to the standalone stream (HTTP GET) or stdout. Must not block on the network; may be called
   // from any thread, including after the client went away (then it drops the message).
-  virtual void Send(const Json& message, const Json& related_request_id) = 0;
+  virtual void Send(Json message, const Json& related_request_id) = 0;
 };
 
 // One MCP session as the transports see it. Implemented by the engine.

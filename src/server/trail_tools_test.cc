@@ -16,7 +16,7 @@ using protocol::Json;
 
 class RecordingSink final : public protocol::MessageSink {
  public:
-  void Send(const Json& message, const Json&) override { sent.push_back(message); }
+  void Send(Json message, const Json&) override { sent.push_back(message); }
   std::vector<Json> sent;
 };
 

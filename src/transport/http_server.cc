@@ -180,7 +180,7 @@ class HttpSink final : public protocol::MessageSink {
  public:
   explicit HttpSink(size_t replay_max) : replay_max_(replay_max) {}
 
-  void Send(const Json& message, const Json& related_request_id) override;
+  void Send(Json message, const Json& related_request_id) override;
 
   // Sends an already serialized message to the standalone stream (buffered for replay).
   void SendStandalone(std::string payload);
@@ -416,10 +416,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   // Called through the sink (any thread): a message for POST generation `gen`.
-  void PostMessage(uint64_t gen, std::string payload, bool is_response) {
+  void PostMessage(uint64_t gen, Json message, bool is_response) {
     net::post(stream_.get_executor(),
-              [self = shared_from_this(), gen, p = std::move(payload), is_response]() mutable {
-                self->OnSessionMessage(gen, std::move(p), is_response);
+              [self = shared_from_this(), gen, m = std::move(message), is_response]() mutable {
+                self->OnSessionMessage(gen, protocol::Serialize(m), is_response);
               });
   }
   // Called through the sink: an event for the standalone stream of generation `gen`.
@@ -1083,9 +1083,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
 // ---- HttpSink.
 
-void HttpSink::Send(const Json& message, const Json& related_request_id) {
+void HttpSink::Send(Json message, const Json& related_request_id) {
   const bool response = !related_request_id.is_null() && IsResponse(message);
-  std::string payload = protocol::Serialize(message);
   std::lock_guard<std::mutex> lock(mu_);
   if (detached_) return;
   if (!related_request_id.is_null()) {
@@ -1095,13 +1094,15 @@ void HttpSink::Send(const Json& message, const Json& related_request_id) {
       const uint64_t gen = it->second.gen;
       if (response) routes_.erase(it);
       if (c) {
-        c->PostMessage(gen, std::move(payload), response);
+        // Posted under the lock, so in the order of the Send calls. Serialized on the connection's strand, not on the caller's thread (the engine
+        // executor, which every session shares).
+        c->PostMessage(gen, std::move(message), response);
         return;
       }
     }
     if (response) return;  // its POST is gone (client vanished or timed out): dropped
   }
-  StandaloneLocked(std::move(payload));
+  StandaloneLocked(protocol::Serialize(message));
 }
 
 void HttpSink::SendStandalone(std::string payload) {

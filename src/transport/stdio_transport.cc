@@ -41,7 +41,7 @@ class StdioSink final : public protocol::MessageSink {
   }
   ~StdioSink() override { StopWriter(); }
 
-  void Send(const Json& message, const Json& related_request_id) override {
+  void Send(Json message, const Json& related_request_id) override {
     const bool response = !related_request_id.is_null() && IsResponse(message);
     std::string line = protocol::Serialize(message);
     std::unique_lock<std::mutex> lock(mu_);

@@ -12,7 +12,7 @@ namespace contextd::protocol::testing {
 
 class RecordingSink final : public MessageSink {
  public:
-  void Send(const Json& message, const Json& /*related_request_id*/) override {
+  void Send(Json message, const Json& /*related_request_id*/) override {
     std::lock_guard<std::mutex> lock(mu_);
     sent_.push_back(message);
   }
