@@ -1,5 +1,6 @@
 #include "store/database.h"
 
+#include <pthread.h>
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -196,23 +197,18 @@ void Database::StartCheckpointer(sqlite3* conn, int interval_ms) {
 }
 
 void Database::CheckpointLoop(int interval_ms) {
-  // While the WAL grows fast, checkpoint again soon: the less is left to copy, the sooner and
-  // the more cheaply the writer can restart the WAL (RestartWalIfDue).
-  constexpr int kBusyIntervalMs = 5;
-  constexpr int kBusyFrames = 256;
+  pthread_setname_np(pthread_self(), "contextd-ckpt");
   std::unique_lock<std::mutex> lock(ckpt_mu_);
-  int wait_ms = interval_ms;
   while (!ckpt_stop_) {
-    ckpt_cv_.wait_for(lock, std::chrono::milliseconds(wait_ms));
+    // Also woken by RestartWalIfDue when a restart waits for this copy. Not more often: a
+    // checkpoint copies each page changed since the last one once (however often it changed)
+    // and syncs twice.
+    ckpt_cv_.wait_for(lock, std::chrono::milliseconds(interval_ms));
     if (ckpt_stop_) break;
-    int64_t before = ckpt_copied_.load(std::memory_order_relaxed);
     int log_frames = 0, done = 0;
     // PASSIVE never blocks writers or readers; what it cannot copy now is copied next time.
     sqlite3_wal_checkpoint_v2(ckpt_db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, &log_frames, &done);
     if (done >= 0) ckpt_copied_.store(done, std::memory_order_relaxed);
-    // done < before: the WAL was restarted since the last run.
-    int64_t copied = done >= before ? done - before : done;
-    wait_ms = copied >= kBusyFrames ? std::min(kBusyIntervalMs, interval_ms) : interval_ms;
   }
 }
 
