@@ -53,7 +53,8 @@ class GroupCommitTest : public ::testing::Test {
           visible_before_commit_ = CountRows(*observer_);
           return db_->CommitGroup();
         },
-        [this](const absl::Status& st) { failures_seen_.push_back(std::string(st.message())); });
+        [this](const absl::Status& st) { failures_seen_.push_back(std::string(st.message())); },
+        nullptr, [this] { delivered_before_upkeep_.push_back(sink_->size()); });
     server_.SetOutboundGate(gate_.get());
     {
       std::lock_guard<std::mutex> lock(db_->mutex());
@@ -125,6 +126,8 @@ class GroupCommitTest : public ::testing::Test {
   size_t sent_before_commit_ = 0;
   int64_t visible_before_commit_ = -1;
   std::vector<std::string> failures_seen_;
+  // What had gone out when after_delivery ran, once per successful commit.
+  std::vector<size_t> delivered_before_upkeep_;
 };
 
 TEST_F(GroupCommitTest, RepliesOfOneBatchWaitForItsSingleCommit) {
@@ -182,6 +185,18 @@ TEST_F(GroupCommitTest, AFailedCommitTurnsHeldRepliesIntoErrors) {
   EXPECT_EQ(sent[0]["result"]["content"][0]["text"], "written");
   EXPECT_EQ(gate_->commits(), 1);
   EXPECT_EQ(CountRows(*observer_), 1);
+}
+
+TEST_F(GroupCommitTest, UpkeepRunsAfterACommitsRepliesWentOutAndNotAfterAFailure) {
+  Send(CallWrite(1));
+  Send(CallWrite(2));
+  executor_.RunUntilIdle();
+  ASSERT_EQ(delivered_before_upkeep_.size(), 1u);
+  EXPECT_EQ(delivered_before_upkeep_[0], 2u);  // both replies were out before it ran
+  Send(CallWrite(3, "write_orphan"));
+  executor_.RunUntilIdle();
+  EXPECT_EQ(gate_->failures(), 1);
+  EXPECT_EQ(delivered_before_upkeep_.size(), 1u);
 }
 
 TEST_F(GroupCommitTest, FlushWithNothingOpenIsANoOp) {

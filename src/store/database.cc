@@ -370,9 +370,7 @@ absl::Status Database::CommitGroup() {
   if (!group_open_) return absl::OkStatus();
   group_open_ = false;
   absl::Status st = Control(commit_);
-  if (!st.ok()) {
-    Control(rollback_).IgnoreError();
-  }
+  if (!st.ok()) Control(rollback_).IgnoreError();
   return st;
 }
 

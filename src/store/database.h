@@ -3,7 +3,8 @@
 // the numbered schema migrations of migrations.h applied in a transaction at open; the write
 // transactions of the stores (plain, or grouped: many writes share one commit); plus a small
 // RAII prepared-statement wrapper. Thread-safe only under mutex(): callers lock it around every
-// use of the connection and its statements (CommitGroup and group_open() lock it themselves).
+// use of the connection and its statements (CommitGroup, group_open() and RestartWalIfDue lock
+// it themselves).
 #pragma once
 
 #include <atomic>

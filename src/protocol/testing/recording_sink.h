@@ -14,7 +14,12 @@ class RecordingSink final : public MessageSink {
  public:
   void Send(Json message, const Json& /*related_request_id*/) override {
     std::lock_guard<std::mutex> lock(mu_);
-    sent_.push_back(message);
+    sent_.push_back(std::move(message));
+  }
+  // How many messages are waiting for Take.
+  size_t size() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return sent_.size();
   }
   // The messages sent since the last Take, oldest first.
   std::vector<Json> Take() {
