@@ -145,6 +145,16 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
   ASSIGN_OR_RETURN(out->rollback_to_, out->Prepare("ROLLBACK TO contextd_write"));
   if (options.background_checkpoint_ms > 0 && path != ":memory:") {
     RETURN_IF_ERROR(out->Exec("PRAGMA wal_autocheckpoint=0"));
+    if (options.wal_restart_bytes > 0) {
+      RETURN_IF_ERROR(out->Exec(
+          absl::StrCat("PRAGMA journal_size_limit=", options.wal_restart_bytes)));
+      ASSIGN_OR_RETURN(Statement page_size, out->Prepare("PRAGMA page_size"));
+      ASSIGN_OR_RETURN(bool row, page_size.Step());
+      // A WAL frame is a page and a 24-byte header.
+      int64_t frame = (row ? page_size.Int(0) : 4096) + 24;
+      out->wal_restart_frames_ = std::max<int64_t>(1, options.wal_restart_bytes / frame);
+      sqlite3_wal_hook(db, &Database::OnWalCommit, out.get());
+    }
     sqlite3* ckpt = nullptr;
     rc = sqlite3_open_v2(path.c_str(), &ckpt, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
     if (rc != SQLITE_OK) {
@@ -162,16 +172,6 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
       sqlite3_close(ckpt);
       return absl::UnavailableError(
           absl::StrCat("cannot read ", path, " on the checkpoint connection: ", msg));
-    }
-    if (options.wal_restart_bytes > 0) {
-      RETURN_IF_ERROR(out->Exec(
-          absl::StrCat("PRAGMA journal_size_limit=", options.wal_restart_bytes)));
-      ASSIGN_OR_RETURN(Statement page_size, out->Prepare("PRAGMA page_size"));
-      ASSIGN_OR_RETURN(bool row, page_size.Step());
-      // A WAL frame is a page and a 24-byte header.
-      int64_t frame = (row ? page_size.Int(0) : 4096) + 24;
-      out->wal_restart_frames_ = std::max<int64_t>(1, options.wal_restart_bytes / frame);
-      sqlite3_wal_hook(db, &Database::OnWalCommit, out.get());
     }
     out->StartCheckpointer(ckpt, options.background_checkpoint_ms);
   }

@@ -76,7 +76,7 @@ TEST(DatabaseTest, BackgroundCheckpointerReplacesAutomaticCheckpoints) {
 TEST(DatabaseTest, TheWalOfAWriterThatIsNeverIdleStaysBounded) {
   TempDir tmp;
   constexpr int64_t kLimit = 256 << 10;
-  auto db = Database::Open(tmp.File("w.db"), DatabaseOptions{.background_checkpoint_ms = 1,
+  auto db = Database::Open(tmp.File("w.db"), DatabaseOptions{.background_checkpoint_ms = 20,
                                                              .wal_restart_bytes = kLimit});
   ASSERT_TRUE(db.ok()) << db.status();
   (*db)->EnableGroupCommit([] {});
