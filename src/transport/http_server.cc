@@ -1084,24 +1084,28 @@ class Connection : public std::enable_shared_from_this<Connection> {
 // ---- HttpSink.
 
 void HttpSink::Send(Json message, const Json& related_request_id) {
-  const bool response = !related_request_id.is_null() && IsResponse(message);
+  if (related_request_id.is_null()) {  // for the standalone stream
+    SendStandalone(protocol::Serialize(message));
+    return;
+  }
+  const bool response = IsResponse(message);
   std::lock_guard<std::mutex> lock(mu_);
   if (detached_) return;
-  if (!related_request_id.is_null()) {
-    auto it = routes_.find(related_request_id.dump());
-    if (it != routes_.end()) {
-      std::shared_ptr<Connection> c = it->second.conn;
-      const uint64_t gen = it->second.gen;
-      if (response) routes_.erase(it);
-      if (c) {
-        // Posted under the lock, so in the order of the Send calls. Serialized on the connection's strand, not on the caller's thread (the engine
-        // executor, which every session shares).
-        c->PostMessage(gen, std::move(message), response);
-        return;
-      }
+  auto it = routes_.find(related_request_id.dump());
+  if (it != routes_.end()) {
+    std::shared_ptr<Connection> c = it->second.conn;
+    const uint64_t gen = it->second.gen;
+    if (response) routes_.erase(it);
+    if (c) {
+      // Posted under the lock, so in the order of the Send calls. Serialized on the
+      // connection's strand, not on the caller's thread (the engine executor, which every
+      // session shares).
+      c->PostMessage(gen, std::move(message), response);
+      return;
     }
-    if (response) return;  // its POST is gone (client vanished or timed out): dropped
   }
+  if (response) return;  // its POST is gone (client vanished or timed out): dropped
+  // A notification of a request whose POST is gone goes to the standalone stream.
   StandaloneLocked(protocol::Serialize(message));
 }
 
