@@ -233,6 +233,11 @@ int Database::OnWalCommit(void* self, sqlite3* /*db*/, const char* /*schema*/, i
 }
 
 void Database::RestartWalIfDue() {
+  // Called after every group commit: most find the WAL short, without taking the lock.
+  if (wal_restart_frames_ == 0 ||
+      wal_frames_.load(std::memory_order_relaxed) < wal_restart_frames_) {
+    return;
+  }
   std::lock_guard<std::mutex> lock(mu_);
   RestartWalIfDueLocked();
 }
