@@ -11,13 +11,8 @@
 # Needs valgrind (callgrind_control, callgrind_annotate) and curl. Takes about 30 s per binary.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-BUILD=${BUILD:-build/release}
-LOAD=$BUILD/bench/http/mcp_load
-BINS=("$@")
-[[ ${#BINS[@]} -gt 0 ]] || BINS=("$BUILD/src/cli/contextd")
-for f in "$LOAD" "${BINS[@]}"; do
-  [[ -x $f ]] || { echo "missing $f (build it first)" >&2; exit 1; }
-done
+source bench/http/lib.sh
+bench_bins "$@"
 for tool in valgrind callgrind_control callgrind_annotate curl; do
   command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 1; }
 done
@@ -41,12 +36,7 @@ for bin in "${BINS[@]}"; do
     --listen 127.0.0.1:0 --set context_folding.branch_creation_rate_limit=1000000/second \
     2>"$TMP/err" &
   VG=$!
-  url=""
-  for _ in $(seq 1 600); do
-    url=$(grep -o 'http://[^ ]*/mcp' "$TMP/err" | head -1) && [[ -n $url ]] && break
-    sleep 0.1
-  done
-  [[ -n $url ]] || { echo "$bin did not start:" >&2; cat "$TMP/err" >&2; exit 1; }
+  url=$(server_url "$TMP/err" 600)  # valgrind starts slowly
   metrics=${url%/mcp}/metrics
   "$LOAD" --url "$url" --sessions 16 --concurrency 16 --duration 5 --warmup 0 --branch-pairs \
     >/dev/null 2>&1

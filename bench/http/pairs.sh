@@ -11,18 +11,13 @@
 # Build first: cmake --preset release && cmake --build build/release --target mcp_load contextd
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-BUILD=${BUILD:-build/release}
-LOAD=$BUILD/bench/http/mcp_load
+source bench/http/lib.sh
 RUNS=${RUNS:-3}
 RATES=${RATES-"500 1000 2000"}  # RATES="" for saturated runs only
 DURATION=${DURATION:-8}
 WARMUP=${WARMUP:-1}
 DATA=${DATA:-${TMPDIR:-/tmp}}
-BINS=("$@")
-[[ ${#BINS[@]} -gt 0 ]] || BINS=("$BUILD/src/cli/contextd")
-for f in "$LOAD" "${BINS[@]}"; do
-  [[ -x $f ]] || { echo "missing $f (build it first)" >&2; exit 1; }
-done
+bench_bins "$@"
 
 TMP=$(mktemp -d "$DATA/contextd-pairs.XXXXXX")
 SERVER=""
@@ -48,12 +43,8 @@ run() {
   "$bin" serve --data-dir "$TMP/data" --listen 127.0.0.1:0 \
     --set context_folding.branch_creation_rate_limit=1000000/second 2>"$TMP/err" &
   SERVER=$!
-  local url=""
-  for _ in $(seq 1 200); do
-    url=$(grep -o 'http://[^ ]*/mcp' "$TMP/err" | head -1) && [[ -n $url ]] && break
-    sleep 0.05
-  done
-  [[ -n $url ]] || { echo "$bin did not start:" >&2; cat "$TMP/err" >&2; exit 1; }
+  local url
+  url=$(server_url "$TMP/err" 100)
   local metrics=${url%/mcp}/metrics
   thread_ticks "$SERVER" >"$TMP/t0"
   local out

@@ -1,0 +1,26 @@
+# Shared by the bench/http scripts that run contextd binaries (source it after cd to the repo).
+#   bench_bins BIN...     sets BINS (default: $BUILD's contextd) and LOAD (mcp_load); exits if
+#                         one is not built
+#   server_url ERRFILE N  prints the MCP URL a starting server logged to ERRFILE, polling N
+#                         times every 0.1 s; exits with the log if none appears
+BUILD=${BUILD:-build/release}
+LOAD=$BUILD/bench/http/mcp_load
+
+bench_bins() {
+  BINS=("$@")
+  [[ ${#BINS[@]} -gt 0 ]] || BINS=("$BUILD/src/cli/contextd")
+  local f
+  for f in "$LOAD" "${BINS[@]}"; do
+    [[ -x $f ]] || { echo "missing $f (build it first)" >&2; exit 1; }
+  done
+}
+
+server_url() {
+  local url="" i
+  for ((i = 0; i < $2; i++)); do
+    url=$(grep -o 'http://[^ ]*/mcp' "$1" | head -1) && [[ -n $url ]] && break
+    sleep 0.1
+  done
+  [[ -n $url ]] || { echo "the server did not start:" >&2; cat "$1" >&2; exit 1; }
+  echo "$url"
+}
