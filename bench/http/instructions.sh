@@ -17,16 +17,10 @@ for tool in valgrind callgrind_control callgrind_annotate curl; do
   command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 1; }
 done
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/contextd-instr.XXXXXX")
-VG=""
-cleanup() {
-  [[ -n $VG ]] && kill "$VG" 2>/dev/null && wait "$VG" 2>/dev/null
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
+bench_tmp contextd-instr
 
 completed() {
-  curl -sf "$1" | awk '/^contextd_branches_finished_total\{status="completed"\}/ {print $2}'
+  curl -sf "$1" | completed_pairs
 }
 
 for bin in "${BINS[@]}"; do
@@ -35,22 +29,22 @@ for bin in "${BINS[@]}"; do
     --callgrind-out-file="$TMP/cg.out" "$bin" serve --data-dir "$TMP/data" \
     --listen 127.0.0.1:0 --set context_folding.branch_creation_rate_limit=1000000/second \
     2>"$TMP/err" &
-  VG=$!
+  SERVER=$!
   url=$(server_url "$TMP/err" 600)  # valgrind starts slowly
   metrics=${url%/mcp}/metrics
   "$LOAD" --url "$url" --sessions 16 --concurrency 16 --duration 5 --warmup 0 --branch-pairs \
     >/dev/null 2>&1
   sleep 2
   n0=$(completed "$metrics")
-  callgrind_control -i on "$VG" >/dev/null 2>&1
+  callgrind_control -i on "$SERVER" >/dev/null 2>&1
   "$LOAD" --url "$url" --sessions 16 --concurrency 16 --duration 10 --warmup 0 --branch-pairs \
     >/dev/null 2>&1
   sleep 1
-  callgrind_control -i off "$VG" >/dev/null 2>&1
+  callgrind_control -i off "$SERVER" >/dev/null 2>&1
   n1=$(completed "$metrics")
-  callgrind_control -d "$VG" >/dev/null 2>&1
+  callgrind_control -d "$SERVER" >/dev/null 2>&1
   sleep 1
-  kill "$VG"; wait "$VG" 2>/dev/null || true; VG=""
+  stop_server
   pairs=$((n1 - n0))
   [[ $pairs -gt 0 ]] || { echo "$bin: no pairs completed" >&2; exit 1; }
   total=0

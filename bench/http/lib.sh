@@ -1,8 +1,12 @@
 # Shared by the bench/http scripts that run contextd binaries (source it after cd to the repo).
 #   bench_bins BIN...     sets BINS (default: $BUILD's contextd) and LOAD (mcp_load); exits if
 #                         one is not built
+#   bench_tmp NAME        makes the scratch dir TMP under ${DATA:-$TMPDIR}, removed at exit,
+#                         with the server whose pid is in SERVER killed first
 #   server_url ERRFILE N  prints the MCP URL a starting server logged to ERRFILE, polling N
 #                         times every 0.1 s; exits with the log if none appears
+#   stop_server           kills SERVER and waits for it
+#   completed_pairs       branches completed, read from metrics text on stdin
 BUILD=${BUILD:-build/release}
 LOAD=$BUILD/bench/http/mcp_load
 
@@ -23,4 +27,21 @@ server_url() {
   done
   [[ -n $url ]] || { echo "the server did not start:" >&2; cat "$1" >&2; exit 1; }
   echo "$url"
+}
+
+bench_tmp() {
+  TMP=$(mktemp -d "${DATA:-${TMPDIR:-/tmp}}/$1.XXXXXX")
+  SERVER=""
+  trap 'stop_server; rm -rf "$TMP"' EXIT
+}
+
+stop_server() {
+  [[ -z $SERVER ]] && return 0
+  kill "$SERVER" 2>/dev/null || true
+  wait "$SERVER" 2>/dev/null || true
+  SERVER=""
+}
+
+completed_pairs() {
+  awk '/^contextd_branches_finished_total\{status="completed"\}/ {print $2}'
 }

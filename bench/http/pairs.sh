@@ -19,13 +19,7 @@ WARMUP=${WARMUP:-1}
 DATA=${DATA:-${TMPDIR:-/tmp}}
 bench_bins "$@"
 
-TMP=$(mktemp -d "$DATA/contextd-pairs.XXXXXX")
-SERVER=""
-cleanup() {
-  [[ -n $SERVER ]] && kill "$SERVER" 2>/dev/null && wait "$SERVER" 2>/dev/null
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
+bench_tmp contextd-pairs
 
 # thread_ticks PID: "tid utime+stime is_executor" per thread.
 thread_ticks() {
@@ -53,9 +47,9 @@ run() {
   thread_ticks "$SERVER" >"$TMP/t1"
   local m pairs commits
   m=$(curl -sf "$metrics")
-  pairs=$(awk '/^contextd_branches_finished_total\{status="completed"\}/ {print $2}' <<<"$m")
+  pairs=$(completed_pairs <<<"$m")
   commits=$(awk '/^contextd_store_group_commits_total\{outcome="ok"\}/ {print $2}' <<<"$m")
-  kill "$SERVER"; wait "$SERVER" 2>/dev/null || true; SERVER=""
+  stop_server
   local hz
   hz=$(getconf CLK_TCK)
   join "$TMP/t0" "$TMP/t1" | awk -v n="${pairs:-0}" -v c="${commits:-0}" -v hz="$hz" \
