@@ -15,14 +15,16 @@ cleanup() {
 }
 trap cleanup EXIT
 
-start() {  # start NAME [serve args...] -> prints the URL
+# start NAME [serve args...] -> sets url. Not run in $(...): the pid must reach this shell's
+# pids, or cleanup would leave the server running.
+start() {
   local name="$1"; shift
   "$bin" serve --transport http --listen 127.0.0.1:0 --data-dir "$work/$name" "$@" \
     >"$work/$name.out" 2>"$work/$name.err" &
   pids+=("$!")
   for _ in $(seq 1 100); do
     if grep -q 'listening on' "$work/$name.err" 2>/dev/null; then
-      grep -o 'http://[^ ]*/mcp' "$work/$name.err" | head -1
+      url="$(grep -o 'http://[^ ]*/mcp' "$work/$name.err" | head -1)"
       return 0
     fi
     sleep 0.1
@@ -30,11 +32,12 @@ start() {  # start NAME [serve args...] -> prints the URL
   echo "contextd did not start:" >&2; cat "$work/$name.err" >&2; return 1
 }
 
-url="$(start fixtures --conformance-fixtures)"
+start fixtures --conformance-fixtures
 echo "conformance: all server scenarios against $url" >&2
 "$here/run.sh" "$url" --suite all | tee "$work/all.out"
 grep -qE '^Total: [0-9]+ passed, 0 failed' "$work/all.out"
 
-plain="$(start plain)"
+start plain
+plain="$url"
 echo "conformance: dns-rebinding-protection without fixtures against $plain" >&2
 "$here/run.sh" "$plain" --scenario dns-rebinding-protection
