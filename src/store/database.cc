@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "store/migrations.h"
+#include "store/wal_gather_vfs.h"
 
 namespace contextd::store {
 namespace {
@@ -119,7 +120,8 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
   }
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(
-      path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+      path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+      WalGatherVfsName());
   if (rc != SQLITE_OK) {
     std::string msg = db != nullptr ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
@@ -156,7 +158,8 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
       sqlite3_wal_hook(db, &Database::OnWalCommit, out.get());
     }
     sqlite3* ckpt = nullptr;
-    rc = sqlite3_open_v2(path.c_str(), &ckpt, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
+    rc = sqlite3_open_v2(path.c_str(), &ckpt, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                         WalGatherVfsName());
     if (rc != SQLITE_OK) {
       std::string msg = ckpt != nullptr ? sqlite3_errmsg(ckpt) : "out of memory";
       sqlite3_close(ckpt);

@@ -1,0 +1,169 @@
+#include "store/wal_gather_vfs.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "store/test_util.h"
+
+namespace contextd::store {
+namespace {
+
+sqlite3* OpenWith(const std::string& path, const char* vfs) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, vfs);
+  EXPECT_EQ(rc, SQLITE_OK) << (db != nullptr ? sqlite3_errmsg(db) : "");
+  return db;
+}
+
+void Exec(sqlite3* db, const std::string& sql) {
+  char* err = nullptr;
+  int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+  EXPECT_EQ(rc, SQLITE_OK) << sql << ": " << (err != nullptr ? err : "");
+  sqlite3_free(err);
+}
+
+std::string QueryText(sqlite3* db, const std::string& sql) {
+  sqlite3_stmt* st = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sql;
+  std::string out;
+  if (sqlite3_step(st) == SQLITE_ROW) {
+    const unsigned char* text = sqlite3_column_text(st, 0);
+    out = text != nullptr ? reinterpret_cast<const char*>(text) : "";
+  }
+  sqlite3_finalize(st);
+  return out;
+}
+
+// A writer through the VFS in WAL mode, with a table whose rows dirty several pages each.
+sqlite3* OpenWriter(const std::string& path) {
+  const char* vfs = WalGatherVfsName();
+  EXPECT_NE(vfs, nullptr);
+  sqlite3* db = OpenWith(path, vfs);
+  Exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=0");
+  Exec(db,
+       "CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, a TEXT, b TEXT);"
+       "CREATE INDEX IF NOT EXISTS t_a ON t (a); CREATE INDEX IF NOT EXISTS t_b ON t (b)");
+  return db;
+}
+
+std::string Insert(int n, int first, int blob_bytes) {
+  std::string sql;
+  for (int i = first; i < first + n; ++i) {
+    sql += "INSERT INTO t (a, b) VALUES (hex(randomblob(8)) || '" + std::to_string(i) +
+           "', hex(randomblob(" + std::to_string(blob_bytes / 2) + ")));";
+  }
+  return sql;
+}
+
+TEST(WalGatherVfsTest, ACommitIsOneWriteAndOtherConnectionsSeeItAtOnce) {
+  TempDir tmp;
+  std::string path = tmp.File("g.db");
+  sqlite3* writer = OpenWriter(path);
+  sqlite3* reader = OpenWith(path, nullptr);  // The default VFS: reads the file as it is.
+  int rows = 0;
+  for (int commit = 0; commit < 20; ++commit) {
+    WalGatherStats before = GetWalGatherStats();
+    Exec(writer, "BEGIN; " + Insert(3, rows, 600) + " COMMIT");
+    rows += 3;
+    WalGatherStats after = GetWalGatherStats();
+    // Three rows dirty the table and both indexes: several frames, stored with one write.
+    EXPECT_GE(after.appends - before.appends, 3) << commit;
+    EXPECT_EQ(after.writes - before.writes, 1) << commit;
+    EXPECT_EQ(QueryText(reader, "SELECT COUNT(*) FROM t"), std::to_string(rows)) << commit;
+  }
+  EXPECT_EQ(QueryText(reader, "PRAGMA integrity_check"), "ok");
+  sqlite3_close(reader);
+  sqlite3_close(writer);
+}
+
+TEST(WalGatherVfsTest, LargeAndSpilledTransactionsCommitAndRollBackCleanly) {
+  TempDir tmp;
+  std::string path = tmp.File("g.db");
+  sqlite3* writer = OpenWriter(path);
+  // A 10-page cache spills dirty pages into the WAL in the middle of a transaction, and the
+  // transaction's frames (about 2 MB) are far more than one gathered write holds.
+  Exec(writer, "PRAGMA cache_size=10");
+  WalGatherStats before = GetWalGatherStats();
+  Exec(writer, "BEGIN; " + Insert(1000, 0, 2000) + " ROLLBACK");
+  EXPECT_GT(GetWalGatherStats().writes - before.writes, 20);  // It spilled, in pieces.
+  Exec(writer, "BEGIN; " + Insert(10, 0, 100) + " COMMIT");
+  Exec(writer, "BEGIN; " + Insert(1000, 10, 2000) + " COMMIT");
+  sqlite3* reader = OpenWith(path, nullptr);
+  EXPECT_EQ(QueryText(reader, "SELECT COUNT(*) FROM t"), "1010");
+  EXPECT_EQ(QueryText(reader, "PRAGMA integrity_check"), "ok");
+  // Copied back into the database file, then read from the file alone.
+  EXPECT_EQ(QueryText(reader, "PRAGMA wal_checkpoint(TRUNCATE)"), "0");
+  sqlite3_close(reader);
+  sqlite3_close(writer);
+  reader = OpenWith(path, nullptr);
+  EXPECT_EQ(QueryText(reader, "SELECT COUNT(*) FROM t"), "1010");
+  EXPECT_EQ(QueryText(reader, "PRAGMA integrity_check"), "ok");
+  sqlite3_close(reader);
+}
+
+TEST(WalGatherVfsTest, AWalStartedAgainAfterACheckpointKeepsEveryCommit) {
+  TempDir tmp;
+  std::string path = tmp.File("g.db");
+  sqlite3* writer = OpenWriter(path);
+  sqlite3* reader = OpenWith(path, nullptr);
+  int rows = 0;
+  for (int round = 0; round < 5; ++round) {
+    for (int i = 0; i < 10; ++i) {
+      Exec(writer, "BEGIN; " + Insert(2, rows, 300) + " COMMIT");
+      rows += 2;
+    }
+    // Everything copied: the writer's next commit writes the WAL from its start again (a write
+    // that is not contiguous with the last one).
+    EXPECT_EQ(QueryText(reader, "PRAGMA wal_checkpoint(PASSIVE)"), "0") << round;
+    EXPECT_EQ(QueryText(reader, "SELECT COUNT(*) FROM t"), std::to_string(rows));
+  }
+  EXPECT_EQ(QueryText(reader, "PRAGMA integrity_check"), "ok");
+  sqlite3_close(reader);
+  sqlite3_close(writer);
+}
+
+// A child commits through the VFS and acknowledges each commit through a pipe, then is killed
+// with SIGKILL: every acknowledged commit is in the file.
+TEST(WalGatherVfsTest, EveryAcknowledgedCommitSurvivesKill9) {
+  TempDir tmp;
+  std::string path = tmp.File("g.db");
+  sqlite3_close(OpenWriter(path));
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    close(fds[0]);
+    sqlite3* writer = OpenWriter(path);
+    for (int i = 0; i < 200; ++i) {
+      std::string sql = "BEGIN; " + Insert(1, i, 200) + " COMMIT";
+      if (sqlite3_exec(writer, sql.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) _exit(3);
+      char ack = 1;
+      if (write(fds[1], &ack, 1) != 1) _exit(4);
+    }
+    raise(SIGKILL);
+    _exit(5);
+  }
+  close(fds[1]);
+  int acked = 0;
+  char ack;
+  while (read(fds[0], &ack, 1) == 1) ++acked;
+  close(fds[0]);
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(pid, &wstatus, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(wstatus));
+  EXPECT_EQ(WTERMSIG(wstatus), SIGKILL);
+  EXPECT_EQ(acked, 200);
+  sqlite3* reader = OpenWith(path, nullptr);
+  EXPECT_EQ(QueryText(reader, "SELECT COUNT(*) FROM t"), std::to_string(acked));
+  EXPECT_EQ(QueryText(reader, "PRAGMA integrity_check"), "ok");
+  sqlite3_close(reader);
+}
+
+}  // namespace
+}  // namespace contextd::store
