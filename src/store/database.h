@@ -165,7 +165,8 @@ class Database {
   absl::Status group_failed_;
   // Control statements, prepared once (sqlite3_exec would parse them on every write).
   Statement begin_, commit_, rollback_, savepoint_, release_, rollback_to_;
-  // Background checkpointer: its own connection, used only under ckpt_mu_.
+  // Background checkpointer: its own connection, used only under ckpt_mu_. Lock order: mu_, then
+  // ckpt_mu_.
   std::mutex ckpt_mu_;
   std::condition_variable ckpt_cv_;
   bool ckpt_stop_ = false;

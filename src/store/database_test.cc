@@ -1,10 +1,16 @@
 #include "store/database.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <stdlib.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <thread>
 
 #include "store/migrations.h"
 #include "store/test_util.h"
@@ -71,6 +77,37 @@ TEST(DatabaseTest, BackgroundCheckpointerReplacesAutomaticCheckpoints) {
   ASSERT_TRUE(plain.ok());
   std::lock_guard<std::mutex> lock((*plain)->mutex());
   EXPECT_EQ(QueryInt(**plain, "PRAGMA wal_autocheckpoint"), 1000);
+}
+
+// The scheduling policy of this process's thread named `name` (/proc/self/task/*/stat field
+// 41), or -1 if there is none.
+int ThreadPolicy(const std::string& name) {
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string line;
+    if (!std::getline(comm, line) || line != name) continue;
+    std::ifstream stat(task.path() / "stat");
+    std::string all((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    std::istringstream fields(all.substr(all.rfind(')') + 2));  // From field 3 on.
+    std::string field;
+    for (int i = 3; i <= 41 && fields >> field; ++i) {
+      if (i == 41) return std::stoi(field);
+    }
+  }
+  return -1;
+}
+
+TEST(DatabaseTest, TheCheckpointerRunsAtIdlePriority) {
+  TempDir tmp;
+  auto db = Database::Open(tmp.File("p.db"));
+  ASSERT_TRUE(db.ok()) << db.status();
+  // The thread names itself and sets its policy as it starts.
+  int policy = -1;
+  for (int i = 0; i < 200 && policy != SCHED_IDLE; ++i) {
+    policy = ThreadPolicy("contextd-ckpt");
+    if (policy != SCHED_IDLE) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(policy, SCHED_IDLE);
 }
 
 TEST(DatabaseTest, TheWalOfAWriterThatIsNeverIdleStaysBounded) {
