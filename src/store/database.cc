@@ -150,7 +150,7 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
     RETURN_IF_ERROR(out->Exec("PRAGMA wal_autocheckpoint=0"));
     if (options.wal_restart_bytes > 0) {
       RETURN_IF_ERROR(out->Exec(
-          absl::StrCat("PRAGMA journal_size_limit=", options.wal_restart_bytes)));
+          absl::StrCat("PRAGMA journal_size_limit=", 2 * options.wal_restart_bytes)));
       ASSIGN_OR_RETURN(Statement page_size, out->Prepare("PRAGMA page_size"));
       ASSIGN_OR_RETURN(bool row, page_size.Step());
       // A WAL frame is a page and a 24-byte header.

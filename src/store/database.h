@@ -40,7 +40,9 @@ struct DatabaseOptions {
   // Commits are durable in the WAL either way. 0 keeps SQLite's automatic checkpoints.
   int background_checkpoint_ms = 200;
   // With the background checkpointer: the WAL size at which the writer restarts the WAL
-  // (Database::RestartWalIfDue), and the size the WAL file is truncated back to. 0: never.
+  // (Database::RestartWalIfDue); a WAL file that grew past twice this is truncated back to
+  // twice this after a restart (a smaller file would be truncated at every restart, and ext4
+  // with `discard` frees the blocks synchronously). 0: never.
   int64_t wal_restart_bytes = int64_t{64} << 20;
 };
 
