@@ -34,6 +34,7 @@ struct WalFile {
   sqlite3_file* real;
   std::string* gathered;  // Bytes not yet written, starting at gathered_at.
   sqlite3_int64 gathered_at;
+  sqlite3_int64 stream_end;  // Where the last write through this file ended.
   bool commit_header;  // The last append was a commit frame's header: its page ends the commit.
 };
 
@@ -69,10 +70,22 @@ int WalRead(sqlite3_file* f, void* out, int amount, sqlite3_int64 offset) {
 int WalWrite(sqlite3_file* f, const void* data, int amount, sqlite3_int64 offset) {
   WalFile* w = Wal(f);
   std::string& g = *w->gathered;
-  if (!g.empty() && (offset != w->gathered_at + static_cast<sqlite3_int64>(g.size()) ||
-                     g.size() + static_cast<size_t>(amount) > kMaxGatheredBytes)) {
+  // Gathered: the WAL header (a restart) and every write that continues the stream of appends.
+  // Anything else writes over frames already written: SQLite overwriting a page of the current
+  // transaction, or rewriting frame checksums after the commit frame (walRewriteChecksums).
+  // Those go through at once, after what was gathered before them: nothing may stay behind a
+  // commit, and the gathered bytes could hold the frame being overwritten.
+  bool continues = g.empty() ? (offset == w->stream_end || offset == 0)
+                             : offset == w->gathered_at + static_cast<sqlite3_int64>(g.size());
+  if (!g.empty() && (!continues || g.size() + static_cast<size_t>(amount) > kMaxGatheredBytes)) {
     int rc = Flush(w);
     if (rc != SQLITE_OK) return rc;
+  }
+  w->stream_end = offset + amount;
+  if (!continues) {
+    w->commit_header = false;
+    g_writes.fetch_add(1, std::memory_order_relaxed);
+    return w->real->pMethods->xWrite(w->real, data, amount, offset);
   }
   if (g.empty()) w->gathered_at = offset;
   g.append(static_cast<const char*>(data), static_cast<size_t>(amount));
@@ -168,6 +181,7 @@ int Open(sqlite3_vfs* /*vfs*/, sqlite3_filename name, sqlite3_file* file, int fl
   }
   w->gathered->reserve(64 * 1024);
   w->gathered_at = 0;
+  w->stream_end = -1;
   w->commit_header = false;
   w->base.pMethods = &kWalMethods;
   return rc;

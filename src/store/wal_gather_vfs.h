@@ -3,14 +3,15 @@
 // SQLite appends each WAL frame with two writes, its 24-byte header and then its page, so a
 // commit that dirtied 10 pages costs 20 pwrite calls; at a durable branch pair's rate those
 // syscalls were a fifth of the engine executor's time. This VFS wraps the default one. Database
-// and journal files are the default VFS's own, untouched. A WAL file gets a buffer: contiguous
-// appends are gathered there and written in one call when the transaction's commit frame has been
-// appended, so the commit is in the file (the OS page cache, as with every write under
-// synchronous=NORMAL) before SQLite publishes it to other connections or returns from COMMIT.
-// Everything else (a read, sync, truncate, size query, file control, close, a write that
-// is not contiguous, 96 KiB gathered) writes the buffer out first, so the file never looks different to SQLite than
-// with plain writes. A failed gathered write fails the write call that triggered it: the commit
-// fails as it would have.
+// and journal files are the default VFS's own, untouched. A WAL file gets a buffer: appends
+// (each write that continues where the last one ended) are gathered there and written in one
+// call when the transaction's commit frame has been appended, so the commit is in the file (the
+// OS page cache, as with every write under synchronous=NORMAL) before SQLite publishes it to
+// other connections or returns from COMMIT. A write over frames already written (SQLite
+// rewriting a page or a checksum) goes through at once, after the buffer. Everything else (a
+// read, sync, truncate, size query, file control, close, 96 KiB gathered) writes the buffer out
+// first, so the file never looks different to SQLite than with plain writes. A failed gathered
+// write fails the write call that triggered it: the commit fails as it would have.
 #pragma once
 
 #include <cstdint>

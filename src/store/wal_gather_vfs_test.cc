@@ -165,5 +165,43 @@ TEST(WalGatherVfsTest, EveryAcknowledgedCommitSurvivesKill9) {
   sqlite3_close(reader);
 }
 
+// A transaction that spilled pages into the WAL and then changed them again makes SQLite
+// overwrite those frames in place and, after the commit frame, rewrite the checksums of every
+// frame from the first one it overwrote (walRewriteChecksums). Those rewrites must be in the file
+// when COMMIT returns: a stale checksum ends the WAL there when it is read back after a crash.
+TEST(WalGatherVfsTest, ACommitWhoseChecksumsWereRewrittenSurvivesKill9) {
+  TempDir tmp;
+  std::string path = tmp.File("g.db");
+  sqlite3_close(OpenWriter(path));
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    close(fds[0]);
+    sqlite3* writer = OpenWriter(path);
+    std::string sql = "PRAGMA cache_size=10; BEGIN; " + Insert(300, 0, 1000) +
+                      " UPDATE t SET b = b || 'x' WHERE id <= 100; " + Insert(50, 300, 1000) +
+                      " UPDATE t SET a = a || 'y'; COMMIT";
+    if (sqlite3_exec(writer, sql.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) _exit(3);
+    char ack = 1;
+    if (write(fds[1], &ack, 1) != 1) _exit(4);
+    raise(SIGKILL);
+    _exit(5);
+  }
+  close(fds[1]);
+  char ack = 0;
+  EXPECT_EQ(read(fds[0], &ack, 1), 1);
+  close(fds[0]);
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(pid, &wstatus, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(wstatus));
+  sqlite3* reader = OpenWith(path, nullptr);
+  EXPECT_EQ(QueryText(reader, "SELECT COUNT(*) FROM t"), "350");
+  EXPECT_EQ(QueryText(reader, "SELECT COUNT(*) FROM t WHERE a LIKE '%y'"), "350");
+  EXPECT_EQ(QueryText(reader, "PRAGMA integrity_check"), "ok");
+  sqlite3_close(reader);
+}
+
 }  // namespace
 }  // namespace contextd::store
