@@ -35,7 +35,7 @@ struct WalFile {
   std::string* gathered;  // Bytes not yet written, starting at gathered_at.
   sqlite3_int64 gathered_at;
   sqlite3_int64 stream_end;  // Where the last write through this file ended.
-  bool commit_header;  // The last append was a commit frame's header: its page ends the commit.
+  bool commit_header;  // The last write was a commit frame's header: its page ends the commit.
 };
 
 constexpr size_t kRealOffset = (sizeof(WalFile) + 15) / 16 * 16;
@@ -43,12 +43,15 @@ constexpr size_t kRealOffset = (sizeof(WalFile) + 15) / 16 * 16;
 WalFile* Wal(sqlite3_file* f) { return reinterpret_cast<WalFile*>(f); }
 sqlite3_file* Real(sqlite3_file* f) { return Wal(f)->real; }
 
+// On failure the bytes stay gathered and the error goes to the caller: SQLite ignores the result
+// of a few calls (a size hint), and must not go on believing bytes it was told were written are
+// in the file; the next flush tries again, before any later write, so order is kept.
 int Flush(WalFile* w) {
   if (w->gathered->empty()) return SQLITE_OK;
   g_writes.fetch_add(1, std::memory_order_relaxed);
   int rc = w->real->pMethods->xWrite(w->real, w->gathered->data(),
                                      static_cast<int>(w->gathered->size()), w->gathered_at);
-  w->gathered->clear();
+  if (rc == SQLITE_OK) w->gathered->clear();
   return rc;
 }
 
@@ -70,11 +73,21 @@ int WalRead(sqlite3_file* f, void* out, int amount, sqlite3_int64 offset) {
 int WalWrite(sqlite3_file* f, const void* data, int amount, sqlite3_int64 offset) {
   WalFile* w = Wal(f);
   std::string& g = *w->gathered;
-  // Gathered: the WAL header (a restart) and every write that continues the stream of appends.
-  // Anything else writes over frames already written: SQLite overwriting a page of the current
-  // transaction, or rewriting frame checksums after the commit frame (walRewriteChecksums).
-  // Those go through at once, after what was gathered before them: nothing may stay behind a
-  // commit, and the gathered bytes could hold the frame being overwritten.
+  // Which write ends a commit: the page after a commit frame's header, however either was
+  // written.
+  bool ends_commit = false;
+  if (amount == kFrameHeaderBytes && offset >= kWalHeaderBytes) {
+    const auto* h = static_cast<const unsigned char*>(data);
+    w->commit_header = (h[4] | h[5] | h[6] | h[7]) != 0;
+  } else {
+    ends_commit = w->commit_header;
+    w->commit_header = false;
+  }
+  // Gathered: the WAL header (a restart) and every write that continues where the last one
+  // ended. Anything else writes over frames already written (SQLite overwriting a page of the
+  // current transaction, or rewriting frame checksums after the commit frame), or starts a
+  // transaction after such a write: it goes through at once, after what was gathered before it,
+  // which may hold the frame being overwritten.
   bool continues = g.empty() ? (offset == w->stream_end || offset == 0)
                              : offset == w->gathered_at + static_cast<sqlite3_int64>(g.size());
   if (!g.empty() && (!continues || g.size() + static_cast<size_t>(amount) > kMaxGatheredBytes)) {
@@ -83,20 +96,13 @@ int WalWrite(sqlite3_file* f, const void* data, int amount, sqlite3_int64 offset
   }
   w->stream_end = offset + amount;
   if (!continues) {
-    w->commit_header = false;
     g_writes.fetch_add(1, std::memory_order_relaxed);
     return w->real->pMethods->xWrite(w->real, data, amount, offset);
   }
   if (g.empty()) w->gathered_at = offset;
   g.append(static_cast<const char*>(data), static_cast<size_t>(amount));
-  bool ends_commit = false;
   if (amount == kFrameHeaderBytes && offset >= kWalHeaderBytes) {
-    const auto* h = static_cast<const unsigned char*>(data);
-    w->commit_header = (h[4] | h[5] | h[6] | h[7]) != 0;
     g_appends.fetch_add(1, std::memory_order_relaxed);
-  } else {
-    ends_commit = w->commit_header;
-    w->commit_header = false;
   }
   return ends_commit ? Flush(w) : SQLITE_OK;
 }

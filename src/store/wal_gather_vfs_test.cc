@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -169,10 +170,13 @@ TEST(WalGatherVfsTest, EveryAcknowledgedCommitSurvivesKill9) {
 // overwrite those frames in place and, after the commit frame, rewrite the checksums of every
 // frame from the first one it overwrote (walRewriteChecksums). Those rewrites must be in the file
 // when COMMIT returns: a stale checksum ends the WAL there when it is read back after a crash.
+// So must the next transaction, which starts somewhere else than where the last write ended.
 TEST(WalGatherVfsTest, ACommitWhoseChecksumsWereRewrittenSurvivesKill9) {
   TempDir tmp;
   std::string path = tmp.File("g.db");
-  sqlite3_close(OpenWriter(path));
+  sqlite3* setup = OpenWriter(path);
+  Exec(setup, "CREATE TABLE u (x INTEGER); INSERT INTO u VALUES (1)");
+  sqlite3_close(setup);
   int fds[2];
   ASSERT_EQ(pipe(fds), 0);
   pid_t pid = fork();
@@ -186,11 +190,17 @@ TEST(WalGatherVfsTest, ACommitWhoseChecksumsWereRewrittenSurvivesKill9) {
     if (sqlite3_exec(writer, sql.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) _exit(3);
     char ack = 1;
     if (write(fds[1], &ack, 1) != 1) _exit(4);
+    // Then a transaction of one frame (a one-page table), written right after those rewrites.
+    if (sqlite3_exec(writer, "UPDATE u SET x = 2", nullptr, nullptr, nullptr) != SQLITE_OK) {
+      _exit(6);
+    }
+    if (write(fds[1], &ack, 1) != 1) _exit(4);
     raise(SIGKILL);
     _exit(5);
   }
   close(fds[1]);
   char ack = 0;
+  EXPECT_EQ(read(fds[0], &ack, 1), 1);
   EXPECT_EQ(read(fds[0], &ack, 1), 1);
   close(fds[0]);
   int wstatus = 0;
@@ -199,6 +209,52 @@ TEST(WalGatherVfsTest, ACommitWhoseChecksumsWereRewrittenSurvivesKill9) {
   sqlite3* reader = OpenWith(path, nullptr);
   EXPECT_EQ(QueryText(reader, "SELECT COUNT(*) FROM t"), "350");
   EXPECT_EQ(QueryText(reader, "SELECT COUNT(*) FROM t WHERE a LIKE '%y'"), "350");
+  EXPECT_EQ(QueryText(reader, "SELECT x FROM u"), "2");
+  EXPECT_EQ(QueryText(reader, "PRAGMA integrity_check"), "ok");
+  sqlite3_close(reader);
+}
+
+// A child whose files may not grow past 512 KiB (RLIMIT_FSIZE: a real failed write, EFBIG)
+// commits until commits fail: each failure is reported, and every commit reported OK is there.
+TEST(WalGatherVfsTest, AWriteThatFailsFailsItsCommitAndLosesNoEarlierOne) {
+  TempDir tmp;
+  std::string path = tmp.File("g.db");
+  sqlite3_close(OpenWriter(path));
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    close(fds[0]);
+    signal(SIGXFSZ, SIG_IGN);
+    rlimit limit{512 * 1024, 512 * 1024};
+    if (setrlimit(RLIMIT_FSIZE, &limit) != 0) _exit(3);
+    sqlite3* writer = OpenWriter(path);
+    int failures = 0;
+    for (int i = 0; i < 1000 && failures < 5; ++i) {
+      std::string sql = "BEGIN; " + Insert(2, 2 * i, 2000) + " COMMIT";
+      char ok = sqlite3_exec(writer, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK;
+      if (!ok) {
+        ++failures;
+        sqlite3_exec(writer, "ROLLBACK", nullptr, nullptr, nullptr);
+      }
+      if (write(fds[1], &ok, 1) != 1) _exit(4);
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  int committed = 0, failed = 0;
+  char ok;
+  while (read(fds[0], &ok, 1) == 1) (ok != 0 ? committed : failed)++;
+  close(fds[0]);
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(pid, &wstatus, 0), pid);
+  ASSERT_TRUE(WIFEXITED(wstatus));
+  EXPECT_EQ(WEXITSTATUS(wstatus), 0);
+  EXPECT_GT(committed, 10);
+  EXPECT_EQ(failed, 5);
+  sqlite3* reader = OpenWith(path, nullptr);
+  EXPECT_EQ(QueryText(reader, "SELECT COUNT(*) FROM t"), std::to_string(2 * committed));
   EXPECT_EQ(QueryText(reader, "PRAGMA integrity_check"), "ok");
   sqlite3_close(reader);
 }
