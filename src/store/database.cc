@@ -120,9 +120,9 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
     }
   }
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(
-      path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-      WalGatherVfsName());
+  int rc = sqlite3_open_v2(path.c_str(), &db,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                           WalGatherVfsName());
   if (rc != SQLITE_OK) {
     std::string msg = db != nullptr ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
@@ -149,8 +149,8 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
   if (options.background_checkpoint_ms > 0 && path != ":memory:") {
     RETURN_IF_ERROR(out->Exec("PRAGMA wal_autocheckpoint=0"));
     if (options.wal_restart_bytes > 0) {
-      RETURN_IF_ERROR(out->Exec(
-          absl::StrCat("PRAGMA journal_size_limit=", 2 * options.wal_restart_bytes)));
+      RETURN_IF_ERROR(
+          out->Exec(absl::StrCat("PRAGMA journal_size_limit=", 2 * options.wal_restart_bytes)));
       ASSIGN_OR_RETURN(Statement page_size, out->Prepare("PRAGMA page_size"));
       ASSIGN_OR_RETURN(bool row, page_size.Step());
       // A WAL frame is a page and a 24-byte header.

@@ -2,10 +2,7 @@
 
 #include <sqlite3.h>
 
-#include <algorithm>
 #include <atomic>
-#include <cstring>
-#include <mutex>
 #include <new>
 #include <string>
 
@@ -161,10 +158,25 @@ int WalUnfetch(sqlite3_file* f, sqlite3_int64 offset, void* p) {
 
 // Version 3 methods; Open uses them only when the wrapped file's methods are version 3 too.
 const sqlite3_io_methods kWalMethods = {
-    3,         WalClose,     WalRead,        WalWrite,    WalTruncate,
-    WalSync,   WalFileSize,  WalLock,        WalUnlock,   WalCheckReservedLock,
-    WalFileControl, WalSectorSize, WalDeviceCharacteristics, WalShmMap, WalShmLock,
-    WalShmBarrier, WalShmUnmap, WalFetch,   WalUnfetch,
+    3,
+    WalClose,
+    WalRead,
+    WalWrite,
+    WalTruncate,
+    WalSync,
+    WalFileSize,
+    WalLock,
+    WalUnlock,
+    WalCheckReservedLock,
+    WalFileControl,
+    WalSectorSize,
+    WalDeviceCharacteristics,
+    WalShmMap,
+    WalShmLock,
+    WalShmBarrier,
+    WalShmUnmap,
+    WalFetch,
+    WalUnfetch,
 };
 
 int Open(sqlite3_vfs* /*vfs*/, sqlite3_filename name, sqlite3_file* file, int flags,
@@ -185,7 +197,7 @@ int Open(sqlite3_vfs* /*vfs*/, sqlite3_filename name, sqlite3_file* file, int fl
     w->real->pMethods->xClose(w->real);
     return SQLITE_NOMEM;
   }
-  w->gathered->reserve(64 * 1024);
+  w->gathered->reserve(kMaxGatheredBytes);
   w->gathered_at = 0;
   w->stream_end = -1;
   w->commit_header = false;
@@ -201,8 +213,7 @@ const char* Register() {
   g_vfs = *g_base;
   g_vfs.pNext = nullptr;
   g_vfs.zName = "contextd-wal-gather";
-  g_vfs.szOsFile =
-      std::max(g_base->szOsFile, static_cast<int>(kRealOffset) + g_base->szOsFile);
+  g_vfs.szOsFile = static_cast<int>(kRealOffset) + g_base->szOsFile;
   g_vfs.xOpen = Open;
   if (sqlite3_vfs_register(&g_vfs, 0) != SQLITE_OK) return nullptr;
   return g_vfs.zName;
