@@ -135,11 +135,11 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
   RETURN_IF_ERROR(out->Exec("PRAGMA journal_mode=WAL"));
   RETURN_IF_ERROR(out->Exec(options.synchronous_full ? "PRAGMA synchronous=FULL"
                                                      : "PRAGMA synchronous=NORMAL"));
-  RETURN_IF_ERROR(out->Exec("PRAGMA foreign_keys=ON"));
   // Statement journals (a savepoint per grouped write, FTS5 updates) in memory, not in a temp
   // file created and unlinked for every write.
   RETURN_IF_ERROR(out->Exec("PRAGMA temp_store=MEMORY"));
-  RETURN_IF_ERROR(out->Migrate());
+  RETURN_IF_ERROR(out->Migrate());  // Before foreign_keys=ON: see Migrate.
+  RETURN_IF_ERROR(out->Exec("PRAGMA foreign_keys=ON"));
   ASSIGN_OR_RETURN(out->begin_, out->Prepare("BEGIN IMMEDIATE"));
   ASSIGN_OR_RETURN(out->commit_, out->Prepare("COMMIT"));
   ASSIGN_OR_RETURN(out->rollback_, out->Prepare("ROLLBACK"));
@@ -409,6 +409,9 @@ absl::StatusOr<int> Database::SchemaVersion() {
 }
 
 absl::Status Database::Migrate() {
+  // Foreign keys are not enforced while migrations run (the connection turns them on after), so
+  // that a migration can rebuild a table other tables reference, as SQLite's documented
+  // procedure for schema changes does; every foreign key is checked before the commit instead.
   // IMMEDIATE: two processes opening a new file at once migrate one after the other.
   RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
   auto body = [&]() -> absl::Status {
@@ -436,6 +439,16 @@ absl::Status Database::Migrate() {
       ins.Bind(1, static_cast<int64_t>(m.version));
       ins.Bind(2, std::string_view(m.name));
       RETURN_IF_ERROR(ins.Run());
+    }
+    if (current < latest) {
+      ASSIGN_OR_RETURN(Statement check, Prepare("PRAGMA foreign_key_check"));
+      ASSIGN_OR_RETURN(bool violated, check.Step());
+      if (violated) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            path_, ": after the migrations, a row of ", check.Text(0), " (rowid ", check.Int(1),
+            ") refers to a missing row of ", check.Text(2),
+            "; nothing was changed: restore the file from a backup or report it"));
+      }
     }
     return absl::OkStatus();
   };

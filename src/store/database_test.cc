@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 
 #include <algorithm>
@@ -170,6 +171,124 @@ TEST(DatabaseTest, ReopenAppliesNothingTwiceAndKeepsData) {
             static_cast<int64_t>(Migrations().size()));
   EXPECT_EQ(QueryInt(**db, "SELECT COUNT(*) FROM branches"), 1);
   EXPECT_EQ(QueryInt(**db, "PRAGMA synchronous"), 2);  // FULL
+}
+
+// A file as a contextd with migrations 1 to 5 left it, with a row in every table that
+// migration 0006 rebuilds or that refers to one. `extra` runs after, foreign keys not enforced.
+void WriteVersion5File(const std::string& path, const std::string& extra) {
+  std::string sql =
+      "PRAGMA foreign_keys=ON; CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name "
+      "TEXT NOT NULL, applied_at_ms INTEGER NOT NULL);";
+  for (const Migration& m : Migrations()) {
+    if (m.version > 5) break;
+    sql += m.sql;
+    sql += "INSERT INTO schema_version VALUES (" + std::to_string(m.version) + ", '" + m.name +
+           "', 0);";
+  }
+  sql += R"sql(
+    INSERT INTO branches (rowid, id, tenant, project, session_id, parent_id, depth, description,
+                          prompt, status, budget_allocated, deadline_ms, created_at_ms)
+      VALUES (41, 'br_a', 't', 'p', 's', NULL, 1, 'outer', 'p', 'active', 100, 9, 1),
+             (42, 'br_b', 't', 'p', 's', 'br_a', 2, 'inner', 'p', 'completed', 10, 9, 2);
+    INSERT INTO branch_injections VALUES ('br_b', 0, 'memory', 'm1', 'use the cache', 3);
+    INSERT INTO branch_charges VALUES (5, 'br_a', 3, 'tool_result', 'fs__read', 'x', 7);
+    INSERT INTO trail_blobs VALUES ('h1', 5, 'hello');
+    INSERT INTO trail_scopes (pos, id, tenant, project, session_id, kind, parent_id, root_id,
+                              description, status, created_at_ms)
+      VALUES (3, 'ses', 't', 'p', 's', 'session', NULL, 'ses', 'session s', 'open', 1),
+             (4, 'br_a', 't', 'p', 's', 'branch', 'ses', 'ses', 'outer', 'open', 1);
+    INSERT INTO trail_events (seq, scope_id, kind, label, blob_hash, tokens, at_ms)
+      VALUES (7, 'br_a', 'tool_call', 'fs__read', 'h1', 4, 3);
+    PRAGMA foreign_keys=OFF;
+  )sql";
+  sql += extra;
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+  std::string message = err != nullptr ? err : "";
+  sqlite3_free(err);
+  sqlite3_close(db);
+  ASSERT_EQ(rc, SQLITE_OK) << message;
+}
+
+// True if SQLite's program for `sql` builds a temporary b-tree (OpenEphemeral).
+bool UsesEphemeralTable(Database& db, const std::string& sql) {
+  auto st = db.Prepare("EXPLAIN " + sql);
+  EXPECT_TRUE(st.ok()) << st.status();
+  while (true) {
+    auto row = st->Step();
+    if (!row.ok() || !*row) return false;
+    if (st->Text(1) == "OpenEphemeral") return true;
+  }
+}
+
+TEST(DatabaseTest, Migration6KeepsEveryRowAndChecksWithoutTemporaryTables) {
+  TempDir tmp;
+  std::string path = tmp.File("v5.db");
+  WriteVersion5File(path, "");
+  auto db = Database::Open(path);
+  ASSERT_TRUE(db.ok()) << db.status();
+  std::lock_guard<std::mutex> lock((*db)->mutex());
+  Database& d = **db;
+  EXPECT_EQ(QueryInt(d, "SELECT MAX(version) FROM schema_version"), 6);
+  EXPECT_EQ(QueryInt(d, "SELECT rowid FROM branches WHERE id = 'br_b'"), 42);
+  EXPECT_EQ(QueryText(d, "SELECT parent_id FROM branches WHERE rowid = 42"), "br_a");
+  EXPECT_EQ(QueryInt(d, "SELECT pos FROM trail_scopes WHERE id = 'br_a'"), 4);
+  EXPECT_EQ(QueryText(d, "SELECT scope_id FROM trail_events WHERE seq = 7"), "br_a");
+  EXPECT_EQ(QueryInt(d, "SELECT COUNT(*) FROM branch_injections"), 1);
+  EXPECT_EQ(QueryInt(d, "SELECT COUNT(*) FROM branch_charges"), 1);
+  EXPECT_EQ(QueryText(d, "PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(QueryInt(d, "SELECT COUNT(*) FROM pragma_foreign_key_check"), 0);
+  EXPECT_EQ(QueryInt(d, "SELECT COUNT(*) FROM sqlite_schema WHERE name IN ('branches_live', "
+                        "'branches_by_session', 'trail_scopes_by_root', 'trail_scopes_open', "
+                        "'trail_session_roots', 'trail_events_by_scope')"),
+            6);
+  // The write path's statements compare in place.
+  EXPECT_FALSE(UsesEphemeralTable(
+      d, "INSERT INTO branches (id, tenant, project, session_id, depth, description, prompt, "
+         "status, budget_allocated, deadline_ms, created_at_ms) "
+         "VALUES ('c','t','p','s',1,'d','p','active',1,1,1)"));
+  EXPECT_FALSE(UsesEphemeralTable(d, "UPDATE branches SET status = 'completed' WHERE id = 'c'"));
+  EXPECT_FALSE(UsesEphemeralTable(
+      d, "INSERT INTO trail_scopes (id, tenant, project, session_id, kind, root_id, "
+         "description, status, created_at_ms) VALUES ('x','t','p','s','auto','ses','d','open',1)"));
+  EXPECT_FALSE(UsesEphemeralTable(
+      d, "INSERT INTO trail_events (scope_id, kind, label, blob_hash, tokens, at_ms) "
+         "VALUES ('ses','warning','l','h1',1,1)"));
+  // The constraints still hold, foreign keys included.
+  EXPECT_FALSE(d.Exec("UPDATE branches SET status = 'paused' WHERE id = 'br_a'").ok());
+  EXPECT_FALSE(d.Exec("UPDATE trail_scopes SET kind = 'other' WHERE pos = 4").ok());
+  EXPECT_FALSE(d.Exec("INSERT INTO trail_events (scope_id, kind, label, blob_hash, tokens, at_ms) "
+                      "VALUES ('ses','note','l','h1',1,1)")
+                   .ok());
+  EXPECT_FALSE(d.Exec("INSERT INTO trail_events (scope_id, kind, label, blob_hash, tokens, at_ms) "
+                      "VALUES ('nowhere','warning','l','h1',1,1)")
+                   .ok());
+  EXPECT_FALSE(d.Exec("DELETE FROM branches WHERE id = 'br_b'").ok());  // branch_injections
+}
+
+TEST(DatabaseTest, MigrationsThatWouldLeaveABrokenForeignKeyChangeNothing) {
+  TempDir tmp;
+  std::string path = tmp.File("v5.db");
+  // An event whose scope is gone (written with foreign keys off, by hand or by a bug).
+  WriteVersion5File(path, "DELETE FROM trail_events; INSERT INTO trail_events (seq, scope_id, "
+                          "kind, label, blob_hash, tokens, at_ms) VALUES "
+                          "(8, 'gone', 'warning', 'l', 'h1', 1, 1);");
+  auto db = Database::Open(path);
+  ASSERT_FALSE(db.ok());
+  EXPECT_EQ(db.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(db.status().message().find("trail_events"), absl::string_view::npos)
+      << db.status();
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(raw, "SELECT MAX(version) FROM schema_version", -1, &st, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(st, 0), 5);
+  sqlite3_finalize(st);
+  sqlite3_close(raw);
 }
 
 TEST(DatabaseTest, RefusesASchemaNewerThanTheBinary) {

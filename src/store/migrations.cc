@@ -102,9 +102,10 @@ CREATE VIRTUAL TABLE trail_fts USING fts5(description, summary, tokenize = 'unic
 // a CHECK constraint, so trail_scopes (kind 'auto') and trail_events (kind 'auto_scope_opened')
 // are rebuilt with their data, sequence numbers and rowids kept (trail_fts rows point at scope
 // rowids). trail_scopes now names its rowid (pos INTEGER PRIMARY KEY) so that VACUUM cannot
-// renumber it under trail_fts. This runs inside the migration transaction with foreign keys on:
-// the old trail_events goes before the old trail_scopes it references, and RENAME rewrites the
-// new tables' REFERENCES clauses to the final names.
+// renumber it under trail_fts. The old trail_events goes before the old trail_scopes it
+// references (this migration was written to run with foreign keys enforced; since 0006 they are
+// checked before the migrations commit instead), and RENAME rewrites the new tables' REFERENCES
+// clauses to the final names.
 constexpr char k0003AutoScopes[] = R"sql(
 CREATE TABLE trail_scopes_v3 (
   pos            INTEGER PRIMARY KEY,               -- the rowid: trail_fts.rowid
@@ -180,6 +181,100 @@ constexpr char k0005DropBranchesByParent[] = R"sql(
 DROP INDEX branches_by_parent;
 )sql";
 
+// 0006_check_constraints_without_in.sql: SQLite evaluates `x IN (a, b, c, ...)` (more than two
+// values) by building a temporary b-tree of the values, and a CHECK constraint does so at every
+// insert or update of its column: five times per durable branch pair (branches.status on insert
+// and update, trail_scopes.kind, trail_events.kind twice), about 2 us each. The same constraints
+// as OR chains, which compare in place. SQLite cannot alter a CHECK constraint, so the three
+// tables are rebuilt with their rows, rowids and indexes (Database::Migrate runs migrations with
+// foreign-key enforcement off and checks every foreign key before it commits).
+constexpr char k0006CheckConstraintsWithoutIn[] = R"sql(
+CREATE TABLE branches_v6 (
+  id                    TEXT PRIMARY KEY,
+  tenant                TEXT NOT NULL,
+  project               TEXT NOT NULL,
+  session_id            TEXT NOT NULL,
+  parent_id             TEXT REFERENCES branches_v6(id),  -- NULL: child of the session root
+  depth                 INTEGER NOT NULL CHECK (depth >= 1),
+  description           TEXT NOT NULL,
+  prompt                TEXT NOT NULL,
+  status                TEXT NOT NULL CHECK (status = 'created' OR status = 'active' OR
+                                             status = 'completed' OR status = 'timeout' OR
+                                             status = 'budget_exhausted' OR status = 'failed'),
+  budget_allocated      INTEGER NOT NULL CHECK (budget_allocated >= 0),
+  tokens_used           INTEGER NOT NULL DEFAULT 0,
+  reserved_for_children INTEGER NOT NULL DEFAULT 0,
+  deadline_ms           INTEGER NOT NULL,
+  created_at_ms         INTEGER NOT NULL,
+  finished_at_ms        INTEGER,
+  summary               TEXT NOT NULL DEFAULT '',
+  finish_reason         TEXT NOT NULL DEFAULT '',
+  memory_queued         INTEGER NOT NULL DEFAULT 0
+);
+INSERT INTO branches_v6 (rowid, id, tenant, project, session_id, parent_id, depth, description,
+                         prompt, status, budget_allocated, tokens_used, reserved_for_children,
+                         deadline_ms, created_at_ms, finished_at_ms, summary, finish_reason,
+                         memory_queued)
+  SELECT rowid, id, tenant, project, session_id, parent_id, depth, description, prompt, status,
+         budget_allocated, tokens_used, reserved_for_children, deadline_ms, created_at_ms,
+         finished_at_ms, summary, finish_reason, memory_queued
+  FROM branches ORDER BY rowid;
+
+CREATE TABLE trail_scopes_v6 (
+  pos            INTEGER PRIMARY KEY,               -- the rowid: trail_fts.rowid
+  id             TEXT NOT NULL UNIQUE,
+  tenant         TEXT NOT NULL,
+  project        TEXT NOT NULL,
+  session_id     TEXT NOT NULL,
+  kind           TEXT NOT NULL CHECK (kind = 'session' OR kind = 'branch' OR kind = 'auto'),
+  parent_id      TEXT REFERENCES trail_scopes_v6(id),  -- NULL: a session root
+  root_id        TEXT NOT NULL,                        -- the session root (itself for a root)
+  description    TEXT NOT NULL,
+  status         TEXT NOT NULL CHECK (status = 'open' OR status = 'folded'),
+  summary        TEXT NOT NULL DEFAULT '',
+  summary_tokens INTEGER NOT NULL DEFAULT 0,
+  created_at_ms  INTEGER NOT NULL,
+  folded_at_ms   INTEGER
+);
+INSERT INTO trail_scopes_v6 (pos, id, tenant, project, session_id, kind, parent_id, root_id,
+                             description, status, summary, summary_tokens, created_at_ms,
+                             folded_at_ms)
+  SELECT pos, id, tenant, project, session_id, kind, parent_id, root_id, description, status,
+         summary, summary_tokens, created_at_ms, folded_at_ms
+  FROM trail_scopes ORDER BY pos;
+
+CREATE TABLE trail_events_v6 (
+  seq       INTEGER PRIMARY KEY,
+  scope_id  TEXT NOT NULL REFERENCES trail_scopes_v6(id),
+  kind      TEXT NOT NULL CHECK (kind = 'tool_call' OR kind = 'tool_result' OR
+                                 kind = 'branch_created' OR kind = 'branch_returned' OR
+                                 kind = 'warning' OR kind = 'force_return' OR
+                                 kind = 'auto_scope_opened'),
+  label     TEXT NOT NULL,
+  blob_hash TEXT NOT NULL REFERENCES trail_blobs(hash),
+  tokens    INTEGER NOT NULL,
+  is_error  INTEGER NOT NULL DEFAULT 0,
+  at_ms     INTEGER NOT NULL
+);
+INSERT INTO trail_events_v6 (seq, scope_id, kind, label, blob_hash, tokens, is_error, at_ms)
+  SELECT seq, scope_id, kind, label, blob_hash, tokens, is_error, at_ms FROM trail_events
+  ORDER BY seq;
+
+DROP TABLE trail_events;
+DROP TABLE trail_scopes;
+DROP TABLE branches;
+ALTER TABLE branches_v6 RENAME TO branches;
+ALTER TABLE trail_scopes_v6 RENAME TO trail_scopes;
+ALTER TABLE trail_events_v6 RENAME TO trail_events;
+
+CREATE INDEX branches_by_session ON branches (tenant, project, session_id);
+CREATE INDEX branches_live ON branches (status) WHERE status IN ('created', 'active');
+CREATE INDEX trail_scopes_by_root ON trail_scopes (root_id);
+CREATE INDEX trail_scopes_open ON trail_scopes (kind) WHERE status = 'open';
+CREATE INDEX trail_session_roots ON trail_scopes (pos) WHERE kind = 'session';
+CREATE INDEX trail_events_by_scope ON trail_events (scope_id, seq);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
@@ -189,6 +284,7 @@ const std::vector<Migration>& Migrations() {
       {3, "0003_auto_scopes.sql", k0003AutoScopes},
       {4, "0004_trail_write_path.sql", k0004TrailWritePath},
       {5, "0005_drop_branches_by_parent.sql", k0005DropBranchesByParent},
+      {6, "0006_check_constraints_without_in.sql", k0006CheckConstraintsWithoutIn},
   };
   return kAll;
 }
