@@ -176,16 +176,7 @@ TEST(DatabaseTest, ReopenAppliesNothingTwiceAndKeepsData) {
 // A file as a contextd with migrations 1 to 5 left it, with a row in every table that
 // migration 0006 rebuilds or that refers to one. `extra` runs after, foreign keys not enforced.
 void WriteVersion5File(const std::string& path, const std::string& extra) {
-  std::string sql =
-      "PRAGMA foreign_keys=ON; CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name "
-      "TEXT NOT NULL, applied_at_ms INTEGER NOT NULL);";
-  for (const Migration& m : Migrations()) {
-    if (m.version > 5) break;
-    sql += m.sql;
-    sql += "INSERT INTO schema_version VALUES (" + std::to_string(m.version) + ", '" + m.name +
-           "', 0);";
-  }
-  sql += R"sql(
+  std::string sql = "PRAGMA foreign_keys=ON;" + SchemaUpTo(5) + R"sql(
     INSERT INTO branches (rowid, id, tenant, project, session_id, parent_id, depth, description,
                           prompt, status, budget_allocated, deadline_ms, created_at_ms)
       VALUES (41, 'br_a', 't', 'p', 's', NULL, 1, 'outer', 'p', 'active', 100, 9, 1),
@@ -201,15 +192,7 @@ void WriteVersion5File(const std::string& path, const std::string& extra) {
       VALUES (7, 'br_a', 'tool_call', 'fs__read', 'h1', 4, 3);
     PRAGMA foreign_keys=OFF;
   )sql";
-  sql += extra;
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  char* err = nullptr;
-  int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
-  std::string message = err != nullptr ? err : "";
-  sqlite3_free(err);
-  sqlite3_close(db);
-  ASSERT_EQ(rc, SQLITE_OK) << message;
+  RawExec(path, sql + extra);
 }
 
 // True if SQLite's program for `sql` builds a temporary b-tree (OpenEphemeral).

@@ -164,17 +164,12 @@ TEST(FoldingOverSqliteTest, RestartRecoversBranchesLeftActive) {
 TEST(FoldingOverSqliteTest, KillNineLosesNoAcknowledgedChange) {
   TempDir tmp;
   std::string path = tmp.File("contextd.db");
-  int fds[2];
-  ASSERT_EQ(pipe(fds), 0);
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    close(fds[0]);
+  ChildRun child = RunInChild([&](int ack_fd) {
     Engine e(path);
     if (!e.status.ok()) _exit(2);
     auto ack = [&](const std::string& line) {
       std::string l = line + "\n";
-      if (write(fds[1], l.data(), l.size()) != static_cast<ssize_t>(l.size())) _exit(3);
+      if (write(ack_fd, l.data(), l.size()) != static_cast<ssize_t>(l.size())) _exit(3);
     };
     auto a = e.Run([&] { return e.mgr->Create(kS1, Req("alpha", 1000)); });
     if (!a.ok()) _exit(4);
@@ -194,17 +189,11 @@ TEST(FoldingOverSqliteTest, KillNineLosesNoAcknowledgedChange) {
     ack("R");
     raise(SIGKILL);
     _exit(8);
-  }
-  close(fds[1]);
-  std::string acks;
-  char buf[256];
-  ssize_t n;
-  while ((n = read(fds[0], buf, sizeof buf)) > 0) acks.append(buf, static_cast<size_t>(n));
-  close(fds[0]);
-  int wstatus = 0;
-  ASSERT_EQ(waitpid(pid, &wstatus, 0), pid);
-  ASSERT_TRUE(WIFSIGNALED(wstatus)) << "child exited with " << WEXITSTATUS(wstatus);
-  EXPECT_EQ(WTERMSIG(wstatus), SIGKILL);
+  });
+  ASSERT_TRUE(child.ran);
+  ASSERT_TRUE(WIFSIGNALED(child.wstatus)) << "child exited with " << WEXITSTATUS(child.wstatus);
+  EXPECT_EQ(WTERMSIG(child.wstatus), SIGKILL);
+  const std::string& acks = child.acks;
   ASSERT_NE(acks.find("R\n"), std::string::npos) << acks;
   std::string a = acks.substr(2, acks.find('\n') - 2);
   size_t bpos = acks.find("B ");

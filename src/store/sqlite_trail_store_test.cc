@@ -344,32 +344,11 @@ TEST_F(TrailTest, FoldedViewShowsOpenScopesInFullAndFoldedOnesAsSummaries) {
 
 // ---- Migration 0003_auto_scopes.sql
 
-// Runs `sql` on a raw connection to `path` (no migrations); fails the test on error.
-void RawExec(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  char* err = nullptr;
-  int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
-  std::string message = err != nullptr ? err : "";
-  sqlite3_free(err);
-  sqlite3_close(db);
-  ASSERT_EQ(rc, SQLITE_OK) << message;
-}
-
 TEST(TrailMigrationTest, AVersion2FileUpgradesKeepingScopesEventsAndSearch) {
   TempDir dir;
   std::string path = dir.File("contextd.db");
   // A file as a contextd with migrations 1 and 2 left it: a session, a folded branch, events.
-  std::string v2 =
-      "PRAGMA foreign_keys=ON; CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name "
-      "TEXT NOT NULL, applied_at_ms INTEGER NOT NULL);";
-  for (const Migration& m : Migrations()) {
-    if (m.version > 2) break;
-    v2 += m.sql;
-    v2 += "INSERT INTO schema_version VALUES (" + std::to_string(m.version) + ", '" + m.name +
-          "', 0);";
-  }
-  RawExec(path, v2);
+  RawExec(path, "PRAGMA foreign_keys=ON;" + SchemaUpTo(2));
   RawExec(path, R"sql(
     INSERT INTO trail_scopes (id, tenant, project, session_id, kind, parent_id, root_id,
       description, status, summary, summary_tokens, created_at_ms, folded_at_ms)

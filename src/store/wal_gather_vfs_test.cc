@@ -7,6 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "store/test_util.h"
@@ -61,6 +63,15 @@ std::string Insert(int n, int first, int blob_bytes) {
   return sql;
 }
 
+// Reads the file with the default VFS, as it is on disk: t has `rows` rows and the file is
+// intact.
+void ExpectRows(const std::string& path, int64_t rows) {
+  sqlite3* reader = OpenWith(path, nullptr);
+  EXPECT_EQ(QueryText(reader, "SELECT COUNT(*) FROM t"), std::to_string(rows));
+  EXPECT_EQ(QueryText(reader, "PRAGMA integrity_check"), "ok");
+  sqlite3_close(reader);
+}
+
 TEST(WalGatherVfsTest, ACommitIsOneWriteAndOtherConnectionsSeeItAtOnce) {
   TempDir tmp;
   std::string path = tmp.File("g.db");
@@ -94,17 +105,11 @@ TEST(WalGatherVfsTest, LargeAndSpilledTransactionsCommitAndRollBackCleanly) {
   EXPECT_GT(GetWalGatherStats().writes - before.writes, 20);  // It spilled, in pieces.
   Exec(writer, "BEGIN; " + Insert(10, 0, 100) + " COMMIT");
   Exec(writer, "BEGIN; " + Insert(1000, 10, 2000) + " COMMIT");
-  sqlite3* reader = OpenWith(path, nullptr);
-  EXPECT_EQ(QueryText(reader, "SELECT COUNT(*) FROM t"), "1010");
-  EXPECT_EQ(QueryText(reader, "PRAGMA integrity_check"), "ok");
+  ExpectRows(path, 1010);
   // Copied back into the database file, then read from the file alone.
-  EXPECT_EQ(QueryText(reader, "PRAGMA wal_checkpoint(TRUNCATE)"), "0");
-  sqlite3_close(reader);
+  EXPECT_EQ(QueryText(writer, "PRAGMA wal_checkpoint(TRUNCATE)"), "0");
   sqlite3_close(writer);
-  reader = OpenWith(path, nullptr);
-  EXPECT_EQ(QueryText(reader, "SELECT COUNT(*) FROM t"), "1010");
-  EXPECT_EQ(QueryText(reader, "PRAGMA integrity_check"), "ok");
-  sqlite3_close(reader);
+  ExpectRows(path, 1010);
 }
 
 TEST(WalGatherVfsTest, AWalStartedAgainAfterACheckpointKeepsEveryCommit) {
@@ -134,36 +139,20 @@ TEST(WalGatherVfsTest, EveryAcknowledgedCommitSurvivesKill9) {
   TempDir tmp;
   std::string path = tmp.File("g.db");
   sqlite3_close(OpenWriter(path));
-  int fds[2];
-  ASSERT_EQ(pipe(fds), 0);
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    close(fds[0]);
+  ChildRun child = RunInChild([&](int ack_fd) {
     sqlite3* writer = OpenWriter(path);
     for (int i = 0; i < 200; ++i) {
       std::string sql = "BEGIN; " + Insert(1, i, 200) + " COMMIT";
       if (sqlite3_exec(writer, sql.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) _exit(3);
-      char ack = 1;
-      if (write(fds[1], &ack, 1) != 1) _exit(4);
+      if (write(ack_fd, "1", 1) != 1) _exit(4);
     }
     raise(SIGKILL);
-    _exit(5);
-  }
-  close(fds[1]);
-  int acked = 0;
-  char ack;
-  while (read(fds[0], &ack, 1) == 1) ++acked;
-  close(fds[0]);
-  int wstatus = 0;
-  ASSERT_EQ(waitpid(pid, &wstatus, 0), pid);
-  ASSERT_TRUE(WIFSIGNALED(wstatus));
-  EXPECT_EQ(WTERMSIG(wstatus), SIGKILL);
-  EXPECT_EQ(acked, 200);
-  sqlite3* reader = OpenWith(path, nullptr);
-  EXPECT_EQ(QueryText(reader, "SELECT COUNT(*) FROM t"), std::to_string(acked));
-  EXPECT_EQ(QueryText(reader, "PRAGMA integrity_check"), "ok");
-  sqlite3_close(reader);
+  });
+  ASSERT_TRUE(child.ran);
+  ASSERT_TRUE(WIFSIGNALED(child.wstatus));
+  EXPECT_EQ(WTERMSIG(child.wstatus), SIGKILL);
+  EXPECT_EQ(child.acks.size(), 200u);
+  ExpectRows(path, static_cast<int64_t>(child.acks.size()));
 }
 
 // A transaction that spilled pages into the WAL and then changed them again makes SQLite
@@ -177,35 +166,23 @@ TEST(WalGatherVfsTest, ACommitWhoseChecksumsWereRewrittenSurvivesKill9) {
   sqlite3* setup = OpenWriter(path);
   Exec(setup, "CREATE TABLE u (x INTEGER); INSERT INTO u VALUES (1)");
   sqlite3_close(setup);
-  int fds[2];
-  ASSERT_EQ(pipe(fds), 0);
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    close(fds[0]);
+  ChildRun child = RunInChild([&](int ack_fd) {
     sqlite3* writer = OpenWriter(path);
     std::string sql = "PRAGMA cache_size=10; BEGIN; " + Insert(300, 0, 1000) +
                       " UPDATE t SET b = b || 'x' WHERE id <= 100; " + Insert(50, 300, 1000) +
                       " UPDATE t SET a = a || 'y'; COMMIT";
     if (sqlite3_exec(writer, sql.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) _exit(3);
-    char ack = 1;
-    if (write(fds[1], &ack, 1) != 1) _exit(4);
+    if (write(ack_fd, "1", 1) != 1) _exit(4);
     // Then a transaction of one frame (a one-page table), written right after those rewrites.
     if (sqlite3_exec(writer, "UPDATE u SET x = 2", nullptr, nullptr, nullptr) != SQLITE_OK) {
       _exit(6);
     }
-    if (write(fds[1], &ack, 1) != 1) _exit(4);
+    if (write(ack_fd, "2", 1) != 1) _exit(4);
     raise(SIGKILL);
-    _exit(5);
-  }
-  close(fds[1]);
-  char ack = 0;
-  EXPECT_EQ(read(fds[0], &ack, 1), 1);
-  EXPECT_EQ(read(fds[0], &ack, 1), 1);
-  close(fds[0]);
-  int wstatus = 0;
-  ASSERT_EQ(waitpid(pid, &wstatus, 0), pid);
-  ASSERT_TRUE(WIFSIGNALED(wstatus));
+  });
+  ASSERT_TRUE(child.ran);
+  ASSERT_TRUE(WIFSIGNALED(child.wstatus));
+  EXPECT_EQ(child.acks, "12");
   sqlite3* reader = OpenWith(path, nullptr);
   EXPECT_EQ(QueryText(reader, "SELECT COUNT(*) FROM t"), "350");
   EXPECT_EQ(QueryText(reader, "SELECT COUNT(*) FROM t WHERE a LIKE '%y'"), "350");
@@ -220,12 +197,7 @@ TEST(WalGatherVfsTest, AWriteThatFailsFailsItsCommitAndLosesNoEarlierOne) {
   TempDir tmp;
   std::string path = tmp.File("g.db");
   sqlite3_close(OpenWriter(path));
-  int fds[2];
-  ASSERT_EQ(pipe(fds), 0);
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    close(fds[0]);
+  ChildRun child = RunInChild([&](int ack_fd) {
     signal(SIGXFSZ, SIG_IGN);
     rlimit limit{512 * 1024, 512 * 1024};
     if (setrlimit(RLIMIT_FSIZE, &limit) != 0) _exit(3);
@@ -233,30 +205,21 @@ TEST(WalGatherVfsTest, AWriteThatFailsFailsItsCommitAndLosesNoEarlierOne) {
     int failures = 0;
     for (int i = 0; i < 1000 && failures < 5; ++i) {
       std::string sql = "BEGIN; " + Insert(2, 2 * i, 2000) + " COMMIT";
-      char ok = sqlite3_exec(writer, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK;
+      bool ok = sqlite3_exec(writer, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK;
       if (!ok) {
         ++failures;
         sqlite3_exec(writer, "ROLLBACK", nullptr, nullptr, nullptr);
       }
-      if (write(fds[1], &ok, 1) != 1) _exit(4);
+      if (write(ack_fd, ok ? "1" : "0", 1) != 1) _exit(4);
     }
-    _exit(0);
-  }
-  close(fds[1]);
-  int committed = 0, failed = 0;
-  char ok;
-  while (read(fds[0], &ok, 1) == 1) (ok != 0 ? committed : failed)++;
-  close(fds[0]);
-  int wstatus = 0;
-  ASSERT_EQ(waitpid(pid, &wstatus, 0), pid);
-  ASSERT_TRUE(WIFEXITED(wstatus));
-  EXPECT_EQ(WEXITSTATUS(wstatus), 0);
+  });
+  ASSERT_TRUE(child.ran);
+  ASSERT_TRUE(WIFEXITED(child.wstatus));
+  EXPECT_EQ(WEXITSTATUS(child.wstatus), 0);
+  int committed = static_cast<int>(std::count(child.acks.begin(), child.acks.end(), '1'));
   EXPECT_GT(committed, 10);
-  EXPECT_EQ(failed, 5);
-  sqlite3* reader = OpenWith(path, nullptr);
-  EXPECT_EQ(QueryText(reader, "SELECT COUNT(*) FROM t"), std::to_string(2 * committed));
-  EXPECT_EQ(QueryText(reader, "PRAGMA integrity_check"), "ok");
-  sqlite3_close(reader);
+  EXPECT_EQ(std::count(child.acks.begin(), child.acks.end(), '0'), 5);
+  ExpectRows(path, 2 * committed);
 }
 
 }  // namespace
