@@ -87,6 +87,8 @@ int WalWrite(sqlite3_file* f, const void* data, int amount, sqlite3_int64 offset
   // which may hold the frame being overwritten.
   bool continues = g.empty() ? (offset == w->stream_end || offset == 0)
                              : offset == w->gathered_at + static_cast<sqlite3_int64>(g.size());
+  // Larger than the buffer (SQLite's writes are at most a 64 KiB page): through at once.
+  if (static_cast<size_t>(amount) > kMaxGatheredBytes) continues = false;
   if (!g.empty() && (!continues || g.size() + static_cast<size_t>(amount) > kMaxGatheredBytes)) {
     int rc = Flush(w);
     if (rc != SQLITE_OK) return rc;
@@ -184,6 +186,7 @@ int Open(sqlite3_vfs* /*vfs*/, sqlite3_filename name, sqlite3_file* file, int fl
   if ((flags & SQLITE_OPEN_WAL) == 0) return g_base->xOpen(g_base, name, file, flags, out_flags);
   WalFile* w = Wal(file);
   w->base.pMethods = nullptr;  // SQLite closes only files whose pMethods is set.
+  w->gathered = nullptr;
   w->real = reinterpret_cast<sqlite3_file*>(reinterpret_cast<char*>(file) + kRealOffset);
   int rc = g_base->xOpen(g_base, name, w->real, flags, out_flags);
   if (rc != SQLITE_OK) return rc;
@@ -192,12 +195,17 @@ int Open(sqlite3_vfs* /*vfs*/, sqlite3_filename name, sqlite3_file* file, int fl
     if (w->real->pMethods != nullptr) w->real->pMethods->xClose(w->real);
     return g_base->xOpen(g_base, name, file, flags, out_flags);
   }
-  w->gathered = new (std::nothrow) std::string();
-  if (w->gathered == nullptr) {
+  // Reserved once: an append never exceeds kMaxGatheredBytes, so WalWrite never allocates (no
+  // exception may cross SQLite's C frames).
+  try {
+    w->gathered = new std::string();
+    w->gathered->reserve(kMaxGatheredBytes);
+  } catch (const std::bad_alloc&) {
+    delete w->gathered;
+    w->gathered = nullptr;
     w->real->pMethods->xClose(w->real);
     return SQLITE_NOMEM;
   }
-  w->gathered->reserve(kMaxGatheredBytes);
   w->gathered_at = 0;
   w->stream_end = -1;
   w->commit_header = false;
