@@ -35,11 +35,20 @@ export async function startHttpServer({ dataDir = tempDataDir(), args = [], env 
     proc.on('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited ${code}; stderr:\n${stderr}`)); });
   });
   const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
+  let stopping = false;
   return {
     proc, url, dataDir, exited,
     stderr: () => stderr,
     async stop(signal = 'SIGTERM') {
-      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
+      if (proc.exitCode === null && proc.signalCode === null) {
+        proc.kill(signal);
+      } else if (!stopping) {
+        // It ended before anyone stopped it: show why (a failed test often only sees a closed
+        // connection).
+        process.stderr.write(`contextd exited by itself (code ${proc.exitCode}, signal ` +
+          `${proc.signalCode}); its stderr:\n${stderr}\n`);
+      }
+      stopping = true;
       return exited;
     },
   };
