@@ -4,6 +4,7 @@
 
 #include "base/executor.h"
 #include "folding/testing/fakes.h"
+#include "protocol/testing/recording_sink.h"
 #include "server/trail_recorder.h"
 #include "store/sqlite_branch_store.h"
 #include "store/sqlite_trail_store.h"
@@ -13,12 +14,6 @@ namespace contextd::server {
 namespace {
 
 using protocol::Json;
-
-class RecordingSink final : public protocol::MessageSink {
- public:
-  void Send(Json message, const Json&) override { sent.push_back(message); }
-  std::vector<Json> sent;
-};
 
 // A real McpServer session on a ManualExecutor, real SQLite stores in a temp dir, branch events
 // published on the bus as the BranchManager publishes them (after committing the branch).
@@ -38,7 +33,7 @@ class TrailToolsTest : public ::testing::Test {
     trail_ = std::make_unique<trail::Trail>(*trail_store_, clock_, Options());
     tools_ = std::make_unique<TrailTools>(*trail_, events_, *branches_, counter_);
     ASSERT_TRUE(tools_->Register(server_).ok());
-    sink_ = std::make_shared<RecordingSink>();
+    sink_ = std::make_shared<protocol::testing::RecordingSink>();
     session_ = server_.CreateSession({"s1", "local", "test"}, sink_);
     executor_.RunUntilIdle();
     Json init = Call("initialize", {{"protocolVersion", "2025-11-25"},
@@ -58,9 +53,9 @@ class TrailToolsTest : public ::testing::Test {
   }
 
   Json Call(std::string_view method, Json params) {
-    sink_->sent.clear();
+    sink_->Take();
     Feed(protocol::Serialize(protocol::MakeRequest(Json(++next_id_), method, std::move(params))));
-    for (const Json& m : sink_->sent) {
+    for (const Json& m : sink_->Take()) {
       if (m.contains("id") && m["id"] == next_id_) return m;
     }
     ADD_FAILURE() << "no response";
@@ -127,7 +122,7 @@ class TrailToolsTest : public ::testing::Test {
   std::unique_ptr<store::SqliteTrailStore> trail_store_;
   std::unique_ptr<trail::Trail> trail_;
   std::unique_ptr<TrailTools> tools_;
-  std::shared_ptr<RecordingSink> sink_;
+  std::shared_ptr<protocol::testing::RecordingSink> sink_;
   std::shared_ptr<protocol::Session> session_;
   folding::SessionKey key_{"local", "default", "s1"};
   int next_id_ = 0;
