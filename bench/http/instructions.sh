@@ -26,8 +26,7 @@ completed() {
 for bin in "${BINS[@]}"; do
   rm -rf "$TMP/data" "$TMP"/cg.out*
   valgrind --tool=callgrind --separate-threads=yes --instr-atstart=no \
-    --callgrind-out-file="$TMP/cg.out" "$bin" serve --data-dir "$TMP/data" \
-    --listen 127.0.0.1:0 --set context_folding.branch_creation_rate_limit=1000000/second \
+    --callgrind-out-file="$TMP/cg.out" "$bin" serve --data-dir "$TMP/data" "${SERVE_ARGS[@]}" \
     2>"$TMP/err" &
   SERVER=$!
   url=$(server_url "$TMP/err" 600)  # valgrind starts slowly

@@ -7,8 +7,11 @@
 #                         times every 0.1 s; exits with the log if none appears
 #   stop_server           kills SERVER and waits for it
 #   completed_pairs       branches completed, read from metrics text on stdin
+#   SERVE_ARGS            contextd serve arguments after --data-dir: loopback, port 0, no
+#                         branch-creation rate limit
 BUILD=${BUILD:-build/release}
 LOAD=$BUILD/bench/http/mcp_load
+SERVE_ARGS=(--listen 127.0.0.1:0 --set context_folding.branch_creation_rate_limit=1000000/second)
 
 bench_bins() {
   BINS=("$@")

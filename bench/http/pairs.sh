@@ -34,8 +34,7 @@ thread_ticks() {
 run() {
   local bin=$1 label=$2; shift 2
   rm -rf "$TMP/data"
-  "$bin" serve --data-dir "$TMP/data" --listen 127.0.0.1:0 \
-    --set context_folding.branch_creation_rate_limit=1000000/second 2>"$TMP/err" &
+  "$bin" serve --data-dir "$TMP/data" "${SERVE_ARGS[@]}" 2>"$TMP/err" &
   SERVER=$!
   local url
   url=$(server_url "$TMP/err" 100)
