@@ -4,7 +4,9 @@
 // round-robin over the sessions), each a `tools/call` of --tool with --args, for --duration
 // seconds after --warmup seconds. Optionally holds --idle-conns idle keep-alive connections and
 // --sse-streams open GET streams (one extra session each) during the measurement.
-// With --branch-pairs each operation is a contextd branch_create + branch_return pair instead.
+// With --branch-pairs each operation is a contextd branch_create + branch_return pair instead;
+// with --calls-per-op N it is N calls of --tool one after the other on the same connection
+// (N = 2 is the same round trips as a pair, for a server without the branch tools).
 // With --rate R the connections start R operations per second in total (each on its own
 // schedule) instead of as many as they can, and latency runs from each operation's scheduled
 // start, so that a server falling behind shows in the percentiles (no coordinated omission).
@@ -52,6 +54,8 @@ struct Config {
   // --branch-pairs: each operation is branch_create then branch_return of that branch (the
   // contextd folding round trip); latency and throughput are per pair.
   bool branch_pairs = false;
+  // --calls-per-op: calls of `tool` in each operation, one after the other (without --branch-pairs).
+  int calls_per_op = 1;
   // --rate: operations per second in total (0 = as fast as answers come back).
   double rate = 0;
 };
@@ -224,6 +228,7 @@ struct Conn {
   long next_id = 1;
   Clock::time_point sent;
   std::string branch_id;  // --branch-pairs: the branch created, to return next ("" = create next)
+  int calls_done = 0;     // calls of the current operation answered so far
   Clock::time_point due;  // --rate: when the next operation is scheduled to start
   bool parked = false;    // --rate: waiting for `due`
 };
@@ -274,7 +279,7 @@ void RunThread(const Config& c, std::vector<Conn>& conns, Clock::time_point meas
   auto send_next = [&](Conn& k) {
     std::string body;
     if (!c.branch_pairs) {
-      if (!start_op(k)) return;
+      if (k.calls_done == 0 && !start_op(k)) return;
       body = ToolCall(c, k.next_id++);
     } else if (k.branch_id.empty()) {
       // A pair's latency runs from its create to its return's answer.
@@ -348,6 +353,11 @@ void RunThread(const Config& c, std::vector<Conn>& conns, Clock::time_point meas
           good = false;
         }
         k.branch_id.clear();
+        if (!c.branch_pairs && good && ++k.calls_done < c.calls_per_op) {
+          send_next(k);  // the operation's next call
+          continue;
+        }
+        k.calls_done = 0;
         // Counted by when the operation started (was scheduled to start), not when it ended:
         // the slow ones still in flight at the end must not drop out of the percentiles.
         if (k.sent >= measure_from && k.sent < stop_at) {
@@ -385,7 +395,7 @@ void Usage() {
                "usage: mcp_load --url http://127.0.0.1:9090/mcp [--sessions 16] "
                "[--concurrency 32] [--duration 10] [--warmup 2] [--threads 1] [--tool echo] "
                "[--args JSON] [--idle-conns N] [--sse-streams N] [--label NAME] "
-               "[--protocol-version V] [--branch-pairs] [--rate OPS_PER_S]\n");
+               "[--protocol-version V] [--branch-pairs | --calls-per-op N] [--rate OPS_PER_S]\n");
 }
 
 }  // namespace
@@ -408,6 +418,8 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--branch-pairs") {
       c.branch_pairs = true;
+    } else if (a == "--calls-per-op") {
+      c.calls_per_op = std::max(1, std::atoi(next().c_str()));
     } else if (a == "--rate") {
       c.rate = std::atof(next().c_str());
     } else if (a == "--sessions") {

@@ -4,6 +4,10 @@
 # in RATES. Each run starts a fresh server on a fresh data dir (SQLite WAL, every change committed
 # before its reply) and prints pairs/s, p50/p99, commits, and CPU per pair: the engine executor
 # (the thread named contextd-exec) and all server threads, read from /proc (steal not counted).
+# Beside them, the same load against transport_echo_server (FLOOR=0 to skip): contextd's HTTP
+# transport in front of an engine that answers at once on its own thread, with no store, and two
+# calls per operation (the same round trips as a pair). Its latency is the floor this machine and
+# the load generator put under any engine: what a pair costs above it is contextd's.
 #
 #   bench/http/pairs.sh [CONTEXTD...]     # default build/release/src/cli/contextd
 #   RUNS=3 RATES="500 1000" DURATION=8 WARMUP=1 DATA=/tmp bench/http/pairs.sh OLD NEW
@@ -17,7 +21,10 @@ RATES=${RATES-"500 1000 2000"}  # RATES="" for saturated runs only
 DURATION=${DURATION:-8}
 WARMUP=${WARMUP:-1}
 DATA=${DATA:-${TMPDIR:-/tmp}}
+FLOOR=${FLOOR:-1}
 bench_bins "$@"
+ECHO=$BUILD/bench/http/transport_echo_server
+[[ $FLOOR == 0 || -x $ECHO ]] || { echo "missing $ECHO (build it first, or FLOOR=0)" >&2; exit 1; }
 
 bench_tmp contextd-pairs
 
@@ -58,9 +65,24 @@ run() {
                  out, n, (c > 0 ? n / c : 0), top * 1e6 / hz / n, all * 1e6 / hz / n }'
 }
 
+# floor LABEL [mcp_load args...]: the echo transport under the same load.
+floor() {
+  local label=$1; shift
+  "$ECHO" --http --io-threads 2 2>"$TMP/echo.err" &
+  SERVER=$!
+  local url
+  url=$(server_url "$TMP/echo.err" 100)
+  "$LOAD" --url "$url" --sessions 16 --concurrency 16 --duration "$DURATION" --warmup "$WARMUP" \
+    --tool echo --args '{"message":"the parser is in src/parse.c"}' --calls-per-op 2 \
+    --label "$label" "$@" 2>&1 | tail -1
+  stop_server
+}
+
 for ((i = 1; i <= RUNS; i++)); do
   for b in "${BINS[@]}"; do run "$b" "saturated:$b"; done
+  [[ $FLOOR == 0 ]] || floor "saturated:floor"
 done
 for r in $RATES; do
   for b in "${BINS[@]}"; do run "$b" "rate=$r:$b" --rate "$r"; done
+  [[ $FLOOR == 0 ]] || floor "rate=$r:floor" --rate "$r"
 done
