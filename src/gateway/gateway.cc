@@ -33,6 +33,30 @@ void ScrubStrings(const scrub::Scrubber& scrubber, Json& value) {
   }
 }
 
+// A catalog entry's prose (title, description) as the agent sees it: scrubbed.
+std::string ScrubbedField(const scrub::Scrubber& scrubber, const Json& object,
+                          std::string_view key) {
+  std::string text = StringField(object, key);
+  return text.empty() ? text : scrubber.Scrub(text);
+}
+
+// Scrubs the prose of a JSON Schema: every string "title" and "description", at any depth (the
+// parser bounds the depth), which clients show the model. Property names, patterns, enums and
+// defaults keep their values: they are part of the contract with the upstream tool.
+void ScrubSchemaProse(const scrub::Scrubber& scrubber, Json& schema) {
+  if (schema.is_object()) {
+    for (auto& [key, value] : schema.items()) {
+      if ((key == w::kTitle || key == w::kDescription) && value.is_string()) {
+        value = scrubber.Scrub(value.get_ref<const std::string&>());
+      } else {
+        ScrubSchemaProse(scrubber, value);
+      }
+    }
+  } else if (schema.is_array()) {
+    for (auto& item : schema) ScrubSchemaProse(scrubber, item);
+  }
+}
+
 protocol::ToolResult ResultFromJson(Json json) {
   protocol::ToolResult result;
   if (!json.is_object()) {
@@ -198,10 +222,18 @@ void Gateway::OnCatalog(Upstream& upstream) {
     if (upstream_tool.empty()) continue;
     protocol::ToolDefinition definition;
     definition.name = base::StrCat(name, kNameSeparator, upstream_tool);
-    definition.title = StringField(tool, w::kTitle);
-    definition.description = StringField(tool, w::kDescription);
-    if (tool.contains(w::kInputSchema)) definition.input_schema = tool[w::kInputSchema];
-    if (tool.contains(w::kOutputSchema)) definition.output_schema = tool[w::kOutputSchema];
+    // The upstream's names and URIs are identifiers and stay as they are; its prose is shown to
+    // the model and is scrubbed like everything else it sees.
+    definition.title = ScrubbedField(*deps_.scrubber, tool, w::kTitle);
+    definition.description = ScrubbedField(*deps_.scrubber, tool, w::kDescription);
+    if (tool.contains(w::kInputSchema)) {
+      definition.input_schema = tool[w::kInputSchema];
+      ScrubSchemaProse(*deps_.scrubber, definition.input_schema);
+    }
+    if (tool.contains(w::kOutputSchema)) {
+      definition.output_schema = tool[w::kOutputSchema];
+      ScrubSchemaProse(*deps_.scrubber, definition.output_schema);
+    }
     if (tool.contains(w::kAnnotations) && tool[w::kAnnotations].is_object()) {
       definition.annotations = tool[w::kAnnotations];
     }
@@ -288,8 +320,8 @@ std::pair<bool, bool> Gateway::SyncResourcesAndPrompts(Upstream& upstream) {
       [&](std::string_view uri) { return deps_.server->RemoveResource(uri); },
       [&](const std::string& exposed, const Json& r) {
         protocol::ResourceDefinition definition{exposed, StringField(r, w::kName),
-                                                StringField(r, w::kTitle),
-                                                StringField(r, w::kDescription),
+                                                ScrubbedField(*deps_.scrubber, r, w::kTitle),
+                                                ScrubbedField(*deps_.scrubber, r, w::kDescription),
                                                 StringField(r, w::kMimeType)};
         if (definition.name.empty()) definition.name = StringField(r, w::kUri);
         return deps_.server->AddResource(std::move(definition), reader);
@@ -304,8 +336,8 @@ std::pair<bool, bool> Gateway::SyncResourcesAndPrompts(Upstream& upstream) {
       [&](std::string_view uri) { return deps_.server->RemoveResourceTemplate(uri); },
       [&](const std::string& exposed, const Json& t) {
         protocol::ResourceTemplateDefinition definition{
-            exposed, StringField(t, w::kName), StringField(t, w::kTitle),
-            StringField(t, w::kDescription), StringField(t, w::kMimeType)};
+            exposed, StringField(t, w::kName), ScrubbedField(*deps_.scrubber, t, w::kTitle),
+            ScrubbedField(*deps_.scrubber, t, w::kDescription), StringField(t, w::kMimeType)};
         if (definition.name.empty()) definition.name = StringField(t, w::kUriTemplate);
         return deps_.server->AddResourceTemplate(std::move(definition), reader);
       },
@@ -320,8 +352,8 @@ std::pair<bool, bool> Gateway::SyncResourcesAndPrompts(Upstream& upstream) {
       [&](const std::string& exposed, const Json& p) {
         protocol::PromptDefinition definition;
         definition.name = exposed;
-        definition.title = StringField(p, w::kTitle);
-        definition.description = StringField(p, w::kDescription);
+        definition.title = ScrubbedField(*deps_.scrubber, p, w::kTitle);
+        definition.description = ScrubbedField(*deps_.scrubber, p, w::kDescription);
         if (p.contains(w::kArguments) && p[w::kArguments].is_array()) {
           for (const Json& a : p[w::kArguments]) {
             std::string arg = StringField(a, w::kName);
@@ -329,7 +361,8 @@ std::pair<bool, bool> Gateway::SyncResourcesAndPrompts(Upstream& upstream) {
             bool required = a.contains(w::kRequired) && a[w::kRequired].is_boolean() &&
                             a[w::kRequired].get<bool>();
             definition.arguments.push_back(
-                protocol::PromptArgument{arg, StringField(a, w::kDescription), required});
+                protocol::PromptArgument{arg, ScrubbedField(*deps_.scrubber, a, w::kDescription),
+                                         required});
           }
         }
         std::string upstream_prompt = StringField(p, w::kName);

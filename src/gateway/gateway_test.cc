@@ -322,6 +322,43 @@ TEST_F(GatewayTest, RelaysUpstreamLogMessagesToTheCall) {
   EXPECT_EQ(log["params"]["logger"], "test");
 }
 
+// Titles and descriptions reach the model through tools/list and the other lists: an upstream's
+// prose is scrubbed like its results, while names, URIs and schema structure are kept.
+TEST_F(GatewayTest, ScrubsTheProseOfUpstreamCatalogs) {
+  StartGateway();
+  const std::string kRedacted = "[REDACTED:test-secret:SE...]";
+  Send(Json{{"jsonrpc", "2.0"}, {"id", 2}, {"method", "tools/list"}});
+  const Json tools = inbox_->Response(2)["result"]["tools"];
+  Json secret;
+  for (const auto& t : tools) {
+    if (t["name"] == "t__secret") secret = t;
+  }
+  ASSERT_FALSE(secret.is_null()) << tools.dump();
+  EXPECT_EQ(secret["description"], "returns a token like " + kRedacted);
+  EXPECT_EQ(secret["inputSchema"]["properties"]["note"]["description"], "not " + kRedacted);
+  EXPECT_EQ(secret["inputSchema"]["properties"]["note"]["type"], "string");
+
+  Send(Json{{"jsonrpc", "2.0"}, {"id", 3}, {"method", "resources/list"}});
+  Json resources = inbox_->Response(3)["result"]["resources"];
+  ASSERT_EQ(resources.size(), 1u) << resources.dump();
+  EXPECT_EQ(resources[0]["description"], "says " + kRedacted);
+  EXPECT_EQ(resources[0]["uri"], "contextd+upstream://t/test://greeting");
+
+  Send(Json{{"jsonrpc", "2.0"}, {"id", 4}, {"method", "resources/templates/list"}});
+  Json templates = inbox_->Response(4)["result"]["resourceTemplates"];
+  ASSERT_EQ(templates.size(), 1u) << templates.dump();
+  EXPECT_EQ(templates[0]["title"], "item " + kRedacted);
+
+  Send(Json{{"jsonrpc", "2.0"}, {"id", 5}, {"method", "prompts/list"}});
+  const Json prompts = inbox_->Response(5)["result"]["prompts"];
+  Json greet;
+  for (const auto& p : prompts) {
+    if (p["name"] == "t__greet") greet = p;
+  }
+  ASSERT_FALSE(greet.is_null()) << prompts.dump();
+  EXPECT_EQ(greet["arguments"][0]["description"], "whom, not " + kRedacted);
+}
+
 TEST_F(GatewayTest, ReListsToolsOnListChanged) {
   StartGateway();
   EXPECT_EQ(Text(Call("t__add_tool", Json::object())), "added");

@@ -40,7 +40,10 @@ Json ToolsList() {
   add("echo", {{"type", "object"},
                {"properties", {{"text", {{"type", "string"}}}}},
                {"required", {"text"}}});
-  add("secret", object_schema);
+  add("secret", {{"type", "object"},
+                 {"properties", {{"note", {{"type", "string"}, {"description", "not SECRET123"}}}}}});
+  // Prose that a scrubber must redact before the agent sees it (the tool's own description too).
+  tools.back()["description"] = "returns a token like SECRET123";
   add("big", {{"type", "object"}, {"properties", {{"words", {{"type", "integer"}}}}}});
   add("slow", {{"type", "object"}, {"properties", {{"ms", {{"type", "integer"}}}}}});
   add("progress", {{"type", "object"}, {"properties", {{"steps", {{"type", "integer"}}}}}});
@@ -170,12 +173,14 @@ int main() {
       result = {{"resources", Json::array()}};
       if (!dropped) {
         result["resources"].push_back(
-            {{"uri", "test://greeting"}, {"name", "greeting"}, {"mimeType", "text/plain"}});
+            {{"uri", "test://greeting"}, {"name", "greeting"}, {"description", "says SECRET123"},
+             {"mimeType", "text/plain"}});
       }
     } else if (method == "resources/templates/list") {
       result = {{"resourceTemplates", Json::array()}};
       if (!dropped) {
-        result["resourceTemplates"].push_back({{"uriTemplate", "test://item/{id}"}, {"name", "item"}});
+        result["resourceTemplates"].push_back(
+            {{"uriTemplate", "test://item/{id}"}, {"name", "item"}, {"title", "item SECRET123"}});
       }
     } else if (method == "prompts/list") {
       result = {{"prompts", Json::array({{{"name", "malformed"}},
@@ -184,7 +189,7 @@ int main() {
       if (!dropped) {
         result["prompts"].push_back({{"name", "greet"},
                                      {"description", "greets someone"},
-                                     {"arguments", {{{"name", "who"}, {"description", "whom"},
+                                     {"arguments", {{{"name", "who"}, {"description", "whom, not SECRET123"},
                                                      {"required", true}}}}});
       }
     } else if (method == "prompts/get") {
