@@ -43,6 +43,14 @@ absl::Status SqliteStatus(int code, std::string_view message) {
   }
 }
 
+absl::Status ConfigureSqlite() {
+  if (sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0) != SQLITE_OK) {
+    return absl::FailedPreconditionError(
+        "SQLite was initialized before ConfigureSqlite: its settings cannot change now");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> DefaultDatabasePath() {
   const char* xdg = std::getenv("XDG_DATA_HOME");
   if (xdg != nullptr && xdg[0] == '/') return absl::StrCat(xdg, "/contextd/contextd.db");
@@ -119,6 +127,10 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
       }
     }
   }
+  // Too late if the process used SQLite before (tests that open files directly): then the
+  // statistics stay on, which costs time only.
+  static const absl::Status configured = ConfigureSqlite();
+  (void)configured;
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &db,
                            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,

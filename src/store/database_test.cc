@@ -55,6 +55,32 @@ TEST(DatabaseTest, OpenCreatesDirectorySetsPragmasAndMigrates) {
             1'600'000'000'000);
 }
 
+// Database::Open applies ConfigureSqlite first. The test starts from a shut-down SQLite with
+// statistics on, as a fresh process has it (other tests in this process may have opened files).
+TEST(DatabaseTest, ConfigureSqliteTurnsOffMemoryStatisticsBeforeInitialization) {
+  TempDir tmp;
+  ASSERT_EQ(sqlite3_shutdown(), SQLITE_OK);
+  ASSERT_EQ(sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 1), SQLITE_OK);
+  RawExec(tmp.File("stats_on.db"), "CREATE TABLE t (x); INSERT INTO t VALUES (1);");
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(tmp.File("stats_on.db").c_str(), &raw), SQLITE_OK);
+  EXPECT_GT(sqlite3_memory_used(), 0);  // the statistics this turns off
+  sqlite3_close(raw);
+
+  ASSERT_EQ(sqlite3_shutdown(), SQLITE_OK);
+  ASSERT_TRUE(ConfigureSqlite().ok());
+  auto db = Database::Open(tmp.File("contextd.db"));
+  ASSERT_TRUE(db.ok()) << db.status();
+  {
+    std::lock_guard<std::mutex> lock((*db)->mutex());
+    EXPECT_EQ(QueryInt(**db, "SELECT count(*) FROM branches"), 0);
+  }
+  EXPECT_EQ(sqlite3_memory_used(), 0);
+  // Once SQLite runs, its settings cannot change: the call says so instead of doing nothing.
+  absl::Status late = ConfigureSqlite();
+  EXPECT_EQ(late.code(), absl::StatusCode::kFailedPrecondition) << late;
+}
+
 TEST(DatabaseTest, BackgroundCheckpointerReplacesAutomaticCheckpoints) {
   TempDir tmp;
   auto db = Database::Open(tmp.File("c.db"));
