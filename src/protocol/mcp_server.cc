@@ -170,10 +170,12 @@ class McpSession final : public Session, public std::enable_shared_from_this<Mcp
 
   ~McpSession() override;
 
+  // A tools/call's arguments are checked against its tool's schema here, on the transport's
+  // thread, rather than on the executor that runs every session's work in turn.
   void Receive(Message message) override {
-    executor_.Post([self = shared_from_this(), m = std::move(message)]() mutable {
-      self->Handle(std::move(m));
-    });
+    Prevalidated pre = Prevalidate(message);
+    executor_.Post([self = shared_from_this(), m = std::move(message),
+                    pre = std::move(pre)]() mutable { self->Handle(std::move(m), std::move(pre)); });
   }
 
   std::string protocol_version() const override {
@@ -255,8 +257,18 @@ class McpSession final : public Session, public std::enable_shared_from_this<Mcp
     std::weak_ptr<ToolCallImpl> call;
   };
 
-  void Handle(Message m);
-  void HandleRequest(Message& m);
+  // The outcome of validating a tools/call's arguments against `tool`'s input schema, found
+  // when the message arrived. OnToolsCall uses it only if it finds the same tool entry (a tool
+  // replaced meanwhile is validated again); no tool: nothing was checked.
+  struct Prevalidated {
+    std::shared_ptr<const McpServer::ToolEntry> tool;
+    absl::Status status;
+  };
+  // Any thread: reads `m` and the server's tool table only.
+  Prevalidated Prevalidate(const Message& m) const;
+
+  void Handle(Message m, Prevalidated pre = {});
+  void HandleRequest(Message& m, Prevalidated& pre);
   void HandleNotification(Message& m);
   void HandleResponse(Message& m);
   void DoClose(const std::string& reason);
@@ -269,7 +281,7 @@ class McpSession final : public Session, public std::enable_shared_from_this<Mcp
   }
 
   void OnInitialize(Message& m);
-  void OnToolsCall(Message& m);
+  void OnToolsCall(Message& m, Prevalidated& pre);
   void OnResourcesRead(Message& m);
   void OnSubscribe(Message& m, bool subscribe);
   void OnPromptsGet(Message& m);
@@ -455,7 +467,30 @@ void McpSession::DoClose(const std::string& reason) {
   if (hooks.on_close) hooks.on_close(*info_, reason);
 }
 
-void McpSession::Handle(Message m) {
+// The arguments object of a tools/call, or null when `params` has none usable (OnToolsCall
+// answers those itself).
+const Json* ToolCallArguments(const Json& params) {
+  static const Json kNone = Json::object();
+  auto a = params.find(wire::kArguments);
+  if (a == params.end() || a->is_null()) return &kNone;
+  return a->is_object() ? &*a : nullptr;
+}
+
+McpSession::Prevalidated McpSession::Prevalidate(const Message& m) const {
+  if (m.kind != MessageKind::kRequest || m.method != wire::kToolsCall || !m.params.is_object()) {
+    return {};
+  }
+  auto name = m.params.find(wire::kName);
+  if (name == m.params.end() || !name->is_string()) return {};
+  const Json* arguments = ToolCallArguments(m.params);
+  if (arguments == nullptr) return {};
+  auto tool = server_.FindTool(name->get_ref<const std::string&>());
+  if (!tool) return {};
+  absl::Status status = ValidateJson(tool->definition.input_schema, *arguments);
+  return {std::move(tool), std::move(status)};
+}
+
+void McpSession::Handle(Message m, Prevalidated pre) {
   if (closed_) return;
   switch (m.kind) {
     case MessageKind::kRequest:
@@ -467,7 +502,7 @@ void McpSession::Handle(Message m) {
                                 "; send one message per payload"));
         return;
       }
-      HandleRequest(m);
+      HandleRequest(m, pre);
       return;
     case MessageKind::kNotification:
       if (m.batched && !batches_allowed_) return;
@@ -480,7 +515,7 @@ void McpSession::Handle(Message m) {
   }
 }
 
-void McpSession::HandleRequest(Message& m) {
+void McpSession::HandleRequest(Message& m, Prevalidated& pre) {
   const std::string& method = m.method;
   if (method == wire::kInitialize) {
     OnInitialize(m);
@@ -497,7 +532,7 @@ void McpSession::HandleRequest(Message& m) {
     return;
   }
   if (method == wire::kToolsCall) {
-    OnToolsCall(m);
+    OnToolsCall(m, pre);
   } else if (method == wire::kToolsList) {
     const std::shared_ptr<const Json> tools = server_.ToolsListing();
     OnList(m, wire::kTools, *tools);
@@ -695,7 +730,7 @@ void McpSession::OnList(Message& m, std::string_view key, const Json& all) {
   Reply(m.id, std::move(*page));
 }
 
-void McpSession::OnToolsCall(Message& m) {
+void McpSession::OnToolsCall(Message& m, Prevalidated& pre) {
   if (!m.params.is_object()) {
     ReplyError(m.id, kInvalidParams, "invalid params: tools/call needs a params object");
     return;
@@ -723,9 +758,11 @@ void McpSession::OnToolsCall(Message& m) {
     ReplyError(m.id, kInvalidRequest, "invalid request: this request id is already in use");
     return;
   }
-  if (auto st = ValidateJson(tool->definition.input_schema, arguments); !st.ok()) {
+  absl::Status valid = pre.tool == tool ? std::move(pre.status)
+                                         : ValidateJson(tool->definition.input_schema, arguments);
+  if (!valid.ok()) {
     Reply(m.id, ToolResultToJson(ErrorResult(Cat(
-                    "invalid arguments for tool ", tool_name, ": ", st.message()))));
+                    "invalid arguments for tool ", tool_name, ": ", valid.message()))));
     return;
   }
   Json token = nullptr;

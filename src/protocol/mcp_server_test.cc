@@ -229,6 +229,45 @@ TEST_F(McpServerTest, AddToolRejectsBadDefinitions) {
   EXPECT_EQ(server_.RemoveTool("echo").code(), absl::StatusCode::kNotFound);
 }
 
+// Arguments are checked when the message arrives (on the transport's thread); a tool replaced
+// before the call runs is checked again, against the schema of the tool that runs.
+TEST_F(McpServerTest, ToolsCallUsesTheSchemaOfTheToolThatRuns) {
+  Initialize();
+  auto replace_echo = [&](const char* schema) {
+    ASSERT_TRUE(server_.RemoveTool("echo").ok());
+    ASSERT_TRUE(server_
+                    .AddTool({"echo", "", "", Json::parse(schema), nullptr, nullptr},
+                             [](std::shared_ptr<ToolCall> call) {
+                               call->Finish(TextResult(call->arguments().dump()));
+                             })
+                    .ok());
+  };
+  // Hands a request to the session without running the executor.
+  auto receive = [&](const Json& request) {
+    Incoming in = ParseIncoming(Serialize(request));
+    ASSERT_TRUE(std::holds_alternative<Message>(in.items[0]));
+    session_->Receive(std::move(std::get<Message>(in.items[0])));
+  };
+  // Valid when received, invalid for the tool that runs.
+  receive(MakeRequest(1, "tools/call", {{"name", "echo"}, {"arguments", {{"text", "hi"}}}}));
+  replace_echo(R"({"type":"object","properties":{"text":{"type":"integer"}}})");
+  executor_.RunUntilIdle();
+  Json r = ResponseTo(1);
+  EXPECT_EQ(r["result"]["isError"], true) << r.dump();
+  // Invalid when received (a string is required), valid for the tool that runs.
+  replace_echo(R"({"type":"object","properties":{"text":{"type":"string"}}})");
+  receive(MakeRequest(2, "tools/call", {{"name", "echo"}, {"arguments", {{"text", 7}}}}));
+  replace_echo(R"({"type":"object"})");
+  receive(MakeRequest(3, "tools/call", {{"name", "echo"}, {"arguments", {{"text", 7}}}}));
+  executor_.RunUntilIdle();
+  std::vector<Sent> rest;
+  r = ResponseTo(2, &rest);
+  EXPECT_FALSE(r["result"].contains("isError")) << r.dump();
+  EXPECT_EQ(r["result"]["content"][0]["text"], R"({"text":7})");
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_FALSE(rest[0].message["result"].contains("isError")) << rest[0].message.dump();
+}
+
 TEST_F(McpServerTest, ToolsCallValidatesAndAnswers) {
   Initialize();
   Json r = Call(1, "tools/call", {{"name", "echo"}, {"arguments", {{"text", "hi"}}}});
