@@ -146,6 +146,14 @@ class GatewayTest : public ::testing::Test {
     return response.is_null() ? Json() : response.value("result", Json());
   }
 
+  // The entry called `name` in a tools/list or prompts/list result's array, or null.
+  static Json Named(const Json& list, std::string_view name) {
+    for (const auto& entry : list) {
+      if (entry["name"] == name) return entry;
+    }
+    return nullptr;
+  }
+
   static std::string Text(const Json& result) {
     std::string out;
     for (const auto& block : result.value("content", Json::array())) out += block.value("text", "");
@@ -329,10 +337,7 @@ TEST_F(GatewayTest, ScrubsTheProseOfUpstreamCatalogs) {
   const std::string kRedacted = "[REDACTED:test-secret:SE...]";
   Send(Json{{"jsonrpc", "2.0"}, {"id", 2}, {"method", "tools/list"}});
   const Json tools = inbox_->Response(2)["result"]["tools"];
-  Json secret;
-  for (const auto& t : tools) {
-    if (t["name"] == "t__secret") secret = t;
-  }
+  const Json secret = Named(tools, "t__secret");
   ASSERT_FALSE(secret.is_null()) << tools.dump();
   EXPECT_EQ(secret["description"], "returns a token like " + kRedacted);
   EXPECT_EQ(secret["inputSchema"]["properties"]["note"]["description"], "not " + kRedacted);
@@ -351,10 +356,7 @@ TEST_F(GatewayTest, ScrubsTheProseOfUpstreamCatalogs) {
 
   Send(Json{{"jsonrpc", "2.0"}, {"id", 5}, {"method", "prompts/list"}});
   const Json prompts = inbox_->Response(5)["result"]["prompts"];
-  Json greet;
-  for (const auto& p : prompts) {
-    if (p["name"] == "t__greet") greet = p;
-  }
+  const Json greet = Named(prompts, "t__greet");
   ASSERT_FALSE(greet.is_null()) << prompts.dump();
   EXPECT_EQ(greet["arguments"][0]["description"], "whom, not " + kRedacted);
 }
@@ -392,10 +394,7 @@ TEST_F(GatewayTest, ReExposesUpstreamPromptsAndScrubsTheirMessages) {
   StartGateway();
   Send(Json{{"jsonrpc", "2.0"}, {"id", 4}, {"method", "prompts/list"}});
   Json prompts = inbox_->Response(4)["result"]["prompts"];
-  Json greet;
-  for (const auto& p : prompts) {
-    if (p["name"] == "t__greet") greet = p;
-  }
+  Json greet = Named(prompts, "t__greet");
   ASSERT_FALSE(greet.is_null()) << prompts.dump();
   EXPECT_EQ(greet["description"], "greets someone");
   EXPECT_EQ(greet["arguments"][0]["name"], "who");
