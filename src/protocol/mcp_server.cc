@@ -110,6 +110,15 @@ bool IsProgressToken(const Json& token) {
 
 const Json kNullId = nullptr;
 
+// The arguments object of a tools/call, or null when `params` has none usable (OnToolsCall
+// answers those itself).
+const Json* ToolCallArguments(const Json& params) {
+  static const Json kNone = Json::object();
+  auto a = params.find(wire::kArguments);
+  if (a == params.end() || a->is_null()) return &kNone;
+  return a->is_object() ? &*a : nullptr;
+}
+
 }  // namespace
 
 const std::vector<std::string>& SupportedProtocolVersions() {
@@ -465,15 +474,6 @@ void McpSession::DoClose(const std::string& reason) {
     hooks = server_.hooks_;
   }
   if (hooks.on_close) hooks.on_close(*info_, reason);
-}
-
-// The arguments object of a tools/call, or null when `params` has none usable (OnToolsCall
-// answers those itself).
-const Json* ToolCallArguments(const Json& params) {
-  static const Json kNone = Json::object();
-  auto a = params.find(wire::kArguments);
-  if (a == params.end() || a->is_null()) return &kNone;
-  return a->is_object() ? &*a : nullptr;
 }
 
 McpSession::Prevalidated McpSession::Prevalidate(const Message& m) const {
