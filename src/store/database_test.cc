@@ -55,8 +55,9 @@ TEST(DatabaseTest, OpenCreatesDirectorySetsPragmasAndMigrates) {
             1'600'000'000'000);
 }
 
-// Database::Open applies ConfigureSqlite first. The test starts from a shut-down SQLite with
-// statistics on, as a fresh process has it (other tests in this process may have opened files).
+// The test starts from a shut-down SQLite with statistics on, as a fresh process has it (other
+// tests in this process may have used SQLite). That Database::Open calls ConfigureSqlite once,
+// before its first sqlite3_open, is not checked here: a process does that only once.
 TEST(DatabaseTest, ConfigureSqliteTurnsOffMemoryStatisticsBeforeInitialization) {
   TempDir tmp;
   ASSERT_EQ(sqlite3_shutdown(), SQLITE_OK);
