@@ -46,7 +46,7 @@ struct DatabaseOptions {
   int64_t wal_restart_bytes = int64_t{64} << 20;
 };
 
-// Process-wide SQLite settings, applied by the first Database::Open (later calls do nothing):
+// Process-wide SQLite settings, applied by the first Database::Open (later opens skip it):
 // SQLite's memory statistics are turned off, since with them every allocation takes a global
 // mutex (about 13% of the engine executor's instructions per branch pair). Takes effect only
 // before SQLite is initialized: returns FailedPrecondition if something initialized it first.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -96,6 +97,18 @@ inline ChildRun RunInChild(const std::function<void(int ack_fd)>& body) {
   close(fds[0]);
   run.ran = waitpid(pid, &run.wstatus, 0) == pid;
   return run;
+}
+
+// Success if the child ran and ended killed by SIGKILL (ASSERT_TRUE(KilledBySigkill(child))).
+inline ::testing::AssertionResult KilledBySigkill(const ChildRun& run) {
+  if (!run.ran) return ::testing::AssertionFailure() << "fork or pipe failed";
+  if (WIFEXITED(run.wstatus)) {
+    return ::testing::AssertionFailure() << "the child exited with " << WEXITSTATUS(run.wstatus);
+  }
+  if (!WIFSIGNALED(run.wstatus) || WTERMSIG(run.wstatus) != SIGKILL) {
+    return ::testing::AssertionFailure() << "the child ended with status " << run.wstatus;
+  }
+  return ::testing::AssertionSuccess();
 }
 
 }  // namespace contextd::store

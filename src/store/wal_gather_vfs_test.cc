@@ -155,9 +155,7 @@ TEST(WalGatherVfsTest, EveryAcknowledgedCommitSurvivesKill9) {
     }
     raise(SIGKILL);
   });
-  ASSERT_TRUE(child.ran);
-  ASSERT_TRUE(WIFSIGNALED(child.wstatus));
-  EXPECT_EQ(WTERMSIG(child.wstatus), SIGKILL);
+  ASSERT_TRUE(KilledBySigkill(child));
   EXPECT_EQ(child.acks.size(), 200u);
   ExpectRows(path, static_cast<int64_t>(child.acks.size()));
 }
@@ -187,8 +185,7 @@ TEST(WalGatherVfsTest, ACommitWhoseChecksumsWereRewrittenSurvivesKill9) {
     if (write(ack_fd, "2", 1) != 1) _exit(4);
     raise(SIGKILL);
   });
-  ASSERT_TRUE(child.ran);
-  ASSERT_TRUE(WIFSIGNALED(child.wstatus));
+  ASSERT_TRUE(KilledBySigkill(child));
   EXPECT_EQ(child.acks, "12");
   sqlite3* reader = OpenWith(path, nullptr);
   EXPECT_EQ(QueryText(reader, "SELECT COUNT(*) FROM t"), "350");
