@@ -116,6 +116,11 @@ bool Statement::IsNull(int col) const { return sqlite3_column_type(stmt_, col) =
 
 absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path,
                                                          const DatabaseOptions& options) {
+  if (options.page_size < 512 || options.page_size > 65536 ||
+      (options.page_size & (options.page_size - 1)) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "page size ", options.page_size, " for ", path, ": use a power of two from 512 to 65536"));
+  }
   if (options.create_directories && path != ":memory:") {
     std::filesystem::path dir = std::filesystem::path(path).parent_path();
     if (!dir.empty()) {
@@ -144,6 +149,8 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
   std::unique_ptr<Database> out(new Database(db, path));
   sqlite3_busy_timeout(db, options.busy_timeout_ms);
   std::lock_guard<std::mutex> lock(out->mu_);
+  // Before anything writes the file; a no-op on an existing file.
+  RETURN_IF_ERROR(out->Exec(absl::StrCat("PRAGMA page_size=", options.page_size)));
   RETURN_IF_ERROR(out->Exec("PRAGMA journal_mode=WAL"));
   RETURN_IF_ERROR(out->Exec(options.synchronous_full ? "PRAGMA synchronous=FULL"
                                                      : "PRAGMA synchronous=NORMAL"));

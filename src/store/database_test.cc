@@ -55,6 +55,44 @@ TEST(DatabaseTest, OpenCreatesDirectorySetsPragmasAndMigrates) {
             1'600'000'000'000);
 }
 
+TEST(DatabaseTest, NewFilesGetThePageSizeOfTheOptionsAndOldFilesKeepTheirs) {
+  TempDir tmp;
+  {
+    auto db = Database::Open(tmp.File("new.db"));
+    ASSERT_TRUE(db.ok()) << db.status();
+    std::lock_guard<std::mutex> lock((*db)->mutex());
+    EXPECT_EQ(QueryInt(**db, "PRAGMA page_size"), 1024);
+  }
+  // A file created with SQLite's default page size, as contextd before this option made it.
+  std::string old_path = tmp.File("old.db");
+  {
+    DatabaseOptions options;
+    options.page_size = 4096;
+    auto db = Database::Open(old_path, options);
+    ASSERT_TRUE(db.ok()) << db.status();
+    std::lock_guard<std::mutex> lock((*db)->mutex());
+    ASSERT_TRUE((*db)->Exec("CREATE TABLE kept (v TEXT); INSERT INTO kept VALUES ('x')").ok());
+  }
+  auto db = Database::Open(old_path);
+  ASSERT_TRUE(db.ok()) << db.status();
+  std::lock_guard<std::mutex> lock((*db)->mutex());
+  EXPECT_EQ(QueryInt(**db, "PRAGMA page_size"), 4096);
+  EXPECT_EQ(QueryText(**db, "SELECT v FROM kept"), "x");
+}
+
+TEST(DatabaseTest, RefusesAPageSizeSqliteWouldIgnore) {
+  TempDir tmp;
+  for (int size : {0, 256, 1000, 131072}) {
+    DatabaseOptions options;
+    options.page_size = size;
+    auto db = Database::Open(tmp.File("bad.db"), options);
+    ASSERT_FALSE(db.ok()) << size;
+    EXPECT_EQ(db.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(db.status().message().find("power of two"), std::string::npos) << db.status();
+  }
+  EXPECT_FALSE(std::filesystem::exists(tmp.File("bad.db")));
+}
+
 // The test starts from a shut-down SQLite with statistics on, as a fresh process has it (other
 // tests in this process may have used SQLite). That Database::Open calls ConfigureSqlite once,
 // before its first sqlite3_open, is not checked here: a process does that only once.
