@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "protocol/json_writer.h"
 #include "protocol/mcp_constants.h"
 
 namespace contextd::protocol {
@@ -204,7 +205,9 @@ Json MakeNotification(std::string_view method, Json params) {
 }
 
 std::string Serialize(const Json& message) {
-  return message.dump(-1, ' ', false, Json::error_handler_t::replace);
+  std::string out;
+  AppendCompactJson(out, message);
+  return out;
 }
 
 }  // namespace contextd::protocol
