@@ -523,6 +523,18 @@ void BranchManager::OnDeadline(const std::string& id) {
   }
 }
 
+PreparedText BranchManager::PrepareText(std::string_view raw) const {
+  std::string text = scrubber_.Scrub(raw);
+  const auto tokens = static_cast<int64_t>(counter_.Count(text));
+  return PreparedText(std::string(raw), std::move(text), tokens);
+}
+
+const PreparedText& BranchManager::Prepared(const PreparedText* prepared, const std::string& raw,
+                                            std::optional<PreparedText>& own) const {
+  if (prepared != nullptr && prepared->source_ == raw) return *prepared;
+  return own.emplace(PrepareText(raw));
+}
+
 absl::StatusOr<CreateResult> BranchManager::Create(const SessionKey& session,
                                                    const CreateRequest& request) {
   CheckOnExecutor();
@@ -609,9 +621,12 @@ absl::StatusOr<CreateResult> BranchManager::Create(const SessionKey& session,
   b.session = session;
   b.parent_id = parent_id;
   b.depth = depth;
-  b.description = scrubber_.Scrub(request.description);
-  b.prompt = scrubber_.Scrub(request.prompt);
-  int64_t prompt_tokens = static_cast<int64_t>(counter_.Count(b.prompt));
+  std::optional<PreparedText> own_description, own_prompt;
+  b.description =
+      Prepared(request.prepared_description, request.description, own_description).text();
+  const PreparedText& prompt = Prepared(request.prepared_prompt, request.prompt, own_prompt);
+  b.prompt = prompt.text();
+  int64_t prompt_tokens = prompt.tokens();
   if (prompt_tokens > budget) {
     return absl::InvalidArgumentError(absl::StrCat("the prompt is ", prompt_tokens,
                                                    " tokens, more than the branch budget of ",
@@ -677,8 +692,10 @@ absl::StatusOr<ReturnResult> BranchManager::Return(const SessionKey& session,
   ASSIGN_OR_RETURN(Node * node, FindNode(session, id));
   RETURN_IF_ERROR(CheckTransition(id, node->branch.status, BranchStatus::kCompleted));
 
-  std::string summary = scrubber_.Scrub(request.message);
-  int64_t summary_tokens = static_cast<int64_t>(counter_.Count(summary));
+  std::optional<PreparedText> own_message;
+  const PreparedText& message = Prepared(request.prepared_message, request.message, own_message);
+  std::string summary = message.text();
+  int64_t summary_tokens = message.tokens();
   Txn txn(*this);
   std::vector<std::string> kids =
       ForceReturnDescendants(txn, id, absl::StrCat("parent ", id, " returned"));

@@ -39,10 +39,33 @@ inline constexpr double kWarningRatio = 0.8;
 // Shown as memory_note until the memory issue lands.
 inline constexpr std::string_view kMemoryNotYet = "memory arrives in a later issue";
 
+class BranchManager;
+
+// A request text scrubbed and token-counted by BranchManager::PrepareText, which any thread may
+// call: the costly part of taking a text in, done before the engine executor sees the request.
+class PreparedText {
+ public:
+  const std::string& text() const { return text_; }  // scrubbed
+  int64_t tokens() const { return tokens_; }         // of text()
+
+ private:
+  friend class BranchManager;
+  PreparedText(std::string source, std::string text, int64_t tokens)
+      : source_(std::move(source)), text_(std::move(text)), tokens_(tokens) {}
+  std::string source_;  // what was prepared: used only for the same request text
+  std::string text_;
+  int64_t tokens_ = 0;
+};
+
 // branch_create's arguments (already type-checked against the tool's JSON Schema).
 struct CreateRequest {
   std::string description;                 // 1-500 characters
   std::string prompt;                      // 1-10000 characters
+  // PrepareText(description) and PrepareText(prompt), if the caller made them (not owned: they
+  // must outlive the call). One made from another text than its field is not used (the field is
+  // prepared again).
+  const PreparedText* prepared_description = nullptr;
+  const PreparedText* prepared_prompt = nullptr;
   std::optional<int64_t> budget;           // 1..max_budget; default see Create()
   std::optional<int64_t> timeout_seconds;  // 1..max_timeout_seconds; default from the config
   bool inject_memories = true;
@@ -68,6 +91,7 @@ struct CreateResult {
 struct ReturnRequest {
   std::optional<std::string> branch_id;  // default: the innermost active branch
   std::string message;                   // at most 50000 characters; scrubbed before use
+  const PreparedText* prepared_message = nullptr;  // PrepareText(message), as in CreateRequest
   bool extract_memory = false;
 };
 
@@ -182,6 +206,10 @@ class BranchManager {
   // Internal/Unavailable from the store (nothing changed).
   absl::StatusOr<CreateResult> Create(const SessionKey& session, const CreateRequest& request);
 
+  // `raw` scrubbed and its tokens counted, for a request's prepared_* field. Any thread (the
+  // scrubber and the token counter are immutable and thread-safe).
+  PreparedText PrepareText(std::string_view raw) const;
+
   // Completes `request.branch_id` (default: the innermost active branch): scrubs the message,
   // force-returns its live descendants deepest first (status failed, "parent <id> returned"),
   // charges the message's tokens, gives the unused budget back to the parent, stores the
@@ -224,6 +252,10 @@ class BranchManager {
   const FoldingConfig& config() const { return config_; }
 
  private:
+  // `*prepared` if it was made from `raw`, else PrepareText(raw) kept in `own`.
+  const PreparedText& Prepared(const PreparedText* prepared, const std::string& raw,
+                               std::optional<PreparedText>& own) const;
+
   struct Excerpt {
     std::string kind, label, text;
   };

@@ -254,6 +254,55 @@ TEST_F(BranchManagerTest, ReturnScrubsTheMessageBeforeStoringAndEchoing) {
   EXPECT_THAT(ReturnText(*ret), Not(HasSubstr("SECRET123")));
 }
 
+// Counts the texts it scrubs (thread-safe, as a Scrubber must be).
+class CountingScrubber final : public scrub::Scrubber {
+ public:
+  std::string Scrub(std::string_view text) const override {
+    calls.fetch_add(1);
+    return inner.Scrub(text);
+  }
+  mutable std::atomic<int> calls{0};
+  testing::FakeScrubber inner;
+};
+
+// Texts prepared before the executor runs the request are not scrubbed or counted again there;
+// a prepared text made from another text than the request's is not used.
+TEST_F(BranchManagerTest, PreparedTextsAreUsedOnlyForTheTextTheyWereMadeFrom) {
+  CountingScrubber scrubber;
+  mgr_.reset();
+  mgr_ = std::make_unique<BranchManager>(FoldingConfig{}, exec_, store_, counter_, scrubber, &bus_);
+  CreateRequest plain = Req();
+  plain.prompt = "look at SECRET123 and the rest";
+  int before = scrubber.calls.load();
+  auto first = Create(plain);
+  ASSERT_TRUE(first.ok()) << first.status();
+  const int unprepared_calls = scrubber.calls.load() - before;
+  ASSERT_TRUE(Return(std::nullopt, "done").ok());
+
+  CreateRequest prepared = plain;
+  const PreparedText description = mgr_->PrepareText(prepared.description);
+  const PreparedText prompt = mgr_->PrepareText(prepared.prompt);
+  prepared.prepared_description = &description;
+  prepared.prepared_prompt = &prompt;
+  before = scrubber.calls.load();
+  auto second = Create(prepared);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(scrubber.calls.load() - before, unprepared_calls - 2);
+  EXPECT_EQ(second->prompt_tokens, first->prompt_tokens);
+  EXPECT_EQ(Stored(second->branch_id).prompt, Stored(first->branch_id).prompt);
+  EXPECT_THAT(Stored(second->branch_id).prompt, HasSubstr(testing::FakeScrubber::kMarker));
+
+  ReturnRequest mismatched;
+  mismatched.message = "token is SECRET123";
+  const PreparedText other = mgr_->PrepareText("another text entirely");
+  mismatched.prepared_message = &other;
+  auto ret = Run([&] { return mgr_->Return(s1_, mismatched); });
+  ASSERT_TRUE(ret.ok()) << ret.status();
+  EXPECT_EQ(ret->summary, "token is " + std::string(testing::FakeScrubber::kMarker));
+  EXPECT_EQ(ret->summary_tokens, 3);
+  mgr_.reset();  // before `scrubber` goes
+}
+
 TEST_F(BranchManagerTest, ReturnErrors) {
   auto none = Return(std::nullopt, "x");
   EXPECT_EQ(none.status().code(), absl::StatusCode::kFailedPrecondition);

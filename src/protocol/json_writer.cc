@@ -45,13 +45,27 @@ size_t Utf8SequenceLength(std::string_view s, size_t i) {
 
 void AppendEscapedByte(std::string& out, unsigned char b) {
   switch (b) {
-    case '"': out += "\\\""; return;
-    case '\\': out += "\\\\"; return;
-    case '\b': out += "\\b"; return;
-    case '\f': out += "\\f"; return;
-    case '\n': out += "\\n"; return;
-    case '\r': out += "\\r"; return;
-    case '\t': out += "\\t"; return;
+    case '"':
+      out += "\\\"";
+      return;
+    case '\\':
+      out += "\\\\";
+      return;
+    case '\b':
+      out += "\\b";
+      return;
+    case '\f':
+      out += "\\f";
+      return;
+    case '\n':
+      out += "\\n";
+      return;
+    case '\r':
+      out += "\\r";
+      return;
+    case '\t':
+      out += "\\t";
+      return;
     default: {
       static constexpr char kHex[] = "0123456789abcdef";
       const char u[] = {'\\', 'u', '0', '0', kHex[b >> 4], kHex[b & 0xF]};
@@ -144,7 +158,7 @@ void Append(std::string& out, const Json& value) {
       return;
     }
     case Json::value_t::number_float:  // nlohmann's shortest round-trip format, and null for
-    case Json::value_t::binary:         // NaN and infinities
+    case Json::value_t::binary:        // NaN and infinities
     case Json::value_t::discarded:
       AppendWithNlohmann(out, value);
       return;

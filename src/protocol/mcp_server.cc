@@ -112,6 +112,19 @@ const Json kNullId = nullptr;
 
 // The arguments object of a tools/call, or null when `params` has none usable (OnToolsCall
 // answers those itself).
+// Runs a tool's ToolPrepare (if any) into `out`; what it threw, as an Internal status.
+absl::Status RunPrepare(const ToolPrepare& prepare, const Json& arguments, std::any& out) {
+  if (!prepare) return absl::OkStatus();
+  try {
+    out = prepare(arguments);
+  } catch (const std::exception& e) {
+    return absl::InternalError(e.what());
+  } catch (...) {
+    return absl::InternalError("unknown exception");
+  }
+  return absl::OkStatus();
+}
+
 const Json* ToolCallArguments(const Json& params) {
   static const Json kNone = Json::object();
   auto a = params.find(wire::kArguments);
@@ -266,12 +279,16 @@ class McpSession final : public Session, public std::enable_shared_from_this<Mcp
     std::weak_ptr<ToolCallImpl> call;
   };
 
-  // The outcome of validating a tools/call's arguments against `tool`'s input schema, found
-  // when the message arrived. OnToolsCall uses it only if it finds the same tool entry (a tool
-  // replaced meanwhile is validated again); no tool: nothing was checked.
+  // The outcome of validating a tools/call's arguments against `tool`'s input schema, and of
+  // its ToolPrepare, found when the message arrived. OnToolsCall uses it only if it finds the
+  // same tool entry (a tool replaced meanwhile is validated and prepared again); no tool:
+  // nothing was checked.
   struct Prevalidated {
     std::shared_ptr<const McpServer::ToolEntry> tool;
     absl::Status status;
+    // The tool's ToolPrepare result, when `status` is OK; prepare_status says if it threw.
+    std::any prepared;
+    absl::Status prepare_status;
   };
   // Any thread: reads `m` and the server's tool table only.
   Prevalidated Prevalidate(const Message& m) const;
@@ -325,7 +342,8 @@ class ToolCallImpl final : public ToolCall, public std::enable_shared_from_this<
  public:
   ToolCallImpl(std::weak_ptr<McpSession> session, base::Executor& executor,
                std::shared_ptr<const SessionInfo> info, std::string tool_name, Json arguments,
-               Json id, Json progress_token, std::chrono::milliseconds default_timeout)
+               Json id, Json progress_token, std::chrono::milliseconds default_timeout,
+               std::any prepared)
       : session_(std::move(session)),
         executor_(executor),
         info_(std::move(info)),
@@ -333,10 +351,12 @@ class ToolCallImpl final : public ToolCall, public std::enable_shared_from_this<
         arguments_(std::move(arguments)),
         id_(std::move(id)),
         progress_token_(std::move(progress_token)),
-        default_timeout_(default_timeout) {}
+        default_timeout_(default_timeout),
+        prepared_(std::move(prepared)) {}
 
   const std::string& tool_name() const override { return tool_name_; }
   const Json& arguments() const override { return arguments_; }
+  const std::any& prepared() const override { return prepared_; }
   const SessionInfo& session() const override { return *info_; }
   const Json& request_id() const override { return id_; }
   bool has_progress_token() const override { return !progress_token_.is_null(); }
@@ -427,6 +447,7 @@ class ToolCallImpl final : public ToolCall, public std::enable_shared_from_this<
   const Json id_;
   const Json progress_token_;
   const std::chrono::milliseconds default_timeout_;
+  const std::any prepared_;
   std::atomic<bool> cancelled_{false};
   std::atomic<bool> finished_{false};
   std::vector<std::function<void()>> on_cancel_;  // executor only
@@ -486,8 +507,11 @@ McpSession::Prevalidated McpSession::Prevalidate(const Message& m) const {
   if (arguments == nullptr) return {};
   auto tool = server_.FindTool(name->get_ref<const std::string&>());
   if (!tool) return {};
-  absl::Status status = ValidateJson(tool->definition.input_schema, *arguments);
-  return {std::move(tool), std::move(status)};
+  Prevalidated pre;
+  pre.status = ValidateJson(tool->definition.input_schema, *arguments);
+  if (pre.status.ok()) pre.prepare_status = RunPrepare(tool->prepare, *arguments, pre.prepared);
+  pre.tool = std::move(tool);
+  return pre;
 }
 
 void McpSession::Handle(Message m, Prevalidated pre) {
@@ -758,11 +782,21 @@ void McpSession::OnToolsCall(Message& m, Prevalidated& pre) {
     ReplyError(m.id, kInvalidRequest, "invalid request: this request id is already in use");
     return;
   }
-  absl::Status valid = pre.tool == tool ? std::move(pre.status)
-                                         : ValidateJson(tool->definition.input_schema, arguments);
+  const bool same_tool = pre.tool == tool;
+  absl::Status valid = same_tool ? std::move(pre.status)
+                                 : ValidateJson(tool->definition.input_schema, arguments);
   if (!valid.ok()) {
     Reply(m.id, ToolResultToJson(ErrorResult(Cat(
                     "invalid arguments for tool ", tool_name, ": ", valid.message()))));
+    return;
+  }
+  std::any prepared;
+  absl::Status prepare_status = same_tool ? std::move(pre.prepare_status)
+                                          : RunPrepare(tool->prepare, arguments, prepared);
+  if (same_tool) prepared = std::move(pre.prepared);
+  if (!prepare_status.ok()) {
+    Reply(m.id, ToolResultToJson(
+                    ErrorResult(Cat("tool ", tool_name, " failed: ", prepare_status.message()))));
     return;
   }
   Json token = nullptr;
@@ -773,7 +807,7 @@ void McpSession::OnToolsCall(Message& m, Prevalidated& pre) {
   }
   auto call = std::make_shared<ToolCallImpl>(weak_from_this(), executor_, info_, tool_name,
                                              std::move(arguments), m.id, std::move(token),
-                                             server_.options_.request_timeout);
+                                             server_.options_.request_timeout, std::move(prepared));
   calls_.emplace(m.id, call);
   try {
     tool->handler(call);
@@ -1022,7 +1056,8 @@ McpServer::McpServer(base::Executor& executor, ServerInfo info, ServerOptions op
 
 McpServer::~McpServer() = default;
 
-absl::Status McpServer::AddTool(ToolDefinition definition, ToolHandler handler) {
+absl::Status McpServer::AddTool(ToolDefinition definition, ToolHandler handler,
+                              ToolPrepare prepare) {
   if (!ValidToolName(definition.name)) {
     return absl::InvalidArgumentError(Cat(
         "invalid tool name '", definition.name, "': use 1-128 characters of A-Z a-z 0-9 _ - ."));
@@ -1052,6 +1087,7 @@ absl::Status McpServer::AddTool(ToolDefinition definition, ToolHandler handler) 
   entry->listing = std::move(listing);
   entry->definition = std::move(definition);
   entry->handler = std::move(handler);
+  entry->prepare = std::move(prepare);
   std::lock_guard<std::mutex> lock(mu_);
   if (tools_by_name_.count(entry->definition.name) > 0) {
     return absl::AlreadyExistsError(

@@ -9,6 +9,7 @@
 // ToolCall methods may be called from any thread (they post to the executor when needed).
 #pragma once
 
+#include <any>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -123,11 +124,22 @@ class ToolCall {
   virtual void Finish(ToolResult result) = 0;
   // The engine's executor (for timers and for posting completions back).
   virtual base::Executor& executor() = 0;
+  // What the tool's ToolPrepare made of the arguments; empty if the tool has none.
+  virtual const std::any& prepared() const = 0;
 };
 
 // Runs a call. Called on the executor; may finish later from any thread. If it throws, the call
 // finishes with an error result.
 using ToolHandler = std::function<void(std::shared_ptr<ToolCall>)>;
+
+// Work a tool does on its validated arguments before its handler runs, on the thread that
+// received the request (any thread, concurrently with anything else), so that costly stateless
+// steps (scrubbing, token counting) do not hold the executor every session shares. It must read
+// only `arguments` and state that is immutable and thread-safe, and keep no reference into
+// `arguments`. Its result reaches the handler as ToolCall::prepared(). Runs on the executor
+// instead when the tool was replaced after the request arrived. If it throws, the call finishes
+// with an error result and the handler does not run.
+using ToolPrepare = std::function<std::any(const Json& arguments)>;
 
 // One resources/read. `done` receives the "contents" array ([{uri, mimeType?, text|blob}]), or
 // NotFound (-> -32002) or another error (-> -32603 with its message). May be called later from
@@ -226,7 +238,8 @@ class McpServer final : public SessionFactory {
   // matching Notify*ListChanged() afterwards.
 
   // Registers a tool. InvalidArgument for a bad name or schema; AlreadyExists for a duplicate.
-  absl::Status AddTool(ToolDefinition definition, ToolHandler handler);
+  absl::Status AddTool(ToolDefinition definition, ToolHandler handler,
+                       ToolPrepare prepare = nullptr);
   // Removes a tool; NotFound if absent. Calls in flight are not affected.
   absl::Status RemoveTool(std::string_view name);
   // Registers a concrete resource. AlreadyExists for a duplicate uri; InvalidArgument if empty.
@@ -278,6 +291,7 @@ class McpServer final : public SessionFactory {
     ToolDefinition definition;
     Json listing;  // the tools/list entry
     ToolHandler handler;
+    ToolPrepare prepare;  // may be empty
   };
   struct ResourceEntry {
     ResourceDefinition definition;

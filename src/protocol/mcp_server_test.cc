@@ -1,7 +1,9 @@
 #include "protocol/mcp_server.h"
 
+#include <any>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -266,6 +268,67 @@ TEST_F(McpServerTest, ToolsCallUsesTheSchemaOfTheToolThatRuns) {
   EXPECT_EQ(r["result"]["content"][0]["text"], R"({"text":7})");
   ASSERT_EQ(rest.size(), 1u);
   EXPECT_FALSE(rest[0].message["result"].contains("isError")) << rest[0].message.dump();
+}
+
+// A tool's ToolPrepare runs when the request is received (here: before the executor runs), on
+// valid arguments only, and its result reaches the handler; a tool replaced in between is
+// prepared again by the replacement; what it throws becomes an error result.
+TEST_F(McpServerTest, ToolPrepareRunsOnReceiptAndReachesTheHandler) {
+  Initialize();
+  std::vector<std::string> prepared_texts;
+  auto add_upper = [&](const char* tag) {
+    (void)server_.RemoveTool("upper");
+    ASSERT_TRUE(server_
+                    .AddTool(
+                        {"upper", "", "",
+                         Json::parse(R"({"type":"object","properties":{"text":{"type":"string"}},)"
+                                     R"("required":["text"]})"),
+                         nullptr, nullptr},
+                        [](std::shared_ptr<ToolCall> call) {
+                          call->Finish(
+                              TextResult(std::any_cast<std::string>(call->prepared())));
+                        },
+                        [&prepared_texts, tag](const Json& args) -> std::any {
+                          std::string text = args["text"].get<std::string>();
+                          if (text == "throw") throw std::runtime_error("cannot prepare this");
+                          prepared_texts.push_back(text);
+                          return std::string(tag) + ":" + text;
+                        })
+                    .ok());
+  };
+  auto receive = [&](const Json& request) {
+    Incoming in = ParseIncoming(Serialize(request));
+    ASSERT_TRUE(std::holds_alternative<Message>(in.items[0]));
+    session_->Receive(std::move(std::get<Message>(in.items[0])));
+  };
+  add_upper("first");
+  receive(MakeRequest(1, "tools/call", {{"name", "upper"}, {"arguments", {{"text", "a"}}}}));
+  receive(MakeRequest(2, "tools/call", {{"name", "upper"}, {"arguments", {{"text", 5}}}}));
+  receive(MakeRequest(3, "tools/call", {{"name", "upper"}, {"arguments", {{"text", "throw"}}}}));
+  EXPECT_EQ(prepared_texts, std::vector<std::string>{"a"});  // before the executor ran
+  executor_.RunUntilIdle();
+  std::vector<Sent> rest;
+  EXPECT_EQ(ResponseTo(1, &rest)["result"]["content"][0]["text"], "first:a");
+  auto response_in_rest = [&rest](int id) {
+    for (const Sent& sent : rest) {
+      if (sent.message.contains("id") && sent.message["id"] == id) return sent.message;
+    }
+    return Json();
+  };
+  Json invalid = response_in_rest(2);
+  EXPECT_EQ(invalid["result"]["isError"], true) << invalid.dump();
+  Json threw = response_in_rest(3);
+  EXPECT_EQ(threw["result"]["isError"], true) << threw.dump();
+  EXPECT_NE(threw["result"]["content"][0]["text"].get<std::string>().find("cannot prepare this"),
+            std::string::npos)
+      << threw.dump();
+  EXPECT_EQ(prepared_texts.size(), 1u);  // not for invalid arguments
+  // Received for the first tool, run by its replacement: prepared again, by the replacement.
+  receive(MakeRequest(4, "tools/call", {{"name", "upper"}, {"arguments", {{"text", "b"}}}}));
+  add_upper("second");
+  executor_.RunUntilIdle();
+  EXPECT_EQ(ResponseTo(4)["result"]["content"][0]["text"], "second:b");
+  EXPECT_EQ(prepared_texts, (std::vector<std::string>{"a", "b", "b"}));
 }
 
 TEST_F(McpServerTest, ToolsCallValidatesAndAnswers) {

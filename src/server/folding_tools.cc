@@ -1,5 +1,6 @@
 #include "server/folding_tools.h"
 
+#include <any>
 #include <chrono>
 
 #include "folding/text.h"
@@ -9,6 +10,12 @@ namespace {
 
 using protocol::Json;
 using protocol::ToolCall;
+
+// What branch_create's ToolPrepare made of its texts, on the thread that received the call.
+struct PreparedCreate {
+  folding::PreparedText description;
+  folding::PreparedText prompt;
+};
 using protocol::ToolResult;
 
 std::string SessionMapKey(const folding::SessionKey& key) { return key.ToString(); }
@@ -187,6 +194,10 @@ absl::Status FoldingTools::Register(protocol::McpServer& server) {
       [this](std::shared_ptr<ToolCall> call) {
         if (before_call_) before_call_(call->session());
         Create(call);
+      },
+      [this](const Json& args) -> std::any {
+        return PreparedCreate{manager_.PrepareText(OptString(args, "description").value_or("")),
+                              manager_.PrepareText(OptString(args, "prompt").value_or(""))};
       });
   if (!s.ok()) return s;
   s = server.AddTool(
@@ -199,6 +210,9 @@ absl::Status FoldingTools::Register(protocol::McpServer& server) {
       [this](std::shared_ptr<ToolCall> call) {
         if (before_call_) before_call_(call->session());
         Return(call);
+      },
+      [this](const Json& args) -> std::any {
+        return manager_.PrepareText(OptString(args, "message").value_or(""));
       });
   if (!s.ok()) return s;
   return server.AddTool(
@@ -227,6 +241,10 @@ void FoldingTools::Create(const std::shared_ptr<ToolCall>& call) {
   req.timeout_seconds = OptInt(args, "timeout_seconds");
   req.inject_memories = OptBool(args, "inject_memories", true);
   req.parent_branch_id = OptString(args, "parent_branch_id");
+  if (const auto* prepared = std::any_cast<PreparedCreate>(&call->prepared())) {
+    req.prepared_description = &prepared->description;
+    req.prepared_prompt = &prepared->prompt;
+  }
   auto created = manager_.Create(SessionKeyFor(call->session()), req);
   if (!created.ok()) {
     FinishWithError(*call, created.status());
@@ -262,6 +280,9 @@ void FoldingTools::Return(const std::shared_ptr<ToolCall>& call) {
   req.branch_id = OptString(args, "branch_id");
   req.message = OptString(args, "message").value_or("");
   req.extract_memory = OptBool(args, "extract_memory", false);
+  if (const auto* prepared = std::any_cast<folding::PreparedText>(&call->prepared())) {
+    req.prepared_message = prepared;
+  }
   auto returned = manager_.Return(SessionKeyFor(call->session()), req);
   if (!returned.ok()) {
     FinishWithError(*call, returned.status());
