@@ -39,7 +39,10 @@ absl::StatusOr<Stores> OpenStores(const std::string& data_dir) {
   ASSIGN_OR_RETURN(std::unique_ptr<store::Database> db, store::Database::Open(path, options));
   s.db = std::shared_ptr<store::Database>(std::move(db));
   ASSIGN_OR_RETURN(s.branches, store::SqliteBranchStore::Create(s.db));
-  ASSIGN_OR_RETURN(s.trail, store::SqliteTrailStore::Create(s.db));
+  // A one-shot command: no indexing thread; a search brings the index up to date itself.
+  store::SearchIndexOptions search;
+  search.interval_ms = 0;
+  ASSIGN_OR_RETURN(s.trail, store::SqliteTrailStore::Create(s.db, search));
   return s;
 }
 

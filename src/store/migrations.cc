@@ -275,6 +275,22 @@ CREATE INDEX trail_session_roots ON trail_scopes (pos) WHERE kind = 'session';
 CREATE INDEX trail_events_by_scope ON trail_events (scope_id, seq);
 )sql";
 
+// 0007_search_index_file.sql: the trail's full-text index moves to a file of its own,
+// `<database>-search`, written by a thread of its own (store/search_index.h, decision 0012):
+// indexing a batch of scopes inside the engine's writes held its executor for about a
+// millisecond every few dozen round trips, a tenth of its time. The writes now append to
+// trail_fts_log (a scope opened or folded; rowid order is the order to index in), which the
+// index file follows by a watermark of its own. trail_search_identity names this database, so
+// that an index file made for another one is rebuilt. The old index and its pending notes go:
+// the new file is built from trail_scopes when first opened.
+constexpr char k0007SearchIndexFile[] = R"sql(
+CREATE TABLE trail_fts_log (seq INTEGER PRIMARY KEY, pos INTEGER NOT NULL);  -- trail_scopes.pos
+DROP TABLE trail_fts_pending;
+DROP TABLE trail_fts;
+CREATE TABLE trail_search_identity (id TEXT NOT NULL);
+INSERT INTO trail_search_identity (id) VALUES (lower(hex(randomblob(16))));
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
@@ -285,6 +301,7 @@ const std::vector<Migration>& Migrations() {
       {4, "0004_trail_write_path.sql", k0004TrailWritePath},
       {5, "0005_drop_branches_by_parent.sql", k0005DropBranchesByParent},
       {6, "0006_check_constraints_without_in.sql", k0006CheckConstraintsWithoutIn},
+      {7, "0007_search_index_file.sql", k0007SearchIndexFile},
   };
   return kAll;
 }

@@ -98,15 +98,26 @@ absl::StatusOr<std::string> FtsQuery(std::string_view query) {
 }
 
 absl::StatusOr<std::unique_ptr<SqliteTrailStore>> SqliteTrailStore::Open(
-    const std::string& path, const DatabaseOptions& options) {
+    const std::string& path, const DatabaseOptions& options,
+    const SearchIndexOptions& search_options) {
   ASSIGN_OR_RETURN(std::unique_ptr<Database> db, Database::Open(path, options));
-  return Create(std::shared_ptr<Database>(std::move(db)));
+  return Create(std::shared_ptr<Database>(std::move(db)), search_options);
 }
 
 absl::StatusOr<std::unique_ptr<SqliteTrailStore>> SqliteTrailStore::Create(
-    std::shared_ptr<Database> db) {
+    std::shared_ptr<Database> db, const SearchIndexOptions& search_options) {
+  const std::string path = db->path();
   std::unique_ptr<SqliteTrailStore> store(new SqliteTrailStore(std::move(db)));
   RETURN_IF_ERROR(store->PrepareAll());
+  ASSIGN_OR_RETURN(
+      store->index_,
+      SearchIndex::Open(path,
+                        base::StrCat("SELECT ", kScopeColumns,
+                                     ", snippet(trail_fts, -1, '[', ']', '...', 16) FROM "
+                                     "search.trail_fts JOIN main.trail_scopes s ON s.pos = "
+                                     "trail_fts.rowid WHERE trail_fts MATCH ?1 AND s.tenant = ?2 "
+                                     "AND s.project = ?3 ORDER BY bm25(trail_fts) LIMIT ?4"),
+                        search_options));
   return store;
 }
 
@@ -116,17 +127,8 @@ absl::Status SqliteTrailStore::PrepareAll() {
                    db_->Prepare("INSERT INTO trail_scopes (id, tenant, project, session_id, kind, "
                                 "parent_id, root_id, description, status, created_at_ms) VALUES "
                                 "(?,?,?,?,?,?,?,?,'open',?)"));
-  ASSIGN_OR_RETURN(mark_fts_,
-                   db_->Prepare("INSERT OR IGNORE INTO trail_fts_pending (pos) VALUES (?)"));
-  ASSIGN_OR_RETURN(fts_delete_pending_,
-                   db_->Prepare("DELETE FROM trail_fts WHERE rowid IN (SELECT pos FROM "
-                                "trail_fts_pending)"));
-  ASSIGN_OR_RETURN(fts_insert_pending_,
-                   db_->Prepare("INSERT INTO trail_fts (rowid, description, summary) SELECT "
-                                "s.pos, s.description, s.summary FROM trail_fts_pending p JOIN "
-                                "trail_scopes s ON s.pos = p.pos ORDER BY p.pos"));
-  ASSIGN_OR_RETURN(fts_clear_pending_, db_->Prepare("DELETE FROM trail_fts_pending"));
-  ASSIGN_OR_RETURN(count_fts_pending_, db_->Prepare("SELECT COUNT(*) FROM trail_fts_pending"));
+  ASSIGN_OR_RETURN(log_fts_, db_->Prepare("INSERT INTO trail_fts_log (pos) VALUES (?)"));
+  ASSIGN_OR_RETURN(trim_fts_log_, db_->Prepare("DELETE FROM trail_fts_log WHERE seq < ?"));
   ASSIGN_OR_RETURN(scope_root_,
                    db_->Prepare("SELECT root_id, status, pos FROM trail_scopes WHERE id = ?"));
   ASSIGN_OR_RETURN(insert_blob_,
@@ -162,56 +164,27 @@ absl::Status SqliteTrailStore::PrepareAll() {
                    db_->Prepare(base::StrCat("SELECT ", kScopeColumns,
                                              " FROM trail_scopes s WHERE s.status = 'open' AND "
                                              "s.kind = ? ORDER BY s.rowid LIMIT ?")));
-  ASSIGN_OR_RETURN(
-      search_,
-      db_->Prepare(base::StrCat(
-          "SELECT ", kScopeColumns,
-          ", snippet(trail_fts, -1, '[', ']', '...', 16) FROM trail_fts JOIN trail_scopes s ON "
-          "s.rowid = trail_fts.rowid WHERE trail_fts MATCH ? AND s.tenant = ? AND s.project = ? "
-          "ORDER BY bm25(trail_fts) LIMIT ?")));
   ASSIGN_OR_RETURN(blob_count_, db_->Prepare("SELECT COUNT(*) FROM trail_blobs"));
-  // What a previous run left noted; indexed with the next batch or search.
-  ASSIGN_OR_RETURN(fts_pending_, CountFtsPendingLocked());
   return absl::OkStatus();
 }
 
-absl::StatusOr<int64_t> SqliteTrailStore::CountFtsPendingLocked() {
-  ResetOnExit reset(count_fts_pending_);
-  ASSIGN_OR_RETURN(bool row, count_fts_pending_.Step());
-  return row ? count_fts_pending_.Int(0) : 0;
-}
-
-absl::Status SqliteTrailStore::MarkFtsPendingLocked(int64_t pos) {
+absl::Status SqliteTrailStore::LogForSearchLocked(int64_t pos) {
   {
-    ResetOnExit reset(mark_fts_);
-    mark_fts_.Bind(1, pos);
-    RETURN_IF_ERROR(mark_fts_.Run());
+    ResetOnExit reset(log_fts_);
+    log_fts_.Bind(1, pos);
+    RETURN_IF_ERROR(log_fts_.Run());
   }
-  if (++fts_pending_ < kFtsBatch) return absl::OkStatus();
-  // The write that completes a batch must not fail because indexing did: each FTS statement is
-  // atomic and the notes stay until a flush succeeds. The next batch retries (not the next
-  // write: a flush that keeps failing would otherwise run, over a growing backlog, on every one).
-  absl::Status indexed = FlushFtsLocked();
-  if (!indexed.ok()) {
-    fts_pending_ = 0;
-    base::LogWarn(base::StrCat("trail search index not updated (retried after ", kFtsBatch,
-                               " more scopes or at the next search): ", indexed.message()));
+  const int64_t seq = db_->LastInsertRowid();
+  index_->Noted(seq);
+  if (++logged_since_trim_ < kFtsLogTrimEvery) return absl::OkStatus();
+  logged_since_trim_ = 0;
+  // Entries the index file holds; the last one indexed stays, so that the log never empties and
+  // numbers on from where it was. A failed trim fails no write: the next one retries.
+  ResetOnExit reset(trim_fts_log_);
+  trim_fts_log_.Bind(1, index_->indexed_seq());
+  if (absl::Status trimmed = trim_fts_log_.Run(); !trimmed.ok()) {
+    base::LogWarn(base::StrCat("trail_fts_log not trimmed: ", trimmed.message()));
   }
-  return absl::OkStatus();
-}
-
-absl::Status SqliteTrailStore::FlushFtsLocked() {
-  {
-    ResetOnExit reset(fts_delete_pending_);
-    RETURN_IF_ERROR(fts_delete_pending_.Run());
-  }
-  {
-    ResetOnExit reset(fts_insert_pending_);
-    RETURN_IF_ERROR(fts_insert_pending_.Run());
-  }
-  ResetOnExit reset(fts_clear_pending_);
-  RETURN_IF_ERROR(fts_clear_pending_.Run());
-  fts_pending_ = 0;
   return absl::OkStatus();
 }
 
@@ -255,7 +228,7 @@ absl::Status SqliteTrailStore::OpenScopeLocked(const Scope& scope) {
   }
   // pos is the rowid. (RETURNING would cost more than the insert: SQLite collects returned
   // rows in an ephemeral table.)
-  return MarkFtsPendingLocked(db_->LastInsertRowid());
+  return LogForSearchLocked(db_->LastInsertRowid());
 }
 
 std::vector<std::string> SqliteTrailStore::HashPayloads(
@@ -319,7 +292,7 @@ absl::Status SqliteTrailStore::FoldScopeLocked(std::string_view id, std::string_
     fold_.Bind(4, pos);
     RETURN_IF_ERROR(fold_.Run());
   }
-  return MarkFtsPendingLocked(pos);
+  return LogForSearchLocked(pos);
 }
 
 absl::Status SqliteTrailStore::OpenScope(const Scope& scope) {
@@ -464,26 +437,13 @@ absl::StatusOr<std::vector<trail::SearchHit>> SqliteTrailStore::Search(std::stri
                                                                       std::string_view query,
                                                                       int64_t limit) {
   ASSIGN_OR_RETURN(std::string match, FtsQuery(query));
-  std::lock_guard<std::mutex> lock(db_->mutex());
-  // Searches see every write, also those not yet indexed, this process's or another's (the
-  // table is read, not fts_pending_, which counts only this process's notes).
-  ASSIGN_OR_RETURN(int64_t pending, CountFtsPendingLocked());
-  if (pending > 0) {
-    RETURN_IF_ERROR(db_->BeginWrite());
-    absl::Status indexed = db_->EndWrite(FlushFtsLocked());
-    if (!indexed.ok()) {
-      // The search still answers, from the index as it is (without the unindexed scopes).
-      base::LogWarn(base::StrCat("trail search index not updated before a search: ",
-                                 indexed.message()));
-    }
-  }
-  ResetOnExit reset(search_);
-  search_.Bind(1, match);
-  search_.Bind(2, tenant);
-  search_.Bind(3, project);
-  search_.Bind(4, limit);
+  // On the index's own connection, not under the database's mutex: the engine's writes go on.
   std::vector<std::string> snippets;
-  auto scopes = ReadScopes(search_, kScopeColumnCount, &snippets);
+  absl::StatusOr<std::vector<Scope>> scopes;
+  RETURN_IF_ERROR(index_->Search(match, tenant, project, limit, [&](Statement& search) {
+    scopes = ReadScopes(search, kScopeColumnCount, &snippets);
+    return absl::OkStatus();
+  }));
   if (!scopes.ok()) {
     // FtsQuery leaves no syntax to get wrong, but never let an FTS error look like a crash.
     return absl::InvalidArgumentError(

@@ -1,9 +1,10 @@
 // SqliteTrailStore: the trail's TrailStore in contextd's SQLite database (tables trail_scopes,
-// trail_events, trail_blobs and the FTS5 index trail_fts of migrations 0002_trail.sql and
-// 0003_auto_scopes.sql, trail_fts_pending of 0004_trail_write_path.sql). Every write is atomic (Database::BeginWrite/EndWrite): durable against a
+// trail_events, trail_blobs of migrations 0002_trail.sql and 0003_auto_scopes.sql, trail_fts_log
+// of 0007_search_index_file.sql) and, for trail_search, a SearchIndex in a file of its own that
+// follows trail_fts_log. Every write is atomic (Database::BeginWrite/EndWrite): durable against a
 // process crash when it returns, or, when the Database groups commits, once its group commits.
 // Thread-safe: calls are serialised on the Database's mutex, which it may share with the other
-// stores (SqliteBranchStore) of the same connection.
+// stores (SqliteBranchStore) of the same connection; searches run on the index's connection.
 #pragma once
 
 #include <memory>
@@ -11,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "store/database.h"
+#include "store/search_index.h"
 #include "trail/trail_store.h"
 
 namespace contextd::store {
@@ -21,18 +23,19 @@ namespace contextd::store {
 // dropped. InvalidArgument if `query` holds no word or more than 1000 bytes.
 absl::StatusOr<std::string> FtsQuery(std::string_view query);
 
-// Scopes indexed in trail_fts per batch (migration 0004): large enough that FTS5 writes one
-// segment for many scopes, small enough that the write that flushes a batch stays well under a
-// millisecond.
-inline constexpr int64_t kFtsBatch = 64;
+// Entries appended to trail_fts_log between two trims of what the index already holds.
+inline constexpr int64_t kFtsLogTrimEvery = 4096;
 
 class SqliteTrailStore final : public trail::TrailStore {
  public:
   // Opens (creating and migrating) the database file at `path` with its own connection.
-  static absl::StatusOr<std::unique_ptr<SqliteTrailStore>> Open(const std::string& path,
-                                                                const DatabaseOptions& options = {});
-  // Uses an open database (shared with other stores); prepares the statements.
-  static absl::StatusOr<std::unique_ptr<SqliteTrailStore>> Create(std::shared_ptr<Database> db);
+  static absl::StatusOr<std::unique_ptr<SqliteTrailStore>> Open(
+      const std::string& path, const DatabaseOptions& options = {},
+      const SearchIndexOptions& search_options = {});
+  // Uses an open database (shared with other stores); prepares the statements and opens the
+  // search index of the database's file.
+  static absl::StatusOr<std::unique_ptr<SqliteTrailStore>> Create(
+      std::shared_ptr<Database> db, const SearchIndexOptions& search_options = {});
 
   absl::Status OpenScope(const trail::Scope& scope) override;
   absl::StatusOr<std::vector<int64_t>> AppendEvents(
@@ -61,6 +64,7 @@ class SqliteTrailStore final : public trail::TrailStore {
   absl::StatusOr<int64_t> BlobCount();
 
   Database& database() { return *db_; }
+  SearchIndex& search_index() { return *index_; }
 
  private:
   explicit SqliteTrailStore(std::shared_ptr<Database> db) : db_(std::move(db)) {}
@@ -78,26 +82,17 @@ class SqliteTrailStore final : public trail::TrailStore {
   absl::Status FoldScopeLocked(std::string_view id, std::string_view summary,
                                int64_t summary_tokens, int64_t at_ms);
   static std::vector<std::string> HashPayloads(const std::vector<trail::NewEvent>& events);
-  // Notes the scope at `pos` (trail_scopes.pos) for (re)indexing in trail_fts, and indexes
-  // every noted scope once kFtsBatch are waiting. Caller holds the mutex, inside a write.
-  absl::Status MarkFtsPendingLocked(int64_t pos);
-  // Brings trail_fts up to date with every noted scope. Caller holds the mutex, inside a write.
-  absl::Status FlushFtsLocked();
-  // Rows of trail_fts_pending (every process's notes). Caller holds the mutex.
-  absl::StatusOr<int64_t> CountFtsPendingLocked();
-  absl::StatusOr<std::vector<trail::Scope>> ReadScopes(Statement& st, int extra_text_col,
-                                                       std::vector<std::string>* extra);
+  // Appends the scope at `pos` (trail_scopes.pos) to trail_fts_log for the search index, and
+  // every kFtsLogTrimEvery entries deletes those it holds. Caller holds the mutex, inside a write.
+  absl::Status LogForSearchLocked(int64_t pos);
+  static absl::StatusOr<std::vector<trail::Scope>> ReadScopes(Statement& st, int extra_text_col,
+                                                              std::vector<std::string>* extra);
 
   std::shared_ptr<Database> db_;
   Statement insert_scope_;
-  Statement mark_fts_;
-  Statement fts_delete_pending_;
-  Statement fts_insert_pending_;
-  Statement fts_clear_pending_;
-  Statement count_fts_pending_;
-  // Scopes noted in trail_fts_pending since the last flush (an upper bound: a rolled-back write
-  // may have noted one). Under the mutex.
-  int64_t fts_pending_ = 0;
+  Statement log_fts_;
+  Statement trim_fts_log_;
+  int64_t logged_since_trim_ = 0;  // under the mutex
   Statement scope_root_;
   Statement insert_blob_;
   Statement insert_event_;
@@ -108,8 +103,9 @@ class SqliteTrailStore final : public trail::TrailStore {
   Statement list_sessions_;
   Statement list_scopes_;
   Statement list_open_;
-  Statement search_;
   Statement blob_count_;
+  // Declared last: destroyed (its thread stopped) first.
+  std::unique_ptr<SearchIndex> index_;
 };
 
 }  // namespace contextd::store

@@ -3,6 +3,11 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
 #include "base/clock.h"
 #include "store/migrations.h"
 #include "store/test_util.h"
@@ -203,61 +208,186 @@ int64_t CountRows(const std::string& path, const char* sql) {
   return n;
 }
 
-TEST_F(SqliteTrailStoreTest, FtsIsIndexedInBatchesAndBeforeEverySearch) {
+// The index file's row count (FTS5 is part of Debian's SQLite).
+int64_t IndexRows(const std::string& db_path) {
+  return CountRows(SearchIndexPath(db_path), "SELECT COUNT(*) FROM trail_fts");
+}
+
+std::unique_ptr<SqliteTrailStore> OpenStore(const std::string& path, int interval_ms,
+                                            int64_t wake_after = 256) {
+  SearchIndexOptions options;
+  options.interval_ms = interval_ms;
+  options.wake_after = wake_after;
+  auto store = SqliteTrailStore::Open(path, {}, options);
+  EXPECT_TRUE(store.ok()) << store.status();
+  return store.ok() ? std::move(*store) : nullptr;
+}
+
+TEST_F(SqliteTrailStoreTest, SearchesSeeEveryCommittedWriteAndAFoldReplacesItsRow) {
   const std::string path = dir_.File("contextd.db");
+  auto store = OpenStore(path, 0);  // no thread: only searches index
   SessionRef s = Session("a");
-  ASSERT_TRUE(store_->OpenScope(MakeScope("ses_1", "", "session", s)).ok());
-  ASSERT_TRUE(store_->OpenScope(MakeScope("br_1", "ses_1", "explore the lexer", s)).ok());
-  // Noted, not yet indexed.
-  EXPECT_EQ(CountRows(path, "SELECT COUNT(*) FROM trail_fts_pending"), 2);
-  EXPECT_EQ(CountRows(path, "SELECT COUNT(*) FROM trail_fts"), 0);
-  // A search indexes what is pending first: it sees every write.
-  auto hits = store_->Search("local", "default", "lexer", 5);
+  ASSERT_TRUE(store->OpenScope(MakeScope("ses_1", "", "session", s)).ok());
+  ASSERT_TRUE(store->OpenScope(MakeScope("br_1", "ses_1", "explore the lexer", s)).ok());
+  EXPECT_EQ(CountRows(path, "SELECT COUNT(*) FROM trail_fts_log"), 2);
+  EXPECT_EQ(IndexRows(path), 0);
+  auto hits = store->Search("local", "default", "lexer", 5);
   ASSERT_TRUE(hits.ok()) << hits.status();
   ASSERT_EQ(hits->size(), 1u);
   EXPECT_EQ((*hits)[0].scope.id, "br_1");
-  EXPECT_EQ(CountRows(path, "SELECT COUNT(*) FROM trail_fts_pending"), 0);
-  // A fold re-indexes the scope with its summary (its old row replaced, not duplicated).
-  ASSERT_TRUE(store_->FoldScope("br_1", "the lexer lives in src/lex.c", 8, 2000).ok());
-  hits = store_->Search("local", "default", "lex", 5);
+  EXPECT_EQ(IndexRows(path), 2);
+  ASSERT_TRUE(store->FoldScope("br_1", "the lexer lives in src/lex.c", 8, 2000).ok());
+  hits = store->Search("local", "default", "lex", 5);
   ASSERT_TRUE(hits.ok());
   ASSERT_EQ(hits->size(), 1u);
   EXPECT_NE((*hits)[0].snippet.find("[lex]"), std::string::npos) << (*hits)[0].snippet;
-  EXPECT_EQ(CountRows(path, "SELECT COUNT(*) FROM trail_fts"), 2);
-  // Without a search, a full batch is indexed by the write that completes it.
-  for (int i = 0; i < kFtsBatch; ++i) {
-    ASSERT_TRUE(
-        store_->OpenScope(MakeScope("br_b" + std::to_string(i), "ses_1", "batch scope", s)).ok());
-  }
-  EXPECT_EQ(CountRows(path, "SELECT COUNT(*) FROM trail_fts_pending"), 0);
-  EXPECT_EQ(CountRows(path, "SELECT COUNT(*) FROM trail_fts"), 2 + kFtsBatch);
+  EXPECT_EQ(IndexRows(path), 2);
 }
 
-TEST_F(SqliteTrailStoreTest, ScopesLeftPendingByACrashAreIndexedAfterReopen) {
+TEST_F(SqliteTrailStoreTest, TheIndexThreadFollowsTheLogWithoutASearch) {
   const std::string path = dir_.File("contextd.db");
+  store_.reset();
+  auto store = OpenStore(path, 20, 1);
   SessionRef s = Session("a");
-  ASSERT_TRUE(store_->OpenScope(MakeScope("ses_1", "", "session", s)).ok());
-  ASSERT_TRUE(store_->OpenScope(MakeScope("br_1", "ses_1", "profile the allocator", s)).ok());
-  store_.reset();  // gone without a search or a full batch, as a crash would leave it
-  EXPECT_EQ(CountRows(path, "SELECT COUNT(*) FROM trail_fts_pending"), 2);
-  auto reopened = SqliteTrailStore::Open(path);
-  ASSERT_TRUE(reopened.ok());
-  auto hits = (*reopened)->Search("local", "default", "allocator", 5);
+  ASSERT_TRUE(store->OpenScope(MakeScope("ses_1", "", "session", s)).ok());
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE(store->OpenScope(MakeScope("br_" + std::to_string(i), "ses_1", "scope", s)).ok());
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (IndexRows(path) < 51 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(IndexRows(path), 51);
+  EXPECT_EQ(store->search_index().indexed_seq(), 51);
+}
+
+TEST_F(SqliteTrailStoreTest, TheLogIsTrimmedToWhatTheIndexDoesNotHoldYet) {
+  const std::string path = dir_.File("contextd.db");
+  store_.reset();
+  auto store = OpenStore(path, 0);
+  SessionRef s = Session("a");
+  ASSERT_TRUE(store->OpenScope(MakeScope("ses_1", "", "session", s)).ok());
+  for (int i = 1; i < 2000; ++i) {
+    ASSERT_TRUE(store->OpenScope(MakeScope("br_" + std::to_string(i), "ses_1", "early", s)).ok());
+  }
+  ASSERT_TRUE(store->search_index().CatchUp().ok());
+  EXPECT_EQ(store->search_index().indexed_seq(), 2000);
+  for (int i = 2000; i < kFtsLogTrimEvery; ++i) {
+    ASSERT_TRUE(store->OpenScope(MakeScope("br_" + std::to_string(i), "ses_1", "late", s)).ok());
+  }
+  // The write that logged entry kFtsLogTrimEvery deleted those below 2000.
+  EXPECT_EQ(CountRows(path, "SELECT MIN(seq) FROM trail_fts_log"), 2000);
+  EXPECT_EQ(CountRows(path, "SELECT MAX(seq) FROM trail_fts_log"), kFtsLogTrimEvery);
+  auto early = store->Search("local", "default", "early", 3000);
+  auto late = store->Search("local", "default", "late", 3000);
+  ASSERT_TRUE(early.ok() && late.ok());
+  EXPECT_EQ(early->size(), 1999u);
+  EXPECT_EQ(late->size(), static_cast<size_t>(kFtsLogTrimEvery - 2000));
+  // Everything indexed: the next trim would leave only the last entry, so the log goes on
+  // numbering from there even if a new index file has to start over.
+  EXPECT_EQ(store->search_index().indexed_seq(), kFtsLogTrimEvery);
+}
+
+TEST_F(SqliteTrailStoreTest, ScopesLoggedButNotIndexedBeforeACrashAreIndexedAfterReopen) {
+  const std::string path = dir_.File("contextd.db");
+  store_.reset();
+  auto store = OpenStore(path, 0);
+  SessionRef s = Session("a");
+  ASSERT_TRUE(store->OpenScope(MakeScope("ses_1", "", "session", s)).ok());
+  ASSERT_TRUE(store->OpenScope(MakeScope("br_1", "ses_1", "profile the allocator", s)).ok());
+  store.reset();  // gone without a search, as a crash would leave it
+  EXPECT_EQ(IndexRows(path), 0);
+  auto reopened = OpenStore(path, 0);
+  auto hits = reopened->Search("local", "default", "allocator", 5);
   ASSERT_TRUE(hits.ok());
   ASSERT_EQ(hits->size(), 1u);
   EXPECT_EQ((*hits)[0].scope.id, "br_1");
 }
 
-TEST_F(SqliteTrailStoreTest, ASearchSeesWhatAnotherProcessNotedButDidNotIndex) {
-  auto other = SqliteTrailStore::Open(dir_.File("contextd.db"));
-  ASSERT_TRUE(other.ok()) << other.status();
+TEST_F(SqliteTrailStoreTest, ASearchSeesWhatAnotherProcessWrote) {
+  auto other = OpenStore(dir_.File("contextd.db"), 0);
   SessionRef s = Session("a");
   ASSERT_TRUE(store_->OpenScope(MakeScope("ses_1", "", "session", s)).ok());
   ASSERT_TRUE(store_->OpenScope(MakeScope("br_1", "ses_1", "tune the compactor", s)).ok());
-  auto hits = (*other)->Search("local", "default", "compactor", 5);
+  auto hits = other->Search("local", "default", "compactor", 5);
   ASSERT_TRUE(hits.ok()) << hits.status();
   ASSERT_EQ(hits->size(), 1u);
   EXPECT_EQ((*hits)[0].scope.id, "br_1");
+}
+
+// The index file holds nothing the database does not: lost, damaged or another database's, it
+// is built again from trail_scopes.
+TEST_F(SqliteTrailStoreTest, AnIndexFileThatIsLostDamagedOrForeignIsRebuilt) {
+  const std::string path = dir_.File("contextd.db");
+  const std::string index = SearchIndexPath(path);
+  store_.reset();
+  SessionRef s = Session("a");
+  {
+    auto store = OpenStore(path, 0);
+    ASSERT_TRUE(store->OpenScope(MakeScope("ses_1", "", "session", s)).ok());
+    ASSERT_TRUE(store->OpenScope(MakeScope("br_1", "ses_1", "mend the parser", s)).ok());
+    ASSERT_TRUE(store->Search("local", "default", "parser", 5).ok());
+  }
+  // Another database with its own index file, about something else.
+  const std::string other_path = dir_.File("other.db");
+  {
+    auto other = OpenStore(other_path, 0);
+    ASSERT_TRUE(other->OpenScope(MakeScope("ses_9", "", "session", s)).ok());
+    ASSERT_TRUE(other->OpenScope(MakeScope("br_9", "ses_9", "paint the shed", s)).ok());
+    ASSERT_TRUE(other->Search("local", "default", "shed", 5).ok());
+  }
+  auto expect_only_own_scopes = [&] {
+    auto store = OpenStore(path, 0);
+    auto parser = store->Search("local", "default", "parser", 5);
+    ASSERT_TRUE(parser.ok()) << parser.status();
+    ASSERT_EQ(parser->size(), 1u);
+    EXPECT_EQ((*parser)[0].scope.id, "br_1");
+    auto shed = store->Search("local", "default", "shed", 5);
+    ASSERT_TRUE(shed.ok());
+    EXPECT_TRUE(shed->empty());
+  };
+  std::filesystem::remove(index);
+  expect_only_own_scopes();
+  std::filesystem::copy_file(SearchIndexPath(other_path), index,
+                             std::filesystem::copy_options::overwrite_existing);
+  expect_only_own_scopes();
+  std::filesystem::remove(index + "-wal");
+  std::filesystem::remove(index + "-shm");
+  {
+    std::ofstream garbage(index, std::ios::trunc);
+    garbage << std::string(8192, 'x');
+  }
+  expect_only_own_scopes();
+}
+
+// A pass holds no lock of the database: with the index file locked by someone else, the
+// engine's writes go on, and a search answers from the index as it is.
+TEST_F(SqliteTrailStoreTest, WritesDoNotWaitForTheIndex) {
+  const std::string path = dir_.File("contextd.db");
+  store_.reset();
+  SearchIndexOptions options;
+  options.interval_ms = 0;
+  options.busy_timeout_ms = 50;
+  auto opened = SqliteTrailStore::Open(path, {}, options);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  auto& store = *opened;
+  SessionRef s = Session("a");
+  ASSERT_TRUE(store->OpenScope(MakeScope("ses_1", "", "session", s)).ok());
+  ASSERT_TRUE(store->OpenScope(MakeScope("br_1", "ses_1", "first words", s)).ok());
+  ASSERT_TRUE(store->Search("local", "default", "first", 5).ok());
+  sqlite3* holder = nullptr;
+  ASSERT_EQ(sqlite3_open(SearchIndexPath(path).c_str(), &holder), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(holder, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  ASSERT_TRUE(store->OpenScope(MakeScope("br_2", "ses_1", "second words", s)).ok());
+  EXPECT_FALSE(store->search_index().CatchUp().ok());
+  auto hits = store->Search("local", "default", "words", 5);
+  ASSERT_TRUE(hits.ok()) << hits.status();
+  ASSERT_EQ(hits->size(), 1u);  // from the index as it was
+  sqlite3_exec(holder, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(holder);
+  hits = store->Search("local", "default", "words", 5);
+  ASSERT_TRUE(hits.ok());
+  EXPECT_EQ(hits->size(), 2u);
 }
 
 TEST(FtsQueryTest, QuotesEveryWord) {
