@@ -1,5 +1,6 @@
 #include "store/search_index.h"
 
+#include <pthread.h>
 #include <sqlite3.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -9,9 +10,9 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "base/str_cat.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "base/str_cat.h"
 #include "store/wal_gather_vfs.h"
 
 namespace contextd::store {
