@@ -110,8 +110,6 @@ bool IsProgressToken(const Json& token) {
 
 const Json kNullId = nullptr;
 
-// The arguments object of a tools/call, or null when `params` has none usable (OnToolsCall
-// answers those itself).
 // Runs a tool's ToolPrepare (if any) into `out`; what it threw, as an Internal status.
 absl::Status RunPrepare(const ToolPrepare& prepare, const Json& arguments, std::any& out) {
   if (!prepare) return absl::OkStatus();
@@ -125,6 +123,8 @@ absl::Status RunPrepare(const ToolPrepare& prepare, const Json& arguments, std::
   return absl::OkStatus();
 }
 
+// The arguments object of a tools/call, or null when `params` has none usable (OnToolsCall
+// answers those itself).
 const Json* ToolCallArguments(const Json& params) {
   static const Json kNone = Json::object();
   auto a = params.find(wire::kArguments);
@@ -1057,7 +1057,7 @@ McpServer::McpServer(base::Executor& executor, ServerInfo info, ServerOptions op
 McpServer::~McpServer() = default;
 
 absl::Status McpServer::AddTool(ToolDefinition definition, ToolHandler handler,
-                              ToolPrepare prepare) {
+                                ToolPrepare prepare) {
   if (!ValidToolName(definition.name)) {
     return absl::InvalidArgumentError(Cat(
         "invalid tool name '", definition.name, "': use 1-128 characters of A-Z a-z 0-9 _ - ."));

@@ -10,13 +10,13 @@ namespace {
 
 using protocol::Json;
 using protocol::ToolCall;
+using protocol::ToolResult;
 
 // What branch_create's ToolPrepare made of its texts, on the thread that received the call.
 struct PreparedCreate {
   folding::PreparedText description;
   folding::PreparedText prompt;
 };
-using protocol::ToolResult;
 
 std::string SessionMapKey(const folding::SessionKey& key) { return key.ToString(); }
 
