@@ -95,6 +95,18 @@ class Statement {
   sqlite3_stmt* stmt_ = nullptr;
 };
 
+// Resets a statement when the scope ends, so that it never holds a read snapshot or lock.
+class ResetOnExit {
+ public:
+  explicit ResetOnExit(Statement& st) : st_(st) {}
+  ~ResetOnExit() { st_.Reset(); }
+  ResetOnExit(const ResetOnExit&) = delete;
+  ResetOnExit& operator=(const ResetOnExit&) = delete;
+
+ private:
+  Statement& st_;
+};
+
 class Database {
  public:
   // Opens (creating if needed) the database at `path` (":memory:" allowed for tests), sets the

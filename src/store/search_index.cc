@@ -18,17 +18,6 @@
 namespace contextd::store {
 namespace {
 
-class ResetOnExit {
- public:
-  explicit ResetOnExit(Statement& st) : st_(st) {}
-  ~ResetOnExit() { st_.Reset(); }
-  ResetOnExit(const ResetOnExit&) = delete;
-  ResetOnExit& operator=(const ResetOnExit&) = delete;
-
- private:
-  Statement& st_;
-};
-
 // The index file's schema. search_meta holds `main_id` (the trail_search_identity of the database
 // it indexes) and `watermark` (the last trail_fts_log entry indexed).
 constexpr char kIndexSchema[] =

@@ -16,18 +16,6 @@ constexpr char kBranchColumns[] =
     "budget_allocated, tokens_used, reserved_for_children, deadline_ms, created_at_ms, "
     "finished_at_ms, summary, finish_reason, memory_queued";
 
-// Resets `st` when the scope ends, so that a statement never holds a read snapshot or lock.
-class ResetOnExit {
- public:
-  explicit ResetOnExit(Statement& st) : st_(st) {}
-  ~ResetOnExit() { st_.Reset(); }
-  ResetOnExit(const ResetOnExit&) = delete;
-  ResetOnExit& operator=(const ResetOnExit&) = delete;
-
- private:
-  Statement& st_;
-};
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SqliteBranchStore>> SqliteBranchStore::Open(

@@ -25,17 +25,6 @@ constexpr char kScopeColumns[] =
     "(SELECT COALESCE(SUM(e.tokens), 0) FROM trail_events e WHERE e.scope_id = s.id)";
 constexpr int kScopeColumnCount = 14;
 
-class ResetOnExit {
- public:
-  explicit ResetOnExit(Statement& st) : st_(st) {}
-  ~ResetOnExit() { st_.Reset(); }
-  ResetOnExit(const ResetOnExit&) = delete;
-  ResetOnExit& operator=(const ResetOnExit&) = delete;
-
- private:
-  Statement& st_;
-};
-
 Scope ReadScope(const Statement& st) {
   Scope s;
   s.id = st.Text(0);

@@ -223,11 +223,21 @@ std::unique_ptr<SqliteTrailStore> OpenStore(const std::string& path, int interva
   return store.ok() ? std::move(*store) : nullptr;
 }
 
+// Replaces the fixture's store by one with these index options, with session "a"'s root scope
+// ses_1 open.
+std::unique_ptr<SqliteTrailStore> OwnStoreWithSession(std::unique_ptr<SqliteTrailStore>& fixture,
+                                                      const std::string& path, int interval_ms,
+                                                      int64_t wake_after = 256) {
+  fixture.reset();
+  auto store = OpenStore(path, interval_ms, wake_after);
+  EXPECT_TRUE(store->OpenScope(MakeScope("ses_1", "", "session", Session("a"))).ok());
+  return store;
+}
+
 TEST_F(SqliteTrailStoreTest, SearchesSeeEveryCommittedWriteAndAFoldReplacesItsRow) {
   const std::string path = dir_.File("contextd.db");
-  auto store = OpenStore(path, 0);  // no thread: only searches index
+  auto store = OwnStoreWithSession(store_, path, 0);  // no thread: only searches index
   SessionRef s = Session("a");
-  ASSERT_TRUE(store->OpenScope(MakeScope("ses_1", "", "session", s)).ok());
   ASSERT_TRUE(store->OpenScope(MakeScope("br_1", "ses_1", "explore the lexer", s)).ok());
   EXPECT_EQ(CountRows(path, "SELECT COUNT(*) FROM trail_fts_log"), 2);
   EXPECT_EQ(IndexRows(path), 0);
@@ -246,10 +256,8 @@ TEST_F(SqliteTrailStoreTest, SearchesSeeEveryCommittedWriteAndAFoldReplacesItsRo
 
 TEST_F(SqliteTrailStoreTest, TheIndexThreadFollowsTheLogWithoutASearch) {
   const std::string path = dir_.File("contextd.db");
-  store_.reset();
-  auto store = OpenStore(path, 20, 1);
+  auto store = OwnStoreWithSession(store_, path, 20, 1);
   SessionRef s = Session("a");
-  ASSERT_TRUE(store->OpenScope(MakeScope("ses_1", "", "session", s)).ok());
   for (int i = 0; i < 50; ++i) {
     ASSERT_TRUE(store->OpenScope(MakeScope("br_" + std::to_string(i), "ses_1", "scope", s)).ok());
   }
@@ -263,10 +271,8 @@ TEST_F(SqliteTrailStoreTest, TheIndexThreadFollowsTheLogWithoutASearch) {
 
 TEST_F(SqliteTrailStoreTest, TheLogIsTrimmedToWhatTheIndexDoesNotHoldYet) {
   const std::string path = dir_.File("contextd.db");
-  store_.reset();
-  auto store = OpenStore(path, 0);
+  auto store = OwnStoreWithSession(store_, path, 0);
   SessionRef s = Session("a");
-  ASSERT_TRUE(store->OpenScope(MakeScope("ses_1", "", "session", s)).ok());
   for (int i = 1; i < 2000; ++i) {
     ASSERT_TRUE(store->OpenScope(MakeScope("br_" + std::to_string(i), "ses_1", "early", s)).ok());
   }
@@ -290,10 +296,8 @@ TEST_F(SqliteTrailStoreTest, TheLogIsTrimmedToWhatTheIndexDoesNotHoldYet) {
 
 TEST_F(SqliteTrailStoreTest, ScopesLoggedButNotIndexedBeforeACrashAreIndexedAfterReopen) {
   const std::string path = dir_.File("contextd.db");
-  store_.reset();
-  auto store = OpenStore(path, 0);
+  auto store = OwnStoreWithSession(store_, path, 0);
   SessionRef s = Session("a");
-  ASSERT_TRUE(store->OpenScope(MakeScope("ses_1", "", "session", s)).ok());
   ASSERT_TRUE(store->OpenScope(MakeScope("br_1", "ses_1", "profile the allocator", s)).ok());
   store.reset();  // gone without a search, as a crash would leave it
   EXPECT_EQ(IndexRows(path), 0);
