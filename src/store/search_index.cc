@@ -82,6 +82,7 @@ absl::StatusOr<std::unique_ptr<SearchIndex>> SearchIndex::Open(const std::string
 
 SearchIndex::~SearchIndex() {
   if (thread_.joinable()) {
+    stop_requested_.store(true, std::memory_order_relaxed);
     {
       std::lock_guard<std::mutex> lock(wake_mu_);
       stop_ = true;
@@ -91,8 +92,8 @@ SearchIndex::~SearchIndex() {
   }
   std::lock_guard<std::mutex> lock(mu_);
   for (Statement* st : {&begin_, &commit_, &rollback_, &lock_index_, &read_meta_, &read_identity_,
-                        &read_log_end_, &clear_, &rebuild_, &delete_logged_, &insert_logged_,
-                        &write_meta_, &search_}) {
+                        &read_log_end_, &clear_, &rebuild_chunk_end_, &rebuild_, &delete_logged_,
+                        &insert_logged_, &write_meta_, &delete_meta_, &search_}) {
     *st = Statement();
   }
   sqlite3_close_v2(db_);
@@ -128,9 +129,14 @@ absl::Status SearchIndex::Prepare(std::string_view search_sql) {
   RETURN_IF_ERROR(
       prepare(read_log_end_, "SELECT COALESCE(MAX(seq), 0) FROM main.trail_fts_log"));
   RETURN_IF_ERROR(prepare(clear_, "DELETE FROM search.trail_fts"));
+  RETURN_IF_ERROR(prepare(rebuild_chunk_end_,
+                          "SELECT MAX(pos), COUNT(*) FROM (SELECT pos FROM main.trail_scopes "
+                          "WHERE pos > ?1 ORDER BY pos LIMIT ?2)"));
   RETURN_IF_ERROR(prepare(rebuild_,
                           "INSERT INTO search.trail_fts (rowid, description, summary) "
-                          "SELECT pos, description, summary FROM main.trail_scopes ORDER BY pos"));
+                          "SELECT pos, description, summary FROM main.trail_scopes "
+                          "WHERE pos > ?1 AND pos <= ?2 ORDER BY pos"));
+  RETURN_IF_ERROR(prepare(delete_meta_, "DELETE FROM search.search_meta WHERE key = ?"));
   RETURN_IF_ERROR(prepare(delete_logged_,
                           "DELETE FROM search.trail_fts WHERE rowid IN (SELECT pos FROM "
                           "main.trail_fts_log WHERE seq > ?1 AND seq <= ?2)"));
@@ -153,10 +159,22 @@ void SearchIndex::Noted(int64_t seq) {
 
 absl::Status SearchIndex::CatchUp() {
   std::lock_guard<std::mutex> lock(mu_);
-  return CatchUpLocked();
+  return CatchUpLocked(std::chrono::steady_clock::time_point::max());
 }
 
-absl::Status SearchIndex::CatchUpLocked() {
+absl::Status SearchIndex::CatchUpLocked(std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    ASSIGN_OR_RETURN(bool rebuilding, StepLocked());
+    if (!rebuilding) return absl::OkStatus();
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return absl::DeadlineExceededError(base::StrCat(
+          path_, " is being rebuilt from the database (up to scope ", rebuilt_to_,
+          "): this search sees only what it holds so far"));
+    }
+  }
+}
+
+absl::StatusOr<bool> SearchIndex::StepLocked() {
   auto step = [this](Statement& st) -> absl::StatusOr<bool> {
     auto row = st.Step();
     if (!row.ok()) {
@@ -172,8 +190,14 @@ absl::Status SearchIndex::CatchUpLocked() {
       if (!row) return absl::OkStatus();
     }
   };
+  auto write_meta = [&](std::string_view key, const auto& value) -> absl::Status {
+    write_meta_.Bind(1, key);
+    write_meta_.Bind(2, value);
+    return run(write_meta_);
+  };
   RETURN_IF_ERROR(run(begin_));
-  int64_t log_end = 0;
+  int64_t watermark = 0;
+  bool rebuilding = false;
   absl::Status body = [&]() -> absl::Status {
     RETURN_IF_ERROR(run(lock_index_));
     auto read_meta = [&](std::string_view key, std::string& out) -> absl::StatusOr<bool> {
@@ -183,56 +207,89 @@ absl::Status SearchIndex::CatchUpLocked() {
       if (row) out = read_meta_.Text(0);
       return row;
     };
-    std::string main_id, watermark_text;
+    std::string main_id, watermark_text, rebuilt_to_text;
     ASSIGN_OR_RETURN(bool has_id, read_meta("main_id", main_id));
     ASSIGN_OR_RETURN(bool has_watermark, read_meta("watermark", watermark_text));
-    const int64_t watermark = has_watermark ? std::atoll(watermark_text.c_str()) : 0;
+    ASSIGN_OR_RETURN(rebuilding, read_meta("rebuilt_to", rebuilt_to_text));
+    watermark = has_watermark ? std::atoll(watermark_text.c_str()) : 0;
+    int64_t rebuilt_to = rebuilding ? std::atoll(rebuilt_to_text.c_str()) : 0;
     std::string identity;
     {
       ResetOnExit reset(read_identity_);
       ASSIGN_OR_RETURN(bool row, step(read_identity_));
       if (row) identity = read_identity_.Text(0);
     }
+    int64_t log_end = 0;
     {
       ResetOnExit reset(read_log_end_);
       ASSIGN_OR_RETURN(bool row, step(read_log_end_));
       log_end = row ? read_log_end_.Int(0) : 0;
     }
     if (!has_id || main_id != identity || log_end < watermark) {
-      // A new index file, or one made for another database or a later state of this one.
+      // A new index file, or one made for another database or a later state of this one: built
+      // again from trail_scopes, in chunks (each its own transaction, so that searches and the
+      // engine's trims go on meanwhile). What changes meanwhile is logged past `log_end`, the
+      // watermark the rebuild ends at, and indexed after it.
       RETURN_IF_ERROR(run(clear_));
-      RETURN_IF_ERROR(run(rebuild_));
-      ResetOnExit reset(write_meta_);
-      write_meta_.Bind(1, std::string_view("main_id"));
-      write_meta_.Bind(2, identity);
-      RETURN_IF_ERROR(run(write_meta_));
-    } else if (log_end > watermark) {
-      for (Statement* st : {&delete_logged_, &insert_logged_}) {
-        st->Bind(1, watermark);
-        st->Bind(2, log_end);
-        RETURN_IF_ERROR(run(*st));
-      }
-    } else {
-      return absl::OkStatus();
+      RETURN_IF_ERROR(write_meta("main_id", identity));
+      RETURN_IF_ERROR(write_meta("watermark", log_end));
+      watermark = log_end;
+      rebuilding = true;
+      rebuilt_to = 0;
     }
-    write_meta_.Bind(1, std::string_view("watermark"));
-    write_meta_.Bind(2, log_end);
-    return run(write_meta_);
+    if (rebuilding) {
+      int64_t chunk_end = 0, chunk_size = 0;
+      {
+        ResetOnExit reset(rebuild_chunk_end_);
+        rebuild_chunk_end_.Bind(1, rebuilt_to);
+        rebuild_chunk_end_.Bind(2, kRebuildChunk);
+        ASSIGN_OR_RETURN(bool row, step(rebuild_chunk_end_));
+        if (row && !rebuild_chunk_end_.IsNull(0)) {
+          chunk_end = rebuild_chunk_end_.Int(0);
+          chunk_size = rebuild_chunk_end_.Int(1);
+        }
+      }
+      if (chunk_size > 0) {
+        rebuild_.Bind(1, rebuilt_to);
+        rebuild_.Bind(2, chunk_end);
+        RETURN_IF_ERROR(run(rebuild_));
+        rebuilt_to_ = chunk_end;
+      }
+      if (chunk_size == kRebuildChunk) return write_meta("rebuilt_to", chunk_end);
+      rebuilding = false;  // a short chunk was the last; on to what was logged meanwhile
+      ResetOnExit reset(delete_meta_);
+      delete_meta_.Bind(1, std::string_view("rebuilt_to"));
+      RETURN_IF_ERROR(run(delete_meta_));
+    }
+    if (log_end == watermark) return absl::OkStatus();
+    for (Statement* st : {&delete_logged_, &insert_logged_}) {
+      st->Bind(1, watermark);
+      st->Bind(2, log_end);
+      RETURN_IF_ERROR(run(*st));
+    }
+    watermark = log_end;
+    return write_meta("watermark", log_end);
   }();
   if (body.ok()) body = run(commit_);
   if (!body.ok()) {
     if (!sqlite3_get_autocommit(db_)) (void)run(rollback_);
     return body;
   }
-  indexed_seq_.store(log_end, std::memory_order_release);
-  return absl::OkStatus();
+  if (!rebuilding) indexed_seq_.store(watermark, std::memory_order_release);
+  return rebuilding;
 }
 
 absl::Status SearchIndex::Search(std::string_view match, std::string_view tenant,
                                  std::string_view project, int64_t limit,
                                  const std::function<absl::Status(Statement&)>& read) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (absl::Status caught_up = CatchUpLocked(); !caught_up.ok()) {
+  // With the thread, a rebuild is its work: a search continues it only for a while (it runs on
+  // the engine's executor). Without one, the search is the only indexer and finishes it.
+  const auto deadline = options_.interval_ms > 0
+                            ? std::chrono::steady_clock::now() +
+                                  std::chrono::milliseconds(options_.search_rebuild_budget_ms)
+                            : std::chrono::steady_clock::time_point::max();
+  if (absl::Status caught_up = CatchUpLocked(deadline); !caught_up.ok()) {
     base::LogWarn(base::StrCat("search index not updated before a search: ",
                                caught_up.message()));
   }
@@ -264,14 +321,16 @@ void SearchIndex::Loop() {
     if (stop_) break;
     pass_noted_ = noted_seq_.load(std::memory_order_relaxed);
     wake_lock.unlock();
-    {
+    // One transaction at a time, so that a search waits for at most one chunk of a rebuild.
+    for (bool more = true; more;) {
       std::lock_guard<std::mutex> lock(mu_);
-      absl::Status st = CatchUpLocked();
+      absl::StatusOr<bool> st = StepLocked();
       if (!st.ok() && !failing_) {
         base::LogWarn(base::StrCat("search index not updated (retried every ", options_.interval_ms,
-                                   " ms and before every search): ", st.message()));
+                                   " ms and before every search): ", st.status().message()));
       }
       failing_ = !st.ok();
+      more = st.ok() && *st && !stop_requested_.load(std::memory_order_relaxed);
     }
     wake_lock.lock();
   }

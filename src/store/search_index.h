@@ -9,12 +9,15 @@
 // database (only a read snapshot), so it never holds up the engine's writes. Searches run a pass
 // first, so they see every committed write, this process's or another's. The index file is
 // rebuilt from trail_scopes when it is missing, unreadable, or belongs to another database or to
-// an older copy of this one (the database's trail_search_identity and the log's end say so).
+// an older copy of this one (the database's trail_search_identity and the log's end say so), in
+// chunks of kRebuildChunk scopes, one transaction each, so that a search waits for one chunk at
+// most (a large database's first open after migration 0007 rebuilds it all).
 //
 // Thread-safe: passes and searches are serialized on the index's own mutex.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -32,12 +35,18 @@ struct sqlite3;
 
 namespace contextd::store {
 
+// Scopes indexed per transaction of a rebuild.
+inline constexpr int64_t kRebuildChunk = 1000;
+
 struct SearchIndexOptions {
   // The background thread runs a pass this often, and sooner once `wake_after` scopes were
   // noted. 0: no thread (a command-line tool): passes run only before searches.
   int interval_ms = 200;
   int64_t wake_after = 256;
   int busy_timeout_ms = 5000;
+  // With the thread: how long a search (on the engine's executor) continues a rebuild before it
+  // answers from what is rebuilt so far (it always does at least one chunk).
+  int search_rebuild_budget_ms = 100;
 };
 
 // The index file of the database at `db_path`.
@@ -64,10 +73,14 @@ class SearchIndex {
   // so the writer may delete log entries below it (not the last one, which keeps the log's end).
   int64_t indexed_seq() const { return indexed_seq_.load(std::memory_order_acquire); }
 
-  // One pass now. Internal/Unavailable if SQLite fails (nothing of the pass stays).
+  // Brings the index up to date now (a rebuild included). Internal/Unavailable if SQLite fails
+  // (nothing of the failed transaction stays).
   absl::Status CatchUp();
-  // A pass, then `read` on the search statement bound to (match, tenant, project, limit).
-  // A failed pass does not stop the search (it answers from the index as it is); it is logged.
+  // Brings the index up to date, then runs `read` on the search statement bound to (match,
+  // tenant, project, limit). With the thread, a rebuild in progress is continued for at most
+  // search_rebuild_budget_ms: the search then sees only the scopes rebuilt so far. A failed or
+  // unfinished catch-up does not stop the search (it answers from the index as it is); it is
+  // logged.
   absl::Status Search(std::string_view match, std::string_view tenant, std::string_view project,
                       int64_t limit, const std::function<absl::Status(Statement&)>& read);
 
@@ -75,7 +88,12 @@ class SearchIndex {
   SearchIndex(sqlite3* db, std::string path, SearchIndexOptions options)
       : db_(db), path_(std::move(path)), options_(options) {}
   absl::Status Prepare(std::string_view search_sql);
-  absl::Status CatchUpLocked();  // Caller holds mu_.
+  // One transaction of indexing: starts or continues a rebuild (kRebuildChunk scopes), or
+  // indexes the log past the watermark. True while a rebuild is unfinished. Caller holds mu_.
+  absl::StatusOr<bool> StepLocked();
+  // Steps until up to date; DeadlineExceeded if a rebuild is still unfinished at `deadline`.
+  // Caller holds mu_.
+  absl::Status CatchUpLocked(std::chrono::steady_clock::time_point deadline);
   absl::Status Exec(const char* sql);
   void Loop();
 
@@ -84,14 +102,17 @@ class SearchIndex {
   std::string path_;  // the index file
   SearchIndexOptions options_;
   Statement begin_, commit_, rollback_, lock_index_, read_meta_, read_identity_, read_log_end_,
-      clear_, rebuild_, delete_logged_, insert_logged_, write_meta_, search_;
-  bool failing_ = false;  // the last pass failed (logged once until one succeeds); under mu_
+      clear_, rebuild_chunk_end_, rebuild_, delete_logged_, insert_logged_, write_meta_,
+      delete_meta_, search_;
+  bool failing_ = false;    // the last pass failed (logged once until one succeeds); under mu_
+  int64_t rebuilt_to_ = 0;  // the last scope a rebuild indexed; under mu_
 
   std::atomic<int64_t> noted_seq_{0};
   std::atomic<int64_t> indexed_seq_{0};
   std::mutex wake_mu_;
   std::condition_variable wake_;
   bool stop_ = false;       // under wake_mu_
+  std::atomic<bool> stop_requested_{false};  // ends a rebuild's run of chunks early
   int64_t pass_noted_ = 0;  // noted_seq_ when the last pass began; under wake_mu_
   std::thread thread_;
 };

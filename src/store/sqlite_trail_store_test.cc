@@ -364,6 +364,51 @@ TEST_F(SqliteTrailStoreTest, AnIndexFileThatIsLostDamagedOrForeignIsRebuilt) {
   expect_only_own_scopes();
 }
 
+// A rebuild goes in chunks of kRebuildChunk scopes, one transaction each. Without the thread a
+// search finishes it; with one, a search past its budget answers from the chunks done so far.
+TEST_F(SqliteTrailStoreTest, ARebuildGoesInChunksThatASearchDoesNotWaitOutWhenTheThreadHasIt) {
+  const std::string path = dir_.File("contextd.db");
+  const int64_t scopes = 2 * kRebuildChunk + kRebuildChunk / 2;
+  {
+    auto store = OwnStoreWithSession(store_, path, 0);
+    SessionRef s = Session("a");
+    for (int64_t i = 0; i < scopes; ++i) {
+      ASSERT_TRUE(
+          store->OpenScope(MakeScope("br_" + std::to_string(i), "ses_1", "needle", s)).ok());
+    }
+  }
+  std::filesystem::remove(SearchIndexPath(path));
+  {
+    SearchIndexOptions options;
+    options.interval_ms = 3'600'000;  // a thread that will not run during the test
+    options.wake_after = int64_t{1} << 40;
+    options.search_rebuild_budget_ms = 0;
+    auto store = SqliteTrailStore::Open(path, {}, options);
+    ASSERT_TRUE(store.ok()) << store.status();
+    // ses_1 is pos 1, so the first chunk holds kRebuildChunk - 1 needles.
+    for (int64_t expected : {kRebuildChunk - 1, 2 * kRebuildChunk - 1, scopes}) {
+      auto hits = (*store)->Search("local", "default", "needle", 3 * kRebuildChunk);
+      ASSERT_TRUE(hits.ok()) << hits.status();
+      EXPECT_EQ(static_cast<int64_t>(hits->size()), expected);
+      // A scope the rebuild has passed changes meanwhile: logged past the rebuild's end, and
+      // indexed by the step that finishes it.
+      if (expected == kRebuildChunk - 1) {
+        ASSERT_TRUE((*store)->FoldScope("br_0", "found the haystack", 3, 2000).ok());
+      }
+    }
+    EXPECT_EQ((*store)->search_index().indexed_seq(), scopes + 2);
+    auto haystack = (*store)->Search("local", "default", "haystack", 5);
+    ASSERT_TRUE(haystack.ok());
+    ASSERT_EQ(haystack->size(), 1u);
+    EXPECT_EQ((*haystack)[0].scope.id, "br_0");
+  }
+  std::filesystem::remove(SearchIndexPath(path));
+  auto store = OpenStore(path, 0);
+  auto hits = store->Search("local", "default", "needle", 3 * kRebuildChunk);
+  ASSERT_TRUE(hits.ok()) << hits.status();
+  EXPECT_EQ(static_cast<int64_t>(hits->size()), scopes);
+}
+
 // A pass holds no lock of the database: with the index file locked by someone else, the
 // engine's writes go on, and a search answers from the index as it is.
 TEST_F(SqliteTrailStoreTest, WritesDoNotWaitForTheIndex) {
