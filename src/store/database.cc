@@ -273,12 +273,14 @@ void Database::RestartWalIfDue() {
 }
 
 void Database::RestartWalIfDueLocked() {
-  // At most this many frames (about 512 KB) copied on the writer's thread: the checkpoint also
-  // syncs both files, and the writer's next replies wait for it (measured: 1.5-3 ms with a tail
-  // of 20-50 frames, 3.5-5 ms with 250-350, 7-13 ms with 600-1,000). A longer tail asks the
-  // checkpointer to run now; each of its runs leaves what was written while it ran, so the tail
-  // shrinks run by run. Past twice the limit the writer copies whatever is left, so that a
-  // writer that outpaces the checkpointer still bounds the WAL.
+  // At most this many frames (128 KB with 1 KiB pages, 512 KB with 4 KiB) copied on the
+  // writer's thread: the checkpoint also syncs both files, and the writer's next replies wait for
+  // it (measured with 4 KiB pages: 1.5-3 ms with a tail of 20-50 frames, 3.5-5 ms with 250-350,
+  // 7-13 ms with 600-1,000; with 1 KiB pages 4-6 ms at 5,000 pairs/s, mostly the database file's
+  // sync, decision 0012). A longer tail asks the checkpointer to run now; each of its runs
+  // leaves what was written while it ran, so the tail shrinks run by run. Past twice the limit
+  // the writer copies whatever is left, so that a writer that outpaces the checkpointer still
+  // bounds the WAL.
   constexpr int64_t kMaxTailFrames = 128;
   if (wal_restart_frames_ == 0) return;
   int64_t frames = wal_frames_.load(std::memory_order_relaxed);
