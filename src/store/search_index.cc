@@ -50,30 +50,12 @@ absl::StatusOr<std::unique_ptr<SearchIndex>> SearchIndex::Open(const std::string
   }
   std::unique_ptr<SearchIndex> index(new SearchIndex(db, SearchIndexPath(db_path), options));
   sqlite3_busy_timeout(db, options.busy_timeout_ms);
-  std::lock_guard<std::mutex> lock(index->mu_);
-  // Attach, set up and read the index file; one that is not a database (or is damaged) is
-  // deleted and made again, since it holds nothing the database does not.
-  for (int attempt = 0;; ++attempt) {
-    char* attach = sqlite3_mprintf("ATTACH DATABASE %Q AS search", index->path_.c_str());
-    if (attach == nullptr) return absl::ResourceExhaustedError("out of memory");
-    absl::Status st = index->Exec(attach);
-    sqlite3_free(attach);
-    if (st.ok()) st = index->Exec("PRAGMA search.journal_mode=WAL");
-    if (st.ok()) st = index->Exec("PRAGMA search.synchronous=NORMAL");
-    if (st.ok()) st = index->Exec(kIndexSchema);
-    if (st.ok()) st = index->Exec("SELECT COUNT(*) FROM search.search_meta");
-    if (st.ok()) break;
-    const int code = sqlite3_extended_errcode(db) & 0xff;
-    if (attempt > 0 || (code != SQLITE_NOTADB && code != SQLITE_CORRUPT)) return st;
-    base::LogWarn(base::StrCat("search index ", index->path_, " is unreadable (", st.message(),
-                               "): rebuilding it"));
-    (void)index->Exec("DETACH DATABASE search");
-    std::error_code ec;
-    for (const char* suffix : {"", "-wal", "-shm"}) {
-      std::filesystem::remove(index->path_ + suffix, ec);
-    }
+  index->search_sql_ = std::string(search_sql);
+  if (options.interval_ms > 0) {
+    // The server: errors now rather than at the first pass, and the thread finds it ready.
+    std::lock_guard<std::mutex> lock(index->mu_);
+    RETURN_IF_ERROR(index->AttachLocked());
   }
-  RETURN_IF_ERROR(index->Prepare(search_sql));
   if (options.interval_ms > 0) {
     index->thread_ = std::thread([raw = index.get()] { raw->Loop(); });
   }
@@ -97,6 +79,36 @@ SearchIndex::~SearchIndex() {
     *st = Statement();
   }
   sqlite3_close_v2(db_);
+}
+
+absl::Status SearchIndex::AttachLocked() {
+  if (attached_) return absl::OkStatus();
+  // Attach, set up and read the index file; one that is not a database (or is damaged) is
+  // deleted and made again, since it holds nothing the database does not.
+  for (int attempt = 0;; ++attempt) {
+    char* attach = sqlite3_mprintf("ATTACH DATABASE %Q AS search", path_.c_str());
+    if (attach == nullptr) return absl::ResourceExhaustedError("out of memory");
+    absl::Status st = Exec(attach);
+    sqlite3_free(attach);
+    const bool was_attached = st.ok();
+    if (st.ok()) st = Exec("PRAGMA search.journal_mode=WAL");
+    if (st.ok()) st = Exec("PRAGMA search.synchronous=NORMAL");
+    if (st.ok()) st = Exec(kIndexSchema);
+    if (st.ok()) st = Exec("SELECT COUNT(*) FROM search.search_meta");
+    if (st.ok()) st = Prepare(search_sql_);
+    if (st.ok()) break;
+    const int code = sqlite3_extended_errcode(db_) & 0xff;
+    if (was_attached) (void)Exec("DETACH DATABASE search");  // so that a later call starts over
+    if (attempt > 0 || (code != SQLITE_NOTADB && code != SQLITE_CORRUPT)) return st;
+    base::LogWarn(base::StrCat("search index ", path_, " is unreadable (", st.message(),
+                               "): rebuilding it"));
+    std::error_code ec;
+    for (const char* suffix : {"", "-wal", "-shm"}) {
+      std::filesystem::remove(path_ + suffix, ec);
+    }
+  }
+  attached_ = true;
+  return absl::OkStatus();
 }
 
 absl::Status SearchIndex::Exec(const char* sql) {
@@ -175,6 +187,7 @@ absl::Status SearchIndex::CatchUpLocked(std::chrono::steady_clock::time_point de
 }
 
 absl::StatusOr<bool> SearchIndex::StepLocked() {
+  RETURN_IF_ERROR(AttachLocked());
   auto step = [this](Statement& st) -> absl::StatusOr<bool> {
     auto row = st.Step();
     if (!row.ok()) {
@@ -283,6 +296,7 @@ absl::Status SearchIndex::Search(std::string_view match, std::string_view tenant
                                  std::string_view project, int64_t limit,
                                  const std::function<absl::Status(Statement&)>& read) {
   std::lock_guard<std::mutex> lock(mu_);
+  RETURN_IF_ERROR(AttachLocked());
   // With the thread, a rebuild is its work: a search continues it only for a while (it runs on
   // the engine's executor). Without one, the search is the only indexer and finishes it.
   const auto deadline = options_.interval_ms > 0

@@ -56,7 +56,8 @@ class SearchIndex {
  public:
   // Opens a connection to the database at `db_path` (migrated to at least version 7), attaches
   // the index file (creating it, or recreating it if it is not a database), and starts the
-  // thread. `search_sql` is the search statement, prepared on that connection: the index is
+  // thread. Without a thread (interval_ms 0) the index file is attached only when first needed,
+  // so that a tool that never searches leaves no index file behind. `search_sql` is the search statement, prepared on that connection: the index is
   // `search.trail_fts`, the database's tables are `main.*`, and it takes parameters (match,
   // tenant, project, limit). Unavailable/Internal if SQLite fails (the message names the file).
   static absl::StatusOr<std::unique_ptr<SearchIndex>> Open(const std::string& db_path,
@@ -87,6 +88,9 @@ class SearchIndex {
  private:
   SearchIndex(sqlite3* db, std::string path, SearchIndexOptions options)
       : db_(db), path_(std::move(path)), options_(options) {}
+  // Attaches the index file and prepares the statements, once (a failure is retried at the next
+  // call). Caller holds mu_.
+  absl::Status AttachLocked();
   absl::Status Prepare(std::string_view search_sql);
   // One transaction of indexing: starts or continues a rebuild (kRebuildChunk scopes), or
   // indexes the log past the watermark. True while a rebuild is unfinished. Caller holds mu_.
@@ -100,6 +104,8 @@ class SearchIndex {
   std::mutex mu_;  // the connection and every statement
   sqlite3* db_;
   std::string path_;  // the index file
+  std::string search_sql_;
+  bool attached_ = false;  // under mu_
   SearchIndexOptions options_;
   Statement begin_, commit_, rollback_, lock_index_, read_meta_, read_identity_, read_log_end_,
       clear_, rebuild_chunk_end_, rebuild_, delete_logged_, insert_logged_, write_meta_,

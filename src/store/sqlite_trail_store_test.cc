@@ -409,6 +409,21 @@ TEST_F(SqliteTrailStoreTest, ARebuildGoesInChunksThatASearchDoesNotWaitOutWhenTh
   EXPECT_EQ(static_cast<int64_t>(hits->size()), scopes);
 }
 
+// A command-line tool opens the store without the thread and may never search: it leaves no
+// index file behind until a search needs one.
+TEST_F(SqliteTrailStoreTest, WithoutTheThreadTheIndexFileIsMadeOnlyWhenASearchNeedsIt) {
+  const std::string path = dir_.File("tool.db");
+  auto store = OpenStore(path, 0);
+  SessionRef s = Session("a");
+  ASSERT_TRUE(store->OpenScope(MakeScope("ses_1", "", "session", s)).ok());
+  ASSERT_TRUE(store->OpenScope(MakeScope("br_1", "ses_1", "read the manual", s)).ok());
+  EXPECT_FALSE(std::filesystem::exists(SearchIndexPath(path)));
+  auto hits = store->Search("local", "default", "manual", 5);
+  ASSERT_TRUE(hits.ok()) << hits.status();
+  EXPECT_EQ(hits->size(), 1u);
+  EXPECT_TRUE(std::filesystem::exists(SearchIndexPath(path)));
+}
+
 // A pass holds no lock of the database: with the index file locked by someone else, the
 // engine's writes go on, and a search answers from the index as it is.
 TEST_F(SqliteTrailStoreTest, WritesDoNotWaitForTheIndex) {
