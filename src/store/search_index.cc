@@ -53,10 +53,10 @@ absl::StatusOr<std::unique_ptr<SearchIndex>> SearchIndex::Open(const std::string
   index->search_sql_ = std::string(search_sql);
   if (options.interval_ms > 0) {
     // The server: errors now rather than at the first pass, and the thread finds it ready.
-    std::lock_guard<std::mutex> lock(index->mu_);
-    RETURN_IF_ERROR(index->AttachLocked());
-  }
-  if (options.interval_ms > 0) {
+    {
+      std::lock_guard<std::mutex> lock(index->mu_);
+      RETURN_IF_ERROR(index->AttachLocked());
+    }
     index->thread_ = std::thread([raw = index.get()] { raw->Loop(); });
   }
   return index;
