@@ -41,8 +41,9 @@ std::string ScrubbedField(const scrub::Scrubber& scrubber, const Json& object,
 }
 
 // Scrubs the prose of a JSON Schema: every string "title" and "description", at any depth (the
-// parser bounds the depth), which clients show the model. Property names, patterns, enums and
-// defaults keep their values: they are part of the contract with the upstream tool.
+// parser bounds the depth), which clients show the model; also inside enum, const, default
+// and examples values that are objects. Property names, patterns and the string values of enum,
+// const, default and examples are kept: they are part of the contract with the upstream tool.
 void ScrubSchemaProse(const scrub::Scrubber& scrubber, Json& schema) {
   if (schema.is_object()) {
     for (auto& [key, value] : schema.items()) {

@@ -75,13 +75,18 @@ class McpServerTest : public ::testing::Test {
     return s;
   }
 
-  // Feeds a raw payload as a transport would.
-  void Feed(std::string_view raw, Session* s = nullptr) {
+  // Hands a raw payload to the session as a transport would, without running the executor.
+  void Receive(std::string_view raw, Session* s = nullptr) {
     Incoming in = ParseIncoming(raw);
     for (auto& item : in.items) {
       ASSERT_TRUE(std::holds_alternative<Message>(item)) << raw;
       (s ? s : session_.get())->Receive(std::move(std::get<Message>(item)));
     }
+  }
+
+  // Feeds a raw payload as a transport would, and runs the executor.
+  void Feed(std::string_view raw, Session* s = nullptr) {
+    Receive(raw, s);
     executor_.RunUntilIdle();
   }
 
@@ -244,12 +249,7 @@ TEST_F(McpServerTest, ToolsCallUsesTheSchemaOfTheToolThatRuns) {
                              })
                     .ok());
   };
-  // Hands a request to the session without running the executor.
-  auto receive = [&](const Json& request) {
-    Incoming in = ParseIncoming(Serialize(request));
-    ASSERT_TRUE(std::holds_alternative<Message>(in.items[0]));
-    session_->Receive(std::move(std::get<Message>(in.items[0])));
-  };
+  auto receive = [&](const Json& request) { Receive(Serialize(request)); };
   // Valid when received, invalid for the tool that runs.
   receive(MakeRequest(1, "tools/call", {{"name", "echo"}, {"arguments", {{"text", "hi"}}}}));
   replace_echo(R"({"type":"object","properties":{"text":{"type":"integer"}}})");
@@ -296,11 +296,7 @@ TEST_F(McpServerTest, ToolPrepareRunsOnReceiptAndReachesTheHandler) {
                         })
                     .ok());
   };
-  auto receive = [&](const Json& request) {
-    Incoming in = ParseIncoming(Serialize(request));
-    ASSERT_TRUE(std::holds_alternative<Message>(in.items[0]));
-    session_->Receive(std::move(std::get<Message>(in.items[0])));
-  };
+  auto receive = [&](const Json& request) { Receive(Serialize(request)); };
   add_upper("first");
   receive(MakeRequest(1, "tools/call", {{"name", "upper"}, {"arguments", {{"text", "a"}}}}));
   receive(MakeRequest(2, "tools/call", {{"name", "upper"}, {"arguments", {{"text", 5}}}}));

@@ -299,11 +299,16 @@ absl::Status SearchIndex::Search(std::string_view match, std::string_view tenant
   RETURN_IF_ERROR(AttachLocked());
   // With the thread, a rebuild is its work: a search continues it only for a while (it runs on
   // the engine's executor). Without one, the search is the only indexer and finishes it.
-  const auto deadline = options_.interval_ms > 0
-                            ? std::chrono::steady_clock::now() +
-                                  std::chrono::milliseconds(options_.search_rebuild_budget_ms)
-                            : std::chrono::steady_clock::time_point::max();
-  if (absl::Status caught_up = CatchUpLocked(deadline); !caught_up.ok()) {
+  // The same budget bounds its wait for the index file's write lock, if another process holds
+  // it (the connection's busy timeout is restored after).
+  const bool bounded = options_.interval_ms > 0;
+  const auto deadline = bounded ? std::chrono::steady_clock::now() +
+                                      std::chrono::milliseconds(options_.search_rebuild_budget_ms)
+                                : std::chrono::steady_clock::time_point::max();
+  if (bounded) sqlite3_busy_timeout(db_, options_.search_rebuild_budget_ms);
+  absl::Status caught_up = CatchUpLocked(deadline);
+  if (bounded) sqlite3_busy_timeout(db_, options_.busy_timeout_ms);
+  if (!caught_up.ok()) {
     base::LogWarn(base::StrCat("search index not updated before a search: ",
                                caught_up.message()));
   }

@@ -44,8 +44,9 @@ struct SearchIndexOptions {
   int interval_ms = 200;
   int64_t wake_after = 256;
   int busy_timeout_ms = 5000;
-  // With the thread: how long a search (on the engine's executor) continues a rebuild before it
-  // answers from what is rebuilt so far (it always does at least one chunk).
+  // With the thread: how long a search (on the engine's executor) continues a rebuild, or waits
+  // for the index file's write lock, before it answers from the index as it is (a rebuild always
+  // gets at least one chunk).
   int search_rebuild_budget_ms = 100;
 };
 

@@ -96,6 +96,13 @@ absl::StatusOr<std::unique_ptr<SqliteTrailStore>> SqliteTrailStore::Open(
 absl::StatusOr<std::unique_ptr<SqliteTrailStore>> SqliteTrailStore::Create(
     std::shared_ptr<Database> db, const SearchIndexOptions& search_options) {
   const std::string path = db->path();
+  if (path == ":memory:") {
+    // The search index is another connection's file beside the database's, and an in-memory
+    // database is seen by its own connection only.
+    return absl::InvalidArgumentError(
+        "the trail store needs a database file, not \":memory:\" (its search index is a file "
+        "beside it)");
+  }
   std::unique_ptr<SqliteTrailStore> store(new SqliteTrailStore(std::move(db)));
   RETURN_IF_ERROR(store->PrepareAll());
   ASSIGN_OR_RETURN(

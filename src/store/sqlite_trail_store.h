@@ -33,7 +33,7 @@ class SqliteTrailStore final : public trail::TrailStore {
       const std::string& path, const DatabaseOptions& options = {},
       const SearchIndexOptions& search_options = {});
   // Uses an open database (shared with other stores); prepares the statements and opens the
-  // search index of the database's file.
+  // search index of the database's file. InvalidArgument for an in-memory database.
   static absl::StatusOr<std::unique_ptr<SqliteTrailStore>> Create(
       std::shared_ptr<Database> db, const SearchIndexOptions& search_options = {});
 

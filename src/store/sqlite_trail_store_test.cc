@@ -454,6 +454,48 @@ TEST_F(SqliteTrailStoreTest, WritesDoNotWaitForTheIndex) {
   EXPECT_EQ(hits->size(), 2u);
 }
 
+// With the thread, a search runs on the engine's executor: its wait for an index file that
+// another process holds locked is bounded by search_rebuild_budget_ms, not the busy timeout.
+TEST_F(SqliteTrailStoreTest, ASearchWaitsForALockedIndexFileOnlyWithinItsBudget) {
+  const std::string path = dir_.File("contextd.db");
+  store_.reset();
+  SearchIndexOptions options;
+  options.interval_ms = 3'600'000;  // a thread that will not run during the test
+  options.wake_after = int64_t{1} << 40;
+  options.busy_timeout_ms = 20'000;
+  options.search_rebuild_budget_ms = 50;
+  auto opened = SqliteTrailStore::Open(path, {}, options);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  auto& store = *opened;
+  SessionRef s = Session("a");
+  ASSERT_TRUE(store->OpenScope(MakeScope("ses_1", "", "session", s)).ok());
+  ASSERT_TRUE(store->OpenScope(MakeScope("br_1", "ses_1", "first words", s)).ok());
+  ASSERT_TRUE(store->Search("local", "default", "first", 5).ok());
+  sqlite3* holder = nullptr;
+  ASSERT_EQ(sqlite3_open(SearchIndexPath(path).c_str(), &holder), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(holder, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  ASSERT_TRUE(store->OpenScope(MakeScope("br_2", "ses_1", "second words", s)).ok());
+  const auto start = std::chrono::steady_clock::now();
+  auto hits = store->Search("local", "default", "words", 5);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(hits.ok()) << hits.status();
+  EXPECT_EQ(hits->size(), 1u);  // from the index as it was
+  EXPECT_LT(waited, std::chrono::seconds(10)) << "waited for the busy timeout";
+  sqlite3_exec(holder, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(holder);
+  hits = store->Search("local", "default", "words", 5);
+  ASSERT_TRUE(hits.ok());
+  EXPECT_EQ(hits->size(), 2u);
+}
+
+TEST(SqliteTrailStoreOpenTest, RefusesAnInMemoryDatabase) {
+  auto store = SqliteTrailStore::Open(":memory:");
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(store.status().message().find("database file"), std::string::npos) << store.status();
+  EXPECT_FALSE(std::filesystem::exists(SearchIndexPath(":memory:")));
+}
+
 TEST(FtsQueryTest, QuotesEveryWord) {
   auto q = FtsQuery("foo \"bar\" baz*");
   ASSERT_TRUE(q.ok());
