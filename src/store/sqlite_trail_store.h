@@ -23,8 +23,9 @@ namespace contextd::store {
 // dropped. InvalidArgument if `query` holds no word or more than 1000 bytes.
 absl::StatusOr<std::string> FtsQuery(std::string_view query);
 
-// Entries appended to trail_fts_log between two trims of what the index already holds.
-inline constexpr int64_t kFtsLogTrimEvery = 4096;
+// Entries appended to trail_fts_log between two trims of what the index already holds: often,
+// so that each trim (a write of the engine's) deletes a few hundred rows, not thousands at once.
+inline constexpr int64_t kFtsLogTrimEvery = 256;
 
 class SqliteTrailStore final : public trail::TrailStore {
  public:

@@ -271,27 +271,30 @@ TEST_F(SqliteTrailStoreTest, TheIndexThreadFollowsTheLogWithoutASearch) {
 
 TEST_F(SqliteTrailStoreTest, TheLogIsTrimmedToWhatTheIndexDoesNotHoldYet) {
   const std::string path = dir_.File("contextd.db");
-  auto store = OwnStoreWithSession(store_, path, 0);
+  const int64_t every = kFtsLogTrimEvery;
+  auto store = OwnStoreWithSession(store_, path, 0);  // ses_1 is log entry 1
   SessionRef s = Session("a");
-  for (int i = 1; i < 2000; ++i) {
+  for (int64_t i = 1; i < 2 * every; ++i) {
     ASSERT_TRUE(store->OpenScope(MakeScope("br_" + std::to_string(i), "ses_1", "early", s)).ok());
   }
+  // The trims at entries `every` and 2 * `every` found nothing indexed, and deleted nothing.
+  EXPECT_EQ(CountRows(path, "SELECT MIN(seq) FROM trail_fts_log"), 1);
   ASSERT_TRUE(store->search_index().CatchUp().ok());
-  EXPECT_EQ(store->search_index().indexed_seq(), 2000);
-  for (int i = 2000; i < kFtsLogTrimEvery; ++i) {
+  EXPECT_EQ(store->search_index().indexed_seq(), 2 * every);
+  for (int64_t i = 2 * every; i < 3 * every; ++i) {
     ASSERT_TRUE(store->OpenScope(MakeScope("br_" + std::to_string(i), "ses_1", "late", s)).ok());
   }
-  // The write that logged entry kFtsLogTrimEvery deleted those below 2000.
-  EXPECT_EQ(CountRows(path, "SELECT MIN(seq) FROM trail_fts_log"), 2000);
-  EXPECT_EQ(CountRows(path, "SELECT MAX(seq) FROM trail_fts_log"), kFtsLogTrimEvery);
-  auto early = store->Search("local", "default", "early", 3000);
-  auto late = store->Search("local", "default", "late", 3000);
+  // The write that logged entry 3 * `every` deleted those below 2 * `every`.
+  EXPECT_EQ(CountRows(path, "SELECT MIN(seq) FROM trail_fts_log"), 2 * every);
+  EXPECT_EQ(CountRows(path, "SELECT MAX(seq) FROM trail_fts_log"), 3 * every);
+  auto early = store->Search("local", "default", "early", 4 * every);
+  auto late = store->Search("local", "default", "late", 4 * every);
   ASSERT_TRUE(early.ok() && late.ok());
-  EXPECT_EQ(early->size(), 1999u);
-  EXPECT_EQ(late->size(), static_cast<size_t>(kFtsLogTrimEvery - 2000));
+  EXPECT_EQ(static_cast<int64_t>(early->size()), 2 * every - 1);
+  EXPECT_EQ(static_cast<int64_t>(late->size()), every);
   // Everything indexed: the next trim would leave only the last entry, so the log goes on
   // numbering from there even if a new index file has to start over.
-  EXPECT_EQ(store->search_index().indexed_seq(), kFtsLogTrimEvery);
+  EXPECT_EQ(store->search_index().indexed_seq(), 3 * every);
 }
 
 TEST_F(SqliteTrailStoreTest, ScopesLoggedButNotIndexedBeforeACrashAreIndexedAfterReopen) {
