@@ -277,8 +277,8 @@ CREATE INDEX trail_events_by_scope ON trail_events (scope_id, seq);
 
 // 0007_search_index_file.sql: the trail's full-text index moves to a file of its own,
 // `<database>-search`, written by a thread of its own (store/search_index.h, decision 0012):
-// indexing a batch of scopes inside the engine's writes held its executor for about a
-// millisecond every few dozen round trips, a tenth of its time. The writes now append to
+// indexing a batch of scopes inside the engine's writes held its executor for 1.4 million
+// instructions every few dozen round trips, about 12% of its work. The writes now append to
 // trail_fts_log (a scope opened or folded; rowid order is the order to index in), which the
 // index file follows by a watermark of its own. trail_search_identity names this database, so
 // that an index file made for another one is rebuilt. The old index and its pending notes go:
