@@ -51,6 +51,19 @@ absl::Status ConfigureSqlite() {
   return absl::OkStatus();
 }
 
+absl::StatusOr<sqlite3*> OpenConnection(const std::string& path, int flags,
+                                        std::string_view what, int busy_timeout_ms) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, WalGatherVfsName());
+  if (rc != SQLITE_OK) {
+    std::string msg = db != nullptr ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    return absl::UnavailableError(absl::StrCat("cannot open ", Sv(what), ": ", msg));
+  }
+  sqlite3_busy_timeout(db, busy_timeout_ms);
+  return db;
+}
+
 absl::StatusOr<std::string> DefaultDatabasePath() {
   const char* xdg = std::getenv("XDG_DATA_HOME");
   if (xdg != nullptr && xdg[0] == '/') return absl::StrCat(xdg, "/contextd/contextd.db");
@@ -136,18 +149,11 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
   // statistics stay on, which costs time only.
   static const absl::Status configured = ConfigureSqlite();
   (void)configured;
-  sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                           WalGatherVfsName());
-  if (rc != SQLITE_OK) {
-    std::string msg = db != nullptr ? sqlite3_errmsg(db) : "out of memory";
-    sqlite3_close(db);
-    return absl::UnavailableError(absl::StrCat("cannot open database ", path, ": ", msg));
-  }
+  ASSIGN_OR_RETURN(sqlite3 * db,
+                   OpenConnection(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                                  absl::StrCat("database ", path), options.busy_timeout_ms));
   sqlite3_extended_result_codes(db, 1);
   std::unique_ptr<Database> out(new Database(db, path));
-  sqlite3_busy_timeout(db, options.busy_timeout_ms);
   std::lock_guard<std::mutex> lock(out->mu_);
   // Before anything writes the file; a no-op on an existing file.
   RETURN_IF_ERROR(out->Exec(absl::StrCat("PRAGMA page_size=", options.page_size)));
@@ -177,19 +183,13 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
       out->wal_restart_frames_ = std::max<int64_t>(1, options.wal_restart_bytes / frame);
       sqlite3_wal_hook(db, &Database::OnWalCommit, out.get());
     }
-    sqlite3* ckpt = nullptr;
-    rc = sqlite3_open_v2(path.c_str(), &ckpt, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
-                         WalGatherVfsName());
-    if (rc != SQLITE_OK) {
-      std::string msg = ckpt != nullptr ? sqlite3_errmsg(ckpt) : "out of memory";
-      sqlite3_close(ckpt);
-      return absl::UnavailableError(
-          absl::StrCat("cannot open checkpoint connection to ", path, ": ", msg));
-    }
-    sqlite3_busy_timeout(ckpt, options.busy_timeout_ms);
+    ASSIGN_OR_RETURN(sqlite3 * ckpt,
+                     OpenConnection(path, SQLITE_OPEN_READWRITE,
+                                    absl::StrCat("checkpoint connection to ", path),
+                                    options.busy_timeout_ms));
     // A connection opens the WAL only when it first reads the database; until then a checkpoint
     // on it does nothing at all (it reports -1 frames) and the WAL grows without end.
-    rc = sqlite3_exec(ckpt, "SELECT COUNT(*) FROM sqlite_schema", nullptr, nullptr, nullptr);
+    int rc = sqlite3_exec(ckpt, "SELECT COUNT(*) FROM sqlite_schema", nullptr, nullptr, nullptr);
     if (rc != SQLITE_OK) {
       std::string msg = sqlite3_errmsg(ckpt);
       sqlite3_close(ckpt);

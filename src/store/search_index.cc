@@ -13,7 +13,6 @@
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "base/str_cat.h"
-#include "store/wal_gather_vfs.h"
 
 namespace contextd::store {
 namespace {
@@ -37,19 +36,12 @@ std::string SearchIndexPath(std::string_view db_path) { return base::StrCat(db_p
 absl::StatusOr<std::unique_ptr<SearchIndex>> SearchIndex::Open(const std::string& db_path,
                                                                std::string_view search_sql,
                                                                const SearchIndexOptions& options) {
-  sqlite3* db = nullptr;
   // CREATE for the index file, which ATTACH opens with this connection's flags; the database
   // itself exists (its store opened and migrated it).
-  int rc = sqlite3_open_v2(db_path.c_str(), &db,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                           WalGatherVfsName());
-  if (rc != SQLITE_OK) {
-    std::string msg = db != nullptr ? sqlite3_errmsg(db) : "out of memory";
-    sqlite3_close(db);
-    return absl::UnavailableError(base::StrCat("cannot open ", db_path, " for search: ", msg));
-  }
+  ASSIGN_OR_RETURN(sqlite3 * db,
+                   OpenConnection(db_path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                                  base::StrCat(db_path, " for search"), options.busy_timeout_ms));
   std::unique_ptr<SearchIndex> index(new SearchIndex(db, SearchIndexPath(db_path), options));
-  sqlite3_busy_timeout(db, options.busy_timeout_ms);
   index->search_sql_ = std::string(search_sql);
   if (options.interval_ms > 0) {
     // The server: errors now rather than at the first pass, and the thread finds it ready.

@@ -427,68 +427,59 @@ TEST_F(SqliteTrailStoreTest, WithoutTheThreadTheIndexFileIsMadeOnlyWhenASearchNe
   EXPECT_TRUE(std::filesystem::exists(SearchIndexPath(path)));
 }
 
+// Opens a store on `path` with `options`, indexes "first words", then holds the index file's
+// write lock from another connection while "second words" is written and searched for, and
+// releases it. The write must go through, the locked search answer from the index as it was, and
+// the next search see both. Returns how long the locked search took.
+std::chrono::steady_clock::duration SearchAroundALockedIndexFile(
+    const std::string& path, const SearchIndexOptions& options) {
+  auto opened = SqliteTrailStore::Open(path, {}, options);
+  EXPECT_TRUE(opened.ok()) << opened.status();
+  if (!opened.ok()) return {};
+  auto& store = *opened;
+  SessionRef s = Session("a");
+  EXPECT_TRUE(store->OpenScope(MakeScope("ses_1", "", "session", s)).ok());
+  EXPECT_TRUE(store->OpenScope(MakeScope("br_1", "ses_1", "first words", s)).ok());
+  EXPECT_TRUE(store->Search("local", "default", "first", 5).ok());
+  sqlite3* holder = nullptr;
+  EXPECT_EQ(sqlite3_open(SearchIndexPath(path).c_str(), &holder), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(holder, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  EXPECT_TRUE(store->OpenScope(MakeScope("br_2", "ses_1", "second words", s)).ok());
+  const auto start = std::chrono::steady_clock::now();
+  auto hits = store->Search("local", "default", "words", 5);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_TRUE(hits.ok()) << hits.status();
+  if (hits.ok()) EXPECT_EQ(hits->size(), 1u);  // from the index as it was
+  sqlite3_exec(holder, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(holder);
+  hits = store->Search("local", "default", "words", 5);
+  EXPECT_TRUE(hits.ok()) << hits.status();
+  if (hits.ok()) EXPECT_EQ(hits->size(), 2u);
+  return waited;
+}
+
 // A pass holds no lock of the database: with the index file locked by someone else, the
 // engine's writes go on, and a search answers from the index as it is.
 TEST_F(SqliteTrailStoreTest, WritesDoNotWaitForTheIndex) {
-  const std::string path = dir_.File("contextd.db");
   store_.reset();
   SearchIndexOptions options;
   options.interval_ms = 0;
   options.busy_timeout_ms = 50;
-  auto opened = SqliteTrailStore::Open(path, {}, options);
-  ASSERT_TRUE(opened.ok()) << opened.status();
-  auto& store = *opened;
-  SessionRef s = Session("a");
-  ASSERT_TRUE(store->OpenScope(MakeScope("ses_1", "", "session", s)).ok());
-  ASSERT_TRUE(store->OpenScope(MakeScope("br_1", "ses_1", "first words", s)).ok());
-  ASSERT_TRUE(store->Search("local", "default", "first", 5).ok());
-  sqlite3* holder = nullptr;
-  ASSERT_EQ(sqlite3_open(SearchIndexPath(path).c_str(), &holder), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(holder, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
-  ASSERT_TRUE(store->OpenScope(MakeScope("br_2", "ses_1", "second words", s)).ok());
-  EXPECT_FALSE(store->search_index().CatchUp().ok());
-  auto hits = store->Search("local", "default", "words", 5);
-  ASSERT_TRUE(hits.ok()) << hits.status();
-  ASSERT_EQ(hits->size(), 1u);  // from the index as it was
-  sqlite3_exec(holder, "ROLLBACK", nullptr, nullptr, nullptr);
-  sqlite3_close(holder);
-  hits = store->Search("local", "default", "words", 5);
-  ASSERT_TRUE(hits.ok());
-  EXPECT_EQ(hits->size(), 2u);
+  SearchAroundALockedIndexFile(dir_.File("contextd.db"), options);
 }
 
 // With the thread, a search runs on the engine's executor: its wait for an index file that
 // another process holds locked is bounded by search_rebuild_budget_ms, not the busy timeout.
 TEST_F(SqliteTrailStoreTest, ASearchWaitsForALockedIndexFileOnlyWithinItsBudget) {
-  const std::string path = dir_.File("contextd.db");
   store_.reset();
   SearchIndexOptions options;
   options.interval_ms = 3'600'000;  // a thread that will not run during the test
   options.wake_after = int64_t{1} << 40;
   options.busy_timeout_ms = 20'000;
   options.search_rebuild_budget_ms = 50;
-  auto opened = SqliteTrailStore::Open(path, {}, options);
-  ASSERT_TRUE(opened.ok()) << opened.status();
-  auto& store = *opened;
-  SessionRef s = Session("a");
-  ASSERT_TRUE(store->OpenScope(MakeScope("ses_1", "", "session", s)).ok());
-  ASSERT_TRUE(store->OpenScope(MakeScope("br_1", "ses_1", "first words", s)).ok());
-  ASSERT_TRUE(store->Search("local", "default", "first", 5).ok());
-  sqlite3* holder = nullptr;
-  ASSERT_EQ(sqlite3_open(SearchIndexPath(path).c_str(), &holder), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(holder, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
-  ASSERT_TRUE(store->OpenScope(MakeScope("br_2", "ses_1", "second words", s)).ok());
-  const auto start = std::chrono::steady_clock::now();
-  auto hits = store->Search("local", "default", "words", 5);
-  const auto waited = std::chrono::steady_clock::now() - start;
-  ASSERT_TRUE(hits.ok()) << hits.status();
-  EXPECT_EQ(hits->size(), 1u);  // from the index as it was
-  EXPECT_LT(waited, std::chrono::seconds(10)) << "waited for the busy timeout";
-  sqlite3_exec(holder, "ROLLBACK", nullptr, nullptr, nullptr);
-  sqlite3_close(holder);
-  hits = store->Search("local", "default", "words", 5);
-  ASSERT_TRUE(hits.ok());
-  EXPECT_EQ(hits->size(), 2u);
+  EXPECT_LT(SearchAroundALockedIndexFile(dir_.File("contextd.db"), options),
+            std::chrono::seconds(10))
+      << "waited for the busy timeout";
 }
 
 TEST(SqliteTrailStoreOpenTest, RefusesAnInMemoryDatabase) {
