@@ -210,6 +210,23 @@ class McpSession final : public Session, public std::enable_shared_from_this<Mcp
     RunOn(executor_, [self = shared_from_this(), r = std::string(reason)] { self->DoClose(r); });
   }
 
+  void CloseThen(std::string_view reason,
+                 std::function<void(const absl::Status&)> done) override {
+    close_requested_.store(true);
+    // DoClose does nothing for a session already closed; a Close still queued finds it closed.
+    // Either way, what the hooks wrote is in the open group when the gate is asked.
+    RunOn(executor_, [self = shared_from_this(), r = std::string(reason),
+                      done = std::move(done)]() mutable {
+      self->DoClose(r);
+      OutboundGate* gate = self->server_.gate_;
+      if (gate != nullptr && gate->Holding()) {
+        gate->Hold(std::move(done));
+      } else {
+        done(absl::OkStatus());
+      }
+    });
+  }
+
   // ---- Executor only.
   void Register() {
     server_.sessions_[this] = weak_from_this();

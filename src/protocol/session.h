@@ -4,10 +4,12 @@
 // Implementations of all three interfaces are thread-safe.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 
+#include "absl/status/status.h"
 #include "protocol/jsonrpc.h"
 
 namespace contextd::protocol {
@@ -44,6 +46,13 @@ class Session {
   // Ends the session (stdio EOF, HTTP DELETE, idle timeout, shutdown): cancels work in flight,
   // fails pending server-to-client requests, releases resources. Idempotent.
   virtual void Close(std::string_view reason) = 0;
+  // Close, then `done` once what ending the session changed (its branches force-returned, its
+  // trail folded) is durable: OK, or the error that lost those changes. Called exactly once, on
+  // the engine's thread, also when the session was already closed (then once what that close
+  // changed is durable); not at all if the engine stops first. For an answer that must not
+  // promise an end a crash could undo (HTTP DELETE).
+  virtual void CloseThen(std::string_view reason,
+                         std::function<void(const absl::Status&)> done) = 0;
 };
 
 // Creates sessions. Implemented by the engine (server wiring decides which features exist).

@@ -199,6 +199,51 @@ TEST_F(GroupCommitTest, UpkeepRunsAfterACommitsRepliesWentOutAndNotAfterAFailure
   EXPECT_EQ(delivered_before_upkeep_.size(), 1u);
 }
 
+// Session::CloseThen (an HTTP DELETE's answer) is confirmed only once what the session's end
+// wrote is committed, with the commit's outcome.
+TEST_F(GroupCommitTest, ASessionsEndIsConfirmedAfterTheCommitOfWhatItWrote) {
+  server_.SetSessionHooks({nullptr, [this](const protocol::SessionInfo&, std::string_view why) {
+                             std::lock_guard<std::mutex> lock(db_->mutex());
+                             absl::Status st = db_->BeginWrite();
+                             if (st.ok()) {
+                               st = db_->EndWrite(db_->Exec(
+                                   why == "orphan"
+                                       ? "PRAGMA defer_foreign_keys=ON; INSERT INTO gc_child "
+                                         "VALUES (42)"
+                                       : "INSERT INTO schema_version VALUES (" +
+                                             std::to_string(next_version_++) + ", 'gc', 0)"));
+                             }
+                             EXPECT_TRUE(st.ok()) << st;
+                           }});
+  std::vector<absl::Status> outcomes;
+  std::vector<int64_t> durable_at_confirmation;
+  auto done = [&](const absl::Status& st) {
+    outcomes.push_back(st);
+    durable_at_confirmation.push_back(CountRows(*observer_));
+  };
+  session_->CloseThen("client deleted session", done);
+  executor_.RunUntilIdle();
+  ASSERT_EQ(outcomes.size(), 1u);
+  EXPECT_TRUE(outcomes[0].ok()) << outcomes[0];
+  EXPECT_EQ(durable_at_confirmation[0], 1);
+  EXPECT_EQ(gate_->commits(), 1);
+  // Already closed: nothing more is written, and the confirmation comes at once.
+  session_->CloseThen("again", done);
+  executor_.RunUntilIdle();
+  ASSERT_EQ(outcomes.size(), 2u);
+  EXPECT_TRUE(outcomes[1].ok());
+  EXPECT_EQ(gate_->commits(), 1);
+
+  // An end whose commit fails is confirmed with the error.
+  auto other = server_.CreateSession({"s2", "local", "test"}, sink_);
+  other->CloseThen("orphan", done);
+  executor_.RunUntilIdle();
+  ASSERT_EQ(outcomes.size(), 3u);
+  EXPECT_FALSE(outcomes[2].ok());
+  EXPECT_NE(outcomes[2].message().find("FOREIGN KEY"), std::string::npos) << outcomes[2];
+  EXPECT_EQ(gate_->failures(), 1);
+}
+
 TEST_F(GroupCommitTest, FlushWithNothingOpenIsANoOp) {
   gate_->Flush();
   EXPECT_EQ(gate_->commits(), 0);

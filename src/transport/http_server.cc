@@ -5,6 +5,7 @@
 #include <cctype>
 #include <charconv>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string_view>
@@ -339,8 +340,10 @@ class HttpServer::Impl {
     return it->second;
   }
 
-  // Removes and closes a session. False if unknown.
-  bool CloseSession(const std::string& id, std::string_view reason) {
+  // Removes and closes a session. False if unknown. With `done`, the session calls it once its
+  // end is durable (Session::CloseThen).
+  bool CloseSession(const std::string& id, std::string_view reason,
+                    std::function<void(const absl::Status&)> done = nullptr) {
     std::shared_ptr<SessionEntry> entry;
     {
       std::lock_guard<std::mutex> lock(sessions_mu_);
@@ -350,7 +353,11 @@ class HttpServer::Impl {
       sessions_.erase(it);
     }
     entry->sink->Detach(/*notify=*/true);
-    entry->session->Close(reason);
+    if (done) {
+      entry->session->CloseThen(reason, std::move(done));
+    } else {
+      entry->session->Close(reason);
+    }
     return true;
   }
 
@@ -436,7 +443,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
  private:
-  enum class Mode { kReading, kWaiting, kPostStream, kGetStream, kResponding, kClosed };
+  // kEnding: a DELETE waits for the session's end to be durable.
+  enum class Mode { kReading, kWaiting, kPostStream, kGetStream, kEnding, kResponding, kClosed };
   enum class After { kNone, kReadNext, kClose };
 
   // ---- Reading requests.
@@ -506,7 +514,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
       const size_t n = self->stream_.socket().read_some(self->buffer_.prepare(8192), ec);
       if (ec == net::error::would_block || ec == net::error::try_again) {
         if (self->mode_ == Mode::kReading || self->mode_ == Mode::kGetStream ||
-            self->mode_ == Mode::kWaiting || self->mode_ == Mode::kPostStream) {
+            self->mode_ == Mode::kWaiting || self->mode_ == Mode::kPostStream ||
+            self->mode_ == Mode::kEnding) {
           self->StartWatch();
         }
         return;
@@ -811,8 +820,31 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (!CheckProtocolVersionHeader()) return;
     auto entry = RequireSession();
     if (!entry) return;
-    srv_->CloseSession(entry->id, "client deleted session");
-    Respond(200, "", "");
+    // Answered once the end is durable (the branches it force-returned are committed): a client
+    // told 200 must not find them active after a crash.
+    mode_ = Mode::kEnding;
+    StartRequestTimer();
+    if (!watch_pending_ && buffer_.size() == 0) StartWatch();
+    bool closed = srv_->CloseSession(
+        entry->id, "client deleted session",
+        [self = shared_from_this(), gen = gen_](const absl::Status& ended) {
+          net::post(self->stream_.get_executor(),
+                    [self, gen, ended] { self->OnSessionEnded(gen, ended); });
+        });
+    if (!closed) {  // ended meanwhile (idle timeout, another DELETE)
+      timer_.cancel();
+      RespondError(404, "session not found");
+    }
+  }
+
+  void OnSessionEnded(uint64_t gen, const absl::Status& ended) {
+    if (gen != gen_ || mode_ != Mode::kEnding) return;  // timed out, or the client left
+    timer_.cancel();
+    if (ended.ok()) return Respond(200, "", "");
+    // The storage error (with the data file's path) is in the server log, not for a client.
+    RespondError(500,
+                 "the session ended, but saving its end failed (see the server log): its "
+                 "branches stay active until their deadlines or the server's next start");
   }
 
   // ---- Messages from the session.
@@ -890,6 +922,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
       } else if (self->mode_ == Mode::kPostStream) {
         self->AbandonRoutes();
         self->FinishStream(After::kClose);
+      } else if (self->mode_ == Mode::kEnding) {
+        self->RespondError(504, "timed out waiting for the session's end to be saved");
       }
     });
   }

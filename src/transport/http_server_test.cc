@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -152,6 +153,13 @@ class RawClient {
       if (!ReadChunk(&chunk) || chunk.empty()) return "";
       sse_ += chunk;
     }
+  }
+
+  // True if nothing (no byte, no close) arrives within `ms` and nothing is buffered.
+  bool QuietFor(int ms) {
+    if (!buf_.empty()) return false;
+    pollfd p{fd_, POLLIN, 0};
+    return poll(&p, 1, ms) == 0;
   }
 
   // True when the server closed the connection (read returns 0 or an error other than timeout).
@@ -485,6 +493,54 @@ TEST_F(HttpServerTest, DeleteEndsTheSession) {
   EXPECT_EQ(c.Post(Req(2, "ping"), Sid(sid)).status, 404);
   c.Send(c.Request("DELETE", "", Sid(sid)));
   EXPECT_EQ(c.ReadResponse().status, 404);
+}
+
+// DELETE is answered once the session says its end is durable (Session::CloseThen), with what
+// the engine reported.
+TEST_F(HttpServerTest, DeleteIsAnsweredOnlyOnceTheEndIsDurable) {
+  StartServer();
+  factory_->HoldCloseConfirmations();
+  RawClient c(server_->port());
+  RawClient d(server_->port());
+  std::string sid1 = Init(c);
+  std::string sid2 = Init(d);
+  c.Send(c.Request("DELETE", "", Sid(sid1)));
+  for (int i = 0; i < 500 && factory_->close_reasons().empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(factory_->close_reasons(), std::vector<std::string>{"client deleted session"});
+  // The session is gone at once, but the answer waits for the confirmation.
+  EXPECT_EQ(d.Post(Req(2, "ping"), Sid(sid1)).status, 404);
+  EXPECT_TRUE(c.QuietFor(200));
+  EXPECT_EQ(factory_->ConfirmHeldCloses(absl::OkStatus()), 1);
+  Response r = c.ReadResponse();
+  EXPECT_EQ(r.status, 200);
+  // A lost end is a 500 that says so, and the connection goes on.
+  c.Send(c.Request("DELETE", "", Sid(sid2)));
+  for (int i = 0; i < 500 && factory_->close_reasons().size() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(c.QuietFor(50));
+  EXPECT_EQ(factory_->ConfirmHeldCloses(absl::UnavailableError("disk gone")), 1);
+  r = c.ReadResponse();
+  EXPECT_EQ(r.status, 500);
+  EXPECT_NE(r.body.find("saving its end failed"), std::string::npos) << r.body;
+  EXPECT_EQ(r.body.find("disk gone"), std::string::npos) << r.body;  // not for the client
+  EXPECT_EQ(c.Post(Req(3, "ping"), Sid(sid2)).status, 404);
+}
+
+TEST_F(HttpServerTest, ADeleteWhoseEndIsNeverConfirmedTimesOut) {
+  HttpServerOptions o;
+  o.request_timeout = std::chrono::milliseconds(100);
+  StartServer(o);
+  factory_->HoldCloseConfirmations();
+  RawClient c(server_->port());
+  std::string sid = Init(c);
+  c.Send(c.Request("DELETE", "", Sid(sid)));
+  EXPECT_EQ(c.ReadResponse().status, 504);
+  // A late confirmation finds the request answered and is dropped.
+  EXPECT_EQ(factory_->ConfirmHeldCloses(absl::OkStatus()), 1);
+  EXPECT_EQ(c.Post(Req(2, "ping"), Sid(sid)).status, 404);
 }
 
 TEST_F(HttpServerTest, DeleteEndsAPendingPost) {

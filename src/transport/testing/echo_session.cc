@@ -28,6 +28,21 @@ class EchoSession final : public protocol::Session,
     factory_->close_reasons_.emplace_back(reason);
   }
 
+  // The echo engine keeps nothing durable: the end is confirmed at once, unless the factory holds
+  // confirmations (HoldCloseConfirmations) to let a test see what waits for one.
+  void CloseThen(std::string_view reason,
+                 std::function<void(const absl::Status&)> done) override {
+    Close(reason);
+    {
+      std::lock_guard<std::mutex> lock(factory_->mu_);
+      if (factory_->hold_close_confirmations_) {
+        factory_->held_confirmations_.push_back(std::move(done));
+        return;
+      }
+    }
+    factory_->Run([done = std::move(done)] { done(absl::OkStatus()); });
+  }
+
  private:
   void Handle(protocol::Message m) {
     if (m.kind != protocol::MessageKind::kRequest) {
@@ -129,6 +144,21 @@ void EchoSessionFactory::Broadcast(const Json& message) {
     }
   }
   for (auto& s : live) s->Send(message, nullptr);
+}
+
+void EchoSessionFactory::HoldCloseConfirmations() {
+  std::lock_guard<std::mutex> lock(mu_);
+  hold_close_confirmations_ = true;
+}
+
+int EchoSessionFactory::ConfirmHeldCloses(const absl::Status& outcome) {
+  std::vector<std::function<void(const absl::Status&)>> held;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    held.swap(held_confirmations_);
+  }
+  for (auto& done : held) Run([done = std::move(done), outcome] { done(outcome); });
+  return static_cast<int>(held.size());
 }
 
 std::vector<std::string> EchoSessionFactory::close_reasons() const {

@@ -5,11 +5,13 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "base/executor.h"
 #include "protocol/session.h"
 
@@ -30,6 +32,10 @@ class EchoSessionFactory final : public protocol::SessionFactory {
 
   // Sends the answers of every held request (see "hold").
   void ReleaseHeld();
+  // From now on Session::CloseThen confirmations wait for ConfirmHeldCloses, which calls the
+  // held ones with `outcome` and returns how many there were.
+  void HoldCloseConfirmations();
+  int ConfirmHeldCloses(const absl::Status& outcome);
   // Sends `message` with null related id on every live session.
   void Broadcast(const protocol::Json& message);
 
@@ -52,6 +58,8 @@ class EchoSessionFactory final : public protocol::SessionFactory {
   std::vector<std::string> received_;
   std::vector<protocol::SessionInfo> infos_;
   std::vector<std::function<void()>> held_;
+  bool hold_close_confirmations_ = false;
+  std::vector<std::function<void(const absl::Status&)>> held_confirmations_;
   std::vector<std::weak_ptr<protocol::MessageSink>> sinks_;
 };
 
