@@ -227,6 +227,16 @@ class HttpSink final : public protocol::MessageSink {
   std::deque<std::pair<uint64_t, std::string>> replay_;
 };
 
+// A DELETE waiting for its session's end to be durable (Session::CloseThen). The engine's
+// confirmation reaches the connection through it, unless the server stopped first: Stop() lets
+// go of the connection before the io_context goes away, so that nothing posts to that io_context
+// or outlives it holding a socket of it.
+struct PendingEnd {
+  std::mutex mu;
+  std::shared_ptr<Connection> conn;  // null once delivered or after Stop()
+  uint64_t gen = 0;
+};
+
 // One MCP session of the server.
 struct SessionEntry {
   std::string id;
@@ -340,6 +350,13 @@ class HttpServer::Impl {
     return it->second;
   }
 
+  // Registers a DELETE's wait for Stop() to cut (see PendingEnd).
+  void TrackEnd(const std::shared_ptr<PendingEnd>& end) {
+    std::lock_guard<std::mutex> lock(sessions_mu_);
+    std::erase_if(pending_ends_, [](const std::weak_ptr<PendingEnd>& w) { return w.expired(); });
+    pending_ends_.push_back(end);
+  }
+
   // Removes and closes a session. False if unknown. With `done`, the session calls it once its
   // end is durable (Session::CloseThen).
   bool CloseSession(const std::string& id, std::string_view reason,
@@ -389,6 +406,7 @@ class HttpServer::Impl {
   std::mutex sessions_mu_;
   bool stopping_ = false;
   std::unordered_map<std::string, std::shared_ptr<SessionEntry>> sessions_;
+  std::vector<std::weak_ptr<PendingEnd>> pending_ends_;  // DELETEs waiting for the engine
 
   std::mutex stop_mu_;
   bool stopped_ = false;
@@ -435,6 +453,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
               [self = shared_from_this(), gen, event_id, p = std::move(payload)]() mutable {
                 self->OnStreamEvent(gen, event_id, p);
               });
+  }
+  // Called through a PendingEnd (under its mutex): the session this connection's DELETE ended
+  // is durably ended, or saving that failed.
+  // Only whether it was saved crosses threads: an error Status's shared representation is
+  // released inside the (uninstrumented) absl library, which ThreadSanitizer reports as a race.
+  void PostSessionEnded(uint64_t gen, bool saved) {
+    net::post(stream_.get_executor(),
+              [self = shared_from_this(), gen, saved] { self->OnSessionEnded(gen, saved); });
   }
   // Called through the sink: the session ended while this connection served it.
   void PostSessionGone(uint64_t gen) {
@@ -825,11 +851,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
     mode_ = Mode::kEnding;
     StartRequestTimer();
     if (!watch_pending_ && buffer_.size() == 0) StartWatch();
-    bool closed = srv_->CloseSession(
-        entry->id, "client deleted session",
-        [self = shared_from_this(), gen = gen_](const absl::Status& ended) {
-          net::post(self->stream_.get_executor(),
-                    [self, gen, ended] { self->OnSessionEnded(gen, ended); });
+    auto end = std::make_shared<PendingEnd>();
+    end->conn = shared_from_this();
+    end->gen = gen_;
+    srv_->TrackEnd(end);
+    bool closed =
+        srv_->CloseSession(entry->id, "client deleted session", [end](const absl::Status& ended) {
+          std::lock_guard<std::mutex> lock(end->mu);
+          if (end->conn) end->conn->PostSessionEnded(end->gen, ended.ok());
+          end->conn.reset();
         });
     if (!closed) {  // ended meanwhile (idle timeout, another DELETE)
       timer_.cancel();
@@ -837,10 +867,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
   }
 
-  void OnSessionEnded(uint64_t gen, const absl::Status& ended) {
+  void OnSessionEnded(uint64_t gen, bool saved) {
     if (gen != gen_ || mode_ != Mode::kEnding) return;  // timed out, or the client left
     timer_.cancel();
-    if (ended.ok()) return Respond(200, "", "");
+    if (saved) return Respond(200, "", "");
     // The storage error (with the data file's path) is in the server log, not for a client.
     RespondError(500,
                  "the session ended, but saving its end failed (see the server log): its "
@@ -1317,6 +1347,17 @@ void HttpServer::Impl::Stop() {
   for (auto& [id, entry] : sessions) entry->sink->Detach(/*notify=*/false);
   for (auto& [id, entry] : sessions) {
     if (entry->session) entry->session->Close("server shutdown");
+  }
+  std::vector<std::weak_ptr<PendingEnd>> ends;
+  {
+    std::lock_guard<std::mutex> lock(sessions_mu_);
+    ends.swap(pending_ends_);
+  }
+  for (auto& weak : ends) {
+    if (auto end = weak.lock()) {
+      std::lock_guard<std::mutex> lock(end->mu);
+      end->conn.reset();
+    }
   }
   sweep_timer_.reset();
   acceptor_.reset();

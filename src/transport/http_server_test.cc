@@ -543,6 +543,23 @@ TEST_F(HttpServerTest, ADeleteWhoseEndIsNeverConfirmedTimesOut) {
   EXPECT_EQ(c.Post(Req(2, "ping"), Sid(sid)).status, 404);
 }
 
+// The server stops while a DELETE waits: a confirmation that comes later must not reach the
+// connection (its io_context is gone); under ASan a post to it is a use after free.
+TEST_F(HttpServerTest, StopWhileADeleteWaitsForItsEnd) {
+  StartServer();
+  factory_->HoldCloseConfirmations();
+  RawClient c(server_->port());
+  std::string sid = Init(c);
+  c.Send(c.Request("DELETE", "", Sid(sid)));
+  for (int i = 0; i < 500 && factory_->close_reasons().empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(factory_->close_reasons().size(), 1u);
+  server_->Stop();
+  EXPECT_TRUE(c.WaitClosed());
+  EXPECT_EQ(factory_->ConfirmHeldCloses(absl::OkStatus()), 1);  // runs it here, now
+}
+
 TEST_F(HttpServerTest, DeleteEndsAPendingPost) {
   StartServer();
   RawClient c(server_->port());

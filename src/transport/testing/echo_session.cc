@@ -157,7 +157,7 @@ int EchoSessionFactory::ConfirmHeldCloses(const absl::Status& outcome) {
     std::lock_guard<std::mutex> lock(mu_);
     held.swap(held_confirmations_);
   }
-  for (auto& done : held) Run([done = std::move(done), outcome] { done(outcome); });
+  for (auto& done : held) done(outcome);
   return static_cast<int>(held.size());
 }
 

@@ -33,7 +33,7 @@ class EchoSessionFactory final : public protocol::SessionFactory {
   // Sends the answers of every held request (see "hold").
   void ReleaseHeld();
   // From now on Session::CloseThen confirmations wait for ConfirmHeldCloses, which calls the
-  // held ones with `outcome` and returns how many there were.
+  // held ones with `outcome` on the calling thread and returns how many there were.
   void HoldCloseConfirmations();
   int ConfirmHeldCloses(const absl::Status& outcome);
   // Sends `message` with null related id on every live session.
