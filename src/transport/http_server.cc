@@ -230,11 +230,11 @@ class HttpSink final : public protocol::MessageSink {
 // A DELETE waiting for its session's end to be durable (Session::CloseThen). The engine's
 // confirmation reaches the connection through it, unless the server stopped first: Stop() lets
 // go of the connection before the io_context goes away, so that nothing posts to that io_context
-// or outlives it holding a socket of it.
+// or outlives it holding a socket of it. The route holds the connection alive while it waits:
+// with no request timeout and a pipelined request buffered, nothing else does.
 struct PendingEnd {
   std::mutex mu;
-  std::shared_ptr<Connection> conn;  // null once delivered or after Stop()
-  uint64_t gen = 0;
+  Route route;  // conn null once delivered or after Stop()
 };
 
 // One MCP session of the server.
@@ -453,14 +453,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
               [self = shared_from_this(), gen, event_id, p = std::move(payload)]() mutable {
                 self->OnStreamEvent(gen, event_id, p);
               });
-  }
-  // Called through a PendingEnd (under its mutex): the session this connection's DELETE ended
-  // is durably ended, or saving that failed.
-  // Only whether it was saved crosses threads: an error Status's shared representation is
-  // released inside the (uninstrumented) absl library, which ThreadSanitizer reports as a race.
-  void PostSessionEnded(uint64_t gen, bool saved) {
-    net::post(stream_.get_executor(),
-              [self = shared_from_this(), gen, saved] { self->OnSessionEnded(gen, saved); });
   }
   // Called through the sink: the session ended while this connection served it.
   void PostSessionGone(uint64_t gen) {
@@ -852,14 +844,19 @@ class Connection : public std::enable_shared_from_this<Connection> {
     StartRequestTimer();
     if (!watch_pending_ && buffer_.size() == 0) StartWatch();
     auto end = std::make_shared<PendingEnd>();
-    end->conn = shared_from_this();
-    end->gen = gen_;
+    end->route = Route{shared_from_this(), gen_};
     srv_->TrackEnd(end);
+    // Only whether the end was saved crosses threads: an error Status's shared representation is
+    // released inside the (uninstrumented) absl library, which ThreadSanitizer reports as a race.
     bool closed =
         srv_->CloseSession(entry->id, "client deleted session", [end](const absl::Status& ended) {
           std::lock_guard<std::mutex> lock(end->mu);
-          if (end->conn) end->conn->PostSessionEnded(end->gen, ended.ok());
-          end->conn.reset();
+          if (auto self = std::move(end->route.conn)) {
+            net::post(self->stream_.get_executor(),
+                      [self, gen = end->route.gen, saved = ended.ok()] {
+                        self->OnSessionEnded(gen, saved);
+                      });
+          }
         });
     if (!closed) {  // ended meanwhile (idle timeout, another DELETE)
       timer_.cancel();
@@ -1356,7 +1353,7 @@ void HttpServer::Impl::Stop() {
   for (auto& weak : ends) {
     if (auto end = weak.lock()) {
       std::lock_guard<std::mutex> lock(end->mu);
-      end->conn.reset();
+      end->route.conn.reset();
     }
   }
   sweep_timer_.reset();

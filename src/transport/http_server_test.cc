@@ -543,6 +543,24 @@ TEST_F(HttpServerTest, ADeleteWhoseEndIsNeverConfirmedTimesOut) {
   EXPECT_EQ(c.Post(Req(2, "ping"), Sid(sid)).status, 404);
 }
 
+// No request timeout, and the client's next request already buffered behind the DELETE: only the
+// wait for the confirmation holds the connection then, and the DELETE is still answered.
+TEST_F(HttpServerTest, APipelinedDeleteWithoutARequestTimeoutIsAnswered) {
+  StartServer();
+  factory_->HoldCloseConfirmations();
+  RawClient c(server_->port());
+  std::string sid = Init(c);
+  c.Send(c.Request("DELETE", "", Sid(sid)) + c.Request("POST", Req(2, "ping"), Sid(sid)));
+  for (int i = 0; i < 500 && factory_->close_reasons().empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(factory_->close_reasons().size(), 1u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the server reads it all
+  EXPECT_EQ(factory_->ConfirmHeldCloses(absl::OkStatus()), 1);
+  EXPECT_EQ(c.ReadResponse().status, 200);
+  EXPECT_EQ(c.ReadResponse().status, 404);  // the pipelined request, after the session's end
+}
+
 // The server stops while a DELETE waits: a confirmation that comes later must not reach the
 // connection (its io_context is gone); under ASan a post to it is a use after free.
 TEST_F(HttpServerTest, StopWhileADeleteWaitsForItsEnd) {
