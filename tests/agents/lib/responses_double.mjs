@@ -1,0 +1,301 @@
+// A scripted stand-in for the OpenAI Responses API (POST /v1/responses, streaming and not), for
+// running real agent CLIs offline. It plays a script of assistant turns in order and records every
+// request byte for byte. Like current reasoning models, each turn opens with a `reasoning` item
+// whose `encrypted_content` is bound (HMAC) to the request's instructions, tools and input items;
+// replaying it behind a changed prefix gets the provider's 400, so a gateway that rewrites history
+// in a cache-breaking way is caught. One instance serves one test; it is not safe to share a
+// script between concurrent agents (turns are taken in arrival order). node:http only, no npm deps.
+//
+// Script: an array of turns, played one per POST /v1/responses. A turn is an object
+//   { text?: string,                         // assistant message (after the calls, if both)
+//     calls?: [{ name, arguments, call_id?, namespace? }   // function calls, all in this one
+//              | { type: 'tool_search', arguments: {query, limit?} }  // turn (parallel calls)
+//              | { type: 'custom', name, input }],
+//     reasoning?: string,                    // reasoning summary text (default: a short one)
+//     usage?: {input_tokens, output_tokens}, // overrides the made-up usage
+//     error?: { status, body } }             // answer this HTTP error instead of a turn
+// or a function (ctx) => turn | Promise<turn>, called when its request arrives, with
+//   ctx = { request, body, index, double }   // this request's record, its parsed JSON, its turn
+//                                            // number, and the double (for earlier requests)
+// `arguments` may be an object (sent as JSON) or a string (sent as is). When the script runs out,
+// the double answers a plain text turn saying so and records it in `double.problems`.
+import { createServer } from 'node:http';
+import { createHmac, randomBytes } from 'node:crypto';
+import { gunzipSync, inflateSync, brotliDecompressSync } from 'node:zlib';
+
+export const kExhaustedText = 'responses double: script exhausted';
+
+// Canonical JSON (sorted object keys) so that the binding survives key reordering but nothing else.
+function canonical(value) {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value && typeof value === 'object') {
+    return `{${Object.keys(value).sort().filter((k) => value[k] !== undefined)
+      .map((k) => `${JSON.stringify(k)}:${canonical(value[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(value ?? null);
+}
+
+function decodeBody(raw, encoding) {
+  switch ((encoding ?? '').toLowerCase()) {
+    case '': case 'identity': return raw;
+    case 'gzip': return gunzipSync(raw);
+    case 'deflate': return inflateSync(raw);
+    case 'br': return brotliDecompressSync(raw);
+    default: throw new Error(`unsupported content-encoding ${encoding}`);
+  }
+}
+
+function openAiError(status, message, { type = 'invalid_request_error', code = null, param = null } = {}) {
+  return { status, body: { error: { message, type, param, code } } };
+}
+
+// Splits a string into a few pieces so that deltas really are deltas.
+function pieces(s, n = 3) {
+  if (s.length <= 1) return [s];
+  const size = Math.ceil(s.length / n);
+  const out = [];
+  for (let i = 0; i < s.length; i += size) out.push(s.slice(i, i + size));
+  return out;
+}
+
+export async function startResponsesDouble({ script = [], secret = randomBytes(16),
+  model = 'double-model' } = {}) {
+  const requests = [];     // every request: {seq, method, path, url, headers, rawBody, bodyText, json}
+  const problems = [];     // things a test should fail on: script exhausted, bad bodies, 400s sent
+  const turns = [];        // per POST /v1/responses: {request, turn, response}
+  let nextTurn = 0;
+  let idCounter = 0;
+  const newId = (prefix) => `${prefix}_${(++idCounter).toString(16).padStart(8, '0')}${randomBytes(8).toString('hex')}`;
+
+  const mac = (body, prefixItems) => createHmac('sha256', secret).update(canonical({
+    instructions: body.instructions ?? null, tools: body.tools ?? null, input: prefixItems,
+  })).digest('base64url');
+
+  // Returns an error {status, body} if a replayed reasoning item is not bound to its prefix.
+  function verifyReasoning(body) {
+    const input = Array.isArray(body.input) ? body.input : [];
+    for (let i = 0; i < input.length; i++) {
+      const item = input[i];
+      if (item?.type !== 'reasoning' || typeof item.encrypted_content !== 'string') continue;
+      let sealed;
+      try {
+        sealed = JSON.parse(Buffer.from(item.encrypted_content, 'base64url').toString('utf8'));
+      } catch {
+        sealed = null;
+      }
+      if (!sealed || sealed.v !== 1 || typeof sealed.mac !== 'string') {
+        return openAiError(400, 'The encrypted content could not be decrypted or parsed.',
+          { code: 'invalid_encrypted_content' });
+      }
+      if (mac(body, input.slice(0, i)) !== sealed.mac) {
+        const origin = turns.find((t) => t.response?.id === sealed.response_id);
+        return {
+          ...openAiError(400, `The encrypted content for item ${item.id ?? sealed.item_id} could not ` +
+            'be verified: it belongs to a different conversation (the instructions, tools or ' +
+            'earlier input items differ from those it was produced for).',
+          { code: 'invalid_encrypted_content', param: `input[${i}].encrypted_content` }),
+          detail: { inputIndex: i, producedBy: origin?.request.seq, itemsThen: sealed.n, itemsNow: i },
+        };
+      }
+    }
+    return null;
+  }
+
+  function buildOutput(turn, body) {
+    const output = [];
+    const prefix = Array.isArray(body.input) ? body.input : [];
+    const rsId = newId('rs');
+    const response_id = newId('resp');
+    output.push({
+      type: 'reasoning', id: rsId,
+      summary: [{ type: 'summary_text', text: turn.reasoning ?? 'Following the script.' }],
+      encrypted_content: Buffer.from(JSON.stringify({
+        v: 1, item_id: rsId, response_id, n: prefix.length, mac: mac(body, prefix),
+      })).toString('base64url'),
+    });
+    for (const call of turn.calls ?? []) {
+      const call_id = call.call_id ?? newId('call');
+      if (call.type === 'tool_search') {
+        // Client-executed tool search (the agent searches its deferred tools): arguments are an
+        // object, not a JSON string.
+        output.push({ type: 'tool_search_call', id: newId('tsc'), call_id, status: 'completed',
+          execution: 'client', arguments: call.arguments ?? {} });
+      } else if (call.type === 'custom') {
+        output.push({ type: 'custom_tool_call', id: newId('ctc'), call_id, name: call.name,
+          status: 'completed', input: String(call.input ?? '') });
+      } else {
+        output.push({
+          type: 'function_call', id: newId('fc'), call_id, name: call.name,
+          ...(call.namespace ? { namespace: call.namespace } : {}), status: 'completed',
+          arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments ?? {}),
+        });
+      }
+    }
+    if (turn.text !== undefined) {
+      output.push({
+        type: 'message', id: newId('msg'), role: 'assistant', status: 'completed',
+        content: [{ type: 'output_text', text: turn.text, annotations: [] }],
+      });
+    }
+    const inputTokens = turn.usage?.input_tokens ?? Math.ceil(Buffer.byteLength(canonical(prefix)) / 4);
+    const outputTokens = turn.usage?.output_tokens ?? Math.ceil(Buffer.byteLength(canonical(output)) / 4);
+    return {
+      id: response_id, object: 'response', created_at: 1700000000 + turns.length, status: 'completed',
+      model: body.model ?? model, output, error: null, incomplete_details: null,
+      instructions: body.instructions ?? null, parallel_tool_calls: body.parallel_tool_calls ?? true,
+      previous_response_id: body.previous_response_id ?? null, store: body.store ?? false,
+      reasoning: body.reasoning ?? null, tools: body.tools ?? [],
+      usage: {
+        input_tokens: inputTokens, input_tokens_details: { cached_tokens: 0 },
+        output_tokens: outputTokens, output_tokens_details: { reasoning_tokens: 8 },
+        total_tokens: inputTokens + outputTokens,
+      },
+    };
+  }
+
+  // The SSE events of a finished response, in the order the Responses API streams them.
+  function* events(response) {
+    const skeleton = { ...response, status: 'in_progress', output: [], usage: null };
+    yield { type: 'response.created', response: skeleton };
+    yield { type: 'response.in_progress', response: skeleton };
+    for (const [output_index, item] of response.output.entries()) {
+      if (item.type === 'reasoning') {
+        yield { type: 'response.output_item.added', output_index, item: { ...item, summary: [], encrypted_content: undefined } };
+        for (const [summary_index, part] of item.summary.entries()) {
+          yield { type: 'response.reasoning_summary_part.added', item_id: item.id, output_index, summary_index, part: { type: 'summary_text', text: '' } };
+          for (const delta of pieces(part.text)) {
+            yield { type: 'response.reasoning_summary_text.delta', item_id: item.id, output_index, summary_index, delta };
+          }
+          yield { type: 'response.reasoning_summary_text.done', item_id: item.id, output_index, summary_index, text: part.text };
+          yield { type: 'response.reasoning_summary_part.done', item_id: item.id, output_index, summary_index, part };
+        }
+      } else if (item.type === 'function_call') {
+        yield { type: 'response.output_item.added', output_index, item: { ...item, arguments: '', status: 'in_progress' } };
+        for (const delta of pieces(item.arguments)) {
+          yield { type: 'response.function_call_arguments.delta', item_id: item.id, output_index, delta };
+        }
+        yield { type: 'response.function_call_arguments.done', item_id: item.id, output_index, arguments: item.arguments };
+      } else if (item.type === 'message') {
+        yield { type: 'response.output_item.added', output_index, item: { ...item, status: 'in_progress', content: [] } };
+        const content_index = 0;
+        const { text } = item.content[0];
+        yield { type: 'response.content_part.added', item_id: item.id, output_index, content_index, part: { type: 'output_text', text: '', annotations: [] } };
+        for (const delta of pieces(text)) {
+          yield { type: 'response.output_text.delta', item_id: item.id, output_index, content_index, delta, logprobs: [] };
+        }
+        yield { type: 'response.output_text.done', item_id: item.id, output_index, content_index, text, logprobs: [] };
+        yield { type: 'response.content_part.done', item_id: item.id, output_index, content_index, part: item.content[0] };
+      }
+      yield { type: 'response.output_item.done', output_index, item };
+    }
+    yield { type: 'response.completed', response };
+  }
+
+  function sendJson(res, status, body) {
+    const text = JSON.stringify(body);
+    res.writeHead(status, { 'content-type': 'application/json', 'x-request-id': newId('req') });
+    res.end(text);
+  }
+
+  async function handleResponses(record, res) {
+    const body = record.json;
+    if (!body || typeof body !== 'object') {
+      problems.push({ seq: record.seq, problem: 'body is not JSON', bodyText: record.bodyText.slice(0, 500) });
+      return sendJson(res, 400, openAiError(400, 'We could not parse the JSON body of your request.').body);
+    }
+    const bad = verifyReasoning(body);
+    if (bad) {
+      problems.push({ seq: record.seq, problem: 'reasoning signature mismatch', error: bad.body.error, detail: bad.detail });
+      turns.push({ request: record, error: bad });
+      return sendJson(res, bad.status, bad.body);
+    }
+    const index = nextTurn++;
+    let turn = script[index];
+    if (typeof turn === 'function') turn = await turn({ request: record, body, index, double });
+    if (turn === undefined) {
+      problems.push({ seq: record.seq, problem: 'script exhausted', turn: index });
+      turn = { text: kExhaustedText };
+    }
+    if (turn.error) {
+      turns.push({ request: record, turn, error: turn.error });
+      return sendJson(res, turn.error.status, turn.error.body);
+    }
+    const response = buildOutput(turn, body);
+    turns.push({ request: record, turn, response });
+    if (!body.stream) return sendJson(res, 200, response);
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache',
+      'x-request-id': newId('req') });
+    let sequence_number = 0;
+    for (const event of events(response)) {
+      const data = JSON.stringify({ ...event, sequence_number: sequence_number++ });
+      res.write(`event: ${event.type}\ndata: ${data}\n\n`);
+    }
+    res.end();
+  }
+
+  const server = createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const rawBody = Buffer.concat(chunks);
+      const record = {
+        seq: requests.length, method: req.method, url: req.url,
+        path: new URL(req.url, 'http://x').pathname, headers: { ...req.headers },
+        rawHeaders: [...req.rawHeaders], rawBody, bodyText: '', json: undefined,
+      };
+      requests.push(record);
+      try {
+        record.bodyText = decodeBody(rawBody, req.headers['content-encoding']).toString('utf8');
+        if (record.bodyText) record.json = JSON.parse(record.bodyText);
+      } catch (e) {
+        record.decodeError = String(e);
+      }
+      const path = record.path.replace(/\/+$/, '');
+      if (req.method === 'POST' && path.endsWith('/responses')) {
+        handleResponses(record, res).catch((e) => {
+          problems.push({ seq: record.seq, problem: `double failed: ${e.stack ?? e}` });
+          if (!res.headersSent) sendJson(res, 500, openAiError(500, String(e), { type: 'server_error' }).body);
+          else res.end();
+        });
+      } else if (req.method === 'GET' && path.endsWith('/models')) {
+        sendJson(res, 200, { object: 'list', data: [{ id: model, object: 'model', created: 1700000000, owned_by: 'double' }] });
+      } else {
+        sendJson(res, 404, openAiError(404, `Unknown request URL: ${req.method} ${record.path}.`,
+          { code: 'unknown_url' }).body);
+      }
+    });
+  });
+  const sockets = new Set();
+  server.on('connection', (s) => { sockets.add(s); s.on('close', () => sockets.delete(s)); });
+  await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', resolve);
+  });
+  const { port } = server.address();
+
+  const double = {
+    url: `http://127.0.0.1:${port}/v1`, port, requests, problems, turns,
+    // The POST /v1/responses requests that were answered with a turn, in order.
+    responseRequests: () => turns.filter((t) => t.response).map((t) => t.request),
+    close() {
+      for (const s of sockets) s.destroy();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+  return double;
+}
+
+// The function_call_output (or custom_tool_call_output) item that answers `callId` in a request
+// body, or undefined.
+export function toolOutputFor(body, callId) {
+  return (body?.input ?? []).find((it) => it && it.call_id === callId && /_output$/.test(it.type ?? ''));
+}
+
+// The text of a tool output item, whatever shape its `output` has (string, or content items).
+export function outputText(item) {
+  const out = item?.output;
+  if (typeof out === 'string') return out;
+  if (Array.isArray(out)) return out.map((p) => p.text ?? JSON.stringify(p)).join('\n');
+  if (out && typeof out === 'object') return out.content ?? JSON.stringify(out);
+  return '';
+}
