@@ -105,10 +105,11 @@ async function startProxyTrap() {
 }
 
 // Runs `codex exec <prompt>` in `workspace` (a fresh temp dir if not given) and resolves with
-// {code, signal, timedOut, stdout, stderr, home, workspace, config, proxyAttempts, ms}. It never
+// {code, signal, timedOut, stdout, stderr, root, home, workspace, config, proxyAttempts, ms}; the
+// temp root (HOME, CODEX_HOME) is removed afterwards unless `keep`. It never
 // rejects for a failed or timed-out run: the caller asserts and shows stdout/stderr.
 export async function runCodexExec({ prompt, modelUrl, model, mcp = null, workspace, timeoutMs = 45000,
-  extraArgs = [], env = {}, keepHome = false } = {}) {
+  extraArgs = [], env = {}, keep = false } = {}) {
   const root = mkdtempSync(join(tmpdir(), 'contextd-codex-'));
   const home = join(root, 'home');
   const codexHome = join(home, '.codex');
@@ -158,7 +159,9 @@ export async function runCodexExec({ prompt, modelUrl, model, mcp = null, worksp
   killGroup('SIGKILL');
   await trap.close();
   const ms = Number(process.hrtime.bigint() - started) / 1e6;
-  if (!keepHome) rmSync(home, { recursive: true, force: true });
+  // The root holds HOME, CODEX_HOME, TMPDIR and the default workspace; a caller's workspace is
+  // the caller's to remove.
+  if (!keep) rmSync(root, { recursive: true, force: true });
   return { code, signal, timedOut, stdout, stderr, root, home, workspace: ws, config,
     proxyAttempts: trap.attempts, ms };
 }
