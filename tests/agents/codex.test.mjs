@@ -153,7 +153,7 @@ function trail(dataDir, ...args) {
 // Results the `branch_return instruction` check reads after both runs.
 const createOutputs = {};
 
-async function runScenario(t, label, { mcp, dataDir }) {
+async function runScenario(t, label, { mcp, dataDir, model }) {
   const { state, script } = scenario();
   const double = await startResponsesDouble({ script });
   const workspace = mkdtempSync(join(tmpdir(), 'contextd-codex-ws-'));
@@ -161,12 +161,17 @@ async function runScenario(t, label, { mcp, dataDir }) {
   let run;
   try {
     run = await runCodexExec({ prompt: 'Read notes.txt inside a contextd branch and tell me the secret word.',
-      modelUrl: double.url, mcp: mcp(), workspace, timeoutMs: 40000 });
+      modelUrl: double.url, model, mcp: mcp(), workspace, timeoutMs: 40000 });
   } finally {
     await double.close();
     cleanup(workspace);
   }
   const responses = double.responseRequests();
+  if (process.env.CONTEXTD_AGENT_DUMP_DIR) {
+    // Everything the double received, for whoever builds the Responses gateway next.
+    writeFileSync(join(process.env.CONTEXTD_AGENT_DUMP_DIR, `codex-${label}-requests.json`),
+      JSON.stringify(double.requests.map(({ rawBody, ...r }) => r), null, 1));
+  }
   const dump = () => `${describeRun(run)}\n--- scenario ---\n${state.log.join('\n')}\n--- requests ---\n` +
     `${describeRequests(double)}\n--- double problems ---\n${excerpt(double.problems, 3000)}`;
   console.log(`[codex ${label}] ${Math.round(run.ms)} ms; requests:\n${describeRequests(double)}`);
@@ -185,6 +190,15 @@ async function runScenario(t, label, { mcp, dataDir }) {
     assert.equal(replayed.length, i, `request ${i} replays ${i} reasoning items\n${dump()}`);
     assert.equal(req.json.store, false, 'Codex does not ask the provider to store responses');
   }
+  // Each request's input starts with the previous request's input, unchanged: Codex only
+  // appends, which is what keeps the provider's prompt cache (and the reasoning items) valid.
+  for (let i = 1; i < responses.length; i++) {
+    const before = responses[i - 1].json.input;
+    const now = responses[i].json.input.slice(0, before.length);
+    assert.deepEqual(now, before, `request ${i} keeps request ${i - 1}'s input as its prefix`);
+    assert.deepEqual(responses[i].json.tools, responses[0].json.tools, `request ${i} keeps the tools`);
+    assert.equal(responses[i].json.prompt_cache_key, responses[0].json.prompt_cache_key);
+  }
   assert.deepEqual(double.requests.map((r) => `${r.method} ${r.path}`),
     responses.map(() => 'POST /v1/responses'), `Codex calls nothing but POST /v1/responses\n${dump()}`);
   assert.deepEqual(run.proxyAttempts, [], 'Codex tried to reach the network');
@@ -201,6 +215,14 @@ async function runScenario(t, label, { mcp, dataDir }) {
     console.log(`[codex ${label}] tool_search found: ${names?.join(', ')}`);
     for (const n of ['branch_create', 'branch_return', 'branch_status']) {
       assert.ok(names?.includes(`mcp__contextd/${n}`), `tool_search shows ${n}: ${names}`);
+    }
+  }
+  if (!state.searched) {
+    const ns = first.tools.find((tool) => tool.type === 'namespace' && tool.name === 'mcp__contextd');
+    const names = ns?.tools?.map((tool) => tool.name) ?? [];
+    console.log(`[codex ${label}] offered up front in tools: mcp__contextd/{${names.join(',')}}`);
+    for (const n of ['branch_create', 'branch_return', 'branch_status']) {
+      assert.ok(names.includes(n), `the mcp__contextd namespace in tools has ${n}: ${names}`);
     }
   }
   assert.deepEqual({ name: create.name, namespace: create.namespace },
@@ -248,6 +270,20 @@ test('codex exec with contextd over Streamable HTTP: branch, shell, return, answ
   const server = await startHttpServer();
   try {
     await runScenario(t, 'http', { mcp: () => ({ url: server.url }), dataDir: () => server.dataDir });
+  } finally {
+    await server.stop();
+    cleanup(server.dataDir);
+  }
+});
+
+// A model name Codex has no metadata for (say, a gateway's own): Codex falls back to defaults, and
+// this test shows how it then offers MCP tools.
+test('codex exec with an unknown model name, contextd over Streamable HTTP', { skip, timeout: 60000 }, async (t) => {
+  assert.ok(existsSync(BINARY), `contextd binary not found at ${BINARY}; build it or set CONTEXTD_BINARY`);
+  const server = await startHttpServer();
+  try {
+    await runScenario(t, 'http-unknown-model', { mcp: () => ({ url: server.url }), dataDir: () => server.dataDir,
+      model: 'contextd-double-model' });
   } finally {
     await server.stop();
     cleanup(server.dataDir);

@@ -1,0 +1,123 @@
+// The Responses API double on its own (no agent): the SSE it streams, the JSON it answers without
+// streaming, its 404s, and the reasoning binding that refuses a replayed reasoning item whose
+// prefix (instructions, tools, earlier input items) changed. Run: node --test tests/agents/
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { startResponsesDouble, toolOutputFor, outputText, kExhaustedText } from './lib/responses_double.mjs';
+
+async function post(double, body, path = '/responses') {
+  const res = await fetch(`${double.url}${path}`, {
+    method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer k' },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, type: res.headers.get('content-type'), text: await res.text() };
+}
+
+// The events of an SSE body, checking that each `event:` line names its data's type.
+function sse(text) {
+  return text.split('\n\n').filter(Boolean).map((block) => {
+    const [eventLine, dataLine] = block.split('\n');
+    const data = JSON.parse(dataLine.replace(/^data: /, ''));
+    assert.equal(eventLine, `event: ${data.type}`);
+    return data;
+  });
+}
+
+const kTools = [{ type: 'function', name: 'read', parameters: { type: 'object', properties: {} } }];
+const kInput = [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'hi' }] }];
+
+test('streams a turn: reasoning, parallel function calls, text, then response.completed with usage', async () => {
+  const double = await startResponsesDouble({ script: [{
+    reasoning: 'think', text: 'calling both',
+    calls: [{ name: 'read', arguments: { path: 'a' } }, { name: 'read', arguments: '{"path":"b"}', call_id: 'c2' }],
+  }] });
+  try {
+    const res = await post(double, { model: 'm', stream: true, input: kInput, tools: kTools });
+    assert.equal(res.status, 200);
+    assert.match(res.type, /text\/event-stream/);
+    const events = sse(res.text);
+    assert.deepEqual(events.map((e) => e.sequence_number), events.map((_, i) => i));
+    assert.equal(events[0].type, 'response.created');
+    assert.equal(events.at(-1).type, 'response.completed');
+    const done = events.filter((e) => e.type === 'response.output_item.done').map((e) => e.item);
+    assert.deepEqual(done.map((i) => i.type), ['reasoning', 'function_call', 'function_call', 'message']);
+    assert.ok(done[0].encrypted_content, 'the reasoning item carries encrypted content');
+    assert.equal(done[2].call_id, 'c2');
+    const args = events.filter((e) => e.type === 'response.function_call_arguments.delta' && e.item_id === done[1].id);
+    assert.equal(args.map((e) => e.delta).join(''), '{"path":"a"}');
+    const text = events.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta).join('');
+    assert.equal(text, 'calling both');
+    const { response } = events.at(-1);
+    assert.deepEqual(response.output, done);
+    assert.ok(response.usage.input_tokens > 0 && response.usage.output_tokens > 0);
+    assert.equal(response.usage.total_tokens, response.usage.input_tokens + response.usage.output_tokens);
+    assert.equal(double.requests[0].headers.authorization, 'Bearer k');
+    assert.deepEqual(double.requests[0].json.input, kInput);
+  } finally {
+    await double.close();
+  }
+});
+
+test('answers JSON without stream, models on GET, OpenAI-shaped 404s, and says when the script ran out', async () => {
+  const double = await startResponsesDouble({ script: [({ body, index }) => ({ text: `turn ${index} for ${body.model}` })] });
+  try {
+    const res = await post(double, { model: 'm', input: kInput });
+    assert.equal(res.status, 200);
+    const body = JSON.parse(res.text);
+    assert.equal(body.object, 'response');
+    assert.equal(body.status, 'completed');
+    assert.equal(body.output.at(-1).content[0].text, 'turn 0 for m');
+    const models = await fetch(`${double.url}/models`);
+    assert.equal(models.status, 200);
+    assert.equal((await models.json()).object, 'list');
+    const missing = await post(double, {}, '/chat/completions');
+    assert.equal(missing.status, 404);
+    assert.equal(JSON.parse(missing.text).error.type, 'invalid_request_error');
+    const extra = await post(double, { model: 'm', input: kInput });
+    assert.equal(JSON.parse(extra.text).output.at(-1).content[0].text, kExhaustedText);
+    assert.deepEqual(double.problems.map((p) => p.problem), ['script exhausted']);
+    assert.deepEqual(double.requests.map((r) => `${r.method} ${r.path}`),
+      ['POST /v1/responses', 'GET /v1/models', 'POST /v1/chat/completions', 'POST /v1/responses']);
+  } finally {
+    await double.close();
+  }
+});
+
+test('a replayed reasoning item is accepted behind its own prefix and refused (400) behind a changed one', async () => {
+  const script = Array.from({ length: 8 }, () => ({ calls: [{ name: 'read', arguments: {}, call_id: 'c1' }] }));
+  const double = await startResponsesDouble({ script });
+  try {
+    const first = JSON.parse((await post(double, { model: 'm', instructions: 'be brief', input: kInput, tools: kTools })).text);
+    const history = [...kInput, ...first.output, { type: 'function_call_output', call_id: 'c1', output: 'file a' }];
+    const next = { model: 'm', instructions: 'be brief', tools: kTools, input: history };
+    assert.equal(toolOutputFor(next, 'c1').output, 'file a');
+    assert.equal(outputText(toolOutputFor(next, 'c1')), 'file a');
+
+    // Unchanged (even with the keys of an item reordered): accepted.
+    assert.equal((await post(double, next)).status, 200);
+    const reordered = structuredClone(next);
+    reordered.input[0] = { content: kInput[0].content, role: 'user', type: 'message' };
+    assert.equal((await post(double, reordered)).status, 200);
+
+    const refused = async (body, why) => {
+      const res = await post(double, body);
+      assert.equal(res.status, 400, why);
+      const { error } = JSON.parse(res.text);
+      assert.equal(error.type, 'invalid_request_error', why);
+      assert.equal(error.code, 'invalid_encrypted_content', why);
+      assert.match(error.message, /could not be (verified|decrypted)/, why);
+    };
+    const edited = structuredClone(next);
+    edited.input[0].content[0].text = 'hi (rewritten by a gateway)';
+    await refused(edited, 'an earlier input item changed');
+    await refused({ ...next, tools: [...kTools, { type: 'function', name: 'extra', parameters: {} }] }, 'the tools changed');
+    await refused({ ...next, instructions: 'be verbose' }, 'the instructions changed');
+    await refused({ ...next, input: history.slice(1) }, 'an earlier item was dropped');
+    const tampered = structuredClone(next);
+    tampered.input[1].encrypted_content = 'not-ours';
+    await refused(tampered, 'the encrypted content is not the double\'s');
+    assert.equal(double.problems.filter((p) => p.problem === 'reasoning signature mismatch').length, 5);
+  } finally {
+    await double.close();
+  }
+});
