@@ -52,7 +52,7 @@ struct SessionKeyHash {
   size_t operator()(const SessionKey& key) const;
 };
 
-// One piece of context put into a branch at creation (memories, in a later issue).
+// One piece of context put into a branch at creation (a memory).
 struct InjectedContext {
   std::string kind;    // e.g. "memory"
   std::string ref;     // id of what was injected
@@ -66,7 +66,7 @@ struct Branch {
   std::string id;  // "br_" + 32 hex chars (128 random bits)
   SessionKey session;
   std::string parent_id;  // "" = session root
-  int depth = 1;          // 1 for a child of the session root
+  int depth = 0;          // 0 for a child of the session root, its child 1, ...
   std::string description;
   std::string prompt;
   BranchStatus status = BranchStatus::kCreated;

@@ -572,12 +572,14 @@ absl::StatusOr<CreateResult> BranchManager::Create(const SessionKey& session,
                        "; only an active branch can have children"));
     }
   }
-  int depth = parent == nullptr ? 1 : parent->depth + 1;
-  if (depth > config_.max_depth) {
+  // Depths count from 0 (a child of the session root), as in the seed API: max_depth levels are
+  // depths 0 to max_depth - 1.
+  int depth = parent == nullptr ? 0 : parent->depth + 1;
+  if (depth >= config_.max_depth) {
     return absl::FailedPreconditionError(absl::StrCat(
         "max_depth (", config_.max_depth, ") reached: parent ", parent_id, " is at depth ",
-        parent->depth, ", so a branch under it would be nested ", depth,
-        " levels deep; return a branch first or create this one under a shallower parent"));
+        parent->depth, ", the deepest allowed (depths 0 to ", config_.max_depth - 1,
+        "); return a branch first or create this one under a shallower parent"));
   }
   if (static_cast<int>(state->active.size()) >= config_.max_concurrent_branches_per_session) {
     return absl::ResourceExhaustedError(
@@ -656,13 +658,12 @@ absl::StatusOr<CreateResult> BranchManager::Create(const SessionKey& session,
   result.branch_id = b.id;
   result.parent_branch_id = parent_id;
   result.depth = depth;
+  result.max_depth = config_.max_depth;
   result.budget_allocated = budget;
   result.parent_budget_remaining = parent_left;
   result.timeout_seconds = timeout_s;
   result.deadline_wall_ms = b.deadline_wall_ms;
   result.prompt_tokens = prompt_tokens;
-  result.memory_note = request.inject_memories ? std::string(kMemoryNotYet)
-                                               : std::string("inject_memories was false");
   txn.Insert(std::move(b));
   RETURN_IF_ERROR(txn.Commit());
   state = &sessions_.at(session);
@@ -716,8 +717,6 @@ absl::StatusOr<ReturnResult> BranchManager::Return(const SessionKey& session,
   result.parent_branch_id = parent_id;
   result.force_returned_children = kids;
   result.memory_queued = false;
-  result.memory_note =
-      request.extract_memory ? std::string(kMemoryNotYet) : std::string("extract_memory was false");
   if (!parent_id.empty() && nodes_.count(parent_id) > 0) {
     Branch& p = txn.Get(parent_id);
     if (!txn.IsWarned(parent_id) && CrossesWarning(p)) {

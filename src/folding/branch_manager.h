@@ -36,8 +36,6 @@ inline constexpr size_t kMaxReturnMessageChars = 50000;
 inline constexpr int64_t kPartialSummaryMaxTokens = 500;
 // A branch gets one warning when tokens_used first reaches this share of budget_allocated.
 inline constexpr double kWarningRatio = 0.8;
-// Shown as memory_note until the memory issue lands.
-inline constexpr std::string_view kMemoryNotYet = "memory arrives in a later issue";
 
 class BranchManager;
 
@@ -75,7 +73,8 @@ struct CreateRequest {
 struct CreateResult {
   std::string branch_id;
   std::string parent_branch_id;  // "" = session root
-  int depth = 0;
+  int depth = 0;                 // 0 under the session root
+  int max_depth = 0;             // the configured limit: depths 0 to max_depth - 1 are allowed
   int64_t budget_allocated = 0;
   // What the parent has left after reserving this budget; nullopt when the parent is the session
   // root, which has no budget limit.
@@ -83,8 +82,7 @@ struct CreateResult {
   int64_t timeout_seconds = 0;
   int64_t deadline_wall_ms = 0;
   int64_t prompt_tokens = 0;                      // charged at creation (tokens_used starts here)
-  std::vector<InjectedContext> injected_context;  // empty until the memory issue
-  std::string memory_note;                        // why nothing was injected, e.g. kMemoryNotYet
+  std::vector<InjectedContext> injected_context;  // what was put into the branch (memories)
 };
 
 // branch_return's arguments.
@@ -109,8 +107,7 @@ struct ReturnResult {
   std::string parent_branch_id;     // the branch now active in its place ("" = session root)
   std::string active_branch_after;  // the session's innermost active branch ("" = root)
   std::vector<std::string> force_returned_children;  // deepest first
-  bool memory_queued = false;
-  std::string memory_note;  // why not queued
+  bool memory_queued = false;  // queued for distillation into a memory
   // Set when folding this branch into its parent made the parent cross 80% of its budget.
   std::optional<std::string> parent_warning;
 };

@@ -146,7 +146,8 @@ TEST_F(BranchManagerTest, CreateAtSessionRoot) {
   ASSERT_TRUE(res.ok()) << res.status();
   EXPECT_THAT(res->branch_id, StartsWith("br_"));
   EXPECT_EQ(res->branch_id.size(), 3u + 32u);
-  EXPECT_EQ(res->depth, 1);
+  EXPECT_EQ(res->depth, 0);
+  EXPECT_EQ(res->max_depth, 3);
   EXPECT_EQ(res->parent_branch_id, "");
   EXPECT_EQ(res->budget_allocated, 8192);
   EXPECT_FALSE(res->parent_budget_remaining.has_value());
@@ -154,7 +155,6 @@ TEST_F(BranchManagerTest, CreateAtSessionRoot) {
   EXPECT_EQ(res->timeout_seconds, 300);
   EXPECT_EQ(res->deadline_wall_ms, clock_.WallMillis() + 300'000);
   EXPECT_TRUE(res->injected_context.empty());
-  EXPECT_EQ(res->memory_note, kMemoryNotYet);
   Branch b = Stored(res->branch_id);
   EXPECT_EQ(b.status, BranchStatus::kActive);
   EXPECT_EQ(b.tokens_used, 5);
@@ -165,7 +165,9 @@ TEST_F(BranchManagerTest, CreateAtSessionRoot) {
   std::string text = CreateText(*res);
   EXPECT_THAT(text, HasSubstr(res->branch_id));
   EXPECT_THAT(text, HasSubstr("parent_budget_remaining: unlimited"));
-  EXPECT_THAT(text, HasSubstr("injected_context: none (memory arrives in a later issue)"));
+  EXPECT_THAT(text, HasSubstr("at depth 0 under the session root (deepest allowed: 2)"));
+  EXPECT_THAT(text, HasSubstr("injected_context: none\n"));
+  EXPECT_THAT(text, HasSubstr(std::string(kCreateInstructions)));
 }
 
 TEST_F(BranchManagerTest, ScrubsDescriptionAndPromptBeforeStoring) {
@@ -185,7 +187,7 @@ TEST_F(BranchManagerTest, ChildBudgetIsReservedFromParent) {
   auto child = Create(Req(Words(5), 500));  // default parent: innermost active
   ASSERT_TRUE(child.ok()) << child.status();
   EXPECT_EQ(child->parent_branch_id, parent->branch_id);
-  EXPECT_EQ(child->depth, 2);
+  EXPECT_EQ(child->depth, 1);
   ASSERT_TRUE(child->parent_budget_remaining.has_value());
   EXPECT_EQ(*child->parent_budget_remaining, 1000 - 10 - 500);
   EXPECT_EQ(Stored(parent->branch_id).reserved_for_children, 500);
@@ -324,15 +326,20 @@ TEST_F(BranchManagerTest, DepthLimitNamesMaxDepth) {
   auto b = Create(Req("x", 1000));
   auto c = Create(Req("x", 100));
   ASSERT_TRUE(a.ok() && b.ok() && c.ok());
-  EXPECT_EQ(c->depth, 3);
+  // max_depth 3 allows three levels: depths 0, 1 and 2.
+  EXPECT_EQ(a->depth, 0);
+  EXPECT_EQ(b->depth, 1);
+  EXPECT_EQ(c->depth, 2);
   auto d = Create(Req());
   ASSERT_FALSE(d.ok());
   EXPECT_EQ(d.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(std::string(d.status().message()), HasSubstr("max_depth (3) reached"));
+  EXPECT_THAT(std::string(d.status().message()),
+              HasSubstr("max_depth (3) reached: parent " + c->branch_id +
+                        " is at depth 2, the deepest allowed (depths 0 to 2)"));
   // A sibling under a shallower parent is fine.
   auto sib = Create(Req("x", 100, a->branch_id));
   ASSERT_TRUE(sib.ok()) << sib.status();
-  EXPECT_EQ(sib->depth, 2);
+  EXPECT_EQ(sib->depth, 1);
 }
 
 TEST_F(BranchManagerTest, ReturnOfParentForceReturnsActiveChildrenDeepestFirst) {
@@ -551,7 +558,7 @@ TEST_F(BranchManagerTest, EndSessionForceReturnsAllAndKeepsThemVisible) {
   auto b = Create(Req("x", 100));
   auto c = Create(Req("x", 100, ""));  // "" = explicitly under the session root
   ASSERT_TRUE(a.ok() && b.ok() && c.ok());
-  EXPECT_EQ(c->depth, 1);
+  EXPECT_EQ(c->depth, 0);
   auto other = Create(Req(), &s2_);
   ASSERT_TRUE(other.ok());
   auto end = Run([&] { return mgr_->EndSession(s1_, "client closed"); });
@@ -684,8 +691,8 @@ TEST_F(BranchManagerTest, StatusTreeAndText) {
   EXPECT_EQ(st->active_count, 2);
   std::string text = StatusText(*st);
   EXPECT_THAT(text, HasSubstr("active branch: " + c->branch_id + " (2 active)"));
-  EXPECT_THAT(text, HasSubstr("- " + a->branch_id + " [active] depth 1 \"explore\" 7/2000 tokens"));
-  EXPECT_THAT(text, HasSubstr("  - " + b->branch_id + " [completed] depth 2"));
+  EXPECT_THAT(text, HasSubstr("- " + a->branch_id + " [active] depth 0 \"explore\" 7/2000 tokens"));
+  EXPECT_THAT(text, HasSubstr("  - " + b->branch_id + " [completed] depth 1"));
   EXPECT_THAT(text, HasSubstr("200 s left"));
   auto one = Run([&] { return mgr_->Status(s1_, b->branch_id); });
   ASSERT_TRUE(one.ok());

@@ -47,25 +47,32 @@ std::string ExhaustedText(const ChargeOutcome& o) {
   return out;
 }
 
+std::string ForceReturnedText(std::string_view branch_id, std::string_view reason,
+                              std::string_view summary) {
+  std::string out = absl::StrCat("branch ", internal::Sv(branch_id), " was force-returned (",
+                                 internal::Sv(reason), ") with partial results");
+  if (!summary.empty()) absl::StrAppend(&out, "; its summary: ", internal::Sv(summary));
+  return out;
+}
+
 std::string CreateText(const CreateResult& r) {
   std::string out =
       absl::StrCat("Created branch ", r.branch_id, " at depth ", r.depth, " under ",
-                   ActiveName(r.parent_branch_id), ".\nbudget_allocated: ", r.budget_allocated,
+                   ActiveName(r.parent_branch_id), " (deepest allowed: ", r.max_depth - 1,
+                   ").\nbudget_allocated: ", r.budget_allocated,
                    " tokens (prompt charged: ", r.prompt_tokens, ")\nparent_budget_remaining: ",
                    r.parent_budget_remaining.has_value() ? absl::StrCat(*r.parent_budget_remaining)
                                                          : std::string("unlimited (session root)"),
                    "\ndeadline: ", FormatWallMillis(r.deadline_wall_ms), " (", r.timeout_seconds,
                    " s)\ninjected_context: ");
   if (r.injected_context.empty()) {
-    absl::StrAppend(&out, "none (", r.memory_note, ")");
+    absl::StrAppend(&out, "none");
   } else {
     for (const InjectedContext& c : r.injected_context) {
       absl::StrAppend(&out, "\n- ", c.kind, " ", c.ref, ": ", c.text);
     }
   }
-  absl::StrAppend(&out,
-                  "\nWork inside the branch, then call branch_return with a summary of what you "
-                  "found.");
+  absl::StrAppend(&out, "\n", internal::Sv(kCreateInstructions));
   return out;
 }
 
@@ -75,7 +82,6 @@ std::string ReturnText(const ReturnResult& r) {
                                  "\ntokens_folded: ", r.tokens_folded,
                                  "\nactive branch now: ", ActiveName(r.parent_branch_id),
                                  "\nmemory_queued: ", r.memory_queued ? "true" : "false");
-  if (!r.memory_queued && !r.memory_note.empty()) absl::StrAppend(&out, " (", r.memory_note, ")");
   if (!r.force_returned_children.empty()) {
     absl::StrAppend(&out, "\nforce-returned children first: ");
     for (size_t i = 0; i < r.force_returned_children.size(); ++i) {

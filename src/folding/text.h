@@ -19,12 +19,22 @@ std::string WarningText(std::string_view branch_id, int64_t used, int64_t alloca
 // session root"), followed by the partial summary.
 std::string ExhaustedText(const ChargeOutcome& outcome);
 
+// For a branch its deadline force-returned between calls: "branch br_x was force-returned
+// (deadline passed (timeout 60 s)) with partial results; its summary in your context:
+// <summary>".
+std::string ForceReturnedText(std::string_view branch_id, std::string_view reason,
+                              std::string_view summary);
+
+// What a branch_create reply tells the model to do next (in its text and its structured result).
+inline constexpr std::string_view kCreateInstructions =
+    "Work inside the branch, then call branch_return with a summary of what you found.";
+
 // The text of a branch_create reply: branch_id, depth, budget, parent_budget_remaining,
-// deadline and injected context.
+// deadline, injected context and kCreateInstructions.
 std::string CreateText(const CreateResult& result);
 
 // The text of a branch_return reply: the summary as stored, tokens used, tokens folded, the
-// branch now active, memory_queued (and a parent warning if there is one).
+// branch now active, the children force-returned first (and a parent warning if there is one).
 std::string ReturnText(const ReturnResult& result);
 
 // The branch tree of branch_status as indented lines, one per branch: id, status, depth,

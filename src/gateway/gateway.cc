@@ -7,6 +7,7 @@
 #include "base/str_cat.h"
 #include "folding/text.h"
 #include "protocol/mcp_constants.h"
+#include "protocol/tool_notices.h"
 
 namespace contextd::gateway {
 namespace w = protocol::wire;
@@ -234,6 +235,7 @@ void Gateway::OnCatalog(Upstream& upstream) {
     if (tool.contains(w::kOutputSchema)) {
       definition.output_schema = tool[w::kOutputSchema];
       ScrubSchemaProse(*deps_.scrubber, definition.output_schema);
+      protocol::AllowProxiedNotices(definition.output_schema);
     }
     if (tool.contains(w::kAnnotations) && tool[w::kAnnotations].is_object()) {
       definition.annotations = tool[w::kAnnotations];
@@ -574,7 +576,7 @@ void Gateway::FinishCall(const std::shared_ptr<protocol::ToolCall>& call,
               ? folding::WarningText(charged->branch_id, charged->used, charged->allocated)
               : pending_warning;
       if (!warning.empty()) {
-        reply.content.push_back(Json{{w::kType, w::kText}, {w::kText, warning}});
+        protocol::AppendNotice(reply, warning, protocol::kProxiedNoticesMember);
         call->Log(protocol::LoggingLevel::kWarning, "contextd.budget", Json(warning));
       }
     }

@@ -250,6 +250,25 @@ TEST_F(GatewayTest, AppendsTheWarningWhenTheBranchCrosses80Percent) {
   EXPECT_EQ(log["params"]["level"], "warning");
 }
 
+TEST_F(GatewayTest, AWarningReachesTheStructuredResultTooAndItsSchemaAcceptsIt) {
+  StartGateway();
+  Send(Json{{"jsonrpc", "2.0"}, {"id", 2}, {"method", "tools/list"}});
+  Json schema = Named(inbox_->Response(2)["result"]["tools"], "t__big_structured")["outputSchema"];
+  EXPECT_EQ(schema["additionalProperties"], false);
+  EXPECT_EQ(schema["properties"]["contextd_warnings"]["type"], "array") << schema.dump();
+
+  CreateBranch(200);
+  // 85 words of text counted twice (text block and structured result) cross 80% of 200.
+  Json result = Call("t__big_structured", {{"words", 85}});
+  EXPECT_FALSE(result.value("isError", false)) << result.dump();
+  ASSERT_EQ(result["content"].size(), 2u) << result.dump();
+  const std::string warning = result["content"][1]["text"];
+  EXPECT_NE(warning.find("% used: "), std::string::npos) << warning;
+  // A client that shows the model the structured result (Claude Code does) shows the warning too.
+  EXPECT_EQ(result["structuredContent"]["contextd_warnings"], Json::array({warning}));
+  EXPECT_EQ(result["structuredContent"]["text"].get<std::string>().size(), 85u * 5);
+}
+
 TEST_F(GatewayTest, CrashedUpstreamAnswersUnavailableThenRestartsWithToolsStillListed) {
   StartGateway();
   pid_t first = -1;

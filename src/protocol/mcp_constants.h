@@ -69,6 +69,9 @@ inline constexpr std::string_view kDescription = "description";
 inline constexpr std::string_view kInputSchema = "inputSchema";
 inline constexpr std::string_view kOutputSchema = "outputSchema";
 inline constexpr std::string_view kAnnotations = "annotations";
+// Tool listing `_meta` key: Claude Code puts a tool that sets it true in every request's tool list
+// instead of deferring it behind its tool search (which costs the model a turn to load it).
+inline constexpr std::string_view kAnthropicAlwaysLoad = "anthropic/alwaysLoad";
 inline constexpr std::string_view kArguments = "arguments";
 inline constexpr std::string_view kContent = "content";
 inline constexpr std::string_view kStructuredContent = "structuredContent";

@@ -1101,6 +1101,7 @@ absl::Status McpServer::AddTool(ToolDefinition definition, ToolHandler handler,
   listing[wire::kInputSchema] = definition.input_schema;
   if (!definition.output_schema.is_null()) listing[wire::kOutputSchema] = definition.output_schema;
   if (!definition.annotations.is_null()) listing[wire::kAnnotations] = definition.annotations;
+  if (!definition.meta.is_null()) listing[wire::kMeta] = definition.meta;
   entry->listing = std::move(listing);
   entry->definition = std::move(definition);
   entry->handler = std::move(handler);

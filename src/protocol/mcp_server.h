@@ -68,6 +68,7 @@ struct ToolDefinition {
   Json input_schema;
   Json output_schema;  // optional (null = none)
   Json annotations;    // optional ToolAnnotations object (null = none)
+  Json meta = nullptr;  // optional `_meta` object of the listing (null = none)
 };
 
 // What a tool returns.

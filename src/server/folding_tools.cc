@@ -4,6 +4,8 @@
 #include <chrono>
 
 #include "folding/text.h"
+#include "protocol/mcp_constants.h"
+#include "protocol/tool_notices.h"
 
 namespace contextd::server {
 namespace {
@@ -92,6 +94,15 @@ Json ViewToJson(const folding::BranchView& v) {
   return out;
 }
 
+// The folding tools are what contextd is for: a client that defers tools behind a search (Claude
+// Code) would make the model spend a turn, a whole prefix read, to load them before its first
+// branch. Their schemas cost a few hundred tokens of cached prefix instead (decision 0014).
+Json AlwaysLoad() {
+  Json meta = Json::object();
+  meta[std::string(protocol::wire::kAnthropicAlwaysLoad)] = true;
+  return meta;
+}
+
 std::optional<std::string> OptString(const Json& args, const char* key) {
   auto it = args.find(key);
   if (it == args.end() || !it->is_string()) return std::nullopt;
@@ -148,8 +159,14 @@ void FoldingTools::OnEvent(const folding::BranchEvent& event) {
       pending_warnings_[SessionMapKey(event.session)].push_back(
           folding::WarningText(event.branch_id, event.tokens_used, event.budget_allocated));
       break;
-    case folding::BranchEventType::kFolded:
     case folding::BranchEventType::kForceReturned:
+      // A deadline fires between calls: nothing else tells the model that its branch is gone.
+      if (event.status == folding::BranchStatus::kTimeout) {
+        pending_warnings_[SessionMapKey(event.session)].push_back(folding::ForceReturnedText(
+            event.branch_id, event.reason, event.branch ? event.branch->summary : ""));
+      }
+      [[fallthrough]];
+    case folding::BranchEventType::kFolded:
       metrics_.BranchFinished(folding::BranchStatusName(event.status),
                               static_cast<double>(event.tokens_used),
                               static_cast<double>(event.budget_allocated));
@@ -163,7 +180,7 @@ void FoldingTools::OnEvent(const folding::BranchEvent& event) {
 void FoldingTools::FinishWithError(ToolCall& call, const absl::Status& status) {
   ToolResult error =
       protocol::ErrorResult(scrubber_.Scrub(std::string(status.message())));
-  DeliverWarnings(call, error);
+  DeliverWarnings(call, error, protocol::kNoticesMember);
   call.Finish(std::move(error));
 }
 
@@ -171,11 +188,12 @@ void FoldingTools::ForgetSession(const protocol::SessionInfo& info) {
   pending_warnings_.erase(SessionMapKey(SessionKeyFor(info)));
 }
 
-void FoldingTools::DeliverWarnings(ToolCall& call, ToolResult& result) {
+void FoldingTools::DeliverWarnings(ToolCall& call, ToolResult& result,
+                                   std::string_view structured_key) {
   auto it = pending_warnings_.find(SessionMapKey(SessionKeyFor(call.session())));
   if (it == pending_warnings_.end()) return;
   for (const std::string& warning : it->second) {
-    result.content.push_back(Json{{"type", "text"}, {"text", warning}});
+    protocol::AppendNotice(result, warning, structured_key);
     call.Log(protocol::LoggingLevel::kWarning, "contextd.budget", Json(warning));
   }
   pending_warnings_.erase(it);
@@ -190,7 +208,7 @@ absl::Status FoldingTools::Register(protocol::McpServer& server) {
           "deadline and nesting depth. Work on the subtask inside it, then call branch_return "
           "with a short summary: the branch's detail is folded away and only the summary stays "
           "in your context.",
-          CreateSchema(config), nullptr, Json{{"readOnlyHint", false}}},
+          CreateSchema(config), nullptr, Json{{"readOnlyHint", false}}, AlwaysLoad()},
       [this](std::shared_ptr<ToolCall> call) {
         if (before_call_) before_call_(call->session());
         Create(call);
@@ -206,7 +224,7 @@ absl::Status FoldingTools::Register(protocol::McpServer& server) {
           "Finish the active branch (or branch_id) and fold it into a summary. The message is "
           "what your context keeps: the answer, key facts, file paths, next steps. Active child "
           "branches are returned first.",
-          ReturnSchema(), nullptr, Json{{"readOnlyHint", false}}},
+          ReturnSchema(), nullptr, Json{{"readOnlyHint", false}}, AlwaysLoad()},
       [this](std::shared_ptr<ToolCall> call) {
         if (before_call_) before_call_(call->session());
         Return(call);
@@ -220,7 +238,7 @@ absl::Status FoldingTools::Register(protocol::McpServer& server) {
           "branch_status", "Branch status",
           "Show one branch, or this session's whole branch tree: status, depth, description, "
           "budget used/total and time left.",
-          StatusSchema(), nullptr, Json{{"readOnlyHint", true}}},
+          StatusSchema(), nullptr, Json{{"readOnlyHint", true}}, AlwaysLoad()},
       [this](std::shared_ptr<ToolCall> call) {
         if (before_call_) before_call_(call->session());
         Status(call);
@@ -263,6 +281,7 @@ void FoldingTools::Create(const std::shared_ptr<ToolCall>& call) {
   out["branch_id"] = r.branch_id;
   out["parent_branch_id"] = r.parent_branch_id.empty() ? Json(nullptr) : Json(r.parent_branch_id);
   out["depth"] = r.depth;
+  out["max_depth"] = r.max_depth;
   out["budget_allocated"] = r.budget_allocated;
   out["parent_budget_remaining"] =
       r.parent_budget_remaining ? Json(*r.parent_budget_remaining) : Json(nullptr);
@@ -270,8 +289,8 @@ void FoldingTools::Create(const std::shared_ptr<ToolCall>& call) {
   out["timeout_seconds"] = r.timeout_seconds;
   out["prompt_tokens"] = r.prompt_tokens;
   out["injected_context"] = std::move(injected);
-  out["memory_note"] = r.memory_note;
-  DeliverWarnings(*call, result);
+  out["instructions"] = folding::kCreateInstructions;
+  DeliverWarnings(*call, result, protocol::kNoticesMember);
   call->Finish(std::move(result));
 }
 
@@ -303,8 +322,10 @@ void FoldingTools::Return(const std::shared_ptr<ToolCall>& call) {
       r.active_branch_after.empty() ? Json(nullptr) : Json(r.active_branch_after);
   out["force_returned_children"] = r.force_returned_children;
   out["memory_queued"] = r.memory_queued;
-  out["memory_note"] = r.memory_note;
-  DeliverWarnings(*call, result);
+  if (r.parent_warning.has_value()) {
+    out[std::string(protocol::kNoticesMember)] = Json::array({*r.parent_warning});
+  }
+  DeliverWarnings(*call, result, protocol::kNoticesMember);
   call->Finish(std::move(result));
 }
 
@@ -324,7 +345,7 @@ void FoldingTools::Status(const std::shared_ptr<ToolCall>& call) {
            {"active_branch_id",
             status->active_branch_id.empty() ? Json(nullptr) : Json(status->active_branch_id)},
            {"active_count", status->active_count}};
-  DeliverWarnings(*call, result);
+  DeliverWarnings(*call, result, protocol::kNoticesMember);
   call->Finish(std::move(result));
 }
 

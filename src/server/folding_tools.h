@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -40,9 +41,12 @@ class FoldingTools {
   // Drops what is kept for a session that ended (its undelivered warnings). Executor only.
   void ForgetSession(const protocol::SessionInfo& info);
 
-  // Appends the warnings pending for the call's session to `result` (text) and sends each as a
-  // notifications/message at level warning. Executor only.
-  void DeliverWarnings(protocol::ToolCall& call, protocol::ToolResult& result);
+  // Appends the notices pending for the call's session (budget warnings, branches force-returned
+  // by their deadline) to `result` (a text block each, and the structured result's array member
+  // `structured_key`, see protocol/tool_notices.h) and sends each as a notifications/message at
+  // level warning. Executor only.
+  void DeliverWarnings(protocol::ToolCall& call, protocol::ToolResult& result,
+                       std::string_view structured_key);
 
  private:
   void Create(const std::shared_ptr<protocol::ToolCall>& call);

@@ -23,6 +23,7 @@
 #include "folding/events.h"
 #include "gateway/gateway.h"
 #include "protocol/mcp_server.h"
+#include "protocol/tool_notices.h"
 #include "scrub/originals_archive.h"
 #include "scrub/rule_scrubber.h"
 #include "server/conformance_fixtures.h"
@@ -254,7 +255,7 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
     engine.trail_recorder = std::make_unique<TrailRecorder>(*engine.trail);
     deps.observer = engine.trail_recorder.get();
     deps.deliver_warnings = [folding_tools](protocol::ToolCall& call, protocol::ToolResult& result) {
-      folding_tools->DeliverWarnings(call, result);
+      folding_tools->DeliverWarnings(call, result, protocol::kProxiedNoticesMember);
     };
     ASSIGN_OR_RETURN(engine.gateway, gateway::Gateway::Create(std::move(deps), config.upstreams));
     engine.executor->RunSync([&] { engine.gateway->Start(); });

@@ -1,5 +1,6 @@
 #include "server/trail_cli.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 
@@ -74,7 +75,7 @@ absl::Status List(Stores& s, std::ostream& out) {
     out << session.event_tokens << " tokens recorded\n";
     for (const auto& scope : scopes) {
       if (scope.kind == trail::ScopeKind::kAuto) {
-        // Top level, like a depth-1 branch; a folded one with its summary.
+        // Top level, like a depth-0 branch; a folded one with its summary.
         out << "  " << scope.id << "  auto  " << scope.event_tokens << " tokens  scope "
             << trail::ScopeStatusName(scope.status) << "  " << scope.description;
         if (scope.status == trail::ScopeStatus::kFolded) out << " :: " << scope.summary;
@@ -87,8 +88,8 @@ absl::Status List(Stores& s, std::ostream& out) {
       std::string tokens = branch ? base::StrCat(branch->tokens_used, "/", branch->budget_allocated)
                                   : base::StrCat(scope.event_tokens);
       int depth = branch ? branch->depth : 0;
-      out << "  " << std::string(static_cast<size_t>(depth > 0 ? depth - 1 : 0) * 2, ' ')
-          << scope.id << "  " << status << "  " << tokens << " tokens  scope "
+      out << "  " << std::string(static_cast<size_t>(std::max(depth, 0)) * 2, ' ') << scope.id
+          << "  depth " << depth << "  " << status << "  " << tokens << " tokens  scope "
           << trail::ScopeStatusName(scope.status) << "  " << scope.description << "\n";
     }
   }
@@ -146,7 +147,8 @@ absl::Status Run(const TrailCommand& c, std::ostream& out) {
   base::RealClock clock;
   trail::Trail trail(*s.trail, clock);
   if (c.command == "show") {
-    ASSIGN_OR_RETURN(trail::FoldedView view, trail.ViewRoot(c.id, c.depth));
+    // As context_view: --depth d shows branches at depth 0 to d open.
+    ASSIGN_OR_RETURN(trail::FoldedView view, trail.ViewRoot(c.id, c.depth < 0 ? -1 : c.depth + 1));
     out << trail::FoldedViewText(view);
     return absl::OkStatus();
   }

@@ -15,7 +15,7 @@ struct TrailCommand {
   std::string id;        // show: session scope id; unfold: scope id; export: optional session
   int64_t offset = 0;    // unfold
   int64_t limit = 20;    // unfold
-  int depth = -1;        // show: depth of open scopes (-1: all)
+  int depth = -1;        // show: branches at depth 0 to this one open (-1: all)
 };
 
 // Runs `command`, printing to `out` (JSON for export) and errors to `err`. Returns the process

@@ -167,7 +167,7 @@ absl::Status TrailTools::Register(protocol::McpServer& server) {
                {"properties",
                 {{"depth",
                   {{"type", "integer"}, {"minimum", 0}, {"maximum", 16},
-                   {"description", "Show open branches nested at most this deep (default: all)"}}}}},
+                   {"description", "Show branches at depth 0 to this depth open, deeper ones as one line each (default: all)"}}}}},
                {"additionalProperties", false}},
           nullptr, Json{{"readOnlyHint", true}}},
       [this](std::shared_ptr<ToolCall> call) { View(call); });
@@ -269,7 +269,8 @@ absl::Status TrailTools::Register(protocol::McpServer& server) {
 void TrailTools::View(const std::shared_ptr<ToolCall>& call) {
   FoldAutoScope(call->session());
   int depth = static_cast<int>(IntArg(call->arguments(), "depth", -1));
-  auto view = trail_.View(TrailSessionFor(call->session()), depth);
+  // Branch depths count from 0 under the session root; the trail counts levels below the root.
+  auto view = trail_.View(TrailSessionFor(call->session()), depth < 0 ? -1 : depth + 1);
   if (!view.ok()) return FinishError(call, view.status());
   ToolResult result = protocol::TextResult(trail::FoldedViewText(*view));
   result.structured_content = Json{{"session_scope_id", view->root_scope_id},
@@ -311,15 +312,16 @@ void TrailTools::Unfold(const std::shared_ptr<ToolCall>& call) {
     text += EventText(e);
     events.push_back(EventToJson(e));
   }
-  if (offset + static_cast<int64_t>(page->events.size()) < page->total) {
-    text += base::StrCat("(more: call trail_unfold with offset ",
-                         offset + static_cast<int64_t>(page->events.size()), ")\n");
-  }
+  const int64_t next_offset = offset + static_cast<int64_t>(page->events.size());
+  const bool more = next_offset < page->total;
+  if (more) text += base::StrCat("(more: call trail_unfold with offset ", next_offset, ")\n");
   ToolResult result = protocol::TextResult(std::move(text));
   result.structured_content = Json{{"scope", ScopeToJson(*scope)},
                                    {"offset", offset},
                                    {"total", page->total},
                                    {"events", std::move(events)}};
+  // The same hint as the text, for clients that show the model the structured result.
+  if (more) result.structured_content["next_offset"] = next_offset;
   call->Finish(std::move(result));
 }
 

@@ -74,7 +74,7 @@ class TrailToolsTest : public ::testing::Test {
     b.id = id;
     b.session = key_;
     b.parent_id = parent;
-    b.depth = parent.empty() ? 1 : 2;
+    b.depth = parent.empty() ? 0 : 1;
     b.description = desc;
     b.prompt = "do the thing carefully";
     b.status = folding::BranchStatus::kActive;

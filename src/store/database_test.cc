@@ -324,6 +324,32 @@ TEST(DatabaseTest, Migration6KeepsEveryRowAndChecksWithoutTemporaryTables) {
   EXPECT_FALSE(d.Exec("DELETE FROM branches WHERE id = 'br_b'").ok());  // branch_injections
 }
 
+TEST(DatabaseTest, Migration8CountsBranchDepthsFromZeroAndKeepsTheRest) {
+  TempDir tmp;
+  std::string path = tmp.File("v5.db");
+  WriteVersion5File(path, "");  // br_a at stored depth 1 (under the root), br_b under it at 2
+  auto db = Database::Open(path);
+  ASSERT_TRUE(db.ok()) << db.status();
+  std::lock_guard<std::mutex> lock((*db)->mutex());
+  Database& d = **db;
+  EXPECT_EQ(QueryInt(d, "SELECT depth FROM branches WHERE id = 'br_a'"), 0);
+  EXPECT_EQ(QueryInt(d, "SELECT depth FROM branches WHERE id = 'br_b'"), 1);
+  EXPECT_EQ(QueryInt(d, "SELECT rowid FROM branches WHERE id = 'br_b'"), 42);
+  EXPECT_EQ(QueryText(d, "SELECT parent_id FROM branches WHERE id = 'br_b'"), "br_a");
+  EXPECT_EQ(QueryText(d, "PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(QueryInt(d, "SELECT COUNT(*) FROM pragma_foreign_key_check"), 0);
+  EXPECT_EQ(QueryInt(d, "SELECT COUNT(*) FROM sqlite_schema WHERE name IN ('branches_live', "
+                        "'branches_by_session')"),
+            2);
+  // Depth 0 is accepted now, a negative one still is not, and the references still hold.
+  EXPECT_TRUE(d.Exec("INSERT INTO branches (id, tenant, project, session_id, depth, description, "
+                     "prompt, status, budget_allocated, deadline_ms, created_at_ms) "
+                     "VALUES ('c','t','p','s',0,'d','p','active',1,1,1)")
+                  .ok());
+  EXPECT_FALSE(d.Exec("UPDATE branches SET depth = -1 WHERE id = 'c'").ok());
+  EXPECT_FALSE(d.Exec("DELETE FROM branches WHERE id = 'br_a'").ok());  // br_b, branch_charges
+}
+
 TEST(DatabaseTest, MigrationsThatWouldLeaveABrokenForeignKeyChangeNothing) {
   TempDir tmp;
   std::string path = tmp.File("v5.db");

@@ -291,6 +291,47 @@ CREATE TABLE trail_search_identity (id TEXT NOT NULL);
 INSERT INTO trail_search_identity (id) VALUES (lower(hex(randomblob(16))));
 )sql";
 
+// 0008_branch_depth_from_zero.sql: branch depths count from 0 (a child of the session root), as
+// in the seed API, so that the stored depth is the one every reply shows. The CHECK constraint
+// moves from depth >= 1 to depth >= 0, which SQLite can only do by rebuilding the table (as in
+// 0006; foreign keys are checked before the migration commits).
+constexpr char k0008BranchDepthFromZero[] = R"sql(
+CREATE TABLE branches_v8 (
+  id                    TEXT PRIMARY KEY,
+  tenant                TEXT NOT NULL,
+  project               TEXT NOT NULL,
+  session_id            TEXT NOT NULL,
+  parent_id             TEXT REFERENCES branches_v8(id),  -- NULL: child of the session root
+  depth                 INTEGER NOT NULL CHECK (depth >= 0),  -- 0: child of the session root
+  description           TEXT NOT NULL,
+  prompt                TEXT NOT NULL,
+  status                TEXT NOT NULL CHECK (status = 'created' OR status = 'active' OR
+                                             status = 'completed' OR status = 'timeout' OR
+                                             status = 'budget_exhausted' OR status = 'failed'),
+  budget_allocated      INTEGER NOT NULL CHECK (budget_allocated >= 0),
+  tokens_used           INTEGER NOT NULL DEFAULT 0,
+  reserved_for_children INTEGER NOT NULL DEFAULT 0,
+  deadline_ms           INTEGER NOT NULL,
+  created_at_ms         INTEGER NOT NULL,
+  finished_at_ms        INTEGER,
+  summary               TEXT NOT NULL DEFAULT '',
+  finish_reason         TEXT NOT NULL DEFAULT '',
+  memory_queued         INTEGER NOT NULL DEFAULT 0
+);
+INSERT INTO branches_v8 (rowid, id, tenant, project, session_id, parent_id, depth, description,
+                         prompt, status, budget_allocated, tokens_used, reserved_for_children,
+                         deadline_ms, created_at_ms, finished_at_ms, summary, finish_reason,
+                         memory_queued)
+  SELECT rowid, id, tenant, project, session_id, parent_id, depth - 1, description, prompt,
+         status, budget_allocated, tokens_used, reserved_for_children, deadline_ms,
+         created_at_ms, finished_at_ms, summary, finish_reason, memory_queued
+  FROM branches ORDER BY rowid;
+DROP TABLE branches;
+ALTER TABLE branches_v8 RENAME TO branches;
+CREATE INDEX branches_by_session ON branches (tenant, project, session_id);
+CREATE INDEX branches_live ON branches (status) WHERE status IN ('created', 'active');
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
@@ -302,6 +343,7 @@ const std::vector<Migration>& Migrations() {
       {5, "0005_drop_branches_by_parent.sql", k0005DropBranchesByParent},
       {6, "0006_check_constraints_without_in.sql", k0006CheckConstraintsWithoutIn},
       {7, "0007_search_index_file.sql", k0007SearchIndexFile},
+      {8, "0008_branch_depth_from_zero.sql", k0008BranchDepthFromZero},
   };
   return kAll;
 }

@@ -23,19 +23,24 @@ test('http: create, nest, depth limit, return parent with active child, status t
     assert.ok(!a.isError, textOf(a));
     const A = sc(a);
     assert.match(A.branch_id, /^br_/);
-    assert.equal(A.depth, 1);
+    assert.equal(A.depth, 0, 'a branch under the session root is at depth 0');
+    assert.equal(A.max_depth, 3);
     assert.equal(A.budget_allocated, 4000);
-    assert.ok(Array.isArray(A.injected_context));
+    assert.deepEqual(A.injected_context, []);
     assert.ok(textOf(a).includes(A.branch_id), 'the text carries the branch id');
+    // Clients show the model either the text or the structured result: both carry the instruction.
+    assert.match(A.instructions, /branch_return/);
+    assert.ok(textOf(a).includes(A.instructions), textOf(a));
+    assert.ok(!/later issue/.test(JSON.stringify(a)), JSON.stringify(a));
 
     const b = sc(await call(client, 'branch_create', { description: 'read parser', prompt: 'read parser.c', budget: 1000 }));
-    assert.equal(b.depth, 2);
+    assert.equal(b.depth, 1);
     assert.ok(b.parent_budget_remaining <= 3000, 'child budget reserved from the parent');
     const c = sc(await call(client, 'branch_create', { description: 'level 3', prompt: 'deeper', budget: 200 }));
-    assert.equal(c.depth, 3);
+    assert.equal(c.depth, 2, 'max_depth 3 allows depths 0, 1 and 2');
     const d = await call(client, 'branch_create', { description: 'level 4', prompt: 'too deep', budget: 50 });
     assert.equal(d.isError, true);
-    assert.match(textOf(d), /depth/i);
+    assert.match(textOf(d), /max_depth \(3\) reached: parent br_\w+ is at depth 2/);
 
     // An error that quotes the agent's input is scrubbed like everything else.
     const leaky = await call(client, 'branch_return', { branch_id: 'ghp_abcdefghijklmnopqrstuvwxyz0123456789', message: 'x' });
@@ -50,6 +55,11 @@ test('http: create, nest, depth limit, return parent with active child, status t
     const tree = await call(client, 'branch_status', {});
     assert.ok(!tree.isError);
     for (const id of [A.branch_id, b.branch_id, c.branch_id]) assert.ok(textOf(tree).includes(id));
+    // branch_status numbers depths as branch_create does, in its text and its structured result.
+    assert.match(textOf(tree), new RegExp(`- ${A.branch_id} \\[active\\] depth 0 `));
+    assert.match(textOf(tree), new RegExp(`- ${c.branch_id} \\[active\\] depth 2 `));
+    const root = sc(tree).branches[0];
+    assert.deepEqual([root.depth, root.children[0].depth, root.children[0].children[0].depth], [0, 1, 2]);
 
     // Another session cannot see or return these branches: "not found", like a branch that never existed.
     const { client: other } = await connectHttp(server.url, 'agent-b');

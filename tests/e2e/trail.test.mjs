@@ -25,7 +25,7 @@ test('http: context_view folds returned branches; unfold, search, resources; tra
     const longPrompt = 'Read every file under src/parser and list each function with its callers. '.repeat(20);
     const a = (await call(client, 'branch_create', { description: 'explore the parser', prompt: longPrompt })).structuredContent;
     const nested = (await call(client, 'branch_create', { description: 'nested lexer look', prompt: 'look at lexer.c' })).structuredContent;
-    assert.equal(nested.depth, 2);
+    assert.equal(nested.depth, 1);
     const summary = 'parse() lives in src/parser/parse.c; the lexer is fine';
     const ret = await call(client, 'branch_return', { branch_id: a.branch_id, message: summary });
     assert.ok(!ret.isError, textOf(ret));
@@ -46,8 +46,9 @@ test('http: context_view folds returned branches; unfold, search, resources; tra
     assert.equal(v.scopes_folded, 2);
     assert.equal(v.scopes_open, 1);
 
+    // depth 0: branches at depth 0 open (b, under the session root), deeper ones as one line.
     const shallow = await call(client, 'context_view', { depth: 0 });
-    assert.ok(textOf(shallow).includes('trail_unfold to see'), textOf(shallow));
+    assert.ok(textOf(shallow).includes('run the test 10 times'), textOf(shallow));
     assert.equal(shallow.structuredContent.tokens_folded, v.tokens_folded);
 
     const unfold = await call(client, 'trail_unfold', { scope_id: a.branch_id });
@@ -89,9 +90,9 @@ test('http: context_view folds returned branches; unfold, search, resources; tra
     await server.stop('SIGKILL');
     const list = cli('list', '--data-dir', server.dataDir);
     assert.ok(list.includes(`session ${v.session_scope_id}`), list);
-    assert.match(list, new RegExp(`${a.branch_id}  completed  \\d+/\\d+ tokens  scope folded  explore the parser`));
-    assert.match(list, new RegExp(`${nested.branch_id}  failed  .* scope folded`));
-    assert.match(list, new RegExp(`${b.branch_id}  active  \\d+/\\d+ tokens  scope open  debug flaky test`));
+    assert.match(list, new RegExp(`${a.branch_id}  depth 0  completed  \\d+/\\d+ tokens  scope folded  explore the parser`));
+    assert.match(list, new RegExp(`${nested.branch_id}  depth 1  failed  .* scope folded`));
+    assert.match(list, new RegExp(`${b.branch_id}  depth 0  active  \\d+/\\d+ tokens  scope open  debug flaky test`));
     const show = cli('show', v.session_scope_id, '--data-dir', server.dataDir);
     assert.ok(show.includes(summary), show);
     const unfolded = cli('unfold', a.branch_id, '--data-dir', server.dataDir);
@@ -106,7 +107,7 @@ test('http: context_view folds returned branches; unfold, search, resources; tra
     const again = await startHttpServer({ dataDir: server.dataDir });
     try {
       const after = cli('list', '--data-dir', server.dataDir);
-      assert.match(after, new RegExp(`${b.branch_id}  failed  .* scope folded`));
+      assert.match(after, new RegExp(`${b.branch_id}  depth 0  failed  .* scope folded`));
     } finally {
       await again.stop();
     }

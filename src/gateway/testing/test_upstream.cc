@@ -45,6 +45,12 @@ Json ToolsList() {
   // Prose that a scrubber must redact before the agent sees it (the tool's own description too).
   tools.back()["description"] = "returns a token like SECRET123";
   add("big", {{"type", "object"}, {"properties", {{"words", {{"type", "integer"}}}}}});
+  // `big` with a structured result whose schema allows no member but its own.
+  add("big_structured", {{"type", "object"}, {"properties", {{"words", {{"type", "integer"}}}}}});
+  tools.back()["outputSchema"] = {{"type", "object"},
+                                  {"properties", {{"text", {{"type", "string"}}}}},
+                                  {"required", {"text"}},
+                                  {"additionalProperties", false}};
   add("slow", {{"type", "object"}, {"properties", {{"ms", {{"type", "integer"}}}}}});
   add("progress", {{"type", "object"}, {"properties", {{"steps", {{"type", "integer"}}}}}});
   add("crash", object_schema);
@@ -81,6 +87,14 @@ Json CallTool(const Json& params) {
     int words = args.value("words", 1000);
     for (int i = 0; i < words; ++i) text += "word ";
     return Text(text);
+  }
+  if (name == "big_structured") {
+    std::string text;
+    int words = args.value("words", 1000);
+    for (int i = 0; i < words; ++i) text += "word ";
+    Json result = Text(text);
+    result["structuredContent"] = {{"text", text}};
+    return result;
   }
   if (name == "slow") {
     // Sleeps, but watches stdin for notifications/cancelled meanwhile.

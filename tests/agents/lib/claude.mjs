@@ -1,0 +1,55 @@
+// Runs the pinned Claude Code CLI (tools/npm/agents) headless against a model double, with a
+// throwaway HOME, no telemetry and no network but 127.0.0.1. Claude Code refuses
+// --dangerously-skip-permissions as root (as CI runs), so every tool it may use is listed.
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export const CLAUDE = new URL('../../../tools/npm/agents/node_modules/.bin/claude', import.meta.url).pathname;
+
+export function claudeMissing() {
+  return existsSync(CLAUDE) ? null : `Claude Code is not installed at ${CLAUDE} (run scripts/install-deps.sh)`;
+}
+
+// An --mcp-config file naming contextd `contextd` (so its tools are mcp__contextd__*): over HTTP
+// ({url}) or stdio ({command, args}).
+export function writeMcpConfig(dir, server) {
+  const entry = server.url ? { type: 'http', url: server.url } : { type: 'stdio', command: server.command, args: server.args ?? [] };
+  const path = join(dir, 'mcp.json');
+  writeFileSync(path, JSON.stringify({ mcpServers: { contextd: entry } }));
+  return path;
+}
+
+// Runs `claude -p PROMPT` in `cwd` and resolves with {code, signal, stdout, stderr, result}
+// (result: the parsed --output-format json object, when there is one). Kills the process group
+// after `timeoutMs`.
+export async function runClaude({ prompt, modelUrl, mcpConfig, allowedTools, cwd, timeoutMs = 90000, env = {} }) {
+  const home = mkdtempSync(join(tmpdir(), 'contextd-claude-home-'));
+  const args = ['-p', prompt, '--output-format', 'json', '--model', 'claude-sonnet-4-5',
+    '--allowedTools', allowedTools.join(','), '--max-turns', '30'];
+  if (mcpConfig) args.push('--mcp-config', mcpConfig, '--strict-mcp-config');
+  const child = spawn(CLAUDE, args, {
+    cwd,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      PATH: process.env.PATH, HOME: home, TMPDIR: tmpdir(), LANG: 'C.UTF-8',
+      ANTHROPIC_BASE_URL: modelUrl, ANTHROPIC_API_KEY: 'sk-ant-api03-model-double',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_AUTOUPDATER: '1', DISABLE_TELEMETRY: '1',
+      DISABLE_ERROR_REPORTING: '1', CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY: '1', NO_PROXY: '127.0.0.1',
+      MCP_TIMEOUT: '30000', MCP_TOOL_TIMEOUT: '60000',
+      ...env,
+    },
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c) => { stdout += c; });
+  child.stderr.on('data', (c) => { stderr += c; });
+  const timer = setTimeout(() => { try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ } }, timeoutMs);
+  const { code, signal } = await new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal })));
+  clearTimeout(timer);
+  let result = null;
+  try { result = JSON.parse(stdout); } catch { /* not JSON: reported by the caller */ }
+  return { code, signal, stdout, stderr, result };
+}
