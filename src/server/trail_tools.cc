@@ -272,8 +272,11 @@ void TrailTools::View(const std::shared_ptr<ToolCall>& call) {
   // Branch depths count from 0 under the session root; the trail counts levels below the root.
   auto view = trail_.View(TrailSessionFor(call->session()), depth < 0 ? -1 : depth + 1);
   if (!view.ok()) return FinishError(call, view.status());
-  ToolResult result = protocol::TextResult(trail::FoldedViewText(*view));
-  result.structured_content = Json{{"session_scope_id", view->root_scope_id},
+  std::string text = trail::FoldedViewText(*view);
+  ToolResult result = protocol::TextResult(text);
+  // The view itself too: clients that show the model the structured result drop the text.
+  result.structured_content = Json{{"view", std::move(text)},
+                                   {"session_scope_id", view->root_scope_id},
                                    {"tokens_unfolded", view->tokens_unfolded},
                                    {"tokens_folded", view->tokens_folded},
                                    {"scopes_open", view->scopes_open},

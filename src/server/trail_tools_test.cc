@@ -146,6 +146,7 @@ TEST_F(TrailToolsTest, ViewUnfoldSearchAndResources) {
   // br_one folded to its summary (4); br_two open in full (4 + 1 + 4).
   EXPECT_EQ(sc["tokens_folded"], 4 + 4 + 1 + 4);
   std::string text = view["content"][0]["text"];
+  EXPECT_EQ(sc["view"], text) << "a client that shows only the structured result shows the view";
   EXPECT_NE(text.find("= branch br_one [folded: 313 tokens -> 4] explore the parser :: parser.cc "
                       "parse returns 42"),
             std::string::npos)
@@ -159,6 +160,12 @@ TEST_F(TrailToolsTest, ViewUnfoldSearchAndResources) {
   ASSERT_EQ(unfold["structuredContent"]["events"].size(), 1u);
   EXPECT_EQ(unfold["structuredContent"]["events"][0]["payload"],
             "int parse() { return 42; } // many lines");
+  // One event of three from offset 1: the next page starts at 2, in the text and the structure.
+  EXPECT_EQ(unfold["structuredContent"]["next_offset"], 2);
+  EXPECT_NE(unfold["content"][0]["text"].get<std::string>().find("call trail_unfold with offset 2"),
+            std::string::npos);
+  Json last = Tool("trail_unfold", {{"scope_id", "br_one"}, {"offset", 2}});
+  EXPECT_FALSE(last["structuredContent"].contains("next_offset")) << last.dump();
   Json missing = Tool("trail_unfold", {{"scope_id", "br_nope"}});
   EXPECT_TRUE(missing.value("isError", false));
   Json bad_limit = Tool("trail_unfold", {{"scope_id", "br_one"}, {"limit", 500}});
