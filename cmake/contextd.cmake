@@ -1,6 +1,7 @@
 # Build helpers shared by every room.
 #   contextd_library(NAME SRCS a.cc b.cc DEPS x y)   -> static library contextd_NAME
 #   contextd_test(NAME SRCS a_test.cc DEPS x y)      -> gtest binary registered with ctest
+#                                                       (not built when CONTEXTD_TESTS is off)
 #   contextd_fuzzer(NAME SRCS f.cc DEPS x CORPUS dir) -> libFuzzer target (CONTEXTD_FUZZ=ON, clang);
 #                                                       the corpus is always replayed as a ctest.
 include_guard(GLOBAL)
@@ -29,6 +30,12 @@ endfunction()
 
 function(contextd_test name)
   cmake_parse_arguments(ARG "" "" "SRCS;DEPS;LABELS" ${ARGN})
+  if(NOT CONTEXTD_TESTS)
+    # A server-only build (scripts/serve.sh) has no GoogleTest: the target exists, so that a
+    # room's CMakeLists can still name it, but is never built nor registered.
+    add_executable(${name} EXCLUDE_FROM_ALL ${ARG_SRCS})
+    return()
+  endif()
   add_executable(${name} ${ARG_SRCS})
   target_compile_options(${name} PRIVATE ${CONTEXTD_WARNINGS})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gmock GTest::gtest_main)

@@ -1,23 +1,35 @@
 #!/usr/bin/env bash
-# Installs everything contextd needs to build, test and benchmark on Debian 12 (bookworm).
+# Installs everything contextd needs to build, test and benchmark on Debian 12 (bookworm), or with
+# --run-only just what building and running the server needs (no test tools, no npm packages).
 # Idempotent; run as root (or with sudo available). Only Debian packages and pinned npm packages.
 set -euo pipefail
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
-PKGS=(
-  build-essential cmake ninja-build pkg-config git ca-certificates
-  g++-12 clang-14 libclang-rt-14-dev clang-format-14 clang-tidy-14 lld-14
+# What building and running the server needs (scripts/serve.sh installs only these).
+RUN_PKGS=(
+  build-essential cmake ninja-build pkg-config ca-certificates g++-12
   nlohmann-json3-dev libboost-dev libboost-system-dev libssl-dev
-  libsqlite3-dev sqlite3 libre2-dev libutf8proc-dev libyaml-cpp-dev libcli11-dev
+  libsqlite3-dev libre2-dev libutf8proc-dev libyaml-cpp-dev libcli11-dev
   libspdlog-dev libfmt-dev prometheus-cpp-dev libsodium-dev libabsl-dev libgoogle-perftools-dev
-  libgtest-dev libgmock-dev libbenchmark-dev libtomlplusplus-dev
-  wrk curl procps python3
+  libtomlplusplus-dev
 )
-# Node.js and npm: the machine image may ship them (NodeSource); Debian's own otherwise.
-command -v node >/dev/null 2>&1 || PKGS+=(nodejs)
-command -v npm >/dev/null 2>&1 || PKGS+=(npm)
+# What the tests, fuzzers and benchmarks need on top (scripts/test.sh, CI).
+TEST_PKGS=(
+  git clang-14 libclang-rt-14-dev clang-format-14 clang-tidy-14 lld-14
+  libgtest-dev libgmock-dev libbenchmark-dev
+  sqlite3 wrk curl procps python3
+)
+only_run=0
+if [ "${1:-}" = "--run-only" ]; then only_run=1; fi
+PKGS=("${RUN_PKGS[@]}")
+if [ "$only_run" -eq 0 ]; then
+  PKGS+=("${TEST_PKGS[@]}")
+  # Node.js and npm: the machine image may ship them (NodeSource); Debian's own otherwise.
+  command -v node >/dev/null 2>&1 || PKGS+=(nodejs)
+  command -v npm >/dev/null 2>&1 || PKGS+=(npm)
+fi
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -32,7 +44,7 @@ fi
 # npm packages used by tests, benchmarks and vocabularies: one folder per purpose under tools/npm/,
 # each pinned by its package.json and package-lock.json.
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-if [ "${CONTEXTD_SKIP_NPM:-0}" != "1" ]; then
+if [ "$only_run" -eq 0 ] && [ "${CONTEXTD_SKIP_NPM:-0}" != "1" ]; then
   for pj in "$here"/tools/npm/*/package.json; do
     [ -f "$pj" ] || continue
     d="$(dirname "$pj")"
