@@ -44,8 +44,7 @@ absl::StatusOr<std::vector<std::string>> SplitTemplate(std::string_view tmpl) {
         return absl::InvalidArgumentError(Cat("malformed uri template: ", tmpl));
       }
       if (!parts.empty() && parts.size() % 2 == 0 && literal.empty()) {
-        return absl::InvalidArgumentError(
-            Cat("uri template has adjacent variables: ", tmpl));
+        return absl::InvalidArgumentError(Cat("uri template has adjacent variables: ", tmpl));
       }
       parts.push_back(std::move(literal));
       literal.clear();
@@ -104,9 +103,7 @@ void RunOn(base::Executor& ex, std::function<void()> fn) {
   }
 }
 
-bool IsProgressToken(const Json& token) {
-  return token.is_string() || token.is_number_integer();
-}
+bool IsProgressToken(const Json& token) { return token.is_string() || token.is_number_integer(); }
 
 const Json kNullId = nullptr;
 
@@ -135,9 +132,9 @@ const Json* ToolCallArguments(const Json& params) {
 }  // namespace
 
 const std::vector<std::string>& SupportedProtocolVersions() {
-  static const auto* versions = new std::vector<std::string>{
-      std::string(wire::kVersion2025_11_25), std::string(wire::kVersion2025_06_18),
-      std::string(wire::kVersion2025_03_26)};
+  static const auto* versions = new std::vector<std::string>{std::string(wire::kVersion2025_11_25),
+                                                             std::string(wire::kVersion2025_06_18),
+                                                             std::string(wire::kVersion2025_03_26)};
   return *versions;
 }
 
@@ -196,8 +193,10 @@ class McpSession final : public Session, public std::enable_shared_from_this<Mcp
   // thread, rather than on the executor that runs every session's work in turn.
   void Receive(Message message) override {
     Prevalidated pre = Prevalidate(message);
-    executor_.Post([self = shared_from_this(), m = std::move(message),
-                    pre = std::move(pre)]() mutable { self->Handle(std::move(m), std::move(pre)); });
+    executor_.Post(
+        [self = shared_from_this(), m = std::move(message), pre = std::move(pre)]() mutable {
+          self->Handle(std::move(m), std::move(pre));
+        });
   }
 
   std::string protocol_version() const override {
@@ -210,21 +209,20 @@ class McpSession final : public Session, public std::enable_shared_from_this<Mcp
     RunOn(executor_, [self = shared_from_this(), r = std::string(reason)] { self->DoClose(r); });
   }
 
-  void CloseThen(std::string_view reason,
-                 std::function<void(const absl::Status&)> done) override {
+  void CloseThen(std::string_view reason, std::function<void(const absl::Status&)> done) override {
     close_requested_.store(true);
     // DoClose does nothing for a session already closed; a Close still queued finds it closed.
     // Either way, what the hooks wrote is in the open group when the gate is asked.
-    RunOn(executor_, [self = shared_from_this(), r = std::string(reason),
-                      done = std::move(done)]() mutable {
-      self->DoClose(r);
-      OutboundGate* gate = self->server_.gate_;
-      if (gate != nullptr && gate->Holding()) {
-        gate->Hold(std::move(done));
-      } else {
-        done(absl::OkStatus());
-      }
-    });
+    RunOn(executor_,
+          [self = shared_from_this(), r = std::string(reason), done = std::move(done)]() mutable {
+            self->DoClose(r);
+            OutboundGate* gate = self->server_.gate_;
+            if (gate != nullptr && gate->Holding()) {
+              gate->Hold(std::move(done));
+            } else {
+              done(absl::OkStatus());
+            }
+          });
   }
 
   // ---- Executor only.
@@ -318,8 +316,7 @@ class McpSession final : public Session, public std::enable_shared_from_this<Mcp
   void TimeoutRequest(int64_t id);
 
   void Reply(const Json& id, Json result) { Send(MakeResult(id, std::move(result)), id); }
-  void ReplyError(const Json& id, int code, std::string_view message,
-                  const Json& data = nullptr) {
+  void ReplyError(const Json& id, int code, std::string_view message, const Json& data = nullptr) {
     Send(MakeError(id, code, message, data), id);
   }
 
@@ -538,9 +535,9 @@ void McpSession::Handle(Message m, Prevalidated pre) {
       if (m.batched && !batches_allowed_) {
         ReplyError(m.id, kInvalidRequest,
                    Cat("invalid request: JSON-RPC batches are not supported by protocol "
-                                "version ",
-                                initialized_ ? version_ : std::string("(not initialized)"),
-                                "; send one message per payload"));
+                       "version ",
+                       initialized_ ? version_ : std::string("(not initialized)"),
+                       "; send one message per payload"));
         return;
       }
       HandleRequest(m, pre);
@@ -569,7 +566,7 @@ void McpSession::HandleRequest(Message& m, Prevalidated& pre) {
   if (!initialized_) {
     ReplyError(m.id, kInvalidRequest,
                Cat("invalid request: ", method,
-                            " received before initialize; the session is not initialized"));
+                   " received before initialize; the session is not initialized"));
     return;
   }
   if (method == wire::kToolsCall) {
@@ -636,9 +633,8 @@ void McpSession::HandleResponse(Message& m) {
     return;
   }
   const Json& err = m.error;
-  p.callback(absl::UnknownError(Cat(
-      "client returned error ", err.value(wire::kCode, 0), ": ",
-      err.value(wire::kMessage, std::string()))));
+  p.callback(absl::UnknownError(Cat("client returned error ", err.value(wire::kCode, 0), ": ",
+                                    err.value(wire::kMessage, std::string()))));
 }
 
 void McpSession::SendRequest(std::string_view method, Json params,
@@ -653,14 +649,16 @@ void McpSession::SendRequest(std::string_view method, Json params,
     capability = wire::kCapRoots;
   }
   if (closed_) {
-    executor_.Post([cb = std::move(callback)] { cb(absl::CancelledError("the session is closed")); });
+    executor_.Post(
+        [cb = std::move(callback)] { cb(absl::CancelledError("the session is closed")); });
     return;
   }
   if (!capability.empty() && !client_capabilities_.contains(capability)) {
-    executor_.Post([cb = std::move(callback), m = std::string(method), c = std::string(capability)] {
-      cb(absl::FailedPreconditionError(
-          Cat("the client did not declare the '", c, "' capability needed for ", m)));
-    });
+    executor_.Post(
+        [cb = std::move(callback), m = std::string(method), c = std::string(capability)] {
+          cb(absl::FailedPreconditionError(
+              Cat("the client did not declare the '", c, "' capability needed for ", m)));
+        });
     return;
   }
   const int64_t id = next_request_id_++;
@@ -741,7 +739,8 @@ void McpSession::OnInitialize(Message& m) {
   if (auto caps = m.params.find(wire::kCapabilities); caps != m.params.end() && caps->is_object()) {
     client_capabilities_ = std::move(*caps);
   }
-  if (auto ci = m.params.find(wire::kClientInfo); ci != m.params.end()) client_info_ = std::move(*ci);
+  if (auto ci = m.params.find(wire::kClientInfo); ci != m.params.end())
+    client_info_ = std::move(*ci);
 
   Json result = Json::object();
   result[wire::kProtocolVersion] = version;
@@ -790,7 +789,8 @@ void McpSession::OnToolsCall(Message& m, Prevalidated& pre) {
   Json arguments = Json::object();
   if (auto a = m.params.find(wire::kArguments); a != m.params.end() && !a->is_null()) {
     if (!a->is_object()) {
-      ReplyError(m.id, kInvalidParams, "invalid params: tools/call \"arguments\" must be an object");
+      ReplyError(m.id, kInvalidParams,
+                 "invalid params: tools/call \"arguments\" must be an object");
       return;
     }
     arguments = std::move(*a);
@@ -800,16 +800,16 @@ void McpSession::OnToolsCall(Message& m, Prevalidated& pre) {
     return;
   }
   const bool same_tool = pre.tool == tool;
-  absl::Status valid = same_tool ? std::move(pre.status)
-                                 : ValidateJson(tool->definition.input_schema, arguments);
+  absl::Status valid =
+      same_tool ? std::move(pre.status) : ValidateJson(tool->definition.input_schema, arguments);
   if (!valid.ok()) {
-    Reply(m.id, ToolResultToJson(ErrorResult(Cat(
-                    "invalid arguments for tool ", tool_name, ": ", valid.message()))));
+    Reply(m.id, ToolResultToJson(ErrorResult(
+                    Cat("invalid arguments for tool ", tool_name, ": ", valid.message()))));
     return;
   }
   std::any prepared;
-  absl::Status prepare_status = same_tool ? std::move(pre.prepare_status)
-                                          : RunPrepare(tool->prepare, arguments, prepared);
+  absl::Status prepare_status =
+      same_tool ? std::move(pre.prepare_status) : RunPrepare(tool->prepare, arguments, prepared);
   if (same_tool) prepared = std::move(pre.prepared);
   if (!prepare_status.ok()) {
     Reply(m.id, ToolResultToJson(
@@ -907,8 +907,7 @@ void McpSession::OnResourcesRead(Message& m) {
 void McpSession::OnSubscribe(Message& m, bool subscribe) {
   auto uri_it = m.params.is_object() ? m.params.find(wire::kUri) : m.params.end();
   if (!m.params.is_object() || uri_it == m.params.end() || !uri_it->is_string()) {
-    ReplyError(m.id, kInvalidParams, Cat("invalid params: ", m.method,
-                                                  " needs a string \"uri\""));
+    ReplyError(m.id, kInvalidParams, Cat("invalid params: ", m.method, " needs a string \"uri\""));
     return;
   }
   if (subscribe) {
@@ -954,8 +953,8 @@ void McpSession::OnPromptsGet(Message& m) {
   for (const auto& arg : prompt->definition.arguments) {
     if (arg.required && args.count(arg.name) == 0) {
       ReplyError(m.id, kInvalidParams,
-                 Cat("invalid params: missing required argument '", arg.name,
-                              "' of prompt ", prompt->definition.name));
+                 Cat("invalid params: missing required argument '", arg.name, "' of prompt ",
+                     prompt->definition.name));
       return;
     }
   }
@@ -1009,9 +1008,9 @@ void McpSession::OnComplete(Message& m) {
     ReplyError(m.id, kInvalidParams, Cat("invalid params: unknown ref type ", type));
     return;
   }
-  const std::string value =
-      arg.contains(wire::kValue) && arg[wire::kValue].is_string() ? arg[wire::kValue].get<std::string>()
-                                                                   : std::string();
+  const std::string value = arg.contains(wire::kValue) && arg[wire::kValue].is_string()
+                                ? arg[wire::kValue].get<std::string>()
+                                : std::string();
   std::map<std::string, std::string> context;
   if (auto c = m.params.find(wire::kContext); c != m.params.end() && c->is_object()) {
     if (auto a = c->find(wire::kArguments); a != c->end() && a->is_object()) {
@@ -1076,8 +1075,8 @@ McpServer::~McpServer() = default;
 absl::Status McpServer::AddTool(ToolDefinition definition, ToolHandler handler,
                                 ToolPrepare prepare) {
   if (!ValidToolName(definition.name)) {
-    return absl::InvalidArgumentError(Cat(
-        "invalid tool name '", definition.name, "': use 1-128 characters of A-Z a-z 0-9 _ - ."));
+    return absl::InvalidArgumentError(Cat("invalid tool name '", definition.name,
+                                          "': use 1-128 characters of A-Z a-z 0-9 _ - ."));
   }
   if (!handler) return absl::InvalidArgumentError("a tool needs a handler");
   if (definition.input_schema.is_null()) {
@@ -1107,8 +1106,7 @@ absl::Status McpServer::AddTool(ToolDefinition definition, ToolHandler handler,
   entry->prepare = std::move(prepare);
   std::lock_guard<std::mutex> lock(mu_);
   if (tools_by_name_.count(entry->definition.name) > 0) {
-    return absl::AlreadyExistsError(
-        Cat("tool ", entry->definition.name, " is already registered"));
+    return absl::AlreadyExistsError(Cat("tool ", entry->definition.name, " is already registered"));
   }
   tools_by_name_[entry->definition.name] = entry;
   tools_.push_back(std::move(entry));
@@ -1157,7 +1155,8 @@ absl::Status McpServer::AddResource(ResourceDefinition definition, ResourceReade
 absl::Status McpServer::AddResourceTemplate(ResourceTemplateDefinition definition,
                                             ResourceReader reader) {
   if (definition.uri_template.empty() || definition.name.empty() || !reader) {
-    return absl::InvalidArgumentError("a resource template needs a uriTemplate, a name and a reader");
+    return absl::InvalidArgumentError(
+        "a resource template needs a uriTemplate, a name and a reader");
   }
   auto parts = SplitTemplate(definition.uri_template);
   if (!parts.ok()) return parts.status();
@@ -1179,12 +1178,11 @@ absl::Status McpServer::AddResourceTemplate(ResourceTemplateDefinition definitio
 
 absl::Status McpServer::AddPrompt(PromptDefinition definition, PromptHandler handler) {
   if (!handler) return absl::InvalidArgumentError("a prompt needs a name and a handler");
-  return AddAsyncPrompt(std::move(definition),
-                        [handler = std::move(handler)](
-                            const std::map<std::string, std::string>& arguments,
-                            const SessionInfo& session, PromptDone done) {
-                          done(handler(arguments, session));
-                        });
+  return AddAsyncPrompt(
+      std::move(definition),
+      [handler = std::move(handler)](const std::map<std::string, std::string>& arguments,
+                                     const SessionInfo& session,
+                                     PromptDone done) { done(handler(arguments, session)); });
 }
 
 absl::Status McpServer::AddAsyncPrompt(PromptDefinition definition, AsyncPromptHandler handler) {
@@ -1241,10 +1239,10 @@ absl::Status McpServer::RemoveResource(std::string_view uri) {
 
 absl::Status McpServer::RemoveResourceTemplate(std::string_view uri_template) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = std::find_if(templates_.begin(), templates_.end(), [&](const auto& t) {
-    return t->definition.uri_template == uri_template;
-  });
-  if (it == templates_.end()) return absl::NotFoundError(Cat("no resource template ", uri_template));
+  auto it = std::find_if(templates_.begin(), templates_.end(),
+                         [&](const auto& t) { return t->definition.uri_template == uri_template; });
+  if (it == templates_.end())
+    return absl::NotFoundError(Cat("no resource template ", uri_template));
   templates_.erase(it);
   return absl::OkStatus();
 }
@@ -1254,7 +1252,8 @@ absl::Status McpServer::AddCompletion(std::string_view ref_type, std::string_vie
   if ((ref_type != wire::kRefPrompt && ref_type != wire::kRefResource) || ref.empty() ||
       argument.empty() || !provider) {
     return absl::InvalidArgumentError(
-        "a completion needs ref type ref/prompt or ref/resource, a ref, an argument and a provider");
+        "a completion needs ref type ref/prompt or ref/resource, a ref, an argument and a "
+        "provider");
   }
   std::lock_guard<std::mutex> lock(mu_);
   completions_[CompletionKey(ref_type, ref, argument)] = std::move(provider);

@@ -41,7 +41,8 @@ class RecordingSink final : public MessageSink {
 
 class McpServerTest : public ::testing::Test {
  protected:
-  McpServerTest() : executor_(clock_), server_(executor_, {"contextd-test", "1.2.3", "be kind"}, Options()) {}
+  McpServerTest()
+      : executor_(clock_), server_(executor_, {"contextd-test", "1.2.3", "be kind"}, Options()) {}
 
   static ServerOptions Options() {
     ServerOptions o;
@@ -57,13 +58,15 @@ class McpServerTest : public ::testing::Test {
                                 "minLength":1}},"required":["text"]})"),
                               nullptr, nullptr},
                              [](std::shared_ptr<ToolCall> call) {
-                               call->Finish(TextResult(call->arguments()["text"].get<std::string>()));
+                               call->Finish(
+                                   TextResult(call->arguments()["text"].get<std::string>()));
                              })
                     .ok());
     session_ = NewSession("s1");
   }
 
-  std::shared_ptr<Session> NewSession(const std::string& id, std::shared_ptr<RecordingSink>* out = nullptr) {
+  std::shared_ptr<Session> NewSession(const std::string& id,
+                                      std::shared_ptr<RecordingSink>* out = nullptr) {
     auto sink = std::make_shared<RecordingSink>();
     if (out != nullptr) {
       *out = sink;
@@ -134,8 +137,10 @@ class McpServerTest : public ::testing::Test {
 
 TEST_F(McpServerTest, InitializeNegotiatesVersionAndDeclaresCapabilities) {
   EXPECT_EQ(session_->protocol_version(), "");
-  Json r = Call(1, "initialize", {{"protocolVersion", "2025-06-18"}, {"capabilities", Json::object()},
-                                  {"clientInfo", {{"name", "c"}, {"version", "0"}}}});
+  Json r = Call(1, "initialize",
+                {{"protocolVersion", "2025-06-18"},
+                 {"capabilities", Json::object()},
+                 {"clientInfo", {{"name", "c"}, {"version", "0"}}}});
   ASSERT_TRUE(r.contains("result")) << r.dump();
   EXPECT_EQ(r["result"]["protocolVersion"], "2025-06-18");
   EXPECT_EQ(r["result"]["serverInfo"]["name"], "contextd-test");
@@ -151,7 +156,8 @@ TEST_F(McpServerTest, InitializeNegotiatesVersionAndDeclaresCapabilities) {
 }
 
 TEST_F(McpServerTest, UnsupportedVersionGetsLatest) {
-  Json r = Call(1, "initialize", {{"protocolVersion", "1999-01-01"}, {"capabilities", Json::object()}});
+  Json r =
+      Call(1, "initialize", {{"protocolVersion", "1999-01-01"}, {"capabilities", Json::object()}});
   EXPECT_EQ(r["result"]["protocolVersion"], "2025-11-25");
   std::shared_ptr<RecordingSink> other_sink;
   auto other = NewSession("s2", &other_sink);
@@ -197,8 +203,9 @@ TEST_F(McpServerTest, UnknownMethodAndNotification) {
 
 TEST_F(McpServerTest, ToolsListPaginates) {
   for (const char* name : {"b", "c", "d", "e"}) {
-    ASSERT_TRUE(server_.AddTool({name, "", std::string("tool ") + name, nullptr, nullptr, nullptr},
-                                [](std::shared_ptr<ToolCall> c) { c->Finish(TextResult("")); })
+    ASSERT_TRUE(server_
+                    .AddTool({name, "", std::string("tool ") + name, nullptr, nullptr, nullptr},
+                             [](std::shared_ptr<ToolCall> c) { c->Finish(TextResult("")); })
                     .ok());
   }
   Initialize();
@@ -230,7 +237,8 @@ TEST_F(McpServerTest, AddToolRejectsBadDefinitions) {
             absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(server_.AddTool({"bad name", "", "", nullptr, nullptr, nullptr}, h).code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(server_.AddTool({"s", "", "", Json::parse(R"({"type":"string"})"), nullptr, nullptr}, h).code(),
+  EXPECT_EQ(server_.AddTool({"s", "", "", Json::parse(R"({"type":"string"})"), nullptr, nullptr}, h)
+                .code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(server_.RemoveTool("echo").ok());
   EXPECT_EQ(server_.RemoveTool("echo").code(), absl::StatusCode::kNotFound);
@@ -285,8 +293,7 @@ TEST_F(McpServerTest, ToolPrepareRunsOnReceiptAndReachesTheHandler) {
                                      R"("required":["text"]})"),
                          nullptr, nullptr},
                         [](std::shared_ptr<ToolCall> call) {
-                          call->Finish(
-                              TextResult(std::any_cast<std::string>(call->prepared())));
+                          call->Finish(TextResult(std::any_cast<std::string>(call->prepared())));
                         },
                         [&prepared_texts, tag](const Json& args) -> std::any {
                           std::string text = args["text"].get<std::string>();
@@ -341,19 +348,23 @@ TEST_F(McpServerTest, ToolsCallValidatesAndAnswers) {
 
   r = Call(3, "tools/call", {{"name", "echo"}});
   EXPECT_EQ(r["result"]["isError"], true);
-  EXPECT_NE(r["result"]["content"][0]["text"].get<std::string>().find("required"), std::string::npos);
+  EXPECT_NE(r["result"]["content"][0]["text"].get<std::string>().find("required"),
+            std::string::npos);
 
   EXPECT_EQ(Call(4, "tools/call", {{"name", "nope"}})["error"]["code"], kInvalidParams);
-  EXPECT_EQ(Call(5, "tools/call", {{"name", "echo"}, {"arguments", 3}})["error"]["code"], kInvalidParams);
-  EXPECT_EQ(Call(6, "tools/call", {{"arguments", Json::object()}})["error"]["code"], kInvalidParams);
+  EXPECT_EQ(Call(5, "tools/call", {{"name", "echo"}, {"arguments", 3}})["error"]["code"],
+            kInvalidParams);
+  EXPECT_EQ(Call(6, "tools/call", {{"arguments", Json::object()}})["error"]["code"],
+            kInvalidParams);
   EXPECT_EQ(Call(7, "tools/call")["error"]["code"], kInvalidParams);
 }
 
 TEST_F(McpServerTest, ThrowingHandlerBecomesToolError) {
-  ASSERT_TRUE(server_.AddTool({"boom", "", "", nullptr, nullptr, nullptr},
-                              [](std::shared_ptr<ToolCall> c) {
-                                (void)c->arguments().at("missing");  // throws out_of_range
-                              })
+  ASSERT_TRUE(server_
+                  .AddTool({"boom", "", "", nullptr, nullptr, nullptr},
+                           [](std::shared_ptr<ToolCall> c) {
+                             (void)c->arguments().at("missing");  // throws out_of_range
+                           })
                   .ok());
   Initialize();
   Json r = Call(1, "tools/call", {{"name", "boom"}});
@@ -396,12 +407,13 @@ TEST_F(McpServerTest, ProgressNotificationsCarryTheTokenAndRequestId) {
 }
 
 TEST_F(McpServerTest, NoProgressWithoutToken) {
-  ASSERT_TRUE(server_.AddTool({"p", "", "", nullptr, nullptr, nullptr},
-                              [](std::shared_ptr<ToolCall> c) {
-                                EXPECT_FALSE(c->has_progress_token());
-                                c->SendProgress(1, 2);
-                                c->Finish(TextResult("ok"));
-                              })
+  ASSERT_TRUE(server_
+                  .AddTool({"p", "", "", nullptr, nullptr, nullptr},
+                           [](std::shared_ptr<ToolCall> c) {
+                             EXPECT_FALSE(c->has_progress_token());
+                             c->SendProgress(1, 2);
+                             c->Finish(TextResult("ok"));
+                           })
                   .ok());
   Initialize();
   Request(1, "tools/call", {{"name", "p"}});
@@ -413,17 +425,19 @@ TEST_F(McpServerTest, NoProgressWithoutToken) {
 TEST_F(McpServerTest, CancellationStopsWorkAndSuppressesTheResponse) {
   std::shared_ptr<ToolCall> held;
   int cancelled_callbacks = 0;
-  ASSERT_TRUE(server_.AddTool({"wait", "", "", nullptr, nullptr, nullptr},
-                              [&](std::shared_ptr<ToolCall> c) {
-                                held = c;
-                                c->OnCancelled([&] { ++cancelled_callbacks; });
-                              })
+  ASSERT_TRUE(server_
+                  .AddTool({"wait", "", "", nullptr, nullptr, nullptr},
+                           [&](std::shared_ptr<ToolCall> c) {
+                             held = c;
+                             c->OnCancelled([&] { ++cancelled_callbacks; });
+                           })
                   .ok());
   Initialize();
   Request("w1", "tools/call", {{"name", "wait"}});
   ASSERT_TRUE(held);
   EXPECT_FALSE(held->cancelled());
-  Feed(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"w1","reason":"user"}})");
+  Feed(
+      R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"w1","reason":"user"}})");
   EXPECT_TRUE(held->cancelled());
   EXPECT_EQ(cancelled_callbacks, 1);
   held->Finish(TextResult("too late"));
@@ -441,8 +455,9 @@ TEST_F(McpServerTest, CancellationStopsWorkAndSuppressesTheResponse) {
 
 TEST_F(McpServerTest, FinishTwiceSendsOneResponseAndWorksFromAnotherThread) {
   std::shared_ptr<ToolCall> held;
-  ASSERT_TRUE(server_.AddTool({"later", "", "", nullptr, nullptr, nullptr},
-                              [&](std::shared_ptr<ToolCall> c) { held = c; })
+  ASSERT_TRUE(server_
+                  .AddTool({"later", "", "", nullptr, nullptr, nullptr},
+                           [&](std::shared_ptr<ToolCall> c) { held = c; })
                   .ok());
   Initialize();
   Request(1, "tools/call", {{"name", "later"}});
@@ -460,8 +475,9 @@ TEST_F(McpServerTest, FinishTwiceSendsOneResponseAndWorksFromAnotherThread) {
 
 TEST_F(McpServerTest, OffExecutorProgressAndLogsPrecedeTheResponseAndNothingFollowsIt) {
   std::shared_ptr<ToolCall> held;
-  ASSERT_TRUE(server_.AddTool({"bg", "", "", nullptr, nullptr, nullptr},
-                              [&](std::shared_ptr<ToolCall> c) { held = c; })
+  ASSERT_TRUE(server_
+                  .AddTool({"bg", "", "", nullptr, nullptr, nullptr},
+                           [&](std::shared_ptr<ToolCall> c) { held = c; })
                   .ok());
   Initialize();
   Request(4, "tools/call", {{"name", "bg"}, {"_meta", {{"progressToken", 1}}}});
@@ -482,7 +498,9 @@ TEST_F(McpServerTest, OffExecutorProgressAndLogsPrecedeTheResponseAndNothingFoll
 }
 
 TEST_F(McpServerTest, DuplicateInFlightIdIsRejected) {
-  ASSERT_TRUE(server_.AddTool({"hang", "", "", nullptr, nullptr, nullptr}, [](std::shared_ptr<ToolCall>) {}).ok());
+  ASSERT_TRUE(
+      server_.AddTool({"hang", "", "", nullptr, nullptr, nullptr}, [](std::shared_ptr<ToolCall>) {})
+          .ok());
   Initialize();
   Request(5, "tools/call", {{"name", "hang"}});
   Json r = Call(5, "tools/call", {{"name", "hang"}});
@@ -557,8 +575,9 @@ TEST_F(McpServerTest, SamplingErrorAndMissingCapability) {
 
   auto sink2 = std::shared_ptr<RecordingSink>();
   auto s2 = NewSession("s2", &sink2);
-  Feed(Serialize(MakeRequest(1, "initialize", {{"protocolVersion", "2025-11-25"},
-                                               {"capabilities", {{"sampling", Json::object()}}}})),
+  Feed(Serialize(MakeRequest(
+           1, "initialize",
+           {{"protocolVersion", "2025-11-25"}, {"capabilities", {{"sampling", Json::object()}}}})),
        s2.get());
   sink2->Take();
   Feed(Serialize(MakeRequest(2, "tools/call", {{"name", "sample"}})), s2.get());
@@ -566,8 +585,9 @@ TEST_F(McpServerTest, SamplingErrorAndMissingCapability) {
   Feed(Serialize(MakeError(req["id"], -1, "user rejected")), s2.get());
   std::vector<Sent> sent = sink2->Take();
   ASSERT_EQ(sent.size(), 1u);
-  EXPECT_NE(sent[0].message["result"]["content"][0]["text"].get<std::string>().find("user rejected"),
-            std::string::npos);
+  EXPECT_NE(
+      sent[0].message["result"]["content"][0]["text"].get<std::string>().find("user rejected"),
+      std::string::npos);
 }
 
 TEST_F(McpServerTest, CancellingACallFailsItsClientRequests) {
@@ -575,8 +595,8 @@ TEST_F(McpServerTest, CancellingACallFailsItsClientRequests) {
   ASSERT_TRUE(server_
                   .AddTool({"ask", "", "", nullptr, nullptr, nullptr},
                            [&](std::shared_ptr<ToolCall> c) {
-                             c->SendRequest("elicitation/create", {{"message", "?"}}, milliseconds(0),
-                                            [&](absl::StatusOr<Json> r) {
+                             c->SendRequest("elicitation/create", {{"message", "?"}},
+                                            milliseconds(0), [&](absl::StatusOr<Json> r) {
                                               got_cancelled = absl::IsCancelled(r.status());
                                             });
                            })
@@ -594,12 +614,13 @@ TEST_F(McpServerTest, CancellingACallFailsItsClientRequests) {
 }
 
 TEST_F(McpServerTest, LoggingRespectsSetLevel) {
-  ASSERT_TRUE(server_.AddTool({"log", "", "", nullptr, nullptr, nullptr},
-                              [](std::shared_ptr<ToolCall> c) {
-                                c->Log(LoggingLevel::kInfo, "t", "info line");
-                                c->Log(LoggingLevel::kError, "", {{"k", 1}});
-                                c->Finish(TextResult("ok"));
-                              })
+  ASSERT_TRUE(server_
+                  .AddTool({"log", "", "", nullptr, nullptr, nullptr},
+                           [](std::shared_ptr<ToolCall> c) {
+                             c->Log(LoggingLevel::kInfo, "t", "info line");
+                             c->Log(LoggingLevel::kError, "", {{"k", 1}});
+                             c->Finish(TextResult("ok"));
+                           })
                   .ok());
   Initialize();
   std::vector<Sent> rest;
@@ -637,10 +658,11 @@ class ResourceTest : public McpServerTest {
                                  })
                     .ok());
     ASSERT_TRUE(server_
-                    .AddResourceTemplate({"test://item/{id}/data", "item", "", "items", "application/json"},
-                                         [](const ResourceRead& r, ResourceDone done) {
-                                           done(Json::array({{{"uri", r.uri}, {"text", r.variables.at("id")}}}));
-                                         })
+                    .AddResourceTemplate(
+                        {"test://item/{id}/data", "item", "", "items", "application/json"},
+                        [](const ResourceRead& r, ResourceDone done) {
+                          done(Json::array({{{"uri", r.uri}, {"text", r.variables.at("id")}}}));
+                        })
                     .ok());
     Initialize();
   }
@@ -692,16 +714,18 @@ TEST_F(ResourceTest, CapabilitiesIncludeResources) {
 }
 
 TEST_F(McpServerTest, PromptsAndCompletion) {
-  ASSERT_TRUE(server_
-                  .AddPrompt({"greet", "Greet", "says hello", {{"who", "name", true}, {"tone", "", false}}},
-                             [](const std::map<std::string, std::string>& args, const SessionInfo&)
-                                 -> absl::StatusOr<Json> {
-                               if (args.at("who") == "bad") return absl::InvalidArgumentError("bad who");
-                               return Json{{"messages",
-                                            {{{"role", "user"},
-                                              {"content", {{"type", "text"}, {"text", "hi " + args.at("who")}}}}}}};
-                             })
-                  .ok());
+  ASSERT_TRUE(
+      server_
+          .AddPrompt({"greet", "Greet", "says hello", {{"who", "name", true}, {"tone", "", false}}},
+                     [](const std::map<std::string, std::string>& args,
+                        const SessionInfo&) -> absl::StatusOr<Json> {
+                       if (args.at("who") == "bad") return absl::InvalidArgumentError("bad who");
+                       return Json{
+                           {"messages",
+                            {{{"role", "user"},
+                              {"content", {{"type", "text"}, {"text", "hi " + args.at("who")}}}}}}};
+                     })
+          .ok());
   ASSERT_TRUE(server_
                   .AddCompletion("ref/prompt", "greet", "who",
                                  [](std::string_view v, const std::map<std::string, std::string>&) {
@@ -720,18 +744,22 @@ TEST_F(McpServerTest, PromptsAndCompletion) {
   EXPECT_EQ(r["result"]["messages"][0]["content"]["text"], "hi ann");
   EXPECT_EQ(Call(3, "prompts/get", {{"name", "greet"}})["error"]["code"], kInvalidParams);
   EXPECT_EQ(Call(4, "prompts/get", {{"name", "nope"}})["error"]["code"], kInvalidParams);
-  EXPECT_EQ(Call(5, "prompts/get", {{"name", "greet"}, {"arguments", {{"who", 1}}}})["error"]["code"],
-            kInvalidParams);
-  EXPECT_EQ(Call(6, "prompts/get", {{"name", "greet"}, {"arguments", {{"who", "bad"}}}})["error"]["code"],
-            kInvalidParams);
+  EXPECT_EQ(
+      Call(5, "prompts/get", {{"name", "greet"}, {"arguments", {{"who", 1}}}})["error"]["code"],
+      kInvalidParams);
+  EXPECT_EQ(
+      Call(6, "prompts/get", {{"name", "greet"}, {"arguments", {{"who", "bad"}}}})["error"]["code"],
+      kInvalidParams);
 
   r = Call(7, "completion/complete",
-           {{"ref", {{"type", "ref/prompt"}, {"name", "greet"}}}, {"argument", {{"name", "who"}, {"value", "al"}}}});
+           {{"ref", {{"type", "ref/prompt"}, {"name", "greet"}}},
+            {"argument", {{"name", "who"}, {"value", "al"}}}});
   EXPECT_EQ(r["result"]["completion"]["values"], Json({"alice", "albert"}));
   EXPECT_EQ(r["result"]["completion"]["total"], 2);
   EXPECT_EQ(r["result"]["completion"]["hasMore"], false);
   r = Call(8, "completion/complete",
-           {{"ref", {{"type", "ref/prompt"}, {"name", "other"}}}, {"argument", {{"name", "x"}, {"value", ""}}}});
+           {{"ref", {{"type", "ref/prompt"}, {"name", "other"}}},
+            {"argument", {{"name", "x"}, {"value", ""}}}});
   EXPECT_EQ(r["result"]["completion"]["values"], Json::array());
   EXPECT_EQ(Call(9, "completion/complete", {{"ref", 1}})["error"]["code"], kInvalidParams);
 }
@@ -761,7 +789,7 @@ TEST_F(McpServerTest, AsyncPromptAnswersWhenDoneRunsLaterFromAnotherThread) {
   ASSERT_TRUE(pending);
   std::thread([&] {
     pending(Json{{"messages", Json::array({{{"role", "user"},
-                                             {"content", {{"type", "text"}, {"text", "ok"}}}}})}});
+                                            {"content", {{"type", "text"}, {"text", "ok"}}}}})}});
   }).join();
   executor_.RunUntilIdle();
   Json r = ResponseTo(1);
@@ -807,7 +835,8 @@ TEST_F(McpServerTest, RemovesPromptsResourcesAndTemplates) {
 
 TEST_F(McpServerTest, BatchesOnlyIn2025_03_26) {
   Initialize("2025-06-18");
-  Feed(R"([{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/x"}])");
+  Feed(
+      R"([{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/x"}])");
   std::vector<Sent> sent = sink_->Take();
   ASSERT_EQ(sent.size(), 1u);
   EXPECT_EQ(sent[0].message["error"]["code"], kInvalidRequest);
@@ -815,13 +844,18 @@ TEST_F(McpServerTest, BatchesOnlyIn2025_03_26) {
 
   auto sink2 = std::shared_ptr<RecordingSink>();
   auto s2 = NewSession("s2", &sink2);
-  Feed(R"([{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26"}}])", s2.get());
+  Feed(
+      R"([{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26"}}])",
+      s2.get());
   EXPECT_EQ(sink2->Take().at(0).message["error"]["code"], kInvalidRequest);  // never in a batch
-  Feed(R"({"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-03-26"}})", s2.get());
+  Feed(
+      R"({"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-03-26"}})",
+      s2.get());
   EXPECT_EQ(sink2->Take().at(0).message["result"]["protocolVersion"], "2025-03-26");
-  Feed(R"([{"jsonrpc":"2.0","id":"a","method":"ping"},{"jsonrpc":"2.0","id":"b","method":"tools/call",)"
-       R"("params":{"name":"echo","arguments":{"text":"x"}}}])",
-       s2.get());
+  Feed(
+      R"([{"jsonrpc":"2.0","id":"a","method":"ping"},{"jsonrpc":"2.0","id":"b","method":"tools/call",)"
+      R"("params":{"name":"echo","arguments":{"text":"x"}}}])",
+      s2.get());
   sent = sink2->Take();
   ASSERT_EQ(sent.size(), 2u);
   EXPECT_EQ(sent[0].related, "a");
@@ -838,16 +872,19 @@ TEST_F(McpServerTest, CloseCancelsWorkRunsHooksAndDropsLaterMessages) {
                            }});
   std::shared_ptr<ToolCall> held;
   bool cancelled = false;
-  ASSERT_TRUE(server_.AddTool({"hang", "", "", nullptr, nullptr, nullptr},
-                              [&](std::shared_ptr<ToolCall> c) {
-                                held = c;
-                                c->OnCancelled([&] { cancelled = true; });
-                              })
+  ASSERT_TRUE(server_
+                  .AddTool({"hang", "", "", nullptr, nullptr, nullptr},
+                           [&](std::shared_ptr<ToolCall> c) {
+                             held = c;
+                             c->OnCancelled([&] { cancelled = true; });
+                           })
                   .ok());
   auto sink2 = std::shared_ptr<RecordingSink>();
   auto s2 = NewSession("s2", &sink2);
   EXPECT_EQ(server_.session_count(), 2u);
-  Feed(R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}})", s2.get());
+  Feed(
+      R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}})",
+      s2.get());
   Feed(R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hang"}})", s2.get());
   sink2->Take();
   s2->Close("eof");
@@ -865,7 +902,8 @@ TEST_F(McpServerTest, CloseCancelsWorkRunsHooksAndDropsLaterMessages) {
 
 TEST_F(McpServerTest, DroppedSessionIsUnregistered) {
   std::vector<std::string> closed;
-  server_.SetSessionHooks({nullptr, [&](const SessionInfo& i, std::string_view) { closed.push_back(i.session_id); }});
+  server_.SetSessionHooks(
+      {nullptr, [&](const SessionInfo& i, std::string_view) { closed.push_back(i.session_id); }});
   auto sink2 = std::shared_ptr<RecordingSink>();
   auto s2 = NewSession("s2", &sink2);
   EXPECT_EQ(server_.session_count(), 2u);
