@@ -39,6 +39,7 @@ inline void RunOn(base::Executor& ex, std::function<void()> fn) {
   }
 }
 
+// A null JSON-RPC id: the related request id of messages that belong to no request.
 inline const Json kNullId = nullptr;
 
 }  // namespace internal
