@@ -2,21 +2,18 @@
 // and completion providers shared by all sessions, and creates Sessions (session.h) that speak
 // the MCP lifecycle over JSON-RPC: initialize and version negotiation, ping, tools, resources,
 // prompts, logging, completion, progress, cancellation and server-to-client requests with
-// timeouts.
+// timeouts. What a tool's handler sees (ToolCall, ToolResult, ...) is in tool_call.h.
 // Threading: every piece of engine state lives on one base::Executor. Session::Receive/Close and
 // the McpServer registration and Notify* methods may be called from any thread (they lock or post
 // to the executor). Handlers (tools, resources, prompts, completions, hooks) run on the executor;
 // ToolCall methods may be called from any thread (they post to the executor when needed).
 #pragma once
 
-#include <any>
-#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -27,6 +24,7 @@
 #include "base/executor.h"
 #include "protocol/jsonrpc.h"
 #include "protocol/session.h"
+#include "protocol/tool_call.h"  // IWYU pragma: export
 
 namespace contextd::protocol {
 
@@ -49,98 +47,6 @@ struct ServerOptions {
 
 // The protocol versions this engine negotiates, newest first.
 const std::vector<std::string>& SupportedProtocolVersions();
-
-// MCP logging levels (RFC 5424 order), as used by logging/setLevel and notifications/message.
-enum class LoggingLevel { kDebug, kInfo, kNotice, kWarning, kError, kCritical, kAlert, kEmergency };
-// "debug", "info", ... "emergency".
-std::string_view LoggingLevelName(LoggingLevel level);
-// Parses a level name; nullopt for anything else.
-std::optional<LoggingLevel> ParseLoggingLevel(std::string_view name);
-
-// A tool as tools/list shows it.
-struct ToolDefinition {
-  std::string name;         // unique; 1-128 of [A-Za-z0-9_.-]
-  std::string title;        // optional
-  std::string description;  // shown to the model
-  // JSON Schema of the arguments (type "object"); null means {"type":"object"}. The arguments of
-  // every call are validated against it before the handler runs; a violation becomes a tool
-  // result with isError:true naming the field and the rule.
-  Json input_schema;
-  Json output_schema;  // optional (null = none)
-  Json annotations;    // optional ToolAnnotations object (null = none)
-  Json meta = nullptr;  // optional `_meta` object of the listing (null = none)
-};
-
-// What a tool returns.
-struct ToolResult {
-  Json content = Json::array();  // content blocks: {"type":"text","text":...}, image, audio, ...
-  Json structured_content;       // optional object (null = none)
-  bool is_error = false;         // a tool execution error the model should see
-};
-
-// A result holding one text block.
-ToolResult TextResult(std::string text);
-// A result holding one text block with isError:true.
-ToolResult ErrorResult(std::string text);
-// The wire form {content, structuredContent?, isError?} of `result`.
-Json ToolResultToJson(ToolResult result);
-
-// Completion callback of a server-to-client request: the client's result, or
-// FailedPrecondition (client lacks the capability), DeadlineExceeded (timeout), Cancelled (call
-// cancelled or session closed), Unknown (the client answered with an error; message holds its
-// code and message).
-using ResponseCallback = std::function<void(absl::StatusOr<Json>)>;
-
-// One tools/call in flight. Handed to the tool's handler, which must call Finish exactly once
-// (later calls are ignored). Every method is thread-safe; callbacks run on the executor.
-class ToolCall {
- public:
-  virtual ~ToolCall() = default;
-  // The tool's name.
-  virtual const std::string& tool_name() const = 0;
-  // The arguments, already validated against the tool's input schema (an object).
-  virtual const Json& arguments() const = 0;
-  // Who called.
-  virtual const SessionInfo& session() const = 0;
-  // The id of the tools/call request.
-  virtual const Json& request_id() const = 0;
-  // True when the request carried params._meta.progressToken.
-  virtual bool has_progress_token() const = 0;
-  // Sends notifications/progress (only if a progress token was given; no-op otherwise).
-  // `total` <= 0 means unknown; `message` may be empty.
-  virtual void SendProgress(double progress, double total = 0, std::string_view message = {}) = 0;
-  // Sends notifications/message at `level` unless the session's logging/setLevel filters it out.
-  // `logger` may be empty.
-  virtual void Log(LoggingLevel level, std::string_view logger, Json data) = 0;
-  // Sends a server-to-client request (sampling/createMessage, elicitation/create, roots/list,
-  // ping...) related to this call. `timeout` <= 0 uses ServerOptions::request_timeout.
-  // `callback` runs exactly once on the executor (see ResponseCallback).
-  virtual void SendRequest(std::string_view method, Json params, std::chrono::milliseconds timeout,
-                           ResponseCallback callback) = 0;
-  // True once the client cancelled the call (notifications/cancelled) or the session closed.
-  virtual bool cancelled() const = 0;
-  // Runs `fn` on the executor when the call is cancelled (at once if it already was).
-  virtual void OnCancelled(std::function<void()> fn) = 0;
-  // Sends the result (unless the call was cancelled: then nothing is sent). Once only.
-  virtual void Finish(ToolResult result) = 0;
-  // The engine's executor (for timers and for posting completions back).
-  virtual base::Executor& executor() = 0;
-  // What the tool's ToolPrepare made of the arguments; empty if the tool has none.
-  virtual const std::any& prepared() const = 0;
-};
-
-// Runs a call. Called on the executor; may finish later from any thread. If it throws, the call
-// finishes with an error result.
-using ToolHandler = std::function<void(std::shared_ptr<ToolCall>)>;
-
-// Work a tool does on its validated arguments before its handler runs, on the thread that
-// received the request (any thread, concurrently with anything else), so that costly stateless
-// steps (scrubbing, token counting) do not hold the executor every session shares. It must read
-// only `arguments` and state that is immutable and thread-safe, and keep no reference into
-// `arguments`. Its result reaches the handler as ToolCall::prepared(). Runs on the executor
-// instead when the tool was replaced after the request arrived. If it throws, the call finishes
-// with an error result and the handler does not run.
-using ToolPrepare = std::function<std::any(const Json& arguments)>;
 
 // One resources/read. `done` receives the "contents" array ([{uri, mimeType?, text|blob}]), or
 // NotFound (-> -32002) or another error (-> -32603 with its message). May be called later from
@@ -188,9 +94,8 @@ struct PromptDefinition {
 // Builds prompts/get's result ({description?, messages: [...]}) from the given string arguments
 // (required ones are checked by the engine). An error status becomes -32602 (InvalidArgument)
 // or -32603.
-using PromptHandler =
-    std::function<absl::StatusOr<Json>(const std::map<std::string, std::string>& arguments,
-                                       const SessionInfo& session)>;
+using PromptHandler = std::function<absl::StatusOr<Json>(
+    const std::map<std::string, std::string>& arguments, const SessionInfo& session)>;
 // Completion of an asynchronous prompts/get: the result ({description?, messages}), or an error
 // status (InvalidArgument -> -32602, anything else -> -32603 with its message). Call exactly once
 // (later calls are ignored), from any thread.
@@ -198,9 +103,8 @@ using PromptDone = std::function<void(absl::StatusOr<Json>)>;
 // Builds prompts/get's result later (e.g. from an upstream server). Called on the executor with
 // the string arguments (required ones already checked); must eventually call `done`. If it throws
 // before calling `done`, the request fails with -32603.
-using AsyncPromptHandler =
-    std::function<void(const std::map<std::string, std::string>& arguments,
-                       const SessionInfo& session, PromptDone done)>;
+using AsyncPromptHandler = std::function<void(const std::map<std::string, std::string>& arguments,
+                                              const SessionInfo& session, PromptDone done)>;
 
 // completion/complete: returns candidate values for `value` of the argument; `context` holds the
 // other already-resolved arguments. At most 100 values are sent; total and hasMore are set.

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "protocol/mcp_constants.h"
-#include "protocol/mcp_server.h"
+#include "protocol/tool_call.h"
 
 namespace contextd::protocol {
 
