@@ -1,0 +1,130 @@
+// The Anthropic Messages double on its own (no agent): the SSE it streams, the JSON it answers
+// without streaming, count_tokens, models, HEAD /, its 404s, and the thinking-signature binding
+// that refuses a replayed thinking block whose prefix changed (and only then: a moved
+// cache_control marker is not a change). Run: node --test tests/agents/
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { startAnthropicDouble } from './lib/anthropic_double.mjs';
+
+async function post(double, body, path = '/v1/messages?beta=true') {
+  const res = await fetch(`${double.url}${path}`, {
+    method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': 'k' }, body: JSON.stringify(body),
+  });
+  return { status: res.status, type: res.headers.get('content-type'), text: await res.text() };
+}
+
+// The events of an SSE body, checking that each `event:` line names its data's type.
+function sse(text) {
+  return text.split('\n\n').filter(Boolean).map((block) => {
+    const [eventLine, dataLine] = block.split('\n');
+    const data = JSON.parse(dataLine.replace(/^data: /, ''));
+    assert.equal(eventLine, `event: ${data.type}`);
+    return data;
+  });
+}
+
+// The message an SSE body streams, rebuilt as a client does.
+function assemble(events) {
+  const message = events[0].message;
+  const blocks = [];
+  for (const e of events) {
+    if (e.type === 'content_block_start') blocks[e.index] = { ...e.content_block, partial: '' };
+    if (e.type === 'content_block_delta') {
+      const b = blocks[e.index];
+      if (e.delta.type === 'text_delta') b.text += e.delta.text;
+      if (e.delta.type === 'thinking_delta') b.thinking += e.delta.thinking;
+      if (e.delta.type === 'signature_delta') b.signature += e.delta.signature;
+      if (e.delta.type === 'input_json_delta') b.partial += e.delta.partial_json;
+    }
+    if (e.type === 'message_delta') message.stop_reason = e.delta.stop_reason;
+  }
+  message.content = blocks.map(({ partial, ...b }) => (b.type === 'tool_use' ? { ...b, input: JSON.parse(partial) } : b));
+  return message;
+}
+
+const kTools = [{ name: 'read', description: 'read a file', input_schema: { type: 'object', properties: {} } }];
+const kSystem = [{ type: 'text', text: 'You are a test.', cache_control: { type: 'ephemeral' } }];
+const kUser = { role: 'user', content: [{ type: 'text', text: 'hi' }] };
+
+test('streams a turn: thinking with its signature, text, parallel tool_use, stop_reason tool_use', async () => {
+  const double = await startAnthropicDouble({ script: [{ text: 'reading both', tools: [{ name: 'read', input: { path: 'a' } }, { name: 'read', input: { path: 'b' } }] }] });
+  try {
+    const res = await post(double, { model: 'm', max_tokens: 10, stream: true, system: kSystem, tools: kTools, messages: [kUser] });
+    assert.equal(res.status, 200);
+    assert.match(res.type, /text\/event-stream/);
+    const events = sse(res.text);
+    assert.equal(events[0].type, 'message_start');
+    assert.equal(events.at(-1).type, 'message_stop');
+    const message = assemble(events);
+    assert.deepEqual(message.content.map((b) => b.type), ['thinking', 'text', 'tool_use', 'tool_use']);
+    assert.ok(message.content[0].signature.length > 20);
+    assert.equal(message.content[1].text, 'reading both');
+    assert.deepEqual(message.content.slice(2).map((b) => b.input), [{ path: 'a' }, { path: 'b' }]);
+    assert.notEqual(message.content[2].id, message.content[3].id);
+    assert.equal(message.stop_reason, 'tool_use');
+    assert.equal(double.requests[0].headers['x-api-key'], 'k');
+    assert.equal(double.requests[0].url, '/v1/messages?beta=true');
+  } finally {
+    await double.close();
+  }
+});
+
+test('answers JSON without streaming; count_tokens, models, HEAD / and a 404 in the API error shape', async () => {
+  const double = await startAnthropicDouble({ script: [{ text: 'hello' }] });
+  try {
+    const res = await post(double, { model: 'm', max_tokens: 10, tools: kTools, messages: [kUser] }, '/v1/messages');
+    assert.equal(res.status, 200);
+    const message = JSON.parse(res.text);
+    assert.deepEqual(message.content.map((b) => b.type), ['thinking', 'text']);
+    assert.equal(message.stop_reason, 'end_turn');
+    const count = await post(double, { model: 'm', messages: [kUser] }, '/v1/messages/count_tokens');
+    assert.ok(JSON.parse(count.text).input_tokens > 0);
+    const models = await fetch(`${double.url}/v1/models`);
+    assert.equal((await models.json()).data[0].type, 'model');
+    assert.equal((await fetch(`${double.url}/`, { method: 'HEAD' })).status, 200);
+    const missing = await post(double, {}, '/v1/complete');
+    assert.equal(missing.status, 404);
+    assert.equal(JSON.parse(missing.text).error.type, 'not_found_error');
+    // A request without tools is a side request: it does not use up the script.
+    const side = JSON.parse((await post(double, { model: 'm', max_tokens: 10, messages: [kUser] })).text);
+    assert.equal(side.content.at(-1).text, 'ok');
+    assert.equal(double.mainRequests().length, 1);
+  } finally {
+    await double.close();
+  }
+});
+
+test('a thinking block replayed after a changed prefix is refused with the provider 400, a moved cache_control is not', async () => {
+  const double = await startAnthropicDouble({ script: [{ tools: [{ name: 'read', input: {} }] }, { text: 'a' }, { text: 'b' }, { text: 'c' }] });
+  try {
+    const first = JSON.parse((await post(double, { model: 'm', max_tokens: 10, system: kSystem, tools: kTools, messages: [kUser] }, '/v1/messages')).text);
+    const toolUse = first.content.find((b) => b.type === 'tool_use');
+    const history = (userText) => [
+      { role: 'user', content: [{ type: 'text', text: userText }] },
+      { role: 'assistant', content: first.content },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: toolUse.id, content: 'x', cache_control: { type: 'ephemeral' } }] },
+    ];
+    // The same prefix, with the cache marker moved off the system prompt: accepted.
+    const same = await post(double, { model: 'm', max_tokens: 10, system: [{ type: 'text', text: 'You are a test.' }], tools: kTools, messages: history('hi') }, '/v1/messages');
+    assert.equal(same.status, 200, same.text);
+    // A changed earlier message: refused, naming the block.
+    const changed = await post(double, { model: 'm', max_tokens: 10, system: kSystem, tools: kTools, messages: history('hello') }, '/v1/messages');
+    assert.equal(changed.status, 400);
+    const error = JSON.parse(changed.text);
+    assert.equal(error.type, 'error');
+    assert.equal(error.error.type, 'invalid_request_error');
+    assert.match(error.error.message, /^messages\.1\.content\.0: .*bound to a different conversation/);
+    // Changed tools and a changed system prompt: refused too.
+    const tools = await post(double, { model: 'm', max_tokens: 10, system: kSystem, tools: [...kTools, { ...kTools[0], name: 'write' }], messages: history('hi') }, '/v1/messages');
+    assert.equal(tools.status, 400);
+    const system = await post(double, { model: 'm', max_tokens: 10, system: 'other', tools: kTools, messages: history('hi') }, '/v1/messages');
+    assert.equal(system.status, 400);
+    // An edited thinking text is refused as well.
+    const edited = history('hi');
+    edited[1] = { role: 'assistant', content: first.content.map((b) => (b.type === 'thinking' ? { ...b, thinking: 'edited' } : b)) };
+    assert.equal((await post(double, { model: 'm', max_tokens: 10, system: kSystem, tools: kTools, messages: edited }, '/v1/messages')).status, 400);
+    assert.equal(double.errors.length, 4);
+  } finally {
+    await double.close();
+  }
+});
