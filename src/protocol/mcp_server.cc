@@ -266,6 +266,12 @@ class McpSession final : public Session, public std::enable_shared_from_this<Mcp
     sink_->Send(std::move(message), related);
   }
 
+  // Outside the outbound gate: messages it holds reach the sink after the close and are kept
+  // for the client's resumption.
+  void CloseStream(const Json& related) {
+    if (!closed_) sink_->CloseStream(related);
+  }
+
   bool initialized() const { return initialized_; }
   bool subscribed(const std::string& uri) const { return subscriptions_.count(uri) > 0; }
 
@@ -393,6 +399,13 @@ class ToolCallImpl final : public ToolCall, public std::enable_shared_from_this<
       if (auto s = self->session_.lock()) {
         s->Send(MakeNotification(wire::kNotifProgress, std::move(p)), self->id_);
       }
+    });
+  }
+
+  void CloseStream() override {
+    RunOn(executor_, [self = shared_from_this()] {
+      if (self->cancelled_ || self->responded_) return;
+      if (auto s = self->session_.lock()) s->CloseStream(self->id_);
     });
   }
 

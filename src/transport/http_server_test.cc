@@ -69,12 +69,10 @@ class RawClient {
   std::string Request(const std::string& method, const std::string& body,
                       const std::string& extra_headers = "",
                       const std::string& accept = "application/json, text/event-stream") {
-    std::string r = method + " /mcp HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port_) +
-                    "\r\n";
+    std::string r = method + " /mcp HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port_) + "\r\n";
     if (!accept.empty()) r += "Accept: " + accept + "\r\n";
     if (method == "POST") r += "Content-Type: application/json\r\n";
-    r += "Content-Length: " + std::to_string(body.size()) + "\r\n" + extra_headers + "\r\n" +
-         body;
+    r += "Content-Length: " + std::to_string(body.size()) + "\r\n" + extra_headers + "\r\n" + body;
     return r;
   }
 
@@ -615,9 +613,10 @@ TEST_F(HttpServerTest, ExpectContinueIsHonoured) {
   RawClient c(server_->port());
   std::string sid = Init(c);
   const std::string body = Req(2, "ping", {{"pad", std::string(3000, 'x')}});
-  c.Send("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\n"
-         "Content-Type: application/json\r\nExpect: 100-continue\r\n" + Sid(sid) +
-         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n");
+  c.Send(
+      "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\n"
+      "Content-Type: application/json\r\nExpect: 100-continue\r\n" +
+      Sid(sid) + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n");
   Response cont = c.ReadHead();
   EXPECT_EQ(cont.status, 100);
   c.Send(body);
@@ -685,7 +684,11 @@ TEST_F(HttpServerTest, HealthzAndMetrics) {
   c.Send("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
   r = c.ReadResponse();
   EXPECT_EQ(r.status, 200);
-  EXPECT_EQ(r.body, "contextd_up 1\n");
+  // The server's metrics first, then the listener's own.
+  EXPECT_EQ(r.body.rfind("contextd_up 1\n# HELP contextd_http_", 0), 0u) << r.body;
+  EXPECT_NE(r.body.find("\ncontextd_http_responses_total{route=\"healthz\",code=\"2xx\"} 1\n"),
+            std::string::npos)
+      << r.body;
   c.Send("GET /nope HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
   EXPECT_EQ(c.ReadResponse().status, 404);
 }
