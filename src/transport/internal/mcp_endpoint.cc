@@ -152,8 +152,8 @@ class McpExchange : public std::enable_shared_from_this<McpExchange> {
   void PostSessionGone() {
     responder_->Post([self = shared_from_this()] { self->OnSessionGone(); });
   }
-  void PostServerClose() {
-    responder_->Post([self = shared_from_this()] { self->OnServerClose(); });
+  void PostServerClose(uint64_t priming_id) {
+    responder_->Post([self = shared_from_this(), priming_id] { self->OnServerClose(priming_id); });
   }
   void PostStreamComplete() {
     responder_->Post([self = shared_from_this()] {
@@ -174,7 +174,7 @@ class McpExchange : public std::enable_shared_from_this<McpExchange> {
 
   void OnSessionMessage(std::string payload, bool is_response);
   void OnSessionGone();
-  void OnServerClose();
+  void OnServerClose(uint64_t priming_id);
   void OnClientGone();
   void OnSessionEnded(bool saved);
 
@@ -196,7 +196,7 @@ class McpExchange : public std::enable_shared_from_this<McpExchange> {
     route_keys_.clear();
   }
   void StartStream(Mode mode);
-  void WritePriming(bool with_retry);
+  void WritePriming(uint64_t id, bool with_retry);
   void WriteEvent(uint64_t event_id, std::string_view payload);
   void FinishStream(bool close);
   void ScheduleKeepAlive();
@@ -449,11 +449,11 @@ void McpExchange::OnSessionGone() {
 // The engine closed this POST's stream before its answers (SEP-1699 polling): the client gets
 // an event id and a retry delay, then the end of the stream, and resumes with GET and
 // Last-Event-ID; the sink keeps the answers for it meanwhile.
-void McpExchange::OnServerClose() {
+void McpExchange::OnServerClose(uint64_t priming_id) {
   if (mode_ == Mode::kWaiting) StartStream(Mode::kPostStream);
   if (mode_ != Mode::kPostStream) return;
   route_keys_.clear();  // the sink now keeps them for the resumed stream
-  WritePriming(/*with_retry=*/true);
+  WritePriming(priming_id, /*with_retry=*/true);
   FinishStream(false);
 }
 
@@ -497,12 +497,13 @@ void McpExchange::StartStream(Mode mode) {
   for (auto& h : session_header_) headers.push_back(std::move(h));
   session_header_.clear();
   responder_->StartStream(200, std::string(kEventStream), std::move(headers));
-  if (mode == Mode::kPostStream && prime_) WritePriming(/*with_retry=*/false);
+  if (mode == Mode::kPostStream && prime_ && session_) {
+    WritePriming(session_->sink->Cursor(stream_), /*with_retry=*/false);
+  }
 }
 
-void McpExchange::WritePriming(bool with_retry) {
-  if (!session_) return;
-  std::string ev = "id: " + std::to_string(session_->sink->Cursor(stream_)) + "\n";
+void McpExchange::WritePriming(uint64_t id, bool with_retry) {
+  std::string ev = "id: " + std::to_string(id) + "\n";
   if (with_retry) ev += "retry: " + std::to_string(ep_->opts().sse_retry.count()) + "\n";
   ev += "data: \n\n";
   responder_->Write(std::move(ev));
@@ -598,7 +599,8 @@ void HttpSink::CloseStream(const Json& related_request_id) {
     }
   }
   closed_pending_[it->second.stream] += owed;
-  ex->PostServerClose();
+  // The cursor the client resumes from precedes every answer kept for it.
+  ex->PostServerClose(RecordLocked(it->second.stream, std::string()));
 }
 
 void HttpSink::SendStandalone(std::string payload) {
