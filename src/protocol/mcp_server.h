@@ -191,8 +191,9 @@ struct PromptDefinition {
 // Builds prompts/get's result ({description?, messages: [...]}) from the given string arguments
 // (required ones are checked by the engine). An error status becomes -32602 (InvalidArgument)
 // or -32603.
-using PromptHandler = std::function<absl::StatusOr<Json>(
-    const std::map<std::string, std::string>& arguments, const SessionInfo& session)>;
+using PromptHandler =
+    std::function<absl::StatusOr<Json>(const std::map<std::string, std::string>& arguments,
+                                       const SessionInfo& session)>;
 // Completion of an asynchronous prompts/get: the result ({description?, messages}), or an error
 // status (InvalidArgument -> -32602, anything else -> -32603 with its message). Call exactly once
 // (later calls are ignored), from any thread.
@@ -200,8 +201,9 @@ using PromptDone = std::function<void(absl::StatusOr<Json>)>;
 // Builds prompts/get's result later (e.g. from an upstream server). Called on the executor with
 // the string arguments (required ones already checked); must eventually call `done`. If it throws
 // before calling `done`, the request fails with -32603.
-using AsyncPromptHandler = std::function<void(const std::map<std::string, std::string>& arguments,
-                                              const SessionInfo& session, PromptDone done)>;
+using AsyncPromptHandler =
+    std::function<void(const std::map<std::string, std::string>& arguments,
+                       const SessionInfo& session, PromptDone done)>;
 
 // completion/complete: returns candidate values for `value` of the argument; `context` holds the
 // other already-resolved arguments. At most 100 values are sent; total and hasMore are set.

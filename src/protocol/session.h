@@ -16,9 +16,9 @@ namespace contextd::protocol {
 
 // Who is on the other end of a session.
 struct SessionInfo {
-  std::string session_id;        // Mcp-Session-Id over HTTP; "stdio" on stdio
+  std::string session_id;      // Mcp-Session-Id over HTTP; "stdio" on stdio
   std::string tenant = "local";  // from the bearer token over HTTP; "local" on stdio
-  std::string transport;         // "stdio" or "http"
+  std::string transport;       // "stdio" or "http"
 };
 
 // Where a session's outbound messages go. Implemented by transports.

@@ -5,14 +5,15 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <limits>
+#include <optional>
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <limits>
-#include <optional>
 
 #include "base/logging.h"
 #include "base/str_cat.h"
@@ -133,8 +134,8 @@ absl::StatusOr<HttpUrl> ParseHttpUrl(std::string_view url) {
   } else {
     size_t colon = authority.rfind(':');
     out.host = std::string(authority.substr(0, colon));
-    out.port =
-        colon == std::string_view::npos ? default_port : std::string(authority.substr(colon + 1));
+    out.port = colon == std::string_view::npos ? default_port
+                                               : std::string(authority.substr(colon + 1));
   }
   if (out.host.empty() || out.port.empty()) {
     return absl::InvalidArgumentError(base::StrCat("bad upstream url: ", url));
@@ -237,8 +238,9 @@ void UpstreamHttpChannel::Deliver(std::string message) {
 void UpstreamHttpChannel::FailRequest(const std::string& body, const std::string& why) {
   auto json = nlohmann::json::parse(body, nullptr, false);
   if (!json.is_object() || !json.contains("id") || !json.contains("method")) return;
-  nlohmann::json error = {
-      {"jsonrpc", "2.0"}, {"id", json["id"]}, {"error", {{"code", -32603}, {"message", why}}}};
+  nlohmann::json error = {{"jsonrpc", "2.0"},
+                          {"id", json["id"]},
+                          {"error", {{"code", -32603}, {"message", why}}}};
   Deliver(error.dump());
 }
 
@@ -300,9 +302,10 @@ absl::Status UpstreamHttpChannel::Connect(Connection& c) {
   c.tls->handshake(ssl::stream_base::client, ec);
   if (ec) {
     long verify = SSL_get_verify_result(ssl_handle);
-    std::string why = verify != X509_V_OK ? base::StrCat("certificate verify failed: ",
-                                                         X509_verify_cert_error_string(verify))
-                                          : ec.message();
+    std::string why = verify != X509_V_OK
+                          ? base::StrCat("certificate verify failed: ",
+                                         X509_verify_cert_error_string(verify))
+                          : ec.message();
     return absl::UnavailableError(
         base::StrCat("TLS handshake with ", url_.host, ":", url_.port, " failed: ", why));
   }
@@ -403,8 +406,8 @@ void UpstreamHttpChannel::Post(std::string body) {
     return;
   }
   if (too_big) {
-    FailRequest(body,
-                base::StrCat("upstream answer larger than ", options_.max_message_bytes, " bytes"));
+    FailRequest(body, base::StrCat("upstream answer larger than ", options_.max_message_bytes,
+                                   " bytes"));
     return;
   }
   if (body_failed) {

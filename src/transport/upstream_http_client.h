@@ -27,10 +27,10 @@
 namespace contextd::transport {
 
 struct UpstreamHttpOptions {
-  std::string url;                             // "http[s]://host[:port]/path"
-  std::map<std::string, std::string> headers;  // sent with every request
+  std::string url;                              // "http[s]://host[:port]/path"
+  std::map<std::string, std::string> headers;   // sent with every request
   std::string log_name;
-  size_t max_message_bytes = 64 << 20;  // larger answers are dropped
+  size_t max_message_bytes = 64 << 20;          // larger answers are dropped
   // https: PEM file of the CA certificate(s) to trust instead of the system trust store.
   std::string ca_file;
   // Delays before reopening a dropped GET stream: first (or the server's SSE `retry:`),
@@ -70,8 +70,8 @@ class UpstreamHttpChannel final : public UpstreamChannel {
     std::thread thread;
     std::shared_ptr<std::atomic<bool>> done;
   };
-  struct Tls;        // the OpenSSL client context (https only)
-  class Connection;  // one plain or TLS connection, its socket registered in active_fds_
+  struct Tls;          // the OpenSSL client context (https only)
+  class Connection;    // one plain or TLS connection, its socket registered in active_fds_
   enum class StreamEnd { kDropped, kNotOffered, kGone, kClosed };
 
   UpstreamHttpChannel(UpstreamHttpOptions options, HttpUrl url, UpstreamCallbacks callbacks,
@@ -92,7 +92,7 @@ class UpstreamHttpChannel final : public UpstreamChannel {
   const HttpUrl url_;
   const UpstreamCallbacks callbacks_;
   const std::shared_ptr<Tls> tls_;
-  std::mutex mu_;                      // guards everything below
+  std::mutex mu_;  // guards everything below
   std::condition_variable closed_cv_;  // signalled when closed_ becomes true
   bool closed_ = false;
   bool close_reported_ = false;
