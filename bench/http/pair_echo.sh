@@ -29,9 +29,16 @@ one() {  # label build extra-load-args...
     [[ -n $url ]] && break
     sleep 0.05
   done
-  "$LOAD" --url "$url" --sessions "$SESSIONS" --concurrency "$CONC" --duration "$DURATION" \
+  local out rps ticks
+  out=$("$LOAD" --url "$url" --sessions "$SESSIONS" --concurrency "$CONC" --duration "$DURATION" \
     --warmup "$WARMUP" --tool echo --args '{"message":"hello"}' --label "$label" "$@" |
-    grep '^RESULT' || echo "RESULT label=$label failed"
+    grep '^RESULT' || echo "RESULT label=$label failed")
+  # Server CPU (user + system, whole run incl. warmup) per request at the measured rate.
+  ticks=$(awk '{print $14 + $15}' "/proc/$PID/stat")
+  rps=$(sed -n 's/.* rps=\([0-9.]*\).*/\1/p' <<<"$out")
+  echo "$out server_cpu_us_per_req=$(awk -v t="$ticks" -v r="${rps:-0}" -v d="$DURATION" \
+    -v w="$WARMUP" -v hz="$(getconf CLK_TCK)" \
+    'BEGIN { if (r > 0) printf "%.1f", t / hz * 1e6 / (r * (d + w)); else print "n/a" }')"
   kill "$PID"; wait "$PID" 2>/dev/null || true; PID=
 }
 

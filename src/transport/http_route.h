@@ -124,9 +124,10 @@ class HttpResponder {
   virtual bool closed() const = 0;
 };
 
-// Called on an I/O thread for each request the route matches; must not block. The handler answers
-// through `responder`, at once or later from any thread; a responder released without an answer
-// leaves the client waiting until it gives up or the connection's limits close it.
+// Called on an I/O thread for each request the route matches; must not block or throw (a throw
+// is logged and answered 500). The handler answers through `responder`, at once or later from any
+// thread; when the last reference to a responder goes before its answer ended, the client gets a
+// 500 (or, mid-stream, a closed connection).
 using RouteHandler =
     std::function<void(HttpRequest request, std::shared_ptr<HttpResponder> responder)>;
 

@@ -90,6 +90,15 @@ TEST_F(HttpRoutesTest, ExactAndPrefixRoutesWithPerRouteAuth) {
   EXPECT_EQ(r.header("allow"), "POST");
   c.Send(Get(port, "GET", "/v1/models"));
   EXPECT_EQ(c.ReadResponse().status, 200);
+  // Host/Origin checks are per route: off here, on for /api/v1/ and /mcp.
+  c.Send(
+      "GET /v1/models HTTP/1.1\r\nHost: gateway.example\r\nOrigin: https://app.example\r\n"
+      "Content-Length: 0\r\n\r\n");
+  EXPECT_EQ(c.ReadResponse().status, 200);
+  c.Send(
+      "GET /api/v1/x HTTP/1.1\r\nHost: gateway.example\r\nAuthorization: Bearer "
+      "contextd-token\r\nContent-Length: 0\r\n\r\n");
+  EXPECT_EQ(c.ReadResponse().status, 403);
   c.Send(Get(port, "HEAD", "/"));
   r = c.ReadHead();
   EXPECT_EQ(r.status, 200);
@@ -153,6 +162,21 @@ TEST_F(HttpRoutesTest, StreamedResponseFromAnotherThreadThenKeepAlive) {
   EXPECT_EQ(confirmed.load(), 3);
   std::lock_guard<std::mutex> lock(mu);
   for (auto& t : threads) t.join();
+}
+
+TEST_F(HttpRoutesTest, AResponderReleasedWithoutAnAnswerGets500) {
+  HttpServerOptions o;
+  HttpRoute r;
+  r.path = "/forgetful";
+  r.auth = RouteAuth::kNone;
+  r.handler = [](HttpRequest, std::shared_ptr<HttpResponder>) {};
+  o.routes.push_back(r);
+  Start(o);
+  RawClient c(server_->port());
+  c.Send(Get(server_->port(), "GET", "/forgetful"));
+  EXPECT_EQ(c.ReadResponse().status, 500);
+  c.Send(Get(server_->port(), "GET", "/healthz"));  // and the connection serves the next one
+  EXPECT_EQ(c.ReadResponse().status, 200);
 }
 
 // A route that keeps its responders for the test to use later.

@@ -125,6 +125,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (ExchangeOpen(gen)) timer_.cancel();
   }
 
+  void RouteAbandoned(uint64_t gen) {
+    if (gen != gen_) return;
+    if (mode_ == Mode::kHandling) {
+      base::LogWarn("http: a route released its responder without answering");
+      RespondError(500, "internal error: the request was not answered");
+    } else if (mode_ == Mode::kStreaming) {
+      Close();  // an unfinished body must not look complete
+    }
+  }
+
   void RouteOnGone(uint64_t gen, std::function<void()> fn) {
     if (ExchangeOpen(gen)) on_gone_ = std::move(fn);
   }
@@ -568,6 +578,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
    public:
     ConnResponder(std::shared_ptr<ConnLink> link, uint64_t gen)
         : link_(std::move(link)), gen_(gen) {}
+    // Released before its answer ended: the client gets a 500 (or, mid-stream, a closed
+    // connection) instead of waiting.
+    ~ConnResponder() override {
+      Run([](Connection& c, uint64_t gen) { c.RouteAbandoned(gen); }, /*allow_inline=*/false);
+    }
 
     void Respond(HttpResponse response) override {
       Run([r = std::move(response)](Connection& c, uint64_t gen) mutable {
