@@ -403,9 +403,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // Ends the open exchange: responders can no longer reach this connection.
   void EndExchange() {
-    on_gone_ = nullptr;
     timer_.cancel();
-    std::shared_ptr<Connection> held;  // released after the lock (an entry point holds `this`)
+    // Released after the link is cut and its lock let go, in this order: the route's state
+    // (whose responders then find the exchange ended), then the link's hold on this connection
+    // (an entry point holds `this` too).
+    std::shared_ptr<Connection> held;
+    std::function<void()> gone = std::move(on_gone_);
+    on_gone_ = nullptr;
     std::lock_guard<std::mutex> lock(link_->mu);
     if (link_->gen == gen_) held = std::move(link_->conn);
   }

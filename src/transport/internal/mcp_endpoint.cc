@@ -53,8 +53,8 @@ std::shared_ptr<SessionEntry> McpExchange::RequireSession(HttpRequest& req) {
 }
 
 bool McpExchange::CheckProtocolVersionHeader(HttpRequest& req) {
-  if (!req.HasHeader("MCP-Protocol-Version")) return true;  // absent: 2025-03-26 (spec)
   std::string_view v = req.Header("MCP-Protocol-Version");
+  if (v.empty() && !req.HasHeader("MCP-Protocol-Version")) return true;  // absent: 2025-03-26
   if (ep_->VersionSupported(v)) {
     prime_ = v >= "2025-11-25";
     return true;
