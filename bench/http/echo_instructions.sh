@@ -5,7 +5,8 @@
 # 3 s of mcp_load, counts DURATION s more (16 sessions, 32 in flight) and prints instructions per
 # request (all threads; the kernel's share, such as socket I/O, is not counted).
 #
-#   bench/http/echo_instructions.sh BUILD_DIR...    # DURATION=10
+#   bench/http/echo_instructions.sh BUILD_DIR...    # DURATION=10; KEEP=/tmp/cg keeps the
+#                                                   # profiles as /tmp/cg.1, /tmp/cg.2, ...
 set -euo pipefail
 DURATION=${DURATION:-10}
 for tool in valgrind callgrind_control; do
@@ -43,7 +44,9 @@ for build in "$@"; do
   rps=$(sed -n 's/.* rps=\([0-9.]*\).*/\1/p' <<<"$out")
   ir=$(cat "$TMP"/cg.out* | awk '/^totals:/ {s += $2} END {print s}')
   [[ -n ${KEEP:-} ]] && cat "$TMP"/cg.out.* >"$KEEP.$((++kept))"
-  kill "$PID"; wait "$PID" 2>/dev/null || true; PID=
+  kill "$vg" "$PID" 2>/dev/null || true
+  wait "$PID" 2>/dev/null || true
+  PID=
   awk -v ir="$ir" -v r="$rps" -v d="$DURATION" -v b="$build" \
     'BEGIN { printf "%s: %.0f requests, %.0f instructions per request\n", b, r * d, ir / (r * d) }'
 done

@@ -29,6 +29,11 @@ class RecordingSink final : public MessageSink {
     std::lock_guard<std::mutex> lock(mu_);
     sent_.push_back({message, related_request_id});
   }
+  // Recorded as a message {"closeStream": true} related to the request.
+  void CloseStream(const Json& related_request_id) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    sent_.push_back({Json{{"closeStream", true}}, related_request_id});
+  }
   std::vector<Sent> Take() {
     std::lock_guard<std::mutex> lock(mu_);
     return std::exchange(sent_, {});
@@ -358,6 +363,27 @@ TEST_F(McpServerTest, ThrowingHandlerBecomesToolError) {
   Initialize();
   Json r = Call(1, "tools/call", {{"name", "boom"}});
   EXPECT_EQ(r["result"]["isError"], true);
+}
+
+TEST_F(McpServerTest, ToolCallClosesItsStreamBeforeItsResult) {
+  ASSERT_TRUE(server_
+                  .AddTool({"poll", "", "", nullptr, nullptr, nullptr},
+                           [](std::shared_ptr<ToolCall> c) {
+                             c->SendProgress(1, 2);
+                             c->CloseStream();
+                             c->executor().PostAfter(milliseconds(100),
+                                                     [c] { c->Finish(TextResult("later")); });
+                           })
+                  .ok());
+  Initialize();
+  Request(9, "tools/call", {{"name", "poll"}, {"_meta", {{"progressToken", "p"}}}});
+  std::vector<Sent> sent = sink_->Take();
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_EQ(sent[0].message["method"], "notifications/progress");
+  EXPECT_EQ(sent[1].message, (Json{{"closeStream", true}}));
+  EXPECT_EQ(sent[1].related, 9);
+  executor_.AdvanceAndRun(milliseconds(100));
+  EXPECT_EQ(ResponseTo(9)["result"]["content"][0]["text"], "later");
 }
 
 TEST_F(McpServerTest, ProgressNotificationsCarryTheTokenAndRequestId) {
