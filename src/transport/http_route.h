@@ -65,7 +65,8 @@ struct HttpResponse {
   int status = 200;
   // Written as a Content-Type header when not empty.
   std::string content_type;
-  // Further headers (not Content-Length, Transfer-Encoding or Connection).
+  // Further headers (not Content-Length, Transfer-Encoding or Connection). A header whose name
+  // or value contains CR or LF (or whose name is empty or has ':') is dropped.
   HttpHeaders headers;
   std::string body;
   // Close the connection after this response (keep-alive otherwise, when the client allows).
@@ -86,7 +87,7 @@ class HttpResponder {
   virtual void Respond(HttpResponse response) = 0;
 
   // Starts a streamed response: status and headers now (chunked on HTTP/1.1; on HTTP/1.0 the body
-  // ends with the connection), body chunks with Write as they arrive.
+  // ends with the connection), body chunks with Write as they arrive. Headers as in HttpResponse.
   virtual void StartStream(int status, std::string content_type, HttpHeaders headers = {}) = 0;
 
   // Appends `data` to a started stream, unbuffered: it is handed to the kernel as soon as earlier

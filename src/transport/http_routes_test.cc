@@ -46,7 +46,11 @@ HttpRoute EchoRoute(std::vector<std::string> methods, std::string path, RouteMat
                        std::string(req.query()) + "|" + std::string(req.Header("x-api-key")) + "|" +
                        std::string(req.Header("authorization")) + "|" + req.tenant() + "|" +
                        req.body();
-    responder->Respond({200, "text/plain", {{"X-Route", req.path().empty() ? "-" : "r"}}, body});
+    responder->Respond(
+        {200,
+         "text/plain",
+         {{"X-Route", req.path().empty() ? "-" : "r"}, {"X-Injected", "a\r\nSet-Cookie: x=1"}},
+         body});
   };
   return r;
 }
@@ -84,6 +88,8 @@ TEST_F(HttpRoutesTest, ExactAndPrefixRoutesWithPerRouteAuth) {
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.body, "POST|/v1/messages|beta=true|sk-ant-1|Bearer sk-provider||{\"a\":1}");
   EXPECT_EQ(r.header("x-route"), "r");
+  EXPECT_EQ(r.header("x-injected"), "");  // a header that would split the response is dropped
+  EXPECT_EQ(r.header("set-cookie"), "");
   c.Send(Get(port, "GET", "/v1/messages"));
   r = c.ReadResponse();
   EXPECT_EQ(r.status, 405);

@@ -28,6 +28,19 @@ using Strand = net::strand<net::io_context::executor_type>;
 namespace {
 constexpr size_t kMaxQueuedBytes = 8u << 20;        // a slower reader is disconnected
 constexpr size_t kMaxStreamInputBytes = 64u << 10;  // read ahead while a stream is open
+
+// Appends a route's headers, dropping any whose name or value would split the response (a route
+// may relay headers it got from elsewhere).
+void AppendHeaders(const HttpHeaders& headers, std::string* out) {
+  for (const auto& [k, v] : headers) {
+    if (k.empty() || k.find_first_of("\r\n:") != std::string::npos ||
+        v.find_first_of("\r\n") != std::string::npos) {
+      base::LogWarn("http: dropped a response header containing CR or LF");
+      continue;
+    }
+    out->append(k).append(": ").append(v).append("\r\n");
+  }
+}
 }  // namespace
 
 // One TCP connection: reads requests one at a time, hands each to its route, writes what the
@@ -78,7 +91,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (gen != gen_ || mode_ != Mode::kHandling) return;
     std::string h = StatusLine(status);
     if (!content_type.empty()) h.append("Content-Type: ").append(content_type).append("\r\n");
-    for (const auto& [k, v] : headers) h.append(k).append(": ").append(v).append("\r\n");
+    AppendHeaders(headers, &h);
     h += http10_ ? "Connection: close\r\n" : "Transfer-Encoding: chunked\r\n";
     h += "\r\n";
     srv_->CountResponse(route_, status);
@@ -450,9 +463,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     out += "Content-Length: ";
     out += std::to_string(body.size());
     out += "\r\n";
-    if (headers != nullptr) {
-      for (const auto& [k, v] : *headers) out.append(k).append(": ").append(v).append("\r\n");
-    }
+    if (headers != nullptr) AppendHeaders(*headers, &out);
     out += raw_headers;
     if (close) {
       out += "Connection: close\r\n";
