@@ -100,6 +100,10 @@ void McpSession::Deliver(const absl::Status& committed, Json message, const Json
   sink_->Send(std::move(message), related);
 }
 
+void McpSession::CloseStream(const Json& related) {
+  if (!closed_) sink_->CloseStream(related);
+}
+
 void McpSession::SendLog(LoggingLevel level, std::string_view logger, Json data,
                          const Json& related) {
   if (closed_ || level < min_level_) return;

@@ -32,6 +32,13 @@ class MessageSink {
   // to the standalone stream (HTTP GET) or stdout. Must not block on the network; may be called
   // from any thread, including after the client went away (then it drops the message).
   virtual void Send(Json message, const Json& related_request_id) = 0;
+  // Asks the transport to close the stream that carries the messages of the client request
+  // `related_request_id` before its response, for a client that resumes it later (Streamable
+  // HTTP: the POST's SSE stream gets an event id and a retry delay, then ends; the client resumes
+  // with GET and Last-Event-ID and gets what was sent meanwhile). Later messages of the request
+  // are kept (bounded) until then. Does nothing where streams cannot be resumed (stdio, a client
+  // that accepts only JSON, a request already answered). Any thread.
+  virtual void CloseStream(const Json& related_request_id) { (void)related_request_id; }
 };
 
 // One MCP session as the transports see it. Implemented by the engine.

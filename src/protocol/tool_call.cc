@@ -122,6 +122,13 @@ void ToolCallImpl::SendProgress(double progress, double total, std::string_view 
   });
 }
 
+void ToolCallImpl::CloseStream() {
+  RunOn(executor_, [self = shared_from_this()] {
+    if (self->cancelled_ || self->responded_) return;
+    if (auto s = self->session_.lock()) s->CloseStream(self->id_);
+  });
+}
+
 void ToolCallImpl::Log(LoggingLevel level, std::string_view logger, Json data) {
   RunOn(executor_,
         [self = shared_from_this(), level, l = std::string(logger), d = std::move(data)]() mutable {

@@ -98,6 +98,10 @@ class ToolCall {
   virtual base::Executor& executor() = 0;
   // What the tool's ToolPrepare made of the arguments; empty if the tool has none.
   virtual const std::any& prepared() const = 0;
+  // Asks the transport to close the stream carrying this call's messages before the result, for
+  // a client that resumes it (MessageSink::CloseStream; SEP-1699 polling). Messages sent before
+  // it precede the close. Does nothing where the transport cannot.
+  virtual void CloseStream() {}
 };
 
 // Runs a call. Called on the executor; may finish later from any thread. If it throws, the call

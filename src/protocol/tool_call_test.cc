@@ -186,6 +186,27 @@ TEST_F(McpServerTest, ToolsCallValidatesAndAnswers) {
   EXPECT_EQ(Call(7, "tools/call")["error"]["code"], kInvalidParams);
 }
 
+TEST_F(McpServerTest, ToolCallClosesItsStreamBeforeItsResult) {
+  ASSERT_TRUE(server_
+                  .AddTool({"poll", "", "", nullptr, nullptr, nullptr},
+                           [](std::shared_ptr<ToolCall> c) {
+                             c->SendProgress(1, 2);
+                             c->CloseStream();
+                             c->executor().PostAfter(milliseconds(100),
+                                                     [c] { c->Finish(TextResult("later")); });
+                           })
+                  .ok());
+  Initialize();
+  Request(9, "tools/call", {{"name", "poll"}, {"_meta", {{"progressToken", "p"}}}});
+  std::vector<Sent> sent = sink_->Take();
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_EQ(sent[0].message["method"], "notifications/progress");
+  EXPECT_EQ(sent[1].message, (Json{{"closeStream", true}}));
+  EXPECT_EQ(sent[1].related, 9);
+  executor_.AdvanceAndRun(milliseconds(100));
+  EXPECT_EQ(ResponseTo(9)["result"]["content"][0]["text"], "later");
+}
+
 TEST_F(McpServerTest, ThrowingHandlerBecomesToolError) {
   ASSERT_TRUE(server_
                   .AddTool({"boom", "", "", nullptr, nullptr, nullptr},

@@ -130,9 +130,11 @@ absl::Status AddTools(protocol::McpServer& server) {
       }));
 
   add(server.AddTool({"test_reconnection", "",
-                      "Answers after 100 ms (SEP-1699 polling: the transport may close the stream meanwhile)",
+                      "Closes its SSE stream, then answers after 100 ms (SEP-1699 polling: the "
+                      "client resumes with GET and Last-Event-ID)",
                       NoArgs(), nullptr, nullptr},
                      [](std::shared_ptr<ToolCall> call) {
+                       call->CloseStream();
                        call->executor().PostAfter(milliseconds(100), [call] {
                          call->Finish(protocol::TextResult(
                              "Reconnection test completed successfully. If you received this, the client "

@@ -1,9 +1,11 @@
-// HttpServer: the MCP Streamable HTTP transport (spec 2025-11-25, also serving 2025-06-18 and
-// 2025-03-26 clients) on Boost.Beast. POST carries client messages and is answered with JSON or
-// an SSE stream; GET opens the session's standalone SSE stream; DELETE ends the session. Also
-// serves GET /healthz and, when configured, GET /metrics. Origin/Host allowlists (DNS
-// rebinding), optional bearer tokens, size limits and timeouts guard every request.
-// Thread-safe: I/O runs on `io_threads` threads; sinks may be called from any thread.
+// HttpServer: one HTTP listener (Boost.Beast) with a route table. Its own routes: the MCP
+// Streamable HTTP endpoint (spec 2025-11-25, also serving 2025-06-18 and 2025-03-26 clients: POST
+// answered with JSON or an SSE stream, GET for the standalone stream or to resume a closed one,
+// DELETE), GET /healthz and, when configured, GET /metrics; other rooms add theirs through
+// HttpServerOptions::routes (see transport/http_route.h). Origin/Host allowlists (DNS rebinding),
+// bearer tokens, size limits and timeouts guard every request.
+// Thread-safe: I/O runs on `io_threads` threads; sinks and responders may be called from any
+// thread.
 #pragma once
 
 #include <chrono>
@@ -17,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "protocol/session.h"
+#include "transport/http_route.h"
 
 namespace contextd::transport {
 
@@ -68,26 +71,54 @@ struct HttpServerOptions {
   // A session with no request for this long and no open GET stream is closed (Session::Close).
   // Zero disables.
   std::chrono::milliseconds session_idle_timeout{30 * 60'000};
-  // Events of the standalone stream kept per session for Last-Event-ID resumption.
+  // SSE events kept per session for Last-Event-ID resumption (of the standalone stream, and of
+  // POST streams the engine closed before their answer: MessageSink::CloseStream), at most this
+  // many and at most 8 MiB of them.
   size_t replay_events = 256;
+  // The `retry:` (ms) sent with the event id that primes a POST stream for resumption.
+  std::chrono::milliseconds sse_retry{1000};
+  // After an error answered before the request was read to its end (413, 431, 400), the rest is
+  // read and discarded, up to this many bytes and this long, before the connection closes: a
+  // client still sending then reads the answer instead of a TCP reset.
+  size_t lingering_close_bytes = 64u << 20;
+  std::chrono::milliseconds lingering_close_timeout{5'000};
   // Protocol versions accepted in the MCP-Protocol-Version header.
-  std::vector<std::string> supported_protocol_versions = {"2025-11-25", "2025-06-18",
-                                                          "2025-03-26"};
-  // Optional GET /metrics body (Prometheus text format). Absent: /metrics is 404.
+  std::vector<std::string> supported_protocol_versions = {"2025-11-25", "2025-06-18", "2025-03-26"};
+  // Optional GET /metrics body (Prometheus text format), called on an I/O thread; the listener's
+  // own `contextd_http_*` counters are appended to it. Absent: /metrics is 404.
   std::function<std::string()> metrics;
+  // Further routes of the same listener (model gateway, viewer, ...), registered before Start.
+  // The built-in paths (`path`, /healthz, /metrics when configured) take precedence; among the
+  // rest an exact path wins over a prefix, and a longer prefix over a shorter one. Start returns
+  // InvalidArgument for a route without a handler or whose path does not start with '/'.
+  std::vector<HttpRoute> routes;
 };
 
-// Counters readable while the server runs (for /metrics and tests).
+// Counters readable while the server runs (for /metrics and tests). A snapshot: the fields are
+// read one by one while the server runs.
 struct HttpServerStats {
   uint64_t connections_open = 0;
+  uint64_t connections_accepted = 0;
+  // Closed at accept: max_connections reached.
+  uint64_t connections_rejected = 0;
   uint64_t sessions_open = 0;
+  // Requests read completely (and those answered 413/431/400 before their end).
   uint64_t requests_total = 0;
+  uint64_t payload_too_large = 0;  // 413
+  uint64_t auth_failures = 0;      // 401
+  uint64_t forbidden = 0;          // 403 for Host/Origin
+  uint64_t bytes_received = 0;
+  uint64_t bytes_sent = 0;
+  // Connections closed because a write made no progress within write_timeout, or their client
+  // fell 8 MiB behind.
+  uint64_t slow_clients_closed = 0;
 };
 
 class HttpServer {
  public:
-  // Binds, listens and starts the I/O threads. Returns InvalidArgument for a bad address or
-  // option, Unavailable if the address cannot be bound. The factory is shared with the caller.
+  // Binds, listens and starts the I/O threads. Returns InvalidArgument for a bad address, option
+  // or route, Unavailable if the address cannot be bound. The factory is shared with the caller;
+  // route handlers are owned by the server until it is destroyed.
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(
       HttpServerOptions options, std::shared_ptr<protocol::SessionFactory> factory);
 
@@ -102,6 +133,9 @@ class HttpServer {
   uint16_t port() const;
   // A snapshot of the counters.
   HttpServerStats stats() const;
+  // The counters in Prometheus text format (`contextd_http_*`, requests by route and status
+  // class), as appended to /metrics.
+  std::string RenderMetrics() const;
 
   // Stops accepting, closes every session (Session::Close("server shutdown")) and connection,
   // and joins the I/O threads. Messages sent to sinks afterwards are dropped. Idempotent; must
@@ -111,8 +145,8 @@ class HttpServer {
   class Impl;
 
  private:
-  explicit HttpServer(std::shared_ptr<Impl> impl);
-  std::shared_ptr<Impl> impl_;
+  explicit HttpServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace contextd::transport

@@ -35,6 +35,11 @@ class RecordingSink final : public MessageSink {
     std::lock_guard<std::mutex> lock(mu_);
     sent_.push_back({message, related_request_id});
   }
+  // Recorded as a message {"closeStream": true} related to the request.
+  void CloseStream(const Json& related_request_id) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    sent_.push_back({Json{{"closeStream", true}}, related_request_id});
+  }
   std::vector<Sent> Take() {
     std::lock_guard<std::mutex> lock(mu_);
     return std::exchange(sent_, {});

@@ -76,6 +76,10 @@ class McpSession final : public Session, public std::enable_shared_from_this<Mcp
 
   void Send(Json message, const Json& related);
 
+  // Outside the outbound gate: messages it holds reach the sink after the close and are kept
+  // for the client's resumption.
+  void CloseStream(const Json& related);
+
   // Sends a message the gate held. A response whose changes did not become durable is replaced
   // by an error: the client must not believe a change that was lost.
   void Deliver(const absl::Status& committed, Json message, const Json& related);

@@ -52,6 +52,7 @@ class ToolCallImpl final : public ToolCall, public std::enable_shared_from_this<
   base::Executor& executor() override { return executor_; }
 
   void SendProgress(double progress, double total, std::string_view message) override;
+  void CloseStream() override;
   void Log(LoggingLevel level, std::string_view logger, Json data) override;
   void SendRequest(std::string_view method, Json params, std::chrono::milliseconds timeout,
                    ResponseCallback callback) override;

@@ -13,8 +13,9 @@ class EchoSession final : public protocol::Session,
       : factory_(factory), sink_(std::move(sink)) {}
 
   void Receive(protocol::Message message) override {
-    factory_->Run(
-        [self = shared_from_this(), m = std::move(message)]() mutable { self->Handle(std::move(m)); });
+    factory_->Run([self = shared_from_this(), m = std::move(message)]() mutable {
+      self->Handle(std::move(m));
+    });
   }
 
   std::string protocol_version() const override {
@@ -30,8 +31,7 @@ class EchoSession final : public protocol::Session,
 
   // The echo engine keeps nothing durable: the end is confirmed at once, unless the factory holds
   // confirmations (HoldCloseConfirmations) to let a test see what waits for one.
-  void CloseThen(std::string_view reason,
-                 std::function<void(const absl::Status&)> done) override {
+  void CloseThen(std::string_view reason, std::function<void(const absl::Status&)> done) override {
     Close(reason);
     {
       std::lock_guard<std::mutex> lock(factory_->mu_);
@@ -63,6 +63,7 @@ class EchoSession final : public protocol::Session,
                                              {{"level", "info"}, {"data", "standalone"}}),
                   nullptr);
     }
+    if (obj && p.value("close_stream", false)) sink_->CloseStream(m.id);
     Json result;
     if (m.method == "initialize") {
       std::string v = obj && p.contains("protocolVersion") && p["protocolVersion"].is_string()
@@ -84,9 +85,8 @@ class EchoSession final : public protocol::Session,
     Json answer = protocol::MakeResult(m.id, std::move(result));
     if (obj && p.value("hold", false)) {
       std::lock_guard<std::mutex> lock(factory_->mu_);
-      factory_->held_.push_back([sink = sink_, a = std::move(answer), id = m.id] {
-        sink->Send(a, id);
-      });
+      factory_->held_.push_back(
+          [sink = sink_, a = std::move(answer), id = m.id] { sink->Send(a, id); });
       return;
     }
     sink_->Send(answer, m.id);

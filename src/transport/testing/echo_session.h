@@ -21,6 +21,7 @@ namespace contextd::transport::testing {
 //   "notify": true      -> a notifications/message related to the request precedes the answer
 //   "standalone": true  -> a notifications/message with null related id precedes the answer
 //   "hold": true        -> the answer is kept until EchoSessionFactory::ReleaseHeld()
+//   "close_stream": true -> MessageSink::CloseStream(id) before the answer
 class EchoSessionFactory final : public protocol::SessionFactory {
  public:
   // `async`: answer from a dedicated engine thread instead of inside Receive.

@@ -1,0 +1,72 @@
+// McpEndpoint: the MCP Streamable HTTP endpoint as a route of the listener. Owns the sessions
+// (Mcp-Session-Id -> protocol::Session and its HttpSink), routes each session's messages to the
+// POST waiting for them or to an SSE stream, keeps a bounded replay of SSE events for
+// Last-Event-ID (the standalone stream, and POST streams the engine closed before their answer),
+// ends idle sessions, and answers DELETE once the session's end is durable.
+// Thread-safe: the route's handler runs on I/O threads, sinks are called from any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "boost/asio/io_context.hpp"
+#include "boost/asio/steady_timer.hpp"
+#include "protocol/session.h"
+#include "transport/http_route.h"
+#include "transport/http_server.h"
+
+namespace contextd::transport::internal {
+
+struct SessionEntry;
+class McpExchange;
+
+class McpEndpoint {
+ public:
+  // `options` must outlive this (owned by HttpServer::Impl).
+  McpEndpoint(const HttpServerOptions& options, std::shared_ptr<protocol::SessionFactory> factory);
+  ~McpEndpoint();
+
+  // The route of `options.path` (every method; the endpoint answers 405 itself). Its handler
+  // refers to this endpoint, which must outlive the listener's I/O threads.
+  HttpRoute Route();
+  // Starts the idle-session sweep on `ioc` (a timer of it, destroyed by AfterThreadsStopped).
+  void StartSweep(boost::asio::io_context& ioc);
+  // New sessions are refused from now on (Stop has begun).
+  void BeginStop();
+  // Once no I/O thread runs: detaches every sink (later messages are dropped), closes every
+  // session ("server shutdown") and drops the sweep timer.
+  void AfterThreadsStopped();
+  // The number of open sessions.
+  uint64_t sessions_open();
+
+  // ---- Used by the exchanges (I/O threads).
+
+  const HttpServerOptions& opts() const { return opts_; }
+  // Creates a session; nullptr when max_sessions is reached or the server stops.
+  std::shared_ptr<SessionEntry> CreateSession(const std::string& tenant);
+  // The session `id` of `tenant`, or nullptr (unknown, ended, other tenant).
+  std::shared_ptr<SessionEntry> FindSession(const std::string& id, const std::string& tenant);
+  // Removes and closes a session. False if unknown. With `done`, the session calls it once its
+  // end is durable (Session::CloseThen).
+  bool CloseSession(const std::string& id, std::string_view reason,
+                    std::function<void(const absl::Status&)> done = nullptr);
+  bool VersionSupported(std::string_view v) const;
+
+ private:
+  void Handle(HttpRequest request, std::shared_ptr<HttpResponder> responder);
+  void ScheduleSweep();
+  void SweepIdleSessions();
+
+  const HttpServerOptions& opts_;
+  std::shared_ptr<protocol::SessionFactory> factory_;
+  std::mutex mu_;
+  bool stopping_ = false;
+  std::unordered_map<std::string, std::shared_ptr<SessionEntry>> sessions_;
+  std::unique_ptr<boost::asio::steady_timer> sweep_timer_;
+};
+
+}  // namespace contextd::transport::internal
