@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -188,8 +189,16 @@ TEST_F(HttpRoutesTest, AResponderReleasedWithoutAnAnswerGets500) {
 // A route that keeps its responders for the test to use later.
 struct Parked {
   std::mutex mu;
+  std::condition_variable arrived;
   std::vector<std::shared_ptr<HttpResponder>> responders;
   std::promise<void> gone;
+
+  // The first parked responder, once its request reached the handler (null after 5 s).
+  std::shared_ptr<HttpResponder> First() {
+    std::unique_lock<std::mutex> lock(mu);
+    arrived.wait_for(lock, std::chrono::seconds(5), [this] { return !responders.empty(); });
+    return responders.empty() ? nullptr : responders[0];
+  }
 };
 
 HttpRoute ParkingRoute(const std::shared_ptr<Parked>& parked) {
@@ -200,6 +209,7 @@ HttpRoute ParkingRoute(const std::shared_ptr<Parked>& parked) {
     responder->OnClientGone([parked] { parked->gone.set_value(); });
     std::lock_guard<std::mutex> lock(parked->mu);
     parked->responders.push_back(std::move(responder));
+    parked->arrived.notify_all();
   };
   return r;
 }
@@ -210,18 +220,14 @@ TEST_F(HttpRoutesTest, ResponderAfterTheClientLeftDoesNothing) {
   o.routes.push_back(ParkingRoute(parked));
   Start(o);
   auto gone = parked->gone.get_future();
+  std::shared_ptr<HttpResponder> responder;
   {
     RawClient c(server_->port());
     c.Send(Get(server_->port(), "GET", "/park"));
-    // Parked before the client leaves.
-    for (int i = 0; i < 500; ++i) {
-      std::lock_guard<std::mutex> lock(parked->mu);
-      if (!parked->responders.empty()) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
+    responder = parked->First();  // parked before the client leaves
+    ASSERT_NE(responder, nullptr);
   }
   ASSERT_EQ(gone.wait_for(std::chrono::seconds(5)), std::future_status::ready);
-  auto responder = parked->responders.at(0);
   EXPECT_TRUE(responder->closed());
   std::promise<bool> written;
   responder->StartStream(200, "text/plain");
@@ -238,18 +244,15 @@ TEST_F(HttpRoutesTest, ResponderOutlivingStopDoesNothing) {
   Start(o);
   RawClient c(server_->port());
   c.Send(Get(server_->port(), "GET", "/park"));
-  for (int i = 0; i < 500; ++i) {
-    std::lock_guard<std::mutex> lock(parked->mu);
-    if (!parked->responders.empty()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  ASSERT_EQ(parked->responders.size(), 1u);
-  EXPECT_FALSE(parked->responders[0]->closed());
+  std::shared_ptr<HttpResponder> responder = parked->First();
+  ASSERT_NE(responder, nullptr);
+  EXPECT_FALSE(responder->closed());
   server_->Stop();
-  EXPECT_TRUE(parked->responders[0]->closed());
-  parked->responders[0]->Respond({200, "text/plain", {}, "after stop"});
-  parked->responders[0]->Post([] { ADD_FAILURE() << "ran after Stop"; });
+  EXPECT_TRUE(responder->closed());
+  responder->Respond({200, "text/plain", {}, "after stop"});
+  responder->Post([] { ADD_FAILURE() << "ran after Stop"; });
   server_.reset();
+  responder.reset();
   parked->responders.clear();
 }
 

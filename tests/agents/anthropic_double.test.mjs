@@ -4,24 +4,12 @@
 // cache_control marker is not a change). Run: node --test tests/agents/
 import test from 'node:test';
 import assert from 'node:assert/strict';
+import { postJson, sseEvents } from './lib/http_client.mjs';
 import { startAnthropicDouble } from './lib/anthropic_double.mjs';
 
-async function post(double, body, path = '/v1/messages?beta=true') {
-  const res = await fetch(`${double.url}${path}`, {
-    method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': 'k' }, body: JSON.stringify(body),
-  });
-  return { status: res.status, type: res.headers.get('content-type'), text: await res.text() };
-}
+const post = (double, body, path = '/v1/messages?beta=true') => postJson(`${double.url}${path}`, body, { 'x-api-key': 'k' });
 
-// The events of an SSE body, checking that each `event:` line names its data's type.
-function sse(text) {
-  return text.split('\n\n').filter(Boolean).map((block) => {
-    const [eventLine, dataLine] = block.split('\n');
-    const data = JSON.parse(dataLine.replace(/^data: /, ''));
-    assert.equal(eventLine, `event: ${data.type}`);
-    return data;
-  });
-}
+const sse = sseEvents;
 
 // The message an SSE body streams, rebuilt as a client does.
 function assemble(events) {

@@ -3,25 +3,12 @@
 // prefix (instructions, tools, earlier input items) changed. Run: node --test tests/agents/
 import test from 'node:test';
 import assert from 'node:assert/strict';
+import { postJson, sseEvents } from './lib/http_client.mjs';
 import { startResponsesDouble, toolOutputFor, outputText, kExhaustedText } from './lib/responses_double.mjs';
 
-async function post(double, body, path = '/responses') {
-  const res = await fetch(`${double.url}${path}`, {
-    method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer k' },
-    body: JSON.stringify(body),
-  });
-  return { status: res.status, type: res.headers.get('content-type'), text: await res.text() };
-}
+const post = (double, body, path = '/responses') => postJson(`${double.url}${path}`, body, { authorization: 'Bearer k' });
 
-// The events of an SSE body, checking that each `event:` line names its data's type.
-function sse(text) {
-  return text.split('\n\n').filter(Boolean).map((block) => {
-    const [eventLine, dataLine] = block.split('\n');
-    const data = JSON.parse(dataLine.replace(/^data: /, ''));
-    assert.equal(eventLine, `event: ${data.type}`);
-    return data;
-  });
-}
+const sse = sseEvents;
 
 const kTools = [{ type: 'function', name: 'read', parameters: { type: 'object', properties: {} } }];
 const kInput = [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'hi' }] }];
