@@ -20,8 +20,8 @@ std::string WarningText(std::string_view branch_id, int64_t used, int64_t alloca
 std::string ExhaustedText(const ChargeOutcome& outcome);
 
 // For a branch its deadline force-returned between calls: "branch br_x was force-returned
-// (deadline passed (timeout 60 s)) with partial results; its summary in your context:
-// <summary>".
+// (deadline passed (timeout 60 s)) with partial results; its summary: <summary>" (without the
+// last part when `summary` is empty).
 std::string ForceReturnedText(std::string_view branch_id, std::string_view reason,
                               std::string_view summary);
 

@@ -18,5 +18,13 @@ TEST(FormatWallMillisTest, TimesBeforeTheEpochAndPastYear9999StayCalendarCorrect
   EXPECT_EQ(FormatWallMillis(253'402'300'800'000), "10000-01-01T00:00:00.000Z");
 }
 
+TEST(ForceReturnedTextTest, NamesTheBranchTheReasonAndItsSummary) {
+  EXPECT_EQ(ForceReturnedText("br_x", "deadline passed (timeout 60 s)", "read two files"),
+            "branch br_x was force-returned (deadline passed (timeout 60 s)) with partial "
+            "results; its summary: read two files");
+  EXPECT_EQ(ForceReturnedText("br_x", "deadline passed (timeout 1 s)", ""),
+            "branch br_x was force-returned (deadline passed (timeout 1 s)) with partial results");
+}
+
 }  // namespace
 }  // namespace contextd::folding
