@@ -1,3 +1,6 @@
+// BranchManager's operations: sessions, create, return, charge, status and the end of a session.
+// How branches end otherwise (force-returns, deadlines) and come back after a restart is in
+// branch_endings.cc; the transaction both use is in internal/branch_txn.h.
 #include "folding/branch_manager.h"
 
 #include <algorithm>
@@ -12,23 +15,17 @@
 #include "base/ids.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "folding/internal/branch_txn.h"
 #include "folding/internal/sv.h"
 #include "folding/text.h"
 
 namespace contextd::folding {
 namespace {
 
+using internal::CrossesWarning;
+using internal::EventFor;
+using internal::kRecentExcerpts;
 using internal::Sv;
-
-// Excerpts kept in memory per branch for its partial summary (all are in the store).
-constexpr size_t kRecentExcerpts = 8;
-// Characters of an excerpt.
-constexpr size_t kExcerptChars = 160;
-// Bytes of a record scrubbed to make its excerpt: enough that a secret starting inside the
-// excerpt is scrubbed whole (PEM keys are a few KB), without scrubbing megabytes on the executor.
-constexpr size_t kExcerptScrubWindow = 16384;
-// Characters of the description quoted in a partial summary.
-constexpr size_t kSummaryDescriptionChars = 100;
 
 absl::Status NotFound(std::string_view id) {
   return absl::NotFoundError(absl::StrCat("branch ", Sv(id), " not found"));
@@ -36,160 +33,6 @@ absl::Status NotFound(std::string_view id) {
 
 int64_t ToMillis(base::Clock::Duration d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
-}
-
-}  // namespace
-
-// Collects the changes of one operation on working copies, writes them to the store in one
-// Commit, and only then applies them to the in-memory state (all or nothing).
-class BranchManager::Txn {
- public:
-  explicit Txn(BranchManager& m) : m_(m), now_ms_(m.executor_.clock().WallMillis()) {}
-
-  int64_t now_ms() const { return now_ms_; }
-
-  // The working copy of a branch that exists in memory (copied on first touch).
-  Branch& Get(const std::string& id) {
-    auto it = touched_.find(id);
-    if (it != touched_.end()) return it->second;
-    return touched_.emplace(id, m_.nodes_.at(id).branch).first->second;
-  }
-  BranchStatus StatusOf(const std::string& id) const {
-    auto it = touched_.find(id);
-    return it != touched_.end() ? it->second.status : m_.nodes_.at(id).branch.status;
-  }
-
-  void Insert(Branch b) { inserts_.push_back(std::move(b)); }
-
-  // Appends a charge row and its excerpt to branch `id`.
-  void Record(const std::string& id, std::string kind, std::string label, std::string excerpt,
-              int64_t tokens) {
-    ChargeRow row;
-    row.branch_id = id;
-    row.at_ms = now_ms_;
-    row.kind = kind;
-    row.label = label;
-    row.excerpt = excerpt;
-    row.tokens = tokens;
-    charges_.push_back(std::move(row));
-    added_[id].push_back(Excerpt{std::move(kind), std::move(label), std::move(excerpt)});
-  }
-
-  // The branch's excerpts including those added in this transaction, oldest first, bounded.
-  std::deque<Excerpt> Excerpts(const std::string& id, int64_t* total) const {
-    const Node& node = m_.nodes_.at(id);
-    std::deque<Excerpt> out = node.recent;
-    *total = node.records_total;
-    auto it = added_.find(id);
-    if (it != added_.end()) {
-      for (const Excerpt& e : it->second) {
-        out.push_back(e);
-        ++*total;
-      }
-    }
-    while (out.size() > kRecentExcerpts) out.pop_front();
-    return out;
-  }
-
-  void Ended(const std::string& id) { ended_.push_back(id); }
-  void Warned(const std::string& id) { warned_.insert(id); }
-  bool IsWarned(const std::string& id) const {
-    return warned_.count(id) > 0 || m_.nodes_.at(id).warned;
-  }
-  void Event(BranchEvent e) {
-    e.at_ms = now_ms_;
-    events_.push_back(std::move(e));
-  }
-
-  absl::Status Commit() {
-    BranchWrite write;
-    write.inserts = inserts_;
-    for (const auto& [id, b] : touched_) {
-      BranchUpdate u;
-      u.id = id;
-      u.status = b.status;
-      u.tokens_used = b.tokens_used;
-      u.reserved_for_children = b.reserved_for_children;
-      u.summary = b.summary;
-      u.finish_reason = b.finish_reason;
-      u.finished_at_ms = b.finished_at_ms;
-      u.memory_queued = b.memory_queued;
-      write.updates.push_back(std::move(u));
-    }
-    write.charges = charges_;
-    if (!write.empty()) RETURN_IF_ERROR(m_.store_.Commit(write));
-
-    // Durable: apply to memory.
-    for (Branch& b : inserts_) {
-      SessionState& state = m_.sessions_[b.session];
-      m_.AddNode(std::move(b), state);
-    }
-    for (auto& [id, b] : touched_) m_.nodes_.at(id).branch = std::move(b);
-    for (auto& [id, list] : added_) {
-      Node& node = m_.nodes_.at(id);
-      for (Excerpt& e : list) {
-        node.recent.push_back(std::move(e));
-        ++node.records_total;
-      }
-      while (node.recent.size() > kRecentExcerpts) node.recent.pop_front();
-    }
-    for (const std::string& id : warned_) m_.nodes_.at(id).warned = true;
-    for (const std::string& id : ended_) {
-      Node& node = m_.nodes_.at(id);
-      if (node.timer != 0) {
-        m_.executor_.CancelTimer(node.timer);
-        node.timer = 0;
-      }
-      auto sit = m_.sessions_.find(node.branch.session);
-      if (sit != m_.sessions_.end()) {
-        auto& active = sit->second.active;
-        active.erase(std::remove(active.begin(), active.end(), id), active.end());
-      }
-      --m_.active_count_;
-    }
-    if (m_.events_ != nullptr) {
-      for (BranchEvent& e : events_) {
-        if (e.type != BranchEventType::kCharged && e.type != BranchEventType::kWarning) {
-          auto it = m_.nodes_.find(e.branch_id);
-          if (it != m_.nodes_.end()) e.branch = &it->second.branch;
-        }
-        m_.events_->Publish(e);
-        e.branch = nullptr;
-      }
-    }
-    return absl::OkStatus();
-  }
-
- private:
-  BranchManager& m_;
-  int64_t now_ms_;
-  std::map<std::string, Branch> touched_;
-  std::vector<Branch> inserts_;
-  std::vector<ChargeRow> charges_;
-  std::map<std::string, std::vector<Excerpt>> added_;
-  std::vector<std::string> ended_;
-  std::set<std::string> warned_;
-  std::vector<BranchEvent> events_;
-};
-
-namespace {
-
-BranchEvent EventFor(BranchEventType type, const Branch& b) {
-  BranchEvent e;
-  e.type = type;
-  e.session = b.session;
-  e.branch_id = b.id;
-  e.parent_id = b.parent_id;
-  e.depth = b.depth;
-  e.status = b.status;
-  e.budget_allocated = b.budget_allocated;
-  e.tokens_used = b.tokens_used;
-  return e;
-}
-
-bool CrossesWarning(const Branch& b) {
-  return b.budget_allocated > 0 && static_cast<double>(b.tokens_used) >=
-                                       kWarningRatio * static_cast<double>(b.budget_allocated);
 }
 
 }  // namespace
@@ -217,20 +60,6 @@ BranchManager::~BranchManager() {
   }
 }
 
-absl::Status BranchManager::ReloadFromStore() {
-  CheckOnExecutor();
-  for (auto& [id, node] : nodes_) {
-    if (node.timer != 0) executor_.CancelTimer(node.timer);
-  }
-  nodes_.clear();
-  sessions_.clear();
-  active_count_ = 0;
-  ASSIGN_OR_RETURN(std::vector<Branch> live, store_.ListLive());
-  for (const Branch& b : live) {
-    RETURN_IF_ERROR(EnsureSession(b.session).status());
-  }
-  return absl::OkStatus();
-}
 
 void BranchManager::CheckOnExecutor() const {
   if (!executor_.InExecutor()) {
@@ -313,214 +142,6 @@ std::string BranchManager::ActiveBranch(const SessionKey& session) const {
   CheckOnExecutor();
   auto it = sessions_.find(session);
   return it == sessions_.end() ? "" : InnermostActive(it->second);
-}
-
-std::string BranchManager::MakeExcerpt(std::string_view text) const {
-  std::string_view window = text.substr(0, std::min(text.size(), kExcerptScrubWindow));
-  // Do not cut inside a UTF-8 sequence.
-  while (window.size() < text.size() && !window.empty() &&
-         (static_cast<unsigned char>(text[window.size()]) & 0xC0) == 0x80) {
-    window.remove_suffix(1);
-  }
-  std::string scrubbed = scrubber_.Scrub(window);
-  std::string line;
-  line.reserve(std::min(scrubbed.size(), kExcerptChars * 4));
-  bool space = false;
-  for (char c : scrubbed) {
-    if (c == '\n' || c == '\r' || c == '\t' || c == ' ') {
-      space = !line.empty();
-      continue;
-    }
-    if (space) line.push_back(' ');
-    space = false;
-    line.push_back(c);
-    if (line.size() > kExcerptChars * 4) break;
-  }
-  std::string_view cut = Utf8Prefix(line, kExcerptChars);
-  bool truncated = cut.size() < line.size() || window.size() < text.size();
-  std::string out(cut);
-  if (truncated) out += "...";
-  return out;
-}
-
-std::string BranchManager::PartialSummary(const Branch& b, const std::deque<Excerpt>& recent,
-                                          int64_t records_total, BranchStatus status,
-                                          std::string_view reason) const {
-  std::string_view desc = Utf8Prefix(b.description, kSummaryDescriptionChars);
-  std::string header =
-      absl::StrCat("[partial summary, written by contextd] Branch ", b.id, " (\"", Sv(desc),
-                   desc.size() < b.description.size() ? "..." : "", "\") ended with status ",
-                   BranchStatusName(status), ": ", Sv(reason), ".");
-  std::vector<std::string> lines;
-  for (const Excerpt& e : recent) {
-    lines.push_back(absl::StrCat("- ", e.kind, e.label.empty() ? "" : " ", e.label, ": ", e.text));
-  }
-  auto compose = [&](size_t keep) {
-    if (records_total == 0) return absl::StrCat(header, " Nothing was recorded in it.");
-    std::string out = header;
-    if (keep == 0) {
-      absl::StrAppend(&out, " ", records_total, " records omitted.");
-      return out;
-    }
-    if (static_cast<int64_t>(keep) < records_total) {
-      absl::StrAppend(&out, "\nLast ", keep, " of ", records_total, " records:");
-    } else {
-      absl::StrAppend(&out, "\nRecorded:");
-    }
-    for (size_t i = lines.size() - keep; i < lines.size(); ++i)
-      absl::StrAppend(&out, "\n", lines[i]);
-    return out;
-  };
-  std::string text;
-  for (size_t keep = lines.size();; --keep) {
-    text = compose(keep);
-    if (static_cast<int64_t>(counter_.Count(text)) <= kPartialSummaryMaxTokens || keep == 0) break;
-  }
-  // Only a pathological counter gets here: cut characters until it fits.
-  while (static_cast<int64_t>(counter_.Count(text)) > kPartialSummaryMaxTokens && !text.empty()) {
-    text = std::string(Utf8Prefix(text, Utf8Length(text) * 9 / 10));
-  }
-  return text;
-}
-
-absl::StatusOr<RecoverResult> BranchManager::Recover() {
-  CheckOnExecutor();
-  ASSIGN_OR_RETURN(std::vector<Branch> live, store_.ListLive());
-  RecoverResult result;
-  if (live.empty()) return result;
-  const base::Clock& clock = executor_.clock();
-  for (Branch& b : live) {
-    ASSIGN_OR_RETURN(auto recent, store_.GetRecentCharges(b.id, kRecentExcerpts));
-    std::string id = b.id;
-    b.deadline_mono = clock.Now();
-    SessionState& state = sessions_[b.session];
-    AddNode(std::move(b), state);
-    Node& node = nodes_.at(id);
-    if (node.timer != 0) {
-      executor_.CancelTimer(node.timer);
-      node.timer = 0;
-    }
-    for (ChargeRow& r : recent.rows) {
-      node.recent.push_back(Excerpt{std::move(r.kind), std::move(r.label), std::move(r.excerpt)});
-    }
-    node.records_total = recent.total;
-  }
-  std::vector<std::string> order;
-  for (auto& [id, node] : nodes_) order.push_back(id);
-  std::stable_sort(order.begin(), order.end(), [&](const std::string& a, const std::string& b) {
-    return nodes_.at(a).branch.depth > nodes_.at(b).branch.depth;
-  });
-  Txn txn(*this);
-  for (const std::string& id : order) {
-    const Branch& b = nodes_.at(id).branch;
-    absl::Status st = CheckTransition(id, txn.StatusOf(id), BranchStatus::kFailed);
-    if (!st.ok()) continue;
-    FinishInTxn(txn, id, BranchStatus::kFailed, "server restarted", std::nullopt);
-    result.force_returned.push_back(b.id);
-  }
-  absl::Status committed = txn.Commit();
-  // The recovered branches are not kept in memory: sessions reload them from the store.
-  for (auto& [id, node] : nodes_) {
-    if (node.timer != 0) executor_.CancelTimer(node.timer);
-  }
-  nodes_.clear();
-  sessions_.clear();
-  active_count_ = 0;
-  RETURN_IF_ERROR(committed);
-  return result;
-}
-
-void BranchManager::FinishInTxn(Txn& txn, const std::string& id, BranchStatus status,
-                                std::string reason, std::optional<std::string> summary) {
-  Branch& b = txn.Get(id);
-  if (!summary.has_value()) {
-    int64_t total = 0;
-    std::deque<Excerpt> recent = txn.Excerpts(id, &total);
-    summary = PartialSummary(b, recent, total, status, reason);
-  }
-  b.status = status;
-  b.summary = std::move(*summary);
-  b.finish_reason = std::move(reason);
-  b.finished_at_ms = txn.now_ms();
-  txn.Ended(id);
-  if (!b.parent_id.empty() && nodes_.count(b.parent_id) > 0) {
-    Branch& parent = txn.Get(b.parent_id);
-    parent.reserved_for_children -= b.budget_allocated;
-    if (parent.reserved_for_children < 0) parent.reserved_for_children = 0;
-    parent.tokens_used += b.tokens_used;
-    txn.Record(parent.id, "branch_return", b.id,
-               absl::StrCat(BranchStatusName(status), ", ", b.tokens_used,
-                            " tokens: ", MakeExcerpt(b.summary)),
-               b.tokens_used);
-  }
-  BranchEvent e = EventFor(status == BranchStatus::kCompleted ? BranchEventType::kFolded
-                                                              : BranchEventType::kForceReturned,
-                           b);
-  int64_t summary_tokens = static_cast<int64_t>(counter_.Count(b.summary));
-  e.tokens = std::max<int64_t>(0, b.tokens_used - summary_tokens);
-  e.text_tokens = summary_tokens;
-  e.reason = b.finish_reason;
-  txn.Event(std::move(e));
-}
-
-std::vector<std::string> BranchManager::ForceReturnDescendants(Txn& txn, const std::string& id,
-                                                               const std::string& reason) {
-  std::vector<std::string> live;
-  std::vector<std::string> stack = nodes_.at(id).children;
-  while (!stack.empty()) {
-    std::string cur = std::move(stack.back());
-    stack.pop_back();
-    const Node& node = nodes_.at(cur);
-    if (IsLive(txn.StatusOf(cur))) live.push_back(cur);
-    stack.insert(stack.end(), node.children.begin(), node.children.end());
-  }
-  // Deepest first; among equals, the later created (they sit later in `active`) first.
-  std::stable_sort(live.begin(), live.end(), [&](const std::string& a, const std::string& b) {
-    const Branch& ba = nodes_.at(a).branch;
-    const Branch& bb = nodes_.at(b).branch;
-    if (ba.depth != bb.depth) return ba.depth > bb.depth;
-    return ba.created_at_ms > bb.created_at_ms;
-  });
-  for (const std::string& d : live)
-    FinishInTxn(txn, d, BranchStatus::kFailed, reason, std::nullopt);
-  return live;
-}
-
-absl::Status BranchManager::ForceReturn(const std::string& id, BranchStatus status,
-                                        std::string reason, std::vector<std::string>* ended) {
-  Txn txn(*this);
-  RETURN_IF_ERROR(CheckTransition(id, nodes_.at(id).branch.status, status));
-  std::string why = status == BranchStatus::kTimeout ? "timed out" : "was force-returned";
-  std::vector<std::string> kids =
-      ForceReturnDescendants(txn, id, absl::StrCat("parent ", id, " ", why));
-  FinishInTxn(txn, id, status, std::move(reason), std::nullopt);
-  RETURN_IF_ERROR(txn.Commit());
-  if (ended != nullptr) {
-    ended->insert(ended->end(), kids.begin(), kids.end());
-    ended->push_back(id);
-  }
-  return absl::OkStatus();
-}
-
-void BranchManager::OnDeadline(const std::string& id) {
-  auto it = nodes_.find(id);
-  if (it == nodes_.end()) return;
-  Node& node = it->second;
-  node.timer = 0;
-  if (!IsLive(node.branch.status)) return;
-  int64_t timeout_s = (node.branch.deadline_wall_ms - node.branch.created_at_ms + 500) / 1000;
-  absl::Status st =
-      ForceReturn(id, BranchStatus::kTimeout,
-                  absl::StrCat("deadline passed (timeout ", timeout_s, " s)"), nullptr);
-  if (!st.ok()) {
-    // The store failed: try again shortly rather than leave a branch past its deadline.
-    base::LogError(absl::StrCat("branch ", id, ": timeout not recorded: ", st.ToString()));
-    Node& again = nodes_.at(id);
-    std::weak_ptr<int> alive = alive_;
-    again.timer = executor_.PostAfter(std::chrono::seconds(1), [this, alive, id] {
-      if (!alive.expired()) OnDeadline(id);
-    });
-  }
 }
 
 PreparedText BranchManager::PrepareText(std::string_view raw) const {
