@@ -108,7 +108,8 @@ struct ReturnResult {
   std::string active_branch_after;  // the session's innermost active branch ("" = root)
   std::vector<std::string> force_returned_children;  // deepest first
   bool memory_queued = false;  // queued for distillation into a memory
-  // Set when folding this branch into its parent made the parent cross 80% of its budget.
+  // Set when folding this branch into its parent made the parent cross 80% of its budget (the
+  // same warning is published as a kWarning event).
   std::optional<std::string> parent_warning;
 };
 

@@ -88,7 +88,6 @@ std::string ReturnText(const ReturnResult& r) {
       absl::StrAppend(&out, i ? ", " : "", r.force_returned_children[i]);
     }
   }
-  if (r.parent_warning.has_value()) absl::StrAppend(&out, "\nwarning: ", *r.parent_warning);
   return out;
 }
 

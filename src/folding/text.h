@@ -34,7 +34,8 @@ inline constexpr std::string_view kCreateInstructions =
 std::string CreateText(const CreateResult& result);
 
 // The text of a branch_return reply: the summary as stored, tokens used, tokens folded, the
-// branch now active, the children force-returned first (and a parent warning if there is one).
+// branch now active and the children force-returned first. A warning for the parent is not part
+// of it: it reaches the model as a notice of the session, like every budget warning.
 std::string ReturnText(const ReturnResult& result);
 
 // The branch tree of branch_status as indented lines, one per branch: id, status, depth,

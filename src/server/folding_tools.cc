@@ -322,9 +322,8 @@ void FoldingTools::Return(const std::shared_ptr<ToolCall>& call) {
       r.active_branch_after.empty() ? Json(nullptr) : Json(r.active_branch_after);
   out["force_returned_children"] = r.force_returned_children;
   out["memory_queued"] = r.memory_queued;
-  if (r.parent_warning.has_value()) {
-    out[std::string(protocol::kNoticesMember)] = Json::array({*r.parent_warning});
-  }
+  // A warning for the parent (r.parent_warning) was published as an event and arrives below with
+  // the session's other notices, once, in the text and in the structured result.
   DeliverWarnings(*call, result, protocol::kNoticesMember);
   call->Finish(std::move(result));
 }

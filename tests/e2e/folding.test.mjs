@@ -87,6 +87,27 @@ test('http: create, nest, depth limit, return parent with active child, status t
   }
 });
 
+test('http: a return that takes the parent past 80% warns once, in the text and the structured result', async () => {
+  const server = await startHttpServer();
+  try {
+    const { client } = await connectHttp(server.url, 'agent-warn');
+    const parent = sc(await call(client, 'branch_create', { description: 'parent', prompt: 'find it', budget: 1000 }));
+    // About 800 tokens of prompt, charged to the child and, when it returns, to the parent.
+    const child = sc(await call(client, 'branch_create', { description: 'child', prompt: 'word '.repeat(800), budget: 900 }));
+    const r = await call(client, 'branch_return', { branch_id: child.branch_id, message: 'done' });
+    assert.ok(!r.isError, textOf(r));
+    const warning = new RegExp(`budget \\d+% used: \\d+/1000 tokens in ${parent.branch_id}`, 'g');
+    assert.equal((textOf(r).match(warning) ?? []).length, 1, textOf(r));
+    const structured = sc(r).warnings ?? [];
+    assert.equal(structured.length, 1, JSON.stringify(sc(r)));
+    assert.match(structured[0], warning);
+    await client.close();
+  } finally {
+    await server.stop();
+    cleanup(server.dataDir);
+  }
+});
+
 // Reads the SQLite file with the sqlite3 command-line shell (installed by scripts/install-deps.sh).
 function sql(dataDir, query) {
   return execFileSync('sqlite3', [join(dataDir, 'contextd.db'), query], { encoding: 'utf8' }).trim();
