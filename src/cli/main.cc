@@ -101,7 +101,8 @@ int main(int argc, char** argv) {
                     "the server's data dir (default: XDG data dir)");
   }
   trail_show->add_option("id", trail_command.id, "session scope id (ses_...)")->required();
-  trail_show->add_option("--depth", trail_command.depth, "show branches at depth 0 to this depth open (default: all)");
+  trail_show->add_option("--depth", trail_command.depth,
+                         "show branches at depth 0 to this depth open (default: all)");
   trail_unfold->add_option("id", trail_command.id, "scope id (br_... or ses_...)")->required();
   trail_unfold->add_option("--offset", trail_command.offset, "skip this many events");
   trail_unfold->add_option("--limit", trail_command.limit, "events to show (default 20)");

@@ -18,6 +18,7 @@
 #include "protocol/internal/mcp_server_test_fixture.h"
 #include "protocol/jsonrpc.h"
 #include "protocol/mcp_server.h"
+#include "protocol/tool_notices.h"
 
 namespace contextd::protocol {
 namespace {
@@ -27,6 +28,48 @@ using internal::RecordingSink;
 using internal::Sent;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
+
+TEST(ToolNoticesTest, ANoticeGoesToTheTextAndToTheStructuredResultsArray) {
+  ToolResult text_only = TextResult("body");
+  AppendNotice(text_only, "budget 80% used", kNoticesMember);
+  EXPECT_EQ(text_only.content, (Json::array({{{"type", "text"}, {"text", "body"}},
+                                             {{"type", "text"}, {"text", "budget 80% used"}}})));
+  EXPECT_TRUE(text_only.structured_content.is_null()) << "no structured result is made up";
+
+  ToolResult structured = TextResult("body");
+  structured.structured_content = {{"k", 1}};
+  AppendNotice(structured, "first", kNoticesMember);
+  AppendNotice(structured, "second", kNoticesMember);
+  EXPECT_EQ(structured.structured_content["warnings"], Json::array({"first", "second"}));
+  EXPECT_EQ(structured.content.size(), 3u);
+
+  // A member of the tool's own that is not an array is left alone; the text still carries it.
+  ToolResult own = TextResult("body");
+  own.structured_content = {{"contextd_warnings", "the tool's"}};
+  AppendNotice(own, "notice", kProxiedNoticesMember);
+  EXPECT_EQ(own.structured_content["contextd_warnings"], "the tool's");
+  EXPECT_EQ(own.content.back()["text"], "notice");
+}
+
+TEST(ToolNoticesTest, AnOutputSchemaLearnsTheNoticesMember) {
+  Json strict = {{"type", "object"},
+                 {"properties", {{"text", {{"type", "string"}}}}},
+                 {"additionalProperties", false}};
+  AllowProxiedNotices(strict);
+  EXPECT_EQ(strict["properties"]["contextd_warnings"]["type"], "array");
+  EXPECT_EQ(strict["properties"]["text"]["type"], "string");
+  // Strict without properties of its own: they are created.
+  Json bare = {{"type", "object"}, {"additionalProperties", false}};
+  AllowProxiedNotices(bare);
+  EXPECT_EQ(bare["properties"]["contextd_warnings"]["items"]["type"], "string");
+  // Not an object, or properties that are not an object: unchanged.
+  Json boolean_schema = true;
+  AllowProxiedNotices(boolean_schema);
+  EXPECT_EQ(boolean_schema, true);
+  Json odd = {{"properties", 3}};
+  AllowProxiedNotices(odd);
+  EXPECT_EQ(odd, (Json{{"properties", 3}}));
+}
 
 TEST_F(McpServerTest, ToolsListPaginates) {
   for (const char* name : {"b", "c", "d", "e"}) {

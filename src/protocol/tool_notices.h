@@ -31,13 +31,16 @@ inline void AppendNotice(ToolResult& result, const std::string& text,
 
 // Lets an outputSchema accept kProxiedNoticesMember: a client validates structuredContent against
 // the schema it was shown, and a schema that forbids additional properties would otherwise
-// reject a result that carries a notice. Schemas that are not objects with `properties` are left
-// as they are (they accept the member already, or describe no object).
+// reject a result that carries a notice. The member is declared in the schema's top-level
+// `properties` (created when absent; `properties` constrains objects only, so this is harmless
+// for a schema of another type). A schema that is not an object, or whose `properties` is not
+// one, is left as it is. Restrictions inside allOf/anyOf/oneOf are not looked into.
 inline void AllowProxiedNotices(Json& output_schema) {
   if (!output_schema.is_object()) return;
-  auto props = output_schema.find("properties");
-  if (props == output_schema.end() || !props->is_object()) return;
-  (*props)[std::string(kProxiedNoticesMember)] =
+  Json& props = output_schema["properties"];
+  if (props.is_null()) props = Json::object();
+  if (!props.is_object()) return;
+  props[std::string(kProxiedNoticesMember)] =
       Json{{"type", "array"},
            {"items", {{"type", "string"}}},
            {"description", "Notices from contextd: budget warnings and force-returns"}};

@@ -166,8 +166,12 @@ absl::Status TrailTools::Register(protocol::McpServer& server) {
           Json{{"type", "object"},
                {"properties",
                 {{"depth",
-                  {{"type", "integer"}, {"minimum", 0}, {"maximum", 16},
-                   {"description", "Show branches at depth 0 to this depth open, deeper ones as one line each (default: all)"}}}}},
+                  {{"type", "integer"},
+                   {"minimum", 0},
+                   {"maximum", 16},
+                   {"description",
+                    "Show branches at depth 0 to this depth open, deeper ones as one line each "
+                    "(default: all)"}}}}},
                {"additionalProperties", false}},
           nullptr, Json{{"readOnlyHint", true}}},
       [this](std::shared_ptr<ToolCall> call) { View(call); });

@@ -76,6 +76,7 @@ test('Claude Code over HTTP: branch, built-in Read/Bash, upstream reads, warning
       { tools: [{ name: 'mcp__contextd__fs__read_text_file', input: { path: join(ws, 'big.txt') } }] },
       { tools: [{ name: 'mcp__contextd__branch_status', input: {} }] },
       () => ({ tools: [{ name: 'mcp__contextd__branch_return', input: { branch_id: parent, message: 'port is 8080; the parser is in src/parse.c' } }] }),
+      { tools: [{ name: 'mcp__contextd__context_view', input: {} }] },
       { text: 'The port is 8080 and the parser is in src/parse.c.' },
     ],
   });
@@ -89,7 +90,7 @@ test('Claude Code over HTTP: branch, built-in Read/Bash, upstream reads, warning
     assert.equal(run.code, 0, failWith(run, double));
     assert.deepEqual(double.errors, [], 'no thinking block was replayed after a changed prefix');
     const bodies = double.mainRequests();
-    assert.equal(bodies.length, 8, failWith(run, double));
+    assert.equal(bodies.length, 9, failWith(run, double));
     // The folding tools are in the first request's tool list (contextd marks them
     // anthropic/alwaysLoad), so the model needs no tool-search turn before its first branch.
     const tools = bodies[0].tools.map((t) => t.name);
@@ -106,8 +107,8 @@ test('Claude Code over HTTP: branch, built-in Read/Bash, upstream reads, warning
     assert.match(created.result, /call branch_return/);
     assert.ok(!/later issue/.test(created.result), created.result);
 
-    // The built-in tools' results reach the model without contextd (no model gateway yet): the
-    // secret is still there, which is what the model gateway issue removes.
+    // The built-in tools' results reach the model without passing through contextd, secrets
+    // included: only a model gateway can scrub them. Shown in the log, not asserted either way.
     const read = lastResult(bodies.slice(0, 3), 'Read');
     show('Read (built-in)', read);
     assert.match(read.result, /port = 8080/);
@@ -142,6 +143,11 @@ test('Claude Code over HTTP: branch, built-in Read/Bash, upstream reads, warning
     show('branch_return', returned);
     assert.match(returned.result, /port is 8080; the parser is in src\/parse\.c/);
     assert.match(returned.result, /tokens_folded/);
+
+    // context_view as the model reads it: the folded view itself, not only its counters.
+    const view = lastResult(bodies, 'context_view');
+    show('context_view', view);
+    assert.match(view.result, new RegExp(`= branch ${parent} \\[folded: \\d+ tokens -> \\d+\\] find the port :: port is 8080`));
     assert.equal(JSON.parse(run.stdout).result, 'The port is 8080 and the parser is in src/parse.c.');
 
     // The trail keeps what the branches did, readable with the CLI while the server runs.

@@ -2,7 +2,7 @@
 // throwaway HOME, no telemetry and no network but 127.0.0.1. Claude Code refuses
 // --dangerously-skip-permissions as root (as CI runs), so every tool it may use is listed.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -49,6 +49,7 @@ export async function runClaude({ prompt, modelUrl, mcpConfig, allowedTools, cwd
   const timer = setTimeout(() => { try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ } }, timeoutMs);
   const { code, signal } = await new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal })));
   clearTimeout(timer);
+  rmSync(home, { recursive: true, force: true });
   let result = null;
   try { result = JSON.parse(stdout); } catch { /* not JSON: reported by the caller */ }
   return { code, signal, stdout, stderr, result };
