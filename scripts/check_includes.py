@@ -19,11 +19,12 @@ ALLOWED = {
     "folding": {"trail", "tokens", "scrub", "base"},
     "memory": {"trail", "tokens", "base"},
     "gateway": {"protocol", "transport", "folding", "trail", "scrub", "tokens", "base"},
-    "store": {"trail", "folding", "memory", "base"},
+    "model": {"protocol", "transport", "folding", "trail", "memory", "scrub", "tokens", "base"},
+    "store": {"trail", "folding", "memory", "model", "base"},
     "server": {"base", "protocol", "transport", "tokens", "scrub", "trail", "folding", "memory",
-               "gateway", "store"},
+               "gateway", "model", "store"},
     "cli": {"server", "base", "protocol", "transport", "tokens", "scrub", "trail", "folding",
-            "memory", "gateway", "store"},
+            "memory", "gateway", "model", "store"},
 }
 DOMAIN = {"trail", "folding", "memory"}
 FORBIDDEN_IN_DOMAIN = re.compile(r'^(sqlite3\.h|nlohmann/|boost/|libpq|httplib)')
