@@ -1,0 +1,432 @@
+#include "model/anthropic_request.h"
+
+#include <algorithm>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+
+namespace contextd::model {
+namespace {
+
+// Levels recorded: root, messages, message, content, block, block member, content part, part
+// member.
+constexpr int kRecordDepth = 7;
+
+BlockKind KindOf(std::string_view type) {
+  if (type == "text") return BlockKind::kText;
+  if (type == "tool_use") return BlockKind::kToolCall;
+  if (type == "tool_result") return BlockKind::kToolResult;
+  if (type == "thinking" || type == "redacted_thinking") return BlockKind::kThinking;
+  if (type == "image" || type == "document") return BlockKind::kMedia;
+  return BlockKind::kOther;
+}
+
+Role RoleOf(std::string_view role) {
+  if (role == "user") return Role::kUser;
+  if (role == "assistant") return Role::kAssistant;
+  return Role::kOther;
+}
+
+// Counts cache_control members among the elements of an array of objects.
+int CountMarkers(std::string_view doc, const RawNode* array) {
+  int n = 0;
+  if (array == nullptr || array->type != JsonType::kArray) return 0;
+  for (const RawNode& element : array->children) {
+    if (element.type == JsonType::kObject && FindMember(doc, element, "cache_control")) ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<AnthropicRequest>> AnthropicRequest::Parse(std::string body) {
+  std::unique_ptr<AnthropicRequest> request(new AnthropicRequest());
+  request->body_ = std::move(body);
+  auto root = ParseRawJson(request->body_, kRecordDepth);
+  if (!root.ok()) return root.status();
+  request->root_ = *std::move(root);
+  RETURN_IF_ERROR(request->Index());
+  return request;
+}
+
+absl::Status AnthropicRequest::Index() {
+  std::string_view doc = body_;
+  if (root_.type != JsonType::kObject) {
+    return absl::InvalidArgumentError("the request body must be a JSON object");
+  }
+  messages_ = FindMember(doc, root_, "messages");
+  if (messages_ == nullptr || messages_->type != JsonType::kArray) {
+    return absl::InvalidArgumentError("messages: an array is required");
+  }
+  if (auto model = StringMember(doc, root_, "model")) model_ = *model;
+  if (const RawNode* stream = FindMember(doc, root_, "stream")) {
+    stream_ = stream->Text(doc) == "true";
+  }
+  markers_outside_messages_ =
+      CountMarkers(doc, FindMember(doc, root_, "system")) +
+      CountMarkers(doc, FindMember(doc, root_, "tools"));
+
+  refs_.reserve(messages_->children.size());
+  transcript_.messages.reserve(messages_->children.size());
+  for (size_t m = 0; m < messages_->children.size(); ++m) {
+    const RawNode& node = messages_->children[m];
+    if (node.type != JsonType::kObject) {
+      return absl::InvalidArgumentError(absl::StrCat("messages.", m, ": an object is required"));
+    }
+    MessageRef& ref = refs_.emplace_back();
+    Message& message = transcript_.messages.emplace_back();
+    ref.node = &node;
+    message.role = RoleOf(StringMember(doc, node, "role").value_or(""));
+    ref.content = FindMember(doc, node, "content");
+    std::string key_input = absl::StrCat(static_cast<int>(message.role), ":");
+    if (ref.content != nullptr && ref.content->type == JsonType::kString) {
+      ref.string_content = true;
+      BlockRef& block_ref = ref.blocks.emplace_back();
+      block_ref.node = ref.content;
+      block_ref.texts.push_back({ref.content->begin, ref.content->end});
+      Block& block = message.blocks.emplace_back();
+      block.kind = BlockKind::kText;
+      block.type = "text";
+      block.text = DecodeJsonString(ref.content->Text(doc));
+      block.key = Digest({"string", ref.content->Text(doc)});
+      key_input += block.key;
+    } else if (ref.content != nullptr && ref.content->type == JsonType::kArray) {
+      for (const RawNode& element : ref.content->children) {
+        BlockRef& block_ref = ref.blocks.emplace_back();
+        Block& block = message.blocks.emplace_back();
+        block_ref.node = &element;
+        if (element.type != JsonType::kObject) {
+          block.kind = BlockKind::kOther;
+          block.key = Digest({"other", element.Text(doc)});
+          key_input += block.key;
+          continue;
+        }
+        block_ref.cache_control = FindMember(doc, element, "cache_control");
+        block.cache_marker = block_ref.cache_control != nullptr;
+        block.type = StringMember(doc, element, "type").value_or("");
+        block.kind = KindOf(block.type);
+        switch (block.kind) {
+          case BlockKind::kText:
+            if (const RawNode* text = FindMember(doc, element, "text");
+                text != nullptr && text->type == JsonType::kString) {
+              block_ref.texts.push_back({text->begin, text->end});
+              block.text = DecodeJsonString(text->Text(doc));
+            }
+            break;
+          case BlockKind::kThinking:
+            block.text = StringMember(doc, element, "thinking").value_or("");
+            break;
+          case BlockKind::kToolCall: {
+            block.call_id = StringMember(doc, element, "id").value_or("");
+            block.tool_name = StringMember(doc, element, "name").value_or("");
+            const RawNode* input = FindMember(doc, element, "input");
+            if (input != nullptr) block.text = std::string(input->Text(doc));
+            break;
+          }
+          case BlockKind::kToolResult: {
+            block.call_id = StringMember(doc, element, "tool_use_id").value_or("");
+            const RawNode* is_error = FindMember(doc, element, "is_error");
+            block.is_error = is_error != nullptr && is_error->Text(doc) == "true";
+            const RawNode* content = FindMember(doc, element, "content");
+            if (content == nullptr) break;
+            if (content->type == JsonType::kString) {
+              block_ref.texts.push_back({content->begin, content->end});
+              block.text = DecodeJsonString(content->Text(doc));
+            } else if (content->type == JsonType::kArray) {
+              for (const RawNode& part : content->children) {
+                if (part.type != JsonType::kObject) continue;
+                if (StringMember(doc, part, "type").value_or("") != "text") continue;
+                const RawNode* text = FindMember(doc, part, "text");
+                if (text == nullptr || text->type != JsonType::kString) continue;
+                block_ref.texts.push_back({text->begin, text->end});
+                if (!block.text.empty()) block.text.push_back('\n');
+                block.text += DecodeJsonString(text->Text(doc));
+              }
+            }
+            break;
+          }
+          case BlockKind::kMedia:
+          case BlockKind::kOther:
+            break;
+        }
+        if (block_ref.cache_control != nullptr) {
+          block.key = Digest({"block", Normalized(block_ref)});
+        } else {
+          block.key = Digest({"block", element.Text(doc)});
+        }
+        key_input += block.key;
+      }
+    } else if (ref.content != nullptr) {
+      // Content of another type: the provider will answer; kept as it is.
+      BlockRef& block_ref = ref.blocks.emplace_back();
+      block_ref.node = ref.content;
+      Block& block = message.blocks.emplace_back();
+      block.kind = BlockKind::kOther;
+      block.key = Digest({"other", ref.content->Text(doc)});
+      key_input += block.key;
+    }
+    if (message.role == Role::kOther) {
+      key_input += Digest({"role", StringMember(doc, node, "role").value_or("")});
+    }
+    message.key = Digest({"message", key_input});
+  }
+  return absl::OkStatus();
+}
+
+const std::vector<AnthropicRequest::TextSpan>& AnthropicRequest::TextSpans(size_t message,
+                                                                          size_t block) const {
+  return refs_[message].blocks[block].texts;
+}
+
+std::string AnthropicRequest::Normalized(const BlockRef& ref) const {
+  return RewriteBlockRef(ref, {});
+}
+
+}  // namespace contextd::model
+
+namespace contextd::model {
+namespace {
+
+// `object` (a JSON object's text) with a cache_control member holding `marker` added at its end.
+std::string WithMarker(std::string object, std::string_view marker) {
+  size_t close = object.rfind('}');
+  if (close == std::string::npos) return object;
+  size_t open = object.find('{');
+  bool empty = object.find_first_not_of(" \t\r\n", open + 1) == close;
+  object.insert(close, absl::StrCat(empty ? "" : ",", "\"cache_control\":", std::string(marker)));
+  return object;
+}
+
+}  // namespace
+
+std::string AnthropicRequest::RewriteBlockRef(
+    const BlockRef& ref, const std::vector<std::pair<TextSpan, std::string>>& replacements) const {
+  std::string_view doc = body_;
+  const RawNode& node = *ref.node;
+  if (node.type != JsonType::kObject) {
+    // String content: the replacement is the new string token.
+    if (!replacements.empty()) return replacements.front().second;
+    return std::string(node.Text(doc));
+  }
+  struct Edit {
+    uint32_t begin, end;
+    std::string_view text;
+  };
+  std::vector<Edit> edits;
+  for (const auto& [span, text] : replacements) edits.push_back({span.begin, span.end, text});
+  if (ref.cache_control != nullptr) {
+    const std::vector<RawNode>& members = node.children;
+    size_t k = static_cast<size_t>(ref.cache_control - members.data());
+    if (k > 0) {
+      edits.push_back({members[k - 1].end, members[k].end, {}});
+    } else if (members.size() > 1) {
+      edits.push_back({members[0].key_begin, members[1].key_begin, {}});
+    } else {
+      edits.push_back({members[0].key_begin, members[0].end, {}});
+    }
+  }
+  std::sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) { return a.begin < b.begin; });
+  std::string out;
+  out.reserve(node.end - node.begin);
+  uint32_t at = node.begin;
+  for (const Edit& edit : edits) {
+    if (edit.begin < at) continue;  // overlapping edits cannot happen; be safe
+    out.append(doc.substr(at, edit.begin - at));
+    out.append(edit.text);
+    at = edit.end;
+  }
+  out.append(doc.substr(at, node.end - at));
+  return out;
+}
+
+std::string AnthropicRequest::RewriteBlock(
+    size_t message, size_t block,
+    const std::vector<std::pair<TextSpan, std::string>>& replacements) const {
+  return RewriteBlockRef(refs_[message].blocks[block], replacements);
+}
+
+std::string_view AnthropicRequest::Separator(size_t m) const {
+  if (m == 0 || m >= messages_->children.size()) return ",";
+  const RawNode& prev = messages_->children[m - 1];
+  const RawNode& next = messages_->children[m];
+  return std::string_view(body_).substr(prev.end, next.begin - prev.end);
+}
+
+void AnthropicRequest::RenderBlock(size_t m, size_t b, const RenderPlan& plan,
+                                   std::string& out) const {
+  const BlockRef& ref = refs_[m].blocks[b];
+  auto it = plan.blocks.find({m, b});
+  if (it == plan.blocks.end()) {
+    out.append(ref.node->Text(body_));
+    return;
+  }
+  if (ref.cache_control == nullptr) {
+    out.append(it->second);
+    return;
+  }
+  out.append(WithMarker(it->second, ref.cache_control->Text(body_)));
+}
+
+void AnthropicRequest::RenderMessage(size_t m, const RenderPlan& plan, std::string& out) const {
+  const MessageRef& ref = refs_[m];
+  std::string_view doc = body_;
+  auto append = plan.appends.find(m);
+  bool changed = append != plan.appends.end();
+  for (size_t b = 0; b < ref.blocks.size() && !changed; ++b) changed = plan.blocks.count({m, b});
+  if (!changed || ref.content == nullptr) {
+    out.append(ref.node->Text(doc));
+    return;
+  }
+  out.append(doc.substr(ref.node->begin, ref.content->begin - ref.node->begin));
+  if (ref.string_content && append == plan.appends.end()) {
+    RenderBlock(m, 0, plan, out);
+  } else {
+    out.push_back('[');
+    if (ref.string_content) {
+      out.append("{\"type\":\"text\",\"text\":");
+      RenderBlock(m, 0, plan, out);
+      out.push_back('}');
+    } else {
+      for (size_t b = 0; b < ref.blocks.size(); ++b) {
+        if (b > 0) out.push_back(',');
+        RenderBlock(m, b, plan, out);
+      }
+    }
+    if (append != plan.appends.end() && !append->second.empty()) {
+      if (!ref.blocks.empty()) out.push_back(',');
+      out.append(append->second);
+    }
+    out.push_back(']');
+  }
+  out.append(doc.substr(ref.content->end, ref.node->end - ref.content->end));
+}
+
+int AnthropicRequest::MarkerCount(const RenderPlan& plan) const {
+  int count = markers_outside_messages_;
+  size_t fold = 0;
+  for (size_t m = 0; m < refs_.size(); ++m) {
+    if (fold < plan.folds.size() && m > plan.folds[fold].create_message) {
+      const FoldEdit& edit = plan.folds[fold];
+      for (size_t b : edit.kept_end_blocks) count += refs_[edit.end_message].blocks[b].cache_control != nullptr;
+      m = edit.end_message;
+      ++fold;
+      continue;
+    }
+    for (const BlockRef& ref : refs_[m].blocks) count += ref.cache_control != nullptr;
+  }
+  return count;
+}
+
+void AnthropicRequest::RenderFold(const FoldEdit& edit, const RenderPlan& plan, int markers_left,
+                                  std::string& out) const {
+  std::vector<std::string> blocks;
+  blocks.push_back(absl::StrCat("{\"type\":\"tool_result\",\"tool_use_id\":",
+                                QuoteJsonString(edit.create_call_id),
+                                ",\"content\":", QuoteJsonString(edit.result_text), "}"));
+  for (const std::string& id : edit.stub_call_ids) {
+    blocks.push_back(absl::StrCat("{\"type\":\"tool_result\",\"tool_use_id\":",
+                                  QuoteJsonString(id), ",\"content\":",
+                                  QuoteJsonString(StubResultText(edit.branch_id)), "}"));
+  }
+  bool kept_marker = false;
+  for (size_t b : edit.kept_end_blocks) {
+    std::string text;
+    RenderBlock(edit.end_message, b, plan, text);
+    kept_marker |= refs_[edit.end_message].blocks[b].cache_control != nullptr;
+    blocks.push_back(std::move(text));
+  }
+  // A breakpoint on a removed block moves to the block that replaces it (the last one here).
+  const RawNode* moved = nullptr;
+  for (size_t m = edit.create_message + 1; m <= edit.end_message && moved == nullptr; ++m) {
+    for (size_t b = 0; b < refs_[m].blocks.size(); ++b) {
+      const BlockRef& ref = refs_[m].blocks[b];
+      bool kept = m == edit.end_message &&
+                  std::find(edit.kept_end_blocks.begin(), edit.kept_end_blocks.end(), b) !=
+                      edit.kept_end_blocks.end();
+      if (ref.cache_control != nullptr && !kept) {
+        moved = ref.cache_control;
+        break;
+      }
+    }
+  }
+  if (moved != nullptr && !kept_marker && markers_left > 0) {
+    blocks.back() = WithMarker(std::move(blocks.back()), moved->Text(body_));
+  }
+  out.append("{\"role\":\"user\",\"content\":[");
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    out.append(blocks[i]);
+  }
+  auto append = plan.appends.find(edit.end_message);
+  if (append != plan.appends.end() && !append->second.empty()) {
+    out.push_back(',');
+    out.append(append->second);
+  }
+  out.append("]}");
+}
+
+std::string AnthropicRequest::Render(const RenderPlan& plan) const {
+  if (plan.folds.empty() && plan.blocks.empty() && plan.appends.empty()) return body_;
+  std::string_view doc = body_;
+  std::string out;
+  out.reserve(body_.size());
+  out.append(doc.substr(0, messages_->begin));
+  out.push_back('[');
+  int markers_left = 4 - MarkerCount(plan);
+  size_t fold = 0;
+  const size_t n = refs_.size();
+  for (size_t m = 0; m < n; ++m) {
+    if (m > 0) out.append(Separator(m));
+    RenderMessage(m, plan, out);
+    if (fold < plan.folds.size() && plan.folds[fold].create_message == m) {
+      const FoldEdit& edit = plan.folds[fold];
+      out.push_back(',');
+      RenderFold(edit, plan, markers_left, out);
+      // A moved marker used one of the four.
+      markers_left -= 1;
+      m = edit.end_message;
+      ++fold;
+    }
+  }
+  out.push_back(']');
+  out.append(doc.substr(messages_->end));
+  return out;
+}
+
+Transcript AnthropicRequest::RenderedTranscript(const RenderPlan& plan) const {
+  Transcript out;
+  size_t fold = 0;
+  for (size_t m = 0; m < transcript_.messages.size(); ++m) {
+    out.messages.push_back(transcript_.messages[m]);
+    if (plan.appends.count(m)) {
+      Block appended;
+      appended.kind = BlockKind::kText;
+      out.messages.back().blocks.push_back(appended);
+    }
+    if (fold < plan.folds.size() && plan.folds[fold].create_message == m) {
+      const FoldEdit& edit = plan.folds[fold];
+      Message folded;
+      folded.role = Role::kUser;
+      Block result;
+      result.kind = BlockKind::kToolResult;
+      result.call_id = edit.create_call_id;
+      result.text = edit.result_text;
+      folded.blocks.push_back(result);
+      for (const std::string& id : edit.stub_call_ids) {
+        result.call_id = id;
+        result.text = StubResultText(edit.branch_id);
+        folded.blocks.push_back(result);
+      }
+      for (size_t b : edit.kept_end_blocks) {
+        folded.blocks.push_back(transcript_.messages[edit.end_message].blocks[b]);
+      }
+      out.messages.push_back(std::move(folded));
+      m = edit.end_message;
+      ++fold;
+    }
+  }
+  return out;
+}
+
+}  // namespace contextd::model

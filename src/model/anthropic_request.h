@@ -1,0 +1,99 @@
+// AnthropicRequest: a Messages API request body (POST /v1/messages) read without rebuilding it.
+// The body is validated as JSON and navigated by byte spans; `transcript()` is its provider-neutral
+// view. Render() writes the body back with only `messages` content changed as a RenderPlan says:
+// every byte outside the changed blocks (other fields, unknown roles and block types, kept
+// assistant messages with their thinking signatures) is copied as the client sent it.
+// Not thread-safe; a value owned by one request.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model/fold.h"
+#include "model/raw_json.h"
+#include "model/transcript.h"
+
+namespace contextd::model {
+
+// What Render changes. Indexes are of the request's messages and their blocks.
+struct RenderPlan {
+  std::vector<FoldEdit> folds;  // disjoint, in order (FoldPlan::edits)
+  // (message, block) -> the block sent instead, without cache marker (the original's marker, if
+  // any, is put back). For string content (block 0 of a string-content message): a JSON string.
+  std::map<std::pair<size_t, size_t>, std::string> blocks;
+  // message -> blocks appended to its content (JSON objects joined by ',').
+  std::map<size_t, std::string> appends;
+};
+
+class AnthropicRequest {
+ public:
+  // Parses `body`. InvalidArgument (naming the problem) when it is not JSON, not an object, or
+  // `messages` is missing or not an array of objects.
+  static absl::StatusOr<std::unique_ptr<AnthropicRequest>> Parse(std::string body);
+
+  const std::string& body() const { return body_; }
+  const Transcript& transcript() const { return transcript_; }
+  const std::string& model() const { return model_; }
+  bool stream() const { return stream_; }
+
+  // The decoded text strings of block (message, block) that scrubbing reads, with the offsets
+  // of their tokens in body(): a text block's text, a tool result's string content or the text
+  // of its text parts; a string-content message's string.
+  struct TextSpan {
+    uint32_t begin = 0;
+    uint32_t end = 0;
+  };
+  const std::vector<TextSpan>& TextSpans(size_t message, size_t block) const;
+
+  // The block's bytes without its cache marker, with `replacements` (token spans of TextSpans ->
+  // new JSON string tokens) applied. For a string-content message: the new string token.
+  std::string RewriteBlock(size_t message, size_t block,
+                           const std::vector<std::pair<TextSpan, std::string>>& replacements) const;
+
+  // The request with `plan` applied.
+  std::string Render(const RenderPlan& plan) const;
+
+  // The transcript as Render(plan) leaves it (for validation and counting), without keys.
+  Transcript RenderedTranscript(const RenderPlan& plan) const;
+
+ private:
+  struct BlockRef {
+    const RawNode* node = nullptr;           // the block object (or the string content)
+    const RawNode* cache_control = nullptr;  // its cache_control member
+    std::vector<TextSpan> texts;
+  };
+  struct MessageRef {
+    const RawNode* node = nullptr;
+    const RawNode* content = nullptr;  // null when absent
+    bool string_content = false;
+    std::vector<BlockRef> blocks;
+  };
+  AnthropicRequest() = default;
+  absl::Status Index();
+  // The block's bytes without its cache_control member.
+  std::string Normalized(const BlockRef& ref) const;
+  std::string RewriteBlockRef(const BlockRef& ref,
+                              const std::vector<std::pair<TextSpan, std::string>>& replacements) const;
+  // The bytes between messages m-1 and m as the client sent them ("," for a new neighbour).
+  std::string_view Separator(size_t m) const;
+  void RenderBlock(size_t m, size_t b, const RenderPlan& plan, std::string& out) const;
+  void RenderMessage(size_t m, const RenderPlan& plan, std::string& out) const;
+  void RenderFold(const FoldEdit& edit, const RenderPlan& plan, int markers_left,
+                  std::string& out) const;
+  int MarkerCount(const RenderPlan& plan) const;
+
+  std::string body_;
+  RawNode root_;
+  const RawNode* messages_ = nullptr;
+  std::vector<MessageRef> refs_;
+  Transcript transcript_;
+  std::string model_;
+  bool stream_ = false;
+  int markers_outside_messages_ = 0;
+};
+
+}  // namespace contextd::model

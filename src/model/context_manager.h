@@ -1,0 +1,100 @@
+// ContextManager: F(.) for one model request. Binds the request to its conversation thread, folds
+// the branches that returned (FoldPlan), redacts secrets in the tool results and user text that
+// arrive for the first time, repeats every earlier decision byte for byte, and makes the new
+// decisions durable (ConversationStore) before the caller forwards the result. Seen from the
+// provider each thread only grows: content before the frontier (the messages already forwarded)
+// is never rewritten anew, so rule changes and restarts cannot change a prefix already sent.
+// Thread-safe: requests of one thread are serialised on its lock; different threads run in
+// parallel. The store, scrubber, counter and lookup must be thread-safe and outlive it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model/anthropic_request.h"
+#include "model/conversation_store.h"
+#include "model/fold.h"
+#include "scrub/scrubber.h"
+#include "tokens/token_counter.h"
+
+namespace contextd::model {
+
+// Looks a branch up within a tenant (nullopt: unknown there).
+using TenantBranchLookup =
+    std::function<std::optional<BranchFacts>(const std::string& tenant, const std::string& id)>;
+
+struct ContextManagerOptions {
+  size_t max_threads_in_memory = 256;  // least recently used threads beyond this are dropped
+};
+
+// What Apply did to one request.
+struct AppliedRequest {
+  ConversationKey key;
+  std::string body;  // what to forward
+  std::string open_branch_id;               // innermost branch open at the tail ("" = root)
+  std::vector<std::string> open_branch_ids;  // outermost first
+  size_t open_branch_create_message = 0;
+  size_t messages = 0;
+  size_t new_messages = 0;     // messages past the frontier
+  int folds_applied = 0;       // folds in this request (stored or new)
+  int folds_new = 0;           // decided by this request
+  std::vector<SkipReason> skipped;
+  int redactions_new = 0;      // blocks redacted for the first time
+  int64_t tokens_before = 0;   // messages as the client sent them
+  int64_t tokens_after = 0;    // as forwarded
+  bool fallback = false;       // the rewrite was not valid: the original body is forwarded
+};
+
+class ContextManager {
+ public:
+  ContextManager(ContextManagerOptions options, ConversationStore& store,
+                 const scrub::Scrubber& scrubber, const tokens::TokenCounter& counter,
+                 TenantBranchLookup lookup);
+
+  // Applies F(.) to `request` for `tenant`. `conversation_id`: the client's session id header
+  // ("" when absent). Errors only from the store (Internal/Unavailable): the request must then
+  // not be forwarded, since its decisions could not be kept.
+  absl::StatusOr<AppliedRequest> Apply(const std::string& tenant,
+                                       const std::string& conversation_id,
+                                       const AnthropicRequest& request, int64_t now_ms);
+
+  size_t threads_in_memory() const;
+
+ private:
+  struct ThreadState {
+    std::mutex mu;
+    bool loaded = false;
+    std::vector<std::string> frontier;
+    std::unordered_map<std::string, std::string> blocks;   // RewriteKind::kBlock
+    std::unordered_map<std::string, std::string> appends;  // RewriteKind::kAppend
+    std::map<std::string, FoldRecord> folds;               // RewriteKind::kFold
+    std::unordered_map<std::string, int64_t> tokens;       // block key -> tokens
+  };
+  struct Entry {
+    std::shared_ptr<ThreadState> state;
+    std::list<std::string>::iterator lru;
+  };
+  std::shared_ptr<ThreadState> Thread(const std::string& id);
+  absl::Status Load(const ConversationKey& key, ThreadState& state);
+  int64_t Tokens(ThreadState& state, const Block& block) const;
+
+  const ContextManagerOptions options_;
+  ConversationStore& store_;
+  const scrub::Scrubber& scrubber_;
+  const tokens::TokenCounter& counter_;
+  const TenantBranchLookup lookup_;
+  mutable std::mutex mu_;  // guards threads_ and lru_
+  std::unordered_map<std::string, Entry> threads_;
+  std::list<std::string> lru_;  // most recent first
+};
+
+}  // namespace contextd::model

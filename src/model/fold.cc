@@ -1,0 +1,345 @@
+#include "model/fold.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+
+namespace contextd::model {
+namespace {
+
+constexpr std::string_view kBranchCreate = "branch_create";
+constexpr std::string_view kBranchReturn = "branch_return";
+
+bool IsHexLower(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
+
+// The first "br_" + 32 lower-case hex characters in `text`, or "".
+std::string FindBranchId(std::string_view text) {
+  size_t at = 0;
+  while ((at = text.find("br_", at)) != std::string_view::npos) {
+    if (at + 35 <= text.size() &&
+        std::all_of(text.begin() + at + 3, text.begin() + at + 35, IsHexLower) &&
+        (at + 35 == text.size() || !IsHexLower(text[at + 35]))) {
+      return std::string(text.substr(at, 35));
+    }
+    at += 3;
+  }
+  return "";
+}
+
+// The result block answering `call_id` in message `index`, or nullptr.
+const Block* FindResult(const Transcript& t, size_t index, const std::string& call_id) {
+  if (index >= t.messages.size() || t.messages[index].role != Role::kUser) return nullptr;
+  for (const Block& block : t.messages[index].blocks) {
+    if (block.kind == BlockKind::kToolResult && block.call_id == call_id) return &block;
+  }
+  return nullptr;
+}
+
+bool IsSystemReminder(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+  return text.substr(i).starts_with("<system-reminder>");
+}
+
+struct Candidate {
+  std::string branch_id;
+  std::string create_call_id;
+  size_t create_message = 0;
+  bool returned = false;      // a successful branch_return in the transcript
+  std::string end_call_id;
+  size_t end_message = 0;
+};
+
+// Whether messages (create, end] may be folded; the reason otherwise.
+std::optional<SkipReason> Unsafe(const Transcript& t, size_t create, size_t end) {
+  for (size_t i = create + 1; i <= end; ++i) {
+    for (const Block& block : t.messages[i].blocks) {
+      if (block.kind == BlockKind::kOther) return SkipReason::kUnknownBlock;
+      if (i < end && t.messages[i].role == Role::kUser && block.kind == BlockKind::kText &&
+          !IsSystemReminder(block.text)) {
+        return SkipReason::kInterleaved;
+      }
+    }
+    if (t.messages[i].role == Role::kOther) return SkipReason::kUnknownBlock;
+  }
+  return std::nullopt;
+}
+
+FoldEdit MakeEdit(const Transcript& t, size_t create, size_t end, const FoldRecord& record) {
+  FoldEdit edit;
+  edit.create_message = create;
+  edit.end_message = end;
+  edit.create_call_id = record.create_call_id;
+  edit.branch_id = record.branch_id;
+  edit.result_text = record.result_text;
+  for (const Block& block : t.messages[create].blocks) {
+    if (block.kind == BlockKind::kToolCall && block.call_id != record.create_call_id) {
+      edit.stub_call_ids.push_back(block.call_id);
+    }
+  }
+  const std::vector<Block>& end_blocks = t.messages[end].blocks;
+  for (size_t b = 0; b < end_blocks.size(); ++b) {
+    if (end_blocks[b].kind != BlockKind::kToolResult) edit.kept_end_blocks.push_back(b);
+  }
+  return edit;
+}
+
+}  // namespace
+
+const char* SkipReasonName(SkipReason reason) {
+  switch (reason) {
+    case SkipReason::kInterleaved: return "interleaved";
+    case SkipReason::kUnknownBlock: return "unknown_block";
+    case SkipReason::kOverlap: return "overlap";
+    case SkipReason::kNotAtTail: return "not_at_tail";
+    case SkipReason::kMissingEnd: return "missing_end";
+  }
+  return "unknown";
+}
+
+std::string FoldRecord::Serialize() const {
+  nlohmann::ordered_json j;
+  j["create_call_id"] = create_call_id;
+  j["branch_id"] = branch_id;
+  j["forced"] = forced;
+  j["end_call_id"] = end_call_id;
+  j["end_message_key"] = Hex(end_message_key);
+  j["result_text"] = result_text;
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+absl::StatusOr<FoldRecord> FoldRecord::Parse(std::string_view text) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  auto str = [&](const char* key) -> const std::string* {
+    auto it = j.find(key);
+    return it != j.end() && it->is_string() ? it->get_ptr<const std::string*>() : nullptr;
+  };
+  if (!j.is_object() || !str("create_call_id") || !str("branch_id") || !str("end_call_id") ||
+      !str("end_message_key") || !str("result_text") || !j.contains("forced") ||
+      !j["forced"].is_boolean()) {
+    return absl::InternalError("a stored fold record is malformed");
+  }
+  FoldRecord r;
+  r.create_call_id = *str("create_call_id");
+  r.branch_id = *str("branch_id");
+  r.forced = j["forced"].get<bool>();
+  r.end_call_id = *str("end_call_id");
+  const std::string& hex = *str("end_message_key");
+  auto nibble = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  if (hex.size() % 2 != 0) return absl::InternalError("a stored fold record is malformed");
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    int hi = nibble(hex[i]);
+    int lo = nibble(hex[i + 1]);
+    if (hi < 0 || lo < 0) return absl::InternalError("a stored fold record is malformed");
+    r.end_message_key.push_back(static_cast<char>(hi * 16 + lo));
+  }
+  r.result_text = *str("result_text");
+  return r;
+}
+
+std::string FoldedResultText(const BranchFacts& facts, bool forced) {
+  if (!forced) {
+    return absl::StrCat("Branch ", facts.branch_id, " returned; its work was folded away (",
+                        facts.tokens_folded, " tokens). Summary:\n", facts.summary);
+  }
+  return absl::StrCat("Branch ", facts.branch_id, " was force-returned (", facts.status,
+                      facts.finish_reason.empty() ? "" : ": ", facts.finish_reason,
+                      "); its work was folded away (", facts.tokens_used,
+                      " tokens). You are back in the parent context; do not call branch_return "
+                      "for it. Partial summary:\n",
+                      facts.summary);
+}
+
+std::string StubResultText(const std::string& branch_id) {
+  return absl::StrCat("(folded into branch ", branch_id, ")");
+}
+
+FoldPlan PlanFolds(const Transcript& t, const std::map<std::string, FoldRecord>& records,
+                   const BranchLookup& lookup) {
+  FoldPlan plan;
+  std::vector<Candidate> stack;
+  std::vector<Candidate> ended;
+  const size_t n = t.messages.size();
+  for (size_t i = 0; i < n; ++i) {
+    const Message& m = t.messages[i];
+    if (m.role != Role::kAssistant) continue;
+    for (const Block& block : m.blocks) {
+      if (block.kind != BlockKind::kToolCall) continue;
+      std::string_view name = BareToolName(block.tool_name);
+      if (name != kBranchCreate && name != kBranchReturn) continue;
+      const Block* result = FindResult(t, i + 1, block.call_id);
+      if (result == nullptr || result->is_error) continue;
+      if (name == kBranchCreate) {
+        std::string id = FindBranchId(result->text);
+        if (!id.empty()) stack.push_back({id, block.call_id, i, false, "", 0});
+        continue;
+      }
+      std::string target = FindBranchId(block.text);
+      auto it = stack.end();
+      if (target.empty()) {
+        if (!stack.empty()) it = stack.end() - 1;
+      } else {
+        it = std::find_if(stack.begin(), stack.end(),
+                          [&](const Candidate& c) { return c.branch_id == target; });
+      }
+      if (it == stack.end()) continue;
+      Candidate done = *it;
+      done.returned = true;
+      done.end_call_id = block.call_id;
+      done.end_message = i + 1;
+      stack.erase(it, stack.end());  // its live children ended with it
+      ended.push_back(std::move(done));
+    }
+  }
+
+  std::vector<FoldEdit> edits;
+  auto find_key = [&](const std::string& key, size_t after) -> std::optional<size_t> {
+    for (size_t i = after + 1; i < n; ++i) {
+      if (t.messages[i].key == key) return i;
+    }
+    return std::nullopt;
+  };
+  // Stored decisions first; then new ones for what ends at the tail.
+  auto consider = [&](const Candidate& c, bool open) {
+    auto rec = records.find(c.create_call_id);
+    if (rec != records.end()) {
+      const FoldRecord& r = rec->second;
+      std::optional<size_t> end;
+      if (r.forced) {
+        end = find_key(r.end_message_key, c.create_message);
+      } else if (c.returned && c.end_call_id == r.end_call_id) {
+        end = c.end_message;
+      }
+      if (!end) {
+        plan.skipped.push_back(SkipReason::kMissingEnd);
+        return false;
+      }
+      edits.push_back(MakeEdit(t, c.create_message, *end, r));
+      return true;
+    }
+    if (n == 0 || t.messages[n - 1].role != Role::kUser) return false;
+    if (!open && c.end_message != n - 1) {
+      plan.skipped.push_back(SkipReason::kNotAtTail);
+      return false;
+    }
+    std::optional<BranchFacts> facts = lookup ? lookup(c.branch_id) : std::nullopt;
+    if (!facts || !facts->ended) return false;
+    const size_t end = n - 1;
+    if (end <= c.create_message) return false;
+    if (std::optional<SkipReason> why = Unsafe(t, c.create_message, end)) {
+      plan.skipped.push_back(*why);
+      return false;
+    }
+    FoldRecord r;
+    r.create_call_id = c.create_call_id;
+    r.branch_id = c.branch_id;
+    r.forced = open;
+    if (open) {
+      r.end_message_key = t.messages[end].key;
+    } else {
+      r.end_call_id = c.end_call_id;
+    }
+    r.result_text = FoldedResultText(*facts, open);
+    edits.push_back(MakeEdit(t, c.create_message, end, r));
+    plan.new_records.push_back(std::move(r));
+    return true;
+  };
+  for (const Candidate& c : ended) consider(c, false);
+  std::vector<std::string> open_ids;
+  for (const Candidate& c : stack) {
+    if (consider(c, true)) continue;
+    open_ids.push_back(c.branch_id);
+    plan.open_branch_id = c.branch_id;
+    plan.open_branch_create_message = c.create_message;
+  }
+  // A branch folded by force may have had children open in it: they went with it.
+  std::sort(edits.begin(), edits.end(), [](const FoldEdit& a, const FoldEdit& b) {
+    return a.create_message != b.create_message ? a.create_message < b.create_message
+                                                : a.end_message > b.end_message;
+  });
+  for (FoldEdit& edit : edits) {
+    if (!plan.edits.empty()) {
+      const FoldEdit& last = plan.edits.back();
+      if (edit.create_message < last.end_message) {
+        if (edit.end_message > last.end_message) plan.skipped.push_back(SkipReason::kOverlap);
+        continue;  // nested in a fold already applied
+      }
+    }
+    plan.edits.push_back(std::move(edit));
+  }
+  // Open branches inside a fold are gone from the transcript.
+  plan.open_branch_id.clear();
+  for (const Candidate& c : stack) {
+    if (std::find(open_ids.begin(), open_ids.end(), c.branch_id) == open_ids.end()) continue;
+    bool inside = std::any_of(plan.edits.begin(), plan.edits.end(), [&](const FoldEdit& e) {
+      return c.create_message > e.create_message && c.create_message <= e.end_message;
+    });
+    if (inside) continue;
+    plan.open_branch_ids.push_back(c.branch_id);
+    plan.open_branch_id = c.branch_id;
+    plan.open_branch_create_message = c.create_message;
+  }
+  return plan;
+}
+
+absl::Status ValidateTranscript(const Transcript& t) {
+  for (size_t i = 0; i < t.messages.size(); ++i) {
+    const Message& m = t.messages[i];
+    if (m.role == Role::kOther) return absl::InvalidArgumentError(absl::StrCat("message ", i, ": unknown role"));
+    if (i == 0 && m.role != Role::kUser) {
+      return absl::InvalidArgumentError("message 0: the first message must be the user's");
+    }
+    if (i > 0 && t.messages[i - 1].role == m.role) {
+      return absl::InvalidArgumentError(absl::StrCat("message ", i, ": two messages of one role"));
+    }
+    // Results: first in a user message, each answering a call of the previous message.
+    std::vector<std::string> calls;
+    if (i > 0) {
+      for (const Block& b : t.messages[i - 1].blocks) {
+        if (b.kind == BlockKind::kToolCall) calls.push_back(b.call_id);
+      }
+    }
+    bool past_results = false;
+    std::vector<std::string> answered;
+    for (const Block& b : m.blocks) {
+      if (b.kind != BlockKind::kToolResult) {
+        past_results = true;
+        continue;
+      }
+      if (m.role != Role::kUser) {
+        return absl::InvalidArgumentError(absl::StrCat("message ", i, ": a tool result outside a user message"));
+      }
+      if (past_results) {
+        return absl::InvalidArgumentError(absl::StrCat("message ", i, ": a tool result after other content"));
+      }
+      if (std::find(calls.begin(), calls.end(), b.call_id) == calls.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("message ", i, ": result for unknown call ", b.call_id));
+      }
+      answered.push_back(b.call_id);
+    }
+    if (m.role == Role::kAssistant && i + 1 < t.messages.size()) {
+      for (const Block& b : m.blocks) {
+        if (b.kind != BlockKind::kToolCall) continue;
+        const std::vector<Block>& next = t.messages[i + 1].blocks;
+        bool found = std::any_of(next.begin(), next.end(), [&](const Block& r) {
+          return r.kind == BlockKind::kToolResult && r.call_id == b.call_id;
+        });
+        if (!found) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("message ", i, ": call ", b.call_id, " has no result next"));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace contextd::model

@@ -1,0 +1,92 @@
+// The fold core, F(.) for branches: finds the branches of a transcript (a branch_create call, the
+// branch id in its result, the matching branch_return), decides which are folded and where, and
+// says which messages go. Provider-neutral: an adapter renders the plan. A fold is decided once,
+// in the request that carries its end (branch_return's result, or the tail at which contextd
+// force-returned the branch), as a FoldRecord the caller stores; every later request applies the
+// stored records, so the same transcript always folds the same way. Pure functions.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model/transcript.h"
+
+namespace contextd::model {
+
+// What the store says of a branch found in a transcript.
+struct BranchFacts {
+  std::string branch_id;
+  bool ended = false;         // completed, timeout, budget_exhausted or failed
+  std::string status;         // "completed", "timeout", ...
+  std::string finish_reason;  // why a force-returned branch ended
+  std::string summary;        // scrubbed, as stored
+  int64_t tokens_used = 0;
+  int64_t tokens_folded = 0;  // tokens_used minus the summary's tokens
+};
+// Looks a branch id up (within the request's tenant); nullopt when unknown there.
+using BranchLookup = std::function<std::optional<BranchFacts>(const std::string& branch_id)>;
+
+// A durable fold decision (RewriteKind::kFold, keyed by create_call_id).
+struct FoldRecord {
+  std::string create_call_id;
+  std::string branch_id;
+  bool forced = false;          // force-returned: ends at end_message_key, not at a return
+  std::string end_call_id;      // !forced: the branch_return call whose result ends the branch
+  std::string end_message_key;  // forced: key of the last message folded (the tail then)
+  std::string result_text;      // what the tool_result standing for the branch says
+
+  std::string Serialize() const;
+  static absl::StatusOr<FoldRecord> Parse(std::string_view text);
+};
+
+// One fold applied to a transcript: messages (create_message, end_message] are replaced by one
+// user message: the tool_result for create_call_id (result_text), a stub result for each other
+// call of the create message (stub_call_ids, in order), then the blocks of end_message that are
+// not tool results (kept_end_blocks, indexes).
+struct FoldEdit {
+  size_t create_message = 0;
+  size_t end_message = 0;
+  std::string create_call_id;
+  std::string branch_id;
+  std::string result_text;
+  std::vector<std::string> stub_call_ids;
+  std::vector<size_t> kept_end_blocks;
+};
+
+// Why a branch was left whole (a metric label).
+enum class SkipReason { kInterleaved, kUnknownBlock, kOverlap, kNotAtTail, kMissingEnd };
+const char* SkipReasonName(SkipReason reason);
+
+struct FoldPlan {
+  std::vector<FoldEdit> edits;           // disjoint, in transcript order
+  std::vector<FoldRecord> new_records;   // decided by this request: store before forwarding
+  std::vector<SkipReason> skipped;       // branches left whole now
+  // The innermost branch still open at the end of the transcript ("" = root), with the index of
+  // the message that created it (its span runs from there to the tail).
+  std::string open_branch_id;
+  size_t open_branch_create_message = 0;
+  std::vector<std::string> open_branch_ids;  // all open at the tail, outermost first
+};
+
+// The text of the tool_result that stands for a folded branch.
+std::string FoldedResultText(const BranchFacts& facts, bool forced);
+// The stub result of another call made in the create turn.
+std::string StubResultText(const std::string& branch_id);
+
+// Plans the folds of `transcript`. `records`: the stored decisions (by create call id).
+// `lookup` is called for branches that end at the tail and have no record. Branches whose
+// store entry ended without a return in the transcript (force-returned) fold at the tail.
+FoldPlan PlanFolds(const Transcript& transcript, const std::map<std::string, FoldRecord>& records,
+                   const BranchLookup& lookup);
+
+// Checks a transcript as a provider would: roles valid (user first, user and assistant
+// alternating), every tool call answered first in the next user message, no result without its
+// call. InvalidArgument naming the message otherwise.
+absl::Status ValidateTranscript(const Transcript& transcript);
+
+}  // namespace contextd::model

@@ -1,0 +1,240 @@
+#include "model/fold.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "model/anthropic_request.h"
+#include "nlohmann/json.hpp"
+
+namespace contextd::model {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+const std::string kBranch = "br_0123456789abcdef0123456789abcdef";
+
+json ToolUse(const std::string& id, const std::string& name, json input) {
+  return {{"type", "tool_use"}, {"id", id}, {"name", name}, {"input", std::move(input)}};
+}
+json Result(const std::string& id, const std::string& text) {
+  return {{"type", "tool_result"}, {"tool_use_id", id}, {"content", text}};
+}
+json Text(const std::string& text) { return {{"type", "text"}, {"text", text}}; }
+json Msg(const std::string& role, json content) {
+  return {{"role", role}, {"content", std::move(content)}};
+}
+
+// A conversation: the task, a branch opened in the same turn as a bash call, a Read inside it,
+// the return as a turn of its own, and what follows.
+json Conversation(bool returned, bool after) {
+  json messages = json::array();
+  messages.push_back(Msg("user", json::array({Text("fix the bug")})));
+  messages.push_back(Msg("assistant", json::array({
+      {{"type", "thinking"}, {"thinking", "let me branch"}, {"signature", "sig1"}},
+      ToolUse("c1", "mcp__contextd__branch_create", {{"description", "find"}, {"prompt", "p"}}),
+      ToolUse("b1", "Bash", {{"command", "ls"}})})));
+  messages.push_back(Msg("user", json::array({
+      Result("c1", "{\"branch_id\":\"" + kBranch + "\",\"depth\":0}"),
+      Result("b1", "a.py b.py")})));
+  messages.push_back(Msg("assistant", json::array({ToolUse("r1", "Read", {{"file", "a.py"}})})));
+  messages.push_back(Msg("user", json::array({Result("r1", std::string(2000, 'x'))})));
+  if (returned) {
+    messages.push_back(Msg("assistant", json::array({
+        ToolUse("ret1", "mcp__contextd__branch_return", {{"message", "bug in a.py:3"}})})));
+    json tail = json::array({Result("ret1", "{\"branch_id\":\"" + kBranch + "\"}"),
+                             Text("<system-reminder>todo</system-reminder>")});
+    tail[1]["cache_control"] = {{"type", "ephemeral"}};
+    messages.push_back(Msg("user", tail));
+  }
+  if (after) {
+    messages.back()["content"].back().erase("cache_control");
+    messages.push_back(Msg("assistant", json::array({Text("fixing a.py")})));
+    messages.push_back(Msg("user", json::array({Text("go on")})));
+  }
+  return {{"model", "claude-x"}, {"max_tokens", 100}, {"messages", messages},
+          {"unknown_field", {{"kept", true}}}};
+}
+
+BranchFacts Returned() {
+  BranchFacts facts;
+  facts.branch_id = kBranch;
+  facts.ended = true;
+  facts.status = "completed";
+  facts.summary = "bug in a.py:3";
+  facts.tokens_used = 700;
+  facts.tokens_folded = 690;
+  return facts;
+}
+
+std::unique_ptr<AnthropicRequest> Parse(const json& body) {
+  auto request = AnthropicRequest::Parse(body.dump());
+  EXPECT_TRUE(request.ok()) << request.status();
+  return *std::move(request);
+}
+
+TEST(FoldTest, ReturnedBranchAtTheTailFoldsToOneResult) {
+  auto request = Parse(Conversation(true, false));
+  FoldPlan plan = PlanFolds(request->transcript(), {}, [](const std::string& id) {
+    EXPECT_EQ(id, kBranch);
+    return std::optional<BranchFacts>(Returned());
+  });
+  ASSERT_EQ(plan.edits.size(), 1u);
+  ASSERT_EQ(plan.new_records.size(), 1u);
+  EXPECT_FALSE(plan.new_records[0].forced);
+  EXPECT_EQ(plan.new_records[0].end_call_id, "ret1");
+  EXPECT_EQ(plan.edits[0].create_message, 1u);
+  EXPECT_EQ(plan.edits[0].end_message, 6u);
+  EXPECT_THAT(plan.edits[0].stub_call_ids, testing::ElementsAre("b1"));
+  EXPECT_EQ(plan.open_branch_id, "");
+
+  RenderPlan render;
+  render.folds = plan.edits;
+  std::string out = request->Render(render);
+  json sent = json::parse(out);
+  ASSERT_EQ(sent["messages"].size(), 3u);
+  // The assistant turn that opened the branch is byte-identical.
+  json original = Conversation(true, false);
+  EXPECT_NE(out.find(original["messages"][1].dump()), std::string::npos);
+  json folded = sent["messages"][2];
+  EXPECT_EQ(folded["role"], "user");
+  ASSERT_EQ(folded["content"].size(), 3u);
+  EXPECT_EQ(folded["content"][0]["tool_use_id"], "c1");
+  EXPECT_THAT(folded["content"][0]["content"].get<std::string>(),
+              testing::HasSubstr("bug in a.py:3"));
+  EXPECT_EQ(folded["content"][1]["tool_use_id"], "b1");
+  EXPECT_EQ(folded["content"][2]["text"], "<system-reminder>todo</system-reminder>");
+  EXPECT_EQ(folded["content"][2]["cache_control"]["type"], "ephemeral");
+  EXPECT_EQ(sent["unknown_field"]["kept"], true);
+  EXPECT_EQ(out.find("xxxxxxxx"), std::string::npos);  // the Read result is gone
+  EXPECT_TRUE(ValidateTranscript(request->RenderedTranscript(render)).ok());
+
+  // The next request (grown, breakpoint moved) folds to the same bytes before its new tail.
+  auto next = Parse(Conversation(true, true));
+  std::map<std::string, FoldRecord> records{{"c1", plan.new_records[0]}};
+  FoldPlan again = PlanFolds(next->transcript(), records, [](const std::string&) {
+    ADD_FAILURE() << "a stored fold needs no lookup";
+    return std::optional<BranchFacts>();
+  });
+  ASSERT_EQ(again.edits.size(), 1u);
+  RenderPlan render2;
+  render2.folds = again.edits;
+  std::string out2 = next->Render(render2);
+  // Everything up to the folded message's marker is the same.
+  std::string common = out.substr(0, out.find(",\"cache_control\""));
+  EXPECT_EQ(out2.substr(0, common.size()), common);
+  EXPECT_TRUE(ValidateTranscript(next->RenderedTranscript(render2)).ok());
+}
+
+TEST(FoldTest, ReturnNotAtTheTailStaysWhole) {
+  auto request = Parse(Conversation(true, true));
+  FoldPlan plan = PlanFolds(request->transcript(), {}, [](const std::string&) {
+    return std::optional<BranchFacts>(Returned());
+  });
+  EXPECT_TRUE(plan.edits.empty());
+  EXPECT_THAT(plan.skipped, testing::ElementsAre(SkipReason::kNotAtTail));
+}
+
+TEST(FoldTest, ForceReturnedBranchFoldsAtTheTailWithItsNotice) {
+  auto request = Parse(Conversation(false, false));
+  BranchFacts facts = Returned();
+  facts.status = "timeout";
+  facts.finish_reason = "deadline passed";
+  facts.summary = "partial: read a.py";
+  FoldPlan plan = PlanFolds(request->transcript(), {}, [&](const std::string&) {
+    return std::optional<BranchFacts>(facts);
+  });
+  ASSERT_EQ(plan.edits.size(), 1u);
+  ASSERT_EQ(plan.new_records.size(), 1u);
+  EXPECT_TRUE(plan.new_records[0].forced);
+  EXPECT_THAT(plan.new_records[0].result_text, testing::HasSubstr("force-returned (timeout"));
+  EXPECT_EQ(plan.edits[0].end_message, 4u);
+  RenderPlan render;
+  render.folds = plan.edits;
+  EXPECT_TRUE(ValidateTranscript(request->RenderedTranscript(render)).ok());
+  // Parse and serialize round trip of the record.
+  auto parsed = FoldRecord::Parse(plan.new_records[0].Serialize());
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed->end_message_key, plan.new_records[0].end_message_key);
+}
+
+TEST(FoldTest, OpenBranchIsReportedForCharging) {
+  auto request = Parse(Conversation(false, false));
+  BranchFacts live = Returned();
+  live.ended = false;
+  FoldPlan plan = PlanFolds(request->transcript(), {}, [&](const std::string&) {
+    return std::optional<BranchFacts>(live);
+  });
+  EXPECT_TRUE(plan.edits.empty());
+  EXPECT_EQ(plan.open_branch_id, kBranch);
+  EXPECT_EQ(plan.open_branch_create_message, 1u);
+}
+
+TEST(FoldTest, UserTextInsideTheBranchKeepsItWhole) {
+  json body = Conversation(true, false);
+  body["messages"][4]["content"].push_back(Text("actually, stop"));
+  auto request = Parse(body);
+  FoldPlan plan = PlanFolds(request->transcript(), {}, [](const std::string&) {
+    return std::optional<BranchFacts>(Returned());
+  });
+  EXPECT_TRUE(plan.edits.empty());
+  EXPECT_THAT(plan.skipped, testing::ElementsAre(SkipReason::kInterleaved));
+}
+
+TEST(FoldTest, UnknownBlockInsideTheBranchKeepsItWhole) {
+  json body = Conversation(true, false);
+  body["messages"][3]["content"].push_back({{"type", "server_tool_use"}, {"id", "s1"}});
+  auto request = Parse(body);
+  FoldPlan plan = PlanFolds(request->transcript(), {}, [](const std::string&) {
+    return std::optional<BranchFacts>(Returned());
+  });
+  EXPECT_TRUE(plan.edits.empty());
+  EXPECT_THAT(plan.skipped, testing::ElementsAre(SkipReason::kUnknownBlock));
+}
+
+TEST(FoldTest, ValidatorCatchesOrphansAndMissingResults) {
+  json body = Conversation(true, false);
+  body["messages"][4]["content"][0]["tool_use_id"] = "nope";
+  auto request = Parse(body);
+  EXPECT_FALSE(ValidateTranscript(request->transcript()).ok());
+  EXPECT_TRUE(ValidateTranscript(Parse(Conversation(true, true))->transcript()).ok());
+}
+
+TEST(AnthropicRequestTest, RejectsWhatIsNotAMessagesRequest) {
+  EXPECT_FALSE(AnthropicRequest::Parse("{").ok());
+  EXPECT_FALSE(AnthropicRequest::Parse("[]").ok());
+  EXPECT_FALSE(AnthropicRequest::Parse("{\"messages\":{}}").ok());
+  EXPECT_FALSE(AnthropicRequest::Parse("{\"messages\":[1]}").ok());
+  EXPECT_TRUE(AnthropicRequest::Parse("{\"messages\":[]}").ok());
+}
+
+TEST(AnthropicRequestTest, KeysIgnoreCacheMarkers) {
+  json a = Conversation(true, false);
+  json b = a;
+  b["messages"][6]["content"][1].erase("cache_control");
+  b["messages"][2]["content"][1]["cache_control"] = {{"type", "ephemeral"}};
+  auto ra = Parse(a);
+  auto rb = Parse(b);
+  for (size_t m = 0; m < ra->transcript().messages.size(); ++m) {
+    EXPECT_EQ(ra->transcript().messages[m].key, rb->transcript().messages[m].key) << m;
+  }
+}
+
+TEST(AnthropicRequestTest, RewriteKeepsOtherBytesAndPutsTheMarkerBack) {
+  std::string body =
+      R"({"messages":[{"role":"user","content":[{"type":"tool_result","cache_control":{"type":"ephemeral"},"tool_use_id":"t","content":"key=SECRET"}]}],"z":1})";
+  auto request = AnthropicRequest::Parse(body);
+  ASSERT_TRUE(request.ok());
+  const auto& spans = (*request)->TextSpans(0, 0);
+  ASSERT_EQ(spans.size(), 1u);
+  std::string block = (*request)->RewriteBlock(0, 0, {{spans[0], "\"key=[REDACTED]\""}});
+  EXPECT_EQ(block, R"({"type":"tool_result","tool_use_id":"t","content":"key=[REDACTED]"})");
+  RenderPlan plan;
+  plan.blocks[{0, 0}] = block;
+  EXPECT_EQ((*request)->Render(plan),
+            R"({"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"key=[REDACTED]","cache_control":{"type":"ephemeral"}}]}],"z":1})");
+}
+
+}  // namespace
+}  // namespace contextd::model

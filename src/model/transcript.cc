@@ -1,0 +1,44 @@
+#include "model/transcript.h"
+
+#include <openssl/evp.h>
+
+#include <memory>
+
+namespace contextd::model {
+
+std::string_view BareToolName(std::string_view name) {
+  // Claude Code: mcp__<server>__<tool>; Codex and others: <server>__<tool>.
+  size_t at = name.rfind("__");
+  if (at == std::string_view::npos) return name;
+  return name.substr(at + 2);
+}
+
+std::string Digest(std::initializer_list<std::string_view> parts) {
+  // EVP with the built-in SHA-256 cannot fail short of memory exhaustion.
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
+  for (std::string_view part : parts) {
+    // Length-prefixed, so that ("ab", "c") and ("a", "bc") differ.
+    uint64_t size = part.size();
+    EVP_DigestUpdate(ctx.get(), &size, sizeof(size));
+    EVP_DigestUpdate(ctx.get(), part.data(), part.size());
+  }
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx.get(), out, &len);
+  return std::string(reinterpret_cast<const char*>(out), 16);
+}
+
+std::string Hex(std::string_view bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (char c : bytes) {
+    auto u = static_cast<unsigned char>(c);
+    out.push_back(kHex[u >> 4]);
+    out.push_back(kHex[u & 0xF]);
+  }
+  return out;
+}
+
+}  // namespace contextd::model
