@@ -126,6 +126,18 @@ const std::map<std::string, KeySpec>& Registry() {
     m["trail.auto_scope_upstreams"] = Scalar("trail.auto_scope_upstreams", [](ServerConfig* c) {
       return &c->trail_auto_scope_upstreams;
     });
+#define CONTEXTD_MODEL_KEY(key, name) \
+  m[key] = Scalar(key, [](ServerConfig* c) { return &c->model_gateway.name; })
+    CONTEXTD_MODEL_KEY("model_gateway.enabled", enabled);
+    CONTEXTD_MODEL_KEY("model_gateway.max_body_bytes", max_body_bytes);
+    CONTEXTD_MODEL_KEY("model_gateway.anthropic.base_url", anthropic_base_url);
+    CONTEXTD_MODEL_KEY("model_gateway.anthropic.ca_file", anthropic_ca_file);
+    CONTEXTD_MODEL_KEY("model_gateway.anthropic.connect_timeout_ms", anthropic_connect_timeout_ms);
+    CONTEXTD_MODEL_KEY("model_gateway.anthropic.response_timeout_seconds",
+                       anthropic_response_timeout_seconds);
+    CONTEXTD_MODEL_KEY("model_gateway.anthropic.read_timeout_seconds",
+                       anthropic_read_timeout_seconds);
+#undef CONTEXTD_MODEL_KEY
     return r;
   }();
   return *registry;
@@ -297,8 +309,20 @@ absl::Status LoadConfigFile(const std::string& path, ServerConfig* config) {
         return absl::InvalidArgumentError(StrCat(
             "config file '", path, "': section '", section_name, "' must be a mapping"));
       }
+      // One level of nesting (model_gateway.anthropic.base_url): flattened to dotted keys.
+      std::vector<std::pair<std::string, YAML::Node>> entries;
       for (const auto& entry : section.second) {
         std::string key = StrCat(section_name, ".", entry.first.as<std::string>());
+        if (entry.second.IsMap()) {
+          for (const auto& inner : entry.second) {
+            entries.emplace_back(StrCat(key, ".", inner.first.as<std::string>()), inner.second);
+          }
+        } else {
+          entries.emplace_back(key, entry.second);
+        }
+      }
+      for (const auto& entry : entries) {
+        const std::string& key = entry.first;
         std::vector<std::string> values;
         if (entry.second.IsSequence()) {
           for (const auto& item : entry.second) {
@@ -393,6 +417,25 @@ absl::Status ValidateConfig(const ServerConfig& config) {
   for (const char* l : kLevels) level_ok = level_ok || config.log_level == l;
   if (!level_ok) {
     return Bad("server.log_level", "must be one of trace, debug, info, warn, error, off");
+  }
+  const ModelGatewayConfig& model = config.model_gateway;
+  const std::string& base_url = model.anthropic_base_url;
+  if (!(base_url.rfind("http://", 0) == 0 || base_url.rfind("https://", 0) == 0) ||
+      base_url.find_first_of(" ?#") != std::string::npos) {
+    return Bad("model_gateway.anthropic.base_url",
+               StrCat("must be an http:// or https:// URL without query, got '", base_url, "'"));
+  }
+  if (model.max_body_bytes < 1024 || model.max_body_bytes > (int64_t{1} << 30)) {
+    return Bad("model_gateway.max_body_bytes", "must be between 1024 and 1073741824");
+  }
+  if (model.anthropic_connect_timeout_ms < 1) {
+    return Bad("model_gateway.anthropic.connect_timeout_ms", "must be positive");
+  }
+  if (model.anthropic_response_timeout_seconds < 1) {
+    return Bad("model_gateway.anthropic.response_timeout_seconds", "must be positive");
+  }
+  if (model.anthropic_read_timeout_seconds < 1) {
+    return Bad("model_gateway.anthropic.read_timeout_seconds", "must be positive");
   }
   absl::Status folding = config.folding.Validate();
   if (!folding.ok()) return folding;

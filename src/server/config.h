@@ -18,6 +18,18 @@
 
 namespace contextd::server {
 
+// model_gateway: contextd as the agent's model endpoint (on the HTTP listener).
+struct ModelGatewayConfig {
+  bool enabled = true;
+  int64_t max_body_bytes = 32 << 20;  // larger model requests get 413
+  // model_gateway.anthropic:
+  std::string anthropic_base_url = "https://api.anthropic.com";
+  std::string anthropic_ca_file;  // PEM CA file instead of the system trust store
+  int64_t anthropic_connect_timeout_ms = 10'000;
+  int64_t anthropic_response_timeout_seconds = 600;  // request sent -> answer headers
+  int64_t anthropic_read_timeout_seconds = 600;      // between two reads of the answer
+};
+
 struct ServerConfig {
   // server:
   std::string transport = "http";      // "stdio" or "http"
@@ -40,6 +52,8 @@ struct ServerConfig {
   // Consecutive upstream calls outside any branch form an auto-scope that folds by itself when
   // the agent turns to another upstream, calls a contextd tool, or the session ends.
   bool trail_auto_scope_upstreams = false;
+  // model_gateway: (nested: model_gateway.anthropic.base_url, ...)
+  ModelGatewayConfig model_gateway;
   // upstreams: the MCP servers contextd fronts (a YAML list; file only).
   std::vector<gateway::UpstreamConfig> upstreams;
 };

@@ -50,9 +50,69 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                       .Register(*registry_)
                       .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64,
                                                                        128});
+  model_requests_ = &prometheus::BuildCounter()
+                         .Name("contextd_model_requests_total")
+                         .Help("Model requests through the gateway, by api and relayed status")
+                         .Register(*registry_);
+  model_last_ = &prometheus::BuildGauge()
+                     .Name("contextd_model_last_request_timestamp_seconds")
+                     .Help("Unix time of the last model request, by api")
+                     .Register(*registry_);
+  model_tokens_ = &prometheus::BuildCounter()
+                       .Name("contextd_model_tokens_total")
+                       .Help("Message tokens as the client sent them (stage=client) and as "
+                             "forwarded after folding (stage=forwarded), by contextd's count")
+                       .Register(*registry_);
+  model_provider_tokens_ = &prometheus::BuildCounter()
+                                .Name("contextd_model_provider_tokens_total")
+                                .Help("Tokens the provider reported, by kind (input, cache_read, "
+                                      "cache_creation, output)")
+                                .Register(*registry_);
+  model_folds_ = &prometheus::BuildCounter()
+                      .Name("contextd_model_folds_total")
+                      .Help("Branch folds decided by the model gateway")
+                      .Register(*registry_);
+  model_folds_skipped_ = &prometheus::BuildCounter()
+                              .Name("contextd_model_folds_skipped_total")
+                              .Help("Branches left whole in a request, by reason")
+                              .Register(*registry_);
+  model_redactions_ = &prometheus::BuildCounter()
+                           .Name("contextd_model_redacted_blocks_total")
+                           .Help("Content blocks redacted by the model gateway (first time)")
+                           .Register(*registry_);
+  model_fallbacks_ = &prometheus::BuildCounter()
+                          .Name("contextd_model_rewrite_fallbacks_total")
+                          .Help("Requests forwarded unchanged because a rewrite was not valid")
+                          .Register(*registry_);
+  model_seconds_ = &prometheus::BuildHistogram()
+                        .Name("contextd_model_request_seconds")
+                        .Help("Model requests from arrival to the end of the answer, by api")
+                        .Register(*registry_);
 }
 
 Metrics::~Metrics() = default;
+
+void Metrics::ModelRequestDone(const ModelRequest& r) {
+  model_requests_->Add({{"api", r.api}, {"status", std::to_string(r.status)}}).Increment();
+  model_last_->Add({{"api", r.api}}).Set(r.at_unix_seconds);
+  model_tokens_->Add({{"api", r.api}, {"stage", "client"}}).Increment(r.tokens_before);
+  model_tokens_->Add({{"api", r.api}, {"stage", "forwarded"}}).Increment(r.tokens_after);
+  model_provider_tokens_->Add({{"api", r.api}, {"kind", "input"}}).Increment(r.input);
+  model_provider_tokens_->Add({{"api", r.api}, {"kind", "cache_read"}}).Increment(r.cache_read);
+  model_provider_tokens_->Add({{"api", r.api}, {"kind", "cache_creation"}})
+      .Increment(r.cache_creation);
+  model_provider_tokens_->Add({{"api", r.api}, {"kind", "output"}}).Increment(r.output);
+  model_folds_->Add({{"api", r.api}}).Increment(r.folds_new);
+  for (const std::string& reason : r.skipped) {
+    model_folds_skipped_->Add({{"api", r.api}, {"reason", reason}}).Increment();
+  }
+  model_redactions_->Add({{"api", r.api}}).Increment(r.redactions_new);
+  if (r.fallback) model_fallbacks_->Add({{"api", r.api}}).Increment();
+  model_seconds_
+      ->Add({{"api", r.api}}, prometheus::Histogram::BucketBoundaries{0.1, 0.5, 1, 2.5, 5, 10, 30,
+                                                                      60, 120, 300, 600})
+      .Observe(r.seconds);
+}
 
 void Metrics::BranchCreated() { active_->Increment(); }
 

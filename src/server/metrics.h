@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace prometheus {
 class Registry;
@@ -39,6 +40,24 @@ class Metrics {
   // A group commit ended (`ok` or failed) after `seconds`, releasing `held` outbound messages.
   void GroupCommitted(bool ok, double seconds, double held);
 
+  // The model gateway forwarded (or failed to forward) one request of `api`: its relayed HTTP
+  // status ("0" when none), `outcome`, contextd's token counts before and after F(.), the folds
+  // it applied and decided, the folds it could not make (by reason), new redactions, and the
+  // provider's usage.
+  struct ModelRequest {
+    std::string api;
+    int status = 0;
+    std::string outcome;
+    double tokens_before = 0, tokens_after = 0;
+    double folds_applied = 0, folds_new = 0, redactions_new = 0;
+    std::vector<std::string> skipped;
+    double input = 0, cache_read = 0, cache_creation = 0, output = 0;
+    double seconds = 0;
+    double at_unix_seconds = 0;
+    bool fallback = false;
+  };
+  void ModelRequestDone(const ModelRequest& request);
+
   // The Prometheus text exposition format (version 0.0.4).
   std::string Render() const;
 
@@ -52,6 +71,15 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* commits_;
   prometheus::Histogram* commit_seconds_;
   prometheus::Histogram* commit_held_;
+  prometheus::Family<prometheus::Counter>* model_requests_;
+  prometheus::Family<prometheus::Gauge>* model_last_;
+  prometheus::Family<prometheus::Counter>* model_tokens_;
+  prometheus::Family<prometheus::Counter>* model_provider_tokens_;
+  prometheus::Family<prometheus::Counter>* model_folds_;
+  prometheus::Family<prometheus::Counter>* model_folds_skipped_;
+  prometheus::Family<prometheus::Counter>* model_redactions_;
+  prometheus::Family<prometheus::Counter>* model_fallbacks_;
+  prometheus::Family<prometheus::Histogram>* model_seconds_;
 };
 
 }  // namespace contextd::server

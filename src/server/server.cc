@@ -22,6 +22,8 @@
 #include "folding/branch_manager.h"
 #include "folding/events.h"
 #include "gateway/gateway.h"
+#include "model/anthropic_gateway.h"
+#include "model/context_manager.h"
 #include "protocol/mcp_server.h"
 #include "protocol/tool_notices.h"
 #include "scrub/originals_archive.h"
@@ -35,7 +37,9 @@
 #include "trail/trail.h"
 #include "server/metrics.h"
 #include "store/sqlite_branch_store.h"
+#include "store/sqlite_conversation_store.h"
 #include "tokens/lazy_encoding.h"
+#include "transport/http_client.h"
 #include "transport/http_server.h"
 #include "transport/stdio_transport.h"
 
@@ -117,6 +121,12 @@ struct Engine {
   std::unique_ptr<TrailRecorder> trail_recorder;      // the gateway records through it
   std::unique_ptr<gateway::Gateway> gateway;          // executor only
   std::unique_ptr<GroupCommit> group_commit;  // the McpServer's outbound gate: outlives it
+  // The model gateway (HTTP only): its own connection to the database, so that a conversation's
+  // decisions are durable before its request leaves, independent of the engine's group commit.
+  std::unique_ptr<store::SqliteConversationStore> conversations;
+  std::unique_ptr<model::ContextManager> context_manager;
+  std::unique_ptr<transport::HttpClient> model_client;
+  std::unique_ptr<model::AnthropicGateway> anthropic;
   std::shared_ptr<protocol::McpServer> mcp;
 };
 
@@ -291,6 +301,79 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
   return absl::OkStatus();
 }
 
+// The model gateway: a ContextManager over the conversation store, an outbound client to the
+// provider, and the Anthropic routes. Branches are looked up in the engine's branch store.
+absl::Status BuildModelGateway(const ServerConfig& config,
+                               const std::map<std::string, std::string>& bearer_tokens,
+                               Engine& engine) {
+  const ModelGatewayConfig& mg = config.model_gateway;
+  std::string db_path = ResolveDataDir(config) + "/contextd.db";
+  ASSIGN_OR_RETURN(engine.conversations, store::SqliteConversationStore::Open(db_path));
+  const tokens::TokenCounter* counter = engine.counter.get();
+  store::SqliteBranchStore* branches = engine.store.get();
+  model::TenantBranchLookup lookup =
+      [branches, counter](const std::string& tenant,
+                          const std::string& id) -> std::optional<model::BranchFacts> {
+    auto branch = branches->Get(id);
+    if (!branch.ok()) {
+      base::LogWarn(base::StrCat("model gateway: branch lookup: ", branch.status().message()));
+      return std::nullopt;
+    }
+    if (!branch->has_value() || (*branch)->session.tenant != tenant) return std::nullopt;
+    const folding::Branch& b = **branch;
+    model::BranchFacts facts;
+    facts.branch_id = b.id;
+    facts.ended = folding::IsTerminal(b.status);
+    facts.status = folding::BranchStatusName(b.status);
+    facts.finish_reason = b.finish_reason;
+    facts.summary = b.summary;
+    facts.tokens_used = b.tokens_used;
+    facts.tokens_folded = std::max<int64_t>(
+        0, b.tokens_used - static_cast<int64_t>(counter->Count(b.summary)));
+    return facts;
+  };
+  engine.context_manager = std::make_unique<model::ContextManager>(
+      model::ContextManagerOptions{}, *engine.conversations, *engine.scrubber, *counter,
+      std::move(lookup));
+  transport::HttpClientOptions client_options;
+  client_options.ca_file = mg.anthropic_ca_file;
+  client_options.connect_timeout = std::chrono::milliseconds(mg.anthropic_connect_timeout_ms);
+  client_options.response_timeout = std::chrono::seconds(mg.anthropic_response_timeout_seconds);
+  client_options.read_timeout = std::chrono::seconds(mg.anthropic_read_timeout_seconds);
+  ASSIGN_OR_RETURN(engine.model_client, transport::HttpClient::Create(client_options));
+  model::AnthropicGatewayOptions options;
+  options.base_url = mg.anthropic_base_url;
+  options.max_body_bytes = static_cast<size_t>(mg.max_body_bytes);
+  options.tenant_tokens = bearer_tokens;
+  Metrics* metrics = &engine.metrics;
+  engine.anthropic = std::make_unique<model::AnthropicGateway>(
+      options, *engine.context_manager, *engine.conversations, *engine.model_client,
+      [metrics](const model::ModelRequestReport& report) {
+        Metrics::ModelRequest r;
+        r.api = report.usage.api;
+        r.status = report.usage.status;
+        r.outcome = report.outcome;
+        r.tokens_before = static_cast<double>(report.usage.tokens_before);
+        r.tokens_after = static_cast<double>(report.usage.tokens_after);
+        r.folds_applied = report.applied.folds_applied;
+        r.folds_new = report.applied.folds_new;
+        r.redactions_new = report.applied.redactions_new;
+        for (model::SkipReason reason : report.applied.skipped) {
+          r.skipped.emplace_back(model::SkipReasonName(reason));
+        }
+        r.input = static_cast<double>(report.usage.input_tokens);
+        r.cache_read = static_cast<double>(report.usage.cache_read_input_tokens);
+        r.cache_creation = static_cast<double>(report.usage.cache_creation_input_tokens);
+        r.output = static_cast<double>(report.usage.output_tokens);
+        r.seconds = static_cast<double>(report.usage.duration_ms) / 1000.0;
+        r.at_unix_seconds = static_cast<double>(report.usage.at_ms) / 1000.0;
+        r.fallback = report.applied.fallback;
+        metrics->ModelRequestDone(r);
+      });
+  base::LogInfo(base::StrCat("model gateway: /v1/messages -> ", mg.anthropic_base_url));
+  return absl::OkStatus();
+}
+
 // Tears the engine down on its executor, then stops the executor.
 void ShutdownEngine(Engine& engine) {
   if (!engine.executor) return;
@@ -372,6 +455,16 @@ absl::Status RunServer(const ServerConfig& config) {
   }
   Metrics* metrics = &engine.metrics;
   options.metrics = [metrics] { return metrics->Render(); };
+  if (config.model_gateway.enabled) {
+    absl::Status built_gateway = BuildModelGateway(config, options.bearer_tokens, engine);
+    if (!built_gateway.ok()) {
+      ShutdownEngine(engine);
+      return built_gateway;
+    }
+    for (transport::HttpRoute& route : engine.anthropic->Routes()) {
+      options.routes.push_back(std::move(route));
+    }
+  }
   auto http = transport::HttpServer::Start(options, engine.mcp);
   if (!http.ok()) {
     ShutdownEngine(engine);
@@ -384,6 +477,8 @@ absl::Status RunServer(const ServerConfig& config) {
   sigwait(&stop_signals, &sig);
   base::LogInfo(base::StrCat("signal ", sig, ": shutting down"));
   (*http)->Stop();  // closes every session: their branches are force-returned ("shutdown")
+  engine.anthropic.reset();     // waits for its workers
+  engine.model_client.reset();  // cancels the calls in flight
   ShutdownEngine(engine);
   return absl::OkStatus();
 }

@@ -1,0 +1,78 @@
+#include "model/usage_parser.h"
+
+#include "nlohmann/json.hpp"
+
+namespace contextd::model {
+namespace {
+
+void Take(const nlohmann::json& usage, const char* key, int64_t& into) {
+  auto it = usage.find(key);
+  if (it != usage.end() && it->is_number_integer()) into = it->get<int64_t>();
+}
+
+}  // namespace
+
+void UsageParser::Feed(std::string_view bytes) {
+  if (!event_stream_) {
+    if (overflow_) return;
+    if (pending_.size() + bytes.size() > kMaxKept) {
+      overflow_ = true;
+      pending_.clear();
+      return;
+    }
+    pending_.append(bytes);
+    return;
+  }
+  while (!bytes.empty()) {
+    size_t nl = bytes.find('\n');
+    if (nl == std::string_view::npos) {
+      if (!overflow_ && pending_.size() + bytes.size() <= kMaxKept) {
+        pending_.append(bytes);
+      } else {
+        overflow_ = true;
+        pending_.clear();
+      }
+      return;
+    }
+    if (!overflow_) {
+      pending_.append(bytes.substr(0, nl));
+      Line(pending_);
+    }
+    pending_.clear();
+    overflow_ = false;
+    bytes.remove_prefix(nl + 1);
+  }
+}
+
+void UsageParser::Finish() {
+  if (!event_stream_ && !overflow_) Json(pending_);
+  if (event_stream_ && !overflow_ && !pending_.empty()) Line(pending_);
+  pending_.clear();
+}
+
+void UsageParser::Line(std::string_view line) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (!line.starts_with("data:")) return;
+  line.remove_prefix(5);
+  if (line.find("\"usage\"") == std::string_view::npos) return;
+  Json(line);
+}
+
+void UsageParser::Json(std::string_view text) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object()) return;
+  const nlohmann::json* usage = nullptr;
+  if (auto it = j.find("usage"); it != j.end() && it->is_object()) {
+    usage = &*it;
+  } else if (auto m = j.find("message"); m != j.end() && m->is_object()) {
+    if (auto u = m->find("usage"); u != m->end() && u->is_object()) usage = &*u;
+  }
+  if (usage == nullptr) return;
+  usage_.seen = true;
+  Take(*usage, "input_tokens", usage_.input_tokens);
+  Take(*usage, "cache_read_input_tokens", usage_.cache_read_input_tokens);
+  Take(*usage, "cache_creation_input_tokens", usage_.cache_creation_input_tokens);
+  Take(*usage, "output_tokens", usage_.output_tokens);
+}
+
+}  // namespace contextd::model

@@ -1,0 +1,121 @@
+// What the model receives when contextd is Claude Code's model endpoint too
+// (ANTHROPIC_BASE_URL -> contextd -> the scripted double): the pinned Claude Code opens a branch in
+// the same turn as a built-in Read, runs Bash inside it and returns; the double must receive the
+// Read result with its secret redacted, and from the request that carries branch_return's result
+// on, the folded transcript: the branch's work gone, its summary in the one result that stands
+// for it, and every message before the fold byte-identical (the double refuses a thinking block
+// replayed after a changed prefix, as the provider does).
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startAnthropicDouble } from './lib/anthropic_double.mjs';
+import { runClaude, writeMcpConfig, claudeMissing } from './lib/claude.mjs';
+import { lastResult, branchIdIn, excerpt, toolExchanges } from './lib/transcript.mjs';
+import { BINARY, startHttpServer, cleanup, tempDataDir } from '../e2e/harness.mjs';
+
+// A GitHub token shape (ghp_ + 36 characters).
+const SECRET = 'ghp_' + 'Zx9Cv8Bn7Mq6Wf5Ek4Rt3Yh2Uj1Ik0OlPa34'.slice(0, 36);
+const missing = claudeMissing() ?? (existsSync(BINARY) ? null : `contextd is not built at ${BINARY}`);
+
+function workspace() {
+  const ws = realpathSync(mkdtempSync(join(tmpdir(), 'contextd-gw-ws-')));
+  writeFileSync(join(ws, 'config.txt'), `port = 8080\ngithub_token = ${SECRET}\n`);
+  writeFileSync(join(ws, 'big.txt'), Array.from({ length: 400 }, (_, i) => `line ${i} of a large file with words`).join('\n'));
+  return ws;
+}
+
+// Messages without cache_control markers (clients move the breakpoint to the newest block).
+function withoutMarkers(messages) {
+  return messages.map((m) => {
+    const copy = structuredClone(m);
+    for (const b of Array.isArray(copy.content) ? copy.content : []) delete b.cache_control;
+    return copy;
+  });
+}
+
+function failWith(run, double) {
+  return `claude exited ${run.code} (${run.signal ?? 'no signal'})\nstdout: ${excerpt(run.stdout, 2000)}\n` +
+    `stderr: ${excerpt(run.stderr, 2000)}\ndouble errors: ${double.errors.join('\n')}\n` +
+    `requests: ${double.requests.map((r) => `${r.method} ${r.url}`).join(', ')}`;
+}
+
+test('Claude Code through the model gateway: built-in work folds away, the secret is redacted, the prefix stays', { skip: missing ?? false, timeout: 180000 }, async () => {
+  const ws = workspace();
+  const dataDir = tempDataDir();
+  let branch = null;
+  const double = await startAnthropicDouble({
+    script: [
+      // branch_create in the same turn as the branch's first command.
+      { tools: [
+        { name: 'mcp__contextd__branch_create', input: { description: 'find the port', prompt: 'Read config.txt and big.txt; report the port', budget: 20000 } },
+        { name: 'Read', input: { file_path: join(ws, 'config.txt') } }] },
+      (body) => {
+        branch = branchIdIn(lastResult([body], 'branch_create').result);
+        return { tools: [{ name: 'Bash', input: { command: 'head -200 big.txt', description: 'skim the big file' } }] };
+      },
+      () => ({ tools: [{ name: 'mcp__contextd__branch_return', input: { message: 'port is 8080 (config.txt line 1)' } }] }),
+      { tools: [{ name: 'Bash', input: { command: 'echo done', description: 'after the branch' } }] },
+      { text: 'The port is 8080.' },
+    ],
+  });
+  const config = join(dataDir, 'contextd.yaml');
+  writeFileSync(config, ['model_gateway:', '  anthropic:', `    base_url: ${double.url}`, ''].join('\n'));
+  const server = await startHttpServer({ dataDir, args: ['--config', config] });
+  const origin = new URL(server.url).origin;
+  try {
+    const run = await runClaude({
+      prompt: 'Find the port in config.txt.', modelUrl: origin, cwd: ws,
+      mcpConfig: writeMcpConfig(ws, { url: server.url }),
+      allowedTools: ['Read', 'Bash', 'mcp__contextd'],
+    });
+    const dir = process.env.CONTEXTD_AGENT_DUMP_DIR;
+    if (dir) writeFileSync(join(dir, 'claude-gateway.json'), JSON.stringify(double.requests, null, 1));
+    assert.equal(run.code, 0, failWith(run, double));
+    assert.deepEqual(double.errors, [], 'no thinking block arrived after a changed prefix');
+    const bodies = double.mainRequests();
+    assert.equal(bodies.length, 5, failWith(run, double));
+    assert.equal(JSON.parse(run.stdout).result, 'The port is 8080.');
+
+    // The secret never reached the provider; the model read the redacted Read result.
+    for (const r of double.requests) assert.ok(!r.raw.includes(SECRET), `request ${r.url} carries the secret`);
+    const read = lastResult(bodies.slice(0, 2), 'Read');
+    console.log(`--- Read (built-in) as the model read it\n${excerpt(read.result, 600)}`);
+    assert.match(read.result, /port = 8080/);
+    assert.match(read.result, /REDACTED/);
+
+    // Before the return, the branch's work is in the transcript.
+    assert.ok(bodies[2].messages.some((m) => JSON.stringify(m).includes('line 150 of a large file')));
+    // The request carrying branch_return's result is folded: task, the create turn, one result.
+    const folded = bodies[3];
+    console.log(`--- folded request messages\n${excerpt(JSON.stringify(folded.messages, null, 1), 2500)}`);
+    assert.equal(folded.messages.length, 3);
+    const text = JSON.stringify(folded.messages);
+    assert.ok(!text.includes('line 150 of a large file'), 'the Bash result is folded away');
+    assert.ok(!text.includes('github_token'), 'the Read result is folded away');
+    const stands = toolExchanges(folded).find((e) => e.name.endsWith('branch_create'));
+    assert.match(stands.result, new RegExp(`Branch ${branch} returned; its work was folded away \\(\\d+ tokens\\)`));
+    assert.match(stands.result, /port is 8080 \(config.txt line 1\)/);
+    assert.match(toolExchanges(folded).find((e) => e.name === 'Read').result, /folded into branch/);
+    // Everything before the fold point is what the previous request carried.
+    assert.deepEqual(folded.messages.slice(0, 2), bodies[2].messages.slice(0, 2));
+    // Later requests repeat the fold byte for byte, and grow from it.
+    const after = bodies[4];
+    assert.deepEqual(withoutMarkers(after.messages.slice(0, 3)), withoutMarkers(folded.messages));
+    assert.ok(JSON.stringify(after.messages[2]).includes('port is 8080 (config.txt line 1)'));
+
+    // The gateway's counters.
+    const metrics = await (await fetch(`${origin}/metrics`)).text();
+    assert.match(metrics, /contextd_model_requests_total\{api="anthropic",status="200"\} [1-9]/);
+    assert.match(metrics, /contextd_model_folds_total\{api="anthropic"\} 1/);
+    const list = execFileSync(BINARY, ['trail', 'list', '--data-dir', dataDir], { encoding: 'utf8', timeout: 20000 });
+    assert.match(list, new RegExp(`${branch}\\s+depth 0\\s+completed`));
+  } finally {
+    await double.close();
+    await server.stop();
+    cleanup(dataDir);
+    cleanup(ws);
+  }
+});
