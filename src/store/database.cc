@@ -100,6 +100,12 @@ void Statement::Bind(int index, std::string_view value) {
   sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
 }
 
+void Statement::BindBlob(int index, std::string_view value) {
+  // A null pointer would bind NULL (a default string_view has one): an empty BLOB is not NULL.
+  const char* data = value.data() != nullptr ? value.data() : "";
+  sqlite3_bind_blob64(stmt_, index, data, value.size(), SQLITE_TRANSIENT);
+}
+
 void Statement::BindNull(int index) { sqlite3_bind_null(stmt_, index); }
 
 absl::StatusOr<bool> Statement::Step() {
@@ -123,6 +129,12 @@ std::string Statement::Text(int col) const {
   const unsigned char* p = sqlite3_column_text(stmt_, col);
   int n = sqlite3_column_bytes(stmt_, col);
   return p == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(p), n);
+}
+
+std::string Statement::Blob(int col) const {
+  const void* p = sqlite3_column_blob(stmt_, col);
+  int n = sqlite3_column_bytes(stmt_, col);
+  return p == nullptr ? std::string() : std::string(static_cast<const char*>(p), n);
 }
 
 bool Statement::IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }

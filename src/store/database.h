@@ -80,6 +80,8 @@ class Statement {
   // Binds parameter `index` (1-based).
   void Bind(int index, int64_t value);
   void Bind(int index, std::string_view value);
+  // Binds `value` as a BLOB (an empty one too, never NULL): bytes compared and kept as they are.
+  void BindBlob(int index, std::string_view value);
   void BindNull(int index);
   // Steps once: true if a row is available, false when done; Unavailable (SQLITE_BUSY) or
   // Internal on error.
@@ -89,6 +91,8 @@ class Statement {
   // Column accessors for the current row (0-based).
   int64_t Int(int col) const;
   std::string Text(int col) const;
+  // The column's bytes as stored (a BLOB, or a TEXT's bytes); empty for NULL.
+  std::string Blob(int col) const;
   bool IsNull(int col) const;
 
  private:

@@ -350,6 +350,38 @@ TEST(DatabaseTest, Migration8CountsBranchDepthsFromZeroAndKeepsTheRest) {
   EXPECT_FALSE(d.Exec("DELETE FROM branches WHERE id = 'br_a'").ok());  // br_b, branch_charges
 }
 
+TEST(DatabaseTest, Migration9AddsTheModelTablesAndKeepsTheRest) {
+  TempDir tmp;
+  std::string path = tmp.File("v8.db");
+  RawExec(path, SchemaUpTo(8) + R"sql(
+    INSERT INTO branches (id, tenant, project, session_id, depth, description, prompt, status,
+                          budget_allocated, deadline_ms, created_at_ms)
+      VALUES ('br_a', 't', 'p', 's', 0, 'd', 'p', 'active', 10, 1, 1);
+  )sql");
+  auto db = Database::Open(path);
+  ASSERT_TRUE(db.ok()) << db.status();
+  std::lock_guard<std::mutex> lock((*db)->mutex());
+  Database& d = **db;
+  EXPECT_EQ(QueryInt(d, "SELECT MAX(version) FROM schema_version"), 9);
+  EXPECT_EQ(QueryText(d, "SELECT name FROM schema_version WHERE version = 9"),
+            "0009_model_conversations.sql");
+  EXPECT_EQ(QueryInt(d, "SELECT COUNT(*) FROM branches"), 1);
+  EXPECT_EQ(QueryInt(d, "SELECT COUNT(*) FROM sqlite_schema WHERE name IN ('model_threads', "
+                        "'model_rewrites', 'model_usage', 'model_usage_by_branch')"),
+            4);
+  EXPECT_EQ(QueryText(d, "PRAGMA integrity_check"), "ok");
+  // The kind CHECK compares in place and holds; a (kind, key) is unique per thread.
+  const std::string insert =
+      "INSERT INTO model_rewrites (tenant, conversation, thread, kind, key, value) VALUES ";
+  EXPECT_FALSE(UsesEphemeralTable(d, insert + "('t','c','th',1,X'00',X'01')"));
+  EXPECT_TRUE(d.Exec(insert + "('t','c','th',3,X'00',X'01')").ok());
+  EXPECT_FALSE(d.Exec(insert + "('t','c','th',3,X'00',X'02')").ok());
+  EXPECT_TRUE(d.Exec(insert + "('t','c','th2',3,X'00',X'02')").ok());
+  EXPECT_FALSE(d.Exec(insert + "('t','c','th',0,X'01',X'01')").ok());
+  EXPECT_FALSE(d.Exec(insert + "('t','c','th',4,X'01',X'01')").ok());
+  EXPECT_FALSE(d.Exec("INSERT INTO model_threads VALUES ('t','c','th',X'',-1,1,1)").ok());
+}
+
 TEST(DatabaseTest, MigrationsThatWouldLeaveABrokenForeignKeyChangeNothing) {
   TempDir tmp;
   std::string path = tmp.File("v5.db");

@@ -332,6 +332,63 @@ CREATE INDEX branches_by_session ON branches (tenant, project, session_id);
 CREATE INDEX branches_live ON branches (status) WHERE status IN ('created', 'active');
 )sql";
 
+// 0009_model_conversations.sql: the model gateway's durable state (model/conversation_store.h,
+// written by SqliteConversationStore).
+// - model_threads: one row per conversation thread; `frontier` is the hashes of the messages last
+//   forwarded, each as a varint length and its bytes, in one BLOB (replaced whole by every save).
+// - model_rewrites: the rewrite decisions, first value of a (kind, key) kept. `seq` names the
+//   rowid, so that VACUUM cannot renumber it: Load returns them in the order first saved. `kind`
+//   is model::RewriteKind; `key` and `value` are BLOBs, kept byte for byte.
+// - model_usage: one row per forwarded request. One index serves both totals (per tenant, and
+//   per tenant and branch, a prefix of it): a second index on (tenant) alone would cost a page
+//   write per row and answer nothing this one cannot. branch_id is not a foreign key: usage is a
+//   log, written whether or not the branch's row exists ('' = the session root).
+// CHECK constraints compare without IN (...), as 0006 explains.
+constexpr char k0009ModelConversations[] = R"sql(
+CREATE TABLE model_threads (
+  tenant       TEXT NOT NULL,
+  conversation TEXT NOT NULL,
+  thread       TEXT NOT NULL,
+  frontier     BLOB NOT NULL,
+  requests     INTEGER NOT NULL CHECK (requests >= 0),
+  created_ms   INTEGER NOT NULL,
+  last_ms      INTEGER NOT NULL,
+  PRIMARY KEY (tenant, conversation, thread)
+);
+
+CREATE TABLE model_rewrites (
+  seq          INTEGER PRIMARY KEY,
+  tenant       TEXT NOT NULL,
+  conversation TEXT NOT NULL,
+  thread       TEXT NOT NULL,
+  kind         INTEGER NOT NULL CHECK (kind >= 1 AND kind <= 3),
+  key          BLOB NOT NULL,
+  value        BLOB NOT NULL,
+  UNIQUE (tenant, conversation, thread, kind, key)
+);
+
+CREATE TABLE model_usage (
+  seq                         INTEGER PRIMARY KEY,
+  tenant                      TEXT NOT NULL,
+  conversation                TEXT NOT NULL,
+  thread                      TEXT NOT NULL,
+  request_id                  TEXT NOT NULL,
+  at_ms                       INTEGER NOT NULL,
+  api                         TEXT NOT NULL,
+  model                       TEXT NOT NULL,
+  branch_id                   TEXT NOT NULL,
+  status                      INTEGER NOT NULL,
+  input_tokens                INTEGER NOT NULL,
+  cache_read_input_tokens     INTEGER NOT NULL,
+  cache_creation_input_tokens INTEGER NOT NULL,
+  output_tokens               INTEGER NOT NULL,
+  tokens_before               INTEGER NOT NULL,
+  tokens_after                INTEGER NOT NULL,
+  duration_ms                 INTEGER NOT NULL
+);
+CREATE INDEX model_usage_by_branch ON model_usage (tenant, branch_id);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
@@ -344,6 +401,7 @@ const std::vector<Migration>& Migrations() {
       {6, "0006_check_constraints_without_in.sql", k0006CheckConstraintsWithoutIn},
       {7, "0007_search_index_file.sql", k0007SearchIndexFile},
       {8, "0008_branch_depth_from_zero.sql", k0008BranchDepthFromZero},
+      {9, "0009_model_conversations.sql", k0009ModelConversations},
   };
   return kAll;
 }

@@ -1,0 +1,454 @@
+#include "store/sqlite_conversation_store.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "model/testing/in_memory_conversation_store.h"
+#include "store/sqlite_branch_store.h"
+#include "store/test_util.h"
+
+namespace contextd::store {
+namespace {
+
+using model::ConversationKey;
+using model::ConversationState;
+using model::ConversationStore;
+using model::ConversationUpdate;
+using model::Rewrite;
+using model::RewriteKind;
+using model::UsageRecord;
+
+// A 16-byte hash with bytes a SQLite TEXT column would mangle or cut: NUL, high bytes.
+std::string Hash(int n) {
+  std::string h(16, '\0');
+  for (int i = 0; i < 16; ++i) h[i] = static_cast<char>((n * 31 + i * 97) & 0xff);
+  h[3] = '\0';
+  h[9] = static_cast<char>(0xff);
+  return h;
+}
+
+ConversationUpdate Update(std::vector<std::string> frontier, std::vector<Rewrite> rewrites,
+                          int64_t at_ms) {
+  ConversationUpdate u;
+  u.frontier = std::move(frontier);
+  u.new_rewrites = std::move(rewrites);
+  u.at_ms = at_ms;
+  return u;
+}
+
+UsageRecord Usage(std::string tenant, std::string branch, int64_t at_ms, int64_t base) {
+  UsageRecord r;
+  r.key = ConversationKey{std::move(tenant), "sess", "th"};
+  r.request_id = absl::StrCat("mreq_", base);
+  r.at_ms = at_ms;
+  r.api = "anthropic";
+  r.model = "claude-x";
+  r.branch_id = std::move(branch);
+  r.status = 200;
+  r.input_tokens = base;
+  r.cache_read_input_tokens = base + 1;
+  r.cache_creation_input_tokens = base + 2;
+  r.output_tokens = base + 3;
+  r.tokens_before = base + 4;
+  r.tokens_after = base + 5;
+  r.duration_ms = base + 6;
+  return r;
+}
+
+// The contract of model::ConversationStore, run against the SQLite store and the in-memory fake
+// alike, so that the fake the model room tests with keeps the real store's semantics.
+struct Impl {
+  std::string name;
+  std::function<std::unique_ptr<ConversationStore>(const TempDir&)> make;
+};
+
+class ConversationStoreContractTest : public ::testing::TestWithParam<Impl> {
+ protected:
+  void SetUp() override {
+    store_ = GetParam().make(tmp_);
+    ASSERT_NE(store_, nullptr);
+  }
+  ConversationState MustLoad(const ConversationKey& key) {
+    auto s = store_->Load(key);
+    EXPECT_TRUE(s.ok()) << s.status();
+    EXPECT_TRUE(s.ok() && s->has_value()) << key.thread;
+    return s.ok() && s->has_value() ? **s : ConversationState{};
+  }
+  void MustSave(const ConversationKey& key, const ConversationUpdate& u) {
+    absl::Status st = store_->Save(key, u);
+    ASSERT_TRUE(st.ok()) << st;
+  }
+
+  TempDir tmp_;
+  std::unique_ptr<ConversationStore> store_;
+  ConversationKey k1_{"local", "sess-1", "aaaa"};
+};
+
+TEST_P(ConversationStoreContractTest, UnknownThreadLoadsAsNothing) {
+  auto s = store_->Load(k1_);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_FALSE(s->has_value());
+}
+
+TEST_P(ConversationStoreContractTest, SaveThenLoadRoundTrips) {
+  std::vector<Rewrite> rewrites = {
+      {RewriteKind::kBlock, Hash(1), "[folded: br_x returned]"},
+      {RewriteKind::kAppend, Hash(2), R"({"type":"text","text":"notice"})"},
+      {RewriteKind::kFold, "toolu_01", std::string("bin\0ary\xfe", 8)},
+      {RewriteKind::kBlock, "", ""},  // empty key and value are kept, not NULL
+  };
+  MustSave(k1_, Update({Hash(1), Hash(2), "", std::string(300, 'x')}, rewrites, 1000));
+  ConversationState s = MustLoad(k1_);
+  EXPECT_EQ(s.frontier, (std::vector<std::string>{Hash(1), Hash(2), "", std::string(300, 'x')}));
+  EXPECT_EQ(s.rewrites, rewrites);
+  EXPECT_EQ(s.requests, 1);
+  EXPECT_EQ(s.created_ms, 1000);
+  EXPECT_EQ(s.last_ms, 1000);
+}
+
+TEST_P(ConversationStoreContractTest, FrontierIsReplacedAndRequestsCounted) {
+  MustSave(k1_, Update({Hash(1), Hash(2), Hash(3)}, {}, 1000));
+  MustSave(k1_, Update({Hash(1)}, {}, 2000));
+  MustSave(k1_, Update({Hash(1), Hash(4)}, {}, 3000));
+  ConversationState s = MustLoad(k1_);
+  EXPECT_EQ(s.frontier, (std::vector<std::string>{Hash(1), Hash(4)}));
+  EXPECT_EQ(s.requests, 3);
+  EXPECT_EQ(s.created_ms, 1000);
+  EXPECT_EQ(s.last_ms, 3000);
+  MustSave(k1_, Update({}, {}, 4000));
+  EXPECT_TRUE(MustLoad(k1_).frontier.empty());
+}
+
+TEST_P(ConversationStoreContractTest, FirstRewriteValueWins) {
+  MustSave(k1_, Update({}, {{RewriteKind::kBlock, Hash(1), "first"}}, 1));
+  MustSave(k1_, Update({}, {{RewriteKind::kBlock, Hash(1), "second"}}, 2));
+  // Twice in one update: the first of the two wins as well.
+  MustSave(k1_, Update({}, {{RewriteKind::kFold, "t", "a"}, {RewriteKind::kFold, "t", "b"}}, 3));
+  ConversationState s = MustLoad(k1_);
+  EXPECT_EQ(s.rewrites, (std::vector<Rewrite>{{RewriteKind::kBlock, Hash(1), "first"},
+                                              {RewriteKind::kFold, "t", "a"}}));
+}
+
+TEST_P(ConversationStoreContractTest, RewritesKeepTheOrderFirstSaved) {
+  // Keys in descending byte order and kinds out of order: neither may decide the order.
+  std::vector<Rewrite> want;
+  for (int i = 0; i < 20; ++i) {
+    RewriteKind kind = (i % 3 == 0) ? RewriteKind::kFold
+                                    : (i % 3 == 1 ? RewriteKind::kBlock : RewriteKind::kAppend);
+    want.push_back({kind, std::string(1, static_cast<char>('z' - i)), absl::StrCat("v", i)});
+  }
+  for (size_t i = 0; i < want.size(); i += 4) {
+    std::vector<Rewrite> batch(want.begin() + static_cast<std::ptrdiff_t>(i),
+                               want.begin() + static_cast<std::ptrdiff_t>(i + 4));
+    // Repeats of earlier keys neither move nor change them.
+    batch.push_back({want[0].kind, want[0].key, "late"});
+    MustSave(k1_, Update({}, batch, static_cast<int64_t>(i)));
+  }
+  EXPECT_EQ(MustLoad(k1_).rewrites, want);
+}
+
+TEST_P(ConversationStoreContractTest, KindsAreSeparateKeySpaces) {
+  MustSave(k1_, Update({},
+                       {{RewriteKind::kBlock, "k", "block"},
+                        {RewriteKind::kAppend, "k", "append"},
+                        {RewriteKind::kFold, "k", "fold"}},
+                       1));
+  EXPECT_EQ(MustLoad(k1_).rewrites, (std::vector<Rewrite>{{RewriteKind::kBlock, "k", "block"},
+                                                          {RewriteKind::kAppend, "k", "append"},
+                                                          {RewriteKind::kFold, "k", "fold"}}));
+}
+
+TEST_P(ConversationStoreContractTest, ThreadsConversationsAndTenantsAreIsolated) {
+  ConversationKey other_thread{"local", "sess-1", "bbbb"};
+  ConversationKey other_conversation{"local", "sess-2", "aaaa"};
+  ConversationKey other_tenant{"acme", "sess-1", "aaaa"};
+  MustSave(k1_, Update({Hash(1)}, {{RewriteKind::kBlock, "k", "mine"}}, 10));
+  MustSave(other_thread, Update({Hash(2)}, {{RewriteKind::kBlock, "k", "thread"}}, 20));
+  MustSave(other_tenant, Update({Hash(3)}, {{RewriteKind::kBlock, "k", "tenant"}}, 30));
+  ConversationState mine = MustLoad(k1_);
+  EXPECT_EQ(mine.frontier, std::vector<std::string>{Hash(1)});
+  EXPECT_EQ(mine.rewrites, (std::vector<Rewrite>{{RewriteKind::kBlock, "k", "mine"}}));
+  EXPECT_EQ(mine.requests, 1);
+  EXPECT_EQ(MustLoad(other_thread).rewrites,
+            (std::vector<Rewrite>{{RewriteKind::kBlock, "k", "thread"}}));
+  EXPECT_EQ(MustLoad(other_tenant).frontier, std::vector<std::string>{Hash(3)});
+  auto none = store_->Load(other_conversation);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+}
+
+TEST_P(ConversationStoreContractTest, AnUnknownRewriteKindFailsTheWholeSave) {
+  MustSave(k1_, Update({Hash(1)}, {}, 1));
+  absl::Status st = store_->Save(
+      k1_, Update({Hash(2)},
+                  {{RewriteKind::kBlock, "k", "v"}, {static_cast<RewriteKind>(9), "k", "v"}}, 2));
+  EXPECT_FALSE(st.ok());
+  ConversationState s = MustLoad(k1_);  // nothing of it applied
+  EXPECT_EQ(s.frontier, std::vector<std::string>{Hash(1)});
+  EXPECT_TRUE(s.rewrites.empty());
+  EXPECT_EQ(s.requests, 1);
+}
+
+TEST_P(ConversationStoreContractTest, UsageTotalsPerTenantAndPerBranch) {
+  auto empty = store_->Totals("local", "");
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->requests, 0);
+  EXPECT_EQ(empty->input_tokens, 0);
+  EXPECT_EQ(empty->last_at_ms, 0);
+
+  ASSERT_TRUE(store_->RecordUsage(Usage("local", "", 500, 10)).ok());
+  ASSERT_TRUE(store_->RecordUsage(Usage("local", "br_a", 700, 100)).ok());
+  ASSERT_TRUE(store_->RecordUsage(Usage("local", "br_a", 600, 1000)).ok());
+  ASSERT_TRUE(store_->RecordUsage(Usage("acme", "br_a", 900, 5)).ok());
+
+  auto all = store_->Totals("local", "");
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->requests, 3);
+  EXPECT_EQ(all->input_tokens, 1110);
+  EXPECT_EQ(all->cache_read_input_tokens, 1113);
+  EXPECT_EQ(all->cache_creation_input_tokens, 1116);
+  EXPECT_EQ(all->output_tokens, 1119);
+  EXPECT_EQ(all->tokens_before, 1122);
+  EXPECT_EQ(all->tokens_after, 1125);
+  EXPECT_EQ(all->last_at_ms, 700);  // the latest, not the last recorded
+
+  auto branch = store_->Totals("local", "br_a");
+  ASSERT_TRUE(branch.ok()) << branch.status();
+  EXPECT_EQ(branch->requests, 2);
+  EXPECT_EQ(branch->input_tokens, 1100);
+  EXPECT_EQ(branch->output_tokens, 1106);
+  EXPECT_EQ(branch->last_at_ms, 700);
+
+  auto acme = store_->Totals("acme", "br_a");
+  ASSERT_TRUE(acme.ok());
+  EXPECT_EQ(acme->requests, 1);
+  EXPECT_EQ(acme->input_tokens, 5);
+  auto nobody = store_->Totals("local", "br_none");
+  ASSERT_TRUE(nobody.ok());
+  EXPECT_EQ(nobody->requests, 0);
+}
+
+TEST_P(ConversationStoreContractTest, ConcurrentSavesToOneThreadAllCount) {
+  constexpr int kThreads = 4;
+  constexpr int kSaves = 25;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kSaves; ++i) {
+        Rewrite shared{RewriteKind::kBlock, "shared", absl::StrCat(t)};
+        Rewrite own{RewriteKind::kFold, absl::StrCat(t, "/", i), "v"};
+        EXPECT_TRUE(store_->Save(k1_, Update({Hash(t)}, {shared, own}, i)).ok());
+        EXPECT_TRUE(store_->RecordUsage(Usage("local", "", i, 1)).ok());
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  ConversationState s = MustLoad(k1_);
+  EXPECT_EQ(s.requests, kThreads * kSaves);
+  EXPECT_EQ(s.rewrites.size(), 1u + kThreads * kSaves);
+  EXPECT_EQ(s.rewrites.front().key, "shared");
+  auto totals = store_->Totals("local", "");
+  ASSERT_TRUE(totals.ok());
+  EXPECT_EQ(totals->requests, kThreads * kSaves);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Impls, ConversationStoreContractTest,
+    ::testing::Values(Impl{"Sqlite",
+                           [](const TempDir& tmp) -> std::unique_ptr<ConversationStore> {
+                             auto s = SqliteConversationStore::Open(tmp.File("contextd.db"));
+                             EXPECT_TRUE(s.ok()) << s.status();
+                             return s.ok() ? std::move(*s) : nullptr;
+                           }},
+                      Impl{"InMemoryFake",
+                           [](const TempDir&) -> std::unique_ptr<ConversationStore> {
+                             return std::make_unique<model::testing::InMemoryConversationStore>();
+                           }}),
+    [](const ::testing::TestParamInfo<Impl>& param) { return param.param.name; });
+
+// What only the SQLite store promises: durability, sharing, and defence against its own file.
+class SqliteConversationStoreTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<SqliteConversationStore> MustOpen() {
+    auto s = SqliteConversationStore::Open(path_);
+    EXPECT_TRUE(s.ok()) << s.status();
+    return s.ok() ? std::move(*s) : nullptr;
+  }
+  // Runs `sql` on the store's own connection (as a corrupting hand or bug would).
+  void Exec(SqliteConversationStore& store, const std::string& sql) {
+    std::lock_guard<std::mutex> lock(store.database().mutex());
+    ASSERT_TRUE(store.database().Exec(sql).ok()) << sql;
+  }
+
+  TempDir tmp_;
+  std::string path_ = tmp_.File("contextd.db");
+  ConversationKey k1_{"local", "sess-1", "aaaa"};
+};
+
+TEST_F(SqliteConversationStoreTest, StateSurvivesReopeningTheFile) {
+  std::vector<Rewrite> rewrites = {{RewriteKind::kFold, "toolu_1", "{\"branch\":\"br_a\"}"},
+                                   {RewriteKind::kBlock, Hash(7), "[redacted]"}};
+  {
+    auto store = MustOpen();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->Save(k1_, Update({Hash(1), Hash(2)}, rewrites, 100)).ok());
+    ASSERT_TRUE(store->Save(k1_, Update({Hash(1), Hash(2), Hash(3)}, {}, 200)).ok());
+    ASSERT_TRUE(store->RecordUsage(Usage("local", "br_a", 150, 10)).ok());
+  }
+  auto store = MustOpen();
+  ASSERT_NE(store, nullptr);
+  auto s = store->Load(k1_);
+  ASSERT_TRUE(s.ok() && s->has_value()) << s.status();
+  EXPECT_EQ((*s)->frontier, (std::vector<std::string>{Hash(1), Hash(2), Hash(3)}));
+  EXPECT_EQ((*s)->rewrites, rewrites);
+  EXPECT_EQ((*s)->requests, 2);
+  EXPECT_EQ((*s)->created_ms, 100);
+  EXPECT_EQ((*s)->last_ms, 200);
+  auto t = store->Totals("local", "br_a");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->requests, 1);
+  EXPECT_EQ(t->input_tokens, 10);
+  EXPECT_EQ(t->last_at_ms, 150);
+}
+
+TEST_F(SqliteConversationStoreTest, StoresSharingADatabaseSeeEachOthersWrites) {
+  auto db = Database::Open(path_);
+  ASSERT_TRUE(db.ok()) << db.status();
+  std::shared_ptr<Database> shared(std::move(*db));
+  auto a = SqliteConversationStore::Create(shared);
+  auto b = SqliteConversationStore::Create(shared);
+  auto branches = SqliteBranchStore::Create(shared);  // the same file holds both rooms' tables
+  ASSERT_TRUE(a.ok() && b.ok() && branches.ok());
+  ASSERT_TRUE((*a)->Save(k1_, Update({Hash(1)}, {{RewriteKind::kBlock, "k", "v"}}, 5)).ok());
+  auto s = (*b)->Load(k1_);
+  ASSERT_TRUE(s.ok() && s->has_value());
+  EXPECT_EQ((*s)->rewrites.size(), 1u);
+}
+
+TEST_F(SqliteConversationStoreTest, SaveIsPartOfTheGroupCommitWhenTheDatabaseGroups) {
+  auto db = Database::Open(path_);
+  ASSERT_TRUE(db.ok()) << db.status();
+  std::shared_ptr<Database> shared(std::move(*db));
+  int groups_opened = 0;
+  shared->EnableGroupCommit([&] { ++groups_opened; });
+  auto store = SqliteConversationStore::Create(shared);
+  ASSERT_TRUE(store.ok());
+  ASSERT_TRUE((*store)->Save(k1_, Update({Hash(1)}, {{RewriteKind::kBlock, "k", "v"}}, 5)).ok());
+  ASSERT_TRUE((*store)->RecordUsage(Usage("local", "", 5, 1)).ok());
+  EXPECT_EQ(groups_opened, 1);
+  EXPECT_TRUE(shared->group_open());
+  // Read back inside the open group (no BEGIN is nested in it).
+  auto s = (*store)->Load(k1_);
+  ASSERT_TRUE(s.ok() && s->has_value()) << s.status();
+  // A failed save undoes only itself, not the group.
+  EXPECT_FALSE(
+      (*store)->Save(k1_, Update({Hash(9)}, {{static_cast<RewriteKind>(0), "x", "y"}}, 6)).ok());
+  ASSERT_TRUE(shared->CommitGroup().ok());
+  EXPECT_FALSE(shared->group_open());
+  auto reopened = MustOpen();
+  ASSERT_NE(reopened, nullptr);
+  auto after = reopened->Load(k1_);
+  ASSERT_TRUE(after.ok() && after->has_value()) << after.status();
+  EXPECT_EQ((*after)->frontier, std::vector<std::string>{Hash(1)});
+  EXPECT_EQ((*after)->requests, 1);
+  auto t = reopened->Totals("local", "");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->requests, 1);
+}
+
+TEST_F(SqliteConversationStoreTest, CorruptFrontierIsAnErrorNamingTheThread) {
+  auto store = MustOpen();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->Save(k1_, Update({Hash(1)}, {}, 1)).ok());
+  for (const char* blob : {
+           "X'05AABB'",                                // length 5, two bytes left
+           "X'80'",                                    // a varint that never ends
+           "X'1000000000000000000000000000000000FF'",  // a good entry, then a cut varint
+           "X'FFFFFFFFFFFFFFFFFF7F'",                  // a length past 64 bits
+           "X'8080808080808080808080800100'",          // a varint of more than ten bytes
+       }) {
+    Exec(*store, absl::StrCat("UPDATE model_threads SET frontier = ", blob));
+    auto s = store->Load(k1_);
+    ASSERT_FALSE(s.ok()) << blob;
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kInternal) << blob;
+    EXPECT_NE(s.status().message().find("local/sess-1/aaaa"), std::string::npos) << s.status();
+    EXPECT_NE(s.status().message().find("frontier"), std::string::npos) << s.status();
+  }
+  // The thread can still be saved over (the frontier is replaced whole) and then loads again.
+  ASSERT_TRUE(store->Save(k1_, Update({Hash(2)}, {}, 2)).ok());
+  auto s = store->Load(k1_);
+  ASSERT_TRUE(s.ok() && s->has_value()) << s.status();
+  EXPECT_EQ((*s)->frontier, std::vector<std::string>{Hash(2)});
+}
+
+TEST_F(SqliteConversationStoreTest, ARewriteOfAnUnknownKindInTheFileIsAnError) {
+  auto store = MustOpen();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->Save(k1_, Update({}, {{RewriteKind::kBlock, "k", "v"}}, 1)).ok());
+  // What a newer binary's kind would look like, were the CHECK constraint not there.
+  Exec(*store,
+       "PRAGMA ignore_check_constraints = ON; UPDATE model_rewrites SET kind = 7; "
+       "PRAGMA ignore_check_constraints = OFF;");
+  auto s = store->Load(k1_);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInternal);
+  EXPECT_NE(s.status().message().find("local/sess-1/aaaa"), std::string::npos) << s.status();
+}
+
+TEST_F(SqliteConversationStoreTest, TheTotalsQueriesUseTheUsageIndex) {
+  auto store = MustOpen();
+  ASSERT_NE(store, nullptr);
+  Database& db = store->database();
+  std::lock_guard<std::mutex> lock(db.mutex());
+  for (const char* where : {"tenant = 'x'", "tenant = 'x' AND branch_id = 'b'"}) {
+    auto st = db.Prepare(absl::StrCat(
+        "EXPLAIN QUERY PLAN SELECT COUNT(*), SUM(input_tokens) FROM model_usage WHERE ", where));
+    ASSERT_TRUE(st.ok()) << st.status();
+    std::string plan;
+    for (;;) {
+      auto row = st->Step();
+      ASSERT_TRUE(row.ok());
+      if (!*row) break;
+      plan += st->Text(3) + "\n";
+    }
+    EXPECT_NE(plan.find("model_usage_by_branch"), std::string::npos) << where << ": " << plan;
+  }
+}
+
+TEST(FrontierCodecTest, RoundTripsAnyBytesAndLengths) {
+  std::vector<std::string> hashes = {"", Hash(1), std::string(127, 'a'), std::string(128, 'b'),
+                                     std::string(70000, '\0')};
+  std::string blob = EncodeFrontier(hashes);
+  EXPECT_EQ(static_cast<unsigned char>(blob[0]), 0u);   // "" is one zero byte
+  EXPECT_EQ(static_cast<unsigned char>(blob[1]), 16u);  // a 16-byte hash costs one byte more
+  auto back = DecodeFrontier(blob);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, hashes);
+  EXPECT_EQ(EncodeFrontier({}), "");
+  auto none = DecodeFrontier("");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+}
+
+TEST(FrontierCodecTest, RejectsEveryTruncationOfAValidBlob) {
+  std::string blob = EncodeFrontier({Hash(1), std::string(200, 'z')});
+  for (size_t n = 1; n < blob.size(); ++n) {
+    auto decoded = DecodeFrontier(std::string_view(blob).substr(0, n));
+    // A cut exactly between entries is a shorter valid list; anywhere else is an error.
+    if (n == 17) {
+      ASSERT_TRUE(decoded.ok());
+      EXPECT_EQ(*decoded, std::vector<std::string>{Hash(1)});
+    } else {
+      EXPECT_EQ(decoded.status().code(), absl::StatusCode::kInvalidArgument) << n;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace contextd::store
