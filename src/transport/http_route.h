@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
@@ -46,7 +47,7 @@ class HttpRequest {
   bool HasHeader(std::string_view name) const;
   // Every header in arrival order. The views point into this request.
   std::vector<std::pair<std::string_view, std::string_view>> Headers() const;
-  // The body (at most HttpServerOptions::max_message_bytes).
+  // The body (at most the route's HttpRoute::max_body_bytes).
   const std::string& body() const;
   // Moves the body out (body() is empty afterwards).
   std::string TakeBody();
@@ -159,6 +160,9 @@ struct HttpRoute {
   RouteAuth auth = RouteAuth::kBearer;
   // Check the Host and Origin allowlists (DNS rebinding protection); 403 when they fail.
   bool check_host_and_origin = true;
+  // Largest accepted request body; a larger one gets 413 (its rest drained, as for any 413).
+  // 0: HttpServerOptions::max_message_bytes.
+  size_t max_body_bytes = 0;
   RouteHandler handler;
 };
 

@@ -7,11 +7,13 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <future>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "transport/http_server.h"
@@ -291,6 +293,67 @@ TEST_F(HttpRoutesTest, OversizeBodyIsAnsweredToAClientThatSendsItAll) {
   close(fd);
   EXPECT_EQ(got.rfind("HTTP/1.1 413 ", 0), 0u) << got.substr(0, 200);
   EXPECT_EQ(server_->stats().payload_too_large, 1u);
+}
+
+// HttpRoute::max_body_bytes: above and below the server's default, whether the length is declared
+// or the body is chunked; routes without one (and /mcp) keep HttpServerOptions::max_message_bytes.
+TEST_F(HttpRoutesTest, PerRouteBodyLimits) {
+  HttpServerOptions o;
+  o.max_message_bytes = 1000;
+  HttpRoute big = EchoRoute({"POST"}, "/big", RouteMatch::kExact, RouteAuth::kNone);
+  big.max_body_bytes = 5000;
+  HttpRoute small = EchoRoute({"POST"}, "/small", RouteMatch::kExact, RouteAuth::kNone);
+  small.max_body_bytes = 100;
+  o.routes.push_back(big);
+  o.routes.push_back(small);
+  o.routes.push_back(EchoRoute({"POST"}, "/default", RouteMatch::kExact, RouteAuth::kNone));
+  Start(o);
+  const uint16_t port = server_->port();
+  auto chunked = [port](const std::string& target, size_t size) {
+    std::string half(size / 2, 'c');
+    char hex[32];
+    std::snprintf(hex, sizeof hex, "%zx", half.size());
+    std::string chunk = std::string(hex) + "\r\n" + half + "\r\n";
+    return "POST " + target + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+           "\r\nTransfer-Encoding: chunked\r\n\r\n" + chunk + chunk + "0\r\n\r\n";
+  };
+  struct Case {
+    std::string target;
+    size_t size;
+    bool chunked;
+    int status;
+  };
+  for (const Case& k : std::vector<Case>{{"/big", 3000, false, 200},
+                                         {"/big", 3000, true, 200},
+                                         {"/big", 5000, false, 200},
+                                         {"/big", 6000, false, 413},
+                                         {"/big", 6000, true, 413},
+                                         {"/small", 100, false, 200},
+                                         {"/small", 101, false, 413},
+                                         {"/small", 500, true, 413},
+                                         {"/default", 1000, false, 200},
+                                         {"/default", 3000, false, 413},
+                                         {"/default", 3000, true, 413},
+                                         {"/nope", 3000, false, 413}}) {
+    RawClient c(port);
+    c.Send(k.chunked ? chunked(k.target, k.size)
+                     : Get(port, "POST", k.target, "", std::string(k.size, 'b')));
+    Response r = c.ReadResponse();
+    EXPECT_EQ(r.status, k.status) << k.target << " " << k.size << (k.chunked ? " chunked" : "");
+    if (k.status == 200) {
+      EXPECT_EQ(r.body.size(), std::string("POST|").size() + k.target.size() + 5 + k.size)
+          << k.target;
+    } else {
+      const size_t limit = k.target == "/big" ? 5000 : k.target == "/small" ? 100 : 1000;
+      EXPECT_NE(r.body.find("exceeds " + std::to_string(limit) + " bytes"), std::string::npos)
+          << r.body;
+    }
+  }
+  // /mcp keeps the server's limit although another route accepts more.
+  RawClient c(port);
+  EXPECT_EQ(c.Post(std::string(3000, ' ')).status, 413);
+  RawClient ok(port);
+  EXPECT_EQ(ok.Post(InitBody()).status, 200);
 }
 
 TEST_F(HttpRoutesTest, MetricsCarryTheListenersCounters) {

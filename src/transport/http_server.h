@@ -44,7 +44,8 @@ struct HttpServerOptions {
   // Otherwise a missing or unknown token gets 401 with WWW-Authenticate.
   std::map<std::string, std::string> bearer_tokens;
 
-  // Largest accepted request body (413 above). Default 4 MiB.
+  // Largest accepted request body (413 above) on routes without their own
+  // HttpRoute::max_body_bytes (the MCP endpoint, /healthz, /metrics). Default 4 MiB.
   size_t max_message_bytes = 4u << 20;
   // Largest accepted request header block (431 above).
   size_t max_header_bytes = 16u << 10;

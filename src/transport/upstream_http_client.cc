@@ -1,7 +1,5 @@
 #include "transport/upstream_http_client.h"
 
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -9,7 +7,6 @@
 #include <optional>
 
 #include <boost/asio/connect.hpp>
-#include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
@@ -19,6 +16,7 @@
 #include "base/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "transport/internal/sse_reader.h"
+#include "transport/internal/tls_client.h"
 
 namespace contextd::transport {
 namespace {
@@ -32,12 +30,6 @@ using tcp = net::ip::tcp;
 std::string Lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
-}
-
-bool IsIpLiteral(const std::string& host) {
-  boost::system::error_code ec;
-  net::ip::make_address(host, ec);
-  return !ec;
 }
 
 // Sets what every request of a channel carries, after the request's own headers: Host, the MCP
@@ -108,41 +100,6 @@ class UpstreamHttpChannel::Connection {
   int fd_ = -1;
 };
 
-absl::StatusOr<HttpUrl> ParseHttpUrl(std::string_view url) {
-  HttpUrl out;
-  if (url.substr(0, 8) == "https://") {
-    out.tls = true;
-    url.remove_prefix(8);
-  } else if (url.substr(0, 7) == "http://") {
-    url.remove_prefix(7);
-  } else {
-    return absl::InvalidArgumentError(
-        base::StrCat("upstream url must start with http:// or https://: ", url));
-  }
-  const char* default_port = out.tls ? "443" : "80";
-  size_t slash = url.find('/');
-  std::string_view authority = url.substr(0, slash);
-  out.target = slash == std::string_view::npos ? "/" : std::string(url.substr(slash));
-  if (authority.empty()) return absl::InvalidArgumentError("upstream url lacks a host");
-  if (authority.front() == '[') {
-    size_t close = authority.find(']');
-    if (close == std::string_view::npos) return absl::InvalidArgumentError("bad IPv6 host");
-    out.host = std::string(authority.substr(1, close - 1));
-    authority.remove_prefix(close + 1);
-    out.port = authority.size() > 1 && authority.front() == ':' ? std::string(authority.substr(1))
-                                                                : default_port;
-  } else {
-    size_t colon = authority.rfind(':');
-    out.host = std::string(authority.substr(0, colon));
-    out.port = colon == std::string_view::npos ? default_port
-                                               : std::string(authority.substr(colon + 1));
-  }
-  if (out.host.empty() || out.port.empty()) {
-    return absl::InvalidArgumentError(base::StrCat("bad upstream url: ", url));
-  }
-  return out;
-}
-
 absl::StatusOr<std::unique_ptr<UpstreamHttpChannel>> UpstreamHttpChannel::Start(
     UpstreamHttpOptions options, UpstreamCallbacks callbacks) {
   auto url = ParseHttpUrl(options.url);
@@ -150,21 +107,8 @@ absl::StatusOr<std::unique_ptr<UpstreamHttpChannel>> UpstreamHttpChannel::Start(
   std::shared_ptr<Tls> tls;
   if (url->tls) {
     tls = std::make_shared<Tls>();
-    boost::system::error_code ec;
-    tls->context.set_verify_mode(ssl::verify_peer, ec);
-    if (options.ca_file.empty()) {
-      tls->context.set_default_verify_paths(ec);
-    } else {
-      tls->context.load_verify_file(options.ca_file, ec);
-    }
-    if (ec) {
-      return absl::InvalidArgumentError(
-          base::StrCat("cannot load ",
-                       options.ca_file.empty() ? "the system trust store"
-                                               : base::StrCat("CA file ", options.ca_file),
-                       ": ", ec.message()));
-    }
-    SSL_CTX_set_min_proto_version(tls->context.native_handle(), TLS1_2_VERSION);
+    absl::Status configured = internal::ConfigureTlsClientContext(tls->context, options.ca_file);
+    if (!configured.ok()) return configured;
   } else if (!options.ca_file.empty()) {
     return absl::InvalidArgumentError("ca_file applies only to https upstream urls");
   }
@@ -285,30 +229,10 @@ absl::Status UpstreamHttpChannel::Connect(Connection& c) {
   }
   if (!tls_) return absl::OkStatus();
   SSL* ssl_handle = c.tls->native_handle();
-  X509_VERIFY_PARAM* param = SSL_get0_param(ssl_handle);
-  X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-  bool name_set;
-  if (IsIpLiteral(url_.host)) {
-    name_set = X509_VERIFY_PARAM_set1_ip_asc(param, url_.host.c_str()) == 1;
-  } else {
-    // SNI only for names (RFC 6066 forbids IP literals).
-    name_set = SSL_set_tlsext_host_name(ssl_handle, url_.host.c_str()) == 1 &&
-               X509_VERIFY_PARAM_set1_host(param, url_.host.c_str(), 0) == 1;
-  }
-  if (!name_set) {
-    return absl::UnavailableError(
-        base::StrCat("TLS setup for ", url_.host, " failed: cannot set the expected host name"));
-  }
+  absl::Status named = internal::SetTlsPeerName(ssl_handle, url_.host);
+  if (!named.ok()) return named;
   c.tls->handshake(ssl::stream_base::client, ec);
-  if (ec) {
-    long verify = SSL_get_verify_result(ssl_handle);
-    std::string why = verify != X509_V_OK
-                          ? base::StrCat("certificate verify failed: ",
-                                         X509_verify_cert_error_string(verify))
-                          : ec.message();
-    return absl::UnavailableError(
-        base::StrCat("TLS handshake with ", url_.host, ":", url_.port, " failed: ", why));
-  }
+  if (ec) return internal::TlsHandshakeError(ssl_handle, ec, url_.host, url_.port);
   return absl::OkStatus();
 }
 

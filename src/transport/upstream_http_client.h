@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "transport/http_url.h"
 #include "transport/upstream_channel.h"
 
 namespace contextd::transport {
@@ -38,15 +39,6 @@ struct UpstreamHttpOptions {
   std::chrono::milliseconds stream_retry_initial{100};
   std::chrono::milliseconds stream_retry_max{30000};
 };
-
-// "http[s]://host[:port]/path" -> {tls, host, port, target}; InvalidArgument for anything else.
-struct HttpUrl {
-  bool tls = false;
-  std::string host;
-  std::string port;
-  std::string target;
-};
-absl::StatusOr<HttpUrl> ParseHttpUrl(std::string_view url);
 
 class UpstreamHttpChannel final : public UpstreamChannel {
  public:

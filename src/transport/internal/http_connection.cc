@@ -256,23 +256,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void DoReadHeader() {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(srv_->opts().max_header_bytes));
-    parser_->body_limit(srv_->opts().max_message_bytes);
-    parser_->eager(true);
+    // The route, and so its body limit, is known once the headers are in: until then the
+    // largest limit of any route applies, and the parser stops after the headers (not eager).
+    parser_->body_limit(srv_->max_body_limit());
+    parser_->eager(false);
     // Fast path: the whole request is usually in the buffer already; parse it without any
     // asynchronous operation (and without arming a timeout).
     beast::error_code ec;
-    while (buffer_.size() > 0 && !parser_->is_done()) {
-      const size_t used = parser_->put(buffer_.data(), ec);
-      if (ec == http::error::need_more) {
-        ec = {};
-        buffer_.consume(used);
-        break;
-      }
-      if (ec) return OnReadError(ec);
-      buffer_.consume(used);
-      if (used == 0) break;
-    }
-    if (parser_->is_done()) return OnBody({});
+    ParseBuffered(ec);
+    if (ec) return OnReadError(ec);
     if (parser_->is_header_done()) return OnHeader({});
     stream_.expires_after(srv_->opts().header_timeout);
     http::async_read_header(stream_, buffer_, *parser_,
@@ -282,8 +274,39 @@ class Connection : public std::enable_shared_from_this<Connection> {
                             });
   }
 
+  // Feeds the buffered bytes to the parser until it needs more or stops (after the headers, when
+  // not eager; at the end of the message).
+  void ParseBuffered(beast::error_code& ec) {
+    while (buffer_.size() > 0 && !parser_->is_done()) {
+      const size_t used = parser_->put(buffer_.data(), ec);
+      if (ec == http::error::need_more) {
+        ec = {};
+        buffer_.consume(used);
+        return;
+      }
+      if (ec) return;
+      buffer_.consume(used);
+      if (used == 0 || (!parser_->eager() && parser_->is_header_done())) return;
+    }
+  }
+
+  // The body limit of the route `target` goes to (HttpRoute::max_body_bytes, or the default).
+  size_t BodyLimitFor(beast::string_view target) {
+    std::string_view t(target.data(), target.size());
+    return srv_->BodyLimit(srv_->Match(t.substr(0, t.find('?'))));
+  }
+
   void OnHeader(beast::error_code ec) {
     if (ec) return OnReadError(ec);
+    const size_t limit = BodyLimitFor(parser_->get().target());
+    const auto length = parser_->content_length();
+    if (length && *length > limit) return OnReadError(http::error::body_limit);
+    parser_->body_limit(limit);  // a chunked body counts against it as it arrives
+    parser_->eager(true);
+    if (!parser_->is_done()) {
+      ParseBuffered(ec);
+      if (ec) return OnReadError(ec);
+    }
     if (parser_->is_done()) return OnBody({});
     // curl and others wait for "100 Continue" before sending a larger body.
     auto expect = parser_->get().find(http::field::expect);
@@ -327,9 +350,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (ec == http::error::body_limit) {
       srv_->requests_total.fetch_add(1, std::memory_order_relaxed);
       srv_->payload_too_large.fetch_add(1, std::memory_order_relaxed);
-      return RespondError(
-          413, "message exceeds " + std::to_string(srv_->opts().max_message_bytes) + " bytes",
-          /*drain=*/true);
+      // The request line is parsed (a declared length over every route's limit fails as the
+      // headers end, before is_header_done()).
+      const size_t limit =
+          parser_ ? BodyLimitFor(parser_->get().target()) : srv_->opts().max_message_bytes;
+      return RespondError(413, "message exceeds " + std::to_string(limit) + " bytes",
+                          /*drain=*/true);
     }
     if (ec == beast::error::timeout || ec == http::error::end_of_stream || ec == net::error::eof ||
         ec == net::error::connection_reset || ec == net::error::operation_aborted ||

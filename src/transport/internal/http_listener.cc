@@ -34,6 +34,8 @@ Listener::Listener(const HttpServerOptions& options, std::vector<HttpRoute> rout
     routes_.push_back(std::move(entry));
   }
   unrouted_.route.name = "none";
+  max_body_limit_ = opts_.max_message_bytes;
+  for (const auto& e : routes_) max_body_limit_ = std::max(max_body_limit_, BodyLimit(e.get()));
   ioc_ = std::make_unique<net::io_context>(std::max(1, opts_.io_threads));
 }
 

@@ -69,6 +69,13 @@ class Listener {
   const HostPolicy& host_policy() const { return host_policy_; }
   // The route for `path`, or nullptr.
   RouteEntry* Match(std::string_view path);
+  // The largest request body `entry` accepts (nullptr: no route matched).
+  size_t BodyLimit(const RouteEntry* entry) const {
+    return entry != nullptr && entry->route.max_body_bytes != 0 ? entry->route.max_body_bytes
+                                                                : opts_.max_message_bytes;
+  }
+  // The largest body any route accepts: the limit while a request's route is not yet known.
+  size_t max_body_limit() const { return max_body_limit_; }
   // The Allow header value of `entry`'s methods.
   static std::string AllowOf(const RouteEntry& entry);
   // Tenant for an Authorization header value, or nullopt (401).
@@ -97,6 +104,7 @@ class Listener {
   HostPolicy host_policy_;
   std::vector<std::unique_ptr<RouteEntry>> routes_;
   RouteEntry unrouted_;  // responses to requests no route matched (404, 400, 413, ...)
+  size_t max_body_limit_ = 0;
 
   uint16_t port_ = 0;
   std::string host_for_url_;
