@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/ids.h"
 #include "base/logging.h"
@@ -24,21 +25,21 @@ int64_t WallMs() {
 
 // Request headers never forwarded: hop-by-hop ones, those the client recomputes, and contextd's.
 bool DropRequestHeader(std::string_view name) {
-  std::string n = absl::AsciiStrToLower(name);
+  std::string n = absl::AsciiStrToLower(std::string(name));
   return n == "host" || n == "content-length" || n == "transfer-encoding" || n == "connection" ||
          n == "keep-alive" || n == "upgrade" || n == "te" || n == "trailer" ||
          n.starts_with("proxy-") || n == "accept-encoding" || n == "x-contextd-token";
 }
 
 bool DropResponseHeader(std::string_view name) {
-  std::string n = absl::AsciiStrToLower(name);
+  std::string n = absl::AsciiStrToLower(std::string(name));
   return n == "content-length" || n == "transfer-encoding" || n == "connection" ||
          n == "keep-alive" || n == "content-type";
 }
 
 std::string JoinUrl(std::string_view base, std::string_view target) {
   while (!base.empty() && base.back() == '/') base.remove_suffix(1);
-  return absl::StrCat(base, target);
+  return absl::StrCat(std::string(base), std::string(target));
 }
 
 transport::HttpResponse ErrorResponse(int status, std::string_view type,
@@ -188,13 +189,13 @@ void AnthropicGateway::HandleMessages(transport::HttpRequest request,
   exchange->report.usage.at_ms = WallMs();
   std::weak_ptr<Exchange> weak = exchange;
   responder->OnClientGone([weak] {
-    auto exchange = weak.lock();
-    if (!exchange) return;
+    auto gone = weak.lock();
+    if (!gone) return;
     std::shared_ptr<transport::ClientCall> call;
     {
-      std::lock_guard<std::mutex> lock(exchange->mu);
-      exchange->gone = true;
-      call = exchange->call;
+      std::lock_guard<std::mutex> lock(gone->mu);
+      gone->gone = true;
+      call = gone->call;
     }
     if (call) call->Cancel();
   });

@@ -1,0 +1,185 @@
+#include "model/context_manager.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "model/testing/in_memory_conversation_store.h"
+#include "nlohmann/json.hpp"
+
+namespace contextd::model {
+namespace {
+
+using json = nlohmann::ordered_json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const std::string kBranch = "br_00000000000000000000000000000abc";
+
+// Redacts every "SECRET<digits>" (a stand-in for the rule scrubber; the gateway uses the real one).
+class WordScrubber : public scrub::Scrubber {
+ public:
+  explicit WordScrubber(std::string word) : word_(std::move(word)) {}
+  std::string Scrub(std::string_view text) const override {
+    std::string out(text);
+    size_t at = 0;
+    while ((at = out.find(word_, at)) != std::string::npos) {
+      size_t end = at + word_.size();
+      while (end < out.size() && isdigit(static_cast<unsigned char>(out[end]))) ++end;
+      out.replace(at, end - at, "[REDACTED]");
+      at += 10;
+    }
+    return out;
+  }
+
+ private:
+  std::string word_;
+};
+
+// Counts bytes / 4: enough to see counts move.
+class ByteCounter : public tokens::TokenCounter {
+ public:
+  size_t Count(std::string_view text) const override { return (text.size() + 3) / 4; }
+  std::string_view name() const override { return "bytes/4"; }
+};
+
+json Msg(const std::string& role, json content) { return {{"role", role}, {"content", content}}; }
+json Result(const std::string& id, const std::string& text) {
+  return {{"type", "tool_result"}, {"tool_use_id", id}, {"content", text}};
+}
+json Use(const std::string& id, const std::string& name) {
+  return {{"type", "tool_use"}, {"id", id}, {"name", name}, {"input", json::object()}};
+}
+
+// Grows one conversation step by step as a client would (breakpoint on the last block).
+class Conversation {
+ public:
+  explicit Conversation(const std::string& first = "task") {
+    messages_.push_back(Msg("user", json::array({{{"type", "text"}, {"text", first}}})));
+  }
+  void Assistant(json blocks) { messages_.push_back(Msg("assistant", std::move(blocks))); }
+  void User(json blocks) { messages_.push_back(Msg("user", std::move(blocks))); }
+  std::unique_ptr<AnthropicRequest> Request() const {
+    json messages = messages_;
+    messages.back()["content"].back()["cache_control"] = {{"type", "ephemeral"}};
+    json body = {{"model", "m"}, {"max_tokens", 10}, {"system", "sys"}, {"messages", messages}};
+    auto parsed = AnthropicRequest::Parse(body.dump());
+    EXPECT_TRUE(parsed.ok()) << parsed.status();
+    return *std::move(parsed);
+  }
+
+ private:
+  json messages_ = json::array();
+};
+
+struct Fixture {
+  model::testing::InMemoryConversationStore store;
+  ByteCounter counter;
+  WordScrubber scrubber{"SECRET"};
+  std::optional<BranchFacts> facts;
+  std::unique_ptr<ContextManager> manager = Make(scrubber);
+  std::unique_ptr<ContextManager> Make(const scrub::Scrubber& s) {
+    return std::make_unique<ContextManager>(
+        ContextManagerOptions{}, store, s, counter,
+        [this](const std::string& tenant, const std::string& id) -> std::optional<BranchFacts> {
+          if (tenant != "local" || id != kBranch) return std::nullopt;
+          return facts;
+        });
+  }
+  AppliedRequest Apply(const Conversation& c, ContextManager* m = nullptr) {
+    auto request = c.Request();
+    auto applied = (m ? m : manager.get())->Apply("local", "session-1", *request, 1000);
+    EXPECT_TRUE(applied.ok()) << applied.status();
+    return *std::move(applied);
+  }
+};
+
+TEST(ContextManagerTest, RedactsNewResultsOnceAndRepeatsTheSameBytes) {
+  Fixture f;
+  Conversation c;
+  c.Assistant(json::array({Use("t1", "Read")}));
+  c.User(json::array({Result("t1", "token SECRET123 here")}));
+  AppliedRequest first = f.Apply(c);
+  EXPECT_EQ(first.redactions_new, 1);
+  EXPECT_THAT(first.body, Not(HasSubstr("SECRET123")));
+  EXPECT_THAT(first.body, HasSubstr("token [REDACTED] here"));
+  EXPECT_EQ(first.key.conversation, "session-1");
+
+  c.Assistant(json::array({{{"type", "text"}, {"text", "ok"}}}));
+  c.User(json::array({{{"type", "text"}, {"text", "next"}}}));
+  AppliedRequest second = f.Apply(c);
+  EXPECT_EQ(second.redactions_new, 0);
+  EXPECT_EQ(second.new_messages, 2u);
+  std::string redacted_block = R"({"type":"tool_result","tool_use_id":"t1","content":"token [REDACTED] here"})";
+  EXPECT_THAT(second.body, HasSubstr(redacted_block));
+
+  // A restart (new manager, same store) with rules that no longer redact keeps the decision;
+  // the old prefix is never decided anew.
+  WordScrubber none("NOTHING");
+  auto restarted = f.Make(none);
+  c.Assistant(json::array({{{"type", "text"}, {"text", "ok2"}}}));
+  c.User(json::array({Result("t1x", "SECRET999")}));
+  AppliedRequest third = f.Apply(c, restarted.get());
+  EXPECT_THAT(third.body, HasSubstr(redacted_block));
+  EXPECT_THAT(third.body, HasSubstr("SECRET999"));  // new content follows the new rules
+}
+
+TEST(ContextManagerTest, OldContentIsNotRedactedByNewRules) {
+  Fixture f;
+  Conversation c;
+  c.Assistant(json::array({Use("t1", "Read")}));
+  c.User(json::array({Result("t1", "NEWWORD42 is here")}));
+  AppliedRequest first = f.Apply(c);
+  EXPECT_THAT(first.body, HasSubstr("NEWWORD42"));
+  WordScrubber updated("NEWWORD");
+  auto reloaded = f.Make(updated);
+  c.Assistant(json::array({{{"type", "text"}, {"text", "ok"}}}));
+  c.User(json::array({{{"type", "text"}, {"text", "NEWWORD7 typed now"}}}));
+  AppliedRequest second = f.Apply(c, reloaded.get());
+  EXPECT_THAT(second.body, HasSubstr("NEWWORD42 is here"));  // already sent: stays
+  EXPECT_THAT(second.body, HasSubstr("[REDACTED] typed now"));  // new: redacted
+}
+
+TEST(ContextManagerTest, FoldsAReturnedBranchAndKeepsFoldingItAfterARestart) {
+  Fixture f;
+  Conversation c;
+  c.Assistant(json::array({Use("c1", "mcp__contextd__branch_create"), Use("r1", "Read")}));
+  c.User(json::array({Result("c1", "{\"branch_id\":\"" + kBranch + "\"}"), Result("r1", std::string(4000, 'q'))}));
+  f.facts = BranchFacts{kBranch, false, "active", "", "", 1000, 0};
+  AppliedRequest open = f.Apply(c);
+  EXPECT_EQ(open.open_branch_id, kBranch);
+  EXPECT_EQ(open.folds_applied, 0);
+  c.Assistant(json::array({Use("ret", "mcp__contextd__branch_return")}));
+  c.User(json::array({Result("ret", "{}")}));
+  f.facts = BranchFacts{kBranch, true, "completed", "", "the answer is 42", 1100, 1090};
+  AppliedRequest folded = f.Apply(c);
+  EXPECT_EQ(folded.folds_new, 1);
+  EXPECT_THAT(folded.body, HasSubstr("the answer is 42"));
+  EXPECT_THAT(folded.body, Not(HasSubstr("qqqq")));
+  EXPECT_LT(folded.tokens_after, folded.tokens_before);
+  EXPECT_EQ(folded.open_branch_id, "");
+
+  // After a restart, with the branch no longer in the store, the stored decision still folds.
+  f.facts.reset();
+  auto restarted = f.Make(f.scrubber);
+  c.Assistant(json::array({{{"type", "text"}, {"text", "done"}}}));
+  c.User(json::array({{{"type", "text"}, {"text", "thanks"}}}));
+  AppliedRequest later = f.Apply(c, restarted.get());
+  EXPECT_EQ(later.folds_applied, 1);
+  EXPECT_EQ(later.folds_new, 0);
+  std::string prefix = folded.body.substr(0, folded.body.find(",\"cache_control\""));
+  EXPECT_EQ(later.body.substr(0, prefix.size()), prefix);
+}
+
+TEST(ContextManagerTest, SideRequestsOfOneSessionAreSeparateThreads) {
+  Fixture f;
+  Conversation main;
+  Conversation side("write a title for: task");
+  AppliedRequest a = f.Apply(main);
+  AppliedRequest b = f.Apply(side);
+  EXPECT_EQ(a.key.conversation, b.key.conversation);
+  EXPECT_NE(a.key.thread, b.key.thread);
+}
+
+}  // namespace
+}  // namespace contextd::model
