@@ -47,13 +47,14 @@ function parseArgs(argv) {
   for (const v of opts.variants) if (!VARIANTS.includes(v)) throw new Error(`unknown variant ${v} (known: ${VARIANTS.join(', ')})`);
   for (const k of ['workloads', 'out']) if (!opts[k]) throw new Error(`--${k} is required`);
   if (opts.variants.some((v) => THROUGH_CONTEXTD.has(v)) && !(opts.binary && existsSync(opts.binary))) {
-    throw new Error(`the contextd variants need a contextd binary (--binary; got ${opts.binary ?? 'none'}); ` +
+    throw new UsageError(`the contextd variants need a contextd binary (--binary; got ${opts.binary ?? 'none'}); ` +
       'run `--variants direct` for the baseline without contextd');
   }
   return opts;
 }
 
 export class GatewayMissing extends Error {}
+class UsageError extends Error {}
 
 // What the driver writes into contextd's config: folding as bench/replay, and the gateway's upstream.
 export function configYaml(doubleUrl, { gateway = true } = {}) {
@@ -373,7 +374,7 @@ async function main() {
 
 if (process.argv[1] && resolve(process.argv[1]) === new URL(import.meta.url).pathname) {
   main().catch((e) => {
-    process.stderr.write(`bench/model: ${e instanceof GatewayMissing ? e.message : (e.stack ?? e)}\n`);
+    process.stderr.write(`bench/model: ${e instanceof GatewayMissing || e instanceof UsageError ? e.message : (e.stack ?? e)}\n`);
     process.exit(1);
   });
 }
