@@ -1,0 +1,297 @@
+// A scripted Anthropic Messages double that bills like Anthropic's prompt cache, for bench/model.
+// POST /v1/messages (JSON or, with stream: true, SSE in the Messages event format) answers with
+// the next scripted assistant turn and records, per request, the input tokens split into cache
+// reads, cache writes and uncached input, the output tokens and the cost (base input price = 1).
+// POST /v1/messages/count_tokens answers the input total. Single-threaded (node:http); one double
+// holds one cache, so a benchmark gives each variant (and conversation) its own.
+//
+// The billing model (https://platform.claude.com/docs/en/build-with-claude/prompt-caching):
+// - The request is a sequence of blocks in the order tools, system, messages (each tool
+//   definition, each system text block, each content block of each message; a string is one
+//   block). A block's identity is its canonical JSON (sorted keys, cache_control removed) with its
+//   section, message index and role; a prefix's identity is the hash chain of its blocks.
+// - Blocks carrying cache_control are breakpoints: at most 4 (more is Anthropic's 400). Each
+//   breakpoint whose prefix has at least `minCacheTokens` writes a cache entry for that prefix.
+// - Reads: for each breakpoint, the longest written prefix ending at the breakpoint or at one of
+//   the `lookback` (20) blocks before it; the longest over all breakpoints is read (0.1x).
+// - Writes: from the end of what was read to the last cacheable breakpoint (1.25x). Uncached:
+//   the rest (1x). Output: 5x. No TTL or eviction: a replay runs in seconds.
+// Tokens are counted per block (o200k_base in the benchmark: an approximation of Claude's
+// tokenizer) over the block's text: text, thinking, a tool_use's name and JSON input, a
+// tool_result's text, a tool definition's name, description and JSON schema.
+import { createServer } from 'node:http';
+import { createHash } from 'node:crypto';
+import { createRequire } from 'node:module';
+import { existsSync } from 'node:fs';
+
+export const PRICE = Object.freeze({ input: 1, cache_read: 0.1, cache_write: 1.25, output: 5 });
+export const MAX_BREAKPOINTS = 4;
+export const LOOKBACK_BLOCKS = 20;
+// Claude Sonnet's minimum cacheable prompt; shorter prefixes are not cached (no error).
+export const MIN_CACHE_TOKENS = 1024;
+
+// An o200k_base counter (tiktoken of tools/npm/tokens): text -> tokens.
+export function loadO200k() {
+  const dir = new URL('../../tools/npm/tokens/node_modules/tiktoken', import.meta.url).pathname;
+  if (!existsSync(dir)) throw new Error('tools/npm/tokens is not installed: run scripts/install-deps.sh');
+  const { get_encoding } = createRequire(import.meta.url)(dir);
+  const enc = get_encoding('o200k_base');
+  return { enc, count: (text) => enc.encode_ordinary(text).length };
+}
+
+// JSON with sorted keys and without cache_control markers (they move between requests).
+export function canonical(value) {
+  const walk = (v) => {
+    if (Array.isArray(v)) return v.map(walk);
+    if (v && typeof v === 'object') {
+      const out = {};
+      for (const k of Object.keys(v).sort()) if (k !== 'cache_control') out[k] = walk(v[k]);
+      return out;
+    }
+    return v;
+  };
+  return JSON.stringify(walk(value));
+}
+
+// The text a block is counted by.
+export function blockText(block) {
+  if (typeof block === 'string') return block;
+  if (!block || typeof block !== 'object') return String(block ?? '');
+  if (block.input_schema !== undefined && block.type === undefined) {  // a tool definition
+    return `${block.name ?? ''}\n${block.description ?? ''}\n${JSON.stringify(block.input_schema)}`;
+  }
+  switch (block.type) {
+    case 'text': return block.text ?? '';
+    case 'thinking': return block.thinking ?? '';
+    case 'tool_use': return `${block.name}\n${JSON.stringify(block.input ?? {})}`;
+    case 'tool_result':
+      if (typeof block.content === 'string') return block.content;
+      return (block.content ?? []).map((c) => (c.type === 'text' ? c.text : canonical(c))).join('\n');
+    default: return canonical(block);
+  }
+}
+
+// The blocks of a request in cache order: [{id (identity string), block, breakpoint}].
+export function requestBlocks(body) {
+  const out = [];
+  const add = (where, block) => out.push({
+    id: `${where}\n${canonical(block)}`, block, breakpoint: !!(block && typeof block === 'object' && block.cache_control),
+  });
+  for (const t of body.tools ?? []) add('tool', t);
+  const system = typeof body.system === 'string' ? [{ type: 'text', text: body.system }] : (body.system ?? []);
+  for (const b of system) add('system', b);
+  (body.messages ?? []).forEach((m, i) => {
+    const blocks = typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : (m.content ?? []);
+    for (const b of blocks) add(`message ${i} ${m.role}`, b);
+  });
+  return out;
+}
+
+// Anthropic's structural checks that a gateway rewriting history could break: a 400 message, or
+// null. Every tool_use must be answered by a tool_result in the next (user) message, and every
+// tool_result must answer a tool_use of the message before it.
+export function validate(body) {
+  const messages = body.messages;
+  if (!Array.isArray(messages) || messages.length === 0) return 'messages: at least one message is required';
+  if (messages[0].role !== 'user') return 'messages: first message must use the "user" role';
+  const blocksOf = (m) => (Array.isArray(m?.content) ? m.content : []);
+  for (let i = 0; i < messages.length; i++) {
+    const uses = blocksOf(messages[i]).filter((b) => b.type === 'tool_use').map((b) => b.id);
+    const results = new Set(blocksOf(messages[i + 1]).filter((b) => b.type === 'tool_result').map((b) => b.tool_use_id));
+    for (const id of uses) {
+      if (messages[i].role === 'assistant' && !results.has(id)) {
+        return `messages.${i + 1}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${id}`;
+      }
+    }
+    const before = new Set(blocksOf(messages[i - 1]).filter((b) => b.type === 'tool_use').map((b) => b.id));
+    for (const b of blocksOf(messages[i])) {
+      if (b.type === 'tool_result' && !before.has(b.tool_use_id)) {
+        return `messages.${i}.content: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${b.tool_use_id}`;
+      }
+    }
+  }
+  return null;
+}
+
+// The prompt cache of one account: written prefix hashes, and a shared token memo.
+export class PromptCache {
+  constructor({ count, minCacheTokens = MIN_CACHE_TOKENS, lookback = LOOKBACK_BLOCKS, memo = new Map() }) {
+    this.count = count;
+    this.minCacheTokens = minCacheTokens;
+    this.lookback = lookback;
+    this.memo = memo;  // block identity -> tokens (may be shared between caches: it is pure)
+    this.entries = new Set();
+  }
+
+  tokensOf(entry) {
+    let n = this.memo.get(entry.id);
+    if (n === undefined) {
+      n = this.count(blockText(entry.block));
+      this.memo.set(entry.id, n);
+    }
+    return n;
+  }
+
+  // Bills the input of `body` and writes its cache entries. Returns {error} (a 400) or
+  // {input_tokens, cache_read, cache_write, uncached, breakpoints, hit_block, blocks}.
+  bill(body) {
+    const blocks = requestBlocks(body);
+    const bps = [];
+    blocks.forEach((b, i) => { if (b.breakpoint) bps.push(i); });
+    if (bps.length > MAX_BREAKPOINTS) {
+      return { error: `A maximum of ${MAX_BREAKPOINTS} blocks with cache_control may be provided. Found ${bps.length}.` };
+    }
+    const cum = [];
+    const hashes = [];
+    let total = 0;
+    let h = createHash('sha256').update(String(body.model ?? '')).digest('base64');
+    for (const b of blocks) {
+      total += this.tokensOf(b);
+      cum.push(total);
+      h = createHash('sha256').update(h).update('\0').update(b.id).digest('base64');
+      hashes.push(h);
+    }
+    let hit = -1;
+    for (const b of bps) {
+      for (let j = b; j >= Math.max(0, b - this.lookback); j--) {
+        if (this.entries.has(hashes[j])) { hit = Math.max(hit, j); break; }
+      }
+    }
+    const cacheable = bps.filter((b) => cum[b] >= this.minCacheTokens);
+    const read = hit >= 0 ? cum[hit] : 0;
+    const lastWrite = cacheable.length ? cum[cacheable[cacheable.length - 1]] : 0;
+    const covered = Math.max(read, lastWrite);
+    for (const b of cacheable) this.entries.add(hashes[b]);
+    return {
+      input_tokens: total, cache_read: read, cache_write: covered - read, uncached: total - covered,
+      breakpoints: bps.length, hit_block: hit, blocks: blocks.length,
+    };
+  }
+}
+
+export function costOf(r) {
+  return r.cache_read * PRICE.cache_read + r.cache_write * PRICE.cache_write + r.uncached * PRICE.input +
+    r.output_tokens * PRICE.output;
+}
+
+// Starts the double on 127.0.0.1:0. `count` counts a text's tokens. Script turns with
+// `double.enqueue(turn)`: a turn is {content: [assistant blocks]} (tool_use blocks with their
+// ids) or a function (body) => turn. `double.records` holds one entry per billed request:
+// {headers, body, usage: {input_tokens, cache_read, cache_write, uncached, output_tokens, cost}}.
+export async function startCachingDouble({ count, minCacheTokens, lookback, memo } = {}) {
+  const cache = new PromptCache({ count, minCacheTokens, lookback, memo });
+  const queue = [];
+  let seq = 0;
+  const double = {
+    url: '', cache, records: [], errors: [],
+    enqueue: (turn) => queue.push(turn),
+    pending: () => queue.length,
+    close: () => new Promise((resolve) => { server.closeAllConnections?.(); server.close(() => resolve()); }),
+  };
+  const server = createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const path = (req.url ?? '').split('?')[0];
+      try {
+        if (req.method !== 'POST' || (path !== '/v1/messages' && path !== '/v1/messages/count_tokens')) {
+          return sendError(res, 404, 'not_found_error', `${req.method} ${path} is not served by the caching double`);
+        }
+        let body;
+        try { body = JSON.parse(Buffer.concat(chunks).toString('utf8')); } catch (e) {
+          return sendError(res, 400, 'invalid_request_error', `invalid JSON: ${e.message}`);
+        }
+        const bad = validate(body);
+        if (bad) { double.errors.push(bad); return sendError(res, 400, 'invalid_request_error', bad); }
+        if (path === '/v1/messages/count_tokens') {
+          const total = requestBlocks(body).reduce((a, b) => a + cache.tokensOf(b), 0);
+          return sendJson(res, 200, { input_tokens: total });
+        }
+        if (queue.length === 0) {
+          double.errors.push('no scripted turn');
+          return sendError(res, 500, 'api_error', 'the caching double has no scripted turn for this request');
+        }
+        const billed = cache.bill(body);
+        if (billed.error) { double.errors.push(billed.error); return sendError(res, 400, 'invalid_request_error', billed.error); }
+        let turn = queue.shift();
+        if (typeof turn === 'function') turn = turn(body);
+        const content = turn.content;
+        const output_tokens = content.reduce((a, b) => a + count(blockText(b)), 0);
+        const usage = { ...billed, output_tokens };
+        usage.cost = costOf(usage);
+        double.records.push({ headers: req.headers, body, usage });
+        const message = {
+          id: `msg_bench_${String(++seq).padStart(6, '0')}`, type: 'message', role: 'assistant',
+          model: body.model ?? 'claude-bench', content,
+          stop_reason: content.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn', stop_sequence: null,
+          usage: {
+            input_tokens: billed.uncached, cache_creation_input_tokens: billed.cache_write,
+            cache_read_input_tokens: billed.cache_read, output_tokens,
+          },
+        };
+        return body.stream ? streamMessage(res, message) : sendJson(res, 200, message);
+      } catch (e) {
+        double.errors.push(e.stack);
+        return sendError(res, 500, 'api_error', `caching double failed: ${e.stack}`);
+      }
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  double.url = `http://127.0.0.1:${server.address().port}`;
+  return double;
+}
+
+function sendJson(res, status, value) {
+  res.writeHead(status, { 'content-type': 'application/json', 'request-id': `req_bench_${status}` });
+  res.end(JSON.stringify(value));
+}
+
+function sendError(res, status, type, message) {
+  sendJson(res, status, { type: 'error', error: { type, message } });
+}
+
+// message_start, per block content_block_start / delta / stop, message_delta, message_stop.
+function streamMessage(res, message) {
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  const event = (type, data) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
+  event('message_start', { message: { ...message, content: [], stop_reason: null, usage: { ...message.usage, output_tokens: 1 } } });
+  message.content.forEach((block, index) => {
+    if (block.type === 'tool_use') {
+      event('content_block_start', { index, content_block: { ...block, input: {} } });
+      event('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: JSON.stringify(block.input) } });
+    } else {
+      event('content_block_start', { index, content_block: { type: 'text', text: '' } });
+      event('content_block_delta', { index, delta: { type: 'text_delta', text: block.text } });
+    }
+    event('content_block_stop', { index });
+  });
+  event('message_delta', { delta: { stop_reason: message.stop_reason, stop_sequence: null }, usage: { output_tokens: message.usage.output_tokens } });
+  event('message_stop', {});
+  res.end();
+}
+
+// The assistant message of an SSE body (the inverse of streamMessage, for the driver).
+export function messageFromSse(text) {
+  let message = null;
+  const partial = new Map();
+  for (const chunk of text.split('\n\n')) {
+    const line = chunk.split('\n').find((l) => l.startsWith('data: '));
+    if (!line) continue;
+    const ev = JSON.parse(line.slice(6));
+    if (ev.type === 'message_start') message = { ...ev.message, content: [] };
+    else if (ev.type === 'content_block_start') partial.set(ev.index, { block: ev.content_block, json: '' });
+    else if (ev.type === 'content_block_delta') {
+      const p = partial.get(ev.index);
+      if (ev.delta.type === 'text_delta') p.block.text += ev.delta.text;
+      else if (ev.delta.type === 'input_json_delta') p.json += ev.delta.partial_json;
+    } else if (ev.type === 'content_block_stop') {
+      const p = partial.get(ev.index);
+      if (p.block.type === 'tool_use') p.block.input = p.json ? JSON.parse(p.json) : {};
+      message.content[ev.index] = p.block;
+    } else if (ev.type === 'message_delta') {
+      message.stop_reason = ev.delta.stop_reason;
+      message.usage = { ...message.usage, ...ev.usage };
+    }
+  }
+  return message;
+}

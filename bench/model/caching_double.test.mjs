@@ -1,0 +1,162 @@
+// Tests of the caching double's billing (node --test bench/model/). Tokens are counted as words
+// here so that every expected number can be checked by hand.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { PromptCache, startCachingDouble, messageFromSse, costOf, requestBlocks } from './caching_double.mjs';
+
+const words = (text) => text.split(/\s+/).filter(Boolean).length;
+const cc = { type: 'ephemeral' };
+const text = (n, tag, mark = false) => ({ type: 'text', text: `${tag} `.repeat(n).trim(), ...(mark ? { cache_control: cc } : {}) });
+
+// A conversation: a system block of 100 words (breakpoint), then `turns` user/assistant messages
+// of 10 words each; the last block of the last message carries a breakpoint.
+function conversation(turns, { systemTag = 's', change = -1 } = {}) {
+  const messages = [];
+  for (let i = 0; i < turns; i++) {
+    const tag = i === change ? `changed${i}` : `m${i}`;
+    messages.push({ role: i % 2 ? 'assistant' : 'user', content: [text(10, tag, i === turns - 1)] });
+  }
+  return { model: 'claude-bench', system: [text(100, systemTag, true)], messages };
+}
+
+const cache = (opts = {}) => new PromptCache({ count: words, minCacheTokens: 0, ...opts });
+
+test('a request repeated is read from the cache in full', () => {
+  const c = cache();
+  const first = c.bill(conversation(3));
+  assert.deepEqual([first.input_tokens, first.cache_read, first.cache_write, first.uncached], [130, 0, 130, 0]);
+  const again = c.bill(conversation(3));
+  assert.deepEqual([again.cache_read, again.cache_write, again.uncached], [130, 0, 0]);
+});
+
+test('a grown conversation reads up to the previous end and writes the rest', () => {
+  const c = cache();
+  c.bill(conversation(3));
+  const grown = c.bill(conversation(5));
+  assert.deepEqual([grown.input_tokens, grown.cache_read, grown.cache_write, grown.uncached], [150, 130, 20, 0]);
+});
+
+test('tokens after the last breakpoint are uncached input', () => {
+  const c = cache();
+  const body = conversation(3);
+  body.messages.push({ role: 'user', content: [text(7, 'tail')] });  // no breakpoint: merged turn
+  const r = c.bill(body);
+  assert.deepEqual([r.cache_read, r.cache_write, r.uncached], [0, 130, 7]);
+});
+
+test('a change inside the prefix misses back to the earlier entry (the system breakpoint)', () => {
+  const c = cache();
+  c.bill(conversation(5));
+  const changed = c.bill(conversation(5, { change: 1 }));
+  assert.deepEqual([changed.cache_read, changed.cache_write, changed.uncached], [100, 50, 0]);
+  const changedSystem = c.bill(conversation(5, { systemTag: 'S' }));
+  assert.deepEqual([changedSystem.cache_read, changedSystem.cache_write], [0, 150]);
+});
+
+test('cache_control markers do not count in a prefix\'s identity', () => {
+  const c = cache();
+  c.bill(conversation(3));
+  const body = conversation(4);
+  // The previous breakpoint moved off message 2; the content is the same.
+  assert.equal(body.messages[2].content[0].cache_control, undefined);
+  const r = c.bill(body);
+  assert.deepEqual([r.cache_read, r.cache_write], [130, 10]);
+});
+
+test('the lookback reaches 20 blocks before a breakpoint, not 21', () => {
+  // One message of many one-word blocks after the cached conversation.
+  const grow = (n) => {
+    const body = conversation(3);
+    delete body.messages[2].content[0].cache_control;  // the breakpoint moved to the new end
+    const blocks = Array.from({ length: n }, (_, i) => text(1, `b${i}`, i === n - 1));
+    body.messages.push({ role: 'assistant', content: blocks });
+    return body;
+  };
+  // 21 added: only the system breakpoint still finds an entry.
+  for (const [added, read] of [[20, 130], [21, 100]]) {
+    const c = cache();
+    c.bill(conversation(3));
+    const r = c.bill(grow(added));
+    assert.equal(r.cache_read, read, `${added} blocks added`);
+    assert.equal(r.cache_write, r.input_tokens - read);
+  }
+});
+
+test('a second breakpoint within 20 blocks keeps the cache reachable when a turn adds more', () => {
+  const c = cache();
+  c.bill(conversation(3));
+  const body = conversation(3);
+  delete body.messages[2].content[0].cache_control;
+  const blocks = Array.from({ length: 30 }, (_, i) => text(1, `b${i}`, i === 10 || i === 29));
+  body.messages.push({ role: 'assistant', content: blocks });
+  const r = c.bill(body);
+  assert.deepEqual([r.cache_read, r.cache_write], [130, 30]);
+});
+
+test('prefixes shorter than the minimum are not cached', () => {
+  const c = cache({ minCacheTokens: 120 });
+  const r = c.bill(conversation(1));  // system 100 (breakpoint, too short) + 10 (breakpoint, too short)
+  assert.deepEqual([r.cache_read, r.cache_write, r.uncached], [0, 0, 110]);
+  const again = c.bill(conversation(3));
+  assert.deepEqual([again.cache_read, again.cache_write, again.uncached], [0, 130, 0]);
+});
+
+test('tools come first in the cached prefix: a changed tool list misses everything', () => {
+  const c = cache();
+  const tool = (d) => ({ name: 'bash', description: d, input_schema: { type: 'object' } });
+  c.bill({ ...conversation(3), tools: [tool('run a command')] });
+  const r = c.bill({ ...conversation(3), tools: [tool('run a shell command')] });
+  assert.equal(r.cache_read, 0);
+  assert.equal(requestBlocks({ ...conversation(3), tools: [tool('x')] })[0].id.startsWith('tool\n'), true);
+});
+
+async function post(url, body, path = '/v1/messages') {
+  const res = await fetch(url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return { status: res.status, text: await res.text() };
+}
+
+test('the double answers scripted turns, bills them and refuses a fifth breakpoint like Anthropic', async () => {
+  const double = await startCachingDouble({ count: words, minCacheTokens: 0 });
+  try {
+    const use = { type: 'tool_use', id: 'toolu_1', name: 'bash', input: { command: 'ls' } };
+    double.enqueue({ content: [{ type: 'text', text: 'look around' }, use] });
+    const first = await post(double.url, conversation(1));
+    assert.equal(first.status, 200);
+    const msg = JSON.parse(first.text);
+    assert.deepEqual(msg.content[1], use);
+    assert.equal(msg.stop_reason, 'tool_use');
+    assert.deepEqual(msg.usage, { input_tokens: 0, cache_creation_input_tokens: 110, cache_read_input_tokens: 0, output_tokens: 4 });
+    // output: "look around" (2) + "bash\n{...}" (2 words) = 4; cost 110 * 1.25 + 4 * 5
+    assert.equal(double.records[0].usage.cost, costOf({ cache_read: 0, cache_write: 110, uncached: 0, output_tokens: 4 }));
+    assert.equal(double.records[0].usage.cost, 157.5);
+
+    const body = conversation(1);
+    body.messages.push({ role: 'assistant', content: msg.content });
+    body.messages.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'a b c', cache_control: cc }] });
+    double.enqueue({ content: [{ type: 'text', text: 'done now' }] });
+    const streamed = await post(double.url, { ...body, stream: true });
+    const m2 = messageFromSse(streamed.text);
+    assert.deepEqual(m2.content, [{ type: 'text', text: 'done now' }]);
+    assert.equal(m2.usage.cache_read_input_tokens, 110);
+    assert.equal(m2.usage.cache_creation_input_tokens, 2 + 2 + 3);  // assistant text, tool_use, result
+
+    const five = conversation(5);
+    for (const m of five.messages) m.content[0].cache_control = cc;
+    double.enqueue({ content: [{ type: 'text', text: 'x' }] });
+    const refused = await post(double.url, five);
+    assert.equal(refused.status, 400);
+    assert.match(JSON.parse(refused.text).error.message, /A maximum of 4 blocks with cache_control may be provided. Found 6/);
+
+    const orphan = conversation(1);
+    orphan.messages.push({ role: 'assistant', content: [use] });
+    const missing = await post(double.url, orphan);
+    assert.equal(missing.status, 400);
+    assert.match(JSON.parse(missing.text).error.message, /tool_use` ids were found without `tool_result`/);
+
+    const counted = await post(double.url, conversation(3), '/v1/messages/count_tokens');
+    assert.deepEqual(JSON.parse(counted.text), { input_tokens: 130 });
+    assert.equal(double.records.length, 2);
+  } finally {
+    await double.close();
+  }
+});

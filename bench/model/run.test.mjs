@@ -1,0 +1,123 @@
+// Tests of bench/model's generator and driver (node --test bench/model/). The contextd variants run
+// against the built contextd's real MCP tools, with a stand-in for its /v1/messages
+// (reference_fold.mjs) until the model gateway lands; they are skipped without a binary.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { loadO200k } from './caching_double.mjs';
+import { runOf, runTurns, conversationPlan, loadedMcpTools } from './conversation.mjs';
+import { playConversation, startContextd, requestBody, summarize, TARGETS } from './run.mjs';
+import { fold, startReferenceGateway } from './reference_fold.mjs';
+
+const root = new URL('../..', import.meta.url).pathname;
+const BINARY = process.env.CONTEXTD_BINARY ??
+  [`${root}build/release/src/cli/contextd`, `${root}build/debug/src/cli/contextd`].find((p) => existsSync(p));
+const tokens = (() => { try { return loadO200k(); } catch { return null; } })();
+
+// A small recorded run: explore, explore, edit, run, run, a format error, submit.
+function trajectory(id, big = 2000) {
+  const steps = [];
+  const step = (command, observation, tool = command?.split(' ')[0] ?? 'format_error') => {
+    steps.push({ role: 'assistant', tool_name: tool, args: command === null ? null : { command }, content: `THOUGHT: about to run ${command}\n\n\`\`\`bash\n${command}\n\`\`\`` });
+    steps.push({ role: 'tool', tool_name: tool, args: null, content: observation });
+  };
+  step('ls src', 'a.py\nb.py');
+  step('cat src/a.py', 'def f():\n    return 1\n'.repeat(big / 10));
+  step("sed -i 's/1/2/' src/a.py", '');
+  step('python -c "import a"', 'Traceback ... '.repeat(big / 4));
+  step('python -m pytest -q', '3 passed');
+  step(null, 'Please always provide EXACTLY ONE action', 'format_error');
+  step('echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached', 'diff --git a/src/a.py');
+  return { id, task: `Fix the bug in ${id}.`, steps, meta: { instance_id: id } };
+}
+
+test('the generator: one turn per step, folding turns per variant, long sessions chain tasks', { skip: !tokens && 'tools/npm/tokens is not installed' }, () => {
+  const run = runOf(trajectory('t1'));
+  assert.deepEqual(run.segments.map((s) => [s.start, s.end]), [[0, 2], [3, 5]]);
+  assert.equal(runTurns(tokens.enc, run, 'direct').length, 7);
+  const own = runTurns(tokens.enc, run, 'create-own-turn');
+  assert.deepEqual(own.map((t) => t.actions.map((a) => a.kind).join('+') || 'text'),
+    ['create', 'bash', 'bash', 'return', 'bash', 'create', 'bash', 'bash', 'return', 'text', 'bash']);
+  const first = runTurns(tokens.enc, run, 'create-first-turn');
+  assert.deepEqual(first.map((t) => t.actions.map((a) => a.kind).join('+') || 'text'),
+    ['create+bash', 'bash', 'return', 'bash', 'create+bash', 'bash', 'return', 'text', 'bash']);
+  // The summary is the agent's next message without its action, as bench/replay cuts it.
+  assert.equal(first[2].actions[0].message, 'about to run sed -i \'s/1/2/\' src/a.py');
+  assert.equal(first[7].userText, 'Please always provide EXACTLY ONE action');
+  const plan = conversationPlan(tokens.enc, [run, runOf(trajectory('t2'))], 'direct');
+  assert.equal(plan.task, 'Fix the bug in t1.');
+  assert.equal(plan.turns.length, 14);
+  assert.equal(plan.turns[6].nextTask, 'Fix the bug in t2.');
+});
+
+test('requests carry two breakpoints: the system prompt and the last block', () => {
+  const body = requestBody([], [{ role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] }], false);
+  assert.deepEqual(body.system.map((b) => !!b.cache_control), [false, true]);
+  assert.deepEqual(body.messages[0].content.map((b) => !!b.cache_control), [false, true]);
+});
+
+test('the reference fold keeps the prefix and replaces a returned branch by its summary', () => {
+  const use = (id, name, input = {}) => ({ type: 'tool_use', id, name, input });
+  const res = (id, text) => ({ type: 'tool_result', tool_use_id: id, content: text });
+  const messages = [
+    { role: 'user', content: [{ type: 'text', text: 'task' }] },
+    { role: 'assistant', content: [{ type: 'text', text: 'look' }, use('c', 'mcp__contextd__branch_create'), use('b1', 'bash')] },
+    { role: 'user', content: [res('c', '{"branch_id":"br_1"}'), res('b1', 'out1')] },
+    { role: 'assistant', content: [use('r', 'mcp__contextd__branch_return', { message: 'found it' })] },
+    { role: 'user', content: [{ ...res('r', '{}'), cache_control: { type: 'ephemeral' } }, { type: 'text', text: 'next task' }] },
+  ];
+  const folded = fold(messages);
+  assert.deepEqual(folded.slice(0, 1), messages.slice(0, 1));
+  assert.deepEqual(folded[1], { role: 'assistant', content: [{ type: 'text', text: 'look' }, use('c', 'mcp__contextd__branch_create')] });
+  assert.equal(folded[2].content[0].content[0].text, 'Branch returned. Summary: found it');
+  assert.deepEqual(folded[2].content[0].cache_control, { type: 'ephemeral' });
+  assert.deepEqual(folded[2].content[1], { type: 'text', text: 'next task' });
+  assert.equal(folded.length, 3);
+});
+
+test('the contextd variants against the real MCP tools and a stand-in gateway', { skip: (!BINARY && 'no contextd binary') || (!tokens && 'tools/npm/tokens is not installed'), timeout: 120000 }, async () => {
+  const gateways = [];
+  const startServer = async (binary, doubleUrl) => {
+    const server = await startContextd(binary, doubleUrl, { gateway: false });
+    const g = await startReferenceGateway(doubleUrl);
+    gateways.push(g);
+    return { ...server, origin: g.url, stop: async () => { await g.close(); await server.stop(); } };
+  };
+  const runs = [runOf(trajectory('t1', 6000)), runOf(trajectory('t2', 6000))];
+  const memo = new Map();
+  const play = (variant, stream = false) => playConversation({
+    opts: { binary: BINARY, stream }, enc: tokens.enc, count: tokens.count, memo, runs, variant, conversationId: 'c1', startServer,
+  });
+  const direct = await play('direct');
+  const nofold = await play('contextd-nofold');
+  const own = await play('create-own-turn', true);
+  const first = await play('create-first-turn');
+  assert.equal(direct.requests, 14);
+  assert.equal(nofold.requests, 14);
+  assert.equal(own.requests, 22);
+  assert.equal(first.requests, 18);
+  assert.deepEqual([own.branches, first.branches, own.tool_errors], [4, 4, 0]);
+  // contextd's always-loaded folding tools ride on every request: more input than direct.
+  assert.ok(nofold.input_sum > direct.input_sum);
+  assert.ok(own.input_peak < nofold.input_peak && first.input_peak < nofold.input_peak);
+  // What the agent sent is unfolded; what the model got is folded.
+  assert.ok(first.sent_peak > first.input_peak);
+  // One session id per conversation, on every request.
+  for (const g of gateways) {
+    assert.equal(new Set(g.seen).size, 1);
+    assert.match(g.seen[0], /^[0-9a-f-]{36}$/);
+  }
+  const rows = [{ id: 'c1', variants: { direct, 'contextd-nofold': nofold, 'create-own-turn': own, 'create-first-turn': first } }];
+  const pooled = summarize(rows, Object.keys(rows[0].variants), TARGETS.single);
+  assert.ok(pooled['create-first-turn'].tokens_fewer_pct > 0);
+  assert.equal(typeof pooled['create-own-turn'].targets.cost_saved, 'boolean');
+  assert.equal(pooled['contextd-nofold'].targets, undefined);
+});
+
+test('the tools Claude Code loads from contextd are the always-loaded ones, named mcp__contextd__*', () => {
+  const tools = loadedMcpTools([
+    { name: 'branch_create', description: 'd', inputSchema: { type: 'object' }, _meta: { 'anthropic/alwaysLoad': true } },
+    { name: 'trail_unfold', description: 'u', inputSchema: { type: 'object' } },
+  ]);
+  assert.deepEqual(tools, [{ name: 'mcp__contextd__branch_create', description: 'd', input_schema: { type: 'object' } }]);
+});
