@@ -19,9 +19,10 @@ bool Scrubbable(const Message& message, const Block& block) {
 
 ContextManager::ContextManager(ContextManagerOptions options, ConversationStore& store,
                                const scrub::Scrubber& scrubber,
-                               const tokens::TokenCounter& counter, TenantBranchLookup lookup)
+                               const tokens::TokenCounter& counter, TenantBranchLookup lookup,
+                               TenantBranchCharger charger)
     : options_(options), store_(store), scrubber_(scrubber), counter_(counter),
-      lookup_(std::move(lookup)) {}
+      lookup_(std::move(lookup)), charger_(std::move(charger)) {}
 
 size_t ContextManager::threads_in_memory() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -78,6 +79,71 @@ int64_t ContextManager::Tokens(ThreadState& state, const Block& block) const {
   return n;
 }
 
+void ContextManager::ChargeSpan(const std::string& tenant, const Transcript& t, size_t old,
+                                ThreadState& state, FoldPlan& folds, ConversationUpdate& update,
+                                AppliedRequest& applied) {
+  if (!charger_ || folds.open_branch_id.empty() || t.messages.empty()) return;
+  // Calls to contextd's own tools (and proxied upstreams) are charged by the MCP side.
+  std::unordered_map<std::string, bool> contextd_call;
+  for (const Message& message : t.messages) {
+    for (const Block& block : message.blocks) {
+      if (block.kind == BlockKind::kToolCall) {
+        contextd_call[block.call_id] = block.tool_name.find("contextd__") != std::string::npos;
+      }
+    }
+  }
+  int64_t tokens = 0;
+  std::vector<std::string> tools;
+  const Block* newest_result = nullptr;
+  // The span: the calls made in the turn that opened the branch, and everything after it.
+  const size_t create = folds.open_branch_create_message;
+  for (size_t m = std::max(old, create); m < t.messages.size(); ++m) {
+    for (const Block& block : t.messages[m].blocks) {
+      if (m == create && block.kind != BlockKind::kToolCall) continue;
+      if (block.kind == BlockKind::kToolCall || block.kind == BlockKind::kToolResult) {
+        auto it = contextd_call.find(block.call_id);
+        if (it != contextd_call.end() && it->second) continue;
+      }
+      if (block.kind == BlockKind::kToolCall &&
+          std::find(tools.begin(), tools.end(), block.tool_name) == tools.end()) {
+        tools.push_back(block.tool_name);
+      }
+      if (block.kind == BlockKind::kToolResult) newest_result = &block;
+      tokens += Tokens(state, block);
+    }
+  }
+  if (tokens == 0) return;
+  std::string label;
+  for (size_t i = 0; i < tools.size(); ++i) label += (i == 0 ? "" : ",") + tools[i];
+  if (label.empty()) label = "model turn";
+  std::string excerpt;
+  if (newest_result != nullptr) {
+    excerpt = scrubber_.Scrub(std::string_view(newest_result->text).substr(0, 300));
+  }
+  std::optional<SpanCharge> charged =
+      charger_(tenant, folds.open_branch_id, label, excerpt, tokens);
+  if (!charged) return;
+  applied.tokens_charged = tokens;
+  const Message& tail = t.messages.back();
+  if (charged->exhausted) {
+    // Force-returned now: fold it at this tail, with the notice, as its store entry now says.
+    applied.exhausted = true;
+    folds = PlanFolds(t, state.folds, [&](const std::string& id) {
+      return lookup_ ? lookup_(tenant, id) : std::nullopt;
+    });
+    return;
+  }
+  if (!charged->warning.empty() && tail.role == Role::kUser &&
+      !state.appends.count(tail.key)) {
+    std::string block = absl::StrCat("{\"type\":\"text\",\"text\":",
+                                     QuoteJsonString(absl::StrCat("[contextd] ", charged->warning)),
+                                     "}");
+    update.new_rewrites.push_back({RewriteKind::kAppend, tail.key, block});
+    state.appends.emplace(tail.key, std::move(block));
+    applied.warned = true;
+  }
+}
+
 absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
                                                      const std::string& conversation_id,
                                                      const AnthropicRequest& request,
@@ -108,6 +174,7 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
   FoldPlan folds = PlanFolds(t, state->folds, [&](const std::string& id) {
     return lookup_ ? lookup_(tenant, id) : std::nullopt;
   });
+  ChargeSpan(tenant, t, old, *state, folds, update, applied);
   for (const FoldRecord& record : folds.new_records) {
     update.new_rewrites.push_back({RewriteKind::kFold, record.create_call_id, record.Serialize()});
     state->folds.emplace(record.create_call_id, record);

@@ -32,6 +32,19 @@ namespace contextd::model {
 using TenantBranchLookup =
     std::function<std::optional<BranchFacts>(const std::string& tenant, const std::string& id)>;
 
+// What charging a branch with the tokens of its span did.
+struct SpanCharge {
+  std::string warning;     // set the first time the branch passes 80% of its budget
+  bool exhausted = false;  // the branch was force-returned (budget exhausted)
+};
+// Charges `tokens` (what the model received inside the branch since the last request: built-in
+// tool calls and results, the model's own turns) to branch `id` of `tenant`; `label` names the
+// tools ("Read,Bash"), `excerpt` is the newest tool result (for a partial summary). nullopt when
+// the branch cannot be charged (unknown, ended, another tenant).
+using TenantBranchCharger = std::function<std::optional<SpanCharge>(
+    const std::string& tenant, const std::string& id, const std::string& label,
+    const std::string& excerpt, int64_t tokens)>;
+
 struct ContextManagerOptions {
   size_t max_threads_in_memory = 256;  // least recently used threads beyond this are dropped
 };
@@ -49,6 +62,9 @@ struct AppliedRequest {
   int folds_new = 0;           // decided by this request
   std::vector<SkipReason> skipped;
   int redactions_new = 0;      // blocks redacted for the first time
+  int64_t tokens_charged = 0;  // charged to the open branch by this request
+  bool warned = false;         // a budget warning was added to the tail
+  bool exhausted = false;      // the open branch was force-returned by this request
   int64_t tokens_before = 0;   // messages as the client sent them
   int64_t tokens_after = 0;    // as forwarded
   bool fallback = false;       // the rewrite was not valid: the original body is forwarded
@@ -58,7 +74,7 @@ class ContextManager {
  public:
   ContextManager(ContextManagerOptions options, ConversationStore& store,
                  const scrub::Scrubber& scrubber, const tokens::TokenCounter& counter,
-                 TenantBranchLookup lookup);
+                 TenantBranchLookup lookup, TenantBranchCharger charger = nullptr);
 
   // Applies F(.) to `request` for `tenant`. `conversation_id`: the client's session id header
   // ("" when absent). Errors only from the store (Internal/Unavailable): the request must then
@@ -86,12 +102,17 @@ class ContextManager {
   std::shared_ptr<ThreadState> Thread(const std::string& id);
   absl::Status Load(const ConversationKey& key, ThreadState& state);
   int64_t Tokens(ThreadState& state, const Block& block) const;
+  // Charges the open branch with the new part of its span; may append a warning decision or
+  // force-return the branch (then `folds` is planned again, folding it at the tail).
+  void ChargeSpan(const std::string& tenant, const Transcript& t, size_t old, ThreadState& state,
+                  FoldPlan& folds, ConversationUpdate& update, AppliedRequest& applied);
 
   const ContextManagerOptions options_;
   ConversationStore& store_;
   const scrub::Scrubber& scrubber_;
   const tokens::TokenCounter& counter_;
   const TenantBranchLookup lookup_;
+  const TenantBranchCharger charger_;
   mutable std::mutex mu_;  // guards threads_ and lru_
   std::unordered_map<std::string, Entry> threads_;
   std::list<std::string> lru_;  // most recent first

@@ -78,12 +78,34 @@ struct Fixture {
   WordScrubber scrubber{"SECRET"};
   std::optional<BranchFacts> facts;
   std::unique_ptr<ContextManager> manager = Make(scrubber);
+  // Budget of the charger below; what it was charged.
+  int64_t budget = 1'000'000;
+  int64_t charged = 0;
+  std::vector<std::string> labels;
   std::unique_ptr<ContextManager> Make(const scrub::Scrubber& s) {
     return std::make_unique<ContextManager>(
         ContextManagerOptions{}, store, s, counter,
         [this](const std::string& tenant, const std::string& id) -> std::optional<BranchFacts> {
           if (tenant != "local" || id != kBranch) return std::nullopt;
           return facts;
+        },
+        [this](const std::string&, const std::string& id, const std::string& label,
+               const std::string&, int64_t tokens) -> std::optional<SpanCharge> {
+          if (!facts || facts->ended) return std::nullopt;
+          int64_t before = charged;
+          charged += tokens;
+          labels.push_back(label);
+          SpanCharge out;
+          if (charged > budget) {
+            facts->ended = true;
+            facts->status = "budget_exhausted";
+            facts->finish_reason = "budget exhausted";
+            facts->summary = "partial: read r1";
+            out.exhausted = true;
+          } else if (before * 10 < budget * 8 && charged * 10 >= budget * 8) {
+            out.warning = "budget 80% used in " + id;
+          }
+          return out;
         });
   }
   AppliedRequest Apply(const Conversation& c, ContextManager* m = nullptr) {
@@ -169,6 +191,48 @@ TEST(ContextManagerTest, FoldsAReturnedBranchAndKeepsFoldingItAfterARestart) {
   EXPECT_EQ(later.folds_new, 0);
   std::string prefix = folded.body.substr(0, folded.body.find(",\"cache_control\""));
   EXPECT_EQ(later.body.substr(0, prefix.size()), prefix);
+}
+
+TEST(ContextManagerTest, ChargesTheBranchSpanWarnsOnceAndFoldsItWhenExhausted) {
+  Fixture f;
+  f.budget = 2000;
+  Conversation c;
+  c.Assistant(json::array({Use("c1", "mcp__contextd__branch_create"), Use("r1", "Read")}));
+  c.User(json::array({Result("c1", "{\"branch_id\":\"" + kBranch + "\"}"),
+                      Result("r1", std::string(2000, 'a'))}));
+  f.facts = BranchFacts{kBranch, false, "active", "", "", 0, 0};
+  AppliedRequest first = f.Apply(c);
+  // The Read result (2000 bytes = 500 tokens here) and its call, not contextd's own result.
+  EXPECT_GT(first.tokens_charged, 500);
+  EXPECT_LT(first.tokens_charged, 520);
+  EXPECT_THAT(f.labels, ::testing::ElementsAre("Read"));
+  EXPECT_FALSE(first.warned);
+
+  c.Assistant(json::array({Use("b1", "Bash")}));
+  c.User(json::array({Result("b1", std::string(4400, 'b'))}));
+  AppliedRequest second = f.Apply(c);
+  EXPECT_TRUE(second.warned);
+  EXPECT_THAT(second.body, HasSubstr("[contextd] budget 80% used in " + kBranch));
+  // Only what arrived since: the first span is not charged again.
+  EXPECT_LT(second.tokens_charged, 1200);
+
+  // The warning stays at its place on every later request, and is not decided again.
+  c.Assistant(json::array({{{"type", "text"}, {"text", "thinking"}}}));
+  c.User(json::array({{{"type", "text"}, {"text", "<system-reminder>x</system-reminder>"}}}));
+  AppliedRequest third = f.Apply(c);
+  EXPECT_FALSE(third.warned);
+  EXPECT_THAT(third.body, HasSubstr("[contextd] budget 80% used in " + kBranch));
+
+  // Past the budget: force-returned, and folded at this tail with the notice.
+  c.Assistant(json::array({Use("b2", "Bash")}));
+  c.User(json::array({Result("b2", std::string(4000, 'c'))}));
+  AppliedRequest fourth = f.Apply(c);
+  EXPECT_TRUE(fourth.exhausted);
+  EXPECT_EQ(fourth.folds_new, 1);
+  EXPECT_THAT(fourth.body, HasSubstr("force-returned (budget_exhausted"));
+  EXPECT_THAT(fourth.body, Not(HasSubstr("cccc")));
+  EXPECT_THAT(fourth.body, Not(HasSubstr("aaaa")));
+  EXPECT_EQ(fourth.open_branch_id, "");
 }
 
 TEST(ContextManagerTest, SideRequestsOfOneSessionAreSeparateThreads) {

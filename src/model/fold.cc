@@ -150,10 +150,9 @@ std::string FoldedResultText(const BranchFacts& facts, bool forced) {
                         facts.tokens_folded, " tokens). Summary:\n", facts.summary);
   }
   return absl::StrCat("Branch ", facts.branch_id, " was force-returned (", facts.status,
-                      facts.finish_reason.empty() ? "" : ": ", facts.finish_reason,
                       "); its work was folded away (", facts.tokens_used,
                       " tokens). You are back in the parent context; do not call branch_return "
-                      "for it. Partial summary:\n",
+                      "for it.\n",
                       facts.summary);
 }
 

@@ -21,6 +21,7 @@
 #include "base/status_macros.h"
 #include "folding/branch_manager.h"
 #include "folding/events.h"
+#include "folding/text.h"
 #include "gateway/gateway.h"
 #include "model/anthropic_gateway.h"
 #include "model/context_manager.h"
@@ -332,9 +333,41 @@ absl::Status BuildModelGateway(const ServerConfig& config,
         0, b.tokens_used - static_cast<int64_t>(counter->Count(b.summary)));
     return facts;
   };
+  // The tokens the model receives inside a branch are charged to it on the engine executor.
+  folding::BranchManager* manager = engine.manager.get();
+  base::ThreadExecutor* executor = engine.executor.get();
+  model::TenantBranchCharger charger =
+      [branches, manager, executor](const std::string& tenant, const std::string& id,
+                                    const std::string& label, const std::string& excerpt,
+                                    int64_t tokens) -> std::optional<model::SpanCharge> {
+    auto branch = branches->Get(id);
+    if (!branch.ok() || !branch->has_value() || (*branch)->session.tenant != tenant ||
+        folding::IsTerminal((*branch)->status)) {
+      return std::nullopt;
+    }
+    folding::SessionKey session = (*branch)->session;
+    std::optional<model::SpanCharge> charged;
+    executor->RunSync([&] {
+      // What the model received inside the branch (built-in tools included), counted by the
+      // gateway; `excerpt` feeds a partial summary if this charge exhausts the branch.
+      folding::ChargeRecord record{"tool_result", label, excerpt.empty() ? label : excerpt, tokens};
+      auto outcome = manager->Charge(session, id, record);
+      if (!outcome.ok()) {
+        base::LogWarn(base::StrCat("model gateway: charging ", id, ": ", outcome.status().message()));
+        return;
+      }
+      model::SpanCharge result;
+      if (outcome->warning_crossed) {
+        result.warning = folding::WarningText(id, outcome->used, outcome->allocated);
+      }
+      result.exhausted = outcome->exhausted;
+      charged = result;
+    });
+    return charged;
+  };
   engine.context_manager = std::make_unique<model::ContextManager>(
       model::ContextManagerOptions{}, *engine.conversations, *engine.scrubber, *counter,
-      std::move(lookup));
+      std::move(lookup), std::move(charger));
   transport::HttpClientOptions client_options;
   client_options.ca_file = mg.anthropic_ca_file;
   client_options.connect_timeout = std::chrono::milliseconds(mg.anthropic_connect_timeout_ms);

@@ -119,3 +119,63 @@ test('Claude Code through the model gateway: built-in work folds away, the secre
     cleanup(ws);
   }
 });
+
+test('Claude Code through the model gateway: built-in results count against the branch budget (warning at 80%, fold at 100%)', { skip: missing ?? false, timeout: 180000 }, async () => {
+  const ws = workspace();
+  const dataDir = tempDataDir();
+  let branch = null;
+  const double = await startAnthropicDouble({
+    script: [
+      { tools: [
+        { name: 'mcp__contextd__branch_create', input: { description: 'skim', prompt: 'skim big.txt', budget: 2000 } },
+        { name: 'Bash', input: { command: 'head -175 big.txt', description: 'first part' } }] },
+      (body) => {
+        branch = branchIdIn(lastResult([body], 'branch_create').result);
+        return { tools: [{ name: 'Bash', input: { command: 'head -400 big.txt', description: 'all of it' } }] };
+      },
+      { text: 'The branch ran out of budget.' },
+    ],
+  });
+  const config = join(dataDir, 'contextd.yaml');
+  writeFileSync(config, ['model_gateway:', '  anthropic:', `    base_url: ${double.url}`, ''].join('\n'));
+  const server = await startHttpServer({ dataDir, args: ['--config', config] });
+  const origin = new URL(server.url).origin;
+  try {
+    const run = await runClaude({
+      prompt: 'Skim big.txt.', modelUrl: origin, cwd: ws,
+      mcpConfig: writeMcpConfig(ws, { url: server.url }),
+      allowedTools: ['Bash', 'mcp__contextd'],
+    });
+    const dir = process.env.CONTEXTD_AGENT_DUMP_DIR;
+    if (dir) writeFileSync(join(dir, 'claude-gateway-budget.json'), JSON.stringify(double.requests, null, 1));
+    assert.equal(run.code, 0, failWith(run, double));
+    assert.deepEqual(double.errors, []);
+    const bodies = double.mainRequests();
+    assert.equal(bodies.length, 3, failWith(run, double));
+
+    // 80%: a text block after the tool results of the user message that crossed it.
+    const crossed = bodies[1].messages.at(-1);
+    const blocks = crossed.content;
+    const warning = blocks.findIndex((b) => b.type === 'text' && b.text.startsWith('[contextd] budget'));
+    console.log(`--- the warning as the model read it\n${JSON.stringify(blocks[warning])}`);
+    assert.ok(warning > 0, JSON.stringify(blocks.map((b) => b.type)));
+    assert.ok(blocks.slice(0, warning).every((b) => b.type === 'tool_result'));
+    assert.match(blocks[warning].text, new RegExp(`budget \\d+% used: \\d+/2000 tokens in ${branch}`));
+
+    // 100%: folded at the tail where contextd decided it, with the notice.
+    const folded = bodies[2];
+    console.log(`--- after the force-return\n${excerpt(JSON.stringify(folded.messages.slice(1)), 1500)}`);
+    assert.equal(folded.messages.length, 3);
+    assert.ok(!JSON.stringify(folded.messages).includes('line 150 of a large file'));
+    const stands = toolExchanges(folded).find((e) => e.name.endsWith('branch_create'));
+    assert.match(stands.result, new RegExp(`Branch ${branch} was force-returned \\(budget_exhausted`));
+    assert.deepEqual(withoutMarkers(folded.messages.slice(0, 2)), withoutMarkers(bodies[1].messages.slice(0, 2)));
+    const list = execFileSync(BINARY, ['trail', 'list', '--data-dir', dataDir], { encoding: 'utf8', timeout: 20000 });
+    assert.match(list, new RegExp(`${branch}\\s+depth 0\\s+budget_exhausted`));
+  } finally {
+    await double.close();
+    await server.stop();
+    cleanup(dataDir);
+    cleanup(ws);
+  }
+});
