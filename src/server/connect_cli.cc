@@ -256,9 +256,10 @@ absl::Status Connect(const ConnectCommand& c, ClaudeCodeScope scope, const std::
     for (const auto& [path, doc] : docs) {
       if (doc != loaded.at(path).doc) RETURN_IF_ERROR(WriteJsonFile(loaded.at(path), doc));
     }
-    out << "previous values saved in " << record.path
-        << "; `contextd connect claude-code" << (scope == ClaudeCodeScope::kUser ? " --user" : "")
-        << " --undo` restores them\n";
+    out << "previous values saved in " << record.path << "; `contextd connect claude-code"
+        << (scope == ClaudeCodeScope::kUser ? " --user"
+                                             : c.project_dir.empty() ? "" : " --project " + project)
+        << (c.data_dir.empty() ? "" : " --data-dir " + c.data_dir) << " --undo` restores them\n";
   }
   if (scope == ClaudeCodeScope::kProject) {
     // settings.local.json overrides settings.json: say so when it points elsewhere.
