@@ -87,26 +87,38 @@ absl::Status WriteJsonFile(const JsonFile& f, const OJson& doc) {
   fs::path real(f.real);
   std::error_code ec;
   if (real.has_parent_path()) fs::create_directories(real.parent_path(), ec);
-  if (ec) return absl::FailedPreconditionError(base::StrCat("cannot create ", real.parent_path().string(), ": ", ec.message()));
+  if (ec)
+    return absl::FailedPreconditionError(
+        base::StrCat("cannot create ", real.parent_path().string(), ": ", ec.message()));
   std::string text = doc.dump(2) + "\n";
   std::string tmp = (real.parent_path() / ("." + real.filename().string() + ".contextd-" +
-                                            std::to_string(::getpid()) + ".tmp"))
+                                           std::to_string(::getpid()) + ".tmp"))
                         .string();
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, f.mode);
-  if (fd < 0) return absl::FailedPreconditionError(base::StrCat("cannot write ", tmp, ": ", ErrnoText()));
+  if (fd < 0)
+    return absl::FailedPreconditionError(base::StrCat("cannot write ", tmp, ": ", ErrnoText()));
   bool ok = true;
   size_t off = 0;
   while (ok && off < text.size()) {
     ssize_t n = ::write(fd, text.data() + off, text.size() - off);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) ok = false; else off += static_cast<size_t>(n);
+    if (n < 0)
+      ok = false;
+    else
+      off += static_cast<size_t>(n);
   }
   // open() applied the umask; an existing file keeps exactly its mode.
   if (ok && f.existed) ok = ::fchmod(fd, f.mode) == 0;
   if (ok) ok = ::fsync(fd) == 0;
   std::string why = ok ? "" : ErrnoText();
-  if (::close(fd) != 0 && ok) { ok = false; why = ErrnoText(); }
-  if (ok && ::rename(tmp.c_str(), f.real.c_str()) != 0) { ok = false; why = ErrnoText(); }
+  if (::close(fd) != 0 && ok) {
+    ok = false;
+    why = ErrnoText();
+  }
+  if (ok && ::rename(tmp.c_str(), f.real.c_str()) != 0) {
+    ok = false;
+    why = ErrnoText();
+  }
   if (!ok) {
     ::unlink(tmp.c_str());
     return absl::FailedPreconditionError(base::StrCat("cannot write ", f.path, ": ", why));
@@ -119,7 +131,9 @@ bool SameJson(const OJson& a, const OJson& b) {
   return nlohmann::json::parse(a.dump()) == nlohmann::json::parse(b.dump());
 }
 
-std::string Compact(const OJson& v) { return v.dump(-1, ' ', false, OJson::error_handler_t::replace); }
+std::string Compact(const OJson& v) {
+  return v.dump(-1, ' ', false, OJson::error_handler_t::replace);
+}
 
 std::string AbsolutePath(const std::string& dir, const std::string& cwd) {
   fs::path p(dir.empty() ? cwd : dir);
@@ -178,8 +192,8 @@ OJson* FindKeyRecord(OJson& file_record, const std::string& parent, const std::s
 // Checks that doc[parent], when present, is an object.
 absl::Status CheckParent(const JsonFile& f, const std::string& parent) {
   if (f.doc.contains(parent) && !f.doc[parent].is_object()) {
-    return absl::InvalidArgumentError(base::StrCat(f.path, ": \"", parent,
-                                                   "\" is not a JSON object; nothing was changed"));
+    return absl::InvalidArgumentError(
+        base::StrCat(f.path, ": \"", parent, "\" is not a JSON object; nothing was changed"));
   }
   return absl::OkStatus();
 }
@@ -192,11 +206,11 @@ absl::Status Connect(const ConnectCommand& c, ClaudeCodeScope scope, const std::
                      const ClaudeCodeFiles& files, std::ostream& out) {
   std::string url = StripTrailingSlash(c.url);
   if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) {
-    return absl::InvalidArgumentError(base::StrCat("--url must start with http:// or https://, got '", c.url, "'"));
+    return absl::InvalidArgumentError(
+        base::StrCat("--url must start with http:// or https://, got '", c.url, "'"));
   }
   std::vector<Edit> edits = {
-      {files.mcp_file, kMcpServers, kServerName,
-       OJson{{"type", "http"}, {"url", url + "/mcp"}}},
+      {files.mcp_file, kMcpServers, kServerName, OJson{{"type", "http"}, {"url", url + "/mcp"}}},
       {files.settings_file, kEnv, kBaseUrlVar, OJson(url)},
   };
   // Read everything before changing anything.
@@ -220,7 +234,8 @@ absl::Status Connect(const ConnectCommand& c, ClaudeCodeScope scope, const std::
     bool had_parent = doc.contains(e.parent);
     bool had_key = had_parent && doc[e.parent].contains(e.key);
     if (had_key && SameJson(doc[e.parent][e.key], e.value)) {
-      lines.push_back(base::StrCat("  ", e.file, ": ", e.parent, ".", e.key, " already ", Compact(e.value)));
+      lines.push_back(
+          base::StrCat("  ", e.file, ": ", e.parent, ".", e.key, " already ", Compact(e.value)));
       continue;
     }
     if (!files_record.contains(e.file)) {
@@ -243,7 +258,9 @@ absl::Status Connect(const ConnectCommand& c, ClaudeCodeScope scope, const std::
   bool changed = false;
   for (const auto& [path, doc] : docs) changed |= doc != loaded.at(path).doc;
 
-  out << (c.dry_run ? "would connect" : changed ? "connected" : "already connected")
+  out << (c.dry_run ? "would connect"
+          : changed ? "connected"
+                    : "already connected")
       << " Claude Code to contextd at " << url << " (" << ScopeText(scope, project) << "):\n";
   for (const std::string& l : lines) out << l << "\n";
   if (c.dry_run) {
@@ -258,16 +275,20 @@ absl::Status Connect(const ConnectCommand& c, ClaudeCodeScope scope, const std::
     }
     out << "previous values saved in " << record.path << "; `contextd connect claude-code"
         << (scope == ClaudeCodeScope::kUser ? " --user"
-                                             : c.project_dir.empty() ? "" : " --project " + project)
+            : c.project_dir.empty()         ? ""
+                                            : " --project " + project)
         << (c.data_dir.empty() ? "" : " --data-dir " + c.data_dir) << " --undo` restores them\n";
   }
   if (scope == ClaudeCodeScope::kProject) {
     // settings.local.json overrides settings.json: say so when it points elsewhere.
-    auto local = ReadJsonFile((fs::path(project) / ".claude" / "settings.local.json").string(), 0644);
+    auto local =
+        ReadJsonFile((fs::path(project) / ".claude" / "settings.local.json").string(), 0644);
     if (local.ok() && local->doc.contains(kEnv) && local->doc[kEnv].is_object() &&
-        local->doc[kEnv].contains(kBaseUrlVar) && !SameJson(local->doc[kEnv][kBaseUrlVar], OJson(url))) {
+        local->doc[kEnv].contains(kBaseUrlVar) &&
+        !SameJson(local->doc[kEnv][kBaseUrlVar], OJson(url))) {
       out << "warning: " << local->path << " sets " << kBaseUrlVar << " = "
-          << Compact(local->doc[kEnv][kBaseUrlVar]) << ", which overrides " << files.settings_file << "\n";
+          << Compact(local->doc[kEnv][kBaseUrlVar]) << ", which overrides " << files.settings_file
+          << "\n";
     }
   }
   out << "next: start contextd: contextd serve; then run claude"
@@ -328,7 +349,9 @@ absl::Status Undo(const ConnectCommand& c, ClaudeCodeScope scope, const std::str
       // connect created the file and nothing else is in it: remove it again.
       std::error_code ec;
       if (f.existed) fs::remove(f.real, ec);
-      if (ec) return absl::FailedPreconditionError(base::StrCat("cannot remove ", path, ": ", ec.message()));
+      if (ec)
+        return absl::FailedPreconditionError(
+            base::StrCat("cannot remove ", path, ": ", ec.message()));
       out << "  removed " << path << " (connect had created it)\n";
     } else if (doc != f.doc) {
       RETURN_IF_ERROR(WriteJsonFile(f, doc));
@@ -363,9 +386,9 @@ absl::StatusOr<ClaudeCodeFiles> ResolveClaudeCodeFiles(ClaudeCodeScope scope,
   // config dir (user settings.json) is $CLAUDE_CONFIG_DIR, else ~/.claude.
   fs::path config_dir = env.claude_config_dir.empty() ? fs::path(env.home) / ".claude"
                                                       : fs::path(env.claude_config_dir);
-  fs::path global = (env.claude_config_dir.empty() ? fs::path(env.home)
-                                                   : fs::path(env.claude_config_dir)) /
-                    ".claude.json";
+  fs::path global =
+      (env.claude_config_dir.empty() ? fs::path(env.home) : fs::path(env.claude_config_dir)) /
+      ".claude.json";
   fs::path legacy = config_dir / ".config.json";
   std::error_code ec;
   // As Claude Code: when only the legacy <config dir>/.config.json exists (non-empty), it is the

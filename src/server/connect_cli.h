@@ -53,11 +53,11 @@ absl::StatusOr<ClaudeCodeConnection> ReadClaudeCodeConnection(ClaudeCodeScope sc
                                                               const ClaudeCodeEnvironment& env);
 
 struct ConnectCommand {
-  std::string client = "claude-code";  // the only client so far
-  std::string project_dir;             // project scope: DIR (empty: the current directory)
-  bool user = false;                   // user scope instead of project
-  bool dry_run = false;                // print what would change, write nothing
-  bool undo = false;                   // restore what the previous connects replaced
+  std::string client = "claude-code";         // the only client so far
+  std::string project_dir;                    // project scope: DIR (empty: the current directory)
+  bool user = false;                          // user scope instead of project
+  bool dry_run = false;                       // print what would change, write nothing
+  bool undo = false;                          // restore what the previous connects replaced
   std::string url = "http://127.0.0.1:9090";  // contextd's base URL (no /mcp)
   // Where the record of previous values lives: <data_dir>/connect/claude-code.json (empty: the
   // default data dir, as `contextd serve`).

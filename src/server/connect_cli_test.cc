@@ -91,13 +91,15 @@ TEST_F(ConnectTest, KeepsOtherKeysInTheirOrder) {
   Write(SettingsFile(), settings);
   Write(McpFile(), mcp);
   ASSERT_EQ(Connect(), 0) << err_.str();
-  EXPECT_EQ(Read(SettingsFile()),
-            "{\n  \"permissions\": {\n    \"allow\": [\n      \"Bash(git:*)\"\n    ]\n  },\n"
-            "  \"env\": {\n    \"ZED\": \"1\",\n    \"ANTHROPIC_BASE_URL\": \"http://127.0.0.1:9090\",\n"
-            "    \"ALPHA\": \"2\"\n  },\n  \"model\": \"opus\"\n}\n");
+  EXPECT_EQ(
+      Read(SettingsFile()),
+      "{\n  \"permissions\": {\n    \"allow\": [\n      \"Bash(git:*)\"\n    ]\n  },\n"
+      "  \"env\": {\n    \"ZED\": \"1\",\n    \"ANTHROPIC_BASE_URL\": \"http://127.0.0.1:9090\",\n"
+      "    \"ALPHA\": \"2\"\n  },\n  \"model\": \"opus\"\n}\n");
   EXPECT_EQ(Read(McpFile()),
             "{\n  \"mcpServers\": {\n    \"zeta\": {\n      \"command\": \"z\"\n    },\n"
-            "    \"contextd\": {\n      \"type\": \"http\",\n      \"url\": \"http://127.0.0.1:9090/mcp\"\n"
+            "    \"contextd\": {\n      \"type\": \"http\",\n      \"url\": "
+            "\"http://127.0.0.1:9090/mcp\"\n"
             "    }\n  },\n  \"other\": true\n}\n");
   EXPECT_THAT(out_.str(), HasSubstr("(was \"https://gw.example\")"));
 
@@ -109,7 +111,8 @@ TEST_F(ConnectTest, KeepsOtherKeysInTheirOrder) {
 }
 
 TEST_F(ConnectTest, TwiceIsIdempotentAndUndoStillRestoresTheOriginal) {
-  const std::string settings = "{\n  \"env\": {\n    \"ANTHROPIC_BASE_URL\": \"https://gw.example\"\n  }\n}\n";
+  const std::string settings =
+      "{\n  \"env\": {\n    \"ANTHROPIC_BASE_URL\": \"https://gw.example\"\n  }\n}\n";
   Write(SettingsFile(), settings);
   ASSERT_EQ(Connect(), 0) << err_.str();
   std::string mcp_after = Read(McpFile()), settings_after = Read(SettingsFile());
@@ -137,18 +140,21 @@ TEST_F(ConnectTest, ConnectWithAnotherUrlKeepsTheFirstPreviousValue) {
   EXPECT_THAT(Read(SettingsFile()), HasSubstr("\"http://127.0.0.1:9191\""));
   EXPECT_THAT(Read(McpFile()), HasSubstr("\"http://127.0.0.1:9191/mcp\""));
   ASSERT_EQ(Undo(), 0);
-  EXPECT_EQ(Read(SettingsFile()), "{\n  \"env\": {\n    \"ANTHROPIC_BASE_URL\": \"https://gw.example\"\n  }\n}\n");
+  EXPECT_EQ(Read(SettingsFile()),
+            "{\n  \"env\": {\n    \"ANTHROPIC_BASE_URL\": \"https://gw.example\"\n  }\n}\n");
 }
 
 TEST_F(ConnectTest, UndoRemovesOnlyWhatConnectAdded) {
   Write(SettingsFile(), "{\n  \"model\": \"opus\"\n}\n");
   ASSERT_EQ(Connect(), 0);
   // The user adds something after connect: undo keeps it.
-  Write(McpFile(), "{\"mcpServers\": {\"contextd\": {\"type\": \"http\", \"url\": "
-                   "\"http://127.0.0.1:9090/mcp\"}, \"mine\": {\"command\": \"m\"}}}");
+  Write(McpFile(),
+        "{\"mcpServers\": {\"contextd\": {\"type\": \"http\", \"url\": "
+        "\"http://127.0.0.1:9090/mcp\"}, \"mine\": {\"command\": \"m\"}}}");
   ASSERT_EQ(Undo(), 0) << err_.str();
   EXPECT_EQ(Read(SettingsFile()), "{\n  \"model\": \"opus\"\n}\n");
-  EXPECT_EQ(Read(McpFile()), "{\n  \"mcpServers\": {\n    \"mine\": {\n      \"command\": \"m\"\n    }\n  }\n}\n");
+  EXPECT_EQ(Read(McpFile()),
+            "{\n  \"mcpServers\": {\n    \"mine\": {\n      \"command\": \"m\"\n    }\n  }\n}\n");
 }
 
 TEST_F(ConnectTest, UndoLeavesAValueChangedSinceConnect) {
@@ -182,7 +188,10 @@ TEST_F(ConnectTest, DryRunWritesNothing) {
   c.dry_run = true;
   ASSERT_EQ(Run(c), 0) << err_.str();
   EXPECT_THAT(out_.str(), HasSubstr("would connect"));
-  EXPECT_THAT(out_.str(), HasSubstr("+ mcpServers.contextd = {\"type\":\"http\",\"url\":\"http://127.0.0.1:9090/mcp\"}"));
+  EXPECT_THAT(
+      out_.str(),
+      HasSubstr(
+          "+ mcpServers.contextd = {\"type\":\"http\",\"url\":\"http://127.0.0.1:9090/mcp\"}"));
   EXPECT_THAT(out_.str(), HasSubstr("dry run: nothing was written"));
   EXPECT_FALSE(fs::exists(McpFile()));
   EXPECT_FALSE(fs::exists(project_ + "/.claude"));
@@ -230,9 +239,10 @@ TEST_F(ConnectTest, UserScopeUsesHome) {
   ConnectCommand c;
   c.user = true;
   ASSERT_EQ(Run(c), 0) << err_.str();
-  EXPECT_EQ(Read(env_.home + "/.claude.json"),
-            "{\n  \"numStartups\": 3,\n  \"projects\": {},\n  \"mcpServers\": {\n    \"contextd\": {\n"
-            "      \"type\": \"http\",\n      \"url\": \"http://127.0.0.1:9090/mcp\"\n    }\n  }\n}\n");
+  EXPECT_EQ(
+      Read(env_.home + "/.claude.json"),
+      "{\n  \"numStartups\": 3,\n  \"projects\": {},\n  \"mcpServers\": {\n    \"contextd\": {\n"
+      "      \"type\": \"http\",\n      \"url\": \"http://127.0.0.1:9090/mcp\"\n    }\n  }\n}\n");
   EXPECT_EQ(Read(env_.home + "/.claude/settings.json"), kSettingsWritten);
   EXPECT_FALSE(fs::exists(McpFile()));
   c.undo = true;
@@ -295,7 +305,8 @@ TEST_F(ConnectTest, ReadConnectionSeesWhatConnectWrote) {
 }
 
 TEST_F(ConnectTest, WarnsWhenSettingsLocalOverridesTheBaseUrl) {
-  Write(project_ + "/.claude/settings.local.json", "{\"env\": {\"ANTHROPIC_BASE_URL\": \"https://x\"}}");
+  Write(project_ + "/.claude/settings.local.json",
+        "{\"env\": {\"ANTHROPIC_BASE_URL\": \"https://x\"}}");
   ASSERT_EQ(Connect(), 0);
   EXPECT_THAT(out_.str(), HasSubstr("settings.local.json sets ANTHROPIC_BASE_URL"));
 }

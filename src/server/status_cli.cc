@@ -46,8 +46,8 @@ absl::StatusOr<BaseUrl> ParseBaseUrl(std::string url) {
   b.text = url;
   constexpr std::string_view kScheme = "http://";
   if (url.rfind(kScheme, 0) != 0) {
-    return absl::InvalidArgumentError(
-        base::StrCat("--url must be http://HOST[:PORT] (https is not supported here), got '", url, "'"));
+    return absl::InvalidArgumentError(base::StrCat(
+        "--url must be http://HOST[:PORT] (https is not supported here), got '", url, "'"));
   }
   std::string rest = url.substr(kScheme.size());
   size_t slash = rest.find('/');
@@ -56,9 +56,11 @@ absl::StatusOr<BaseUrl> ParseBaseUrl(std::string url) {
   std::string port = "80";
   if (!authority.empty() && authority.front() == '[') {
     size_t close = authority.find(']');
-    if (close == std::string::npos) return absl::InvalidArgumentError(base::StrCat("bad --url '", url, "'"));
+    if (close == std::string::npos)
+      return absl::InvalidArgumentError(base::StrCat("bad --url '", url, "'"));
     b.host = authority.substr(1, close - 1);
-    if (close + 1 < authority.size() && authority[close + 1] == ':') port = authority.substr(close + 2);
+    if (close + 1 < authority.size() && authority[close + 1] == ':')
+      port = authority.substr(close + 2);
   } else {
     size_t colon = authority.rfind(':');
     b.host = authority.substr(0, colon);
@@ -88,7 +90,8 @@ absl::StatusOr<GetResult> HttpGet(const BaseUrl& base, const std::string& path,
     stream.connect(endpoints);
     http::request<http::empty_body> req{http::verb::get, base.prefix + path, 11};
     bool v6 = base.host.find(':') != std::string::npos;
-    req.set(http::field::host, base::StrCat(v6 ? "[" : "", base.host, v6 ? "]" : "", ":", base.port));
+    req.set(http::field::host,
+            base::StrCat(v6 ? "[" : "", base.host, v6 ? "]" : "", ":", base.port));
     req.set(http::field::user_agent, "contextd-status");
     if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
     http::write(stream, req);
@@ -121,9 +124,18 @@ absl::StatusOr<std::string> ReadFirstToken(const std::string& path) {
 }
 
 bool ParseValue(std::string_view s, double* v) {
-  if (s == "NaN") { *v = std::nan(""); return true; }
-  if (s == "+Inf" || s == "Inf") { *v = HUGE_VAL; return true; }
-  if (s == "-Inf") { *v = -HUGE_VAL; return true; }
+  if (s == "NaN") {
+    *v = std::nan("");
+    return true;
+  }
+  if (s == "+Inf" || s == "Inf") {
+    *v = HUGE_VAL;
+    return true;
+  }
+  if (s == "-Inf") {
+    *v = -HUGE_VAL;
+    return true;
+  }
   std::string t(s);
   char* end = nullptr;
   errno = 0;
@@ -141,13 +153,18 @@ bool ParseLine(std::string_view line, MetricSample* out) {
   if (i == 0) return false;
   out->name = std::string(line.substr(0, i));
   out->labels.clear();
-  auto skip_space = [&] { while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i; };
+  auto skip_space = [&] {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+  };
   skip_space();
   if (i < line.size() && line[i] == '{') {
     ++i;
     while (true) {
       skip_space();
-      if (i < line.size() && line[i] == '}') { ++i; break; }
+      if (i < line.size() && line[i] == '}') {
+        ++i;
+        break;
+      }
       size_t start = i;
       while (i < line.size() && is_name(line[i], i == start)) ++i;
       if (i == start) return false;
@@ -162,7 +179,10 @@ bool ParseLine(std::string_view line, MetricSample* out) {
       bool closed = false;
       while (i < line.size()) {
         char c = line[i++];
-        if (c == '"') { closed = true; break; }
+        if (c == '"') {
+          closed = true;
+          break;
+        }
         if (c == '\\' && i < line.size()) {
           char e = line[i++];
           value.push_back(e == 'n' ? '\n' : e);
@@ -255,10 +275,10 @@ void ReportClaudeCode(const BaseUrl& base, const ClaudeCodeEnvironment& env, std
       out << "  " << name << ": " << c.status().message() << "\n";
       continue;
     }
-    out << "  " << name << ": " << c->files.mcp_file << " mcpServers.contextd: "
-        << Mark(c->mcp_url, base.text + "/mcp") << "\n";
-    out << "  " << name << ": " << c->files.settings_file << " env.ANTHROPIC_BASE_URL: "
-        << Mark(c->base_url, base.text) << "\n";
+    out << "  " << name << ": " << c->files.mcp_file
+        << " mcpServers.contextd: " << Mark(c->mcp_url, base.text + "/mcp") << "\n";
+    out << "  " << name << ": " << c->files.settings_file
+        << " env.ANTHROPIC_BASE_URL: " << Mark(c->base_url, base.text) << "\n";
     pointed |= c->base_url.has_value() || c->mcp_url.has_value();
   }
   if (!pointed) {
@@ -347,10 +367,11 @@ int RunStatusCommand(const StatusCommand& command, const ClaudeCodeEnvironment& 
         << " request(s) answered, " << Count(tool_calls) << " tool call(s)";
     if (mcp_requests <= 0) out << ": no agent has connected yet";
     out << "\n";
-    double now = command.now ? command.now()
-                             : std::chrono::duration<double>(
-                                   std::chrono::system_clock::now().time_since_epoch())
-                                   .count();
+    double now =
+        command.now
+            ? command.now()
+            : std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+                  .count();
     ReportModel(samples, *base, now, out);
   }
   ReportClaudeCode(*base, env, out);

@@ -52,7 +52,8 @@ TEST(ParsePrometheusTextTest, SamplesLabelsEscapesAndSpecialValues) {
 }
 
 TEST(ParsePrometheusTextTest, NeverThrowsOnJunk) {
-  for (const char* junk : {"{", "\"", "a{", "a{b", "a{b=", "a{b=\"", "a{b=\"\\", "a 1 2 3", "\xff\xfe"}) {
+  for (const char* junk :
+       {"{", "\"", "a{", "a{b", "a{b=", "a{b=\"", "a{b=\"\\", "a 1 2 3", "\xff\xfe"}) {
     EXPECT_NO_THROW(ParsePrometheusText(junk)) << junk;
   }
 }
@@ -79,7 +80,8 @@ class StatusTest : public ::testing::Test {
     o.port = 0;
     o.bearer_tokens = std::move(tokens);
     o.metrics = [model_metrics] { return model_metrics; };
-    auto s = transport::HttpServer::Start(o, std::make_shared<transport::testing::EchoSessionFactory>());
+    auto s =
+        transport::HttpServer::Start(o, std::make_shared<transport::testing::EchoSessionFactory>());
     ASSERT_TRUE(s.ok()) << s.status();
     server_ = std::move(*s);
     url_ = "http://127.0.0.1:" + std::to_string(server_->port());
@@ -114,15 +116,20 @@ TEST_F(StatusTest, ReportsMcpAndModelRequests) {
   ASSERT_EQ(c.Post(transport::testing::InitBody()).status, 200);
   ASSERT_EQ(Run(), 0) << err_.str();
   EXPECT_THAT(out_.str(), HasSubstr("server: up at " + url_));
-  EXPECT_THAT(out_.str(), HasSubstr("mcp: 1 open session(s), 1 request(s) answered, 2 tool call(s)"));
-  EXPECT_THAT(out_.str(), HasSubstr("model: 5 request(s) to the Anthropic API (status 200: 4, status 529: 1), last 12 s ago"));
+  EXPECT_THAT(out_.str(),
+              HasSubstr("mcp: 1 open session(s), 1 request(s) answered, 2 tool call(s)"));
+  EXPECT_THAT(out_.str(), HasSubstr("model: 5 request(s) to the Anthropic API (status 200: 4, "
+                                    "status 529: 1), last 12 s ago"));
   EXPECT_THAT(out_.str(), HasSubstr("not connected: run `contextd connect claude-code`"));
 }
 
 TEST_F(StatusTest, NoModelMetricsSaysWhatToDo) {
-  Start("# HELP contextd_model_requests_total Model requests.\n# TYPE contextd_model_requests_total counter\n");
+  Start(
+      "# HELP contextd_model_requests_total Model requests.\n# TYPE contextd_model_requests_total "
+      "counter\n");
   ASSERT_EQ(Run(), 0) << err_.str();
-  EXPECT_THAT(out_.str(), HasSubstr("mcp: 0 open session(s), 0 request(s) answered, 0 tool call(s): no agent has connected yet"));
+  EXPECT_THAT(out_.str(), HasSubstr("mcp: 0 open session(s), 0 request(s) answered, 0 tool "
+                                    "call(s): no agent has connected yet"));
   EXPECT_THAT(out_.str(), HasSubstr("model: no model requests yet: is ANTHROPIC_BASE_URL=" + url_ +
                                     " set for the agent? run `contextd connect claude-code`"));
 }
@@ -134,15 +141,17 @@ TEST_F(StatusTest, ShowsWhetherClaudeCodePointsHere) {
   connect.data_dir = root_ + "/data";
   std::ostringstream ignored;
   ASSERT_EQ(RunConnectCommand(connect, env_, ignored, ignored), 0);
-  std::ofstream(env_.home + "/.claude.json")
-      << "{\"mcpServers\": {\"contextd\": {\"type\": \"http\", \"url\": \"http://127.0.0.1:1/mcp\"}}}";
+  std::ofstream(env_.home + "/.claude.json") << "{\"mcpServers\": {\"contextd\": {\"type\": "
+                                                "\"http\", \"url\": \"http://127.0.0.1:1/mcp\"}}}";
   ASSERT_EQ(Run(), 0) << err_.str();
-  EXPECT_THAT(out_.str(), HasSubstr("project: " + env_.cwd + "/.mcp.json mcpServers.contextd: " + url_ +
-                                    "/mcp (this server)"));
+  EXPECT_THAT(out_.str(), HasSubstr("project: " + env_.cwd + "/.mcp.json mcpServers.contextd: " +
+                                    url_ + "/mcp (this server)"));
   EXPECT_THAT(out_.str(), HasSubstr("env.ANTHROPIC_BASE_URL: " + url_ + " (this server)"));
-  EXPECT_THAT(out_.str(), HasSubstr("user: " + env_.home + "/.claude.json mcpServers.contextd: "
+  EXPECT_THAT(out_.str(), HasSubstr("user: " + env_.home +
+                                    "/.claude.json mcpServers.contextd: "
                                     "http://127.0.0.1:1/mcp (another server)"));
-  EXPECT_THAT(out_.str(), HasSubstr("user: " + env_.home + "/.claude/settings.json env.ANTHROPIC_BASE_URL: not set"));
+  EXPECT_THAT(out_.str(), HasSubstr("user: " + env_.home +
+                                    "/.claude/settings.json env.ANTHROPIC_BASE_URL: not set"));
   EXPECT_THAT(out_.str(), Not(HasSubstr("not connected")));
 }
 
