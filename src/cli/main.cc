@@ -140,15 +140,17 @@ int main(int argc, char** argv) {
       ->excludes(project_opt);
   connect->add_flag("--dry-run", connect_command.dry_run, "print what would change; write nothing");
   connect->add_flag("--undo", connect_command.undo, "restore what connect replaced");
-  connect->add_option("--url", connect_command.url, "contextd's base URL (default http://127.0.0.1:9090)");
+  connect->add_option("--url", connect_command.url,
+                      "contextd's base URL (default http://127.0.0.1:9090)");
   connect->add_option("--data-dir", connect_command.data_dir,
                       "where the record of previous values lives (default: XDG data dir)");
 
   // status
   CLI::App* status = app.add_subcommand(
-      "status", "Is agent traffic arriving? Server health, MCP and model requests, Claude Code config");
+      "status", "Is agent traffic arriving? Server health, MCP/model requests, Claude Code config");
   contextd::server::StatusCommand status_command;
-  status->add_option("--url", status_command.url, "contextd's base URL (default http://127.0.0.1:9090)");
+  status->add_option("--url", status_command.url,
+                     "contextd's base URL (default http://127.0.0.1:9090)");
   status->add_option("--token-file", status_command.token_file,
                      "bearer token for /metrics (the server's --auth-token-file)");
 
