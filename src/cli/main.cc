@@ -1,4 +1,5 @@
-// contextd's command line: `serve`, `tokens`, `scrub`, `archive keygen|list|reveal`, `trail`. Parses flags with CLI11
+// contextd's command line: `serve`, `tokens`, `scrub`, `archive keygen|list|reveal`, `trail`,
+// `connect`, `status`. Parses flags with CLI11
 // and hands over to the server and room entry points; prints errors on stderr, never on stdout
 // (stdio mode owns stdout).
 #include <unistd.h>
@@ -13,7 +14,9 @@
 #include "scrub/originals_archive.h"
 #include "scrub/scrub_cli.h"
 #include "server/config.h"
+#include "server/connect_cli.h"
 #include "server/server.h"
+#include "server/status_cli.h"
 #include "server/trail_cli.h"
 #include "tokens/tokens_cli.h"
 
@@ -22,6 +25,20 @@ extern char** environ;
 namespace {
 
 constexpr const char* kVersion = "contextd 0.1.0";
+
+std::string EnvOrEmpty(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? "" : v;
+}
+
+contextd::server::ClaudeCodeEnvironment ClaudeEnvironment() {
+  contextd::server::ClaudeCodeEnvironment env;
+  env.home = EnvOrEmpty("HOME");
+  env.claude_config_dir = EnvOrEmpty("CLAUDE_CONFIG_DIR");
+  std::vector<char> cwd(4096);
+  if (::getcwd(cwd.data(), cwd.size()) != nullptr) env.cwd = cwd.data();
+  return env;
+}
 
 std::vector<std::string> EnvironmentNames() {
   std::vector<std::string> names;
@@ -108,6 +125,35 @@ int main(int argc, char** argv) {
   trail_unfold->add_option("--limit", trail_command.limit, "events to show (default 20)");
   trail_export->add_option("id", trail_command.id, "only this session scope id");
 
+  // connect
+  CLI::App* connect = app.add_subcommand(
+      "connect", "Point an agent at contextd (MCP server and model endpoint); reversible");
+  contextd::server::ConnectCommand connect_command;
+  connect->add_option("client", connect_command.client, "the agent to configure")
+      ->required()
+      ->check(CLI::IsMember({"claude-code"}));
+  auto* project_opt = connect->add_option(
+      "--project", connect_command.project_dir,
+      "project scope: DIR/.mcp.json and DIR/.claude/settings.json (default: current directory)");
+  connect->add_flag("--user", connect_command.user,
+                    "user scope: ~/.claude.json and ~/.claude/settings.json ($CLAUDE_CONFIG_DIR)")
+      ->excludes(project_opt);
+  connect->add_flag("--dry-run", connect_command.dry_run, "print what would change; write nothing");
+  connect->add_flag("--undo", connect_command.undo, "restore what connect replaced");
+  connect->add_option("--url", connect_command.url,
+                      "contextd's base URL (default http://127.0.0.1:9090)");
+  connect->add_option("--data-dir", connect_command.data_dir,
+                      "where the record of previous values lives (default: XDG data dir)");
+
+  // status
+  CLI::App* status = app.add_subcommand(
+      "status", "Is agent traffic arriving? Server health, MCP/model requests, Claude Code config");
+  contextd::server::StatusCommand status_command;
+  status->add_option("--url", status_command.url,
+                     "contextd's base URL (default http://127.0.0.1:9090)");
+  status->add_option("--token-file", status_command.token_file,
+                     "bearer token for /metrics (the server's --auth-token-file)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -121,6 +167,15 @@ int main(int argc, char** argv) {
   if (*scrub) {
     return contextd::scrub::RunScrubCommand(rules_file, report == "json", std::cin, std::cout,
                                             std::cerr);
+  }
+
+  if (*connect) {
+    return contextd::server::RunConnectCommand(connect_command, ClaudeEnvironment(), std::cout,
+                                               std::cerr);
+  }
+  if (*status) {
+    return contextd::server::RunStatusCommand(status_command, ClaudeEnvironment(), std::cout,
+                                              std::cerr);
   }
 
   if (*trail) {

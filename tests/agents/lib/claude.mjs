@@ -24,8 +24,10 @@ export function writeMcpConfig(dir, server) {
 // Runs `claude -p PROMPT` in `cwd` and resolves with {code, signal, stdout, stderr, result}
 // (result: the parsed --output-format json object, when there is one). Kills the process group
 // after `timeoutMs`.
-export async function runClaude({ prompt, modelUrl, mcpConfig, allowedTools, cwd, timeoutMs = 90000, env = {} }) {
-  const home = mkdtempSync(join(tmpdir(), 'contextd-claude-home-'));
+// `home`: use this HOME (kept) instead of a throwaway one; `modelUrl` undefined leaves
+// ANTHROPIC_BASE_URL to Claude Code's settings files.
+export async function runClaude({ prompt, modelUrl, mcpConfig, allowedTools, cwd, timeoutMs = 90000, env = {}, home: givenHome }) {
+  const home = givenHome ?? mkdtempSync(join(tmpdir(), 'contextd-claude-home-'));
   const args = ['-p', prompt, '--output-format', 'json', '--model', 'claude-sonnet-4-5',
     '--allowedTools', allowedTools.join(','), '--max-turns', '30'];
   if (mcpConfig) args.push('--mcp-config', mcpConfig, '--strict-mcp-config');
@@ -35,7 +37,7 @@ export async function runClaude({ prompt, modelUrl, mcpConfig, allowedTools, cwd
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
       PATH: process.env.PATH, HOME: home, TMPDIR: tmpdir(), LANG: 'C.UTF-8',
-      ANTHROPIC_BASE_URL: modelUrl, ANTHROPIC_API_KEY: 'sk-ant-api03-model-double',
+      ...(modelUrl === undefined ? {} : { ANTHROPIC_BASE_URL: modelUrl }), ANTHROPIC_API_KEY: 'sk-ant-api03-model-double',
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_AUTOUPDATER: '1', DISABLE_TELEMETRY: '1',
       DISABLE_ERROR_REPORTING: '1', CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY: '1', NO_PROXY: '127.0.0.1',
       MCP_TIMEOUT: '30000', MCP_TOOL_TIMEOUT: '60000',
@@ -49,8 +51,29 @@ export async function runClaude({ prompt, modelUrl, mcpConfig, allowedTools, cwd
   const timer = setTimeout(() => { try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ } }, timeoutMs);
   const { code, signal } = await new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal })));
   clearTimeout(timer);
-  rmSync(home, { recursive: true, force: true });
+  if (!givenHome) rmSync(home, { recursive: true, force: true });
   let result = null;
   try { result = JSON.parse(stdout); } catch { /* not JSON: reported by the caller */ }
   return { code, signal, stdout, stderr, result };
+}
+
+// Runs a `claude` subcommand (e.g. `mcp get contextd`) in `cwd` with HOME `home`, offline, and
+// resolves with {code, stdout, stderr}.
+export async function claudeCommand(args, { cwd, home, env = {}, timeoutMs = 60000 }) {
+  const child = spawn(CLAUDE, args, {
+    cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      PATH: process.env.PATH, HOME: home, TMPDIR: tmpdir(), LANG: 'C.UTF-8',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_AUTOUPDATER: '1', DISABLE_TELEMETRY: '1',
+      DISABLE_ERROR_REPORTING: '1', NO_PROXY: '127.0.0.1', MCP_TIMEOUT: '30000', ...env,
+    },
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c) => { stdout += c; });
+  child.stderr.on('data', (c) => { stderr += c; });
+  const timer = setTimeout(() => { try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ } }, timeoutMs);
+  const code = await new Promise((resolve) => child.on('close', (c) => resolve(c)));
+  clearTimeout(timer);
+  return { code, stdout, stderr };
 }

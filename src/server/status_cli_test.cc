@@ -1,0 +1,197 @@
+#include "server/status_cli.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "transport/http_server.h"
+#include "transport/testing/echo_session.h"
+#include "transport/testing/raw_http_client.h"
+
+namespace contextd::server {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+TEST(ParsePrometheusTextTest, SamplesLabelsEscapesAndSpecialValues) {
+  auto s = ParsePrometheusText(
+      "# HELP a_total A counter.\n"
+      "# TYPE a_total counter\n"
+      "a_total 3\n"
+      "b{x=\"1\",y=\"q\\\"u\\\\o\\nte\"} 2.5 1700000000000\r\n"
+      "\n"
+      "c{} NaN\n"
+      "d{z=\"with spaces, and } brace\",} +Inf\n"
+      "  e -1e3\n"
+      "broken{x=\"1\" 1\n"
+      "f{x=1} 2\n"
+      "g notanumber\n"
+      "h");
+  ASSERT_EQ(s.size(), 5u);
+  EXPECT_EQ(s[0].name, "a_total");
+  EXPECT_EQ(s[0].value, 3);
+  EXPECT_EQ(s[1].name, "b");
+  EXPECT_EQ(s[1].labels.at("x"), "1");
+  EXPECT_EQ(s[1].labels.at("y"), "q\"u\\o\nte");
+  EXPECT_EQ(s[1].value, 2.5);
+  EXPECT_TRUE(std::isnan(s[2].value));
+  EXPECT_EQ(s[3].labels.at("z"), "with spaces, and } brace");
+  EXPECT_TRUE(std::isinf(s[3].value));
+  EXPECT_EQ(s[4].name, "e");
+  EXPECT_EQ(s[4].value, -1000);
+}
+
+TEST(ParsePrometheusTextTest, NeverThrowsOnJunk) {
+  for (const char* junk :
+       {"{", "\"", "a{", "a{b", "a{b=", "a{b=\"", "a{b=\"\\", "a 1 2 3", "\xff\xfe"}) {
+    EXPECT_NO_THROW(ParsePrometheusText(junk)) << junk;
+  }
+}
+
+class StatusTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "contextd_status_XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    root_ = tmpl;
+    fs::create_directories(root_ + "/home");
+    fs::create_directories(root_ + "/project");
+    env_.home = root_ + "/home";
+    env_.cwd = root_ + "/project";
+  }
+  void TearDown() override {
+    server_.reset();
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+
+  void Start(std::string model_metrics, std::map<std::string, std::string> tokens = {}) {
+    transport::HttpServerOptions o;
+    o.port = 0;
+    o.bearer_tokens = std::move(tokens);
+    o.metrics = [model_metrics] { return model_metrics; };
+    auto s =
+        transport::HttpServer::Start(o, std::make_shared<transport::testing::EchoSessionFactory>());
+    ASSERT_TRUE(s.ok()) << s.status();
+    server_ = std::move(*s);
+    url_ = "http://127.0.0.1:" + std::to_string(server_->port());
+  }
+
+  int Run(const std::string& token_file = "") {
+    StatusCommand c;
+    c.url = url_;
+    c.token_file = token_file;
+    c.now = [] { return 1700000100.0; };
+    out_.str("");
+    err_.str("");
+    return RunStatusCommand(c, env_, out_, err_);
+  }
+
+  std::string root_, url_;
+  ClaudeCodeEnvironment env_;
+  std::unique_ptr<transport::HttpServer> server_;
+  std::ostringstream out_, err_;
+};
+
+TEST_F(StatusTest, ReportsMcpAndModelRequests) {
+  Start(
+      "# TYPE contextd_model_requests_total counter\n"
+      "contextd_model_requests_total{api=\"anthropic\",status=\"200\"} 4\n"
+      "contextd_model_requests_total{api=\"anthropic\",status=\"529\"} 1\n"
+      "# TYPE contextd_model_last_request_timestamp_seconds gauge\n"
+      "contextd_model_last_request_timestamp_seconds{api=\"anthropic\"} 1700000088\n"
+      "contextd_tool_call_seconds_count{tool=\"branch_create\"} 2\n");
+  transport::testing::RawClient c(server_->port());
+  ASSERT_TRUE(c.connected());
+  ASSERT_EQ(c.Post(transport::testing::InitBody()).status, 200);
+  ASSERT_EQ(Run(), 0) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("server: up at " + url_));
+  EXPECT_THAT(out_.str(),
+              HasSubstr("mcp: 1 open session(s), 1 request(s) answered, 2 tool call(s)"));
+  EXPECT_THAT(out_.str(), HasSubstr("model: 5 request(s) to the Anthropic API (status 200: 4, "
+                                    "status 529: 1), last 12 s ago"));
+  EXPECT_THAT(out_.str(), HasSubstr("not connected: run `contextd connect claude-code`"));
+}
+
+TEST_F(StatusTest, NoModelMetricsSaysWhatToDo) {
+  Start(
+      "# HELP contextd_model_requests_total Model requests.\n# TYPE contextd_model_requests_total "
+      "counter\n");
+  ASSERT_EQ(Run(), 0) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("mcp: 0 open session(s), 0 request(s) answered, 0 tool "
+                                    "call(s): no agent has connected yet"));
+  EXPECT_THAT(out_.str(), HasSubstr("model: no model requests yet: is ANTHROPIC_BASE_URL=" + url_ +
+                                    " set for the agent? run `contextd connect claude-code`"));
+}
+
+TEST_F(StatusTest, ShowsWhetherClaudeCodePointsHere) {
+  Start("");
+  ConnectCommand connect;
+  connect.url = url_;
+  connect.data_dir = root_ + "/data";
+  std::ostringstream ignored;
+  ASSERT_EQ(RunConnectCommand(connect, env_, ignored, ignored), 0);
+  std::ofstream(env_.home + "/.claude.json") << "{\"mcpServers\": {\"contextd\": {\"type\": "
+                                                "\"http\", \"url\": \"http://127.0.0.1:1/mcp\"}}}";
+  ASSERT_EQ(Run(), 0) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("project: " + env_.cwd + "/.mcp.json mcpServers.contextd: " +
+                                    url_ + "/mcp (this server)"));
+  EXPECT_THAT(out_.str(), HasSubstr("env.ANTHROPIC_BASE_URL: " + url_ + " (this server)"));
+  EXPECT_THAT(out_.str(), HasSubstr("user: " + env_.home +
+                                    "/.claude.json mcpServers.contextd: "
+                                    "http://127.0.0.1:1/mcp (another server)"));
+  EXPECT_THAT(out_.str(), HasSubstr("user: " + env_.home +
+                                    "/.claude/settings.json env.ANTHROPIC_BASE_URL: not set"));
+  EXPECT_THAT(out_.str(), Not(HasSubstr("not connected")));
+}
+
+TEST_F(StatusTest, BearerTokenFromTokenFile) {
+  const std::string token = "status-test-token-0123456789";
+  Start("", {{token, "default"}});
+  EXPECT_EQ(Run(), 1);
+  EXPECT_THAT(out_.str(), HasSubstr("server: up"));
+  EXPECT_THAT(err_.str(), HasSubstr("/metrics needs a bearer token: pass --token-file"));
+  std::ofstream(root_ + "/tokens") << "# comment\n\ndefault:" << token << "\n";
+  EXPECT_EQ(Run(root_ + "/tokens"), 0) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("model: no model requests yet"));
+  EXPECT_EQ(Run(root_ + "/missing"), 2);
+  EXPECT_THAT(err_.str(), HasSubstr("cannot be read"));
+}
+
+TEST_F(StatusTest, UnreachableServerIsExitCodeOne) {
+  // A port that was just free: bind, read it back, close.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  ::close(fd);
+  url_ = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  EXPECT_EQ(Run(), 1);
+  EXPECT_THAT(err_.str(), HasSubstr("contextd is not reachable at " + url_));
+  EXPECT_THAT(err_.str(), HasSubstr("contextd serve"));
+  EXPECT_EQ(out_.str(), "");
+}
+
+TEST_F(StatusTest, BadUrlIsAUsageError) {
+  url_ = "https://127.0.0.1:9090";
+  EXPECT_EQ(Run(), 2);
+  EXPECT_THAT(err_.str(), HasSubstr("https is not supported"));
+  url_ = "http://127.0.0.1:port";
+  EXPECT_EQ(Run(), 2);
+}
+
+}  // namespace
+}  // namespace contextd::server
