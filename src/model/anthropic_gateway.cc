@@ -120,6 +120,10 @@ void AnthropicGateway::WorkerLoop() {
 
 std::vector<transport::HttpRoute> AnthropicGateway::Routes() {
   std::vector<transport::HttpRoute> routes;
+  auto error_response = [](int status, std::string_view message) {
+    return ErrorResponse(status, status == 413 ? "request_too_large" : "invalid_request_error",
+                         absl::StrCat("contextd: ", std::string(message)));
+  };
   auto handler = [this](transport::HttpRequest request,
                         std::shared_ptr<transport::HttpResponder> responder) {
     HandleMessages(std::move(request), std::move(responder));
@@ -131,6 +135,7 @@ std::vector<transport::HttpRoute> AnthropicGateway::Routes() {
     route.path = path;
     route.auth = transport::RouteAuth::kNone;
     route.max_body_bytes = options_.max_body_bytes;
+    route.error_response = error_response;
     route.handler = handler;
     routes.push_back(std::move(route));
   }
@@ -140,6 +145,7 @@ std::vector<transport::HttpRoute> AnthropicGateway::Routes() {
   rest.match = transport::RouteMatch::kPrefix;
   rest.auth = transport::RouteAuth::kNone;
   rest.max_body_bytes = options_.max_body_bytes;
+  rest.error_response = error_response;
   rest.handler = handler;
   routes.push_back(std::move(rest));
   transport::HttpRoute root;
@@ -276,11 +282,13 @@ void AnthropicGateway::Forward(std::shared_ptr<Exchange> exchange) {
       exchange->responder->End();
     } else if (absl::IsCancelled(status)) {
       report.outcome = "cancelled";
-      exchange->responder->End(true);
+      exchange->responder->Abort();
     } else if (headers_sent) {
       // Mid-answer: the client must see the answer break, not end cleanly.
       report.outcome = "dropped";
-      exchange->responder->End(true);
+      base::LogWarn(absl::StrCat("model gateway: the answer from ", options_.base_url,
+                                 " broke off: ", status.message()));
+      exchange->responder->Abort();
     } else {
       bool timeout = absl::IsDeadlineExceeded(status);
       report.outcome = timeout ? "timeout" : "unreachable";

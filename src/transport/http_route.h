@@ -103,6 +103,12 @@ class HttpResponder {
   // serves the client's next request).
   virtual void End(bool close_connection = false) = 0;
 
+  // Breaks a started stream: what was written is still sent, then the connection closes without
+  // the end of the body (no last chunk on HTTP/1.1), so the client sees an incomplete answer, not
+  // a complete one. For relaying an upstream answer that broke mid-way. Before StartStream it
+  // closes the connection without an answer.
+  virtual void Abort() = 0;
+
   // Runs `fn` later on the connection's I/O thread (never inside this call, even from that
   // thread), after the calls made before it, if the exchange is still open then (no response
   // ended, client present, server running); drops it otherwise. For handlers that keep
@@ -160,6 +166,10 @@ struct HttpRoute {
   RouteAuth auth = RouteAuth::kBearer;
   // Check the Host and Origin allowlists (DNS rebinding protection); 403 when they fail.
   bool check_host_and_origin = true;
+  // The answer to a request the listener refuses on this route before its handler runs (413 for
+  // a body over the limit), in the route's own protocol: `status` and the listener's `message`
+  // in, the response out (its status is used as given). Empty: a JSON-RPC error body.
+  std::function<HttpResponse(int status, std::string_view message)> error_response;
   // Largest accepted request body; a larger one gets 413 (its rest drained, as for any 413).
   // 0: HttpServerOptions::max_message_bytes.
   size_t max_body_bytes = 0;

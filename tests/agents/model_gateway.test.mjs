@@ -276,8 +276,8 @@ test('a stream the upstream drops mid-answer breaks the client stream; contextd 
     const read = await within(readSse(res, (e) => { if (e.type === 'content_block_delta') delta.resolve(); }), 15000, 'the broken stream to end');
     assert.equal(dropped, true);
     const types = read.events.map((e) => e.type);
-    // No message_stop: the answer is visibly incomplete. (Whether reading also rejects is the
-    // todo test below.)
+    // No message_stop: the answer is visibly incomplete. (That reading also
+    // fails is the next test.)
     assert.deepEqual(types, ['message_start', 'content_block_start', 'content_block_delta']);
 
     // Through the SDK: finalMessage rejects (today with "stream ended without producing a
@@ -319,7 +319,6 @@ async function rawStreamBytes(origin, content) {
 
 test('a stream the upstream drops mid-answer is cut at the HTTP level too (no last chunk)', {
   ...opts(30000),
-  todo: 'AnthropicGateway ends a dropped answer with responder->End(true), which writes the last chunk "0\\r\\n\\r\\n" before closing: the client reads a complete chunked body',
 }, async () => {
   const upstream = await startUpstream({
     handle: (req, res) => {
@@ -394,7 +393,6 @@ test('bad requests: malformed JSON gets 400 invalid_request_error; a malformed b
 
 test('a body over max_body_bytes gets 413 in the Anthropic error shape', {
   ...opts(30000),
-  todo: 'the listener answers 413 with a JSON-RPC error body ({"jsonrpc":"2.0","id":null,"error":{"code":-32000,...}}), not {"type":"error","error":{"type":"request_too_large",...}}',
 }, async () => {
   const upstream = await startUpstream({ handle: (req, res) => { res.writeHead(200, { 'content-type': 'application/json' }); res.end('{}'); } });
   const gw = await startGateway({ anthropic: { base_url: upstream.url }, maxBodyBytes: 2048 });

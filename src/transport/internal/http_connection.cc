@@ -125,6 +125,20 @@ class Connection : public std::enable_shared_from_this<Connection> {
     MaybeAfterWrite();
   }
 
+  void RouteAbort(uint64_t gen) {
+    if (gen != gen_) return;
+    if (mode_ == Mode::kHandling) {
+      // No answer was started: the client sees the connection close.
+      on_gone_ = nullptr;
+      return Close();
+    }
+    if (mode_ != Mode::kStreaming) return;
+    mode_ = Mode::kResponding;
+    EndExchange();
+    after_ = After::kClose;  // what was queued is sent; no last chunk
+    MaybeAfterWrite();
+  }
+
   void RouteRunAfter(uint64_t gen, std::chrono::milliseconds delay, std::function<void()> fn) {
     if (!ExchangeOpen(gen)) return;
     timer_.expires_after(delay);
@@ -354,8 +368,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
       // headers end, before is_header_done()).
       const size_t limit =
           parser_ ? BodyLimitFor(parser_->get().target()) : srv_->opts().max_message_bytes;
-      return RespondError(413, "message exceeds " + std::to_string(limit) + " bytes",
-                          /*drain=*/true);
+      const std::string message = "message exceeds " + std::to_string(limit) + " bytes";
+      if (parser_) {
+        std::string_view target(parser_->get().target().data(), parser_->get().target().size());
+        const RouteEntry* entry = srv_->Match(target.substr(0, target.find('?')));
+        if (entry != nullptr && entry->route.error_response) {
+          // The route's own protocol shapes the error (e.g. the model API's error object).
+          HttpResponse r = entry->route.error_response(413, message);
+          return WriteResponse(r.status, r.content_type, r.body, &r.headers, "", true,
+                               /*drain=*/true);
+        }
+      }
+      return RespondError(413, message, /*drain=*/true);
     }
     if (ec == beast::error::timeout || ec == http::error::end_of_stream || ec == net::error::eof ||
         ec == net::error::connection_reset || ec == net::error::operation_aborted ||
@@ -644,6 +668,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     void End(bool close_connection) override {
       Run([close_connection](Connection& c, uint64_t gen) { c.RouteEnd(gen, close_connection); });
+    }
+    void Abort() override {
+      Run([](Connection& c, uint64_t gen) { c.RouteAbort(gen); });
     }
     void Post(std::function<void()> fn) override {
       Run(

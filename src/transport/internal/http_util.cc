@@ -156,6 +156,8 @@ const char* StatusText(int code) {
       return "Service Unavailable";
     case 504:
       return "Gateway Timeout";
+    case 529:
+      return "Overloaded";  // Anthropic's (non-standard) overloaded status
     default:
       return "Unknown";
   }
