@@ -20,9 +20,9 @@ bool Scrubbable(const Message& message, const Block& block) {
 ContextManager::ContextManager(ContextManagerOptions options, ConversationStore& store,
                                const scrub::Scrubber& scrubber,
                                const tokens::TokenCounter& counter, TenantBranchLookup lookup,
-                               TenantBranchCharger charger)
+                               TenantBranchCharger charger, TenantCallRecorder recorder)
     : options_(options), store_(store), scrubber_(scrubber), counter_(counter),
-      lookup_(std::move(lookup)), charger_(std::move(charger)) {}
+      lookup_(std::move(lookup)), charger_(std::move(charger)), recorder_(std::move(recorder)) {}
 
 size_t ContextManager::threads_in_memory() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -77,6 +77,46 @@ int64_t ContextManager::Tokens(ThreadState& state, const Block& block) const {
   int64_t n = static_cast<int64_t>(counter_.Count(block.text));
   state.tokens.emplace(block.key, n);
   return n;
+}
+
+void ContextManager::RecordCalls(const ConversationKey& key, const Transcript& t, size_t old,
+                                 const FoldPlan& folds, ThreadState& state) {
+  if (!recorder_ || old >= t.messages.size()) return;
+  std::unordered_map<std::string, const Block*> calls;
+  std::string anchor;
+  for (const Message& message : t.messages) {
+    for (const Block& block : message.blocks) {
+      if (block.kind == BlockKind::kToolCall) calls[block.call_id] = &block;
+    }
+  }
+  for (const FoldEdit& edit : folds.edits) {
+    if (anchor.empty()) anchor = edit.branch_id;
+  }
+  if (anchor.empty() && !folds.open_branch_ids.empty()) anchor = folds.open_branch_ids.front();
+  std::vector<ModelToolCall> done;
+  for (size_t m = old; m < t.messages.size(); ++m) {
+    for (const Block& block : t.messages[m].blocks) {
+      if (block.kind != BlockKind::kToolResult) continue;
+      auto call = calls.find(block.call_id);
+      // contextd's own tools and proxied upstreams are recorded by the MCP side.
+      if (call == calls.end() ||
+          call->second->tool_name.find("contextd__") != std::string::npos) {
+        continue;
+      }
+      ModelToolCall record;
+      if (!folds.open_branch_id.empty() && m > folds.open_branch_create_message) {
+        record.branch_id = folds.open_branch_id;
+      }
+      record.tool = call->second->tool_name;
+      record.arguments = scrubber_.Scrub(call->second->text);
+      record.result = scrubber_.Scrub(block.text);
+      record.is_error = block.is_error;
+      record.tokens_arguments = Tokens(state, *call->second);
+      record.tokens_result = Tokens(state, block);
+      done.push_back(std::move(record));
+    }
+  }
+  if (!done.empty()) recorder_(key, anchor, done);
 }
 
 void ContextManager::ChargeSpan(const std::string& tenant, const Transcript& t, size_t old,
@@ -174,6 +214,7 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
   FoldPlan folds = PlanFolds(t, state->folds, [&](const std::string& id) {
     return lookup_ ? lookup_(tenant, id) : std::nullopt;
   });
+  RecordCalls(applied.key, t, old, folds, *state);
   ChargeSpan(tenant, t, old, *state, folds, update, applied);
   for (const FoldRecord& record : folds.new_records) {
     update.new_rewrites.push_back({RewriteKind::kFold, record.create_call_id, record.Serialize()});

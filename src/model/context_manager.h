@@ -45,6 +45,24 @@ using TenantBranchCharger = std::function<std::optional<SpanCharge>(
     const std::string& tenant, const std::string& id, const std::string& label,
     const std::string& excerpt, int64_t tokens)>;
 
+// A tool call the model made and its result, as they reached the model (scrubbed).
+struct ModelToolCall {
+  std::string branch_id;  // the branch open when it was made ("" = root)
+  std::string tool;       // as named in the transcript ("Read", "Bash", ...)
+  std::string arguments;  // the call's input (JSON)
+  std::string result;
+  bool is_error = false;
+  int64_t tokens_arguments = 0;
+  int64_t tokens_result = 0;
+};
+// Records the calls that completed in a request (their result arrived) in the trail: each in its
+// branch's scope, or the root scope. `anchor_branch_id`, when not empty, is a branch of the
+// conversation whose session the root events belong to; without one they go to a session named
+// after the conversation.
+using TenantCallRecorder =
+    std::function<void(const ConversationKey& key, const std::string& anchor_branch_id,
+                       const std::vector<ModelToolCall>& calls)>;
+
 struct ContextManagerOptions {
   size_t max_threads_in_memory = 256;  // least recently used threads beyond this are dropped
 };
@@ -74,7 +92,8 @@ class ContextManager {
  public:
   ContextManager(ContextManagerOptions options, ConversationStore& store,
                  const scrub::Scrubber& scrubber, const tokens::TokenCounter& counter,
-                 TenantBranchLookup lookup, TenantBranchCharger charger = nullptr);
+                 TenantBranchLookup lookup, TenantBranchCharger charger = nullptr,
+                 TenantCallRecorder recorder = nullptr);
 
   // Applies F(.) to `request` for `tenant`. `conversation_id`: the client's session id header
   // ("" when absent). Errors only from the store (Internal/Unavailable): the request must then
@@ -102,6 +121,9 @@ class ContextManager {
   std::shared_ptr<ThreadState> Thread(const std::string& id);
   absl::Status Load(const ConversationKey& key, ThreadState& state);
   int64_t Tokens(ThreadState& state, const Block& block) const;
+  // Hands the calls completed by the new messages (past `old`) to the recorder.
+  void RecordCalls(const ConversationKey& key, const Transcript& t, size_t old,
+                   const FoldPlan& folds, ThreadState& state);
   // Charges the open branch with the new part of its span; may append a warning decision or
   // force-return the branch (then `folds` is planned again, folding it at the tail).
   void ChargeSpan(const std::string& tenant, const Transcript& t, size_t old, ThreadState& state,
@@ -113,6 +135,7 @@ class ContextManager {
   const tokens::TokenCounter& counter_;
   const TenantBranchLookup lookup_;
   const TenantBranchCharger charger_;
+  const TenantCallRecorder recorder_;
   mutable std::mutex mu_;  // guards threads_ and lru_
   std::unordered_map<std::string, Entry> threads_;
   std::list<std::string> lru_;  // most recent first

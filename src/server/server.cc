@@ -365,9 +365,42 @@ absl::Status BuildModelGateway(const ServerConfig& config,
     });
     return charged;
   };
+  // Built-in tool work (Read, Bash, ...) reaches the trail too: in the branch it was made in, or
+  // the root of the session the conversation's branches belong to.
+  trail::Trail* trail = engine.trail.get();
+  model::TenantCallRecorder recorder =
+      [branches, trail, executor](const model::ConversationKey& key, const std::string& anchor,
+                                  const std::vector<model::ModelToolCall>& calls) {
+        trail::SessionRef session{key.tenant, kDefaultProject, "model:" + key.conversation};
+        if (!anchor.empty()) {
+          auto branch = branches->Get(anchor);
+          if (branch.ok() && branch->has_value() && (*branch)->session.tenant == key.tenant) {
+            const folding::SessionKey& owner = (*branch)->session;
+            session = trail::SessionRef{owner.tenant, owner.project, owner.session_id};
+          }
+        }
+        executor->RunSync([&] {
+          for (const model::ModelToolCall& call : calls) {
+            auto recorded = trail->RecordToolCall(session, call.branch_id, call.tool,
+                                                  call.arguments, call.result,
+                                                  call.tokens_arguments, call.tokens_result,
+                                                  call.is_error);
+            if (!recorded.ok() && !call.branch_id.empty()) {
+              // The branch's scope is gone (folded meanwhile): the session root keeps it.
+              recorded = trail->RecordToolCall(session, "", call.tool, call.arguments,
+                                               call.result, call.tokens_arguments,
+                                               call.tokens_result, call.is_error);
+            }
+            if (!recorded.ok()) {
+              base::LogWarn(base::StrCat("trail: recording ", call.tool, " from the model "
+                                         "gateway: ", recorded.status().message()));
+            }
+          }
+        });
+      };
   engine.context_manager = std::make_unique<model::ContextManager>(
       model::ContextManagerOptions{}, *engine.conversations, *engine.scrubber, *counter,
-      std::move(lookup), std::move(charger));
+      std::move(lookup), std::move(charger), std::move(recorder));
   transport::HttpClientOptions client_options;
   client_options.ca_file = mg.anthropic_ca_file;
   client_options.connect_timeout = std::chrono::milliseconds(mg.anthropic_connect_timeout_ms);

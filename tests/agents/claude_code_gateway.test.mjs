@@ -112,6 +112,13 @@ test('Claude Code through the model gateway: built-in work folds away, the secre
     assert.match(metrics, /contextd_model_folds_total\{api="anthropic"\} 1/);
     const list = execFileSync(BINARY, ['trail', 'list', '--data-dir', dataDir], { encoding: 'utf8', timeout: 20000 });
     assert.match(list, new RegExp(`${branch}\\s+depth 0\\s+completed`));
+    // The built-in work is in the branch's trail, scrubbed, and unfoldable.
+    const unfolded = execFileSync(BINARY, ['trail', 'unfold', branch, '--data-dir', dataDir], { encoding: 'utf8', timeout: 20000 });
+    console.log(`--- contextd trail unfold ${branch}\n${excerpt(unfolded, 1200)}`);
+    assert.match(unfolded, /tool_call.*Read/);
+    assert.match(unfolded, /tool_call.*Bash/);
+    assert.match(unfolded, /line 150 of a large file/);
+    assert.ok(!unfolded.includes(SECRET));
   } finally {
     await double.close();
     await server.stop();
