@@ -1,0 +1,92 @@
+// Fuzz target for the model gateway's request rewriter: any body is parsed as a Messages request;
+// every branch found is taken as returned (or force-returned, by the input's first byte), folded,
+// and redacted by a toy rule; the result must be JSON that parses again as a Messages request,
+// render the same bytes twice, and, when the input transcript was valid, stay valid.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "model/anthropic_request.h"
+#include "model/context_manager.h"
+#include "model/fold.h"
+#include "model/testing/in_memory_conversation_store.h"
+
+namespace {
+
+using namespace contextd::model;
+
+class DigitScrubber : public contextd::scrub::Scrubber {
+ public:
+  std::string Scrub(std::string_view text) const override {
+    std::string out(text);
+    for (char& c : out) {
+      if (c == '7') c = '#';
+    }
+    return out;
+  }
+};
+
+class Bytes : public contextd::tokens::TokenCounter {
+ public:
+  size_t Count(std::string_view text) const override { return text.size() / 4; }
+  std::string_view name() const override { return "bytes"; }
+};
+
+void Check(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "fold fuzz: %s\n", what);
+    std::abort();
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  const bool forced = data[0] & 1;
+  std::string body(reinterpret_cast<const char*>(data) + 1, size - 1);
+  auto request = AnthropicRequest::Parse(body);
+  if (!request.ok()) return 0;
+  const bool valid_in = ValidateTranscript((*request)->transcript()).ok();
+
+  BranchLookup lookup = [forced](const std::string& id) {
+    BranchFacts facts;
+    facts.branch_id = id;
+    facts.ended = true;
+    facts.status = forced ? "timeout" : "completed";
+    facts.summary = "summary \"of\" " + id;
+    return std::optional<BranchFacts>(facts);
+  };
+  FoldPlan plan = PlanFolds((*request)->transcript(), {}, lookup);
+  RenderPlan render;
+  render.folds = plan.edits;
+  std::string out = (*request)->Render(render);
+  Check(out == (*request)->Render(render), "rendering is not deterministic");
+  auto again = AnthropicRequest::Parse(out);
+  Check(again.ok(), "the folded body does not parse");
+  if (valid_in) {
+    Check(ValidateTranscript((*request)->RenderedTranscript(render)).ok(),
+          "the fold broke a valid transcript");
+    Check(ValidateTranscript((*again)->transcript()).ok(),
+          "the folded body's transcript is not valid");
+  }
+
+  // The whole pipeline, twice (the second request sees the first one's decisions).
+  testing::InMemoryConversationStore store;
+  DigitScrubber scrubber;
+  Bytes counter;
+  ContextManager manager({}, store, scrubber, counter,
+                         [&](const std::string&, const std::string& id) { return lookup(id); });
+  for (int round = 0; round < 2; ++round) {
+    auto applied = manager.Apply("local", "fuzz", **request, 1);
+    Check(applied.ok(), "Apply failed with an in-memory store");
+    auto forwarded = AnthropicRequest::Parse(applied->body);
+    Check(forwarded.ok(), "the forwarded body does not parse");
+    if (valid_in) {
+      Check(ValidateTranscript((*forwarded)->transcript()).ok(),
+            "the forwarded transcript is not valid");
+    }
+  }
+  return 0;
+}

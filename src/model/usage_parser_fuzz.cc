@@ -1,0 +1,32 @@
+// Fuzz target for UsageParser: any bytes, split at a point the input chooses, as an event stream
+// and as a JSON body; it must not crash, and splitting must not change what it reads.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include "model/usage_parser.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  std::string_view bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
+  size_t cut = bytes.empty() ? 0 : data[0] % (bytes.size() + 1);
+  for (bool stream : {true, false}) {
+    contextd::model::UsageParser whole(stream);
+    whole.Feed(bytes);
+    whole.Finish();
+    contextd::model::UsageParser split(stream);
+    split.Feed(bytes.substr(0, cut));
+    split.Feed(bytes.substr(cut));
+    split.Finish();
+    const auto& a = whole.usage();
+    const auto& b = split.usage();
+    if (a.seen != b.seen || a.input_tokens != b.input_tokens ||
+        a.output_tokens != b.output_tokens ||
+        a.cache_read_input_tokens != b.cache_read_input_tokens ||
+        a.cache_creation_input_tokens != b.cache_creation_input_tokens) {
+      std::abort();
+    }
+  }
+  return 0;
+}
