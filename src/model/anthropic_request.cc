@@ -318,7 +318,7 @@ int AnthropicRequest::MarkerCount(const RenderPlan& plan) const {
   return count;
 }
 
-void AnthropicRequest::RenderFold(const FoldEdit& edit, const RenderPlan& plan, int markers_left,
+bool AnthropicRequest::RenderFold(const FoldEdit& edit, const RenderPlan& plan, int markers_left,
                                   std::string& out) const {
   std::vector<std::string> blocks;
   blocks.push_back(absl::StrCat("{\"type\":\"tool_result\",\"tool_use_id\":",
@@ -350,9 +350,8 @@ void AnthropicRequest::RenderFold(const FoldEdit& edit, const RenderPlan& plan, 
       }
     }
   }
-  if (moved != nullptr && !kept_marker && markers_left > 0) {
-    blocks.back() = WithMarker(std::move(blocks.back()), moved->Text(body_));
-  }
+  const bool move = moved != nullptr && !kept_marker && markers_left > 0;
+  if (move) blocks.back() = WithMarker(std::move(blocks.back()), moved->Text(body_));
   out.append("{\"role\":\"user\",\"content\":[");
   for (size_t i = 0; i < blocks.size(); ++i) {
     if (i > 0) out.push_back(',');
@@ -364,6 +363,7 @@ void AnthropicRequest::RenderFold(const FoldEdit& edit, const RenderPlan& plan, 
     out.append(append->second);
   }
   out.append("]}");
+  return move;
 }
 
 std::string AnthropicRequest::Render(const RenderPlan& plan) const {
@@ -382,9 +382,8 @@ std::string AnthropicRequest::Render(const RenderPlan& plan) const {
     if (fold < plan.folds.size() && plan.folds[fold].create_message == m) {
       const FoldEdit& edit = plan.folds[fold];
       out.push_back(',');
-      RenderFold(edit, plan, markers_left, out);
-      // A moved marker used one of the four.
-      markers_left -= 1;
+      // A moved marker uses one of the four.
+      if (RenderFold(edit, plan, markers_left, out)) markers_left -= 1;
       m = edit.end_message;
       ++fold;
     }

@@ -82,7 +82,8 @@ class AnthropicRequest {
   std::string_view Separator(size_t m) const;
   void RenderBlock(size_t m, size_t b, const RenderPlan& plan, std::string& out) const;
   void RenderMessage(size_t m, const RenderPlan& plan, std::string& out) const;
-  void RenderFold(const FoldEdit& edit, const RenderPlan& plan, int markers_left,
+  // Writes the message that stands for a fold; true if it moved a breakpoint onto it.
+  bool RenderFold(const FoldEdit& edit, const RenderPlan& plan, int markers_left,
                   std::string& out) const;
   int MarkerCount(const RenderPlan& plan) const;
 

@@ -127,6 +127,66 @@ TEST(FoldTest, ReturnedBranchAtTheTailFoldsToOneResult) {
   EXPECT_TRUE(ValidateTranscript(next->RenderedTranscript(render2)).ok());
 }
 
+TEST(FoldTest, ABreakpointOnARemovedBlockMovesToTheBlockThatReplacesIt) {
+  json body = Conversation(true, false);
+  json& tail = body["messages"][6]["content"];
+  tail.erase(1);  // the return's result alone, carrying the breakpoint
+  tail[0]["content"] = json::array({Text("{\"branch_id\":\"" + kBranch + "\"}")});
+  tail[0]["cache_control"] = {{"type", "ephemeral"}};
+  body["system"] = json::array({Text("you are"), Text("instructions")});
+  body["system"][1]["cache_control"] = {{"type", "ephemeral"}};
+  auto request = Parse(body);
+  FoldPlan plan = PlanFolds(request->transcript(), {}, [](const std::string&) {
+    return std::optional<BranchFacts>(Returned());
+  });
+  ASSERT_EQ(plan.edits.size(), 1u);
+  RenderPlan render;
+  render.folds = plan.edits;
+  json sent = json::parse(request->Render(render));
+  json folded = sent["messages"][2]["content"];
+  ASSERT_EQ(folded.size(), 2u);
+  EXPECT_FALSE(folded[0].contains("cache_control"));
+  EXPECT_EQ(folded[1]["cache_control"]["type"], "ephemeral");
+
+  // Earlier folds (without breakpoints) do not use up the four: five of them before this one.
+  json many = body;
+  json& messages = many["messages"];
+  json prefix = json::array({messages[0]});
+  for (int k = 0; k < 5; ++k) {
+    std::string id = std::to_string(k);
+    std::string branch = "br_" + std::string(31, '0') + id;
+    prefix.push_back(Msg("assistant", json::array({ToolUse("k" + id, "branch_create", json::object())})));
+    prefix.push_back(Msg("user", json::array({Result("k" + id, "{\"branch_id\":\"" + branch + "\"}")})));
+    prefix.push_back(Msg("assistant", json::array({ToolUse("kr" + id, "branch_return", json::object())})));
+    prefix.push_back(Msg("user", json::array({Result("kr" + id, "ok")})));
+    prefix.push_back(Msg("assistant", json::array({Text("next")})));
+    prefix.push_back(Msg("user", json::array({Text("go")})));
+  }
+  prefix.push_back(Msg("assistant", json::array({Text("again")})));
+  prefix.push_back(Msg("user", json::array({Text("the last task")})));
+  for (size_t m = 1; m < messages.size(); ++m) prefix.push_back(messages[m]);
+  many["messages"] = prefix;
+  auto request2 = Parse(many);
+  std::map<std::string, FoldRecord> records;
+  for (int k = 0; k < 5; ++k) {
+    FoldRecord r;
+    r.create_call_id = "k" + std::to_string(k);
+    r.branch_id = "br_" + std::string(31, '0') + std::to_string(k);
+    r.end_call_id = "kr" + std::to_string(k);
+    r.result_text = "folded";
+    records[r.create_call_id] = r;
+  }
+  FoldPlan plan2 = PlanFolds(request2->transcript(), records, [](const std::string&) {
+    return std::optional<BranchFacts>(Returned());
+  });
+  ASSERT_EQ(plan2.edits.size(), 6u);
+  RenderPlan render2;
+  render2.folds = plan2.edits;
+  json sent2 = json::parse(request2->Render(render2));
+  EXPECT_EQ(sent2["messages"].back()["content"].back()["cache_control"]["type"], "ephemeral");
+  EXPECT_TRUE(ValidateTranscript(request2->RenderedTranscript(render2)).ok());
+}
+
 TEST(FoldTest, ReturnNotAtTheTailStaysWhole) {
   auto request = Parse(Conversation(true, true));
   FoldPlan plan = PlanFolds(request->transcript(), {}, [](const std::string&) {
