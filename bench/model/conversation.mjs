@@ -102,9 +102,16 @@ export function runTurns(enc, run, variant) {
   if (FOLDING.has(variant)) {
     for (const s of run.segments) { starts.set(s.start, s); ends.set(s.end - 1, s); }
   }
+  // The summary of a segment is the agent's next thought (branch_return's message): the turn
+  // after the return carries only what the summary left out, not a second copy.
+  const summarized = new Map();
   run.calls.forEach((call, i) => {
     const seg = starts.get(i);
     const turn = stepTurn(call);
+    if (summarized.has(i)) {
+      const summary = summarized.get(i);
+      turn.text = turn.text.startsWith(summary) ? turn.text.slice(summary.length).trim() : turn.text;
+    }
     if (seg && variant === 'create-own-turn') {
       turns.push({ actions: [{ kind: 'create', args: createArgs(seg, run.calls) }] });
     } else if (seg) {  // create-first-turn: branch_create beside the segment's first command
@@ -112,7 +119,11 @@ export function runTurns(enc, run, variant) {
     }
     turns.push(turn);
     const done = ends.get(i);
-    if (done) turns.push({ actions: [{ kind: 'return', message: segmentSummary(enc, done, run.calls) }] });
+    if (done) {
+      const message = segmentSummary(enc, done, run.calls);
+      if (done.end < run.calls.length) summarized.set(done.end, message);
+      turns.push({ actions: [{ kind: 'return', message }] });
+    }
   });
   return turns;
 }

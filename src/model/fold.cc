@@ -145,20 +145,19 @@ absl::StatusOr<FoldRecord> FoldRecord::Parse(std::string_view text) {
 }
 
 std::string FoldedResultText(const BranchFacts& facts, bool forced) {
+  // Short: it rides on every later request of the conversation.
   if (!forced) {
-    return absl::StrCat("Branch ", facts.branch_id, " returned; its work was folded away (",
-                        facts.tokens_folded, " tokens). Summary:\n", facts.summary);
+    return absl::StrCat("[branch ", facts.branch_id, " returned; ", facts.tokens_folded,
+                        " tokens folded away]\n", facts.summary);
   }
-  return absl::StrCat("Branch ", facts.branch_id, " was force-returned (", facts.status,
-                      "); its work was folded away (", facts.tokens_used,
-                      " tokens). You are back in the parent context; do not call branch_return "
-                      "for it.\n",
+  return absl::StrCat("[branch ", facts.branch_id, " force-returned (", facts.status, "); ",
+                      facts.tokens_used,
+                      " tokens folded away. You are back in the parent context; do not call "
+                      "branch_return for it.]\n",
                       facts.summary);
 }
 
-std::string StubResultText(const std::string& branch_id) {
-  return absl::StrCat("(folded into branch ", branch_id, ")");
-}
+std::string StubResultText(const std::string&) { return "(folded with the branch)"; }
 
 FoldPlan PlanFolds(const Transcript& t, const std::map<std::string, FoldRecord>& records,
                    const BranchLookup& lookup) {

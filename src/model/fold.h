@@ -75,7 +75,7 @@ struct FoldPlan {
 
 // The text of the tool_result that stands for a folded branch.
 std::string FoldedResultText(const BranchFacts& facts, bool forced);
-// The stub result of another call made in the create turn.
+// The stub result of another call made in the create turn (it keeps the call paired).
 std::string StubResultText(const std::string& branch_id);
 
 // Plans the folds of `transcript`. `records`: the stored decisions (by create call id).

@@ -28,13 +28,13 @@ Json CreateSchema(const folding::FoldingConfig& config) {
       {"properties",
        {{"description",
          {{"type", "string"}, {"minLength", 1}, {"maxLength", folding::kMaxDescriptionChars},
-          {"description", "What the subtask is, in a line (1-500 characters)"}}},
+          {"description", "The subtask, in a line"}}},
         {"prompt",
          {{"type", "string"}, {"minLength", 1}, {"maxLength", folding::kMaxPromptChars},
-          {"description", "The instructions for the branch (1-10000 characters)"}}},
+          {"description", "What the branch is to do"}}},
         {"budget",
          {{"type", "integer"}, {"minimum", 1}, {"maximum", config.max_budget},
-          {"description", "Token budget of the branch (default " +
+          {"description", "Token budget (default " +
                               std::to_string(config.default_budget) + ")"}}},
         {"timeout_seconds",
          {{"type", "integer"}, {"minimum", 1}, {"maximum", config.max_timeout_seconds},
@@ -42,10 +42,10 @@ Json CreateSchema(const folding::FoldingConfig& config) {
                               std::to_string(config.default_timeout_seconds) + ")"}}},
         {"inject_memories",
          {{"type", "boolean"}, {"default", true},
-          {"description", "Inject relevant memories into the branch"}}},
+          {"description", "Inject relevant memories"}}},
         {"parent_branch_id",
          {{"type", "string"},
-          {"description", "Parent branch (default: the innermost active branch)"}}}}},
+          {"description", "Default: the innermost active branch"}}}}},
       {"required", {"description", "prompt"}},
       {"additionalProperties", false}};
 }
@@ -55,13 +55,13 @@ Json ReturnSchema() {
       {"type", "object"},
       {"properties",
        {{"branch_id",
-         {{"type", "string"}, {"description", "Branch to return (default: the innermost active)"}}},
+         {{"type", "string"}, {"description", "Default: the innermost active branch"}}},
         {"message",
          {{"type", "string"}, {"maxLength", folding::kMaxReturnMessageChars},
-          {"description", "The summary that replaces the branch in the main context"}}},
+          {"description", "The summary: all your context keeps of the branch"}}},
         {"extract_memory",
          {{"type", "boolean"}, {"default", false},
-          {"description", "Queue the branch for distillation into a memory"}}}}},
+          {"description", "Distil the branch into a memory"}}}}},
       {"required", {"message"}},
       {"additionalProperties", false}};
 }
@@ -204,10 +204,10 @@ absl::Status FoldingTools::Register(protocol::McpServer& server) {
   absl::Status s = server.AddTool(
       protocol::ToolDefinition{
           "branch_create", "Create a branch",
-          "Open an isolated sub-context (a branch) for a subtask, with its own token budget, "
-          "deadline and nesting depth. Work on the subtask inside it, then call branch_return "
-          "with a short summary: the branch's detail is folded away and only the summary stays "
-          "in your context.",
+          "Open a branch: an isolated sub-context for a subtask (exploring, searching, "
+          "debugging), with its own token budget and deadline. Call it in the same turn as the "
+          "subtask's first tool call. Then call branch_return with a short summary: the branch's "
+          "work is folded away and only the summary stays in your context.",
           CreateSchema(config), nullptr, Json{{"readOnlyHint", false}}, AlwaysLoad()},
       [this](std::shared_ptr<ToolCall> call) {
         if (before_call_) before_call_(call->session());
@@ -221,9 +221,9 @@ absl::Status FoldingTools::Register(protocol::McpServer& server) {
   s = server.AddTool(
       protocol::ToolDefinition{
           "branch_return", "Return from a branch",
-          "Finish the active branch (or branch_id) and fold it into a summary. The message is "
-          "what your context keeps: the answer, key facts, file paths, next steps. Active child "
-          "branches are returned first.",
+          "Finish the active branch (or branch_id) and fold it away. The message is all your "
+          "context keeps of it: the answer, key facts, paths, next steps; write it as your next "
+          "thought, not to repeat afterwards. Active child branches are returned first.",
           ReturnSchema(), nullptr, Json{{"readOnlyHint", false}}, AlwaysLoad()},
       [this](std::shared_ptr<ToolCall> call) {
         if (before_call_) before_call_(call->session());

@@ -96,9 +96,9 @@ test('Claude Code through the model gateway: built-in work folds away, the secre
     assert.ok(!text.includes('line 150 of a large file'), 'the Bash result is folded away');
     assert.ok(!text.includes('github_token'), 'the Read result is folded away');
     const stands = toolExchanges(folded).find((e) => e.name.endsWith('branch_create'));
-    assert.match(stands.result, new RegExp(`Branch ${branch} returned; its work was folded away \\(\\d+ tokens\\)`));
+    assert.match(stands.result, new RegExp(`\\[branch ${branch} returned; \\d+ tokens folded away\\]`));
     assert.match(stands.result, /port is 8080 \(config.txt line 1\)/);
-    assert.match(toolExchanges(folded).find((e) => e.name === 'Read').result, /folded into branch/);
+    assert.match(toolExchanges(folded).find((e) => e.name === 'Read').result, /folded with the branch/);
     // Everything before the fold point is what the previous request carried.
     assert.deepEqual(folded.messages.slice(0, 2), bodies[2].messages.slice(0, 2));
     // Later requests repeat the fold byte for byte, and grow from it.
@@ -175,7 +175,7 @@ test('Claude Code through the model gateway: built-in results count against the 
     assert.equal(folded.messages.length, 3);
     assert.ok(!JSON.stringify(folded.messages).includes('line 150 of a large file'));
     const stands = toolExchanges(folded).find((e) => e.name.endsWith('branch_create'));
-    assert.match(stands.result, new RegExp(`Branch ${branch} was force-returned \\(budget_exhausted`));
+    assert.match(stands.result, new RegExp(`\\[branch ${branch} force-returned \\(budget_exhausted\\)`));
     assert.deepEqual(withoutMarkers(folded.messages.slice(0, 2)), withoutMarkers(bodies[1].messages.slice(0, 2)));
     const list = execFileSync(BINARY, ['trail', 'list', '--data-dir', dataDir], { encoding: 'utf8', timeout: 20000 });
     assert.match(list, new RegExp(`${branch}\\s+depth 0\\s+budget_exhausted`));
