@@ -5,7 +5,7 @@
 // its decisions, and relaying. See OVERHEAD.md.
 //
 //   node bench/model/overhead.mjs --binary PATH --out DIR [--n 200] [--warmup 20] [--lane 10]
-//        [--seed 1] [--modes steady,cold,stream]
+//        [--seed 1] [--modes steady,cold,stream,floor]
 //
 // Modes (each measured direct and through contextd, interleaved request by request, one request
 // in flight, keep-alive connections on both hops):
@@ -16,6 +16,8 @@
 //   (~100k tokens).
 // - cold: the 150-message conversation under a new conversation id each time (all blocks new).
 // - stream: steady, with `stream: true`; time to the first SSE event (message_start).
+// - floor: steady, but contextd gets the request at /v1/bench-floor, which its gateway forwards
+//   untouched (no parse, fold, scrub, count or save): the relay's own cost, for comparison.
 import { spawn } from 'node:child_process';
 import { createServer, Agent, request as httpRequest } from 'node:http';
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -373,11 +375,11 @@ function cpuSeconds(pid) {
 
 // POSTs `body` to `origin`/v1/messages; resolves {total, headers, first} in ms from the start
 // (first: the first body chunk, i.e. the first SSE event of a stream) and the answer's status.
-function post(agent, origin, body, session) {
+function post(agent, origin, body, session, path = '/v1/messages') {
   return new Promise((resolveTiming, reject) => {
     const t0 = process.hrtime.bigint();
     const ms = () => Number(process.hrtime.bigint() - t0) / 1e6;
-    const req = httpRequest(`${origin}/v1/messages`, { method: 'POST', agent, headers: {
+    const req = httpRequest(`${origin}${path}`, { method: 'POST', agent, headers: {
       'content-type': 'application/json', 'content-length': body.length, 'anthropic-version': '2023-06-01',
       'x-api-key': 'sk-ant-bench', [SESSION_HEADER]: session } }, (res) => {
       const timing = { status: res.statusCode, headers: ms(), first: null, total: null, bytes: 0 };
@@ -397,7 +399,7 @@ export function percentile(values, p) {
 }
 
 function parseArgs(argv) {
-  const opts = { n: 200, warmup: 20, lane: 10, seed: 1, modes: ['steady', 'cold', 'stream'] };
+  const opts = { n: 200, warmup: 20, lane: 10, seed: 1, modes: ['steady', 'cold', 'stream', 'floor'] };
   for (let i = 0; i < argv.length; i++) {
     const key = argv[i].replace(/^--/, '');
     const value = argv[++i];
@@ -446,12 +448,12 @@ async function main() {
   // One request on each path, in alternating order; returns {direct, contextd} timings.
   let flip = false;
   let viaContextd = 0;  // requests sent to contextd, for its CPU per request
-  const pair = async (body, session) => {
+  const pair = async (body, session, contextdPath = '/v1/messages') => {
     viaContextd++;
     const out = {};
     flip = !flip;
     for (const path of flip ? ['direct', 'contextd'] : ['contextd', 'direct']) {
-      const t = await post(paths[path].agent, paths[path].origin, body, session);
+      const t = await post(paths[path].agent, paths[path].origin, body, session, path === 'contextd' ? contextdPath : '/v1/messages');
       if (t.status !== 200) throw new Error(`${path}: status ${t.status}; contextd stderr:\n${contextd.stderr()}`);
       out[path] = t;
     }
@@ -484,14 +486,15 @@ async function main() {
         measured = opts.n;
       } else {
         const stream = mode === 'stream';
+        const contextdPath = mode === 'floor' ? '/v1/bench-floor' : '/v1/messages';
         // Warm-up requests are whole lanes too; a lane's first request (new to contextd) never counts.
         let done = 0;
         while (done < total) {
           const session = newSession(mode);
           const start = BASE_MESSAGES - 2 * opts.lane;
-          await pair(bodyOf(start, stream), session);
+          await pair(bodyOf(start, stream), session, contextdPath);
           for (let k = 1; k <= 2 * opts.lane && done < total; k++, done++) {
-            const t = await pair(bodyOf(start + 2 * k, stream), session);
+            const t = await pair(bodyOf(start + 2 * k, stream), session, contextdPath);
             if (done >= opts.warmup) for (const p of ['direct', 'contextd']) samples[p].push(t[p]);
           }
         }
@@ -536,7 +539,7 @@ export function table(results) {
   for (const [mode, m] of Object.entries(results.modes)) {
     const target = mode === 'stream' ? `added <= ${TARGETS.added_ttfb_ms} ms: ${m.added_p50 <= TARGETS.added_ttfb_ms ? 'met' : 'MISSED'}`
       : mode === 'steady' ? `added <= ${TARGETS.added_p50_ms} ms: ${m.added_p50 <= TARGETS.added_p50_ms ? 'met' : 'MISSED'}` : '';
-    const label = mode === 'stream' ? 'stream (first event)' : mode;
+    const label = { stream: 'stream (first event)', floor: 'floor (relay only)' }[mode] ?? mode;
     s += `| ${label} | ${f3(m.direct.p50)} | ${f3(m.direct.p90)} | ${f3(m.direct.p99)} | ${f3(m.contextd.p50)} | ` +
       `${f3(m.contextd.p90)} | ${f3(m.contextd.p99)} | ${f3(m.added_p50)} | ${f3(m.paired_diff_p50)} | ` +
       `${m.ratio_p50.toFixed(2)}x | ${f3(m.contextd_cpu_ms_per_request)} | ${target} |\n`;
