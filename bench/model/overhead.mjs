@@ -18,9 +18,13 @@
 // - stream: steady, with `stream: true`; time to the first SSE event (message_start).
 // - floor: steady, but contextd gets the request at /v1/bench-floor, which its gateway forwards
 //   untouched (no parse, fold, scrub, count or save): the relay's own cost, for comparison.
-import { spawn } from 'node:child_process';
+// With `--callgrind N` it measures instead, with contextd under valgrind's callgrind, the
+// user-space instructions per request of N requests of each mode (contextd only, no direct
+// path): steadier than milliseconds on a shared VM. The profile stays in --out for
+// callgrind_annotate.
+import { execFileSync, spawn } from 'node:child_process';
 import { createServer, Agent, request as httpRequest } from 'node:http';
-import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { loadO200k } from './caching_double.mjs';
@@ -330,12 +334,17 @@ export async function startDouble() {
 // ---------------------------------------------------------------------------------------------
 // contextd.
 
-export async function startContextd(binary, upstreamUrl) {
+// `callgrindOut`: run contextd under callgrind, instrumentation off, profile to that file.
+export async function startContextd(binary, upstreamUrl, { callgrindOut = null } = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), 'contextd-model-overhead-'));
   const config = join(dataDir, 'contextd.yaml');
   writeFileSync(config, `model_gateway:\n  anthropic:\n    base_url: ${upstreamUrl}\n`);
-  const proc = spawn(binary, ['serve', '--transport', 'http', '--listen', '127.0.0.1:0', '--data-dir', dataDir,
-    '--config', config, '--log-level', 'warn'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const args = ['serve', '--transport', 'http', '--listen', '127.0.0.1:0', '--data-dir', dataDir,
+    '--config', config, '--log-level', 'warn'];
+  const proc = callgrindOut
+    ? spawn('valgrind', ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${callgrindOut}`, binary, ...args],
+      { stdio: ['ignore', 'ignore', 'pipe'] })
+    : spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   const stop = async () => {
     if (proc.exitCode === null && proc.signalCode === null) {
@@ -347,7 +356,8 @@ export async function startContextd(binary, upstreamUrl) {
   };
   try {
     const origin = await new Promise((resolveUrl, reject) => {
-      const timer = setTimeout(() => reject(new Error(`contextd did not start in 20 s; stderr:\n${stderr}`)), 20000);
+      const limit = callgrindOut ? 300 : 20;
+      const timer = setTimeout(() => reject(new Error(`contextd did not start in ${limit} s; stderr:\n${stderr}`)), limit * 1000);
       proc.stderr.on('data', (chunk) => {
         stderr = (stderr + chunk.toString()).slice(-20000);
         const m = stderr.match(/listening on http:\/\/(\S+?)\/mcp/);
@@ -399,12 +409,12 @@ export function percentile(values, p) {
 }
 
 function parseArgs(argv) {
-  const opts = { n: 200, warmup: 20, lane: 10, seed: 1, modes: ['steady', 'cold', 'stream', 'floor'] };
+  const opts = { n: 200, warmup: 20, lane: 10, seed: 1, modes: ['steady', 'cold', 'stream', 'floor'], callgrind: 0 };
   for (let i = 0; i < argv.length; i++) {
     const key = argv[i].replace(/^--/, '');
     const value = argv[++i];
     if (value === undefined) throw new Error(`--${key} needs a value`);
-    if (['n', 'warmup', 'lane', 'seed'].includes(key)) opts[key] = Number(value);
+    if (['n', 'warmup', 'lane', 'seed', 'callgrind'].includes(key)) opts[key] = Number(value);
     else if (key === 'modes') opts.modes = value.split(',').filter(Boolean);
     else if (['binary', 'out'].includes(key)) opts[key] = value;
     else throw new Error(`unknown option --${key}`);
@@ -423,6 +433,7 @@ async function main() {
   const base = requestBody(conv, BASE_MESSAGES, false);
   const workload = {
     messages: BASE_MESSAGES, body_bytes: base.length, tokens: countTokens(conv, BASE_MESSAGES, count),
+    body_json_tokens: count(base.toString()),
     tools: conv.tools.length, lane_pairs: opts.lane,
     lane_first_tokens: countTokens(conv, BASE_MESSAGES - 2 * opts.lane, count),
     lane_last_tokens: countTokens(conv, BASE_MESSAGES + 2 * opts.lane, count),
@@ -431,6 +442,10 @@ async function main() {
     `conversation: ${workload.messages} messages, ${(workload.body_bytes / 1024).toFixed(0)} KiB, ` +
     `${workload.tokens} tokens (o200k_base); steady lanes ${workload.lane_first_tokens}-${workload.lane_last_tokens} tokens\n`);
 
+  if (opts.callgrind > 0) {
+    await callgrindMain(opts, conv, { machine, workload });
+    return;
+  }
   const double = await startDouble();
   const contextd = await startContextd(opts.binary, double.url);
   const paths = {
@@ -525,6 +540,69 @@ async function main() {
   const file = join(opts.out, 'model-overhead.json');
   writeFileSync(file, JSON.stringify(results, null, 1) + '\n');
   process.stdout.write(table(results) + `results: ${file}\n`);
+}
+
+// Instructions per request of each mode under callgrind (contextd only). Each mode: a lane's first
+// request (or, for cold, one request) with instrumentation off, then N requests counted.
+async function callgrindMain(opts, conv, results) {
+  mkdirSync(opts.out, { recursive: true });
+  const cgOut = join(resolve(opts.out), 'model-overhead.callgrind');
+  for (const f of readdirSync(opts.out)) if (f.startsWith('model-overhead.callgrind')) rmSync(join(opts.out, f));
+  const double = await startDouble();
+  const contextd = await startContextd(opts.binary, double.url, { callgrindOut: cgOut });
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  // valgrind may run the tool in a child process: address the one with our profile's name.
+  const vg = execFileSync('pgrep', ['-f', '--', `--callgrind-out-file=${cgOut}`]).toString().trim().split('\n').at(-1);
+  const control = (...args) => execFileSync('callgrind_control', [...args, vg], { stdio: 'ignore' });
+  let session = 0;
+  let dumps = 0;
+  const send = async (n, stream, sid, path = '/v1/messages') => {
+    const t = await post(agent, contextd.origin, requestBody(conv, n, stream), sid, path);
+    if (t.status !== 200) throw new Error(`status ${t.status}; contextd stderr:\n${contextd.stderr()}`);
+  };
+  results.callgrind = { n: opts.callgrind, modes: {} };
+  try {
+    for (const mode of opts.modes) {
+      const stream = mode === 'stream';
+      const path = mode === 'floor' ? '/v1/bench-floor' : '/v1/messages';
+      const start = BASE_MESSAGES - 2 * opts.lane;
+      let sid = `cg-${mode}-${++session}`;
+      await send(mode === 'cold' ? BASE_MESSAGES : start, stream, sid, path);
+      control('-i', 'on');
+      for (let k = 1; k <= opts.callgrind; k++) {
+        if (mode === 'cold') {
+          await send(BASE_MESSAGES, stream, `cg-${mode}-${++session}`, path);
+        } else {
+          const step = ((k - 1) % (2 * opts.lane)) + 1;
+          if (k > 1 && step === 1) {  // a new lane: its first request (all new) is not counted
+            control('-i', 'off');
+            sid = `cg-${mode}-${++session}`;
+            await send(start, stream, sid, path);
+            control('-i', 'on');
+          }
+          await send(start + 2 * step, stream, sid, path);
+        }
+      }
+      control('-i', 'off');
+      control('-d');
+      dumps++;
+      // Each dump is one file (all threads): <out>.<dump number>.
+      const file = `${cgOut}.${dumps}`;
+      // One "totals:" line per part of the dump; "summary:" lines are 0 with --instr-atstart=no.
+      const ir = [...readFileSync(file, 'utf8').matchAll(/^totals: (\d+)/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+      results.callgrind.modes[mode] = { instructions_per_request: ir / opts.callgrind, profile: file };
+      process.stderr.write(`${mode}: ${(ir / opts.callgrind / 1e6).toFixed(2)} M instructions per request (${file})\n`);
+    }
+  } finally {
+    agent.destroy();
+    await contextd.stop();
+    await double.close();
+  }
+  writeFileSync(join(opts.out, 'model-overhead-callgrind.json'), JSON.stringify(results, null, 1) + '\n');
+  let t = `\ncontextd user-space instructions per request (callgrind, ${opts.callgrind} requests per mode; ` +
+    `${results.workload.messages} messages, ${(results.workload.body_bytes / 1024).toFixed(0)} KiB):\n\n| mode | M instructions / request |\n|---|---:|\n`;
+  for (const [mode, m] of Object.entries(results.callgrind.modes)) t += `| ${mode} | ${(m.instructions_per_request / 1e6).toFixed(2)} |\n`;
+  process.stdout.write(t + `\nprofiles: ${cgOut}.N (callgrind_annotate)\n`);
 }
 
 const f3 = (v) => (v === null || v === undefined ? '' : v.toFixed(3));

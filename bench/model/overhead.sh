@@ -4,7 +4,7 @@
 # steady state (the conversation grows by one turn per request), cold (a new conversation each
 # time) and streaming time to first event, and the added latency against the targets.
 #   bench/model/overhead.sh [BUILD_DIR] [--n 200] [--warmup 20] [--lane 10] [--seed 1]
-#                           [--modes steady,cold,stream,floor]
+#                           [--modes steady,cold,stream,floor] [--callgrind N]
 # BUILD_DIR defaults to build/release (binary BUILD_DIR/src/cli/contextd; CONTEXTD_BINARY
 # overrides). Needs node and tools/npm/tokens (scripts/install-deps.sh). Results:
 # $MODEL_OVERHEAD_OUT/model-overhead.json (default $TMPDIR, else /tmp).
