@@ -210,7 +210,7 @@ void AnthropicGateway::HandleMessages(transport::HttpRequest request,
     return;
   }
   Post([this, exchange, tenant, session] {
-    auto parsed = AnthropicRequest::Parse(std::move(exchange->body));
+    auto parsed = context_.Parse(tenant, session, std::move(exchange->body));
     if (!parsed.ok()) {
       exchange->responder->Respond(ErrorResponse(
           400, "invalid_request_error",
@@ -218,7 +218,11 @@ void AnthropicGateway::HandleMessages(transport::HttpRequest request,
                        parsed.status().message())));
       return;
     }
-    auto applied = context_.Apply(tenant, session, **parsed, WallMs());
+    std::shared_ptr<AnthropicRequest> messages = *std::move(parsed);
+    exchange->report.usage.model = messages->model();
+    exchange->stream_answer = messages->stream();
+    auto applied = context_.Apply(tenant, session, messages, WallMs());
+    messages.reset();  // the context manager keeps it for the conversation's next request
     if (!applied.ok()) {
       base::LogError(absl::StrCat("model gateway: conversation state: ", applied.status().ToString()));
       exchange->responder->Respond(ErrorResponse(
@@ -228,14 +232,22 @@ void AnthropicGateway::HandleMessages(transport::HttpRequest request,
     }
     exchange->body = std::move(applied->body);
     exchange->report.usage.key = applied->key;
-    exchange->report.usage.model = (*parsed)->model();
     exchange->report.usage.branch_id = applied->open_branch_id;
     exchange->report.usage.tokens_before = applied->tokens_before;
     exchange->report.usage.tokens_after = applied->tokens_after;
-    exchange->stream_answer = (*parsed)->stream();
     applied->body.clear();
     exchange->report.applied = std::move(*applied);
+    std::optional<ConversationUpdate> deferred = std::move(exchange->report.applied.deferred);
+    const ConversationKey key = exchange->report.applied.key;
+    const uint64_t sequence = exchange->report.applied.sequence;
     Forward(exchange);
+    if (deferred) {
+      AppliedRequest pending;
+      pending.key = key;
+      pending.sequence = sequence;
+      pending.deferred = std::move(deferred);
+      context_.SaveFrontier(pending);
+    }
   });
 }
 

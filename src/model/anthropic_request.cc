@@ -1,6 +1,7 @@
 #include "model/anthropic_request.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -22,6 +23,15 @@ BlockKind KindOf(std::string_view type) {
   return BlockKind::kOther;
 }
 
+// The first bytes of a text block decoded at parse time (enough to tell a client's
+// <system-reminder> from text a person wrote); the rest is read on demand.
+constexpr size_t kTextPrefixBytes = 64;
+
+bool IsBranchTool(std::string_view name) {
+  std::string_view bare = BareToolName(name);
+  return bare == "branch_create" || bare == "branch_return";
+}
+
 Role RoleOf(std::string_view role) {
   if (role == "user") return Role::kUser;
   if (role == "assistant") return Role::kAssistant;
@@ -40,17 +50,53 @@ int CountMarkers(std::string_view doc, const RawNode* array) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<AnthropicRequest>> AnthropicRequest::Parse(std::string body) {
+absl::StatusOr<std::unique_ptr<AnthropicRequest>> AnthropicRequest::Parse(
+    std::string body, AnthropicRequest* previous) {
   std::unique_ptr<AnthropicRequest> request(new AnthropicRequest());
   request->body_ = std::move(body);
-  auto root = ParseRawJson(request->body_, kRecordDepth);
+  // The messages the previous request of the conversation held byte for byte, at the same
+  // offsets (everything before their end is unchanged), are taken over instead of read again.
+  ArrayReuse reuse;
+  size_t reused = 0;
+  if (previous != nullptr && previous->messages_ != nullptr) {
+    std::string_view now = request->body_;
+    std::string_view then = previous->body_;
+    size_t n = std::min(now.size(), then.size());
+    size_t same = 0;
+    // Compare in large chunks first (memcmp is fast), then narrow down.
+    constexpr size_t kChunk = 4096;
+    while (same + kChunk <= n && std::memcmp(now.data() + same, then.data() + same, kChunk) == 0) {
+      same += kChunk;
+    }
+    while (same < n && now[same] == then[same]) ++same;
+    // messages_ points into previous->root_, which `previous` (non-const) owns.
+    std::vector<RawNode>& donor = const_cast<RawNode*>(previous->messages_)->children;
+    if (previous->messages_->begin < same) {
+      while (reused < donor.size() && donor[reused].end <= same &&
+             reused < previous->transcript_.messages.size()) {
+        ++reused;
+      }
+    }
+    if (reused > 0) reuse = ArrayReuse{previous->messages_->begin, &donor, reused};
+  }
+  // Only `messages` is navigated deeply, and in a block only its `content` (a tool result's
+  // parts): tool schemas, tool inputs and the rest are validated but not listed.
+  static const RecordPolicy policy = [](int depth, std::string_view key, int limit) {
+    if (depth == 0) return key == "\"messages\"" ? limit : 3;
+    if (depth == 4 && key != "\"content\"") return 5;
+    return limit;
+  };
+  auto root = ParseRawJson(request->body_, kRecordDepth, 256, &policy,
+                           reused > 0 ? &reuse : nullptr);
   if (!root.ok()) return root.status();
   request->root_ = *std::move(root);
-  RETURN_IF_ERROR(request->Index());
+  const bool took = reused > 0 && reuse.donor == nullptr;
+  request->reused_messages_ = took ? reused : 0;
+  RETURN_IF_ERROR(request->Index(took ? previous : nullptr, request->reused_messages_));
   return request;
 }
 
-absl::Status AnthropicRequest::Index() {
+absl::Status AnthropicRequest::Index(AnthropicRequest* previous, size_t reused) {
   std::string_view doc = body_;
   if (root_.type != JsonType::kObject) {
     return absl::InvalidArgumentError("the request body must be a JSON object");
@@ -69,17 +115,46 @@ absl::Status AnthropicRequest::Index() {
 
   refs_.reserve(messages_->children.size());
   transcript_.messages.reserve(messages_->children.size());
+  // Calls of the previous message that are contextd's branch tools: their results' text is read
+  // now (the fold core looks for branch ids in it); every other text is read on demand.
+  std::vector<std::string> branch_calls;
   for (size_t m = 0; m < messages_->children.size(); ++m) {
     const RawNode& node = messages_->children[m];
     if (node.type != JsonType::kObject) {
       return absl::InvalidArgumentError(absl::StrCat("messages.", m, ": an object is required"));
+    }
+    if (m < reused) {
+      // Taken over from the previous request (same bytes, same offsets): its neutral message,
+      // keys included, and its text spans; only the node pointers are found again.
+      MessageRef& ref = refs_.emplace_back();
+      const MessageRef& old = previous->refs_[m];
+      transcript_.messages.push_back(std::move(previous->transcript_.messages[m]));
+      ref.node = &node;
+      ref.string_content = old.string_content;
+      ref.content = FindMember(doc, node, "content");
+      ref.blocks.resize(old.blocks.size());
+      for (size_t b = 0; b < old.blocks.size(); ++b) {
+        BlockRef& block = ref.blocks[b];
+        block.texts = old.blocks[b].texts;
+        block.node = ref.string_content ? ref.content : &ref.content->children[b];
+        if (old.blocks[b].cache_control != nullptr) {
+          block.cache_control = FindMember(doc, *block.node, "cache_control");
+        }
+      }
+      branch_calls.clear();
+      for (const Block& block : transcript_.messages.back().blocks) {
+        if (block.kind == BlockKind::kToolCall && IsBranchTool(block.tool_name)) {
+          branch_calls.push_back(block.call_id);
+        }
+      }
+      continue;
     }
     MessageRef& ref = refs_.emplace_back();
     Message& message = transcript_.messages.emplace_back();
     ref.node = &node;
     message.role = RoleOf(StringMember(doc, node, "role").value_or(""));
     ref.content = FindMember(doc, node, "content");
-    std::string key_input = absl::StrCat(static_cast<int>(message.role), ":");
+    std::vector<std::string> calls_here;
     if (ref.content != nullptr && ref.content->type == JsonType::kString) {
       ref.string_content = true;
       BlockRef& block_ref = ref.blocks.emplace_back();
@@ -88,9 +163,7 @@ absl::Status AnthropicRequest::Index() {
       Block& block = message.blocks.emplace_back();
       block.kind = BlockKind::kText;
       block.type = "text";
-      block.text = DecodeJsonString(ref.content->Text(doc));
-      block.key = Digest({"string", ref.content->Text(doc)});
-      key_input += block.key;
+      block.text = DecodeJsonString(ref.content->Text(doc), kTextPrefixBytes);
     } else if (ref.content != nullptr && ref.content->type == JsonType::kArray) {
       for (const RawNode& element : ref.content->children) {
         BlockRef& block_ref = ref.blocks.emplace_back();
@@ -98,8 +171,6 @@ absl::Status AnthropicRequest::Index() {
         block_ref.node = &element;
         if (element.type != JsonType::kObject) {
           block.kind = BlockKind::kOther;
-          block.key = Digest({"other", element.Text(doc)});
-          key_input += block.key;
           continue;
         }
         block_ref.cache_control = FindMember(doc, element, "cache_control");
@@ -111,17 +182,18 @@ absl::Status AnthropicRequest::Index() {
             if (const RawNode* text = FindMember(doc, element, "text");
                 text != nullptr && text->type == JsonType::kString) {
               block_ref.texts.push_back({text->begin, text->end});
-              block.text = DecodeJsonString(text->Text(doc));
+              block.text = DecodeJsonString(text->Text(doc), kTextPrefixBytes);
             }
-            break;
-          case BlockKind::kThinking:
-            block.text = StringMember(doc, element, "thinking").value_or("");
             break;
           case BlockKind::kToolCall: {
             block.call_id = StringMember(doc, element, "id").value_or("");
             block.tool_name = StringMember(doc, element, "name").value_or("");
-            const RawNode* input = FindMember(doc, element, "input");
-            if (input != nullptr) block.text = std::string(input->Text(doc));
+            if (IsBranchTool(block.tool_name)) {
+              if (const RawNode* input = FindMember(doc, element, "input")) {
+                block.text = std::string(input->Text(doc));
+              }
+              calls_here.push_back(block.call_id);
+            }
             break;
           }
           case BlockKind::kToolResult: {
@@ -132,7 +204,6 @@ absl::Status AnthropicRequest::Index() {
             if (content == nullptr) break;
             if (content->type == JsonType::kString) {
               block_ref.texts.push_back({content->begin, content->end});
-              block.text = DecodeJsonString(content->Text(doc));
             } else if (content->type == JsonType::kArray) {
               for (const RawNode& part : content->children) {
                 if (part.type != JsonType::kObject) continue;
@@ -140,38 +211,97 @@ absl::Status AnthropicRequest::Index() {
                 const RawNode* text = FindMember(doc, part, "text");
                 if (text == nullptr || text->type != JsonType::kString) continue;
                 block_ref.texts.push_back({text->begin, text->end});
-                if (!block.text.empty()) block.text.push_back('\n');
-                block.text += DecodeJsonString(text->Text(doc));
               }
+            }
+            if (std::find(branch_calls.begin(), branch_calls.end(), block.call_id) !=
+                branch_calls.end()) {
+              block.text = BlockText(m, message.blocks.size() - 1);
             }
             break;
           }
+          case BlockKind::kThinking:
           case BlockKind::kMedia:
           case BlockKind::kOther:
             break;
         }
-        if (block_ref.cache_control != nullptr) {
-          block.key = Digest({"block", Normalized(block_ref)});
-        } else {
-          block.key = Digest({"block", element.Text(doc)});
-        }
-        key_input += block.key;
       }
-    } else if (ref.content != nullptr) {
-      // Content of another type: the provider will answer; kept as it is.
-      BlockRef& block_ref = ref.blocks.emplace_back();
-      block_ref.node = ref.content;
-      Block& block = message.blocks.emplace_back();
-      block.kind = BlockKind::kOther;
-      block.key = Digest({"other", ref.content->Text(doc)});
-      key_input += block.key;
     }
-    if (message.role == Role::kOther) {
-      key_input += Digest({"role", StringMember(doc, node, "role").value_or("")});
-    }
-    message.key = Digest({"message", key_input});
+    branch_calls = std::move(calls_here);
   }
   return absl::OkStatus();
+}
+
+std::string AnthropicRequest::BlockText(size_t message, size_t block) const {
+  const BlockRef& ref = refs_[message].blocks[block];
+  std::string_view doc = body_;
+  const Block& neutral = transcript_.messages[message].blocks[block];
+  if (neutral.kind == BlockKind::kToolCall) {
+    if (const RawNode* input = FindMember(doc, *ref.node, "input")) {
+      return std::string(input->Text(doc));
+    }
+    return "";
+  }
+  if (neutral.kind == BlockKind::kThinking) {
+    return StringMember(doc, *ref.node, "thinking").value_or("");
+  }
+  std::string out;
+  for (const TextSpan& span : ref.texts) {
+    if (!out.empty()) out.push_back('\n');
+    out += DecodeJsonString(doc.substr(span.begin, span.end - span.begin));
+  }
+  return out;
+}
+
+std::string AnthropicRequest::BlockKey(const BlockRef& ref, bool string_content) const {
+  std::string_view doc = body_;
+  if (string_content) return Digest({"string", ref.node->Text(doc)});
+  if (ref.node->type != JsonType::kObject) return Digest({"other", ref.node->Text(doc)});
+  if (ref.cache_control != nullptr) return Digest({"block", Normalized(ref)});
+  return Digest({"block", ref.node->Text(doc)});
+}
+
+void AnthropicRequest::ComputeKey(size_t m) {
+  const MessageRef& ref = refs_[m];
+  Message& message = transcript_.messages[m];
+  std::string key_input = absl::StrCat(static_cast<int>(message.role), ":");
+  for (size_t b = 0; b < ref.blocks.size(); ++b) {
+    message.blocks[b].key = BlockKey(ref.blocks[b], ref.string_content);
+    key_input += message.blocks[b].key;
+  }
+  if (message.role == Role::kOther) {
+    key_input += Digest({"role", StringMember(body_, *ref.node, "role").value_or("")});
+  }
+  message.key = Digest({"message", key_input});
+}
+
+std::string AnthropicRequest::FirstMessageKey() {
+  if (refs_.empty()) return "";
+  if (transcript_.messages[0].key.empty()) ComputeKey(0);
+  return transcript_.messages[0].key;
+}
+
+size_t AnthropicRequest::ComputeKeys(const AnthropicRequest* previous) {
+  size_t reused = 0;
+  for (size_t m = 0; m < refs_.size(); ++m) {
+    Message& message = transcript_.messages[m];
+    if (previous != nullptr && m < previous->refs_.size()) {
+      // A message the client sent byte for byte last time has the keys it had then.
+      std::string_view now = refs_[m].node->Text(body_);
+      std::string_view then = previous->refs_[m].node->Text(previous->body_);
+      const Message& old = previous->transcript_.messages[m];
+      if (now == then && old.blocks.size() == message.blocks.size() && !old.key.empty()) {
+        message.key = old.key;
+        for (size_t b = 0; b < message.blocks.size(); ++b) {
+          message.blocks[b].key = old.blocks[b].key;
+        }
+        ++reused;
+        continue;
+      }
+    }
+    if (!message.key.empty()) continue;  // message 0 (FirstMessageKey), or taken over
+    ComputeKey(m);
+  }
+  return reused;
 }
 
 const std::vector<AnthropicRequest::TextSpan>& AnthropicRequest::TextSpans(size_t message,

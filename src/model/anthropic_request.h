@@ -33,10 +33,32 @@ class AnthropicRequest {
  public:
   // Parses `body`. InvalidArgument (naming the problem) when it is not JSON, not an object, or
   // `messages` is missing or not an array of objects.
-  static absl::StatusOr<std::unique_ptr<AnthropicRequest>> Parse(std::string body);
+  // With `previous` (the conversation's last request, owned by the caller and spent by this:
+  // only its destruction is safe afterwards), the messages it holds byte for byte at the same
+  // offsets are taken over instead of read again.
+  static absl::StatusOr<std::unique_ptr<AnthropicRequest>> Parse(
+      std::string body, AnthropicRequest* previous = nullptr);
+
+  // How many messages Parse took over from `previous`.
+  size_t reused_messages() const { return reused_messages_; }
 
   const std::string& body() const { return body_; }
+  // The neutral view. Block::text is filled at parse time only where the fold core needs it:
+  // branch_create/branch_return calls and their results (whole), text blocks (their first 64
+  // bytes). BlockText reads any block whole. Keys are empty until ComputeKeys.
   const Transcript& transcript() const { return transcript_; }
+
+  // The key of message 0 (computing it if needed), "" without messages: it names the thread.
+  std::string FirstMessageKey();
+  // Fills every block and message key. A message whose bytes equal those of the same message of
+  // `previous` (the thread's last request, or null) takes its keys without hashing. Returns how
+  // many messages were taken so.
+  size_t ComputeKeys(const AnthropicRequest* previous);
+
+  // What the model reads of block (message, block), decoded: a text block's or a string
+  // content's text, a tool result's text parts joined by newlines, a tool call's input (JSON),
+  // a thinking block's thinking; "" for others.
+  std::string BlockText(size_t message, size_t block) const;
   const std::string& model() const { return model_; }
   bool stream() const { return stream_; }
 
@@ -73,9 +95,11 @@ class AnthropicRequest {
     std::vector<BlockRef> blocks;
   };
   AnthropicRequest() = default;
-  absl::Status Index();
+  absl::Status Index(AnthropicRequest* previous, size_t reused);
   // The block's bytes without its cache_control member.
   std::string Normalized(const BlockRef& ref) const;
+  std::string BlockKey(const BlockRef& ref, bool string_content) const;
+  void ComputeKey(size_t m);
   std::string RewriteBlockRef(const BlockRef& ref,
                               const std::vector<std::pair<TextSpan, std::string>>& replacements) const;
   // The bytes between messages m-1 and m as the client sent them ("," for a new neighbour).
@@ -95,6 +119,7 @@ class AnthropicRequest {
   std::string model_;
   bool stream_ = false;
   int markers_outside_messages_ = 0;
+  size_t reused_messages_ = 0;
 };
 
 }  // namespace contextd::model

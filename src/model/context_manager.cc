@@ -46,6 +46,66 @@ std::shared_ptr<ContextManager::ThreadState> ContextManager::Thread(const std::s
   return state;
 }
 
+absl::StatusOr<std::shared_ptr<AnthropicRequest>> ContextManager::Parse(
+    const std::string& tenant, const std::string& conversation_id, std::string body) {
+  std::shared_ptr<AnthropicRequest> previous;
+  if (!conversation_id.empty()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = lasts_.find(absl::StrCat(tenant, "\n", conversation_id));
+    if (it != lasts_.end()) {
+      previous = std::move(it->second.request);  // spent by the parse: nobody else may use it
+      lasts_lru_.erase(it->second.lru);
+      lasts_.erase(it);
+    }
+  }
+  auto parsed = AnthropicRequest::Parse(std::move(body), previous.get());
+  if (!parsed.ok()) return parsed.status();
+  return std::shared_ptr<AnthropicRequest>(*std::move(parsed));
+}
+
+void ContextManager::RememberLast(const std::string& id,
+                                  std::shared_ptr<AnthropicRequest> request) {
+  std::shared_ptr<AnthropicRequest> dropped;  // released outside the lock
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = lasts_.find(id);
+  if (it != lasts_.end()) {
+    dropped = std::move(it->second.request);
+    it->second.request = std::move(request);
+    lasts_lru_.splice(lasts_lru_.begin(), lasts_lru_, it->second.lru);
+    return;
+  }
+  lasts_lru_.push_front(id);
+  lasts_.emplace(id, Last{std::move(request), lasts_lru_.begin()});
+  while (lasts_.size() > std::max<size_t>(1, options_.max_threads_in_memory)) {
+    lasts_.erase(lasts_lru_.back());
+    lasts_lru_.pop_back();
+  }
+}
+
+std::string ContextManager::ThreadId(const ConversationKey& key) {
+  return absl::StrCat(key.tenant, "\n", key.conversation, "\n", key.thread);
+}
+
+void ContextManager::Forget(ThreadState& state) {
+  state.loaded = false;
+  state.frontier.clear();
+  state.blocks.clear();
+  state.appends.clear();
+  state.folds.clear();
+}
+
+void ContextManager::SaveFrontier(const AppliedRequest& applied) {
+  if (!applied.deferred) return;
+  std::shared_ptr<ThreadState> state = Thread(ThreadId(applied.key));
+  std::lock_guard<std::mutex> lock(state->mu);
+  if (!state->loaded || state->sequence != applied.sequence) return;
+  if (absl::Status saved = store_.Save(applied.key, *applied.deferred); !saved.ok()) {
+    base::LogError(absl::StrCat("model gateway: saving a conversation's frontier: ",
+                                saved.ToString()));
+    Forget(*state);
+  }
+}
+
 absl::Status ContextManager::Load(const ConversationKey& key, ThreadState& state) {
   ASSIGN_OR_RETURN(std::optional<ConversationState> stored, store_.Load(key));
   if (stored) {
@@ -71,22 +131,51 @@ absl::Status ContextManager::Load(const ConversationKey& key, ThreadState& state
   return absl::OkStatus();
 }
 
-int64_t ContextManager::Tokens(ThreadState& state, const Block& block) const {
+int64_t ContextManager::Tokens(ThreadState& state, const AnthropicRequest& request, size_t m,
+                               size_t b) const {
+  const Block& block = request.transcript().messages[m].blocks[b];
   auto it = state.tokens.find(block.key);
   if (it != state.tokens.end()) return it->second;
-  int64_t n = static_cast<int64_t>(counter_.Count(block.text));
+  int64_t n = static_cast<int64_t>(counter_.Count(request.BlockText(m, b)));
   state.tokens.emplace(block.key, n);
   return n;
 }
 
-void ContextManager::RecordCalls(const ConversationKey& key, const Transcript& t, size_t old,
-                                 const FoldPlan& folds, ThreadState& state) {
+int64_t ContextManager::MessageTokens(ThreadState& state, const AnthropicRequest& request,
+                                      size_t m) const {
+  const Message& message = request.transcript().messages[m];
+  auto it = state.message_tokens.find(message.key);
+  if (it != state.message_tokens.end()) return it->second;
+  int64_t n = 0;
+  for (size_t b = 0; b < message.blocks.size(); ++b) n += Tokens(state, request, m, b);
+  state.message_tokens.emplace(message.key, n);
+  return n;
+}
+
+int64_t ContextManager::TextTokens(ThreadState& state, const std::string& text) const {
+  std::string key = Digest({"generated", text});
+  auto it = state.tokens.find(key);
+  if (it != state.tokens.end()) return it->second;
+  int64_t n = static_cast<int64_t>(counter_.Count(text));
+  state.tokens.emplace(std::move(key), n);
+  return n;
+}
+
+void ContextManager::RecordCalls(const ConversationKey& key, const AnthropicRequest& request,
+                                 size_t old, const FoldPlan& folds, ThreadState& state,
+                                 const std::map<std::pair<size_t, size_t>, std::string>& scrubbed) {
+  const Transcript& t = request.transcript();
   if (!recorder_ || old >= t.messages.size()) return;
-  std::unordered_map<std::string, const Block*> calls;
+  struct Where {
+    const Block* block;
+    size_t m, b;
+  };
+  std::unordered_map<std::string, Where> calls;
   std::string anchor;
-  for (const Message& message : t.messages) {
-    for (const Block& block : message.blocks) {
-      if (block.kind == BlockKind::kToolCall) calls[block.call_id] = &block;
+  for (size_t m = 0; m < t.messages.size(); ++m) {
+    const std::vector<Block>& blocks = t.messages[m].blocks;
+    for (size_t b = 0; b < blocks.size(); ++b) {
+      if (blocks[b].kind == BlockKind::kToolCall) calls[blocks[b].call_id] = {&blocks[b], m, b};
     }
   }
   for (const FoldEdit& edit : folds.edits) {
@@ -95,33 +184,36 @@ void ContextManager::RecordCalls(const ConversationKey& key, const Transcript& t
   if (anchor.empty() && !folds.open_branch_ids.empty()) anchor = folds.open_branch_ids.front();
   std::vector<ModelToolCall> done;
   for (size_t m = old; m < t.messages.size(); ++m) {
-    for (const Block& block : t.messages[m].blocks) {
+    for (size_t b = 0; b < t.messages[m].blocks.size(); ++b) {
+      const Block& block = t.messages[m].blocks[b];
       if (block.kind != BlockKind::kToolResult) continue;
       auto call = calls.find(block.call_id);
       // contextd's own tools and proxied upstreams are recorded by the MCP side.
       if (call == calls.end() ||
-          call->second->tool_name.find("contextd__") != std::string::npos) {
+          call->second.block->tool_name.find("contextd__") != std::string::npos) {
         continue;
       }
       ModelToolCall record;
       if (!folds.open_branch_id.empty() && m > folds.open_branch_create_message) {
         record.branch_id = folds.open_branch_id;
       }
-      record.tool = call->second->tool_name;
-      record.arguments = scrubber_.Scrub(call->second->text);
-      record.result = scrubber_.Scrub(block.text);
+      record.tool = call->second.block->tool_name;
+      record.arguments = scrubber_.Scrub(request.BlockText(call->second.m, call->second.b));
+      record.result = scrubbed.count({m, b}) ? scrubbed.at({m, b})
+                                             : scrubber_.Scrub(request.BlockText(m, b));
       record.is_error = block.is_error;
-      record.tokens_arguments = Tokens(state, *call->second);
-      record.tokens_result = Tokens(state, block);
+      record.tokens_arguments = Tokens(state, request, call->second.m, call->second.b);
+      record.tokens_result = Tokens(state, request, m, b);
       done.push_back(std::move(record));
     }
   }
   if (!done.empty()) recorder_(key, anchor, done);
 }
 
-void ContextManager::ChargeSpan(const std::string& tenant, const Transcript& t, size_t old,
-                                ThreadState& state, FoldPlan& folds, ConversationUpdate& update,
-                                AppliedRequest& applied) {
+void ContextManager::ChargeSpan(const std::string& tenant, const AnthropicRequest& request,
+                                size_t old, ThreadState& state, FoldPlan& folds,
+                                ConversationUpdate& update, AppliedRequest& applied) {
+  const Transcript& t = request.transcript();
   if (!charger_ || folds.open_branch_id.empty() || t.messages.empty()) return;
   // Calls to contextd's own tools (and proxied upstreams) are charged by the MCP side.
   std::unordered_map<std::string, bool> contextd_call;
@@ -134,11 +226,12 @@ void ContextManager::ChargeSpan(const std::string& tenant, const Transcript& t, 
   }
   int64_t tokens = 0;
   std::vector<std::string> tools;
-  const Block* newest_result = nullptr;
+  std::optional<std::pair<size_t, size_t>> newest_result;
   // The span: the calls made in the turn that opened the branch, and everything after it.
   const size_t create = folds.open_branch_create_message;
   for (size_t m = std::max(old, create); m < t.messages.size(); ++m) {
-    for (const Block& block : t.messages[m].blocks) {
+    for (size_t b = 0; b < t.messages[m].blocks.size(); ++b) {
+      const Block& block = t.messages[m].blocks[b];
       if (m == create && block.kind != BlockKind::kToolCall) continue;
       if (block.kind == BlockKind::kToolCall || block.kind == BlockKind::kToolResult) {
         auto it = contextd_call.find(block.call_id);
@@ -148,8 +241,8 @@ void ContextManager::ChargeSpan(const std::string& tenant, const Transcript& t, 
           std::find(tools.begin(), tools.end(), block.tool_name) == tools.end()) {
         tools.push_back(block.tool_name);
       }
-      if (block.kind == BlockKind::kToolResult) newest_result = &block;
-      tokens += Tokens(state, block);
+      if (block.kind == BlockKind::kToolResult) newest_result = {m, b};
+      tokens += Tokens(state, request, m, b);
     }
   }
   if (tokens == 0) return;
@@ -157,8 +250,9 @@ void ContextManager::ChargeSpan(const std::string& tenant, const Transcript& t, 
   for (size_t i = 0; i < tools.size(); ++i) label += (i == 0 ? "" : ",") + tools[i];
   if (label.empty()) label = "model turn";
   std::string excerpt;
-  if (newest_result != nullptr) {
-    excerpt = scrubber_.Scrub(std::string_view(newest_result->text).substr(0, 300));
+  if (newest_result) {
+    std::string text = request.BlockText(newest_result->first, newest_result->second);
+    excerpt = scrubber_.Scrub(std::string_view(text).substr(0, 300));
   }
   std::optional<SpanCharge> charged =
       charger_(tenant, folds.open_branch_id, label, excerpt, tokens);
@@ -184,22 +278,26 @@ void ContextManager::ChargeSpan(const std::string& tenant, const Transcript& t, 
   }
 }
 
-absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
-                                                     const std::string& conversation_id,
-                                                     const AnthropicRequest& request,
-                                                     int64_t now_ms) {
-  const Transcript& t = request.transcript();
+absl::StatusOr<AppliedRequest> ContextManager::Apply(
+    const std::string& tenant, const std::string& conversation_id,
+    const std::shared_ptr<AnthropicRequest>& request, int64_t now_ms) {
   AppliedRequest applied;
-  applied.messages = t.messages.size();
-  std::string first = t.messages.empty() ? std::string("empty") : Hex(t.messages[0].key);
+  std::string first = request->transcript().messages.empty()
+                          ? std::string("empty")
+                          : Hex(request->FirstMessageKey());
   applied.key.tenant = tenant;
   applied.key.conversation = conversation_id.empty() ? "m:" + first : conversation_id;
   applied.key.thread = first;
 
-  std::shared_ptr<ThreadState> state =
-      Thread(absl::StrCat(tenant, "\n", applied.key.conversation, "\n", applied.key.thread));
+  std::shared_ptr<ThreadState> state = Thread(ThreadId(applied.key));
   std::lock_guard<std::mutex> lock(state->mu);
   if (!state->loaded) RETURN_IF_ERROR(Load(applied.key, *state));
+  applied.sequence = ++state->sequence;
+  // Messages taken over from the conversation's last request have their keys: only the new
+  // tail is hashed.
+  request->ComputeKeys(nullptr);
+  const Transcript& t = request->transcript();
+  applied.messages = t.messages.size();
 
   // The frontier: messages [0, old) were forwarded before and are never decided anew.
   size_t old = 0;
@@ -214,8 +312,8 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
   FoldPlan folds = PlanFolds(t, state->folds, [&](const std::string& id) {
     return lookup_ ? lookup_(tenant, id) : std::nullopt;
   });
-  RecordCalls(applied.key, t, old, folds, *state);
-  ChargeSpan(tenant, t, old, *state, folds, update, applied);
+  const FoldPlan before_charge = folds;  // where the new calls were made
+  ChargeSpan(tenant, *request, old, *state, folds, update, applied);
   for (const FoldRecord& record : folds.new_records) {
     update.new_rewrites.push_back({RewriteKind::kFold, record.create_call_id, record.Serialize()});
     state->folds.emplace(record.create_call_id, record);
@@ -234,13 +332,14 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
   for (const FoldEdit& edit : plan.folds) {
     for (size_t m = edit.create_message + 1; m < edit.end_message; ++m) removed[m] = true;
   }
+  std::map<std::pair<size_t, size_t>, std::string> scrubbed_texts;  // new blocks, scrubbed
   for (size_t m = 0; m < t.messages.size(); ++m) {
     const Message& message = t.messages[m];
+    applied.tokens_before += MessageTokens(*state, *request, m);
     auto append = state->appends.find(message.key);
     if (append != state->appends.end()) plan.appends[m] = append->second;
     for (size_t b = 0; b < message.blocks.size(); ++b) {
       const Block& block = message.blocks[b];
-      applied.tokens_before += Tokens(*state, block);
       auto stored = state->blocks.find(block.key);
       if (stored != state->blocks.end()) {
         plan.blocks[{m, b}] = stored->second;
@@ -248,37 +347,56 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
       }
       if (m < old || removed[m] || !Scrubbable(message, block)) continue;
       std::vector<std::pair<AnthropicRequest::TextSpan, std::string>> replacements;
-      for (const AnthropicRequest::TextSpan& span : request.TextSpans(m, b)) {
-        std::string_view token = std::string_view(request.body()).substr(span.begin, span.end - span.begin);
+      std::string joined;
+      for (const AnthropicRequest::TextSpan& span : request->TextSpans(m, b)) {
+        std::string_view token =
+            std::string_view(request->body()).substr(span.begin, span.end - span.begin);
         std::string text = DecodeJsonString(token);
         std::string scrubbed = scrubber_.Scrub(text);
+        if (!joined.empty()) joined.push_back('\n');
+        joined += scrubbed;
         if (scrubbed != text) replacements.emplace_back(span, QuoteJsonString(scrubbed));
       }
+      scrubbed_texts.emplace(std::make_pair(m, b), std::move(joined));
       if (replacements.empty()) continue;
-      std::string value = request.RewriteBlock(m, b, replacements);
+      std::string value = request->RewriteBlock(m, b, replacements);
       update.new_rewrites.push_back({RewriteKind::kBlock, block.key, value});
       state->blocks.emplace(block.key, value);
       plan.blocks[{m, b}] = std::move(value);
       ++applied.redactions_new;
     }
   }
+  RecordCalls(applied.key, *request, old, before_charge, *state, scrubbed_texts);
 
-  applied.body = request.Render(plan);
-  Transcript rendered = request.RenderedTranscript(plan);
-  for (const Message& message : rendered.messages) {
-    for (const Block& block : message.blocks) {
-      if (!block.key.empty()) {
-        applied.tokens_after += Tokens(*state, block);
-      } else {
-        applied.tokens_after += static_cast<int64_t>(counter_.Count(block.text));
+  applied.body = request->Render(plan);
+  // What the model receives: the client's count, less what folds removed, plus what they and
+  // the appended notices add (redactions change a block's count little and are not recounted).
+  applied.tokens_after = applied.tokens_before;
+  for (const FoldEdit& edit : plan.folds) {
+    for (size_t m = edit.create_message + 1; m < edit.end_message; ++m) {
+      applied.tokens_after -= MessageTokens(*state, *request, m);
+    }
+    const Message& end = t.messages[edit.end_message];
+    for (size_t b = 0; b < end.blocks.size(); ++b) {
+      if (std::find(edit.kept_end_blocks.begin(), edit.kept_end_blocks.end(), b) ==
+          edit.kept_end_blocks.end()) {
+        applied.tokens_after -= Tokens(*state, *request, edit.end_message, b);
       }
     }
+    applied.tokens_after += TextTokens(*state, edit.result_text);
+    if (!edit.stub_call_ids.empty()) {
+      applied.tokens_after += static_cast<int64_t>(edit.stub_call_ids.size()) *
+                              TextTokens(*state, StubResultText(edit.branch_id));
+    }
   }
-  if (ValidateTranscript(t).ok()) {
-    if (absl::Status valid = ValidateTranscript(rendered); !valid.ok()) {
+  for (const auto& [m, text] : plan.appends) applied.tokens_after += TextTokens(*state, text);
+  // A decision taken now is checked before it leaves: the rewrite must keep a valid transcript
+  // valid (the stored ones were checked when they were taken).
+  if (!update.new_rewrites.empty() && ValidateTranscript(t).ok()) {
+    if (absl::Status valid = ValidateTranscript(request->RenderedTranscript(plan)); !valid.ok()) {
       base::LogError(absl::StrCat("model gateway: a rewrite broke the transcript (",
                                   valid.message(), "); forwarding the request unchanged"));
-      applied.body = request.body();
+      applied.body = request->body();
       applied.fallback = true;
     }
   }
@@ -286,17 +404,19 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
   update.frontier.reserve(t.messages.size());
   for (const Message& message : t.messages) update.frontier.push_back(message.key);
   bool frontier_changed = update.frontier != state->frontier;
-  if (frontier_changed || !update.new_rewrites.empty()) {
+  if (!update.new_rewrites.empty()) {
+    // New decisions are durable before the request leaves.
     if (absl::Status saved = store_.Save(applied.key, update); !saved.ok()) {
-      // The decisions above are not durable: forget them, so the next request reloads.
-      state->loaded = false;
-      state->frontier.clear();
-      state->blocks.clear();
-      state->appends.clear();
-      state->folds.clear();
+      Forget(*state);
       return saved;
     }
     state->frontier = std::move(update.frontier);
+  } else if (frontier_changed) {
+    state->frontier = update.frontier;
+    applied.deferred = std::move(update);
+  }
+  if (!conversation_id.empty()) {
+    RememberLast(absl::StrCat(tenant, "\n", conversation_id), request);
   }
   return applied;
 }

@@ -64,7 +64,9 @@ using TenantCallRecorder =
                        const std::vector<ModelToolCall>& calls)>;
 
 struct ContextManagerOptions {
-  size_t max_threads_in_memory = 256;  // least recently used threads beyond this are dropped
+  // Least recently used threads beyond this are dropped from memory (each keeps its last
+  // request: a few hundred KiB for a long conversation).
+  size_t max_threads_in_memory = 64;
 };
 
 // What Apply did to one request.
@@ -86,6 +88,10 @@ struct AppliedRequest {
   int64_t tokens_before = 0;   // messages as the client sent them
   int64_t tokens_after = 0;    // as forwarded
   bool fallback = false;       // the rewrite was not valid: the original body is forwarded
+  // Set when this request decided nothing new and only moved the frontier: that write is left
+  // to SaveFrontier, after the request is on its way (see there).
+  std::optional<ConversationUpdate> deferred;
+  uint64_t sequence = 0;  // of this request in its thread
 };
 
 class ContextManager {
@@ -98,9 +104,27 @@ class ContextManager {
   // Applies F(.) to `request` for `tenant`. `conversation_id`: the client's session id header
   // ("" when absent). Errors only from the store (Internal/Unavailable): the request must then
   // not be forwarded, since its decisions could not be kept.
+  // Parses a Messages request body of `tenant`'s conversation `conversation_id` (the client's
+  // session id; "" when absent), taking over what the conversation's last applied request held
+  // byte for byte, so that a resent history is not read again. InvalidArgument as
+  // AnthropicRequest::Parse.
+  absl::StatusOr<std::shared_ptr<AnthropicRequest>> Parse(const std::string& tenant,
+                                                          const std::string& conversation_id,
+                                                          std::string body);
+
+  // The request is kept as its conversation's last one (Parse takes over from it): the caller
+  // must not use it after this returns.
   absl::StatusOr<AppliedRequest> Apply(const std::string& tenant,
                                        const std::string& conversation_id,
-                                       const AnthropicRequest& request, int64_t now_ms);
+                                       const std::shared_ptr<AnthropicRequest>& request,
+                                       int64_t now_ms);
+
+  // Writes the frontier `applied` left to be written (AppliedRequest::deferred), unless a later
+  // request of the thread came first (it writes its own). Call it once the request is
+  // forwarded: only the frontier waits, never a decision, so a crash in between can only make
+  // the next request decide that tail again, under the same rules unless they changed in the
+  // same instant. A failure is logged and the thread reloaded from the store.
+  void SaveFrontier(const AppliedRequest& applied);
 
   size_t threads_in_memory() const;
 
@@ -113,21 +137,33 @@ class ContextManager {
     std::unordered_map<std::string, std::string> appends;  // RewriteKind::kAppend
     std::map<std::string, FoldRecord> folds;               // RewriteKind::kFold
     std::unordered_map<std::string, int64_t> tokens;       // block key -> tokens
+    std::unordered_map<std::string, int64_t> message_tokens;  // message key -> tokens
+    uint64_t sequence = 0;  // requests applied
   };
   struct Entry {
     std::shared_ptr<ThreadState> state;
     std::list<std::string>::iterator lru;
   };
   std::shared_ptr<ThreadState> Thread(const std::string& id);
+  static std::string ThreadId(const ConversationKey& key);
+  // Forgets what the thread decided in memory, so that its next request reloads the store.
+  static void Forget(ThreadState& state);
+  void RememberLast(const std::string& id, std::shared_ptr<AnthropicRequest> request);
   absl::Status Load(const ConversationKey& key, ThreadState& state);
-  int64_t Tokens(ThreadState& state, const Block& block) const;
+  // Token counts, cached per thread by key.
+  int64_t Tokens(ThreadState& state, const AnthropicRequest& request, size_t m, size_t b) const;
+  int64_t MessageTokens(ThreadState& state, const AnthropicRequest& request, size_t m) const;
+  int64_t TextTokens(ThreadState& state, const std::string& text) const;
   // Hands the calls completed by the new messages (past `old`) to the recorder.
-  void RecordCalls(const ConversationKey& key, const Transcript& t, size_t old,
-                   const FoldPlan& folds, ThreadState& state);
+  // `scrubbed`: the new blocks this request scrubbed, by (message, block), as scrubbed text.
+  void RecordCalls(const ConversationKey& key, const AnthropicRequest& request, size_t old,
+                   const FoldPlan& folds, ThreadState& state,
+                   const std::map<std::pair<size_t, size_t>, std::string>& scrubbed);
   // Charges the open branch with the new part of its span; may append a warning decision or
   // force-return the branch (then `folds` is planned again, folding it at the tail).
-  void ChargeSpan(const std::string& tenant, const Transcript& t, size_t old, ThreadState& state,
-                  FoldPlan& folds, ConversationUpdate& update, AppliedRequest& applied);
+  void ChargeSpan(const std::string& tenant, const AnthropicRequest& request, size_t old,
+                  ThreadState& state, FoldPlan& folds, ConversationUpdate& update,
+                  AppliedRequest& applied);
 
   const ContextManagerOptions options_;
   ConversationStore& store_;
@@ -139,6 +175,14 @@ class ContextManager {
   mutable std::mutex mu_;  // guards threads_ and lru_
   std::unordered_map<std::string, Entry> threads_;
   std::list<std::string> lru_;  // most recent first
+  // The last applied request of each conversation (tenant + "\n" + id), for Parse; taken out
+  // while a Parse uses it. At most max_threads_in_memory, least recently used dropped first.
+  struct Last {
+    std::shared_ptr<AnthropicRequest> request;
+    std::list<std::string>::iterator lru;
+  };
+  std::unordered_map<std::string, Last> lasts_;
+  std::list<std::string> lasts_lru_;
 };
 
 }  // namespace contextd::model

@@ -59,7 +59,7 @@ class Conversation {
   }
   void Assistant(json blocks) { messages_.push_back(Msg("assistant", std::move(blocks))); }
   void User(json blocks) { messages_.push_back(Msg("user", std::move(blocks))); }
-  std::unique_ptr<AnthropicRequest> Request() const {
+  std::shared_ptr<AnthropicRequest> Request() const {
     json messages = messages_;
     messages.back()["content"].back()["cache_control"] = {{"type", "ephemeral"}};
     json body = {{"model", "m"}, {"max_tokens", 10}, {"system", "sys"}, {"messages", messages}};
@@ -110,8 +110,11 @@ struct Fixture {
   }
   AppliedRequest Apply(const Conversation& c, ContextManager* m = nullptr) {
     auto request = c.Request();
-    auto applied = (m ? m : manager.get())->Apply("local", "session-1", *request, 1000);
+    ContextManager* target = m ? m : manager.get();
+    auto applied = target->Apply("local", "session-1", request, 1000);
     EXPECT_TRUE(applied.ok()) << applied.status();
+    // As the gateway does once the request is on its way.
+    if (applied.ok()) target->SaveFrontier(*applied);
     return *std::move(applied);
   }
 };

@@ -48,6 +48,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string body(reinterpret_cast<const char*>(data) + 1, size - 1);
   auto request = AnthropicRequest::Parse(body);
   if (!request.ok()) return 0;
+  (*request)->ComputeKeys(nullptr);
   const bool valid_in = ValidateTranscript((*request)->transcript()).ok();
 
   BranchLookup lookup = [forced](const std::string& id) {
@@ -79,7 +80,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ContextManager manager({}, store, scrubber, counter,
                          [&](const std::string&, const std::string& id) { return lookup(id); });
   for (int round = 0; round < 2; ++round) {
-    auto applied = manager.Apply("local", "fuzz", **request, 1);
+    // Each round a fresh parse, as each request of a conversation is.
+    auto fresh = AnthropicRequest::Parse(body);
+    Check(fresh.ok(), "a body that parsed once does not parse again");
+    std::shared_ptr<AnthropicRequest> next = *std::move(fresh);
+    auto applied = manager.Apply("local", "fuzz", next, 1);
     Check(applied.ok(), "Apply failed with an in-memory store");
     auto forwarded = AnthropicRequest::Parse(applied->body);
     Check(forwarded.ok(), "the forwarded body does not parse");

@@ -71,6 +71,7 @@ BranchFacts Returned() {
 std::unique_ptr<AnthropicRequest> Parse(const json& body) {
   auto request = AnthropicRequest::Parse(body.dump());
   EXPECT_TRUE(request.ok()) << request.status();
+  (*request)->ComputeKeys(nullptr);
   return *std::move(request);
 }
 
@@ -279,6 +280,47 @@ TEST(AnthropicRequestTest, KeysIgnoreCacheMarkers) {
   for (size_t m = 0; m < ra->transcript().messages.size(); ++m) {
     EXPECT_EQ(ra->transcript().messages[m].key, rb->transcript().messages[m].key) << m;
   }
+}
+
+TEST(AnthropicRequestTest, AResentHistoryIsTakenOverAndReadsAsAFreshParse) {
+  json first = Conversation(true, false);
+  json second = Conversation(true, true);
+  auto previous = AnthropicRequest::Parse(first.dump());
+  ASSERT_TRUE(previous.ok());
+  (*previous)->ComputeKeys(nullptr);
+  auto taken = AnthropicRequest::Parse(second.dump(), previous->get());
+  ASSERT_TRUE(taken.ok());
+  previous->reset();  // spent
+  (*taken)->ComputeKeys(nullptr);
+  auto fresh = Parse(second);
+  // Messages 0-5 are byte for byte those of the first request; 6 lost its marker.
+  EXPECT_EQ((*taken)->reused_messages(), 6u);
+  const Transcript& a = (*taken)->transcript();
+  const Transcript& b = fresh->transcript();
+  ASSERT_EQ(a.messages.size(), b.messages.size());
+  for (size_t m = 0; m < a.messages.size(); ++m) {
+    EXPECT_EQ(a.messages[m].key, b.messages[m].key) << m;
+    ASSERT_EQ(a.messages[m].blocks.size(), b.messages[m].blocks.size()) << m;
+    for (size_t k = 0; k < a.messages[m].blocks.size(); ++k) {
+      EXPECT_EQ(a.messages[m].blocks[k].key, b.messages[m].blocks[k].key);
+      EXPECT_EQ(a.messages[m].blocks[k].text, b.messages[m].blocks[k].text);
+      EXPECT_EQ(a.messages[m].blocks[k].call_id, b.messages[m].blocks[k].call_id);
+      EXPECT_EQ((*taken)->BlockText(m, k), fresh->BlockText(m, k));
+    }
+  }
+  FoldPlan plan = PlanFolds(a, {}, [](const std::string&) {
+    return std::optional<BranchFacts>(Returned());
+  });
+  RenderPlan render;
+  render.folds = plan.edits;
+  EXPECT_EQ((*taken)->Render(render), fresh->Render(render));
+  // A body that differs early takes nothing over; an invalid tail is still refused.
+  auto again = AnthropicRequest::Parse(second.dump(), fresh.get());
+  ASSERT_TRUE(again.ok());
+  std::string broken = second.dump();
+  broken.insert(broken.size() - 30, "}");
+  auto donor = Parse(second);
+  EXPECT_FALSE(AnthropicRequest::Parse(broken, donor.get()).ok());
 }
 
 TEST(AnthropicRequestTest, RewriteKeepsOtherBytesAndPutsTheMarkerBack) {

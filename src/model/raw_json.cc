@@ -1,6 +1,11 @@
 #include "model/raw_json.h"
 
+#include <algorithm>
 #include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -10,15 +15,16 @@ namespace {
 
 class Parser {
  public:
-  Parser(std::string_view doc, int record_depth, int max_depth)
+  Parser(std::string_view doc, int record_depth, int max_depth, const RecordPolicy* policy,
+         ArrayReuse* reuse)
       : doc_(doc), p_(doc.data()), end_(doc.data() + doc.size()),
-        record_depth_(record_depth), max_depth_(max_depth) {}
+        record_depth_(record_depth), max_depth_(max_depth), policy_(policy), reuse_(reuse) {}
 
   absl::StatusOr<RawNode> Run() {
     if (doc_.size() >= kMaxRawJsonBytes) return absl::InvalidArgumentError("JSON document too large");
     SkipSpace();
     RawNode root;
-    if (!Value(root, 0)) return Error();
+    if (!Value(root, 0, record_depth_)) return Error();
     SkipSpace();
     if (p_ != end_ && error_.empty()) Fail("unexpected data after the JSON value");
     if (!error_.empty()) return Error();
@@ -42,12 +48,13 @@ class Parser {
     while (p_ != end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
   }
 
-  bool Value(RawNode& node, int depth) {
+  // `limit`: the children of values nested less deep than this are recorded.
+  bool Value(RawNode& node, int depth, int limit) {
     if (p_ == end_) return Fail("unexpected end of input");
     node.begin = Offset();
     switch (*p_) {
-      case '{': node.type = JsonType::kObject; if (!Object(node, depth)) return false; break;
-      case '[': node.type = JsonType::kArray; if (!Array(node, depth)) return false; break;
+      case '{': node.type = JsonType::kObject; if (!Object(node, depth, limit)) return false; break;
+      case '[': node.type = JsonType::kArray; if (!Array(node, depth, limit)) return false; break;
       case '"': node.type = JsonType::kString; if (!String()) return false; break;
       case 't': node.type = JsonType::kBool; if (!Literal("true")) return false; break;
       case 'f': node.type = JsonType::kBool; if (!Literal("false")) return false; break;
@@ -100,7 +107,24 @@ class Parser {
   bool String() {
     ++p_;  // opening quote
     while (true) {
-      // Fast path: plain bytes.
+      // Fast path: plain bytes, 16 at a time where SSE2 is there (every x86-64).
+#if defined(__SSE2__)
+      while (end_ - p_ >= 16) {
+        const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p_));
+        const __m128i quote = _mm_cmpeq_epi8(x, _mm_set1_epi8('"'));
+        const __m128i slash = _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'));
+        // Bytes below 0x20: max(x, 0x1F) == 0x1F exactly for them (unsigned).
+        const __m128i control =
+            _mm_cmpeq_epi8(_mm_max_epu8(x, _mm_set1_epi8(0x1F)), _mm_set1_epi8(0x1F));
+        const int mask =
+            _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, slash), control));
+        if (mask != 0) {
+          p_ += __builtin_ctz(static_cast<unsigned>(mask));
+          break;
+        }
+        p_ += 16;
+      }
+#endif
       while (p_ != end_ && *p_ != '"' && *p_ != '\\' && static_cast<unsigned char>(*p_) >= 0x20) {
         ++p_;
       }
@@ -134,7 +158,7 @@ class Parser {
     return true;
   }
 
-  bool Array(RawNode& node, int depth) {
+  bool Array(RawNode& node, int depth, int limit) {
     if (!Enter(depth)) return false;
     ++p_;
     SkipSpace();
@@ -142,12 +166,31 @@ class Parser {
       ++p_;
       return true;
     }
-    const bool record = depth < record_depth_;
+    const bool record = depth < limit;
+    if (record && reuse_ != nullptr && reuse_->count > 0 && node.begin == reuse_->begin &&
+        reuse_->count <= reuse_->donor->size()) {
+      // The first elements are those of an earlier parse, byte for byte: take them as they are.
+      node.children.reserve(reuse_->donor->size() + 16);
+      for (size_t i = 0; i < reuse_->count; ++i) {
+        node.children.push_back(std::move((*reuse_->donor)[i]));
+      }
+      p_ = doc_.data() + node.children.back().end;
+      reuse_->donor = nullptr;  // spent: tells the caller they were taken
+      reuse_ = nullptr;
+      SkipSpace();
+      if (p_ == end_) return Fail("unterminated array");
+      if (*p_ == ']') {
+        ++p_;
+        return true;
+      }
+      if (*p_ != ',') return Fail("',' or ']' expected");
+      ++p_;
+    }
     while (true) {
       SkipSpace();
       RawNode scratch;
       RawNode& child = record ? node.children.emplace_back() : scratch;
-      if (!Value(child, depth + 1)) return false;
+      if (!Value(child, depth + 1, limit)) return false;
       SkipSpace();
       if (p_ == end_) return Fail("unterminated array");
       if (*p_ == ',') {
@@ -162,7 +205,7 @@ class Parser {
     }
   }
 
-  bool Object(RawNode& node, int depth) {
+  bool Object(RawNode& node, int depth, int limit) {
     if (!Enter(depth)) return false;
     ++p_;
     SkipSpace();
@@ -170,7 +213,7 @@ class Parser {
       ++p_;
       return true;
     }
-    const bool record = depth < record_depth_;
+    const bool record = depth < limit;
     while (true) {
       SkipSpace();
       if (p_ == end_ || *p_ != '"') return Fail("member name expected");
@@ -185,7 +228,11 @@ class Parser {
       RawNode& child = record ? node.children.emplace_back() : scratch;
       child.key_begin = key_begin;
       child.key_end = key_end;
-      if (!Value(child, depth + 1)) return false;
+      int child_limit = limit;
+      if (record && policy_ != nullptr) {
+        child_limit = (*policy_)(depth, doc_.substr(key_begin, key_end - key_begin), limit);
+      }
+      if (!Value(child, depth + 1, child_limit)) return false;
       SkipSpace();
       if (p_ == end_) return Fail("unterminated object");
       if (*p_ == ',') {
@@ -205,6 +252,8 @@ class Parser {
   const char* end_;
   int record_depth_;
   int max_depth_;
+  const RecordPolicy* policy_;
+  ArrayReuse* reuse_;
   std::string error_;
   size_t error_at_ = 0;
 };
@@ -241,22 +290,27 @@ uint32_t Hex4(const char* p) {
 
 }  // namespace
 
-absl::StatusOr<RawNode> ParseRawJson(std::string_view doc, int record_depth, int max_depth) {
-  return Parser(doc, record_depth, max_depth).Run();
+absl::StatusOr<RawNode> ParseRawJson(std::string_view doc, int record_depth, int max_depth,
+                                     const RecordPolicy* policy, ArrayReuse* reuse) {
+  return Parser(doc, record_depth, max_depth, policy, reuse).Run();
 }
 
-std::string DecodeJsonString(std::string_view token) {
+std::string DecodeJsonString(std::string_view token, size_t max_bytes) {
   std::string out;
   if (token.size() < 2) return out;
   std::string_view s = token.substr(1, token.size() - 2);
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    char c = s[i];
-    if (c != '\\' || i + 1 >= s.size()) {
-      out.push_back(c);
-      continue;
-    }
-    char e = s[++i];
+  out.reserve(std::min(s.size(), max_bytes));
+  size_t i = 0;
+  while (i < s.size() && out.size() < max_bytes) {
+    // Runs of plain bytes in one append.
+    size_t escape = s.find('\\', i);
+    size_t run_end = escape == std::string_view::npos ? s.size() : escape;
+    size_t take = std::min(run_end - i, max_bytes - out.size());
+    out.append(s.substr(i, take));
+    i += take;
+    if (i != run_end || escape == std::string_view::npos || escape + 1 >= s.size()) break;
+    char e = s[escape + 1];
+    i = escape + 2;
     switch (e) {
       case 'b': out.push_back('\b'); break;
       case 'f': out.push_back('\f'); break;
@@ -264,16 +318,16 @@ std::string DecodeJsonString(std::string_view token) {
       case 'r': out.push_back('\r'); break;
       case 't': out.push_back('\t'); break;
       case 'u': {
-        if (i + 4 >= s.size()) {
+        if (escape + 5 >= s.size()) {
           out.append("\xEF\xBF\xBD");
           i = s.size();
           break;
         }
-        uint32_t cp = Hex4(s.data() + i + 1);
-        i += 4;
+        uint32_t cp = Hex4(s.data() + escape + 2);
+        i = escape + 6;
         if (cp >= 0xD800 && cp <= 0xDBFF) {
-          if (i + 6 < s.size() && s[i + 1] == '\\' && s[i + 2] == 'u') {
-            uint32_t lo = Hex4(s.data() + i + 3);
+          if (i + 5 < s.size() && s[i] == '\\' && s[i + 1] == 'u') {
+            uint32_t lo = Hex4(s.data() + i + 2);
             if (lo >= 0xDC00 && lo <= 0xDFFF) {
               cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
               i += 6;

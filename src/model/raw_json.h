@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,14 +39,34 @@ struct RawNode {
 // Largest document accepted (offsets are 32-bit).
 inline constexpr size_t kMaxRawJsonBytes = size_t{1} << 31;
 
+// Narrows what is recorded below one member: called with the depth of the object, the member's
+// key token (quotes included) and the limit in force; returns the limit for the member's value
+// (the children of values nested less deep than the limit are recorded). Lets a caller skip
+// the parts it never navigates (a tool's JSON Schema) without skipping their validation.
+using RecordPolicy = std::function<int(int depth, std::string_view key_token, int limit)>;
+
+// Elements known from an earlier parse of a document with the same bytes up to their end: the
+// array starting at byte `begin` takes `count` elements from `donor` (moved, so the donor is
+// spent) instead of scanning them again. For a conversation resent with a new tail.
+struct ArrayReuse {
+  uint32_t begin = 0;
+  std::vector<RawNode>* donor = nullptr;
+  size_t count = 0;
+};
+
 // Validates `doc` as exactly one JSON value (whitespace around it allowed) nested at most
 // `max_depth` deep, and returns its root with children listed for the first `record_depth`
-// levels (1: the root's children). InvalidArgument "invalid JSON at byte N: <what>" otherwise.
-absl::StatusOr<RawNode> ParseRawJson(std::string_view doc, int record_depth, int max_depth = 256);
+// levels (1: the root's children), as `policy` (may be null) narrows them. InvalidArgument
+// "invalid JSON at byte N: <what>" otherwise. With `reuse`, the elements it names are taken as
+// valid: the caller vouches that their bytes are those of the donor's document.
+absl::StatusOr<RawNode> ParseRawJson(std::string_view doc, int record_depth, int max_depth = 256,
+                                     const RecordPolicy* policy = nullptr,
+                                     ArrayReuse* reuse = nullptr);
 
 // The decoded text of a string token (quotes included, as validated by ParseRawJson); lone
-// surrogate escapes become U+FFFD.
-std::string DecodeJsonString(std::string_view token);
+// surrogate escapes become U+FFFD. With `max_bytes`, decoding stops once that much is decoded
+// (the result may end in the middle of a UTF-8 sequence, and may exceed it by one character).
+std::string DecodeJsonString(std::string_view token, size_t max_bytes = std::string::npos);
 
 // True if the member's key decodes to `key`.
 bool KeyIs(std::string_view doc, const RawNode& member, std::string_view key);

@@ -379,7 +379,9 @@ absl::Status BuildModelGateway(const ServerConfig& config,
             session = trail::SessionRef{owner.tenant, owner.project, owner.session_id};
           }
         }
-        executor->RunSync([&] {
+        // Posted, not waited for: the trail need not hold the calls before the model request
+        // leaves (the conversation's own decisions are durable by then).
+        executor->Post([trail, session, calls] {
           for (const model::ModelToolCall& call : calls) {
             auto recorded = trail->RecordToolCall(session, call.branch_id, call.tool,
                                                   call.arguments, call.result,

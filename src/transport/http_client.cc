@@ -194,8 +194,8 @@ HttpClient::~HttpClient() {
 
 namespace {
 
-absl::Status Prepare(const ClientRequest& request, HttpUrl url,
-                     http::request<http::string_body>& m) {
+// Moves the body of `request` into `m`.
+absl::Status Prepare(ClientRequest& request, HttpUrl url, http::request<http::string_body>& m) {
   for (char c : request.url) {
     if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) {
       return absl::InvalidArgumentError("url contains a space or a control character");
@@ -216,10 +216,11 @@ absl::Status Prepare(const ClientRequest& request, HttpUrl url,
   std::string host = url.host.find(':') != std::string::npos ? "[" + url.host + "]" : url.host;
   const bool default_port = url.port == (url.tls ? "443" : "80");
   m.set(http::field::host, default_port ? host : host + ":" + url.port);
-  m.body() = request.body;
-  if (!request.body.empty() || request.method == "POST" || request.method == "PUT" ||
+  const size_t length = request.body.size();
+  m.body() = std::move(request.body);
+  if (length > 0 || request.method == "POST" || request.method == "PUT" ||
       request.method == "PATCH") {
-    m.set(http::field::content_length, std::to_string(request.body.size()));
+    m.set(http::field::content_length, std::to_string(length));
   }
   m.set(http::field::connection, "keep-alive");
   return absl::OkStatus();
