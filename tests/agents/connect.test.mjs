@@ -3,15 +3,12 @@
 // `claude -p` (no ANTHROPIC_BASE_URL in its environment) sends its model requests to the URL in
 // the settings file and lists contextd's tools, reached through the same URL. `contextd status`
 // then sees the agent's MCP traffic, and --undo takes it all back.
-//
-// Until contextd's model gateway lands, one local "front" stands for contextd's single base URL:
-// /v1/* goes to the scripted Anthropic double, everything else (/mcp, /healthz, /metrics) to a
-// real contextd.
+// contextd serves both at one base URL: /mcp, and the model gateway (/v1/*), which forwards to
+// the scripted Anthropic double.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { createServer, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve as resolvePath } from 'node:path';
 import { startAnthropicDouble } from './lib/anthropic_double.mjs';
@@ -29,29 +26,13 @@ function contextd(args, env = {}, cwd = undefined) {
   });
 }
 
-// One base URL: /v1/* to the model double, the rest to contextd.
-async function startFront(modelUrl, contextdUrl) {
-  const server = createServer((req, res) => {
-    const target = new URL(req.url.startsWith('/v1/') ? modelUrl : contextdUrl);
-    const upstream = request({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers }, (up) => {
-      res.writeHead(up.statusCode, up.headers);
-      up.pipe(res);
-    });
-    upstream.on('error', () => { res.destroy(); });
-    req.pipe(upstream);
-  });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${server.address().port}`,
-    close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
-  };
-}
-
 async function setup() {
   const dataDir = tempDataDir();
-  const server = await startHttpServer({ dataDir });
   const double = await startAnthropicDouble({ script: [{ text: 'Connected through contextd.' }] });
-  const front = await startFront(double.url, server.url.replace(/\/mcp$/, ''));
+  const config = join(dataDir, 'contextd.yaml');
+  writeFileSync(config, ['model_gateway:', '  anthropic:', `    base_url: ${double.url}`, ''].join('\n'));
+  const server = await startHttpServer({ dataDir, args: ['--config', config] });
+  const front = { url: server.url.replace(/\/mcp$/, ''), close: async () => {} };
   const home = realpathSync(mkdtempSync(join(tmpdir(), 'contextd-connect-home-')));
   const project = realpathSync(mkdtempSync(join(tmpdir(), 'contextd-connect-project-')));
   return {
@@ -104,6 +85,8 @@ test('connect --project: Claude Code reads the MCP server and sends model reques
     assert.equal(status.code, 0, status.stderr);
     assert.match(status.stdout, /server: up/);
     assert.match(status.stdout, /mcp: \d+ open session\(s\), [1-9]\d* request\(s\) answered/);
+    // The model requests went through contextd's gateway, and status sees them.
+    assert.match(status.stdout, /model: [1-9]\d* request\(s\) to the Anthropic API/);
     assert.ok(status.stdout.includes(`.mcp.json mcpServers.contextd: ${t.front.url}/mcp (this server)`), status.stdout);
 
     const undo = await contextd(['connect', 'claude-code', '--project', t.project, '--undo', '--data-dir', t.dataDir], { HOME: t.home });
