@@ -145,8 +145,9 @@ absl::StatusOr<FoldRecord> FoldRecord::Parse(std::string_view text) {
 }
 
 std::string FoldedResultText(const BranchFacts& facts, bool forced) {
-  // Short: it rides on every later request of the conversation.
-  if (!forced) {
+  // Short: it rides on every later request of the conversation. A branch that ended completed
+  // without its return in the transcript (returned from elsewhere) reads as returned.
+  if (!forced || facts.status == "completed") {
     return absl::StrCat("[branch ", facts.branch_id, " returned; ", facts.tokens_folded,
                         " tokens folded away]\n", facts.summary);
   }
