@@ -22,10 +22,11 @@
 // user-space instructions per request of N requests of each mode (contextd only, no direct
 // path): steadier than milliseconds on a shared VM. The profile stays in --out for
 // callgrind_annotate.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
+import { spawnContextd } from './contextd_process.mjs';
 import { createServer, Agent, request as httpRequest } from 'node:http';
-import { mkdtempSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { loadO200k } from './caching_double.mjs';
 
@@ -335,41 +336,12 @@ export async function startDouble() {
 // contextd.
 
 // `callgrindOut`: run contextd under callgrind, instrumentation off, profile to that file.
-export async function startContextd(binary, upstreamUrl, { callgrindOut = null } = {}) {
-  const dataDir = mkdtempSync(join(tmpdir(), 'contextd-model-overhead-'));
-  const config = join(dataDir, 'contextd.yaml');
-  writeFileSync(config, `model_gateway:\n  anthropic:\n    base_url: ${upstreamUrl}\n`);
-  const args = ['serve', '--transport', 'http', '--listen', '127.0.0.1:0', '--data-dir', dataDir,
-    '--config', config, '--log-level', 'warn'];
-  const proc = callgrindOut
-    ? spawn('valgrind', ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${callgrindOut}`, binary, ...args],
-      { stdio: ['ignore', 'ignore', 'pipe'] })
-    : spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  const stop = async () => {
-    if (proc.exitCode === null && proc.signalCode === null) {
-      const gone = new Promise((r) => proc.once('exit', r));
-      proc.kill('SIGTERM');
-      await gone;
-    }
-    rmSync(dataDir, { recursive: true, force: true });
-  };
-  try {
-    const origin = await new Promise((resolveUrl, reject) => {
-      const limit = callgrindOut ? 300 : 20;
-      const timer = setTimeout(() => reject(new Error(`contextd did not start in ${limit} s; stderr:\n${stderr}`)), limit * 1000);
-      proc.stderr.on('data', (chunk) => {
-        stderr = (stderr + chunk.toString()).slice(-20000);
-        const m = stderr.match(/listening on http:\/\/(\S+?)\/mcp/);
-        if (m) { clearTimeout(timer); resolveUrl(`http://${m[1]}`); }
-      });
-      proc.once('exit', (code) => { clearTimeout(timer); reject(new Error(`contextd exited ${code} before listening; stderr:\n${stderr}`)); });
-    });
-    return { origin, pid: proc.pid, stop, stderr: () => stderr };
-  } catch (e) {
-    await stop();
-    throw e;
-  }
+export function startContextd(binary, upstreamUrl, { callgrindOut = null } = {}) {
+  return spawnContextd({
+    binary, yaml: `model_gateway:\n  anthropic:\n    base_url: ${upstreamUrl}\n`, prefix: 'contextd-model-overhead-',
+    launcher: callgrindOut ? ['valgrind', '--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${callgrindOut}`] : null,
+    startSeconds: callgrindOut ? 300 : 20,
+  });
 }
 
 // User + system CPU seconds of a process so far (Linux /proc), or null.

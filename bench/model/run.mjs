@@ -9,10 +9,10 @@
 // `contextd serve --transport http` whose model_gateway.anthropic.base_url is that double. Every
 // request carries the whole history with cache breakpoints on the last system block and the last
 // block of the last message; the double answers with the next recorded step.
-import { mkdtempSync, mkdirSync, readdirSync, rmSync, writeFileSync, existsSync } from 'node:fs';
-import { spawn } from 'node:child_process';
+import { spawnContextd } from './contextd_process.mjs';
+import { mkdirSync, readdirSync, writeFileSync, existsSync } from 'node:fs';
 import { randomUUID, createHash } from 'node:crypto';
-import { tmpdir } from 'node:os';
+
 import { join, resolve } from 'node:path';
 import { readTrajectories } from '../replay/trajectory.mjs';
 import { startCachingDouble, loadO200k, requestBlocks, messageFromSse } from './caching_double.mjs';
@@ -72,42 +72,13 @@ export function configYaml(doubleUrl, { gateway = true } = {}) {
 // Starts contextd over HTTP with the gateway pointing at `doubleUrl`; resolves {origin, mcpUrl,
 // stop, stderr}. `gateway: false` leaves the gateway out of the config (for the driver's tests).
 export async function startContextd(binary, doubleUrl, { gateway = true } = {}) {
-  const dataDir = mkdtempSync(join(tmpdir(), 'contextd-model-bench-'));
-  const config = join(dataDir, 'contextd.yaml');
-  writeFileSync(config, configYaml(doubleUrl, { gateway }));
-  const proc = spawn(binary, ['serve', '--transport', 'http', '--listen', '127.0.0.1:0', '--data-dir', dataDir,
-    '--config', config, '--log-level', 'warn'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stderr = '';
-  const stop = async () => {
-    if (proc.exitCode === null && proc.signalCode === null) {
-      const gone = new Promise((r) => proc.once('exit', r));
-      proc.kill('SIGTERM');
-      await gone;
-    }
-    rmSync(dataDir, { recursive: true, force: true });
-  };
   try {
-    const mcpUrl = await new Promise((resolveUrl, reject) => {
-      const timer = setTimeout(() => reject(new Error(`contextd did not start in 20 s; stderr:\n${stderr}`)), 20000);
-      proc.stderr.on('data', (chunk) => {
-        stderr = (stderr + chunk.toString()).slice(-20000);
-        const m = stderr.match(/listening on (http:\/\/\S+\/mcp)/);
-        if (m) { clearTimeout(timer); resolveUrl(m[1]); }
-      });
-      proc.once('exit', (code) => {
-        clearTimeout(timer);
-        if (/model_gateway/.test(stderr)) {
-          reject(new GatewayMissing('contextd refused the config key model_gateway.anthropic.base_url ' +
-            `(exit ${code}): this build has no model gateway yet. Use --variants direct until it lands.\n` +
-            `contextd stderr:\n${stderr}`));
-        } else {
-          reject(new Error(`contextd exited ${code} before listening; stderr:\n${stderr}`));
-        }
-      });
-    });
-    return { origin: new URL(mcpUrl).origin, mcpUrl, stop, stderr: () => stderr };
+    return await spawnContextd({ binary, yaml: configYaml(doubleUrl, { gateway }) });
   } catch (e) {
-    await stop();
+    if (/model_gateway/.test(e.stderr ?? '')) {
+      throw new GatewayMissing('contextd refused the config key model_gateway.anthropic.base_url ' +
+        `(exit ${e.exitCode}): this build has no model gateway. Use --variants direct.\ncontextd stderr:\n${e.stderr}`);
+    }
     throw e;
   }
 }

@@ -36,6 +36,22 @@ function withoutMarkers(messages) {
   });
 }
 
+// contextd with its model gateway in front of `double`, and Claude Code run in `ws` against it
+// (ANTHROPIC_BASE_URL = contextd, contextd as its MCP server); the double's requests are dumped
+// to $CONTEXTD_AGENT_DUMP_DIR/claude-<label>.json when set.
+async function runThroughGateway({ double, dataDir, ws, prompt, allowedTools, label }) {
+  const config = join(dataDir, 'contextd.yaml');
+  writeFileSync(config, ['model_gateway:', '  anthropic:', `    base_url: ${double.url}`, ''].join('\n'));
+  const server = await startHttpServer({ dataDir, args: ['--config', config] });
+  const origin = new URL(server.url).origin;
+  const run = await runClaude({
+    prompt, modelUrl: origin, cwd: ws, mcpConfig: writeMcpConfig(ws, { url: server.url }), allowedTools,
+  });
+  const dir = process.env.CONTEXTD_AGENT_DUMP_DIR;
+  if (dir) writeFileSync(join(dir, `claude-${label}.json`), JSON.stringify(double.requests, null, 1));
+  return { server, origin, run };
+}
+
 function failWith(run, double) {
   return `claude exited ${run.code} (${run.signal ?? 'no signal'})\nstdout: ${excerpt(run.stdout, 2000)}\n` +
     `stderr: ${excerpt(run.stderr, 2000)}\ndouble errors: ${double.errors.join('\n')}\n` +
@@ -61,18 +77,12 @@ test('Claude Code through the model gateway: built-in work folds away, the secre
       { text: 'The port is 8080.' },
     ],
   });
-  const config = join(dataDir, 'contextd.yaml');
-  writeFileSync(config, ['model_gateway:', '  anthropic:', `    base_url: ${double.url}`, ''].join('\n'));
-  const server = await startHttpServer({ dataDir, args: ['--config', config] });
-  const origin = new URL(server.url).origin;
+  let server = null;
   try {
-    const run = await runClaude({
-      prompt: 'Find the port in config.txt.', modelUrl: origin, cwd: ws,
-      mcpConfig: writeMcpConfig(ws, { url: server.url }),
-      allowedTools: ['Read', 'Bash', 'mcp__contextd'],
-    });
-    const dir = process.env.CONTEXTD_AGENT_DUMP_DIR;
-    if (dir) writeFileSync(join(dir, 'claude-gateway.json'), JSON.stringify(double.requests, null, 1));
+    const started = await runThroughGateway({ double, dataDir, ws, prompt: 'Find the port in config.txt.',
+      allowedTools: ['Read', 'Bash', 'mcp__contextd'], label: 'gateway' });
+    server = started.server;
+    const { origin, run } = started;
     assert.equal(run.code, 0, failWith(run, double));
     assert.deepEqual(double.errors, [], 'no thinking block arrived after a changed prefix');
     const bodies = double.mainRequests();
@@ -121,7 +131,7 @@ test('Claude Code through the model gateway: built-in work folds away, the secre
     assert.ok(!unfolded.includes(SECRET));
   } finally {
     await double.close();
-    await server.stop();
+    await server?.stop();
     cleanup(dataDir);
     cleanup(ws);
   }
@@ -143,18 +153,12 @@ test('Claude Code through the model gateway: built-in results count against the 
       { text: 'The branch ran out of budget.' },
     ],
   });
-  const config = join(dataDir, 'contextd.yaml');
-  writeFileSync(config, ['model_gateway:', '  anthropic:', `    base_url: ${double.url}`, ''].join('\n'));
-  const server = await startHttpServer({ dataDir, args: ['--config', config] });
-  const origin = new URL(server.url).origin;
+  let server = null;
   try {
-    const run = await runClaude({
-      prompt: 'Skim big.txt.', modelUrl: origin, cwd: ws,
-      mcpConfig: writeMcpConfig(ws, { url: server.url }),
-      allowedTools: ['Bash', 'mcp__contextd'],
-    });
-    const dir = process.env.CONTEXTD_AGENT_DUMP_DIR;
-    if (dir) writeFileSync(join(dir, 'claude-gateway-budget.json'), JSON.stringify(double.requests, null, 1));
+    const started = await runThroughGateway({ double, dataDir, ws, prompt: 'Skim big.txt.',
+      allowedTools: ['Bash', 'mcp__contextd'], label: 'gateway-budget' });
+    server = started.server;
+    const { run } = started;
     assert.equal(run.code, 0, failWith(run, double));
     assert.deepEqual(double.errors, []);
     const bodies = double.mainRequests();
@@ -181,7 +185,7 @@ test('Claude Code through the model gateway: built-in results count against the 
     assert.match(list, new RegExp(`${branch}\\s+depth 0\\s+budget_exhausted`));
   } finally {
     await double.close();
-    await server.stop();
+    await server?.stop();
     cleanup(dataDir);
     cleanup(ws);
   }
