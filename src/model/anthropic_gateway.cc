@@ -65,7 +65,6 @@ struct AnthropicGateway::Exchange {
   std::string url;
   HttpHeaders headers;
   std::string body;
-  bool stream_answer = false;
   std::chrono::steady_clock::time_point start;
   ModelRequestReport report;
   std::unique_ptr<UsageParser> usage;
@@ -86,13 +85,17 @@ AnthropicGateway::AnthropicGateway(AnthropicGatewayOptions options, ContextManag
   }
 }
 
-AnthropicGateway::~AnthropicGateway() {
+AnthropicGateway::~AnthropicGateway() { Stop(); }
+
+void AnthropicGateway::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
-  for (std::thread& worker : workers_) worker.join();
+  for (std::thread& worker : workers_) {
+    if (worker.joinable()) worker.join();
+  }
 }
 
 void AnthropicGateway::Post(std::function<void()> task) {
@@ -220,7 +223,6 @@ void AnthropicGateway::HandleMessages(transport::HttpRequest request,
     }
     std::shared_ptr<AnthropicRequest> messages = *std::move(parsed);
     exchange->report.usage.model = messages->model();
-    exchange->stream_answer = messages->stream();
     auto applied = context_.Apply(tenant, session, messages, WallMs());
     messages.reset();  // the context manager keeps it for the conversation's next request
     if (!applied.ok()) {

@@ -8,8 +8,8 @@
 // the body is ever rewritten; nothing of a request body or key is logged.
 // Thread-safety: handlers run on the listener's I/O threads and hand the work to the gateway's
 // own worker threads (parsing, folding and scrubbing never block I/O); the client's callbacks
-// relay from the upstream call's thread. The destructor waits for the workers; stop the HTTP
-// server first.
+// relay from the upstream call's thread. Shutting down: stop the HTTP server, Stop() the
+// gateway, destroy the client (ends the calls in flight), then the gateway.
 #pragma once
 
 #include <condition_variable>
@@ -49,12 +49,18 @@ class AnthropicGateway {
   AnthropicGateway(AnthropicGatewayOptions options, ContextManager& context,
                    ConversationStore& store, transport::HttpClient& client,
                    std::function<void(const ModelRequestReport&)> on_request);
+  // Stop() first.
   ~AnthropicGateway();
   AnthropicGateway(const AnthropicGateway&) = delete;
   AnthropicGateway& operator=(const AnthropicGateway&) = delete;
 
   // The routes to add to the listener (HttpServerOptions::routes).
   std::vector<transport::HttpRoute> Routes();
+
+  // Joins the worker threads (work not started is dropped: its clients get a 500). Call it
+  // after the HTTP server stopped and before the client is destroyed: the client's destruction
+  // ends the calls in flight, whose last callbacks still use the gateway. Idempotent.
+  void Stop();
 
  private:
   struct Exchange;

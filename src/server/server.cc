@@ -126,6 +126,8 @@ struct Engine {
   // decisions are durable before its request leaves, independent of the engine's group commit.
   std::unique_ptr<store::SqliteConversationStore> conversations;
   std::unique_ptr<model::ContextManager> context_manager;
+  // Declared after the client: destroyed first. RunServer stops it, destroys the client, then
+  // the gateway (see AnthropicGateway::Stop).
   std::unique_ptr<transport::HttpClient> model_client;
   std::unique_ptr<model::AnthropicGateway> anthropic;
   std::shared_ptr<protocol::McpServer> mcp;
@@ -545,8 +547,9 @@ absl::Status RunServer(const ServerConfig& config) {
   sigwait(&stop_signals, &sig);
   base::LogInfo(base::StrCat("signal ", sig, ": shutting down"));
   (*http)->Stop();  // closes every session: their branches are force-returned ("shutdown")
-  engine.anthropic.reset();     // waits for its workers
-  engine.model_client.reset();  // cancels the calls in flight
+  if (engine.anthropic) engine.anthropic->Stop();  // no new upstream calls
+  engine.model_client.reset();  // ends the calls in flight (their callbacks use the gateway)
+  engine.anthropic.reset();
   ShutdownEngine(engine);
   return absl::OkStatus();
 }
