@@ -182,11 +182,16 @@ HttpClient::HttpClient(HttpClientOptions options, std::unique_ptr<Tls> tls)
 
 HttpClient::~HttpClient() {
   std::list<Worker> workers;
+  std::vector<std::shared_ptr<ClientCall>> calls;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
     workers.swap(workers_);
+    calls.assign(in_flight_.begin(), in_flight_.end());
   }
-  for (auto& w : workers) w.call->Cancel();
+  // Calls in flight end Cancelled; those not yet taken by a worker end at once when it does.
+  for (auto& call : calls) call->Cancel();
+  task_cv_.notify_all();
   for (auto& w : workers) w.thread.join();
   std::lock_guard<std::mutex> lock(mu_);
   idle_.clear();
@@ -251,7 +256,7 @@ std::shared_ptr<ClientCall> HttpClient::Start(ClientRequest request, ClientCallb
   absl::Status failed;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    // Reap finished workers so that the list stays short.
+    // Reap workers whose loop ended, so that the list stays short.
     for (auto it = workers_.begin(); it != workers_.end();) {
       if (it->done->load()) {
         it->thread.join();
@@ -260,27 +265,54 @@ std::shared_ptr<ClientCall> HttpClient::Start(ClientRequest request, ClientCallb
         ++it;
       }
     }
-    auto done = std::make_shared<std::atomic<bool>>(false);
-    try {
-      workers_.push_back(Worker{std::thread([this, call, cb, prepared, done] {
-                                  absl::Status status;
-                                  try {
-                                    status = Run(*call, *prepared, *cb);
-                                  } catch (const std::exception& e) {
-                                    status = absl::InternalError(base::StrCat(
-                                        "request to ", prepared->where, " failed: ", e.what()));
-                                  }
-                                  if (cb->on_done) cb->on_done(status);
-                                  done->store(true);
-                                }),
-                                call, done});
-    } catch (const std::system_error& e) {
-      failed = absl::ResourceExhaustedError(
-          base::StrCat("cannot start a thread for the request: ", e.what()));
+    tasks_.push_back(Task{call, cb, prepared});
+    in_flight_.insert(call);
+    if (idle_workers_ > static_cast<int>(tasks_.size()) - 1) {
+      task_cv_.notify_one();
+    } else {
+      auto done = std::make_shared<std::atomic<bool>>(false);
+      try {
+        workers_.push_back(Worker{std::thread([this, done] { WorkerLoop(done); }), done});
+      } catch (const std::system_error& e) {
+        tasks_.pop_back();
+        in_flight_.erase(call);
+        failed = absl::ResourceExhaustedError(
+            base::StrCat("cannot start a thread for the request: ", e.what()));
+      }
     }
   }
   if (!failed.ok() && cb->on_done) cb->on_done(failed);
   return call;
+}
+
+void HttpClient::WorkerLoop(const std::shared_ptr<std::atomic<bool>>& done) {
+  constexpr int kMaxIdleWorkers = 8;
+  constexpr auto kIdleLifetime = std::chrono::seconds(60);
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    if (tasks_.empty()) {
+      if (stopping_ || idle_workers_ >= kMaxIdleWorkers) break;
+      ++idle_workers_;
+      bool woke = task_cv_.wait_for(lock, kIdleLifetime,
+                                    [this] { return stopping_ || !tasks_.empty(); });
+      --idle_workers_;
+      if (!woke || tasks_.empty()) break;
+    }
+    Task task = std::move(tasks_.front());
+    tasks_.pop_front();
+    lock.unlock();
+    absl::Status status;
+    try {
+      status = Run(*task.call, *task.prepared, *task.callbacks);
+    } catch (const std::exception& e) {
+      status = absl::InternalError(
+          base::StrCat("request to ", task.prepared->where, " failed: ", e.what()));
+    }
+    if (task.callbacks->on_done) task.callbacks->on_done(status);
+    lock.lock();
+    in_flight_.erase(task.call);
+  }
+  done->store(true);
 }
 
 bool HttpClient::Attach(ClientCall& call, const std::shared_ptr<Connection>& connection) {

@@ -2,13 +2,18 @@
 // verified, SNI) for relaying requests such as a model API call: the response's status and
 // headers are delivered as soon as they arrive, then its body (de-chunked) as it arrives, without
 // buffering. Keep-alive connections are pooled per (scheme, host, port).
-// Threading: each request runs on its own worker thread doing Beast I/O on its connection's own
-// io_context (thread-per-request suits the handful of concurrent model calls); its callbacks run on
-// that thread. The idle pool is shared under a mutex. All methods are thread-safe.
+// Threading: each request runs on a worker thread of its own while it lasts, doing Beast I/O on its
+// connection's own io_context (a thread per request in flight suits the handful of concurrent
+// model calls); its callbacks run on that thread. Workers are kept for the next request (up to
+// 8 idle, each for a minute) instead of being started for each. The idle connection pool is
+// shared under a mutex. All methods are thread-safe.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <set>
 #include <cstdint>
 #include <functional>
 #include <list>
@@ -121,14 +126,22 @@ class HttpClient {
     std::chrono::steady_clock::time_point since;
   };
   struct Prepared;
+  // A request waiting for (or run by) a worker.
+  struct Task {
+    std::shared_ptr<ClientCall> call;
+    std::shared_ptr<ClientCallbacks> callbacks;
+    std::shared_ptr<Prepared> prepared;
+  };
   struct Worker {
     std::thread thread;
-    std::shared_ptr<ClientCall> call;
-    std::shared_ptr<std::atomic<bool>> done;
+    std::shared_ptr<std::atomic<bool>> done;  // set when the thread's loop ended
   };
 
   HttpClient(HttpClientOptions options, std::unique_ptr<Tls> tls);
 
+  // A worker thread: runs tasks until it has been idle for a minute (or 8 others are idle), or
+  // the client is destroyed with nothing left to run.
+  void WorkerLoop(const std::shared_ptr<std::atomic<bool>>& done);
   // The worker's whole exchange; returns what on_done reports.
   absl::Status Run(ClientCall& call, const Prepared& request, const ClientCallbacks& callbacks);
   // Sends the request once on `connection` and reads the answer. `retry` is set when a pooled
@@ -147,9 +160,14 @@ class HttpClient {
 
   const HttpClientOptions options_;
   const std::unique_ptr<Tls> tls_;
-  std::mutex mu_;                                // guards the two below
+  std::mutex mu_;                                // guards the members below
   std::map<std::string, std::list<Idle>> idle_;  // newest last
   std::list<Worker> workers_;
+  std::deque<Task> tasks_;                       // not yet taken by a worker
+  std::set<std::shared_ptr<ClientCall>> in_flight_;  // started, not yet ended
+  std::condition_variable task_cv_;              // a task arrived, or stopping_
+  int idle_workers_ = 0;
+  bool stopping_ = false;
   std::atomic<uint64_t> connections_opened_{0};
   std::atomic<uint64_t> connections_reused_{0};
   std::atomic<uint64_t> stale_retries_{0};
