@@ -23,6 +23,7 @@ import { createServer } from 'node:http';
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';
+import { validate } from '../../tests/agents/lib/validate_messages.mjs';
 
 export const PRICE = Object.freeze({ input: 1, cache_read: 0.1, cache_write: 1.25, output: 5 });
 export const MAX_BREAKPOINTS = 4;
@@ -87,31 +88,7 @@ export function requestBlocks(body) {
   return out;
 }
 
-// Anthropic's structural checks that a gateway rewriting history could break: a 400 message, or
-// null. Every tool_use must be answered by a tool_result in the next (user) message, and every
-// tool_result must answer a tool_use of the message before it.
-export function validate(body) {
-  const messages = body.messages;
-  if (!Array.isArray(messages) || messages.length === 0) return 'messages: at least one message is required';
-  if (messages[0].role !== 'user') return 'messages: first message must use the "user" role';
-  const blocksOf = (m) => (Array.isArray(m?.content) ? m.content : []);
-  for (let i = 0; i < messages.length; i++) {
-    const uses = blocksOf(messages[i]).filter((b) => b.type === 'tool_use').map((b) => b.id);
-    const results = new Set(blocksOf(messages[i + 1]).filter((b) => b.type === 'tool_result').map((b) => b.tool_use_id));
-    for (const id of uses) {
-      if (messages[i].role === 'assistant' && !results.has(id)) {
-        return `messages.${i + 1}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${id}`;
-      }
-    }
-    const before = new Set(blocksOf(messages[i - 1]).filter((b) => b.type === 'tool_use').map((b) => b.id));
-    for (const b of blocksOf(messages[i])) {
-      if (b.type === 'tool_result' && !before.has(b.tool_use_id)) {
-        return `messages.${i}.content: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${b.tool_use_id}`;
-      }
-    }
-  }
-  return null;
-}
+export { validate };
 
 // The prompt cache of one account: written prefix hashes, and a shared token memo.
 export class PromptCache {

@@ -12,6 +12,7 @@
 // provider's 400, so a client or gateway that rewrites history where it must not is caught.
 import { createServer } from 'node:http';
 import { createHmac, randomBytes } from 'node:crypto';
+import { validate } from './validate_messages.mjs';
 
 // The script: an array of turns, played in order by the requests that carry `tools` (the agent's
 // main loop; side requests such as title generation have none and get `sideReply`). A turn is
@@ -87,7 +88,7 @@ export async function startAnthropicDouble({ script = [], sideReply = 'ok', fall
         if (path === '/v1/messages/count_tokens') {
           return sendJson(res, 200, { input_tokens: Math.ceil(record.raw.length / 4) });
         }
-        const bad = verify(body);
+        const bad = (path === '/v1/messages' ? validate(body) : null) ?? verify(body);
         if (bad) { double.errors.push(bad); return sendError(res, 400, 'invalid_request_error', bad); }
         record.main = matchMain(body);
         const turn = record.main ? turnFor(body) : { text: sideReply };
