@@ -20,6 +20,12 @@ BlockKind KindOf(std::string_view type) {
   if (type == "tool_result") return BlockKind::kToolResult;
   if (type == "thinking" || type == "redacted_thinking") return BlockKind::kThinking;
   if (type == "image" || type == "document") return BlockKind::kMedia;
+  // A tool the provider runs (server_tool_use, web_search_tool_result, web_fetch_tool_result,
+  // ...): call and result sit in the model's own turn, so a fold removes them together.
+  if (type == "server_tool_use" ||
+      (type.size() > 12 && type.ends_with("_tool_result"))) {
+    return BlockKind::kServerTool;
+  }
   return BlockKind::kOther;
 }
 
@@ -221,6 +227,7 @@ absl::Status AnthropicRequest::Index(AnthropicRequest* previous, size_t reused) 
           }
           case BlockKind::kThinking:
           case BlockKind::kMedia:
+          case BlockKind::kServerTool:
           case BlockKind::kOther:
             break;
         }
@@ -243,6 +250,10 @@ std::string AnthropicRequest::BlockText(size_t message, size_t block) const {
   }
   if (neutral.kind == BlockKind::kThinking) {
     return StringMember(doc, *ref.node, "thinking").value_or("");
+  }
+  if (neutral.kind == BlockKind::kServerTool) {
+    // What the model reads of a web search or fetch result is in its JSON: counted as is.
+    return std::string(ref.node->Text(doc));
   }
   std::string out;
   for (const TextSpan& span : ref.texts) {

@@ -245,13 +245,30 @@ TEST(FoldTest, UserTextInsideTheBranchKeepsItWhole) {
 
 TEST(FoldTest, UnknownBlockInsideTheBranchKeepsItWhole) {
   json body = Conversation(true, false);
-  body["messages"][3]["content"].push_back({{"type", "server_tool_use"}, {"id", "s1"}});
+  body["messages"][3]["content"].push_back({{"type", "a_block_from_the_future"}, {"id", "s1"}});
   auto request = Parse(body);
   FoldPlan plan = PlanFolds(request->transcript(), {}, [](const std::string&) {
     return std::optional<BranchFacts>(Returned());
   });
   EXPECT_TRUE(plan.edits.empty());
   EXPECT_THAT(plan.skipped, testing::ElementsAre(SkipReason::kUnknownBlock));
+}
+
+TEST(FoldTest, ProviderToolsInsideTheBranchFoldWithIt) {
+  json body = Conversation(true, false);
+  body["messages"][3]["content"].push_back(
+      {{"type", "server_tool_use"}, {"id", "srvtoolu_1"}, {"name", "web_search"},
+       {"input", {{"query", "parser"}}}});
+  body["messages"][3]["content"].push_back(
+      {{"type", "web_search_tool_result"}, {"tool_use_id", "srvtoolu_1"},
+       {"content", json::array({{{"type", "web_search_result"}, {"url", "https://x"}}})}});
+  auto request = Parse(body);
+  EXPECT_FALSE(request->BlockText(3, 2).empty());  // counted from its JSON
+  FoldPlan plan = PlanFolds(request->transcript(), {}, [](const std::string&) {
+    return std::optional<BranchFacts>(Returned());
+  });
+  EXPECT_EQ(plan.edits.size(), 1u);
+  EXPECT_TRUE(plan.skipped.empty());
 }
 
 TEST(FoldTest, ValidatorCatchesOrphansAndMissingResults) {

@@ -19,6 +19,7 @@ enum class BlockKind {
   kToolResult,  // a tool's answer, sent by the client
   kThinking,    // the model's reasoning (thinking, redacted_thinking): never changed
   kMedia,       // image, document
+  kServerTool,  // a provider-run tool's call and result in the model's turn (web search, fetch)
   kOther,       // anything else: passed through, and a branch containing it is not folded
 };
 
