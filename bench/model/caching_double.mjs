@@ -23,7 +23,7 @@ import { createServer } from 'node:http';
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';
-import { validate } from '../../tests/agents/lib/validate_messages.mjs';
+import { canonical, validate } from '../../tests/agents/lib/messages.mjs';
 
 export const PRICE = Object.freeze({ input: 1, cache_read: 0.1, cache_write: 1.25, output: 5 });
 export const MAX_BREAKPOINTS = 4;
@@ -40,19 +40,6 @@ export function loadO200k() {
   return { enc, count: (text) => enc.encode_ordinary(text).length };
 }
 
-// JSON with sorted keys and without cache_control markers (they move between requests).
-export function canonical(value) {
-  const walk = (v) => {
-    if (Array.isArray(v)) return v.map(walk);
-    if (v && typeof v === 'object') {
-      const out = {};
-      for (const k of Object.keys(v).sort()) if (k !== 'cache_control') out[k] = walk(v[k]);
-      return out;
-    }
-    return v;
-  };
-  return JSON.stringify(walk(value));
-}
 
 // The text a block is counted by.
 export function blockText(block) {
@@ -88,7 +75,7 @@ export function requestBlocks(body) {
   return out;
 }
 
-export { validate };
+export { canonical, validate };
 
 // The prompt cache of one account: written prefix hashes, and a shared token memo.
 export class PromptCache {

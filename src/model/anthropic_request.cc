@@ -112,9 +112,6 @@ absl::Status AnthropicRequest::Index(AnthropicRequest* previous, size_t reused) 
     return absl::InvalidArgumentError("messages: an array is required");
   }
   if (auto model = StringMember(doc, root_, "model")) model_ = *model;
-  if (const RawNode* stream = FindMember(doc, root_, "stream")) {
-    stream_ = stream->Text(doc) == "true";
-  }
   markers_outside_messages_ =
       CountMarkers(doc, FindMember(doc, root_, "system")) +
       CountMarkers(doc, FindMember(doc, root_, "tools"));
@@ -291,28 +288,11 @@ std::string AnthropicRequest::FirstMessageKey() {
   return transcript_.messages[0].key;
 }
 
-size_t AnthropicRequest::ComputeKeys(const AnthropicRequest* previous) {
-  size_t reused = 0;
+void AnthropicRequest::ComputeKeys() {
   for (size_t m = 0; m < refs_.size(); ++m) {
-    Message& message = transcript_.messages[m];
-    if (previous != nullptr && m < previous->refs_.size()) {
-      // A message the client sent byte for byte last time has the keys it had then.
-      std::string_view now = refs_[m].node->Text(body_);
-      std::string_view then = previous->refs_[m].node->Text(previous->body_);
-      const Message& old = previous->transcript_.messages[m];
-      if (now == then && old.blocks.size() == message.blocks.size() && !old.key.empty()) {
-        message.key = old.key;
-        for (size_t b = 0; b < message.blocks.size(); ++b) {
-          message.blocks[b].key = old.blocks[b].key;
-        }
-        ++reused;
-        continue;
-      }
-    }
-    if (!message.key.empty()) continue;  // message 0 (FirstMessageKey), or taken over
-    ComputeKey(m);
+    // Message 0 may have its key (FirstMessageKey); taken-over messages have theirs (Parse).
+    if (transcript_.messages[m].key.empty()) ComputeKey(m);
   }
-  return reused;
 }
 
 const std::vector<AnthropicRequest::TextSpan>& AnthropicRequest::TextSpans(size_t message,

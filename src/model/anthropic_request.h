@@ -50,17 +50,15 @@ class AnthropicRequest {
 
   // The key of message 0 (computing it if needed), "" without messages: it names the thread.
   std::string FirstMessageKey();
-  // Fills every block and message key. A message whose bytes equal those of the same message of
-  // `previous` (the thread's last request, or null) takes its keys without hashing. Returns how
-  // many messages were taken so.
-  size_t ComputeKeys(const AnthropicRequest* previous);
+  // Fills the block and message keys not known yet (messages Parse took over from the previous
+  // request keep theirs: only a new tail is hashed).
+  void ComputeKeys();
 
   // What the model reads of block (message, block), decoded: a text block's or a string
   // content's text, a tool result's text parts joined by newlines, a tool call's input (JSON),
   // a thinking block's thinking; "" for others.
   std::string BlockText(size_t message, size_t block) const;
   const std::string& model() const { return model_; }
-  bool stream() const { return stream_; }
 
   // The decoded text strings of block (message, block) that scrubbing reads, with the offsets
   // of their tokens in body(): a text block's text, a tool result's string content or the text
@@ -117,7 +115,6 @@ class AnthropicRequest {
   std::vector<MessageRef> refs_;
   Transcript transcript_;
   std::string model_;
-  bool stream_ = false;
   int markers_outside_messages_ = 0;
   size_t reused_messages_ = 0;
 };

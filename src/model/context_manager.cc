@@ -24,11 +24,6 @@ ContextManager::ContextManager(ContextManagerOptions options, ConversationStore&
     : options_(options), store_(store), scrubber_(scrubber), counter_(counter),
       lookup_(std::move(lookup)), charger_(std::move(charger)), recorder_(std::move(recorder)) {}
 
-size_t ContextManager::threads_in_memory() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return threads_.size();
-}
-
 std::shared_ptr<ContextManager::ThreadState> ContextManager::Thread(const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = threads_.find(id);
@@ -54,6 +49,7 @@ absl::StatusOr<std::shared_ptr<AnthropicRequest>> ContextManager::Parse(
     auto it = lasts_.find(absl::StrCat(tenant, "\n", conversation_id));
     if (it != lasts_.end()) {
       previous = std::move(it->second.request);  // spent by the parse: nobody else may use it
+      lasts_bytes_ -= previous->body().size();
       lasts_lru_.erase(it->second.lru);
       lasts_.erase(it);
     }
@@ -65,19 +61,26 @@ absl::StatusOr<std::shared_ptr<AnthropicRequest>> ContextManager::Parse(
 
 void ContextManager::RememberLast(const std::string& id,
                                   std::shared_ptr<AnthropicRequest> request) {
-  std::shared_ptr<AnthropicRequest> dropped;  // released outside the lock
+  if (request->body().size() > options_.max_kept_request_bytes) return;
+  std::vector<std::shared_ptr<AnthropicRequest>> dropped;  // released after the lock
   std::lock_guard<std::mutex> lock(mu_);
+  lasts_bytes_ += request->body().size();
   auto it = lasts_.find(id);
   if (it != lasts_.end()) {
-    dropped = std::move(it->second.request);
+    lasts_bytes_ -= it->second.request->body().size();
+    dropped.push_back(std::move(it->second.request));
     it->second.request = std::move(request);
     lasts_lru_.splice(lasts_lru_.begin(), lasts_lru_, it->second.lru);
-    return;
+  } else {
+    lasts_lru_.push_front(id);
+    lasts_.emplace(id, Last{std::move(request), lasts_lru_.begin()});
   }
-  lasts_lru_.push_front(id);
-  lasts_.emplace(id, Last{std::move(request), lasts_lru_.begin()});
-  while (lasts_.size() > std::max<size_t>(1, options_.max_threads_in_memory)) {
-    lasts_.erase(lasts_lru_.back());
+  while (lasts_.size() > std::max<size_t>(1, options_.max_threads_in_memory) ||
+         lasts_bytes_ > options_.max_kept_request_bytes) {
+    auto oldest = lasts_.find(lasts_lru_.back());
+    lasts_bytes_ -= oldest->second.request->body().size();
+    dropped.push_back(std::move(oldest->second.request));
+    lasts_.erase(oldest);
     lasts_lru_.pop_back();
   }
 }
@@ -293,9 +296,7 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(
   std::lock_guard<std::mutex> lock(state->mu);
   if (!state->loaded) RETURN_IF_ERROR(Load(applied.key, *state));
   applied.sequence = ++state->sequence;
-  // Messages taken over from the conversation's last request have their keys: only the new
-  // tail is hashed.
-  request->ComputeKeys(nullptr);
+  request->ComputeKeys();  // only the new tail: taken-over messages have their keys
   const Transcript& t = request->transcript();
   applied.messages = t.messages.size();
 
@@ -322,7 +323,6 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(
   applied.folds_applied = static_cast<int>(folds.edits.size());
   applied.skipped = folds.skipped;
   applied.open_branch_id = folds.open_branch_id;
-  applied.open_branch_ids = folds.open_branch_ids;
   applied.open_branch_create_message = folds.open_branch_create_message;
 
   RenderPlan plan;

@@ -64,9 +64,13 @@ using TenantCallRecorder =
                        const std::vector<ModelToolCall>& calls)>;
 
 struct ContextManagerOptions {
-  // Least recently used threads beyond this are dropped from memory (each keeps its last
-  // request: a few hundred KiB for a long conversation).
+  // Least recently used threads beyond this are dropped from memory (their state reloads from
+  // the store).
   size_t max_threads_in_memory = 64;
+  // The last request of each conversation is kept for the next one to take over, while the
+  // bodies kept stay within this many bytes (least recently used dropped first; a larger body
+  // is not kept).
+  size_t max_kept_request_bytes = 256u << 20;
 };
 
 // What Apply did to one request.
@@ -74,7 +78,6 @@ struct AppliedRequest {
   ConversationKey key;
   std::string body;  // what to forward
   std::string open_branch_id;               // innermost branch open at the tail ("" = root)
-  std::vector<std::string> open_branch_ids;  // outermost first
   size_t open_branch_create_message = 0;
   size_t messages = 0;
   size_t new_messages = 0;     // messages past the frontier
@@ -126,8 +129,6 @@ class ContextManager {
   // same instant. A failure is logged and the thread reloaded from the store.
   void SaveFrontier(const AppliedRequest& applied);
 
-  size_t threads_in_memory() const;
-
  private:
   struct ThreadState {
     std::mutex mu;
@@ -176,13 +177,14 @@ class ContextManager {
   std::unordered_map<std::string, Entry> threads_;
   std::list<std::string> lru_;  // most recent first
   // The last applied request of each conversation (tenant + "\n" + id), for Parse; taken out
-  // while a Parse uses it. At most max_threads_in_memory, least recently used dropped first.
+  // while a Parse uses it. Bounded by max_threads_in_memory and max_kept_request_bytes.
   struct Last {
     std::shared_ptr<AnthropicRequest> request;
     std::list<std::string>::iterator lru;
   };
   std::unordered_map<std::string, Last> lasts_;
   std::list<std::string> lasts_lru_;
+  size_t lasts_bytes_ = 0;  // body bytes of the requests in lasts_
 };
 
 }  // namespace contextd::model

@@ -238,6 +238,31 @@ TEST(ContextManagerTest, ChargesTheBranchSpanWarnsOnceAndFoldsItWhenExhausted) {
   EXPECT_EQ(fourth.open_branch_id, "");
 }
 
+TEST(ContextManagerTest, KeepsTheLastRequestForTheNextOnlyWithinItsByteBudget) {
+  // Parses `c` for conversation "s" and applies it; returns how many messages the parse took over.
+  auto round = [](ContextManager& manager, const Conversation& c) {
+    auto parsed = manager.Parse("local", "s", c.Request()->body());
+    EXPECT_TRUE(parsed.ok());
+    size_t reused = (*parsed)->reused_messages();
+    EXPECT_TRUE(manager.Apply("local", "s", *parsed, 1).ok());
+    return reused;
+  };
+  for (size_t budget : {size_t{256} << 20, size_t{64}}) {
+    Fixture f;
+    ContextManagerOptions options;
+    options.max_kept_request_bytes = budget;
+    ContextManager manager(options, f.store, f.scrubber, f.counter, nullptr);
+    Conversation c;
+    c.Assistant(json::array({Use("t1", "Read")}));
+    c.User(json::array({Result("t1", std::string(500, 'r'))}));
+    EXPECT_EQ(round(manager, c), 0u);
+    c.Assistant(json::array({{{"type", "text"}, {"text", "next"}}}));
+    c.User(json::array({{{"type", "text"}, {"text", "go"}}}));
+    // With room, the unchanged messages are taken over; with 64 bytes nothing was kept.
+    EXPECT_EQ(round(manager, c), budget > 64 ? 2u : 0u);
+  }
+}
+
 TEST(ContextManagerTest, SideRequestsOfOneSessionAreSeparateThreads) {
   Fixture f;
   Conversation main;

@@ -253,10 +253,7 @@ FoldPlan PlanFolds(const Transcript& t, const std::map<std::string, FoldRecord>&
   for (const Candidate& c : ended) consider(c, false);
   std::vector<std::string> open_ids;
   for (const Candidate& c : stack) {
-    if (consider(c, true)) continue;
-    open_ids.push_back(c.branch_id);
-    plan.open_branch_id = c.branch_id;
-    plan.open_branch_create_message = c.create_message;
+    if (!consider(c, true)) open_ids.push_back(c.branch_id);
   }
   // A branch folded by force may have had children open in it: they went with it.
   std::sort(edits.begin(), edits.end(), [](const FoldEdit& a, const FoldEdit& b) {
@@ -274,7 +271,6 @@ FoldPlan PlanFolds(const Transcript& t, const std::map<std::string, FoldRecord>&
     plan.edits.push_back(std::move(edit));
   }
   // Open branches inside a fold are gone from the transcript.
-  plan.open_branch_id.clear();
   for (const Candidate& c : stack) {
     if (std::find(open_ids.begin(), open_ids.end(), c.branch_id) == open_ids.end()) continue;
     bool inside = std::any_of(plan.edits.begin(), plan.edits.end(), [&](const FoldEdit& e) {

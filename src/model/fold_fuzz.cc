@@ -48,7 +48,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string body(reinterpret_cast<const char*>(data) + 1, size - 1);
   auto request = AnthropicRequest::Parse(body);
   if (!request.ok()) return 0;
-  (*request)->ComputeKeys(nullptr);
+  (*request)->ComputeKeys();
   const bool valid_in = ValidateTranscript((*request)->transcript()).ok();
 
   BranchLookup lookup = [forced](const std::string& id) {

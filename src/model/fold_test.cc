@@ -71,7 +71,7 @@ BranchFacts Returned() {
 std::unique_ptr<AnthropicRequest> Parse(const json& body) {
   auto request = AnthropicRequest::Parse(body.dump());
   EXPECT_TRUE(request.ok()) << request.status();
-  (*request)->ComputeKeys(nullptr);
+  (*request)->ComputeKeys();
   return *std::move(request);
 }
 
@@ -304,11 +304,11 @@ TEST(AnthropicRequestTest, AResentHistoryIsTakenOverAndReadsAsAFreshParse) {
   json second = Conversation(true, true);
   auto previous = AnthropicRequest::Parse(first.dump());
   ASSERT_TRUE(previous.ok());
-  (*previous)->ComputeKeys(nullptr);
+  (*previous)->ComputeKeys();
   auto taken = AnthropicRequest::Parse(second.dump(), previous->get());
   ASSERT_TRUE(taken.ok());
   previous->reset();  // spent
-  (*taken)->ComputeKeys(nullptr);
+  (*taken)->ComputeKeys();
   auto fresh = Parse(second);
   // Messages 0-5 are byte for byte those of the first request; 6 lost its marker.
   EXPECT_EQ((*taken)->reused_messages(), 6u);

@@ -12,7 +12,7 @@
 // provider's 400, so a client or gateway that rewrites history where it must not is caught.
 import { createServer } from 'node:http';
 import { createHmac, randomBytes } from 'node:crypto';
-import { validate } from './validate_messages.mjs';
+import { canonical, validate } from './messages.mjs';
 
 // The script: an array of turns, played in order by the requests that carry `tools` (the agent's
 // main loop; side requests such as title generation have none and get `sideReply`). A turn is
@@ -116,19 +116,6 @@ export async function startAnthropicDouble({ script = [], sideReply = 'ok', fall
   return double;
 }
 
-// JSON with sorted keys and without cache_control markers: what the signature binds.
-function canonical(value) {
-  const walk = (v) => {
-    if (Array.isArray(v)) return v.map(walk);
-    if (v && typeof v === 'object') {
-      const out = {};
-      for (const k of Object.keys(v).sort()) if (k !== 'cache_control') out[k] = walk(v[k]);
-      return out;
-    }
-    return v;
-  };
-  return JSON.stringify(walk(value));
-}
 
 function sendJson(res, status, value) {
   const body = JSON.stringify(value);

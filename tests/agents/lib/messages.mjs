@@ -1,6 +1,22 @@
-// The structural checks the Messages API makes that a gateway rewriting history could break,
-// as the provider words them: shared by the scripted doubles (tests/agents, bench/model), so that
-// every request a test or benchmark produces is checked.
+// Anthropic Messages requests as the scripted doubles (tests/agents, bench/model) read them: the
+// canonical form of a value (what a thinking signature or a cache entry is bound to), and the
+// structural checks the API makes that a gateway rewriting history could break, as the provider
+// words them, so that every request a test or benchmark produces is checked.
+
+// JSON with sorted keys and without cache_control markers (clients move them between requests).
+export function canonical(value) {
+  const walk = (v) => {
+    if (Array.isArray(v)) return v.map(walk);
+    if (v && typeof v === 'object') {
+      const out = {};
+      for (const k of Object.keys(v).sort()) if (k !== 'cache_control') out[k] = walk(v[k]);
+      return out;
+    }
+    return v;
+  };
+  return JSON.stringify(walk(value));
+}
+
 // Anthropic's structural checks that a gateway rewriting history could break: a 400 message, or
 // null. Every tool_use must be answered by a tool_result in the next (user) message, and every
 // tool_result must answer a tool_use of the message before it.
