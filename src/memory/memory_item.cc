@@ -2,9 +2,12 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "memory/internal/sv.h"
 
 namespace contextd::memory {
 namespace {
+
+using internal::Sv;
 
 template <typename E, size_t N>
 absl::StatusOr<E> ParseName(std::string_view what, std::string_view name,
@@ -15,13 +18,13 @@ absl::StatusOr<E> ParseName(std::string_view what, std::string_view name,
   std::string accepted;
   for (size_t i = 0; i < N; ++i) absl::StrAppend(&accepted, i ? ", " : "", names[i]);
   return absl::InvalidArgumentError(
-      absl::StrCat(what, " must be one of ", accepted, "; got \"", name, "\""));
+      absl::StrCat(Sv(what), " must be one of ", accepted, "; got \"", Sv(name), "\""));
 }
 
 absl::Status CheckText(std::string_view field, std::string_view text, size_t max_chars) {
   size_t n = Utf8Chars(text);
-  if (n < 1 || n > max_chars || absl::StripAsciiWhitespace(text).empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(field, " must be 1-", max_chars,
+  if (n < 1 || n > max_chars || absl::StripAsciiWhitespace(Sv(text)).empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(Sv(field), " must be 1-", max_chars,
                                                    " characters and not blank, got ", n));
   }
   return absl::OkStatus();

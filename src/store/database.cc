@@ -125,6 +125,8 @@ absl::Status Statement::Run() {
 
 int64_t Statement::Int(int col) const { return sqlite3_column_int64(stmt_, col); }
 
+double Statement::Real(int col) const { return sqlite3_column_double(stmt_, col); }
+
 std::string Statement::Text(int col) const {
   const unsigned char* p = sqlite3_column_text(stmt_, col);
   int n = sqlite3_column_bytes(stmt_, col);

@@ -90,6 +90,7 @@ class Statement {
   absl::Status Run();
   // Column accessors for the current row (0-based).
   int64_t Int(int col) const;
+  double Real(int col) const;
   std::string Text(int col) const;
   // The column's bytes as stored (a BLOB, or a TEXT's bytes); empty for NULL.
   std::string Blob(int col) const;

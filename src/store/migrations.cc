@@ -389,6 +389,93 @@ CREATE TABLE model_usage (
 CREATE INDEX model_usage_by_branch ON model_usage (tenant, branch_id);
 )sql";
 
+
+// 0010_memory.sql: the ReasoningBank (memory/memory_store.h, written by SqliteMemoryStore).
+// - memories: one row per item; `pos` names the rowid the two FTS5 indexes point at. Tags are
+//   newline-separated. Nothing is deleted: retiring and merging change `status`.
+// - memory_history: every change to an item, in order (append-only).
+// - memory_fts / memory_task_fts: external-content FTS5 over the item's texts and over its source
+//   task (description and prompt), kept in step by triggers that fire only when those columns
+//   change (counters change on every use); the fts5vocab tables give document frequencies, so a
+//   query can keep its rarest terms.
+// - memory_vectors: optional embeddings, per item and embedding model (float32, little-endian).
+// CHECK constraints compare without IN (...), as 0006 explains.
+constexpr char k0010Memory[] = R"sql(
+CREATE TABLE memories (
+  pos                INTEGER PRIMARY KEY,
+  id                 TEXT NOT NULL UNIQUE,
+  tenant             TEXT NOT NULL,
+  project            TEXT NOT NULL,
+  scope              TEXT NOT NULL CHECK (scope = 'project' OR scope = 'team' OR scope = 'org'),
+  status             TEXT NOT NULL CHECK (status = 'pending' OR status = 'active' OR
+                                          status = 'retired'),
+  outcome            TEXT NOT NULL CHECK (outcome = 'success' OR outcome = 'failure'),
+  title              TEXT NOT NULL,
+  description        TEXT NOT NULL,
+  content            TEXT NOT NULL,
+  tags               TEXT NOT NULL,
+  source_branch_id   TEXT NOT NULL,
+  source_description TEXT NOT NULL,
+  source_prompt      TEXT NOT NULL,
+  origin             TEXT NOT NULL,
+  created_at_ms      INTEGER NOT NULL,
+  updated_at_ms      INTEGER NOT NULL,
+  use_count          INTEGER NOT NULL DEFAULT 0,
+  helpful_count      INTEGER NOT NULL DEFAULT 0,
+  unhelpful_count    INTEGER NOT NULL DEFAULT 0,
+  success_count      INTEGER NOT NULL DEFAULT 0,
+  failure_count      INTEGER NOT NULL DEFAULT 0,
+  merged_into        TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX memories_by_task ON memories (tenant, source_description);
+
+CREATE TABLE memory_history (
+  seq       INTEGER PRIMARY KEY,
+  memory_id TEXT NOT NULL,
+  action    TEXT NOT NULL,
+  actor     TEXT NOT NULL,
+  detail    TEXT NOT NULL,
+  at_ms     INTEGER NOT NULL
+);
+CREATE INDEX memory_history_by_memory ON memory_history (memory_id, seq);
+
+CREATE VIRTUAL TABLE memory_fts USING fts5(title, description, content, tags,
+  content = 'memories', content_rowid = 'pos', tokenize = 'unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE memory_task_fts USING fts5(source_description, source_prompt,
+  content = 'memories', content_rowid = 'pos', tokenize = 'unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE memory_fts_vocab USING fts5vocab(memory_fts, 'row');
+CREATE VIRTUAL TABLE memory_task_fts_vocab USING fts5vocab(memory_task_fts, 'row');
+
+CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+  INSERT INTO memory_fts (rowid, title, description, content, tags)
+    VALUES (new.pos, new.title, new.description, new.content, new.tags);
+  INSERT INTO memory_task_fts (rowid, source_description, source_prompt)
+    VALUES (new.pos, new.source_description, new.source_prompt);
+END;
+CREATE TRIGGER memories_au_text AFTER UPDATE OF title, description, content, tags ON memories
+BEGIN
+  INSERT INTO memory_fts (memory_fts, rowid, title, description, content, tags)
+    VALUES ('delete', old.pos, old.title, old.description, old.content, old.tags);
+  INSERT INTO memory_fts (rowid, title, description, content, tags)
+    VALUES (new.pos, new.title, new.description, new.content, new.tags);
+END;
+CREATE TRIGGER memories_au_task AFTER UPDATE OF source_description, source_prompt ON memories
+BEGIN
+  INSERT INTO memory_task_fts (memory_task_fts, rowid, source_description, source_prompt)
+    VALUES ('delete', old.pos, old.source_description, old.source_prompt);
+  INSERT INTO memory_task_fts (rowid, source_description, source_prompt)
+    VALUES (new.pos, new.source_description, new.source_prompt);
+END;
+
+CREATE TABLE memory_vectors (
+  memory_id TEXT NOT NULL,
+  model     TEXT NOT NULL,
+  dim       INTEGER NOT NULL CHECK (dim > 0),
+  vector    BLOB NOT NULL,
+  PRIMARY KEY (memory_id, model)
+);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
@@ -402,6 +489,7 @@ const std::vector<Migration>& Migrations() {
       {7, "0007_search_index_file.sql", k0007SearchIndexFile},
       {8, "0008_branch_depth_from_zero.sql", k0008BranchDepthFromZero},
       {9, "0009_model_conversations.sql", k0009ModelConversations},
+      {10, "0010_memory.sql", k0010Memory},
   };
   return kAll;
 }

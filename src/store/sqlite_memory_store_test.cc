@@ -1,0 +1,312 @@
+// The ReasoningBank over a real SQLite file: the store's rows, history and BM25 rankings, and the
+// bank's confidence, visibility, fusion, scope walk, extraction and merging on top of it.
+#include "store/sqlite_memory_store.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "base/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "memory/memory_bank.h"
+#include "store/test_util.h"
+
+namespace contextd::store {
+namespace {
+
+using memory::Caller;
+using memory::MemoryBank;
+using memory::MemoryItem;
+using memory::Outcome;
+using memory::RecordRequest;
+using memory::Scope;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+class MemoryBankTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto store = SqliteMemoryStore::Open(tmp_.File("contextd.db"));
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+    MakeBank({});
+  }
+
+  void MakeBank(memory::BankOptions options) {
+    MemoryBank::Parts parts;
+    parts.store = store_.get();
+    parts.clock = &clock_;
+    // A stand-in for the server's scrubber: one recognisable secret shape.
+    parts.sanitize = [](std::string_view text) {
+      return absl::StrReplaceAll(absl::string_view(text.data(), text.size()),
+                                 {{"sk-SECRET", "[REDACTED:key]"}});
+    };
+    parts.count_tokens = [](std::string_view text) {
+      return static_cast<int64_t>(text.size() / 4 + 1);
+    };
+    parts.events = [this](const memory::MemoryEvent& e) { events_.push_back(e.type); };
+    bank_ = std::make_unique<MemoryBank>(std::move(parts), options);
+  }
+
+  MemoryItem Record(const Caller& caller, const std::string& title, const std::string& content,
+                    Scope scope = Scope::kProject, Outcome outcome = Outcome::kSuccess,
+                    const std::string& task = "") {
+    RecordRequest r;
+    r.title = title;
+    r.description = "When " + title + ".";
+    r.content = content;
+    r.scope = scope;
+    r.outcome = outcome;
+    r.source.description = task;
+    auto item = bank_->Record(caller, r);
+    EXPECT_TRUE(item.ok()) << item.status();
+    return item.ok() ? *item : MemoryItem{};
+  }
+
+  TempDir tmp_;
+  base::FakeClock clock_;
+  std::unique_ptr<SqliteMemoryStore> store_;
+  std::unique_ptr<MemoryBank> bank_;
+  std::vector<std::string> events_;
+  Caller alice_{"acme", "web", "ses_1"};
+};
+
+TEST_F(MemoryBankTest, RecordStoresScrubbedItemWithHistory) {
+  MemoryItem item = Record(alice_, "Find flaky tests with pytest -p no:randomly",
+                           "Run pytest with -p no:randomly and key sk-SECRET to fix the order.");
+  EXPECT_THAT(item.id, ::testing::StartsWith("mem_"));
+  EXPECT_THAT(item.content, Not(HasSubstr("sk-SECRET")));
+  auto stored = store_->Get(item.id);
+  ASSERT_TRUE(stored.ok() && stored->has_value());
+  EXPECT_EQ((*stored)->content, item.content);
+  EXPECT_EQ((*stored)->status, memory::Status::kActive);
+  EXPECT_DOUBLE_EQ((*stored)->Confidence(), 0.75);
+  auto history = store_->History(item.id);
+  ASSERT_TRUE(history.ok());
+  ASSERT_EQ(history->size(), 1u);
+  EXPECT_EQ((*history)[0].action, "recorded");
+  EXPECT_EQ(events_, std::vector<std::string>{"memory.recorded"});
+}
+
+TEST_F(MemoryBankTest, BadFieldsAreRefusedNamingTheField) {
+  RecordRequest r;
+  r.title = "";
+  r.description = "d";
+  r.content = "c";
+  auto item = bank_->Record(alice_, r);
+  ASSERT_FALSE(item.ok());
+  EXPECT_EQ(item.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(item.status().message(), HasSubstr("title"));
+  r.title = "t";
+  r.content = std::string(memory::kMaxContentChars + 1, 'x');
+  item = bank_->Record(alice_, r);
+  ASSERT_FALSE(item.ok());
+  EXPECT_THAT(item.status().message(), HasSubstr("content"));
+  EXPECT_EQ(*store_->Count(), 0);
+}
+
+TEST_F(MemoryBankTest, SearchRanksByTextAndTaskAndRespectsVisibility) {
+  MemoryItem migrations = Record(alice_, "Django migrations conflict",
+                                 "Run makemigrations --merge when two migration leaves exist.");
+  Record(alice_, "Sympy printing", "Use the StrPrinter subclass to change how Pow prints.");
+  Record(Caller{"acme", "other-project", "s"}, "Django migrations in other project",
+         "Project-scoped: invisible from web.");
+  MemoryItem team = Record(Caller{"acme", "other-project", "s"}, "Django migrations team tip",
+                           "Squash old migrations before upgrading.", Scope::kTeam);
+  Record(Caller{"globex", "web", "s"}, "Django migrations globex",
+         "Another tenant's project memory.", Scope::kTeam);
+  auto hits = bank_->Search(alice_, "fix the django migrations conflict", 10, std::nullopt);
+  ASSERT_TRUE(hits.ok()) << hits.status();
+  std::vector<std::string> ids;
+  for (const auto& h : *hits) ids.push_back(h.item.id);
+  EXPECT_THAT(ids, ::testing::UnorderedElementsAre(migrations.id, team.id));
+  EXPECT_EQ(ids[0], migrations.id);  // "conflict" only matches it
+
+  auto only_team = bank_->Search(alice_, "django migrations", 10, Scope::kTeam);
+  ASSERT_TRUE(only_team.ok());
+  ASSERT_EQ(only_team->size(), 1u);
+  EXPECT_EQ((*only_team)[0].item.id, team.id);
+
+  // Another tenant cannot see, rate or retire them: the same NotFound as a missing id.
+  Caller mallory{"globex", "web", "x"};
+  auto fb = bank_->Feedback(mallory, migrations.id, false);
+  EXPECT_EQ(fb.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(bank_->Feedback(mallory, "mem_missing", false).status().message(),
+            "memory mem_missing not found");
+
+  EXPECT_EQ(bank_->Search(alice_, "  ", 5, std::nullopt).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bank_->Search(alice_, "x", 0, std::nullopt).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(MemoryBankTest, TaskTextRankingFindsItemsWhoseWordsDiffer) {
+  // The item's own text shares no word with the query; its source task does.
+  MemoryItem item = Record(alice_, "Pin the resolver", "Set the lockfile before installing.",
+                           Scope::kProject, Outcome::kSuccess,
+                           "dependency installation breaks on CI runners");
+  auto hits = bank_->Search(alice_, "CI runners break during dependency installation", 5,
+                            std::nullopt);
+  ASSERT_TRUE(hits.ok());
+  ASSERT_EQ(hits->size(), 1u);
+  EXPECT_EQ((*hits)[0].item.id, item.id);
+}
+
+TEST_F(MemoryBankTest, ConfidenceFollowsFeedbackAndOutcomes) {
+  MemoryItem item = Record(alice_, "Cache the vocabulary", "Load it off the executor.");
+  auto after = bank_->Feedback(alice_, item.id, false);
+  ASSERT_TRUE(after.ok());
+  EXPECT_DOUBLE_EQ(after->Confidence(), 3.0 / 5.0);
+  // Below 0.7: searchable, not injected.
+  auto injected = bank_->Retrieve(alice_, "cache vocabulary executor");
+  ASSERT_TRUE(injected.ok());
+  EXPECT_TRUE(injected->empty());
+  EXPECT_EQ(bank_->Search(alice_, "cache vocabulary", 5, std::nullopt)->size(), 1u);
+  ASSERT_TRUE(bank_->RecordOutcome(alice_, item.id, true).ok());
+  after = bank_->Feedback(alice_, item.id, true);
+  ASSERT_TRUE(after.ok());
+  EXPECT_DOUBLE_EQ(after->Confidence(), 5.0 / 7.0);
+  injected = bank_->Retrieve(alice_, "cache vocabulary executor");
+  ASSERT_TRUE(injected.ok());
+  ASSERT_EQ(injected->size(), 1u);
+  EXPECT_EQ((*injected)[0].text, "[worked] Cache the vocabulary: Load it off the executor.");
+  EXPECT_GT((*injected)[0].tokens, 0);
+  auto history = store_->History(item.id);
+  ASSERT_TRUE(history.ok());
+  EXPECT_EQ(history->size(), 4u);  // recorded, feedback, outcome, feedback
+}
+
+TEST_F(MemoryBankTest, RetrieveWalksProjectThenTeamThenOrg) {
+  MemoryItem org = Record(Caller{"globex", "x", "s"}, "Retry flaky network fetches",
+                          "Retry with backoff on network fetch errors.", Scope::kOrg);
+  MemoryItem team = Record(Caller{"acme", "api", "s"}, "Retry flaky fetches in tests",
+                           "Mock the network fetch in unit tests.", Scope::kTeam);
+  MemoryItem project = Record(alice_, "Flaky fetch", "The CDN fetch needs a timeout.");
+  auto got = bank_->Retrieve(alice_, "retry flaky network fetch errors with backoff");
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), 3u);
+  EXPECT_EQ((*got)[0].item.id, project.id);
+  EXPECT_EQ((*got)[1].item.id, team.id);
+  EXPECT_EQ((*got)[2].item.id, org.id);
+  ASSERT_TRUE(bank_->NoteInjected(alice_, "br_1", {project.id, org.id}, 40).ok());
+  EXPECT_EQ((*store_->Get(project.id))->use_count, 1);
+  EXPECT_EQ(events_.back(), "memory.injected");
+}
+
+TEST_F(MemoryBankTest, ExtractStructuralCandidatesPendingUntilConfirmedAndMergesDuplicates) {
+  memory::BranchTrace trace;
+  trace.tenant = "acme";
+  trace.project = "web";
+  trace.branch_id = "br_0123456789abcdef0123456789abcdef";
+  trace.description = "Find where the session cookie is parsed";
+  trace.prompt = "Search the code for the cookie parser";
+  trace.summary = "The cookie is parsed in src/http/cookies.py by parse_cookie(). It trims quotes.";
+  trace.events = {
+      {"tool_call", "bash", R"({"command":"grep -rn parse_cookie src/"})", false},
+      {"tool_result", "bash", "src/http/cookies.py:12:def parse_cookie(raw):", false},
+      {"tool_call", "bash", R"({"command":"python -m pytest tests/test_cookies.py"})", false},
+      {"tool_result", "bash", "E   AssertionError: expected 'a' got '\"a\"'\nFAILED", true},
+  };
+  auto first = bank_->Extract(trace, Scope::kProject);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->distiller, "structural");
+  ASSERT_EQ(first->stored.size(), 2u);  // the way, and the pitfall met on it
+  const MemoryItem& way = first->stored[0];
+  EXPECT_EQ(way.status, memory::Status::kPending);
+  EXPECT_EQ(way.outcome, Outcome::kSuccess);
+  EXPECT_THAT(way.content, HasSubstr("parse_cookie"));
+  EXPECT_THAT(way.content, HasSubstr("grep -rn parse_cookie src/"));
+  EXPECT_EQ(way.source.branch_id, trace.branch_id);
+  EXPECT_EQ(first->stored[1].outcome, Outcome::kFailure);
+  EXPECT_THAT(first->stored[1].content, HasSubstr("AssertionError"));
+  // Pending: searchable, not injected.
+  EXPECT_TRUE(bank_->Retrieve(alice_, "where is the session cookie parsed")->empty());
+  EXPECT_FALSE(bank_->Search(alice_, "session cookie parsed", 5, std::nullopt)->empty());
+  auto confirmed = bank_->RecordOutcome(alice_, way.id, true);
+  ASSERT_TRUE(confirmed.ok());
+  EXPECT_EQ(confirmed->status, memory::Status::kActive);
+  EXPECT_EQ(bank_->Retrieve(alice_, "where is the session cookie parsed")->size(), 1u);
+
+  // The same task again: both candidates merge into the existing items.
+  trace.branch_id = "br_ffffffffffffffffffffffffffffffff";
+  auto second = bank_->Extract(trace, Scope::kProject);
+  ASSERT_TRUE(second.ok());
+  EXPECT_TRUE(second->stored.empty());
+  EXPECT_EQ(second->merged.size(), 2u);
+  auto history = store_->History(way.id);
+  ASSERT_TRUE(history.ok());
+  EXPECT_EQ(history->back().action, "merged");
+}
+
+TEST_F(MemoryBankTest, ForceReturnedBranchBecomesWhatToAvoid) {
+  MakeBank(memory::BankOptions{.auto_confirm = true});
+  memory::BranchTrace trace;
+  trace.tenant = "acme";
+  trace.project = "web";
+  trace.branch_id = "br_1";
+  trace.description = "Read every log file";
+  trace.prompt = "cat all logs";
+  trace.summary = "partial";
+  trace.succeeded = false;
+  trace.finish_reason = "budget exhausted: 8192/8192 tokens";
+  trace.events = {{"tool_call", "read_file", R"({"path":"/var/log/app.log"})", false}};
+  auto result = bank_->Extract(trace, Scope::kProject);
+  ASSERT_TRUE(result.ok());
+  ASSERT_EQ(result->stored.size(), 1u);
+  const MemoryItem& item = result->stored[0];
+  EXPECT_EQ(item.outcome, Outcome::kFailure);
+  EXPECT_EQ(item.status, memory::Status::kActive);
+  EXPECT_THAT(item.content, HasSubstr("budget exhausted"));
+  EXPECT_THAT(item.content, HasSubstr("/var/log/app.log"));
+  auto injected = bank_->Retrieve(alice_, "read the log files");
+  ASSERT_TRUE(injected.ok());
+  ASSERT_EQ(injected->size(), 1u);
+  EXPECT_THAT((*injected)[0].text, ::testing::StartsWith("[avoid] Avoid: Read every log file"));
+}
+
+TEST_F(MemoryBankTest, RetireKeepsTheItemAndItsHistory) {
+  MemoryItem item = Record(alice_, "Old advice", "Use the old API.");
+  auto retired = bank_->Retire(alice_, item.id, "API removed");
+  ASSERT_TRUE(retired.ok());
+  EXPECT_EQ(retired->status, memory::Status::kRetired);
+  EXPECT_TRUE(bank_->Search(alice_, "old advice API", 5, std::nullopt)->empty());
+  EXPECT_EQ(bank_->Feedback(alice_, item.id, true).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  auto history = store_->History(item.id);
+  ASSERT_TRUE(history.ok());
+  EXPECT_EQ(history->back().action, "retired");
+  EXPECT_EQ(history->back().detail, "API removed");
+}
+
+TEST_F(MemoryBankTest, ImportKeepsIdsAndRefusesDuplicates) {
+  MemoryItem item = Record(alice_, "Shared tip", "Share the bank as JSONL.");
+  auto listed = store_->List(memory::ListFilter{});
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 1u);
+  TempDir other;
+  auto store2 = SqliteMemoryStore::Open(other.File("contextd.db"));
+  ASSERT_TRUE(store2.ok());
+  MemoryBank::Parts parts;
+  parts.store = store2->get();
+  parts.clock = &clock_;
+  parts.sanitize = [](std::string_view t) { return std::string(t); };
+  parts.count_tokens = [](std::string_view t) { return static_cast<int64_t>(t.size()); };
+  MemoryBank bank2(std::move(parts), {});
+  ASSERT_TRUE(bank2.Import((*listed)[0], "cli").ok());
+  EXPECT_EQ(bank2.Import((*listed)[0], "cli").code(), absl::StatusCode::kAlreadyExists);
+  auto copy = (*store2)->Get(item.id);
+  ASSERT_TRUE(copy.ok() && copy->has_value());
+  EXPECT_EQ((*copy)->content, item.content);
+  EXPECT_EQ(bank2.Search(alice_, "shared tip", 5, std::nullopt)->size(), 1u);
+}
+
+TEST(QueryTermsTest, LowercaseWordsWithoutStopWordsOnce) {
+  EXPECT_EQ(memory::QueryTerms("The Parser_fails on the UTF-8 input; the parser!"),
+            (std::vector<std::string>{"parser", "fails", "utf", "input"}));
+  EXPECT_DOUBLE_EQ(memory::WordOverlap("alpha beta", "beta alpha"), 1.0);
+  EXPECT_DOUBLE_EQ(memory::WordOverlap("", ""), 0.0);
+}
+
+}  // namespace
+}  // namespace contextd::store
