@@ -256,8 +256,22 @@ absl::StatusOr<CreateResult> BranchManager::Create(const SessionKey& session,
                                                    budget, "; raise budget or shorten the prompt"));
   }
   int64_t timeout_s = request.timeout_seconds.value_or(config_.default_timeout_seconds);
+  // Memories: greedily, best first, into their share of the budget (never more than the prompt
+  // leaves). A candidate too large for what is left is skipped; a smaller later one may fit.
+  int64_t injected_tokens = 0;
+  if (request.inject_memories) {
+    const auto share = static_cast<int64_t>(static_cast<double>(budget) *
+                                            config_.injection_budget_ratio);
+    const int64_t cap = std::min(share, budget - prompt_tokens);
+    for (const InjectedContext& c : request.memory_candidates) {
+      if (static_cast<int>(b.injected_context.size()) >= config_.memory_max_items) break;
+      if (c.tokens <= 0 || injected_tokens + c.tokens > cap) continue;
+      b.injected_context.push_back(c);
+      injected_tokens += c.tokens;
+    }
+  }
   b.budget_allocated = budget;
-  b.tokens_used = prompt_tokens;
+  b.tokens_used = prompt_tokens + injected_tokens;
   b.created_at_ms = executor_.clock().WallMillis();
   b.deadline_wall_ms = b.created_at_ms + timeout_s * 1000;
   b.deadline_mono = now + std::chrono::seconds(timeout_s);
@@ -285,6 +299,8 @@ absl::StatusOr<CreateResult> BranchManager::Create(const SessionKey& session,
   result.timeout_seconds = timeout_s;
   result.deadline_wall_ms = b.deadline_wall_ms;
   result.prompt_tokens = prompt_tokens;
+  result.injected_context = b.injected_context;
+  result.injected_tokens = injected_tokens;
   txn.Insert(std::move(b));
   RETURN_IF_ERROR(txn.Commit());
   state = &sessions_.at(session);
@@ -326,6 +342,7 @@ absl::StatusOr<ReturnResult> BranchManager::Return(const SessionKey& session,
   // to what the branch has left, so that used + reserved <= allocated holds for every branch and
   // a parent is never charged more than it reserved.
   b.tokens_used += std::min(summary_tokens, std::max<int64_t>(b.Remaining(), 0));
+  b.memory_queued = request.extract_memory;
   const std::string parent_id = b.parent_id;
   FinishInTxn(txn, id, BranchStatus::kCompleted, "returned", summary);
   ReturnResult result;
@@ -337,7 +354,7 @@ absl::StatusOr<ReturnResult> BranchManager::Return(const SessionKey& session,
   result.budget_allocated = txn.Get(id).budget_allocated;
   result.parent_branch_id = parent_id;
   result.force_returned_children = kids;
-  result.memory_queued = false;
+  result.memory_queued = request.extract_memory;
   if (!parent_id.empty() && nodes_.count(parent_id) > 0) {
     Branch& p = txn.Get(parent_id);
     if (!txn.IsWarned(parent_id) && CrossesWarning(p)) {

@@ -67,6 +67,11 @@ struct CreateRequest {
   std::optional<int64_t> budget;           // 1..max_budget; default see Create()
   std::optional<int64_t> timeout_seconds;  // 1..max_timeout_seconds; default from the config
   bool inject_memories = true;
+  // What may be injected, best first (the memory bank's ranking, already above the confidence
+  // threshold). Create takes them in order while they fit into injection_budget_ratio of the
+  // budget (and what the prompt leaves), at most memory_max_items, and charges their tokens.
+  // Ignored unless inject_memories.
+  std::vector<InjectedContext> memory_candidates;
   std::optional<std::string> parent_branch_id;  // default: the innermost active branch
 };
 
@@ -83,6 +88,7 @@ struct CreateResult {
   int64_t deadline_wall_ms = 0;
   int64_t prompt_tokens = 0;                      // charged at creation (tokens_used starts here)
   std::vector<InjectedContext> injected_context;  // what was put into the branch (memories)
+  int64_t injected_tokens = 0;                    // their tokens, charged at creation too
 };
 
 // branch_return's arguments.
@@ -90,6 +96,8 @@ struct ReturnRequest {
   std::optional<std::string> branch_id;  // default: the innermost active branch
   std::string message;                   // at most 50000 characters; scrubbed before use
   const PreparedText* prepared_message = nullptr;  // PrepareText(message), as in CreateRequest
+  // Queue the branch for distillation into memories (stored as the branch's memory_queued and
+  // answered as ReturnResult::memory_queued; the caller does the queueing).
   bool extract_memory = false;
 };
 

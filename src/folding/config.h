@@ -31,9 +31,11 @@ struct FoldingConfig {
   int max_depth = 3;
   int64_t default_timeout_seconds = 300;
   int64_t max_timeout_seconds = 600;
-  double injection_budget_ratio = 0.1;
-  double memory_min_confidence = 0.5;
-  int memory_max_items = 5;
+  // Memory injection at branch_create (the seed's defaults): memories fill at most this share of
+  // the branch's budget, only those at or above memory_min_confidence, at most memory_max_items.
+  double injection_budget_ratio = 0.2;
+  double memory_min_confidence = 0.7;
+  int memory_max_items = 10;
   int max_concurrent_branches_per_session = 10;
   int max_concurrent_branches_per_instance = 100;
   std::string branch_creation_rate_limit = "5/minute";

@@ -12,9 +12,9 @@ TEST(ConfigTest, DefaultsAreTheSeedsAndValid) {
   EXPECT_EQ(c.max_depth, 3);
   EXPECT_EQ(c.default_timeout_seconds, 300);
   EXPECT_EQ(c.max_timeout_seconds, 600);
-  EXPECT_DOUBLE_EQ(c.injection_budget_ratio, 0.1);
-  EXPECT_DOUBLE_EQ(c.memory_min_confidence, 0.5);
-  EXPECT_EQ(c.memory_max_items, 5);
+  EXPECT_DOUBLE_EQ(c.injection_budget_ratio, 0.2);
+  EXPECT_DOUBLE_EQ(c.memory_min_confidence, 0.7);
+  EXPECT_EQ(c.memory_max_items, 10);
   EXPECT_EQ(c.max_concurrent_branches_per_session, 10);
   EXPECT_EQ(c.max_concurrent_branches_per_instance, 100);
   EXPECT_EQ(c.branch_creation_rate_limit, "5/minute");

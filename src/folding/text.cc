@@ -68,8 +68,13 @@ std::string CreateText(const CreateResult& r) {
   if (r.injected_context.empty()) {
     absl::StrAppend(&out, "none");
   } else {
+    absl::StrAppend(&out, r.injected_context.size(), " ",
+                    r.injected_context.size() == 1 ? "memory" : "memories", " (",
+                    r.injected_tokens,
+                    " tokens, charged); [worked] = a way that worked, [avoid] = a way that failed; "
+                    "rate them with memory_feedback");
     for (const InjectedContext& c : r.injected_context) {
-      absl::StrAppend(&out, "\n- ", c.kind, " ", c.ref, ": ", c.text);
+      absl::StrAppend(&out, "\n- ", c.kind, " ", c.ref, " (", c.tokens, " tokens): ", c.text);
     }
   }
   absl::StrAppend(&out, "\n", internal::Sv(kCreateInstructions));

@@ -44,10 +44,11 @@ bool ValidToolName(std::string_view name) {
 bool IsProgressToken(const Json& token) { return token.is_string() || token.is_number_integer(); }
 
 // Runs a tool's ToolPrepare (if any) into `out`; what it threw, as an Internal status.
-absl::Status RunPrepare(const ToolPrepare& prepare, const Json& arguments, std::any& out) {
+absl::Status RunPrepare(const ToolPrepare& prepare, const Json& arguments,
+                        const SessionInfo& session, std::any& out) {
   if (!prepare) return absl::OkStatus();
   try {
-    out = prepare(arguments);
+    out = prepare(arguments, session);
   } catch (const std::exception& e) {
     return absl::InternalError(e.what());
   } catch (...) {
@@ -195,7 +196,7 @@ McpSession::Prevalidated McpSession::Prevalidate(const Message& m) const {
   if (!tool) return {};
   Prevalidated pre;
   pre.status = ValidateJson(tool->definition.input_schema, *arguments);
-  if (pre.status.ok()) pre.prepare_status = RunPrepare(tool->prepare, *arguments, pre.prepared);
+  if (pre.status.ok()) pre.prepare_status = RunPrepare(tool->prepare, *arguments, *info_, pre.prepared);
   pre.tool = std::move(tool);
   return pre;
 }
@@ -247,7 +248,7 @@ void McpSession::OnToolsCall(Message& m, Prevalidated& pre) {
   }
   std::any prepared;
   absl::Status prepare_status =
-      same_tool ? std::move(pre.prepare_status) : RunPrepare(tool->prepare, arguments, prepared);
+      same_tool ? std::move(pre.prepare_status) : RunPrepare(tool->prepare, arguments, *info_, prepared);
   if (same_tool) prepared = std::move(pre.prepared);
   if (!prepare_status.ok()) {
     Reply(m.id, ToolResultToJson(

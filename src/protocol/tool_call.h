@@ -111,10 +111,11 @@ using ToolHandler = std::function<void(std::shared_ptr<ToolCall>)>;
 // Work a tool does on its validated arguments before its handler runs, on the thread that
 // received the request (any thread, concurrently with anything else), so that costly stateless
 // steps (scrubbing, token counting) do not hold the executor every session shares. It must read
-// only `arguments` and state that is immutable and thread-safe, and keep no reference into
-// `arguments`. Its result reaches the handler as ToolCall::prepared(). Runs on the executor
+// only `arguments`, the calling `session`'s identity and state that is thread-safe (it may read
+// a database through its own connection), and keep no reference into either. Its result reaches the handler as ToolCall::prepared(). Runs on the executor
 // instead when the tool was replaced after the request arrived. If it throws, the call finishes
 // with an error result and the handler does not run.
-using ToolPrepare = std::function<std::any(const Json& arguments)>;
+using ToolPrepare =
+    std::function<std::any(const Json& arguments, const SessionInfo& session)>;
 
 }  // namespace contextd::protocol

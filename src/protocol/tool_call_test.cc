@@ -165,7 +165,7 @@ TEST_F(McpServerTest, ToolPrepareRunsOnReceiptAndReachesTheHandler) {
                         [](std::shared_ptr<ToolCall> call) {
                           call->Finish(TextResult(std::any_cast<std::string>(call->prepared())));
                         },
-                        [&prepared_texts, tag](const Json& args) -> std::any {
+                        [&prepared_texts, tag](const Json& args, const SessionInfo&) -> std::any {
                           std::string text = args["text"].get<std::string>();
                           if (text == "throw") throw std::runtime_error("cannot prepare this");
                           prepared_texts.push_back(text);

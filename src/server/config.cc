@@ -138,6 +138,21 @@ const std::map<std::string, KeySpec>& Registry() {
     CONTEXTD_MODEL_KEY("model_gateway.anthropic.read_timeout_seconds",
                        anthropic_read_timeout_seconds);
 #undef CONTEXTD_MODEL_KEY
+#define CONTEXTD_MEMORY_KEY(key, name) \
+  m[key] = Scalar(key, [](ServerConfig* c) { return &c->memory.name; })
+    CONTEXTD_MEMORY_KEY("memory.enabled", enabled);
+    CONTEXTD_MEMORY_KEY("memory.extract_memory", extract_memory);
+    CONTEXTD_MEMORY_KEY("memory.extract_scope", extract_scope);
+    CONTEXTD_MEMORY_KEY("memory.auto_confirm", auto_confirm);
+    CONTEXTD_MEMORY_KEY("memory.distiller.base_url", distiller.base_url);
+    CONTEXTD_MEMORY_KEY("memory.distiller.model", distiller.model);
+    CONTEXTD_MEMORY_KEY("memory.distiller.api_key_env", distiller.api_key_env);
+    CONTEXTD_MEMORY_KEY("memory.distiller.timeout_ms", distiller.timeout_ms);
+    CONTEXTD_MEMORY_KEY("memory.embeddings.base_url", embeddings.base_url);
+    CONTEXTD_MEMORY_KEY("memory.embeddings.model", embeddings.model);
+    CONTEXTD_MEMORY_KEY("memory.embeddings.api_key_env", embeddings.api_key_env);
+    CONTEXTD_MEMORY_KEY("memory.embeddings.timeout_ms", embeddings.timeout_ms);
+#undef CONTEXTD_MEMORY_KEY
     return r;
   }();
   return *registry;
@@ -436,6 +451,27 @@ absl::Status ValidateConfig(const ServerConfig& config) {
   }
   if (model.anthropic_read_timeout_seconds < 1) {
     return Bad("model_gateway.anthropic.read_timeout_seconds", "must be positive");
+  }
+  const MemoryConfig& mem = config.memory;
+  if (mem.extract_scope != "project" && mem.extract_scope != "team" && mem.extract_scope != "org") {
+    return Bad("memory.extract_scope",
+               StrCat("must be project, team or org, got '", mem.extract_scope, "'"));
+  }
+  for (const auto& [name, endpoint] :
+       {std::pair<const char*, const MemoryEndpointConfig*>{"distiller", &mem.distiller},
+        {"embeddings", &mem.embeddings}}) {
+    const std::string& url = endpoint->base_url;
+    if (url.empty()) continue;
+    if (!(url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0) ||
+        url.find_first_of(" ?#") != std::string::npos) {
+      return Bad(StrCat("memory.", name, ".base_url"),
+                 StrCat("must be an http:// or https:// URL without query, got '", url, "'"));
+    }
+    if (endpoint->model.empty()) {
+      return Bad(StrCat("memory.", name, ".model"), "must be set when base_url is");
+    }
+    if (endpoint->timeout_ms < 1) return Bad(StrCat("memory.", name, ".timeout_ms"),
+                                             "must be positive");
   }
   absl::Status folding = config.folding.Validate();
   if (!folding.ok()) return folding;

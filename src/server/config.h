@@ -30,6 +30,25 @@ struct ModelGatewayConfig {
   int64_t anthropic_read_timeout_seconds = 600;      // between two reads of the answer
 };
 
+// An OpenAI-compatible endpoint the ReasoningBank may use (memory.distiller, memory.embeddings).
+struct MemoryEndpointConfig {
+  std::string base_url;     // empty: not used
+  std::string model;
+  std::string api_key_env;  // the environment variable holding its key (never the key itself)
+  int64_t timeout_ms = 30'000;
+};
+
+// memory: the ReasoningBank (docs/memory.md). The injection settings (injection_budget_ratio,
+// memory_min_confidence, memory_max_items) are context_folding keys, as in the seed.
+struct MemoryConfig {
+  bool enabled = true;
+  bool extract_memory = false;  // distil every returned branch, not only those that ask
+  std::string extract_scope = "project";
+  bool auto_confirm = false;
+  MemoryEndpointConfig distiller;
+  MemoryEndpointConfig embeddings{"", "", "", 5'000};
+};
+
 struct ServerConfig {
   // server:
   std::string transport = "http";      // "stdio" or "http"
@@ -54,6 +73,8 @@ struct ServerConfig {
   bool trail_auto_scope_upstreams = false;
   // model_gateway: (nested: model_gateway.anthropic.base_url, ...)
   ModelGatewayConfig model_gateway;
+  // memory: (nested: memory.distiller.base_url, ...)
+  MemoryConfig memory;
   // upstreams: the MCP servers contextd fronts (a YAML list; file only).
   std::vector<gateway::UpstreamConfig> upstreams;
 };

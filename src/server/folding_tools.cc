@@ -6,6 +6,7 @@
 #include "folding/text.h"
 #include "protocol/mcp_constants.h"
 #include "protocol/tool_notices.h"
+#include "server/memory_tools.h"
 
 namespace contextd::server {
 namespace {
@@ -18,6 +19,7 @@ using protocol::ToolResult;
 struct PreparedCreate {
   folding::PreparedText description;
   folding::PreparedText prompt;
+  MemoryRetrieval memories;  // what the bank found for the task (no candidates without memory)
 };
 
 std::string SessionMapKey(const folding::SessionKey& key) { return key.ToString(); }
@@ -213,9 +215,16 @@ absl::Status FoldingTools::Register(protocol::McpServer& server) {
         if (before_call_) before_call_(call->session());
         Create(call);
       },
-      [this](const Json& args) -> std::any {
-        return PreparedCreate{manager_.PrepareText(OptString(args, "description").value_or("")),
-                              manager_.PrepareText(OptString(args, "prompt").value_or(""))};
+      [this](const Json& args, const protocol::SessionInfo& session) -> std::any {
+        PreparedCreate prepared{
+            manager_.PrepareText(OptString(args, "description").value_or("")),
+            manager_.PrepareText(OptString(args, "prompt").value_or("")), {}};
+        // Retrieval reads the memory database here, on the receiving thread, not the executor.
+        if (memory_ != nullptr && OptBool(args, "inject_memories", true)) {
+          prepared.memories = memory_->Retrieve(session, prepared.description.text(),
+                                                prepared.prompt.text());
+        }
+        return prepared;
       });
   if (!s.ok()) return s;
   s = server.AddTool(
@@ -229,7 +238,7 @@ absl::Status FoldingTools::Register(protocol::McpServer& server) {
         if (before_call_) before_call_(call->session());
         Return(call);
       },
-      [this](const Json& args) -> std::any {
+      [this](const Json& args, const protocol::SessionInfo&) -> std::any {
         return manager_.PrepareText(OptString(args, "message").value_or(""));
       });
   if (!s.ok()) return s;
@@ -259,9 +268,12 @@ void FoldingTools::Create(const std::shared_ptr<ToolCall>& call) {
   req.timeout_seconds = OptInt(args, "timeout_seconds");
   req.inject_memories = OptBool(args, "inject_memories", true);
   req.parent_branch_id = OptString(args, "parent_branch_id");
+  std::string memory_warning;
   if (const auto* prepared = std::any_cast<PreparedCreate>(&call->prepared())) {
     req.prepared_description = &prepared->description;
     req.prepared_prompt = &prepared->prompt;
+    req.memory_candidates = prepared->memories.candidates;
+    memory_warning = prepared->memories.warning;
   }
   auto created = manager_.Create(SessionKeyFor(call->session()), req);
   if (!created.ok()) {
@@ -269,10 +281,17 @@ void FoldingTools::Create(const std::shared_ptr<ToolCall>& call) {
     return;
   }
   const folding::CreateResult& r = *created;
+  if (memory_ != nullptr) memory_->NoteInjected(call->session(), r);
   Json injected = Json::array();
   for (const auto& item : r.injected_context) {
-    injected.push_back(Json{{"kind", item.kind}, {"ref", item.ref}, {"text", item.text},
-                            {"tokens", item.tokens}});
+    Json j = Json::object();
+    j["kind"] = item.kind;
+    j["id"] = item.ref;
+    j["title"] = item.title;
+    j["content"] = item.content;
+    j["text"] = item.text;
+    j["tokens"] = item.tokens;
+    injected.push_back(std::move(j));
   }
   ToolResult result = protocol::TextResult(folding::CreateText(r));
   // Member by member: nlohmann's initializer-list constructor builds a two-element array per
@@ -289,7 +308,10 @@ void FoldingTools::Create(const std::shared_ptr<ToolCall>& call) {
   out["timeout_seconds"] = r.timeout_seconds;
   out["prompt_tokens"] = r.prompt_tokens;
   out["injected_context"] = std::move(injected);
+  out["injected_tokens"] = r.injected_tokens;
   out["instructions"] = folding::kCreateInstructions;
+  if (!memory_warning.empty()) protocol::AppendNotice(result, memory_warning,
+                                                      protocol::kNoticesMember);
   DeliverWarnings(*call, result, protocol::kNoticesMember);
   call->Finish(std::move(result));
 }
@@ -300,7 +322,9 @@ void FoldingTools::Return(const std::shared_ptr<ToolCall>& call) {
   folding::ReturnRequest req;
   req.branch_id = OptString(args, "branch_id");
   req.message = OptString(args, "message").value_or("");
-  req.extract_memory = OptBool(args, "extract_memory", false);
+  // Without a bank nothing is distilled, whatever the agent asks.
+  req.extract_memory =
+      memory_ != nullptr && OptBool(args, "extract_memory", memory_->extract_by_default());
   if (const auto* prepared = std::any_cast<folding::PreparedText>(&call->prepared())) {
     req.prepared_message = prepared;
   }

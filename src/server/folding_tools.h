@@ -20,6 +20,8 @@
 
 namespace contextd::server {
 
+class MemoryTools;
+
 class FoldingTools {
  public:
   // `manager`, `events`, `metrics` and `scrubber` must outlive this object (and the McpServer's
@@ -37,6 +39,10 @@ class FoldingTools {
   // tool acts (the server folds the session's auto-scope: TrailTools::FoldAutoScope). Set it
   // before calls arrive; null (the default) runs nothing.
   void SetBeforeCall(std::function<void(const protocol::SessionInfo&)> hook);
+
+  // Memories for new branches and distillation of returned ones (null: none). Set it before calls
+  // arrive; `memory` must outlive this object.
+  void SetMemory(MemoryTools* memory) { memory_ = memory; }
 
   // Drops what is kept for a session that ended (its undelivered warnings). Executor only.
   void ForgetSession(const protocol::SessionInfo& info);
@@ -62,6 +68,7 @@ class FoldingTools {
   const scrub::Scrubber& scrubber_;
   folding::EventBus::SubscriptionId subscription_ = 0;
   std::function<void(const protocol::SessionInfo&)> before_call_;
+  MemoryTools* memory_ = nullptr;
   // Warnings raised by charges, by session, until a reply in that session carries them.
   std::map<std::string, std::vector<std::string>> pending_warnings_;
 };

@@ -50,6 +50,29 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                       .Register(*registry_)
                       .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64,
                                                                        128});
+  memory_events_ = &prometheus::BuildCounter()
+                        .Name("contextd_memory_events_total")
+                        .Help("ReasoningBank events (memory.recorded, memory.injected, "
+                              "memory.extracted, memory.feedback, ...), by type")
+                        .Register(*registry_);
+  memory_items_ = &prometheus::BuildCounter()
+                       .Name("contextd_memory_event_items_total")
+                       .Help("Memories those events concerned, by type")
+                       .Register(*registry_);
+  memory_injected_tokens_ = &prometheus::BuildCounter()
+                                 .Name("contextd_memory_injected_tokens_total")
+                                 .Help("Tokens of memories injected into new branches")
+                                 .Register(*registry_)
+                                 .Add({});
+  memory_retrieval_seconds_ = &prometheus::BuildHistogram()
+                                   .Name("contextd_memory_retrieval_seconds")
+                                   .Help("Memory retrieval per branch_create, by outcome")
+                                   .Register(*registry_);
+  memory_fallbacks_ = &prometheus::BuildCounter()
+                           .Name("contextd_memory_fallbacks_total")
+                           .Help("Memory endpoint failures the bank fell back from, by part "
+                                 "(distiller, embeddings)")
+                           .Register(*registry_);
   model_requests_ = &prometheus::BuildCounter()
                          .Name("contextd_model_requests_total")
                          .Help("Model requests through the gateway, by api and relayed status")
@@ -143,6 +166,24 @@ void Metrics::GroupCommitted(bool ok, double seconds, double held) {
 std::string Metrics::Render() const {
   prometheus::TextSerializer serializer;
   return serializer.Serialize(registry_->Collect());
+}
+
+void Metrics::MemoryEvent(std::string_view type, double items, double tokens) {
+  memory_events_->Add({{"type", std::string(type)}}).Increment();
+  memory_items_->Add({{"type", std::string(type)}}).Increment(items);
+  if (tokens > 0) memory_injected_tokens_->Increment(tokens);
+}
+
+void Metrics::MemoryRetrieval(bool ok, double seconds) {
+  memory_retrieval_seconds_
+      ->Add({{"outcome", ok ? "ok" : "failed"}},
+            prometheus::Histogram::BucketBoundaries{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                                    0.05, 0.1, 0.5})
+      .Observe(seconds);
+}
+
+void Metrics::MemoryFallback(std::string_view part) {
+  memory_fallbacks_->Add({{"part", std::string(part)}}).Increment();
 }
 
 }  // namespace contextd::server

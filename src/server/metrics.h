@@ -58,6 +58,14 @@ class Metrics {
   };
   void ModelRequestDone(const ModelRequest& request);
 
+  // The ReasoningBank reported `type` (memory.recorded, memory.injected, ...) for `items` items;
+  // for memory.injected, `tokens` were injected. Thread-safe, as every method here.
+  void MemoryEvent(std::string_view type, double items, double tokens);
+  // Retrieval for one branch_create took `seconds`; `ok` false if it failed (no memories then).
+  void MemoryRetrieval(bool ok, double seconds);
+  // A memory endpoint (`part`: distiller, embeddings) failed and the bank fell back.
+  void MemoryFallback(std::string_view part);
+
   // The Prometheus text exposition format (version 0.0.4).
   std::string Render() const;
 
@@ -80,6 +88,11 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* model_redactions_;
   prometheus::Family<prometheus::Counter>* model_fallbacks_;
   prometheus::Family<prometheus::Histogram>* model_seconds_;
+  prometheus::Family<prometheus::Counter>* memory_events_;
+  prometheus::Family<prometheus::Counter>* memory_items_;
+  prometheus::Counter* memory_injected_tokens_;
+  prometheus::Family<prometheus::Histogram>* memory_retrieval_seconds_;
+  prometheus::Family<prometheus::Counter>* memory_fallbacks_;
 };
 
 }  // namespace contextd::server

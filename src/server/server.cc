@@ -32,8 +32,11 @@
 #include "server/conformance_fixtures.h"
 #include "server/folding_tools.h"
 #include "server/group_commit.h"
+#include "server/memory_tools.h"
 #include "server/trail_recorder.h"
 #include "server/trail_tools.h"
+#include "memory/memory_bank.h"
+#include "store/sqlite_memory_store.h"
 #include "store/sqlite_trail_store.h"
 #include "trail/trail.h"
 #include "server/metrics.h"
@@ -114,11 +117,15 @@ struct Engine {
   std::unique_ptr<store::SqliteBranchStore> store;
   folding::EventBus events;
   Metrics metrics;
+  // The ReasoningBank (memory.enabled): its own connection to the database, used off the executor.
+  std::unique_ptr<store::SqliteMemoryStore> memory_store;
+  std::unique_ptr<memory::MemoryBank> memory_bank;
   std::unique_ptr<folding::BranchManager> manager;     // executor only
   std::unique_ptr<FoldingTools> tools;                 // executor only
   std::unique_ptr<store::SqliteTrailStore> trail_store;
   std::unique_ptr<trail::Trail> trail;                // executor only
   std::unique_ptr<TrailTools> trail_tools;            // executor only
+  std::unique_ptr<MemoryTools> memory_tools;          // executor only (and its own worker)
   std::unique_ptr<TrailRecorder> trail_recorder;      // the gateway records through it
   std::unique_ptr<gateway::Gateway> gateway;          // executor only
   std::unique_ptr<GroupCommit> group_commit;  // the McpServer's outbound gate: outlives it
@@ -132,6 +139,37 @@ struct Engine {
   std::unique_ptr<model::AnthropicGateway> anthropic;
   std::shared_ptr<protocol::McpServer> mcp;
 };
+
+// The ReasoningBank over its own connection to the engine's database. Texts are scrubbed before
+// they are stored; retrieval uses the engine's token counter and the folding config's injection
+// settings.
+absl::Status BuildMemoryBank(const ServerConfig& config, const std::string& db_path,
+                             Engine& engine) {
+  ASSIGN_OR_RETURN(engine.memory_store, store::SqliteMemoryStore::Open(db_path));
+  memory::MemoryBank::Parts parts;
+  parts.store = engine.memory_store.get();
+  parts.clock = &base::RealClock::Get();
+  parts.sanitize = [scrubber = engine.scrubber](std::string_view text) {
+    return scrubber->Scrub(text);
+  };
+  parts.count_tokens = [counter = engine.counter.get()](std::string_view text) {
+    return static_cast<int64_t>(counter->Count(text));
+  };
+  parts.events = [metrics = &engine.metrics](const memory::MemoryEvent& e) {
+    metrics->MemoryEvent(e.type, static_cast<double>(e.memory_ids.size()),
+                         static_cast<double>(e.tokens));
+    if (e.type == "memory.extracted" && !e.memory_ids.empty()) {
+      base::LogInfo(base::StrCat("memory: branch ", e.branch_id, " distilled into ",
+                                 e.memory_ids.size(), " item(s)"));
+    }
+  };
+  memory::BankOptions options;
+  options.min_confidence = config.folding.memory_min_confidence;
+  options.max_items = config.folding.memory_max_items;
+  options.auto_confirm = config.memory.auto_confirm;
+  engine.memory_bank = std::make_unique<memory::MemoryBank>(std::move(parts), options);
+  return absl::OkStatus();
+}
 
 // Longest startup wait for the upstreams' first catalogs; later ones arrive via list_changed.
 constexpr auto kUpstreamStartupWait = std::chrono::seconds(10);
@@ -173,6 +211,8 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
   ASSIGN_OR_RETURN(engine.store, store::SqliteBranchStore::Create(db));
   ASSIGN_OR_RETURN(engine.trail_store, store::SqliteTrailStore::Create(db));
   base::LogInfo(base::StrCat("data in ", db_path, "; tokens counted with ", counter->name()));
+
+  if (config.memory.enabled) RETURN_IF_ERROR(BuildMemoryBank(config, db_path, engine));
 
   engine.executor = std::make_unique<base::ThreadExecutor>();
   engine.mcp = std::make_shared<protocol::McpServer>(
@@ -223,6 +263,13 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
         });
     status = engine.tools->Register(*engine.mcp);
     if (status.ok()) status = engine.trail_tools->Register(*engine.mcp);
+    if (status.ok() && engine.memory_bank) {
+      engine.memory_tools = std::make_unique<MemoryTools>(
+          *engine.memory_bank, *engine.manager, *engine.trail, engine.events, *engine.executor,
+          engine.metrics, config.memory);
+      engine.tools->SetMemory(engine.memory_tools.get());
+      status = engine.memory_tools->Register(*engine.mcp);
+    }
   });
   RETURN_IF_ERROR(status);
 
@@ -454,6 +501,7 @@ void ShutdownEngine(Engine& engine) {
     // the engine its failure handler reloads still exists.
     if (engine.group_commit) engine.group_commit->Flush();
     engine.trail_recorder.reset();
+    engine.memory_tools.reset();  // stops its worker: queued distillations are dropped
     engine.trail_tools.reset();
     engine.trail.reset();
     engine.tools.reset();

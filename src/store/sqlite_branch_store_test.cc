@@ -69,8 +69,9 @@ class SqliteBranchStoreTest : public ::testing::Test {
 
 TEST_F(SqliteBranchStoreTest, InsertRoundTripsEveryField) {
   Branch b = MakeBranch("br_a", s1_);
-  b.injected_context.push_back({"memory", "mem_1", "use ripgrep", 3});
-  b.injected_context.push_back({"memory", "mem_2", "tests live beside code", 4});
+  b.injected_context.push_back({.kind = "memory", .ref = "mem_1", .text = "use ripgrep", .tokens = 3});
+  b.injected_context.push_back(
+      {.kind = "memory", .ref = "mem_2", .text = "tests live beside code", .tokens = 4});
   ASSERT_TRUE(store_->Commit(BranchWrite{{b}, {}, {}}).ok());
   Branch got = MustGet("br_a");
   EXPECT_EQ(got.id, b.id);
