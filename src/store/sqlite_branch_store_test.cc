@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
 #include <atomic>
 #include <thread>
 #include <vector>
@@ -69,9 +70,16 @@ class SqliteBranchStoreTest : public ::testing::Test {
 
 TEST_F(SqliteBranchStoreTest, InsertRoundTripsEveryField) {
   Branch b = MakeBranch("br_a", s1_);
-  b.injected_context.push_back({.kind = "memory", .ref = "mem_1", .text = "use ripgrep", .tokens = 3});
-  b.injected_context.push_back(
-      {.kind = "memory", .ref = "mem_2", .text = "tests live beside code", .tokens = 4});
+  for (auto [ref, text, tokens] : {std::tuple<const char*, const char*, int64_t>{
+                                       "mem_1", "use ripgrep", 3},
+                                   {"mem_2", "tests live beside code", 4}}) {
+    folding::InjectedContext c;
+    c.kind = "memory";
+    c.ref = ref;
+    c.text = text;
+    c.tokens = tokens;
+    b.injected_context.push_back(c);
+  }
   ASSERT_TRUE(store_->Commit(BranchWrite{{b}, {}, {}}).ok());
   Branch got = MustGet("br_a");
   EXPECT_EQ(got.id, b.id);
