@@ -17,6 +17,7 @@
 #include "server/connect_cli.h"
 #include "server/server.h"
 #include "server/status_cli.h"
+#include "server/memory_cli.h"
 #include "server/trail_cli.h"
 #include "tokens/tokens_cli.h"
 
@@ -125,6 +126,42 @@ int main(int argc, char** argv) {
   trail_unfold->add_option("--limit", trail_command.limit, "events to show (default 20)");
   trail_export->add_option("id", trail_command.id, "only this session scope id");
 
+  // memory
+  CLI::App* mem = app.add_subcommand(
+      "memory", "Read and manage the ReasoningBank in the SQLite file (JSONL export/import)");
+  mem->require_subcommand(1);
+  contextd::server::MemoryCommand memory_command;
+  CLI::App* mem_list = mem->add_subcommand("list", "Memories of a tenant and project");
+  CLI::App* mem_show = mem->add_subcommand("show", "One memory with its history, as JSON");
+  CLI::App* mem_search = mem->add_subcommand("search", "Search as memory_search does");
+  CLI::App* mem_export = mem->add_subcommand("export", "Memories as JSON Lines on stdout");
+  CLI::App* mem_import =
+      mem->add_subcommand("import", "Add memories from JSON Lines (ids kept, texts scrubbed)");
+  CLI::App* mem_retire = mem->add_subcommand("retire", "Retire a memory (kept with its history)");
+  for (CLI::App* sub : {mem_list, mem_show, mem_search, mem_export, mem_import, mem_retire}) {
+    sub->add_option("--data-dir", memory_command.data_dir,
+                    "the server's data dir (default: XDG data dir)");
+  }
+  for (CLI::App* sub : {mem_list, mem_search, mem_export}) {
+    sub->add_option("--tenant", memory_command.tenant, "tenant (default: local)");
+    sub->add_option("--project", memory_command.project, "project (default: default)");
+  }
+  for (CLI::App* sub : {mem_list, mem_export}) {
+    sub->add_option("--status", memory_command.status, "only pending, active or retired")
+        ->check(CLI::IsMember({"pending", "active", "retired"}));
+    sub->add_flag("--all", memory_command.all_tenants, "every tenant and project");
+  }
+  for (CLI::App* sub : {mem_list, mem_search}) {
+    sub->add_option("--limit", memory_command.limit, "at most this many (default 50)");
+  }
+  mem_show->add_option("id", memory_command.arg, "memory id (mem_...)")->required();
+  mem_retire->add_option("id", memory_command.arg, "memory id (mem_...)")->required();
+  mem_retire->add_option("--reason", memory_command.reason, "why (kept in its history)");
+  mem_search->add_option("query", memory_command.arg, "what to look for")->required();
+  mem_import->add_option("file", memory_command.arg, "JSONL file, or - for stdin")->required();
+  mem_import->add_option("--rules", memory_command.rules_file,
+                         "scrub with this gitleaks TOML on top of the built-in rules");
+
   // connect
   CLI::App* connect = app.add_subcommand(
       "connect", "Point an agent at contextd (MCP server and model endpoint); reversible");
@@ -176,6 +213,11 @@ int main(int argc, char** argv) {
   if (*status) {
     return contextd::server::RunStatusCommand(status_command, ClaudeEnvironment(), std::cout,
                                               std::cerr);
+  }
+
+  if (*mem) {
+    memory_command.command = mem->get_subcommands().front()->get_name();
+    return contextd::server::RunMemoryCommand(memory_command, std::cin, std::cout, std::cerr);
   }
 
   if (*trail) {

@@ -4,7 +4,15 @@
 // returned branch into a pending candidate, and bad input.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { startHttpServer, connectHttp, cleanup, textOf } from './harness.mjs';
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { startHttpServer, connectHttp, cleanup, textOf, tempDataDir, BINARY } from './harness.mjs';
+
+function cli(...args) {
+  const r = spawnSync(BINARY, ['memory', ...args], { encoding: 'utf8', timeout: 30000 });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+}
 
 async function call(client, name, args) {
   return client.callTool({ name, arguments: args });
@@ -103,6 +111,38 @@ test('memories are recorded, searched, injected within budget, rated and distill
     assert.match(textOf(missing), /memory mem_nope not found/);
   } finally {
     await server.stop();
+  }
+
+  // The CLI: list, export, import into another data dir (a team sharing a bank), show, retire.
+  const other = tempDataDir();
+  try {
+    const listed = cli('list', '--data-dir', server.dataDir);
+    assert.equal(listed.code, 0, listed.err);
+    assert.equal(listed.out.trim().split('\n').length, 2, listed.out);
+    const exported = cli('export', '--data-dir', server.dataDir);
+    assert.equal(exported.code, 0, exported.err);
+    const lines = exported.out.trim().split('\n').map((l) => JSON.parse(l));
+    assert.equal(lines.length, 2);
+    const file = join(other, 'bank.jsonl');
+    writeFileSync(file, exported.out + '{"id": "mem_x", "title": 3}\nnot json\n');
+    const imported = cli('import', file, '--data-dir', other);
+    assert.equal(imported.code, 1, 'refused lines make the exit code 1');
+    assert.match(imported.out, /imported 2, refused 2/);
+    assert.match(imported.err, /line 3: tenant: missing/);
+    assert.match(imported.err, /line 4: not JSON/);
+    const again = cli('import', file, '--data-dir', other);
+    assert.match(again.err, /line 1: memory mem_\w+ already exists/);
+    const found = cli('search', 'django model tests', '--data-dir', other);
+    assert.equal(found.code, 0, found.err);
+    assert.ok(found.out.includes(lines[0].id) || found.out.includes(lines[1].id), found.out);
+    const retired = cli('retire', lines[0].id, '--reason', 'obsolete', '--data-dir', other);
+    assert.equal(retired.code, 0, retired.err);
+    const shown = JSON.parse(cli('show', lines[0].id, '--data-dir', other).out);
+    assert.equal(shown.status, 'retired');
+    assert.deepEqual(shown.history.map((h) => h.action), ['imported', 'retired']);
+    assert.equal(cli('show', 'mem_nope', '--data-dir', other).code, 2);
+  } finally {
+    cleanup(other);
     cleanup(server.dataDir);
   }
 });
