@@ -112,10 +112,19 @@ void TrailTools::OnEvent(const folding::BranchEvent& event) {
         status = b.status();
         break;
       }
-      const int64_t prompt_tokens = stored ? static_cast<int64_t>(counter_.Count((*b)->prompt))
-                                           : event.text_tokens;
+      int64_t prompt_tokens = stored ? static_cast<int64_t>(counter_.Count((*b)->prompt))
+                                     : event.text_tokens;
+      // What the branch received besides its prompt (memories) is part of the audit record.
+      std::string received = (*b)->prompt;
+      if (!(*b)->injected_context.empty()) {
+        received += "\n\n[injected context]";
+        for (const folding::InjectedContext& c : (*b)->injected_context) {
+          received += base::StrCat("\n- ", c.kind, " ", c.ref, " (", c.tokens, " tokens): ", c.text);
+          prompt_tokens += c.tokens;
+        }
+      }
       status = trail_.OnBranchCreated(TrailSessionFor(event.session), (*b)->id, (*b)->parent_id,
-                                      (*b)->description, (*b)->prompt, prompt_tokens);
+                                      (*b)->description, received, prompt_tokens);
       break;
     }
     case folding::BranchEventType::kWarning:

@@ -66,6 +66,13 @@ test('memories are recorded, searched, injected within budget, rated and distill
     assert.ok(text.includes(`(${injected.tokens} tokens)`), text);
     const status = sc(await call(client, 'branch_status', { branch_id: c.branch_id }));
     assert.equal(status.branches[0].tokens_used, c.prompt_tokens + c.injected_tokens);
+    // The trail's branch_created event records what the branch received, memories included.
+    const root = sc(await call(client, 'context_view', {})).session_scope_id;
+    const createdEvents = sc(await call(client, 'trail_unfold', { scope_id: root })).events;
+    const createdEvent = createdEvents.find((e) => e.kind === 'branch_created' && e.label === c.branch_id);
+    assert.ok(createdEvent, JSON.stringify(createdEvents));
+    assert.ok(JSON.stringify(createdEvent).includes(`memory ${recorded.id} (${injected.tokens} tokens)`),
+      JSON.stringify(createdEvent));
 
     // Returning with extract_memory distils the branch into a pending candidate.
     const returned = sc(await call(client, 'branch_return', {
