@@ -2,6 +2,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "base/str_cat.h"
 
 namespace contextd::memory {
 namespace {
@@ -15,14 +16,15 @@ absl::StatusOr<E> ParseName(std::string_view what, std::string_view name,
   std::string accepted;
   for (size_t i = 0; i < N; ++i) absl::StrAppend(&accepted, i ? ", " : "", names[i]);
   return absl::InvalidArgumentError(
-      absl::StrCat(what, " must be one of ", accepted, "; got \"", name, "\""));
+      base::StrCat(what, " must be one of ", accepted, "; got \"", name, "\""));
 }
 
 absl::Status CheckText(std::string_view field, std::string_view text, size_t max_chars) {
   size_t n = Utf8Chars(text);
-  if (n < 1 || n > max_chars || absl::StripAsciiWhitespace(text).empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(field, " must be 1-", max_chars,
-                                                   " characters and not blank, got ", n));
+  if (n < 1 || n > max_chars ||
+      absl::StripAsciiWhitespace(absl::string_view(text.data(), text.size())).empty()) {
+    return absl::InvalidArgumentError(
+        base::StrCat(field, " must be 1-", max_chars, " characters and not blank, got ", n));
   }
   return absl::OkStatus();
 }
