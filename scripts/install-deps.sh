@@ -13,7 +13,7 @@ RUN_PKGS=(
   nlohmann-json3-dev libboost-dev libboost-system-dev libssl-dev
   libsqlite3-dev libre2-dev libutf8proc-dev libyaml-cpp-dev libcli11-dev
   libspdlog-dev libfmt-dev prometheus-cpp-dev libsodium-dev libabsl-dev libgoogle-perftools-dev
-  libtomlplusplus-dev
+  libtomlplusplus-dev libhnswlib-dev
 )
 # What the tests, fuzzers and benchmarks need on top (scripts/test.sh, CI).
 TEST_PKGS=(
