@@ -126,6 +126,7 @@ void MemoryBank::Index(const MemoryItem& item) {
   if (!vectors.ok() || vectors->size() != 1) {
     base::LogWarn(absl::StrCat("memory: embedding ", item.id, " failed (BM25 still finds it): ",
                                vectors.ok() ? "no vector" : vectors.status().message()));
+    Emit({"memory.fallback.embeddings", item.tenant, item.project, "", {item.id}, 0});
     return;
   }
   absl::Status put = parts_.store->PutVector(item.id, parts_.embedder->model(), (*vectors)[0]);
@@ -207,6 +208,7 @@ absl::StatusOr<std::vector<std::pair<std::string, double>>> MemoryBank::Rank(
     } else {
       base::LogWarn(absl::StrCat("memory: query embedding failed (BM25 only): ",
                                  q.ok() ? "no vector" : q.status().message()));
+      Emit({"memory.fallback.embeddings", v.tenant, v.project, "", {}, 0});
     }
   }
   std::vector<std::pair<std::string, double>> out(fused.begin(), fused.end());
@@ -364,6 +366,7 @@ absl::StatusOr<ExtractResult> MemoryBank::Extract(const BranchTrace& trace, Scop
           candidates.ok() ? "no candidates" : candidates.status().message(),
           "); used the structural distiller");
       base::LogWarn(result.warning);
+      Emit({"memory.fallback.distiller", trace.tenant, trace.project, trace.branch_id, {}, 0});
     }
   }
   if (!candidates.ok() || candidates->empty()) {

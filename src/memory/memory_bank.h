@@ -76,8 +76,10 @@ struct ExtractResult {
 // What the bank reports as it works (memory.injected, memory.extracted, ...): for metrics, logs
 // and event buses. Called on the calling thread; must be quick and not call back into the bank.
 struct MemoryEvent {
-  std::string type;  // "memory.recorded", "memory.extracted", "memory.injected", "memory.feedback",
-                     // "memory.outcome", "memory.retired", "memory.merged"
+  // "memory.recorded", "memory.extracted", "memory.injected", "memory.feedback", "memory.outcome",
+  // "memory.retired"; "memory.fallback.distiller" / "memory.fallback.embeddings" when a model
+  // endpoint failed and the bank went on without it.
+  std::string type;
   std::string tenant;
   std::string project;
   std::string branch_id;

@@ -183,9 +183,18 @@ void MemoryTools::QueueExtraction(folding::SessionKey session, folding::Branch b
     if (!result.ok()) {
       base::LogWarn(absl::StrCat("memory: distilling ", trace.branch_id, ": ",
                                  result.status().message()));
-      return;
     }
-    if (!result->warning.empty()) metrics_.MemoryFallback("distiller");
+  });
+}
+
+void MemoryTools::LoadVectors() {
+  worker_->Post([this] {
+    auto loaded = bank_.LoadVectors();
+    if (!loaded.ok()) {
+      base::LogWarn(absl::StrCat("memory: loading vectors: ", loaded.status().message()));
+    } else if (*loaded > 0) {
+      base::LogInfo(absl::StrCat("memory: ", *loaded, " vectors indexed"));
+    }
   });
 }
 

@@ -55,6 +55,9 @@ class MemoryTools {
   // branch_return's extract_memory when the agent does not say (memory.extract_memory).
   bool extract_by_default() const { return config_.extract_memory; }
 
+  // Indexes the stored vectors (and embeds items that have none) on the worker, with an embedder.
+  void LoadVectors();
+
   // Waits until the worker has run everything queued so far (tests, shutdown). Not on the worker.
   void Drain();
 

@@ -33,8 +33,11 @@
 #include "server/folding_tools.h"
 #include "server/group_commit.h"
 #include "server/memory_tools.h"
+#include "server/openai_distiller.h"
+#include "server/openai_embedder.h"
 #include "server/trail_recorder.h"
 #include "server/trail_tools.h"
+#include "memory/hnsw_index.h"
 #include "memory/memory_bank.h"
 #include "store/sqlite_memory_store.h"
 #include "store/sqlite_trail_store.h"
@@ -117,8 +120,13 @@ struct Engine {
   std::unique_ptr<store::SqliteBranchStore> store;
   folding::EventBus events;
   Metrics metrics;
-  // The ReasoningBank (memory.enabled): its own connection to the database, used off the executor.
+  // The ReasoningBank (memory.enabled): its own connection to the database, used off the executor;
+  // the optional model endpoints (memory.distiller, memory.embeddings) and the vector index.
   std::unique_ptr<store::SqliteMemoryStore> memory_store;
+  std::vector<std::unique_ptr<transport::HttpClient>> memory_clients;
+  std::unique_ptr<OpenAiDistiller> memory_distiller;
+  std::unique_ptr<OpenAiEmbedder> memory_embedder;
+  std::unique_ptr<memory::HnswIndex> memory_vectors;
   std::unique_ptr<memory::MemoryBank> memory_bank;
   std::unique_ptr<folding::BranchManager> manager;     // executor only
   std::unique_ptr<FoldingTools> tools;                 // executor only
@@ -156,6 +164,11 @@ absl::Status BuildMemoryBank(const ServerConfig& config, const std::string& db_p
     return static_cast<int64_t>(counter->Count(text));
   };
   parts.events = [metrics = &engine.metrics](const memory::MemoryEvent& e) {
+    constexpr std::string_view kFallback = "memory.fallback.";
+    if (e.type.rfind(kFallback, 0) == 0) {
+      metrics->MemoryFallback(std::string_view(e.type).substr(kFallback.size()));
+      return;
+    }
     metrics->MemoryEvent(e.type, static_cast<double>(e.memory_ids.size()),
                          static_cast<double>(e.tokens));
     if (e.type == "memory.extracted" && !e.memory_ids.empty()) {
@@ -163,6 +176,34 @@ absl::Status BuildMemoryBank(const ServerConfig& config, const std::string& db_p
                                  e.memory_ids.size(), " item(s)"));
     }
   };
+  auto endpoint = [](const MemoryEndpointConfig& c) {
+    OpenAiEndpointOptions o;
+    o.base_url = c.base_url;
+    o.model = c.model;
+    o.api_key_env = c.api_key_env;
+    o.timeout_ms = c.timeout_ms;
+    return o;
+  };
+  if (!config.memory.distiller.base_url.empty()) {
+    OpenAiEndpointOptions o = endpoint(config.memory.distiller);
+    RETURN_IF_ERROR(ValidateEndpointOptions(o));
+    ASSIGN_OR_RETURN(auto client, MakeEndpointClient(o));
+    engine.memory_distiller = std::make_unique<OpenAiDistiller>(o, *client);
+    engine.memory_clients.push_back(std::move(client));
+    parts.model_distiller = engine.memory_distiller.get();
+    base::LogInfo(base::StrCat("memory: distiller ", o.model, " at ", o.base_url));
+  }
+  if (!config.memory.embeddings.base_url.empty()) {
+    OpenAiEndpointOptions o = endpoint(config.memory.embeddings);
+    RETURN_IF_ERROR(ValidateEndpointOptions(o));
+    ASSIGN_OR_RETURN(auto client, MakeEndpointClient(o));
+    engine.memory_embedder = std::make_unique<OpenAiEmbedder>(o, *client);
+    engine.memory_clients.push_back(std::move(client));
+    engine.memory_vectors = std::make_unique<memory::HnswIndex>();
+    parts.embedder = engine.memory_embedder.get();
+    parts.vectors = engine.memory_vectors.get();
+    base::LogInfo(base::StrCat("memory: embeddings ", o.model, " at ", o.base_url));
+  }
   memory::BankOptions options;
   options.min_confidence = config.folding.memory_min_confidence;
   options.max_items = config.folding.memory_max_items;
@@ -269,6 +310,7 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
           engine.metrics, config.memory);
       engine.tools->SetMemory(engine.memory_tools.get());
       status = engine.memory_tools->Register(*engine.mcp);
+      engine.memory_tools->LoadVectors();
     }
   });
   RETURN_IF_ERROR(status);
