@@ -150,8 +150,10 @@ absl::Status BuildMemoryBank(const ServerConfig& config, const std::string& db_p
   memory::MemoryBank::Parts parts;
   parts.store = engine.memory_store.get();
   parts.clock = &base::RealClock::Get();
+  // What MemoryBank::Parts::sanitize promises: secrets scrubbed and private spans withheld (before
+  // the scrub, so that a secret inside one is never archived).
   parts.sanitize = [scrubber = engine.scrubber](std::string_view text) {
-    return scrubber->Scrub(text);
+    return scrubber->Scrub(scrub::WithholdPrivate(text));
   };
   parts.count_tokens = [counter = engine.counter.get()](std::string_view text) {
     return static_cast<int64_t>(counter->Count(text));

@@ -7,7 +7,8 @@
 //   double receives the private text unchanged (secrets redacted as always), the prefix stays
 //   byte-identical after the restart (the double refuses a thinking block behind a changed one);
 // - MCP gateway (the SDK client -> contextd -> server-filesystem): a file with private text read
-//   outside a branch (auto-scope) and inside one; the client receives it unchanged.
+//   outside a branch (auto-scope) and inside one; the client receives it unchanged; a memory
+//   recorded with private text.
 // After each server stops, no file of its data dir (contextd.db, -wal, the search index,
 // originals/...) holds a marker, and no archived original (decrypted with `contextd archive
 // reveal`) does, while the secrets outside the spans are archived as before.
@@ -187,7 +188,8 @@ test('model gateway: private text reaches the model unchanged and no storage kee
 
 test('MCP gateway: an upstream result with private text reaches the client and no storage', { skip: missing ?? (existsSync(FS_SERVER) ? false : 'tools/npm/upstreams is not installed'), timeout: 90000 }, async () => {
   const files = realpathSync(mkdtempSync(join(tmpdir(), 'contextd-private-files-')));
-  const M = { file: marker('file'), desc: marker('mcp-desc'), summary: marker('mcp-summary'), arg: marker('arg') };
+  const M = { file: marker('file'), desc: marker('mcp-desc'), summary: marker('mcp-summary'), arg: marker('arg'),
+    memory: marker('memory') };
   const content = `host = db.local\n<private>${M.file} ${token('e')}</private>\ntoken ${token('f')}\n`;
   writeFileSync(join(files, 'private.txt'), content);
   const dataDir = tempDataDir();
@@ -216,6 +218,13 @@ test('MCP gateway: an upstream result with private text reaches the client and n
     assert.ok(!returned.isError, textOf(returned));
     const view = await client.callTool({ name: 'context_view', arguments: {} });
     assert.ok(!textOf(view).includes(M.file), textOf(view));
+    // A memory recorded with private text keeps it withheld.
+    const recorded = await client.callTool({ name: 'memory_record', arguments: {
+      title: `db host <private>${M.memory}</private>`, description: 'When the db host is needed.',
+      content: `Read private.txt. <private>${M.memory}</private>` } });
+    assert.ok(!recorded.isError, textOf(recorded));
+    const found = await client.callTool({ name: 'memory_search', arguments: { query: 'db host private.txt' } });
+    assert.ok(textOf(found).includes('db host <private>[withheld]</private>'), textOf(found));
     await client.close();
     assert.equal((await server.stop()).code, 0);
     server = null;
