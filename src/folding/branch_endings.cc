@@ -11,6 +11,7 @@
 #include "folding/internal/branch_txn.h"
 #include "folding/internal/sv.h"
 #include "folding/text.h"
+#include "scrub/private_spans.h"
 
 namespace contextd::folding {
 namespace {
@@ -51,7 +52,9 @@ std::string BranchManager::MakeExcerpt(std::string_view text) const {
          (static_cast<unsigned char>(text[window.size()]) & 0xC0) == 0x80) {
     window.remove_suffix(1);
   }
-  std::string scrubbed = scrubber_.Scrub(window);
+  // Private spans withheld before the scrub (the excerpt is stored). The window is a prefix:
+  // a span it cuts keeps its opening tag and is withheld to the window's end.
+  std::string scrubbed = scrubber_.Scrub(scrub::WithholdPrivate(window));
   std::string line;
   line.reserve(std::min(scrubbed.size(), kExcerptChars * 4));
   bool space = false;
@@ -67,7 +70,9 @@ std::string BranchManager::MakeExcerpt(std::string_view text) const {
   }
   std::string_view cut = Utf8Prefix(line, kExcerptChars);
   bool truncated = cut.size() < line.size() || window.size() < text.size();
-  std::string out(cut);
+  // A cut inside a withheld marker closes it again (the marker holds nothing private; this
+  // keeps what follows the excerpt in a partial summary from being withheld with it).
+  std::string out = scrub::WithholdPrivate(cut);
   if (truncated) out += "...";
   return out;
 }
@@ -77,7 +82,8 @@ std::string BranchManager::PartialSummary(const Branch& b, const std::deque<Exce
                                           std::string_view reason) const {
   std::string_view desc = Utf8Prefix(b.description, kSummaryDescriptionChars);
   std::string header =
-      absl::StrCat("[partial summary, written by contextd] Branch ", b.id, " (\"", Sv(desc),
+      absl::StrCat("[partial summary, written by contextd] Branch ", b.id, " (\"",
+                   scrub::WithholdPrivate(desc),
                    desc.size() < b.description.size() ? "..." : "", "\") ended with status ",
                    BranchStatusName(status), ": ", Sv(reason), ".");
   std::vector<std::string> lines;

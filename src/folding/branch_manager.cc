@@ -18,6 +18,7 @@
 #include "folding/internal/branch_txn.h"
 #include "folding/internal/sv.h"
 #include "folding/text.h"
+#include "scrub/private_spans.h"
 
 namespace contextd::folding {
 namespace {
@@ -146,7 +147,13 @@ std::string BranchManager::ActiveBranch(const SessionKey& session) const {
 
 PreparedText BranchManager::PrepareText(std::string_view raw) const {
   std::string text = scrubber_.Scrub(raw);
+  // Charged: the text as the model read it (its private spans included).
   const auto tokens = static_cast<int64_t>(counter_.Count(text));
+  if (scrub::ContainsPrivate(raw)) {
+    // Stored: private spans withheld, before the scrub (a secret inside one is never archived,
+    // and no redaction can swallow a tag first).
+    text = scrubber_.Scrub(scrub::WithholdPrivate(raw));
+  }
   return PreparedText(std::string(raw), std::move(text), tokens);
 }
 
@@ -332,6 +339,11 @@ absl::StatusOr<ReturnResult> BranchManager::Return(const SessionKey& session,
 
   std::optional<PreparedText> own_message;
   const PreparedText& message = Prepared(request.prepared_message, request.message, own_message);
+  // The summary is what is stored, with its private spans withheld, and it is also what the
+  // reply carries: the stored summary IS the branch from now on (the model gateway folds the
+  // branch to it on this and every later request, across restarts), so the reply agrees with
+  // what the agent will see. The agent wrote the message, so it still has it in its own call.
+  // Tokens stay as the model read the message (charged).
   std::string summary = message.text();
   int64_t summary_tokens = message.tokens();
   Txn txn(*this);

@@ -43,8 +43,10 @@ class BranchManager;
 // call: the costly part of taking a text in, done before the engine executor sees the request.
 class PreparedText {
  public:
-  const std::string& text() const { return text_; }  // scrubbed
-  int64_t tokens() const { return tokens_; }         // of text()
+  // What is stored: scrubbed, with its <private> spans withheld (scrub/private_spans.h).
+  const std::string& text() const { return text_; }
+  // What is charged: the tokens of the scrubbed text as the model read it (private spans kept).
+  int64_t tokens() const { return tokens_; }
 
  private:
   friend class BranchManager;
@@ -94,7 +96,7 @@ struct CreateResult {
 // branch_return's arguments.
 struct ReturnRequest {
   std::optional<std::string> branch_id;  // default: the innermost active branch
-  std::string message;                   // at most 50000 characters; scrubbed before use
+  std::string message;  // at most 50000 characters; scrubbed and private spans withheld
   const PreparedText* prepared_message = nullptr;  // PrepareText(message), as in CreateRequest
   // Queue the branch for distillation into memories (stored as the branch's memory_queued and
   // answered as ReturnResult::memory_queued; the caller does the queueing).
@@ -103,7 +105,7 @@ struct ReturnRequest {
 
 struct ReturnResult {
   std::string branch_id;
-  std::string summary;  // the scrubbed message, as stored
+  std::string summary;  // the scrubbed message with private spans withheld, as stored
   int64_t summary_tokens = 0;
   // Everything the branch consumed: prompt, charges, its children's consumption, and the return
   // message (charged at most up to the budget). Equal to the branch's final tokens_used.
@@ -125,7 +127,8 @@ struct ReturnResult {
 struct ChargeRecord {
   std::string kind;   // "tool_call", "tool_result", ...
   std::string label;  // tool name
-  std::string text;   // the arguments or result as delivered (counted, excerpted)
+  std::string text;   // the arguments or result as delivered (counted; excerpted with private
+                      // spans withheld)
   // Token count of `text` if the caller already counted it with the server's TokenCounter (e.g.
   // off the executor); otherwise Charge counts it.
   std::optional<int64_t> tokens;

@@ -1,4 +1,5 @@
 #include "folding/branch_manager.h"
+#include "scrub/private_spans.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -172,6 +173,68 @@ TEST_F(BranchManagerTest, ReturnScrubsTheMessageBeforeStoringAndEchoing) {
   EXPECT_THAT(ret->summary, Not(HasSubstr("SECRET123")));
   EXPECT_THAT(Stored(ret->branch_id).summary, HasSubstr(testing::FakeScrubber::kMarker));
   EXPECT_THAT(ReturnText(*ret), Not(HasSubstr("SECRET123")));
+}
+
+// <private> spans reach no stored text (description, prompt, charge excerpts, summary, partial
+// summary), while charges count the texts as the model read them.
+TEST_F(BranchManagerTest, PrivateSpansAreNeverStoredButStillCharged) {
+  const std::string w(scrub::kWithheldPrivate);
+  CreateRequest r = Req("use <private>P1 P2 P3</private> now", 1000);
+  r.description = "look <private>D1 SECRET123</private>";
+  auto res = Create(r);
+  ASSERT_TRUE(res.ok()) << res.status();
+  EXPECT_EQ(res->prompt_tokens, 5);  // as written: use, <private>P1, P2, P3</private>, now
+  Branch b = Stored(res->branch_id);
+  EXPECT_EQ(b.prompt, "use " + w + " now");
+  EXPECT_EQ(b.description, "look " + w);
+
+  ChargeRecord whole = Rec(0);
+  whole.text = "x <private>" + Words(200, "C1") + "</private> y";
+  auto charged = Charge("", whole);
+  ASSERT_TRUE(charged.ok()) << charged.status();
+  EXPECT_EQ(charged->tokens, 202);
+  // The excerpt is cut at 160 characters inside a marker: the cut closes it again.
+  ChargeRecord cut = Rec(0);
+  cut.text = Words(74) + " <private>C2</private> tail";
+  ASSERT_TRUE(Charge("", cut).ok());
+  auto rows = store_.GetRecentCharges(res->branch_id, 10);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->rows.size(), 2u);
+  EXPECT_EQ(rows->rows[0].excerpt, "x " + w + " y");
+  EXPECT_EQ(rows->rows[1].excerpt, Words(74) + " " + w + "...");
+
+  // The summary is stored and returned withheld; it is charged as written.
+  auto ret = Return(std::nullopt, "found <private>R1 R2 R3</private> it");
+  ASSERT_TRUE(ret.ok()) << ret.status();
+  EXPECT_EQ(ret->summary, "found " + w + " it");
+  EXPECT_EQ(ret->summary_tokens, 5);
+  EXPECT_EQ(Stored(ret->branch_id).summary, "found " + w + " it");
+  EXPECT_THAT(ReturnText(*ret), Not(HasSubstr("R1")));
+
+  // A partial summary is built from the stored description and excerpts.
+  CreateRequest small = Req("go", 10);
+  small.description = "<private>D2</private> task";
+  auto over = Create(small);
+  ASSERT_TRUE(over.ok());
+  ChargeRecord big = Rec(0);
+  big.text = "<private>" + Words(20, "C3") + "</private>";
+  auto exhausted = Charge("", big);
+  ASSERT_TRUE(exhausted.ok());
+  ASSERT_TRUE(exhausted->exhausted);
+  std::string partial = Stored(over->branch_id).summary;
+  EXPECT_EQ(partial, exhausted->partial_summary);
+  EXPECT_THAT(partial, HasSubstr("(\"" + w + " task\")"));
+  EXPECT_THAT(partial, HasSubstr("- tool_result fs__read_file: " + w));
+  for (std::string_view text : {std::string_view("P1"), std::string_view("D1"),
+                                std::string_view("C1"), std::string_view("C2"),
+                                std::string_view("C3"), std::string_view("D2"),
+                                std::string_view("R1"), std::string_view("SECRET123")}) {
+    for (const std::string& id : {res->branch_id, over->branch_id}) {
+      Branch stored = Stored(id);
+      EXPECT_THAT(stored.prompt + stored.description + stored.summary + stored.finish_reason,
+                  Not(HasSubstr(std::string(text))));
+    }
+  }
 }
 
 // Counts the texts it scrubs (thread-safe, as a Scrubber must be).

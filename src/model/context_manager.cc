@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "scrub/private_spans.h"
 
 namespace contextd::model {
 namespace {
@@ -93,6 +94,7 @@ void ContextManager::Forget(ThreadState& state) {
   state.loaded = false;
   state.frontier.clear();
   state.blocks.clear();
+  state.withheld.clear();
   state.appends.clear();
   state.folds.clear();
 }
@@ -116,7 +118,12 @@ absl::Status ContextManager::Load(const ConversationKey& key, ThreadState& state
     for (Rewrite& rewrite : stored->rewrites) {
       switch (rewrite.kind) {
         case RewriteKind::kBlock:
-          state.blocks.emplace(std::move(rewrite.key), std::move(rewrite.value));
+          if (WithheldRewrite::Is(rewrite.value)) {
+            ASSIGN_OR_RETURN(WithheldRewrite withheld, WithheldRewrite::Parse(rewrite.value));
+            state.withheld.emplace(std::move(rewrite.key), std::move(withheld));
+          } else {
+            state.blocks.emplace(std::move(rewrite.key), std::move(rewrite.value));
+          }
           break;
         case RewriteKind::kAppend:
           state.appends.emplace(std::move(rewrite.key), std::move(rewrite.value));
@@ -211,6 +218,41 @@ void ContextManager::RecordCalls(const ConversationKey& key, const AnthropicRequ
     }
   }
   if (!done.empty()) recorder_(key, anchor, done);
+}
+
+std::string ContextManager::Rebuild(const AnthropicRequest& request, size_t m, size_t b,
+                                    const WithheldRewrite& decision) const {
+  const std::vector<AnthropicRequest::TextSpan>& spans = request.TextSpans(m, b);
+  // The block with each span's decoded text replaced by `redact(k, text)` (nullopt: give up).
+  auto build = [&](const auto& redact) -> std::optional<std::string> {
+    std::vector<std::pair<AnthropicRequest::TextSpan, std::string>> replacements;
+    for (size_t k = 0; k < spans.size(); ++k) {
+      std::string text = DecodeJsonString(std::string_view(request.body())
+                                               .substr(spans[k].begin, spans[k].end - spans[k].begin));
+      std::optional<std::string> redacted = redact(k, text);
+      if (!redacted) return std::nullopt;
+      if (*redacted != text) replacements.emplace_back(spans[k], QuoteJsonString(*redacted));
+    }
+    return request.RewriteBlock(m, b, replacements);
+  };
+  if (decision.spans && decision.spans->size() == spans.size()) {
+    std::optional<std::string> value =
+        build([&](size_t k, const std::string& text) -> std::optional<std::string> {
+          auto applied = ApplyRedactions(text, (*decision.spans)[k]);
+          if (!applied.ok()) return std::nullopt;
+          return *std::move(applied);
+        });
+    if (value && BlockDigest(*value) == decision.digest) return *std::move(value);
+  }
+  std::string value = *build([&](size_t, const std::string& text) -> std::optional<std::string> {
+    return scrubber_.Scrub(text);
+  });
+  if (BlockDigest(value) != decision.digest) {
+    base::LogWarn(
+        "model gateway: a redacted block holding private text could not be repeated byte for "
+        "byte (the scrub rules changed since it was sent); it is redacted with the current rules");
+  }
+  return value;
 }
 
 void ContextManager::ChargeSpan(const std::string& tenant, const AnthropicRequest& request,
@@ -345,9 +387,17 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(
         plan.blocks[{m, b}] = stored->second;
         continue;
       }
+      if (auto withheld = state->withheld.find(block.key); withheld != state->withheld.end()) {
+        std::string value = Rebuild(*request, m, b, withheld->second);
+        plan.blocks[{m, b}] = value;
+        state->blocks.emplace(block.key, std::move(value));  // later requests take it as it is
+        continue;
+      }
       if (m < old || removed[m] || !Scrubbable(message, block)) continue;
       std::vector<std::pair<AnthropicRequest::TextSpan, std::string>> replacements;
       std::string joined;
+      bool has_private = false;
+      std::vector<std::pair<std::string, std::string>> texts;  // (decoded, scrubbed) per span
       for (const AnthropicRequest::TextSpan& span : request->TextSpans(m, b)) {
         std::string_view token =
             std::string_view(request->body()).substr(span.begin, span.end - span.begin);
@@ -356,11 +406,30 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(
         if (!joined.empty()) joined.push_back('\n');
         joined += scrubbed;
         if (scrubbed != text) replacements.emplace_back(span, QuoteJsonString(scrubbed));
+        has_private = has_private || scrub::ContainsPrivate(text);
+        texts.emplace_back(std::move(text), std::move(scrubbed));
       }
       scrubbed_texts.emplace(std::make_pair(m, b), std::move(joined));
       if (replacements.empty()) continue;
       std::string value = request->RewriteBlock(m, b, replacements);
-      update.new_rewrites.push_back({RewriteKind::kBlock, block.key, value});
+      // The model receives `value` with its private spans; the store must not keep them: it keeps
+      // the redactions over the original texts and the digest of `value` instead.
+      std::string kept = value;
+      if (has_private) {
+        WithheldRewrite withheld;
+        withheld.digest = BlockDigest(value);
+        withheld.spans.emplace();
+        for (const auto& [text, scrubbed] : texts) {
+          std::optional<std::vector<RedactionEdit>> edits = AlignRedactions(text, scrubbed);
+          if (!edits) {
+            withheld.spans.reset();
+            break;
+          }
+          withheld.spans->push_back(*std::move(edits));
+        }
+        kept = withheld.Serialize();
+      }
+      update.new_rewrites.push_back({RewriteKind::kBlock, block.key, std::move(kept)});
       state->blocks.emplace(block.key, value);
       plan.blocks[{m, b}] = std::move(value);
       ++applied.redactions_new;

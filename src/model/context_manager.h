@@ -1,7 +1,8 @@
 // ContextManager: F(.) for one model request. Binds the request to its conversation thread, folds
 // the branches that returned (FoldPlan), redacts secrets in the tool results and user text that
 // arrive for the first time, repeats every earlier decision byte for byte, and makes the new
-// decisions durable (ConversationStore) before the caller forwards the result. Seen from the
+// decisions durable (ConversationStore) before the caller forwards the result. What the model
+// receives keeps <private> spans; what is stored never holds one (withheld_rewrite.h). Seen from the
 // provider each thread only grows: content before the frontier (the messages already forwarded)
 // is never rewritten anew, so rule changes and restarts cannot change a prefix already sent.
 // Thread-safe: requests of one thread are serialised on its lock; different threads run in
@@ -23,6 +24,7 @@
 #include "model/anthropic_request.h"
 #include "model/conversation_store.h"
 #include "model/fold.h"
+#include "model/withheld_rewrite.h"
 #include "scrub/scrubber.h"
 #include "tokens/token_counter.h"
 
@@ -135,6 +137,9 @@ class ContextManager {
     bool loaded = false;
     std::vector<std::string> frontier;
     std::unordered_map<std::string, std::string> blocks;   // RewriteKind::kBlock
+    // RewriteKind::kBlock decisions stored without their text (blocks holding <private> text),
+    // until a request holding the block rebuilds them into `blocks`.
+    std::unordered_map<std::string, WithheldRewrite> withheld;
     std::unordered_map<std::string, std::string> appends;  // RewriteKind::kAppend
     std::map<std::string, FoldRecord> folds;               // RewriteKind::kFold
     std::unordered_map<std::string, int64_t> tokens;       // block key -> tokens
@@ -160,6 +165,12 @@ class ContextManager {
   void RecordCalls(const ConversationKey& key, const AnthropicRequest& request, size_t old,
                    const FoldPlan& folds, ThreadState& state,
                    const std::map<std::pair<size_t, size_t>, std::string>& scrubbed);
+  // The block (message m, block b) a withheld decision stands for, rebuilt from the original
+  // the client resent: by its stored redactions, else by scrubbing it again; a rebuild whose
+  // digest differs from the stored one (the rules changed, and the redactions could not be
+  // stored) is used anyway, and logged.
+  std::string Rebuild(const AnthropicRequest& request, size_t m, size_t b,
+                      const WithheldRewrite& decision) const;
   // Charges the open branch with the new part of its span; may append a warning decision or
   // force-return the branch (then `folds` is planned again, folding it at the tail).
   void ChargeSpan(const std::string& tenant, const AnthropicRequest& request, size_t old,

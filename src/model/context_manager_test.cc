@@ -6,6 +6,7 @@
 #include "gtest/gtest.h"
 #include "model/testing/in_memory_conversation_store.h"
 #include "nlohmann/json.hpp"
+#include "scrub/rule_scrubber.h"
 
 namespace contextd::model {
 namespace {
@@ -271,6 +272,80 @@ TEST(ContextManagerTest, SideRequestsOfOneSessionAreSeparateThreads) {
   AppliedRequest b = f.Apply(side);
   EXPECT_EQ(a.key.conversation, b.key.conversation);
   EXPECT_NE(a.key.thread, b.key.thread);
+}
+
+// Every value the conversation store holds for `key`, joined.
+std::string StoredValues(Fixture& f, const ConversationKey& key) {
+  auto state = f.store.Load(key);
+  EXPECT_TRUE(state.ok() && state->has_value());
+  std::string all;
+  if (state.ok() && state->has_value()) {
+    for (const Rewrite& r : (*state)->rewrites) all += r.key + "\n" + r.value + "\n";
+    for (const std::string& h : (*state)->frontier) all += h + "\n";
+  }
+  return all;
+}
+
+// A redacted block holding <private> text: the model receives the span (its secret redacted),
+// the store keeps only the redactions and a digest, and the block is repeated byte for byte
+// after a restart, also with rules that changed.
+TEST(ContextManagerTest, PrivateTextReachesTheModelButNotTheStore) {
+  Fixture f;
+  auto rules = scrub::BuildScrubber(scrub::ScrubConfig{});
+  ASSERT_TRUE(rules.ok());
+  auto manager = f.Make(**rules);
+  const std::string inside = "ghp_aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5";
+  const std::string outside = "ghp_zB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5";
+  Conversation c;
+  c.Assistant(json::array({Use("t1", "Read")}));
+  c.User(json::array({Result("t1", "cfg <private>PRIV-MARK-1 " + inside + "</private> and " +
+                                       outside + " here")}));
+  AppliedRequest first = f.Apply(c, manager.get());
+  EXPECT_EQ(first.redactions_new, 1);
+  const std::string sent =
+      "cfg <private>PRIV-MARK-1 [REDACTED:github-pat:ghp_]</private> and "
+      "[REDACTED:github-pat:ghp_] here";
+  EXPECT_THAT(first.body, HasSubstr(sent));
+  std::string stored = StoredValues(f, first.key);
+  EXPECT_THAT(stored, Not(HasSubstr("PRIV-MARK")));
+  EXPECT_THAT(stored, Not(HasSubstr("ghp_a")));
+  EXPECT_THAT(stored, HasSubstr("#withheld-rewrite/1 "));
+
+  // Restart, rules unchanged.
+  auto restarted = f.Make(**rules);
+  c.Assistant(json::array({{{"type", "text"}, {"text", "ok"}}}));
+  c.User(json::array({{{"type", "text"}, {"text", "next"}}}));
+  AppliedRequest second = f.Apply(c, restarted.get());
+  EXPECT_THAT(second.body, HasSubstr(sent));
+  // Restart with rules that redact nothing: the stored redactions still apply.
+  WordScrubber none("NOTHING");
+  auto changed = f.Make(none);
+  c.Assistant(json::array({{{"type", "text"}, {"text", "ok2"}}}));
+  c.User(json::array({{{"type", "text"}, {"text", "more"}}}));
+  AppliedRequest third = f.Apply(c, changed.get());
+  EXPECT_THAT(third.body, HasSubstr(sent));
+  EXPECT_THAT(third.body, Not(HasSubstr(inside)));
+  const size_t prefix = second.body.find("\"next\"");
+  ASSERT_NE(prefix, std::string::npos);
+  EXPECT_EQ(third.body.substr(0, prefix), second.body.substr(0, prefix));
+  EXPECT_THAT(StoredValues(f, first.key), Not(HasSubstr("PRIV-MARK")));
+}
+
+// With a scrubber whose markers cannot be aligned, the decision is rebuilt by scrubbing the
+// original again, checked against the stored digest.
+TEST(ContextManagerTest, PrivateBlocksOfAnotherScrubberAreRebuiltByScrubbingAgain) {
+  Fixture f;
+  Conversation c;
+  c.Assistant(json::array({Use("t1", "Read")}));
+  c.User(json::array({Result("t1", "x <private>PRIV-MARK-2 SECRET12</private> y")}));
+  AppliedRequest first = f.Apply(c);
+  const std::string sent = "x <private>PRIV-MARK-2 [REDACTED]</private> y";
+  EXPECT_THAT(first.body, HasSubstr(sent));
+  EXPECT_THAT(StoredValues(f, first.key), Not(HasSubstr("PRIV-MARK")));
+  auto restarted = f.Make(f.scrubber);
+  c.Assistant(json::array({{{"type", "text"}, {"text", "ok"}}}));
+  c.User(json::array({{{"type", "text"}, {"text", "next"}}}));
+  EXPECT_THAT(f.Apply(c, restarted.get()).body, HasSubstr(sent));
 }
 
 }  // namespace

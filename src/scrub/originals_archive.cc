@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "absl/status/status.h"
@@ -17,6 +18,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "scrub/private_spans.h"
 
 namespace contextd::scrub {
 namespace {
@@ -193,21 +195,34 @@ ArchivingScrubber::ArchivingScrubber(std::shared_ptr<const RuleScrubber> inner, 
                                      std::shared_ptr<OriginalsArchive> archive)
     : inner_(std::move(inner)), key_(key), archive_(std::move(archive)) {}
 
+std::optional<std::string> ArchivingScrubber::Archivable(std::string_view text) const {
+  if (!ContainsPrivate(text)) return std::string(text);
+  // Private spans never reach the archive: the original is kept with them withheld, and only if
+  // a secret remains outside them (one inside a span has no original to keep).
+  std::string kept = WithholdPrivate(text);
+  if (inner_->Scrub(kept) == kept) return std::nullopt;
+  return kept;
+}
+
 absl::StatusOr<ArchivingScrubber::Result> ArchivingScrubber::ScrubAndArchive(
     std::string_view text) const {
   Result r;
   r.text = inner_->Scrub(text);
   if (r.text == text) return r;
-  r.archive_id = ArchiveIdFor(key_, text);
-  RETURN_IF_ERROR(archive_->Put(r.archive_id, SealOriginal(key_, text, r.archive_id)));
+  std::optional<std::string> original = Archivable(text);
+  if (!original) return r;
+  r.archive_id = ArchiveIdFor(key_, *original);
+  RETURN_IF_ERROR(archive_->Put(r.archive_id, SealOriginal(key_, *original, r.archive_id)));
   return r;
 }
 
 std::string ArchivingScrubber::Scrub(std::string_view text) const {
   std::string redacted = inner_->Scrub(text);
   if (redacted != text) {
-    std::string id = ArchiveIdFor(key_, text);
-    if (!archive_->Put(id, SealOriginal(key_, text, id)).ok()) failures_.fetch_add(1);
+    if (std::optional<std::string> original = Archivable(text)) {
+      std::string id = ArchiveIdFor(key_, *original);
+      if (!archive_->Put(id, SealOriginal(key_, *original, id)).ok()) failures_.fetch_add(1);
+    }
   }
   return redacted;
 }

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -74,7 +75,9 @@ class FileOriginalsArchive : public OriginalsArchive {
   std::string dir_;
 };
 
-// A Scrubber that, whenever it redacts something, seals the original into `archive`.
+// A Scrubber that, whenever it redacts something, seals the original into `archive`. Private
+// spans (scrub/private_spans.h) are never archived: the original is sealed with them withheld,
+// and not at all when every secret found lay inside one.
 class ArchivingScrubber : public Scrubber {
  public:
   ArchivingScrubber(std::shared_ptr<const RuleScrubber> inner, ArchiveKey key,
@@ -85,7 +88,7 @@ class ArchivingScrubber : public Scrubber {
   std::string Scrub(std::string_view text) const override;
 
   // Scrubs and archives; returns the redacted text and the archive id ("" when nothing was
-  // redacted). Errors from the archive are returned.
+  // redacted, or only inside private spans). Errors from the archive are returned.
   struct Result {
     std::string text;
     std::string archive_id;
@@ -96,6 +99,10 @@ class ArchivingScrubber : public Scrubber {
   uint64_t archive_failures() const;
 
  private:
+  // What of `text` (which holds a secret) may be archived: `text` itself, or with its private
+  // spans withheld; nullopt when no secret is left outside them.
+  std::optional<std::string> Archivable(std::string_view text) const;
+
   std::shared_ptr<const RuleScrubber> inner_;
   ArchiveKey key_;
   std::shared_ptr<OriginalsArchive> archive_;

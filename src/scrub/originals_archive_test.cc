@@ -97,5 +97,42 @@ TEST_F(ArchiveTest, ArchivingScrubberStoresAndRevealsOriginal) {
   EXPECT_EQ(archive->Get("abcd").status().code(), absl::StatusCode::kNotFound);
 }
 
+TEST_F(ArchiveTest, PrivateSpansAreNeverArchived) {
+  ASSERT_TRUE(CreateArchiveKeyFile(key_file_).ok());
+  auto key = LoadArchiveKey(key_file_);
+  ASSERT_TRUE(key.ok());
+  auto rules = BuildScrubber(ScrubConfig{});
+  ASSERT_TRUE(rules.ok());
+  auto store = FileOriginalsArchive::Open((dir_ / "originals").string());
+  ASSERT_TRUE(store.ok());
+  std::shared_ptr<OriginalsArchive> archive(std::move(*store));
+  ArchivingScrubber s(*rules, *key, archive);
+
+  // A secret inside a private span: redacted in what is returned, but no original is kept.
+  std::string inside = "mine: <private>ghp_aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5 note</private>";
+  auto r = s.ScrubAndArchive(inside);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->text, "mine: <private>[REDACTED:github-pat:ghp_] note</private>");
+  EXPECT_TRUE(r->archive_id.empty());
+  EXPECT_EQ(s.Scrub("<PRIVATE>x ghp_cB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5"),
+            "<PRIVATE>x [REDACTED:github-pat:ghp_]");
+  auto ids = archive->List();
+  ASSERT_TRUE(ids.ok());
+  EXPECT_TRUE(ids->empty());
+
+  // A secret outside, private text beside it: the original is kept with the span withheld.
+  std::string beside =
+      "token ghp_dB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5 <private>PRIVATE-NOTE-42</private>";
+  auto b = s.ScrubAndArchive(beside);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->text, "token [REDACTED:github-pat:ghp_] <private>PRIVATE-NOTE-42</private>");
+  ASSERT_FALSE(b->archive_id.empty());
+  auto revealed = RevealOriginal(*archive, key_file_, b->archive_id);
+  ASSERT_TRUE(revealed.ok()) << revealed.status();
+  EXPECT_EQ(*revealed,
+            "token ghp_dB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5 <private>[withheld]</private>");
+  EXPECT_EQ(s.archive_failures(), 0u);
+}
+
 }  // namespace
 }  // namespace contextd::scrub

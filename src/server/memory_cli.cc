@@ -9,6 +9,7 @@
 #include "base/str_cat.h"
 #include "memory/memory_bank.h"
 #include "nlohmann/json.hpp"
+#include "scrub/private_spans.h"
 #include "scrub/rule_scrubber.h"
 #include "server/config.h"
 #include "store/sqlite_memory_store.h"
@@ -46,7 +47,10 @@ absl::StatusOr<Bank> OpenBank(const MemoryCommand& command, bool create) {
   memory::MemoryBank::Parts parts;
   parts.store = b.store.get();
   parts.clock = &base::RealClock::Get();
-  parts.sanitize = [scrubber = b.scrubber](std::string_view t) { return scrubber->Scrub(t); };
+  // As the server's: private spans withheld, then secrets scrubbed (an imported bank too).
+  parts.sanitize = [scrubber = b.scrubber](std::string_view t) {
+    return scrubber->Scrub(scrub::WithholdPrivate(t));
+  };
   // Only retrieval for a branch counts tokens, which the CLI never does.
   parts.count_tokens = [](std::string_view t) { return static_cast<int64_t>(t.size() / 4); };
   b.bank = std::make_unique<memory::MemoryBank>(std::move(parts), memory::BankOptions{});

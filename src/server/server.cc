@@ -28,6 +28,7 @@
 #include "protocol/mcp_server.h"
 #include "protocol/tool_notices.h"
 #include "scrub/originals_archive.h"
+#include "scrub/private_spans.h"
 #include "scrub/rule_scrubber.h"
 #include "server/conformance_fixtures.h"
 #include "server/folding_tools.h"
@@ -157,8 +158,10 @@ absl::Status BuildMemoryBank(const ServerConfig& config, const std::string& db_p
   memory::MemoryBank::Parts parts;
   parts.store = engine.memory_store.get();
   parts.clock = &base::RealClock::Get();
+  // What MemoryBank::Parts::sanitize promises: secrets scrubbed and private spans withheld (before
+  // the scrub, so that a secret inside one is never archived).
   parts.sanitize = [scrubber = engine.scrubber](std::string_view text) {
-    return scrubber->Scrub(text);
+    return scrubber->Scrub(scrub::WithholdPrivate(text));
   };
   parts.count_tokens = [counter = engine.counter.get()](std::string_view text) {
     return static_cast<int64_t>(counter->Count(text));
@@ -243,7 +246,10 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
   engine.vocabulary_loader = std::jthread([loading = engine.counter.get()] { loading->Get(); });
   ASSIGN_OR_RETURN(engine.scrubber, MakeScrubber(config, data_dir));
   std::shared_ptr<const scrub::Scrubber> scrubber = engine.scrubber;
-  base::SetLogRedactor([scrubber](std::string_view m) { return scrubber->Scrub(m); });
+  // Logs may go to a file: private spans are withheld there too (before the scrub, so that a
+  // secret inside one is not even archived).
+  base::SetLogRedactor(
+      [scrubber](std::string_view m) { return scrubber->Scrub(scrub::WithholdPrivate(m)); });
 
   std::string db_path = data_dir + "/contextd.db";
   // One connection (and one WAL checkpointer) shared by the branch and trail stores.
@@ -270,6 +276,8 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
     trail_options.count_tokens = [counter](std::string_view text) {
       return static_cast<int64_t>(counter->Count(text));
     };
+    // <private> spans never reach the trail (its blobs, scopes and search index).
+    trail_options.withhold = [](std::string_view text) { return scrub::WithholdPrivate(text); };
     engine.trail = std::make_unique<trail::Trail>(*engine.trail_store, engine.executor->clock(),
                                                   std::move(trail_options));
     engine.trail_tools = std::make_unique<TrailTools>(*engine.trail, engine.events, *engine.store,

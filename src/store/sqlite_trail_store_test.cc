@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "base/clock.h"
@@ -865,6 +866,65 @@ TEST_F(TrailTest, RecoveryFoldsAutoScopesACrashLeftOpen) {
   auto again = restarted.RecoverAutoScopes();
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(*again, 0);
+}
+
+// Every text the trail writes passes through TrailOptions::withhold (the server's is
+// scrub::WithholdPrivate; the store room does not include scrub, so a stand-in here): after
+// every kind of write, no file of the data directory holds the text, and token counts are kept
+// as charged.
+TEST_F(TrailTest, EveryStoredTextPassesThroughWithhold) {
+  const std::string mark = "PRIVATE-MARK-5e1d";
+  trail::TrailOptions options = AutoOn();
+  int calls = 0;
+  options.withhold = [&](std::string_view text) {
+    ++calls;
+    std::string out(text);
+    for (size_t at = out.find(mark); at != std::string::npos; at = out.find(mark, at)) {
+      out.replace(at, mark.size(), "[w]");
+    }
+    return out;
+  };
+  SessionRef s = Session("sess");
+  {
+    trail::Trail t(*store_, clock_, options);
+    ASSERT_TRUE(t.RecordToolCall(s, "", "tool " + mark, "{\"a\":\"" + mark + "\"}",
+                                 "result " + mark, 4, 9, false)
+                    .ok());
+    // Auto-scope: its description, the marker event, the calls and the digest's summary (an
+    // argument sample and an error excerpt).
+    auto up = t.RecordUpstreamCall(s, "fs", "fs__read", "{\"path\":\"/" + mark + "\"}",
+                                   "Error: " + mark, 3, 5, true);
+    ASSERT_TRUE(up.ok()) << up.status();
+    ASSERT_TRUE(t.FoldAutoScope(s).ok());
+    auto auto_scope = t.GetScope(s, up->scope_id);
+    ASSERT_TRUE(auto_scope.ok());
+    EXPECT_EQ(auto_scope->summary,
+              "fs: 1 call (0 ok, 1 error), 8 tokens; read x1 (path=/[w]); errors: read: Error: [w]");
+    ASSERT_TRUE(t.OnBranchCreated(s, "br_a", "", "desc " + mark, "prompt " + mark, 17).ok());
+    ASSERT_TRUE(t.RecordToolCall(s, "br_a", "t", mark, mark, 2, 2, false).ok());
+    ASSERT_TRUE(t.OnBranchWarning("br_a", "warn " + mark).ok());
+    ASSERT_TRUE(t.OnBranchFolded("br_a", "summary " + mark, 6, true, "reason " + mark).ok());
+    ASSERT_TRUE(t.OnBranchCreated(s, "br_b", "", "open " + mark, "go", 1).ok());
+    ASSERT_TRUE(t.OnBranchFolded("br_b", "returned " + mark, 2, false, "").ok());
+
+    auto view = t.View(s, -1);
+    ASSERT_TRUE(view.ok()) << view.status();
+    EXPECT_EQ(view->text.find(mark), std::string::npos) << view->text;
+    EXPECT_NE(view->text.find("summary [w]"), std::string::npos) << view->text;
+    EXPECT_EQ(view->tokens_unfolded, 4 + 9 + 3 + 5 + 17 + 2 + 2 + 6 + 1 + 2);  // as charged
+    auto hits = t.Search(s, "summary", 5);
+    ASSERT_TRUE(hits.ok()) << hits.status();
+    ASSERT_EQ(hits->size(), 1u);
+    EXPECT_EQ((*hits)[0].scope.summary, "summary [w]");
+  }
+  EXPECT_GT(calls, 0);
+  store_.reset();  // closes the database and the search index
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir_.path())) {
+    if (!entry.is_regular_file()) continue;
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(bytes.find(mark), std::string::npos) << entry.path();
+  }
 }
 
 }  // namespace

@@ -148,6 +148,49 @@ int64_t Trail::CountTokens(std::string_view text) const {
   return options_.count_tokens ? options_.count_tokens(text) : internal::CountWords(text);
 }
 
+std::string Trail::Kept(std::string_view text) const {
+  return options_.withhold ? options_.withhold(text) : std::string(text);
+}
+
+absl::Status Trail::WriteScope(Scope scope) {
+  scope.description = Kept(scope.description);
+  scope.summary = Kept(scope.summary);
+  return store_.OpenScope(scope);
+}
+
+absl::StatusOr<std::vector<int64_t>> Trail::WriteEvents(std::vector<NewEvent> events) {
+  for (NewEvent& e : events) {
+    e.label = Kept(e.label);
+    e.payload = Kept(e.payload);
+  }
+  return store_.AppendEvents(events);
+}
+
+absl::Status Trail::WriteScopeWithEvents(Scope scope, std::vector<NewEvent> events) {
+  scope.description = Kept(scope.description);
+  scope.summary = Kept(scope.summary);
+  for (NewEvent& e : events) {
+    e.label = Kept(e.label);
+    e.payload = Kept(e.payload);
+  }
+  return store_.OpenScopeWithEvents(scope, events);
+}
+
+absl::Status Trail::WriteFold(std::string_view id, std::string_view summary,
+                              int64_t summary_tokens, int64_t at_ms) {
+  return store_.FoldScope(id, Kept(summary), summary_tokens, at_ms);
+}
+
+absl::Status Trail::WriteFoldAfterEvents(std::vector<NewEvent> events, std::string_view id,
+                                         std::string_view summary, int64_t summary_tokens,
+                                         int64_t at_ms) {
+  for (NewEvent& e : events) {
+    e.label = Kept(e.label);
+    e.payload = Kept(e.payload);
+  }
+  return store_.FoldScopeAfterEvents(events, id, Kept(summary), summary_tokens, at_ms);
+}
+
 absl::StatusOr<std::string> Trail::RootScope(const SessionRef& session) {
   std::string key = session.ToString();
   if (auto it = roots_.find(key); it != roots_.end()) return it->second;
@@ -157,7 +200,7 @@ absl::StatusOr<std::string> Trail::RootScope(const SessionRef& session) {
   root.kind = ScopeKind::kSession;
   root.description = base::StrCat("session ", session.session_id);
   root.created_at_ms = clock_.WallMillis();
-  RETURN_IF_ERROR(store_.OpenScope(root));
+  RETURN_IF_ERROR(WriteScope(root));
   roots_[key] = root.id;
   open_scopes_[root.id] = session;
   return root.id;
@@ -185,7 +228,7 @@ absl::Status Trail::OnBranchCreated(const SessionRef& session, std::string_view 
   created.payload = base::StrCat(description, "\n", prompt);
   created.tokens = prompt_tokens;
   created.at_ms = scope.created_at_ms;
-  RETURN_IF_ERROR(store_.OpenScopeWithEvents(scope, {created}));
+  RETURN_IF_ERROR(WriteScopeWithEvents(scope, {created}));
   open_scopes_[scope.id] = session;
   return absl::OkStatus();
 }
@@ -196,7 +239,7 @@ absl::Status Trail::OnBranchWarning(std::string_view branch_id, std::string_view
   warning.kind = EventKind::kWarning;
   warning.payload = std::string(text);
   warning.at_ms = clock_.WallMillis();
-  return store_.AppendEvents({warning}).status();
+  return WriteEvents({warning}).status();
 }
 
 absl::Status Trail::OnBranchFolded(std::string_view branch_id, std::string_view summary,
@@ -213,8 +256,7 @@ absl::Status Trail::OnBranchFolded(std::string_view branch_id, std::string_view 
   end.payload = forced ? base::StrCat(reason, "\n", summary) : std::string(summary);
   end.tokens = summary_tokens;
   end.at_ms = clock_.WallMillis();
-  RETURN_IF_ERROR(store_.FoldScopeAfterEvents({end}, branch_id, summary, summary_tokens,
-                                               end.at_ms));
+  RETURN_IF_ERROR(WriteFoldAfterEvents({end}, branch_id, summary, summary_tokens, end.at_ms));
   open_scopes_.erase(std::string(branch_id));
   return absl::OkStatus();
 }
@@ -247,7 +289,7 @@ absl::StatusOr<RecordedCall> Trail::RecordToolCall(const SessionRef& session,
                 std::string(arguments_text), tokens_args, false, now};
   NewEvent result{recorded.scope_id, EventKind::kToolResult, std::string(tool),
                   std::string(result_text), tokens_result, is_error, now};
-  ASSIGN_OR_RETURN(std::vector<int64_t> seqs, store_.AppendEvents({call, result}));
+  ASSIGN_OR_RETURN(std::vector<int64_t> seqs, WriteEvents({call, result}));
   recorded.call_seq = seqs.at(0);
   recorded.result_seq = seqs.at(1);
   return recorded;
@@ -276,7 +318,7 @@ absl::StatusOr<RecordedCall> Trail::RecordUpstreamCall(
     scope.parent_id = root;
     scope.description = base::StrCat(kAutoDescriptionPrefix, upstream);
     scope.created_at_ms = clock_.WallMillis();
-    RETURN_IF_ERROR(store_.OpenScope(scope));
+    RETURN_IF_ERROR(WriteScope(scope));
     // Tracked at once, so that it folds even if the marker below cannot be written.
     open_scopes_[scope.id] = session;
     open = autos_.emplace(key, OpenAuto{scope.id, AutoScopeDigest(std::string(upstream))}).first;
@@ -286,19 +328,23 @@ absl::StatusOr<RecordedCall> Trail::RecordUpstreamCall(
     opened.label = scope.id;
     opened.payload = scope.description;
     opened.at_ms = scope.created_at_ms;
-    RETURN_IF_ERROR(store_.AppendEvents({opened}).status());
+    RETURN_IF_ERROR(WriteEvents({opened}).status());
   }
+  // The digest samples and cuts these texts for the summary: withheld first, so that a cut
+  // cannot separate a private span from its tags.
+  const std::string args = Kept(arguments_text);
+  const std::string result = Kept(result_text);
   ASSIGN_OR_RETURN(RecordedCall recorded,
-                   RecordToolCall(session, open->second.scope_id, tool, arguments_text, result_text,
-                                  tokens_args, tokens_result, is_error));
-  open->second.digest.Add(tool, arguments_text, result_text, is_error, tokens_args + tokens_result);
+                   RecordToolCall(session, open->second.scope_id, tool, args, result, tokens_args,
+                                  tokens_result, is_error));
+  open->second.digest.Add(tool, args, result, is_error, tokens_args + tokens_result);
   return recorded;
 }
 
 absl::Status Trail::FoldAuto(const std::string& scope_id, const AutoScopeDigest& digest) {
-  std::string summary = digest.Summary(options_.count_tokens);
-  absl::Status folded =
-      store_.FoldScope(scope_id, summary, CountTokens(summary), clock_.WallMillis());
+  // Its tokens are those of what is stored: nothing charged them (the calls were charged).
+  std::string summary = Kept(digest.Summary(options_.count_tokens));
+  absl::Status folded = WriteFold(scope_id, summary, CountTokens(summary), clock_.WallMillis());
   // Folded already (by another process's recovery): what matters, that it is folded, holds.
   if (!folded.ok() && folded.code() != absl::StatusCode::kFailedPrecondition) return folded;
   open_scopes_.erase(scope_id);

@@ -4,11 +4,13 @@
 // scopes when their branch returns, groups calls made outside any branch into auto-scopes that
 // fold by themselves (when enabled), and builds the folded view the model should see.
 // Every text handed in must already be scrubbed by the caller (the server scrubs before calling);
-// the trail stores it as given. Thread-safety: none of its own; every method runs on the engine
-// executor, like the BranchManager.
+// the trail stores it with TrailOptions::withhold applied (private spans withheld) and nothing
+// else changed. Thread-safety: none of its own; every method runs on the engine executor, like
+// the BranchManager.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -54,6 +56,11 @@ struct TrailOptions {
   bool auto_scope_upstreams = false;
   // Counts auto-scope summaries (the server's token counter). Null: whitespace-separated words.
   CountTokensFn count_tokens;
+  // Applied to every text the trail stores (event labels and payloads, scope descriptions and
+  // summaries) before it reaches the TrailStore: the server passes scrub::WithholdPrivate, so
+  // that <private> spans are never stored. Token counts are stored as the caller charged them.
+  // Must be idempotent. Null: texts are stored as given.
+  std::function<std::string(std::string_view)> withhold;
 };
 
 class Trail {
@@ -158,6 +165,17 @@ class Trail {
   // Folds auto-scope `scope_id` with `digest`'s summary (already folded: OK).
   absl::Status FoldAuto(const std::string& scope_id, const AutoScopeDigest& digest);
   int64_t CountTokens(std::string_view text) const;
+  // `text` as the store may keep it (options_.withhold applied).
+  std::string Kept(std::string_view text) const;
+  // The only ways texts reach store_: its writes, with every text passed through Kept().
+  absl::Status WriteScope(Scope scope);
+  absl::StatusOr<std::vector<int64_t>> WriteEvents(std::vector<NewEvent> events);
+  absl::Status WriteScopeWithEvents(Scope scope, std::vector<NewEvent> events);
+  absl::Status WriteFold(std::string_view id, std::string_view summary, int64_t summary_tokens,
+                         int64_t at_ms);
+  absl::Status WriteFoldAfterEvents(std::vector<NewEvent> events, std::string_view id,
+                                    std::string_view summary, int64_t summary_tokens,
+                                    int64_t at_ms);
 
   TrailStore& store_;
   const base::Clock& clock_;

@@ -3,7 +3,8 @@
 // branch a scope under its parent; events are the leaves. Payloads are content-addressed blobs
 // (SHA-256) stored once. Every write is atomic and durable against a process crash when it
 // returns OK, or, where the server groups commits, once that group commits (no reply is sent
-// before then: server/group_commit.h). Implementations are thread-safe. All text handed in must already be scrubbed.
+// before then: server/group_commit.h). Implementations are thread-safe. All text handed in must already be scrubbed
+// and have its private spans withheld (Trail applies TrailOptions::withhold to every text it writes).
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,35 @@
+// Fuzz target: WithheldRewrite::Parse on arbitrary bytes never crashes and what it accepts
+// serializes back to an equal value; AlignRedactions on arbitrary (original, scrubbed) pairs never
+// crashes and what it returns rebuilds `scrubbed`; ApplyRedactions never crashes.
+// Input: the first byte splits the rest into `original` and `scrubbed`.
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "model/withheld_rewrite.h"
+
+using contextd::model::AlignRedactions;
+using contextd::model::ApplyRedactions;
+using contextd::model::WithheldRewrite;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string_view in(reinterpret_cast<const char*>(data), size);
+  auto parsed = WithheldRewrite::Parse(in);
+  if (parsed.ok()) {
+    auto again = WithheldRewrite::Parse(parsed->Serialize());
+    if (!again.ok() || again->digest != parsed->digest || again->spans != parsed->spans) std::abort();
+    if (parsed->spans) {
+      for (const auto& edits : *parsed->spans) (void)ApplyRedactions(in, edits);
+    }
+  }
+  if (size == 0) return 0;
+  size_t cut = 1 + static_cast<size_t>(data[0]) * (size - 1) / 256;
+  std::string_view original = in.substr(1, cut - 1);
+  std::string_view scrubbed = in.substr(cut);
+  if (auto edits = AlignRedactions(original, scrubbed)) {
+    auto applied = ApplyRedactions(original, *edits);
+    if (!applied.ok() || *applied != scrubbed) std::abort();
+  }
+  return 0;
+}
