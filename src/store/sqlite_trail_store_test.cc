@@ -450,12 +450,16 @@ std::chrono::steady_clock::duration SearchAroundALockedIndexFile(
   auto hits = store->Search("local", "default", "words", 5);
   const auto waited = std::chrono::steady_clock::now() - start;
   EXPECT_TRUE(hits.ok()) << hits.status();
-  if (hits.ok()) EXPECT_EQ(hits->size(), 1u);  // from the index as it was
+  if (hits.ok()) {
+    EXPECT_EQ(hits->size(), 1u);  // from the index as it was
+  }
   sqlite3_exec(holder, "ROLLBACK", nullptr, nullptr, nullptr);
   sqlite3_close(holder);
   hits = store->Search("local", "default", "words", 5);
   EXPECT_TRUE(hits.ok()) << hits.status();
-  if (hits.ok()) EXPECT_EQ(hits->size(), 2u);
+  if (hits.ok()) {
+    EXPECT_EQ(hits->size(), 2u);
+  }
   return waited;
 }
 
