@@ -25,8 +25,10 @@ std::string_view TrimSlashes(std::string_view s) {
 
 // The first bytes of an error answer, on one line, for a Status message.
 std::string Quote(std::string_view body) {
+  size_t n = std::min(body.size(), kQuotedErrorBytes);
+  while (n < body.size() && n > 0 && (static_cast<unsigned char>(body[n]) & 0xC0) == 0x80) --n;
   std::string out;
-  for (char c : body.substr(0, kQuotedErrorBytes)) {
+  for (char c : body.substr(0, n)) {
     out.push_back(static_cast<unsigned char>(c) < 0x20 ? ' ' : c);
   }
   if (body.size() > kQuotedErrorBytes) out += "...";
