@@ -96,7 +96,8 @@ OpenAiEndpoint::OpenAiEndpoint(OpenAiEndpointOptions options, transport::HttpCli
     return;
   }
   if (!options_.api_key_env.empty()) {
-    const char* key = std::getenv(options_.api_key_env.c_str());
+    // Read once, here; nothing in contextd sets environment variables while it runs.
+    const char* key = std::getenv(options_.api_key_env.c_str());  // NOLINT(concurrency-mt-unsafe)
     if (key == nullptr || *key == '\0') {
       ready_ = absl::FailedPreconditionError(base::StrCat(url_, ": the environment variable ",
                                                           options_.api_key_env,
@@ -118,7 +119,7 @@ absl::StatusOr<std::string> OpenAiEndpoint::PostJson(std::string json) const {
 
   auto state = std::make_shared<CallState>();
   transport::ClientCallbacks callbacks;
-  callbacks.on_headers = [state](int status, transport::HttpHeaders) {
+  callbacks.on_headers = [state](int status, const transport::HttpHeaders&) {
     std::lock_guard<std::mutex> lock(state->mu);
     state->http_status = status;
   };
