@@ -33,7 +33,7 @@ absl::StatusOr<std::vector<std::vector<float>>> ParseEmbeddingsAnswer(std::strin
 // --- distillation over /v1/chat/completions ---
 
 // Bytes of trace text (task, steps, summary) a distillation prompt holds at most.
-inline constexpr size_t kMaxTraceTextBytes = 24 * 1024;
+inline constexpr size_t kMaxTraceTextBytes = size_t{24} * 1024;
 
 // The trace as the model reads it: the task (description, then the prompt), how it ended, its
 // steps in order and its final summary, in at most `max_bytes` bytes (>= 1024). Long fields are

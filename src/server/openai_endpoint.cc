@@ -25,8 +25,10 @@ std::string_view TrimSlashes(std::string_view s) {
 
 // The first bytes of an error answer, on one line, for a Status message.
 std::string Quote(std::string_view body) {
+  size_t n = std::min(body.size(), kQuotedErrorBytes);
+  while (n < body.size() && n > 0 && (static_cast<unsigned char>(body[n]) & 0xC0) == 0x80) --n;
   std::string out;
-  for (char c : body.substr(0, kQuotedErrorBytes)) {
+  for (char c : body.substr(0, n)) {
     out.push_back(static_cast<unsigned char>(c) < 0x20 ? ' ' : c);
   }
   if (body.size() > kQuotedErrorBytes) out += "...";
@@ -94,7 +96,8 @@ OpenAiEndpoint::OpenAiEndpoint(OpenAiEndpointOptions options, transport::HttpCli
     return;
   }
   if (!options_.api_key_env.empty()) {
-    const char* key = std::getenv(options_.api_key_env.c_str());
+    // Read once, here; nothing in contextd sets environment variables while it runs.
+    const char* key = std::getenv(options_.api_key_env.c_str());  // NOLINT(concurrency-mt-unsafe)
     if (key == nullptr || *key == '\0') {
       ready_ = absl::FailedPreconditionError(base::StrCat(url_, ": the environment variable ",
                                                           options_.api_key_env,
@@ -116,7 +119,7 @@ absl::StatusOr<std::string> OpenAiEndpoint::PostJson(std::string json) const {
 
   auto state = std::make_shared<CallState>();
   transport::ClientCallbacks callbacks;
-  callbacks.on_headers = [state](int status, transport::HttpHeaders) {
+  callbacks.on_headers = [state](int status, const transport::HttpHeaders&) {
     std::lock_guard<std::mutex> lock(state->mu);
     state->http_status = status;
   };
