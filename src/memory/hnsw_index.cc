@@ -21,20 +21,10 @@
 // order TSan's deadlock detector reports as lock-order-inversion (hnswlib is built for concurrent
 // inserts), and past ~4,096 live mutexes the detector recycles its nodes and reports cycles
 // without stacks, which no suppression can match. HnswIndex never lets two inserts overlap (mu_
-// exclusive) and searches take none of those mutexes, so the order cannot deadlock. Under TSan,
-// binaries that link HnswIndex therefore run without deadlock detection (data races are still
-// reported; TSAN_OPTIONS=detect_deadlocks=1 turns it back on). No other file may define
-// __tsan_default_options.
-#if defined(__SANITIZE_THREAD__)
-#define CONTEXTD_HNSW_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define CONTEXTD_HNSW_TSAN 1
-#endif
-#endif
-#ifdef CONTEXTD_HNSW_TSAN
-extern "C" const char* __tsan_default_options() { return "detect_deadlocks=0"; }
-#endif
+// exclusive) and searches take none of those mutexes, so the order cannot deadlock. The tests that
+// build graphs therefore run without TSan's deadlock detector: memory_test (its own
+// __tsan_default_options in hnsw_index_test.cc) and e2e_memory_endpoints (TSAN_OPTIONS in
+// tests/CMakeLists.txt); every other test keeps it, and data races are reported everywhere.
 
 namespace contextd::memory {
 namespace {
