@@ -65,29 +65,51 @@ absl::Status NotFound(std::string_view id) {
 
 }  // namespace
 
-std::vector<std::string> QueryTerms(std::string_view text) {
-  std::vector<std::string> out;
+namespace {
+
+// Calls `emit` with each distinct word of `text` (lowercase ASCII letters and digits; a non-ASCII
+// byte stays in its word), 2-40 bytes, in order of first appearance, until it returns false.
+template <typename Emit>
+void ForEachWord(std::string_view text, bool skip_stop_words, Emit emit) {
   std::set<std::string> seen;
   std::string word;
-  auto flush = [&] {
-    if (word.size() >= 2 && word.size() <= 40 && StopWords().count(word) == 0 &&
-        seen.insert(word).second) {
-      out.push_back(word);
+  auto flush = [&]() -> bool {
+    bool go_on = true;
+    if (word.size() >= 2 && word.size() <= 40 &&
+        !(skip_stop_words && StopWords().count(word) != 0) && seen.insert(word).second) {
+      go_on = emit(word);
     }
     word.clear();
+    return go_on;
   };
   for (char c : text) {
     const auto u = static_cast<unsigned char>(c);
-    // ASCII letters and digits, and any non-ASCII byte (a word in another script stays whole).
     if (std::isalnum(u) != 0 || u >= 0x80) {
       word.push_back(static_cast<char>(std::tolower(u)));
-    } else {
-      flush();
-      if (out.size() >= 64) return out;
+    } else if (!flush()) {
+      return;
     }
   }
   flush();
-  if (out.size() > 64) out.resize(64);
+}
+
+}  // namespace
+
+std::vector<std::string> QueryTerms(std::string_view text) {
+  std::vector<std::string> out;
+  ForEachWord(text, /*skip_stop_words=*/true, [&out](const std::string& w) {
+    out.push_back(w);
+    return out.size() < 64;
+  });
+  return out;
+}
+
+std::vector<std::string> IndexTerms(std::string_view text) {
+  std::vector<std::string> out;
+  ForEachWord(text, /*skip_stop_words=*/false, [&out](const std::string& w) {
+    out.push_back(w);
+    return true;
+  });
   return out;
 }
 

@@ -169,6 +169,9 @@ class MemoryBank {
 // Lowercase words of `text` worth searching for: letters and digits, 2-40 bytes, English stop
 // words dropped, each once, at most 64, in order of first appearance.
 std::vector<std::string> QueryTerms(std::string_view text);
+// The distinct words of `text` as QueryTerms splits them, stop words kept and no cap: the terms
+// whose document frequencies a store keeps (QueryTerms' words are always among them).
+std::vector<std::string> IndexTerms(std::string_view text);
 // Jaccard overlap of the QueryTerms word sets of two texts (0 when both are empty).
 double WordOverlap(std::string_view a, std::string_view b);
 

@@ -396,8 +396,10 @@ CREATE INDEX model_usage_by_branch ON model_usage (tenant, branch_id);
 // - memory_history: every change to an item, in order (append-only).
 // - memory_fts / memory_task_fts: external-content FTS5 over the item's texts and over its source
 //   task (description and prompt), kept in step by triggers that fire only when those columns
-//   change (counters change on every use); the fts5vocab tables give document frequencies, so a
-//   query can keep its rarest terms.
+//   change (counters change on every use).
+// - memory_terms: the document frequency of every word (memory::IndexTerms) in each index, kept by
+//   the store in the same transaction as the item, so that a query can keep its rarest terms with
+//   one b-tree lookup per term (fts5vocab counts a term's documents by reading its whole doclist).
 // - memory_vectors: optional embeddings, per item and embedding model (float32, little-endian).
 // CHECK constraints compare without IN (...), as 0006 explains.
 constexpr char k0010Memory[] = R"sql(
@@ -443,8 +445,11 @@ CREATE VIRTUAL TABLE memory_fts USING fts5(title, description, content, tags,
   content = 'memories', content_rowid = 'pos', tokenize = 'unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE memory_task_fts USING fts5(source_description, source_prompt,
   content = 'memories', content_rowid = 'pos', tokenize = 'unicode61 remove_diacritics 2');
-CREATE VIRTUAL TABLE memory_fts_vocab USING fts5vocab(memory_fts, 'row');
-CREATE VIRTUAL TABLE memory_task_fts_vocab USING fts5vocab(memory_task_fts, 'row');
+CREATE TABLE memory_terms (
+  term       TEXT PRIMARY KEY,
+  content_df INTEGER NOT NULL DEFAULT 0,
+  task_df    INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
 
 CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
   INSERT INTO memory_fts (rowid, title, description, content, tags)

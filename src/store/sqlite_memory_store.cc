@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <mutex>
 
 #include "absl/strings/match.h"
@@ -9,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
+#include "memory/memory_bank.h"
 
 namespace contextd::store {
 namespace {
@@ -136,10 +138,12 @@ absl::Status SqliteMemoryStore::PrepareAll() {
                    db_->Prepare(absl::StrCat("SELECT ", kColumns, " FROM memories m WHERE ",
                                              kVisible, " AND m.source_description = ?5 AND "
                                              "(m.scope <> 'org' OR m.tenant = ?1) LIMIT 50")));
-  ASSIGN_OR_RETURN(content_vocab_,
-                   db_->Prepare("SELECT doc FROM memory_fts_vocab WHERE term = ?"));
-  ASSIGN_OR_RETURN(task_vocab_,
-                   db_->Prepare("SELECT doc FROM memory_task_fts_vocab WHERE term = ?"));
+  ASSIGN_OR_RETURN(add_term_,
+                   db_->Prepare("INSERT INTO memory_terms (term, content_df, task_df) VALUES "
+                                "(?1, ?2, ?3) ON CONFLICT (term) DO UPDATE SET content_df = "
+                                "content_df + ?2, task_df = task_df + ?3"));
+  ASSIGN_OR_RETURN(get_term_,
+                   db_->Prepare("SELECT content_df, task_df FROM memory_terms WHERE term = ?"));
   // Title counts double, tags half: a title names the strategy, tags are coarse.
   ASSIGN_OR_RETURN(
       search_content_,
@@ -175,6 +179,28 @@ absl::Status SqliteMemoryStore::AppendHistoryLocked(const HistoryEntry& e) {
   return insert_history_.Run();
 }
 
+absl::Status SqliteMemoryStore::CountTermsLocked(const MemoryItem& m, int sign) {
+  // The words of each index's document, as memory::IndexTerms splits them (the same words
+  // QueryTerms looks up); a word in both documents is counted in both columns at once.
+  std::map<std::string, std::pair<int64_t, int64_t>> df;
+  for (const std::string& t : memory::IndexTerms(absl::StrCat(
+           m.title, "\n", m.description, "\n", m.content, "\n", absl::StrJoin(m.tags, "\n")))) {
+    df[t].first = sign;
+  }
+  for (const std::string& t :
+       memory::IndexTerms(absl::StrCat(m.source.description, "\n", m.source.prompt))) {
+    df[t].second = sign;
+  }
+  for (const auto& [term, counts] : df) {
+    ResetOnExit reset(add_term_);
+    add_term_.Bind(1, term);
+    add_term_.Bind(2, counts.first);
+    add_term_.Bind(3, counts.second);
+    RETURN_IF_ERROR(add_term_.Run());
+  }
+  return absl::OkStatus();
+}
+
 absl::Status SqliteMemoryStore::Insert(const MemoryItem& item, const HistoryEntry& entry) {
   std::lock_guard<std::mutex> lock(db_->mutex());
   RETURN_IF_ERROR(db_->BeginWrite());
@@ -189,6 +215,7 @@ absl::Status SqliteMemoryStore::Insert(const MemoryItem& item, const HistoryEntr
       }
       return st;
     }
+    RETURN_IF_ERROR(CountTermsLocked(item, +1));
     return AppendHistoryLocked(entry);
   }();
   return db_->EndWrite(body);
@@ -199,6 +226,26 @@ absl::Status SqliteMemoryStore::Update(const MemoryItem& item,
   std::lock_guard<std::mutex> lock(db_->mutex());
   RETURN_IF_ERROR(db_->BeginWrite());
   absl::Status body = [&]() -> absl::Status {
+    // Texts rarely change (feedback and retirement keep them): recount only when they do.
+    std::optional<MemoryItem> old;
+    {
+      ResetOnExit reset(get_);
+      get_.Bind(1, item.id);
+      ASSIGN_OR_RETURN(bool row, get_.Step());
+      if (row) {
+        ASSIGN_OR_RETURN(MemoryItem stored, ReadItem(get_));
+        old = std::move(stored);
+      }
+    }
+    if (old.has_value() &&
+        (old->title != item.title || old->description != item.description ||
+         old->content != item.content || old->tags != item.tags)) {
+      RETURN_IF_ERROR(CountTermsLocked(*old, -1));
+      MemoryItem recount = item;
+      recount.source = old->source;  // Update keeps the source task
+      RETURN_IF_ERROR(CountTermsLocked(recount, +1));
+      // The source task's words were counted out and in again: net zero.
+    }
     ResetOnExit reset(update_);
     BindItem(update_, item);
     RETURN_IF_ERROR(update_.Run());
@@ -305,15 +352,15 @@ absl::StatusOr<std::vector<MemoryItem>> SqliteMemoryStore::FindBySourceTask(
 }
 
 absl::StatusOr<std::vector<Ranked>> SqliteMemoryStore::SearchLocked(
-    Statement& vocab, Statement& query, const Visibility& v, const std::vector<std::string>& terms,
+    int df_column, Statement& query, const Visibility& v, const std::vector<std::string>& terms,
     int limit) {
   // Document frequency of each term; unknown terms match nothing and are dropped.
   std::vector<std::pair<int64_t, const std::string*>> known;
   for (const std::string& t : terms) {
-    ResetOnExit reset(vocab);
-    vocab.Bind(1, t);
-    ASSIGN_OR_RETURN(bool row, vocab.Step());
-    if (row && vocab.Int(0) > 0) known.emplace_back(vocab.Int(0), &t);
+    ResetOnExit reset(get_term_);
+    get_term_.Bind(1, t);
+    ASSIGN_OR_RETURN(bool row, get_term_.Step());
+    if (row && get_term_.Int(df_column) > 0) known.emplace_back(get_term_.Int(df_column), &t);
   }
   if (known.empty()) return std::vector<Ranked>();
   std::stable_sort(known.begin(), known.end(),
@@ -342,13 +389,13 @@ absl::StatusOr<std::vector<Ranked>> SqliteMemoryStore::SearchLocked(
 absl::StatusOr<std::vector<Ranked>> SqliteMemoryStore::SearchContent(
     const Visibility& v, const std::vector<std::string>& terms, int limit) {
   std::lock_guard<std::mutex> lock(db_->mutex());
-  return SearchLocked(content_vocab_, search_content_, v, terms, limit);
+  return SearchLocked(0, search_content_, v, terms, limit);
 }
 
 absl::StatusOr<std::vector<Ranked>> SqliteMemoryStore::SearchTasks(
     const Visibility& v, const std::vector<std::string>& terms, int limit) {
   std::lock_guard<std::mutex> lock(db_->mutex());
-  return SearchLocked(task_vocab_, search_tasks_, v, terms, limit);
+  return SearchLocked(1, search_tasks_, v, terms, limit);
 }
 
 absl::Status SqliteMemoryStore::PutVector(std::string_view id, std::string_view model,

@@ -59,7 +59,9 @@ class SqliteMemoryStore final : public memory::MemoryStore {
   explicit SqliteMemoryStore(std::shared_ptr<Database> db) : db_(std::move(db)) {}
   absl::Status PrepareAll();
   absl::Status AppendHistoryLocked(const memory::HistoryEntry& entry);
-  absl::StatusOr<std::vector<memory::Ranked>> SearchLocked(Statement& vocab, Statement& query,
+  // Adds `sign` (+1 or -1) to the document frequencies of `item`'s words in both indexes.
+  absl::Status CountTermsLocked(const memory::MemoryItem& item, int sign);
+  absl::StatusOr<std::vector<memory::Ranked>> SearchLocked(int df_column, Statement& query,
                                                            const memory::Visibility& v,
                                                            const std::vector<std::string>& terms,
                                                            int limit);
@@ -72,8 +74,8 @@ class SqliteMemoryStore final : public memory::MemoryStore {
   Statement get_;
   Statement history_;
   Statement by_task_;
-  Statement content_vocab_;
-  Statement task_vocab_;
+  Statement add_term_;
+  Statement get_term_;
   Statement search_content_;
   Statement search_tasks_;
   Statement put_vector_;

@@ -301,11 +301,21 @@ TEST_F(MemoryBankTest, ImportKeepsIdsAndRefusesDuplicates) {
   EXPECT_EQ(bank2.Search(alice_, "shared tip", 5, std::nullopt)->size(), 1u);
 }
 
+TEST_F(MemoryBankTest, EditedTextsAreSearchedByTheirNewWordsOnly) {
+  MemoryItem item = Record(alice_, "Zeppelin parser", "Ostrich tokens are skipped.");
+  item.content = "Walrus tokens are skipped.";
+  ASSERT_TRUE(store_->Update(item, {}).ok());
+  EXPECT_TRUE(bank_->Search(alice_, "ostrich", 5, std::nullopt)->empty());
+  EXPECT_EQ(bank_->Search(alice_, "walrus", 5, std::nullopt)->size(), 1u);
+  EXPECT_EQ(bank_->Search(alice_, "zeppelin", 5, std::nullopt)->size(), 1u);
+}
+
 TEST(QueryTermsTest, LowercaseWordsWithoutStopWordsOnce) {
   EXPECT_EQ(memory::QueryTerms("The Parser_fails on the UTF-8 input; the parser!"),
             (std::vector<std::string>{"parser", "fails", "utf", "input"}));
   EXPECT_DOUBLE_EQ(memory::WordOverlap("alpha beta", "beta alpha"), 1.0);
   EXPECT_DOUBLE_EQ(memory::WordOverlap("", ""), 0.0);
+  EXPECT_EQ(memory::IndexTerms("The the parser"), (std::vector<std::string>{"the", "parser"}));
 }
 
 }  // namespace
