@@ -54,10 +54,17 @@ struct TermStats {
 
 class WhatIfIndex {
  public:
-  static absl::StatusOr<std::unique_ptr<WhatIfIndex>> Open(const std::string& path) {
+  // Opens `path` with a connection of its own; `cache_kib` > 0 sets its page cache to that many
+  // KiB (SQLite's default is 2,000 KiB, which the store's connection keeps).
+  static absl::StatusOr<std::unique_ptr<WhatIfIndex>> Open(const std::string& path,
+                                                           int64_t cache_kib = 0) {
     store::DatabaseOptions options;
     options.background_checkpoint_ms = 0;
     ASSIGN_OR_RETURN(std::unique_ptr<store::Database> db, store::Database::Open(path, options));
+    if (cache_kib > 0) {
+      std::lock_guard<std::mutex> lock(db->mutex());
+      RETURN_IF_ERROR(db->Exec(absl::StrCat("PRAGMA cache_size=-", cache_kib)));
+    }
     std::unique_ptr<WhatIfIndex> out(new WhatIfIndex(std::move(db)));
     RETURN_IF_ERROR(out->Prepare(Stemming::kNone));
     return out;

@@ -142,6 +142,7 @@ void Extraction(const BankParts& parts, const std::string& dir,
       "items | 0 new items: merged | 0 new items: none valid | items stored (active / "
       "pending) | merges |\n|---|---|---|---|---|---|---|---|---|\n");
   std::map<size_t, int> candidates_per_segment;
+  std::vector<std::string> merged_segments;
   for (const Mode& mode : modes) {
     Bank b = OpenBank(parts, dir + "/extraction.db", mode.auto_confirm);
     int successful = 0, confirmed = 0, pending_only = 0, merged_only = 0, none_valid = 0;
@@ -153,7 +154,13 @@ void Extraction(const BankParts& parts, const std::string& dir,
         std::fprintf(stderr, "extract %s: %s\n", s.id.c_str(), r.status().ToString().c_str());
         continue;
       }
-      if (mode.auto_confirm) ++candidates_per_segment[r->stored.size() + r->merged.size()];
+      if (mode.auto_confirm) {
+        ++candidates_per_segment[r->stored.size() + r->merged.size()];
+        for (const memory::MemoryItem& into : r->merged) {
+          merged_segments.push_back(
+              absl::StrCat(s.id, " (\"", s.description, "\") into ", into.source.branch_id));
+        }
+      }
       merges += static_cast<int>(r->merged.size());
       int seg_active = 0, seg_pending = 0;
       for (const memory::MemoryItem& item : r->stored) {
@@ -187,6 +194,7 @@ void Extraction(const BankParts& parts, const std::string& dir,
   std::printf("\ncandidates per segment (stored + merged, auto_confirm on):");
   for (const auto& [n, count] : candidates_per_segment) std::printf(" %zu: %d;", n, count);
   std::printf("\n");
+  for (const std::string& m : merged_segments) std::printf("merged: %s\n", m.c_str());
 }
 
 // ---- Retrieval quality ----
