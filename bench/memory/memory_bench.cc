@@ -1,0 +1,549 @@
+// memory_bench: the ReasoningBank's injection latency and footprint at scale (issue 18). Builds a
+// bank of N memories (default 100,000) in a real SQLite file through SqliteMemoryStore and
+// MemoryBank::Import, with texts sampled (seeded) from the recorded workloads' real text, spread
+// over tenants, projects and scopes; then times MemoryBank::Retrieve (what branch_create runs)
+// and Search for realistic branch tasks, and reports the file's size, the FTS5 share (dbstat),
+// the process RSS, and what the postings budget keeps of each query. BM25 only (no embedder).
+// Usage: memory_bench [--n N] [--queries Q] [--tenants T] [--projects P] [--seed S]
+//                     [--warmup W] [--diagnose-every K] [--workloads DIR] [--dir DIR] [--keep]
+//                     [--db FILE (reuse a bank built with the same --n/--tenants/--projects)]
+#include <sqlite3.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "base/logging.h"
+#include "bench/memory/bench_support.h"
+#include "bench/memory/raw_search.h"
+#include "memory/memory_bank.h"
+#include "nlohmann/json.hpp"
+#include "store/sqlite_memory_store.h"
+
+namespace contextd::bench {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+using memory::MemoryItem;
+
+struct Options {
+  int64_t n = 100000;
+  int queries = 2000;
+  int warmup = 100;
+  int diagnose_every = 10;
+  int tenants = 4;
+  int projects = 5;  // per tenant
+  uint64_t seed = 1;
+  std::string workloads = DefaultWorkloadsDir();
+  std::string dir;
+  std::string db;
+  bool keep = false;
+};
+
+double MiB(int64_t bytes) { return static_cast<double>(bytes) / 1048576.0; }
+
+// CPU time of the calling thread: what a call costs without the waits of a shared machine.
+double ThreadCpuMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
+double MsSince(SteadyClock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(SteadyClock::now() - t0).count();
+}
+
+// Words of the recorded runs, in order: `prose` from the issues (inside <pr_description>) and the
+// agent's messages, `output` from tool results; plus the repository paths and commands the agent
+// used. Texts are windows of consecutive words at seeded random offsets, so their vocabulary and
+// document frequencies follow the real text's.
+class Corpus {
+ public:
+  bool Load(const std::vector<std::string>& files) {
+    std::set<std::string> paths, commands;
+    for (const std::string& file : files) {
+      std::ifstream in(file);
+      std::string line;
+      while (std::getline(in, line)) {
+        if (line.empty()) continue;
+        nlohmann::json run = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+        if (run.is_discarded()) return false;
+        std::string task = run.value("task", "");
+        size_t a = task.find("<pr_description>"), b = task.find("</pr_description>");
+        if (a != std::string::npos && b != std::string::npos && b > a) {
+          task = task.substr(a + 16, b - a - 16);
+        }
+        Split(task, prose_);
+        for (const auto& step : run.value("steps", nlohmann::json::array())) {
+          if (!step.is_object() || !step.contains("content") || !step["content"].is_string()) {
+            continue;
+          }
+          const std::string content = step["content"].get<std::string>();
+          if (step.value("role", "") == "assistant") {
+            Split(absl::StrReplaceAll(content, {{"THOUGHT:", " "}}), prose_);
+            if (step.contains("args") && step["args"].is_object() &&
+                step["args"].contains("command") && step["args"]["command"].is_string()) {
+              std::string cmd = step["args"]["command"].get<std::string>();
+              if (cmd.size() <= 80 && cmd.find('\n') == std::string::npos) commands.insert(cmd);
+              std::vector<std::string> words;
+              Split(cmd, words);
+              for (const std::string& w : words) {
+                if (w.find('/') != std::string::npos && w.rfind('.') != std::string::npos &&
+                    w.rfind('.') > w.rfind('/') && w[0] != '-') {
+                  paths.insert(w);
+                }
+              }
+            }
+          } else {
+            Split(absl::StrReplaceAll(content, {{"<returncode>", " "},
+                                                {"</returncode>", " "},
+                                                {"<output>", " "},
+                                                {"</output>", " "},
+                                                {"<output_head>", " "},
+                                                {"</output_head>", " "},
+                                                {"<output_tail>", " "},
+                                                {"</output_tail>", " "}}),
+                  output_);
+          }
+        }
+      }
+    }
+    paths_.assign(paths.begin(), paths.end());
+    commands_.assign(commands.begin(), commands.end());
+    return prose_.size() > 1000 && output_.size() > 1000 && !paths_.empty() && !commands_.empty();
+  }
+
+  std::string Prose(std::mt19937_64& rng, int lo, int hi) const {
+    return Window(prose_, rng, lo, hi);
+  }
+  std::string Output(std::mt19937_64& rng, int lo, int hi) const {
+    return Window(output_, rng, lo, hi);
+  }
+  const std::string& Path(std::mt19937_64& rng) const { return Pick(paths_, rng); }
+  const std::string& Command(std::mt19937_64& rng) const { return Pick(commands_, rng); }
+  size_t words() const { return prose_.size() + output_.size(); }
+
+ private:
+  static void Split(std::string_view text, std::vector<std::string>& out) {
+    size_t i = 0;
+    while (i < text.size()) {
+      while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i])) != 0) ++i;
+      size_t j = i;
+      while (j < text.size() && std::isspace(static_cast<unsigned char>(text[j])) == 0) ++j;
+      // Very long runs (base64, minified lines) are not words anyone writes in a task.
+      if (j > i && j - i <= 60) out.emplace_back(text.substr(i, j - i));
+      i = j;
+    }
+  }
+  static std::string Window(const std::vector<std::string>& words, std::mt19937_64& rng, int lo,
+                            int hi) {
+    const size_t n = std::uniform_int_distribution<int>(lo, hi)(rng);
+    const size_t start = std::uniform_int_distribution<size_t>(0, words.size() - n - 1)(rng);
+    std::string out;
+    for (size_t i = start; i < start + n; ++i)
+      absl::StrAppend(&out, i > start ? " " : "", words[i]);
+    return out;
+  }
+  static const std::string& Pick(const std::vector<std::string>& v, std::mt19937_64& rng) {
+    return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
+  }
+
+  std::vector<std::string> prose_, output_, paths_, commands_;
+};
+
+std::string Tenant(int t) { return absl::StrCat("tenant", t); }
+std::string Project(int p) { return absl::StrCat("project", p); }
+
+// One memory shaped like the structural distiller's (title = the task, "Found: ... Way there:
+// looked at ..., ran `...`"), with a source task of 6-14 words and a prompt of 30-300 words.
+MemoryItem MakeItem(const Corpus& c, const Options& o, int64_t i, std::mt19937_64& rng) {
+  auto cut = [](const std::string& s, size_t max) { return std::string(memory::Utf8Head(s, max)); };
+  std::uniform_real_distribution<double> u(0, 1);
+  MemoryItem m;
+  char id[40];
+  std::snprintf(id, sizeof(id), "mem_%016llx", static_cast<unsigned long long>(i) + 1);
+  m.id = id;
+  m.tenant = Tenant(std::uniform_int_distribution<int>(0, o.tenants - 1)(rng));
+  m.project = Project(std::uniform_int_distribution<int>(0, o.projects - 1)(rng));
+  const double s = u(rng);
+  m.scope = s < 0.80   ? memory::Scope::kProject
+            : s < 0.95 ? memory::Scope::kTeam
+                       : memory::Scope::kOrg;
+  const std::string task = c.Prose(rng, 6, 14);
+  const bool success = u(rng) < 0.75;
+  m.outcome = success ? memory::Outcome::kSuccess : memory::Outcome::kFailure;
+  m.title = cut(success ? task : absl::StrCat("Pitfall: ", task), 120);
+  m.description = cut(absl::StrCat(success ? "How a task like \"" : "An error met on the way to \"",
+                                   task, success ? "\" was done." : "\"."),
+                      memory::kMaxDescriptionChars);
+  std::string way =
+      absl::StrCat("looked at ", c.Path(rng), ", ", c.Path(rng), "; ran `", c.Command(rng), "`");
+  m.content = success ? absl::StrCat("Found: ", c.Prose(rng, 15, 50), " Way there: ", way, ".")
+                      : absl::StrCat("Met: ", c.Output(rng, 8, 25), ". It did not stop the task; ",
+                                     "see how it ended: ", c.Prose(rng, 10, 30));
+  m.content = cut(m.content, memory::kMaxContentChars);
+  m.tags = {"bash"};
+  m.source.branch_id = absl::StrCat("br_", i);
+  m.source.description = task;
+  m.source.prompt = c.Prose(rng, 30, 300);
+  m.status = memory::Status::kActive;
+  m.origin = "extracted";
+  return m;
+}
+
+struct QueryCase {
+  memory::Caller caller;
+  std::string text;  // description + "\n" + prompt
+};
+
+// A branch task: a description of about 10 words and a prompt of 30-300 words.
+QueryCase MakeQuery(const Corpus& c, const Options& o, int i, std::mt19937_64& rng) {
+  QueryCase q;
+  q.caller.tenant = Tenant(std::uniform_int_distribution<int>(0, o.tenants - 1)(rng));
+  q.caller.project = Project(std::uniform_int_distribution<int>(0, o.projects - 1)(rng));
+  q.caller.actor = absl::StrCat("br_q", i);
+  q.text = absl::StrCat(c.Prose(rng, 8, 12), "\n", c.Prose(rng, 30, 300));
+  return q;
+}
+
+// Page bytes per table or index, from dbstat; empty if dbstat is not compiled in.
+std::vector<std::pair<std::string, int64_t>> DbstatBytes(const std::string& path) {
+  std::vector<std::pair<std::string, int64_t>> out;
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db, "SELECT name, SUM(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC",
+                           -1, &st, nullptr) == SQLITE_OK) {
+      while (sqlite3_step(st) == SQLITE_ROW) {
+        out.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)),
+                         sqlite3_column_int64(st, 1));
+      }
+    }
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(db);
+  return out;
+}
+
+void PrintQuantiles(const char* what, const Quantiles& q) {
+  std::printf("| %-44s | %7zu | %8.3f | %8.3f | %8.3f | %8.3f | %8.3f |\n", what, q.n, q.p50, q.p95,
+              q.p99, q.max, q.mean);
+}
+
+int Run(const Options& o) {
+  base::InitLogging(base::LogLevel::kWarn);
+  const std::vector<std::string> files = WorkloadFiles(o.workloads);
+  if (files.empty()) {
+    std::printf("memory_bench: skipped: no *.jsonl in %s\n", o.workloads.c_str());
+    return 0;
+  }
+  Corpus corpus;
+  if (!corpus.Load(files)) {
+    std::fprintf(stderr, "memory_bench: %s: unreadable or too little text\n", o.workloads.c_str());
+    return 1;
+  }
+  BankParts parts;
+  parts.For(nullptr).count_tokens("warm the tokenizer up");  // loads the vocabulary now
+  const int64_t rss_start = ProcStatusKb("VmRSS");
+  std::mt19937_64 rng(o.seed);
+
+  std::string dir = o.dir;
+  if (dir.empty())
+    dir = (std::filesystem::temp_directory_path() / "contextd-memory-bench").string();
+  const std::string path = o.db.empty() ? dir + "/memory.db" : o.db;
+  double load_ms = 0, last_tenth_ms = 0;
+  if (o.db.empty()) {
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    auto store = store::SqliteMemoryStore::Open(path);
+    if (!store.ok()) {
+      std::fprintf(stderr, "memory_bench: %s\n", store.status().ToString().c_str());
+      return 1;
+    }
+    memory::MemoryBank bank(parts.For(store->get()), memory::BankOptions{});
+    const auto t0 = SteadyClock::now();
+    auto tenth = t0;
+    for (int64_t i = 0; i < o.n; ++i) {
+      if (i == o.n - o.n / 10) tenth = SteadyClock::now();
+      absl::Status st = bank.Import(MakeItem(corpus, o, i, rng), "bench");
+      if (!st.ok()) {
+        std::fprintf(stderr, "memory_bench: import %lld: %s\n", static_cast<long long>(i),
+                     st.ToString().c_str());
+        return 1;
+      }
+      if ((i + 1) % 10000 == 0) {
+        std::fprintf(stderr, "  loaded %lld in %.1f s\n", static_cast<long long>(i) + 1,
+                     MsSince(t0) / 1000);
+      }
+    }
+    load_ms = MsSince(t0);
+    last_tenth_ms = MsSince(tenth);
+  }
+  const int64_t rss_loaded = ProcStatusKb("VmRSS");
+
+  // Footprint, with the WAL copied back and truncated.
+  {
+    sqlite3* db = nullptr;
+    if (sqlite3_open(path.c_str(), &db) == SQLITE_OK) {
+      sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)", nullptr, nullptr, nullptr);
+    }
+    sqlite3_close(db);
+  }
+  const int64_t file_bytes = FileBytes(path), wal_bytes = FileBytes(path + "-wal");
+  const auto pages = DbstatBytes(path);
+
+  // A fresh connection, as a server after a restart: what the process holds for the index.
+  const int64_t rss_before_open = ProcStatusKb("VmRSS");
+  auto store = store::SqliteMemoryStore::Open(path);
+  if (!store.ok()) {
+    std::fprintf(stderr, "memory_bench: %s\n", store.status().ToString().c_str());
+    return 1;
+  }
+  auto count = (*store)->Count();
+  memory::MemoryBank bank(parts.For(store->get()), memory::BankOptions{});
+
+  // Queries have their own generator: the same whether the bank was built now or reused.
+  std::mt19937_64 query_rng(o.seed + 0x9e3779b97f4a7c15ULL);
+  std::vector<QueryCase> queries;
+  for (int i = 0; i < o.warmup + o.queries; ++i) {
+    queries.push_back(MakeQuery(corpus, o, i, query_rng));
+  }
+  std::vector<double> retrieve_ms, search_ms, retrieve_cpu_ms, search_cpu_ms, query_words, returned;
+  std::vector<double> content_ms, tasks_ms, vocab_df_ms, vocab_match_ms, small_match_ms, capped_ms,
+      capped_df_ms, unbudgeted_ms, big_cache_ms, known, kept, postings_known, postings_kept;
+  size_t empty = 0;
+  for (size_t i = 0; i < queries.size(); ++i) {
+    const QueryCase& q = queries[i];
+    auto t0 = SteadyClock::now();
+    double cpu0 = ThreadCpuMs();
+    auto got = bank.Retrieve(q.caller, q.text);
+    const double r_ms = MsSince(t0), r_cpu = ThreadCpuMs() - cpu0;
+    t0 = SteadyClock::now();
+    cpu0 = ThreadCpuMs();
+    auto hits = bank.Search(q.caller, q.text, 10, std::nullopt);
+    const double s_ms = MsSince(t0), s_cpu = ThreadCpuMs() - cpu0;
+    if (!got.ok() || !hits.ok()) {
+      std::fprintf(stderr, "memory_bench: query %zu: %s %s\n", i, got.status().ToString().c_str(),
+                   hits.status().ToString().c_str());
+      return 1;
+    }
+    if (static_cast<int>(i) < o.warmup) continue;
+    retrieve_ms.push_back(r_ms);
+    search_ms.push_back(s_ms);
+    retrieve_cpu_ms.push_back(r_cpu);
+    search_cpu_ms.push_back(s_cpu);
+    returned.push_back(static_cast<double>(got->size()));
+    empty += got->empty();
+    query_words.push_back(static_cast<double>(
+        std::count_if(q.text.begin(), q.text.end(), [](char c) { return c == ' ' || c == '\n'; }) +
+        1));
+  }
+  const int64_t rss_after_queries = ProcStatusKb("VmRSS");
+
+  // Second pass, on every diagnose_every-th timed query (each costs several searches), with
+  // connections of its own (so the RSS above is the bank's alone).
+  auto whatif = WhatIfIndex::Open(path);
+  auto big_cache = WhatIfIndex::Open(path, int64_t{256} << 10);
+  if (!whatif.ok() || !big_cache.ok()) {
+    std::fprintf(stderr, "memory_bench: %s %s\n", whatif.status().ToString().c_str(),
+                 big_cache.status().ToString().c_str());
+    return 1;
+  }
+  for (size_t i = o.warmup; i < queries.size(); i += o.diagnose_every) {
+    const QueryCase& q = queries[i];
+    // The store's two rankings alone; then the same query re-stated (its time split between
+    // finding document frequencies and the MATCH), with a capped count instead of fts5vocab,
+    // and without the budget and term cap.
+    const memory::Visibility v{q.caller.tenant, q.caller.project, std::nullopt, false};
+    const std::vector<std::string> terms = memory::QueryTerms(q.text);
+    auto t0 = SteadyClock::now();
+    auto content = (*store)->SearchContent(v, terms, 50);
+    content_ms.push_back(MsSince(t0));
+    t0 = SteadyClock::now();
+    auto tasks = (*store)->SearchTasks(v, terms, 50);
+    tasks_ms.push_back(MsSince(t0));
+    double df = 0, match = 0, small_match = 0, capped = 0, capped_df = 0, unbudgeted = 0, big = 0;
+    for (Field field : {Field::kContent, Field::kTasks}) {
+      SearchSpec spec{
+          field, Stemming::kNone, DfSource::kVocab, store::kPostingsBudget, store::kMaxQueryTerms,
+          50};
+      TermStats ts;
+      auto r1 = (*whatif)->Search(spec, v, terms, &ts);
+      df += ts.df_ms;
+      match += ts.match_ms;
+      if (field == Field::kContent) {
+        known.push_back(static_cast<double>(ts.known));
+        kept.push_back(static_cast<double>(ts.kept));
+        postings_known.push_back(static_cast<double>(ts.postings_known));
+        postings_kept.push_back(static_cast<double>(ts.postings_kept));
+      }
+      auto rb = (*big_cache)->Search(spec, v, terms, &ts);
+      big += ts.df_ms + ts.match_ms;
+      spec.budget = 1000;
+      auto r0 = (*whatif)->Search(spec, v, terms, &ts);
+      small_match += ts.match_ms;
+      spec.budget = store::kPostingsBudget;
+      spec.df = DfSource::kCappedMatch;
+      auto r2 = (*whatif)->Search(spec, v, terms, &ts);
+      capped += ts.df_ms + ts.match_ms;
+      capped_df += ts.df_ms;
+      spec = SearchSpec{field, Stemming::kNone, DfSource::kNone, kNoBudget, 64, 50};
+      auto r3 = (*whatif)->Search(spec, v, terms, &ts);
+      unbudgeted += ts.df_ms + ts.match_ms;
+      if (!rb.ok() || !r0.ok() || !r1.ok() || !r2.ok() || !r3.ok()) {
+        std::fprintf(stderr, "memory_bench: query %zu: what-if search failed\n", i);
+        return 1;
+      }
+    }
+    if (!content.ok() || !tasks.ok()) {
+      std::fprintf(stderr, "memory_bench: query %zu: store search failed\n", i);
+      return 1;
+    }
+    vocab_df_ms.push_back(df);
+    vocab_match_ms.push_back(match);
+    small_match_ms.push_back(small_match);
+    big_cache_ms.push_back(big);
+    capped_ms.push_back(capped);
+    capped_df_ms.push_back(capped_df);
+    unbudgeted_ms.push_back(unbudgeted);
+  }
+
+  std::printf("\n## memory_bench: %lld memories (%s), %d timed queries after %d warm-up\n\n",
+              static_cast<long long>(count.ok() ? *count : -1), path.c_str(), o.queries, o.warmup);
+  std::printf("corpus: %zu words of %zu workload file(s); %d tenants x %d projects; seed %llu%s\n",
+              corpus.words(), files.size(), o.tenants, o.projects,
+              static_cast<unsigned long long>(o.seed), o.db.empty() ? "" : " (reused bank)");
+  {
+    std::ifstream in("/proc/loadavg");
+    std::string one, five;
+    in >> one >> five;
+    std::printf(
+        "machine: %u hardware threads, load average %s (1 min) %s (5 min) after the "
+        "queries\n",
+        std::thread::hardware_concurrency(), one.c_str(), five.c_str());
+  }
+  if (o.db.empty()) {
+    std::printf(
+        "load: %.1f s for %lld Import calls (one commit each): %.0f items/s overall, "
+        "%.0f items/s over the last tenth\n",
+        load_ms / 1000, static_cast<long long>(o.n), static_cast<double>(o.n) / (load_ms / 1000),
+        static_cast<double>(o.n / 10) / (last_tenth_ms / 1000));
+  }
+  std::printf(
+      "\n| latency (ms)                                 |       n |      p50 |      p95 |"
+      "      p99 |      max |     mean |\n|---|---|---|---|---|---|---|\n");
+  PrintQuantiles("Retrieve (branch_create injection)", Summarize(retrieve_ms));
+  PrintQuantiles("Retrieve, thread CPU time", Summarize(retrieve_cpu_ms));
+  PrintQuantiles("Search (limit 10)", Summarize(search_ms));
+  PrintQuantiles("Search (limit 10), thread CPU time", Summarize(search_cpu_ms));
+  PrintQuantiles("store SearchContent (depth 50)", Summarize(content_ms));
+  PrintQuantiles("store SearchTasks (depth 50)", Summarize(tasks_ms));
+  PrintQuantiles("both re-stated: df lookups (fts5vocab)", Summarize(vocab_df_ms));
+  PrintQuantiles("both re-stated: MATCH of the kept terms", Summarize(vocab_match_ms));
+  PrintQuantiles("both re-stated, 256 MiB page cache: total", Summarize(big_cache_ms));
+  PrintQuantiles("both re-stated, 1,000-postings budget: MATCH", Summarize(small_match_ms));
+  PrintQuantiles("both, df by capped count: total", Summarize(capped_ms));
+  PrintQuantiles("both, df by capped count: df part", Summarize(capped_df_ms));
+  PrintQuantiles("both, no budget, all terms (<= 64)", Summarize(unbudgeted_ms));
+  std::printf(
+      "\n| per query                                    |       n |      p50 |      p95 |"
+      "      p99 |      max |     mean |\n|---|---|---|---|---|---|---|\n");
+  PrintQuantiles("query words (description + prompt)", Summarize(query_words));
+  PrintQuantiles("candidates returned by Retrieve", Summarize(returned));
+  PrintQuantiles("content terms known to the index", Summarize(known));
+  PrintQuantiles("content terms kept by the budget", Summarize(kept));
+  PrintQuantiles("postings of the known terms", Summarize(postings_known));
+  PrintQuantiles("postings of the kept terms", Summarize(postings_kept));
+  std::printf("queries with no candidate: %zu\n", empty);
+
+  int64_t fts = 0, total = 0;
+  for (const auto& [name, bytes] : pages) {
+    total += bytes;
+    if (name.rfind("memory", 0) == 0 && name.find("fts") != std::string::npos) fts += bytes;
+  }
+  std::printf(
+      "\nfootprint: database file %.1f MiB (WAL %.1f MiB after a truncating checkpoint), "
+      "%.0f bytes per memory\n",
+      MiB(file_bytes), MiB(wal_bytes),
+      static_cast<double>(file_bytes) / static_cast<double>(count.ok() ? *count : 1));
+  if (pages.empty()) {
+    std::printf("dbstat not compiled in: no per-table split\n");
+  } else {
+    std::printf("FTS5 indexes (memory_fts*, memory_task_fts*): %.1f MiB = %.0f%% of pages\n",
+                MiB(fts), 100.0 * static_cast<double>(fts) / static_cast<double>(total));
+    for (const auto& [name, bytes] : pages) {
+      if (bytes * 100 >= total) std::printf("  %-32s %8.1f MiB\n", name.c_str(), MiB(bytes));
+    }
+  }
+  std::printf(
+      "RSS (VmRSS): %.1f MiB at start (corpus, scrubber, tokenizer loaded); %s%+.1f MiB from "
+      "opening the bank fresh to after its %zu queries (VmHWM %.1f MiB, what-if connections "
+      "included)\n",
+      MiB(rss_start * 1024),
+      o.db.empty()
+          ? absl::StrCat(MiB((rss_loaded - rss_start) * 1024), " MiB more after the load; ").c_str()
+          : "",
+      MiB((rss_after_queries - rss_before_open) * 1024), queries.size(),
+      MiB(ProcStatusKb("VmHWM") * 1024));
+  store->reset();
+  if (!o.keep && o.db.empty()) std::filesystem::remove_all(dir);
+  return 0;
+}
+
+}  // namespace
+}  // namespace contextd::bench
+
+int main(int argc, char** argv) {
+  contextd::bench::Options o;
+  auto to_int = [](const std::string& v) { return std::atoi(v.c_str()); };
+  const std::map<std::string, std::function<void(const std::string&)>> flags = {
+      {"--n", [&](const std::string& v) { o.n = std::atoll(v.c_str()); }},
+      {"--queries", [&](const std::string& v) { o.queries = to_int(v); }},
+      {"--warmup", [&](const std::string& v) { o.warmup = to_int(v); }},
+      {"--diagnose-every", [&](const std::string& v) { o.diagnose_every = to_int(v); }},
+      {"--tenants", [&](const std::string& v) { o.tenants = to_int(v); }},
+      {"--projects", [&](const std::string& v) { o.projects = to_int(v); }},
+      {"--seed", [&](const std::string& v) { o.seed = std::strtoull(v.c_str(), nullptr, 10); }},
+      {"--workloads", [&](const std::string& v) { o.workloads = v; }},
+      {"--dir", [&](const std::string& v) { o.dir = v; }},
+      {"--db", [&](const std::string& v) { o.db = v; }},
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto flag = flags.find(a);
+    if (a == "--keep") {
+      o.keep = true;
+    } else if (flag != flags.end() && i + 1 < argc) {
+      flag->second(argv[++i]);
+    } else {
+      std::fprintf(stderr,
+                   "usage: memory_bench [--n N] [--queries Q] [--warmup W] [--diagnose-every K] "
+                   "[--tenants T] [--projects P] [--seed S] [--workloads DIR] [--dir DIR] [--keep] "
+                   "[--db FILE]\n");
+      return 2;
+    }
+  }
+  if (o.n < 1 || o.queries < 1 || o.tenants < 1 || o.projects < 1 || o.diagnose_every < 1 ||
+      o.warmup < 0) {
+    std::fprintf(stderr,
+                 "memory_bench: --n, --queries, --tenants, --projects and --diagnose-every must be "
+                 ">= 1, --warmup >= 0\n");
+    return 2;
+  }
+  return contextd::bench::Run(o);
+}
