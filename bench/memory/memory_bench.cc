@@ -2,8 +2,10 @@
 // bank of N memories (default 100,000) in a real SQLite file through SqliteMemoryStore and
 // MemoryBank::Import, with texts sampled (seeded) from the recorded workloads' real text, spread
 // over tenants, projects and scopes; then times MemoryBank::Retrieve (what branch_create runs)
-// and Search for realistic branch tasks, and reports the file's size, the FTS5 share (dbstat),
-// the process RSS, and what the postings budget keeps of each query. BM25 only (no embedder).
+// and Search for realistic branch tasks (wall and thread CPU time), and reports the file's size,
+// the FTS5 share (dbstat) and the process RSS. A second pass on a sample of the queries splits
+// the time (document-frequency lookups vs the MATCH) and times alternatives (raw_search.h), and
+// reports what the postings budget keeps of each query. BM25 only (no embedder).
 // Usage: memory_bench [--n N] [--queries Q] [--tenants T] [--projects P] [--seed S]
 //                     [--warmup W] [--diagnose-every K] [--workloads DIR] [--dir DIR] [--keep]
 //                     [--db FILE (reuse a bank built with the same --n/--tenants/--projects)]
@@ -490,16 +492,17 @@ int Run(const Options& o) {
       if (bytes * 100 >= total) std::printf("  %-32s %8.1f MiB\n", name.c_str(), MiB(bytes));
     }
   }
+  char after_load[64] = "";
+  if (o.db.empty()) {
+    std::snprintf(after_load, sizeof(after_load), "%+.1f MiB after the load; ",
+                  MiB((rss_loaded - rss_start) * 1024));
+  }
   std::printf(
       "RSS (VmRSS): %.1f MiB at start (corpus, scrubber, tokenizer loaded); %s%+.1f MiB from "
       "opening the bank fresh to after its %zu queries (VmHWM %.1f MiB, what-if connections "
       "included)\n",
-      MiB(rss_start * 1024),
-      o.db.empty()
-          ? absl::StrCat(MiB((rss_loaded - rss_start) * 1024), " MiB more after the load; ").c_str()
-          : "",
-      MiB((rss_after_queries - rss_before_open) * 1024), queries.size(),
-      MiB(ProcStatusKb("VmHWM") * 1024));
+      MiB(rss_start * 1024), after_load, MiB((rss_after_queries - rss_before_open) * 1024),
+      queries.size(), MiB(ProcStatusKb("VmHWM") * 1024));
   store->reset();
   if (!o.keep && o.db.empty()) std::filesystem::remove_all(dir);
   return 0;

@@ -58,12 +58,14 @@ awk '
   file == 2 && /^footprint:/ { foot = $0 }
   file == 2 && /^FTS5 indexes/ { fts = $0 }
   file == 2 && /^RSS/ { rss = $0 }
+  function row(line,   at) {
+    if (line == "") return
+    at = index(line, ": ")
+    printf("| %s | %s |\n", substr(line, 1, at - 1), substr(line, at + 2))
+  }
   END {
     print "\n## Summary\n\n| measurement | value |\n|---|---|"
     if (lat != "") printf("| Retrieve latency (ms) at %s memories | %s |\n", bank, lat)
-    if (load != "") printf("| %s | |\n", load)
-    if (foot != "") printf("| %s | |\n", foot)
-    if (fts != "") printf("| %s | |\n", fts)
-    if (rss != "") printf("| %s | |\n", rss)
+    row(load); row(foot); row(fts); row(rss)
     printf("%s%s", rates, quality)
   }' "$out/retrieval_quality.md" "$out/memory_bench.md"
