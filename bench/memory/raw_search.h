@@ -26,8 +26,8 @@ inline constexpr int64_t kNoBudget = std::numeric_limits<int64_t>::max() / 2;
 
 enum class Field { kContent, kTasks };
 enum class Stemming { kNone, kPorter };
-// How a term's document frequency is found: the store's way (the fts5vocab table, which counts
-// the term's whole doclist), a count of its matches that stops past the budget, or not at all
+// How a term's document frequency is found: the store's way (its memory_terms table; fts5vocab
+// for the porter-stemmed copies, which counts the term's whole doclist), a count of its matches that stops past the budget, or not at all
 // (every term kept, in query order, up to max_terms; unknown terms simply match nothing).
 enum class DfSource { kVocab, kCappedMatch, kNone };
 
@@ -188,12 +188,20 @@ class WhatIfIndex {
         "(m.scope = 'org' OR (m.tenant = ?1 AND (m.scope = 'team' OR m.project = ?2))) AND "
         "(m.status = 'active' OR (?3 AND m.status = 'pending')) AND (?4 IS NULL OR m.scope = ?4)";
     Statements& s = stemming == Stemming::kNone ? plain_ : porter_;
+    // Unstemmed: the store's own table of document frequencies (memory_terms); the stemmed copies
+    // have only fts5vocab (their words are stems).
     ASSIGN_OR_RETURN(
         s.content_vocab,
-        db_->Prepare(absl::StrCat("SELECT doc FROM ", schema, ".memory_fts_vocab WHERE term = ?")));
-    ASSIGN_OR_RETURN(s.task_vocab,
-                     db_->Prepare(absl::StrCat("SELECT doc FROM ", schema,
-                                               ".memory_task_fts_vocab WHERE term = ?")));
+        db_->Prepare(stemming == Stemming::kNone
+                         ? std::string("SELECT content_df FROM main.memory_terms WHERE term = ?")
+                         : absl::StrCat("SELECT doc FROM ", schema,
+                                        ".memory_fts_vocab WHERE term = ?")));
+    ASSIGN_OR_RETURN(
+        s.task_vocab,
+        db_->Prepare(stemming == Stemming::kNone
+                         ? std::string("SELECT task_df FROM main.memory_terms WHERE term = ?")
+                         : absl::StrCat("SELECT doc FROM ", schema,
+                                        ".memory_task_fts_vocab WHERE term = ?")));
     ASSIGN_OR_RETURN(s.content_count,
                      db_->Prepare(absl::StrCat("SELECT COUNT(*) FROM (SELECT 1 FROM ", schema,
                                                ".memory_fts AS f WHERE f.memory_fts MATCH ? "
