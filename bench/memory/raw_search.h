@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
+#include "memory/memory_bank.h"
 #include "memory/memory_store.h"
 #include "store/database.h"
 
@@ -234,12 +235,16 @@ class WhatIfIndex {
 // over the lists, best first, ties by id.
 inline std::vector<std::string> Fuse(const std::vector<std::vector<memory::Ranked>>& lists,
                                      int k = 60) {
+  // The bank's weights: the item-text ranking 1, the source-task ranking BankOptions::task_weight.
+  const double task_weight = memory::BankOptions{}.task_weight;
   std::vector<std::pair<std::string, double>> fused;
-  for (const auto& list : lists) {
+  for (size_t l = 0; l < lists.size(); ++l) {
+    const auto& list = lists[l];
+    const double weight = l == 1 ? task_weight : 1.0;
     for (size_t r = 0; r < list.size(); ++r) {
       auto it = std::find_if(fused.begin(), fused.end(),
                              [&](const auto& f) { return f.first == list[r].id; });
-      double add = 1.0 / static_cast<double>(k + static_cast<int>(r) + 1);
+      double add = weight / static_cast<double>(k + static_cast<int>(r) + 1);
       if (it == fused.end()) {
         fused.emplace_back(list[r].id, add);
       } else {

@@ -31,7 +31,10 @@ const std::set<std::string_view>& StopWords() {
       "some",  "such",  "than",  "that",  "the",   "their", "them",  "then",  "there", "these",
       "they",  "this",  "those", "to",    "up",    "use",   "was",   "we",    "were",  "what",
       "when",  "where", "which", "while", "who",   "why",   "will",  "with",  "would", "you",
-      "your"};
+      "your",
+      // Pieces of URLs: rare in a bank of lessons, so "rarest first" would keep them over the
+      // words that name the task.
+      "com",   "html",  "http",  "https", "org",   "www"};
   return *words;
 }
 
@@ -190,9 +193,9 @@ absl::StatusOr<std::vector<std::pair<std::string, double>>> MemoryBank::Rank(
     const Visibility& v, std::string_view query, int depth) {
   std::vector<std::string> terms = QueryTerms(query);
   std::unordered_map<std::string, double> fused;
-  auto add = [&](const std::vector<std::string>& ids) {
+  auto add = [&](const std::vector<std::string>& ids, double weight = 1.0) {
     for (size_t r = 0; r < ids.size(); ++r) {
-      fused[ids[r]] += 1.0 / static_cast<double>(options_.rrf_k + static_cast<int>(r) + 1);
+      fused[ids[r]] += weight / static_cast<double>(options_.rrf_k + static_cast<int>(r) + 1);
     }
   };
   auto ids_of = [](const std::vector<Ranked>& ranked) {
@@ -205,7 +208,7 @@ absl::StatusOr<std::vector<std::pair<std::string, double>>> MemoryBank::Rank(
     ASSIGN_OR_RETURN(std::vector<Ranked> content, parts_.store->SearchContent(v, terms, depth));
     ASSIGN_OR_RETURN(std::vector<Ranked> tasks, parts_.store->SearchTasks(v, terms, depth));
     add(ids_of(content));
-    add(ids_of(tasks));
+    add(ids_of(tasks), options_.task_weight);
   }
   if (parts_.embedder != nullptr && parts_.vectors != nullptr && parts_.vectors->size() > 0) {
     auto q = parts_.embedder->Embed({std::string(query)});
@@ -272,7 +275,9 @@ absl::StatusOr<std::vector<InjectionCandidate>> MemoryBank::Retrieve(const Calle
                                                                      std::string_view query) {
   Visibility v{caller.tenant, caller.project, std::nullopt, /*include_pending=*/false};
   ASSIGN_OR_RETURN(auto ranked, Rank(v, Utf8Head(query, kMaxQueryChars), options_.per_ranking));
-  const size_t want = static_cast<size_t>(options_.max_items) * 3;
+  // Twice what may be injected: the greedy fit skips items too large for what is left, and each
+  // candidate costs a token count.
+  const size_t want = static_cast<size_t>(options_.max_items) * 2;
   std::vector<std::string> ids;
   for (const auto& [id, score] : ranked) ids.push_back(id);
   ASSIGN_OR_RETURN(std::vector<MemoryItem> items, parts_.store->GetMany(ids));

@@ -29,7 +29,11 @@ struct BankOptions {
   double min_confidence = 0.7;  // below it an item is not injected (still searchable)
   int max_items = 10;           // at most this many items injected into one branch
   bool auto_confirm = false;    // distilled candidates become active at once
-  int rrf_k = 60;               // reciprocal-rank fusion constant: score = sum 1/(k + rank)
+  int rrf_k = 60;               // reciprocal-rank fusion constant: score = sum w/(k + rank)
+  // The weight w of the source-task ranking (the item-text and vector rankings weigh 1): task
+  // sentences are short and generic ("Run the reproduction script"), so they match other
+  // projects' tasks word for word (bench/memory/README.md).
+  double task_weight = 1.0;
   int per_ranking = 50;         // how deep each ranking is read
   // Two candidates of the same source task whose word sets overlap at least this much (Jaccard)
   // are one memory: the newer one merges into the older.
@@ -126,7 +130,7 @@ class MemoryBank {
 
   // What to inject for a branch whose task is `query` (description + prompt): active items at or
   // above min_confidence, ranked by the fusion, project items first, then team, then org; at
-  // most 3 x max_items candidates (the caller fits them greedily into the budget).
+  // most 2 x max_items candidates (the caller fits them greedily into the budget).
   absl::StatusOr<std::vector<InjectionCandidate>> Retrieve(const Caller& caller,
                                                            std::string_view query);
   // Counts one use of each injected item (history "injected", actor the branch) and reports
