@@ -139,8 +139,11 @@ void MemoryTools::NoteInjected(const protocol::SessionInfo& session,
 void MemoryTools::OnBranchEvent(const folding::BranchEvent& event) {
   if (event.branch == nullptr) return;
   bool folded = event.type == folding::BranchEventType::kFolded && event.branch->memory_queued;
-  // A force-returned branch is a lesson too, when every branch is distilled.
-  bool forced = event.type == folding::BranchEventType::kForceReturned && config_.extract_memory;
+  // A branch that ran out of its own budget or time is a lesson too, when every branch is
+  // distilled; one ended by its parent, its session or a restart says nothing about its task.
+  bool forced = event.type == folding::BranchEventType::kForceReturned && config_.extract_memory &&
+                (event.status == folding::BranchStatus::kTimeout ||
+                 event.status == folding::BranchStatus::kBudgetExhausted);
   if (!folded && !forced) return;
   // Publish runs inside the engine's transaction: read the trail after it, as a task of its own.
   executor_.Post([this, session = event.session, branch = *event.branch, folded]() mutable {

@@ -153,3 +153,38 @@ test('memories are recorded, searched, injected within budget, rated and distill
     cleanup(server.dataDir);
   }
 });
+
+test('memory.extract_memory distils every returned branch and those that ran out of time', async () => {
+  const dataDir = tempDataDir();
+  const config = join(dataDir, 'contextd.yaml');
+  writeFileSync(config, 'memory:\n  extract_memory: true\n');
+  const server = await startHttpServer({ dataDir, args: ['--config', config] });
+  try {
+    const { client } = await connectHttp(server.url, 'agent-extract-all');
+    // Returned without asking: distilled by default.
+    const a = sc(await call(client, 'branch_create', { description: 'Locate the retry policy', prompt: 'find it' }));
+    assert.equal(sc(await call(client, 'branch_return', { message: 'Retry policy lives in net/retry.py.' })).memory_queued, true);
+    // A child ended because its parent returned: not a lesson about its own task.
+    const parent = sc(await call(client, 'branch_create', { description: 'Audit logging setup', prompt: 'audit' }));
+    sc(await call(client, 'branch_create', { description: 'Inspect the zebra handler', prompt: 'inspect' }));
+    sc(await call(client, 'branch_return', { branch_id: parent.branch_id, message: 'Logging is configured in log.cfg.' }));
+    // Out of time: an [avoid] item.
+    const late = sc(await call(client, 'branch_create', { description: 'Scan the walrus archive', prompt: 'scan it all', timeout_seconds: 1 }));
+    let found = [];
+    for (let i = 0; i < 100 && found.length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      found = sc(await call(client, 'memory_search', { query: 'walrus archive' })).memories;
+    }
+    assert.equal(found.length, 1, 'the timed-out branch was distilled');
+    assert.equal(found[0].outcome, 'failure');
+    assert.equal(found[0].source_branch_id, late.branch_id);
+    assert.match(found[0].content, /timeout|deadline|time/i);
+    const retry = sc(await call(client, 'memory_search', { query: 'retry policy' })).memories;
+    assert.ok(retry.some((m) => m.source_branch_id === a.branch_id), JSON.stringify(retry));
+    const zebra = sc(await call(client, 'memory_search', { query: 'zebra handler' })).memories;
+    assert.deepEqual(zebra, [], 'a branch its parent ended is not distilled');
+  } finally {
+    await server.stop();
+    cleanup(dataDir);
+  }
+});
