@@ -1,7 +1,6 @@
 #include "server/memory_tools.h"
 
 #include <chrono>
-#include <future>
 
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
@@ -87,12 +86,6 @@ MemoryTools::MemoryTools(memory::MemoryBank& bank, folding::BranchManager& manag
 MemoryTools::~MemoryTools() {
   events_.Unsubscribe(subscription_);
   worker_->Stop();
-}
-
-void MemoryTools::Drain() {
-  std::promise<void> done;
-  worker_->Post([&done] { done.set_value(); });
-  done.get_future().wait();
 }
 
 MemoryRetrieval MemoryTools::Retrieve(const protocol::SessionInfo& session,

@@ -58,9 +58,6 @@ class MemoryTools {
   // Indexes the stored vectors (and embeds items that have none) on the worker, with an embedder.
   void LoadVectors();
 
-  // Waits until the worker has run everything queued so far (tests, shutdown). Not on the worker.
-  void Drain();
-
  private:
   void OnBranchEvent(const folding::BranchEvent& event);
   // Reads the branch's trail events (executor) and queues its distillation (worker).
