@@ -58,9 +58,11 @@ struct InjectedContext {
   std::string ref;     // id of what was injected
   std::string text;    // the text as injected (scrubbed)
   int64_t tokens = 0;  // its token count, charged to the branch
-  // For the reply at creation only (not stored; `text` holds both as the branch read them).
+  // For the structured reply at creation only (not stored; `text` holds all three as the branch
+  // read them).
   std::string title;
   std::string content;
+  std::string outcome;  // "success" or "failure"
 };
 
 // A branch as stored. parent_id empty means the child of the session root. The session root

@@ -283,13 +283,14 @@ void FoldingTools::Create(const std::shared_ptr<ToolCall>& call) {
   const folding::CreateResult& r = *created;
   if (memory_ != nullptr) memory_->NoteInjected(call->session(), r);
   Json injected = Json::array();
+  // Claude Code shows the model this structured result, not the text (decision 0014): each
+  // memory once, without the text that repeats its title and content.
   for (const auto& item : r.injected_context) {
     Json j = Json::object();
-    j["kind"] = item.kind;
     j["id"] = item.ref;
+    j["outcome"] = item.outcome;
     j["title"] = item.title;
     j["content"] = item.content;
-    j["text"] = item.text;
     j["tokens"] = item.tokens;
     injected.push_back(std::move(j));
   }

@@ -111,6 +111,7 @@ MemoryRetrieval MemoryTools::Retrieve(const protocol::SessionInfo& session,
     ic.tokens = c.tokens;
     ic.title = std::move(c.item.title);
     ic.content = std::move(c.item.content);
+    ic.outcome = memory::OutcomeName(c.item.outcome);
     out.candidates.push_back(std::move(ic));
   }
   return out;

@@ -190,3 +190,52 @@ test('Claude Code through the model gateway: built-in results count against the 
     cleanup(ws);
   }
 });
+
+test('Claude Code through the model gateway: a memory reaches the model in branch_create\'s result and folds away with the branch', { skip: missing ?? false, timeout: 180000 }, async () => {
+  const ws = workspace();
+  const dataDir = tempDataDir();
+  // A bank seeded through the CLI, as a team sharing one would.
+  const bank = join(dataDir, 'bank.jsonl');
+  const memory = { id: 'mem_0000000000000000000000000000seed', tenant: 'local', project: 'default',
+    title: 'Ports live in config.txt', description: 'When looking for the service port.',
+    content: 'Read config.txt first; the port line is its first line.' };
+  writeFileSync(bank, JSON.stringify(memory) + '\n');
+  execFileSync(BINARY, ['memory', 'import', bank, '--data-dir', dataDir], { encoding: 'utf8', timeout: 20000 });
+  const double = await startAnthropicDouble({
+    script: [
+      { tools: [{ name: 'mcp__contextd__branch_create', input: { description: 'find the service port', prompt: 'Look for the port in the config', budget: 8000 } }] },
+      () => ({ tools: [{ name: 'mcp__contextd__branch_return', input: { message: 'port is 8080' } }] }),
+      { text: 'The port is 8080.' },
+    ],
+  });
+  let server = null;
+  try {
+    const started = await runThroughGateway({ double, dataDir, ws, prompt: 'Find the port.',
+      allowedTools: ['mcp__contextd'], label: 'memory' });
+    server = started.server;
+    const { run } = started;
+    assert.equal(run.code, 0, failWith(run, double));
+    assert.deepEqual(double.errors, []);
+    const bodies = double.mainRequests();
+    assert.equal(bodies.length, 3, failWith(run, double));
+    // What the model read of branch_create (Claude Code shows the structured result): the memory
+    // with its id, outcome, title, content and tokens, its content once.
+    const created = lastResult(bodies.slice(0, 2), 'branch_create');
+    console.log(`--- branch_create as the model read it\n${excerpt(created.result, 1200)}`);
+    // The structured result is the first line (Claude Code may append its own reminder blocks).
+    const shown = JSON.parse(created.result.split('\n')[0]).injected_context;
+    assert.deepEqual(shown.map((m) => [m.id, m.outcome, m.title, m.content]),
+      [[memory.id, 'success', memory.title, memory.content]]);
+    assert.ok(shown[0].tokens > 0);
+    assert.equal(created.result.split(memory.content).length, 2, 'the content is shown once');
+    // Once returned, the branch folds, the injected memory with it: only the summary stays.
+    const folded = JSON.stringify(bodies[2].messages);
+    assert.ok(!folded.includes('Read config.txt first'), 'the memory folded away with the branch');
+    assert.ok(folded.includes('port is 8080'), folded);
+  } finally {
+    await double.close();
+    await server?.stop();
+    cleanup(dataDir);
+    cleanup(ws);
+  }
+});
