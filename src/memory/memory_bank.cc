@@ -211,7 +211,9 @@ absl::StatusOr<std::vector<std::pair<std::string, double>>> MemoryBank::Rank(
     add(ids_of(tasks), options_.task_weight);
   }
   if (parts_.embedder != nullptr && parts_.vectors != nullptr && parts_.vectors->size() > 0) {
-    auto q = parts_.embedder->Embed({std::string(query)});
+    // The query leaves the process: scrubbed first, as every text the bank sends or stores
+    // (a memory_search query is the agent's own text).
+    auto q = parts_.embedder->Embed({parts_.sanitize(query)});
     if (q.ok() && q->size() == 1) {
       // The index holds every tenant's vectors: read deeper, visibility is checked on the items.
       auto near = parts_.vectors->Nearest((*q)[0], depth * 4);

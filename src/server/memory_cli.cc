@@ -174,11 +174,30 @@ int Import(const MemoryCommand& c, memory::MemoryBank& bank, std::istream& in, s
   }
   int64_t imported = 0, refused = 0, number = 0;
   std::string line;
-  while (std::getline(*src, line)) {
+  // Reads one line, keeping at most kMaxLineBytes of it (the rest is skipped, never held).
+  auto next_line = [&](bool* too_long) -> bool {
+    line.clear();
+    *too_long = false;
+    std::streambuf* buf = src->rdbuf();
+    int ch;
+    bool any = false;
+    while ((ch = buf->sbumpc()) != std::char_traits<char>::eof()) {
+      any = true;
+      if (ch == '\n') return true;
+      if (line.size() < kMaxLineBytes) {
+        line.push_back(static_cast<char>(ch));
+      } else {
+        *too_long = true;
+      }
+    }
+    return any;
+  };
+  bool too_long = false;
+  while (next_line(&too_long)) {
     ++number;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (!too_long && line.find_first_not_of(" \t\r") == std::string::npos) continue;
     absl::Status st;
-    if (line.size() > kMaxLineBytes) {
+    if (too_long) {
       st = absl::InvalidArgumentError(base::StrCat("line longer than ", kMaxLineBytes, " bytes"));
     } else {
       Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);

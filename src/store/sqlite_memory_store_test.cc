@@ -310,6 +310,62 @@ TEST_F(MemoryBankTest, EditedTextsAreSearchedByTheirNewWordsOnly) {
   EXPECT_EQ(bank_->Search(alice_, "zeppelin", 5, std::nullopt)->size(), 1u);
 }
 
+// Records what it is asked to embed; every text gets the same vector.
+class RecordingEmbedder final : public memory::Embedder {
+ public:
+  absl::StatusOr<std::vector<std::vector<float>>> Embed(
+      const std::vector<std::string>& texts) override {
+    seen.insert(seen.end(), texts.begin(), texts.end());
+    return std::vector<std::vector<float>>(texts.size(), std::vector<float>{1.0F, 0.0F});
+  }
+  std::string model() const override { return "recording"; }
+  std::vector<std::string> seen;
+};
+
+// One nearest neighbour: whatever was added last.
+class LastVectorIndex final : public memory::VectorIndex {
+ public:
+  absl::Status Add(std::string_view id, const std::vector<float>&) override {
+    last = std::string(id);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::vector<memory::Neighbour>> Nearest(const std::vector<float>&,
+                                                         int) const override {
+    return std::vector<memory::Neighbour>{{last, 0.0F}};
+  }
+  size_t size() const override { return last.empty() ? 0 : 1; }
+  size_t memory_bytes() const override { return 0; }
+  std::string last;
+};
+
+TEST_F(MemoryBankTest, TextsSentToTheEmbedderAreScrubbed) {
+  RecordingEmbedder embedder;
+  LastVectorIndex vectors;
+  MemoryBank::Parts parts;
+  parts.store = store_.get();
+  parts.clock = &clock_;
+  parts.sanitize = [](std::string_view text) {
+    return absl::StrReplaceAll(absl::string_view(text.data(), text.size()),
+                               {{"sk-SECRET", "[REDACTED:key]"}});
+  };
+  parts.count_tokens = [](std::string_view text) { return static_cast<int64_t>(text.size()); };
+  parts.embedder = &embedder;
+  parts.vectors = &vectors;
+  MemoryBank bank(std::move(parts), {});
+  RecordRequest r;
+  r.title = "Rotate sk-SECRET keys";
+  r.description = "When a key leaks.";
+  r.content = "Revoke it first.";
+  ASSERT_TRUE(bank.Record(alice_, r).ok());
+  auto hits = bank.Search(alice_, "what to do with sk-SECRET now", 5, std::nullopt);
+  ASSERT_TRUE(hits.ok()) << hits.status();
+  ASSERT_EQ(embedder.seen.size(), 2u);  // the item, then the query
+  for (const std::string& text : embedder.seen) {
+    EXPECT_THAT(text, Not(HasSubstr("sk-SECRET")));
+    EXPECT_THAT(text, HasSubstr("[REDACTED:key]"));
+  }
+}
+
 TEST(QueryTermsTest, LowercaseWordsWithoutStopWordsOnce) {
   EXPECT_EQ(memory::QueryTerms("The Parser_fails on the UTF-8 input; the parser!"),
             (std::vector<std::string>{"parser", "fails", "utf", "input"}));

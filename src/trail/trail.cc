@@ -158,21 +158,22 @@ absl::Status Trail::WriteScope(Scope scope) {
   return store_.OpenScope(scope);
 }
 
-absl::StatusOr<std::vector<int64_t>> Trail::WriteEvents(std::vector<NewEvent> events) {
+void Trail::KeepEvents(std::vector<NewEvent>& events) const {
   for (NewEvent& e : events) {
     e.label = Kept(e.label);
     e.payload = Kept(e.payload);
   }
+}
+
+absl::StatusOr<std::vector<int64_t>> Trail::WriteEvents(std::vector<NewEvent> events) {
+  KeepEvents(events);
   return store_.AppendEvents(events);
 }
 
 absl::Status Trail::WriteScopeWithEvents(Scope scope, std::vector<NewEvent> events) {
   scope.description = Kept(scope.description);
   scope.summary = Kept(scope.summary);
-  for (NewEvent& e : events) {
-    e.label = Kept(e.label);
-    e.payload = Kept(e.payload);
-  }
+  KeepEvents(events);
   return store_.OpenScopeWithEvents(scope, events);
 }
 
@@ -184,10 +185,7 @@ absl::Status Trail::WriteFold(std::string_view id, std::string_view summary,
 absl::Status Trail::WriteFoldAfterEvents(std::vector<NewEvent> events, std::string_view id,
                                          std::string_view summary, int64_t summary_tokens,
                                          int64_t at_ms) {
-  for (NewEvent& e : events) {
-    e.label = Kept(e.label);
-    e.payload = Kept(e.payload);
-  }
+  KeepEvents(events);
   return store_.FoldScopeAfterEvents(events, id, Kept(summary), summary_tokens, at_ms);
 }
 

@@ -167,6 +167,8 @@ class Trail {
   int64_t CountTokens(std::string_view text) const;
   // `text` as the store may keep it (options_.withhold applied).
   std::string Kept(std::string_view text) const;
+  // Kept() of every event's label and payload.
+  void KeepEvents(std::vector<NewEvent>& events) const;
   // The only ways texts reach store_: its writes, with every text passed through Kept().
   absl::Status WriteScope(Scope scope);
   absl::StatusOr<std::vector<int64_t>> WriteEvents(std::vector<NewEvent> events);

@@ -131,12 +131,14 @@ test('memories are recorded, searched, injected within budget, rated and distill
     const lines = exported.out.trim().split('\n').map((l) => JSON.parse(l));
     assert.equal(lines.length, 2);
     const file = join(other, 'bank.jsonl');
-    writeFileSync(file, exported.out + '{"id": "mem_x", "title": 3}\nnot json\n');
+    writeFileSync(file, exported.out + '{"id": "mem_x", "title": 3}\nnot json\n' +
+      'x'.repeat(2 * 1024 * 1024) + '\n');
     const imported = cli('import', file, '--data-dir', other);
     assert.equal(imported.code, 1, 'refused lines make the exit code 1');
-    assert.match(imported.out, /imported 2, refused 2/);
+    assert.match(imported.out, /imported 2, refused 3/);
     assert.match(imported.err, /line 3: tenant: missing/);
     assert.match(imported.err, /line 4: not JSON/);
+    assert.match(imported.err, /line 5: line longer than 1048576 bytes/);
     const again = cli('import', file, '--data-dir', other);
     assert.match(again.err, /line 1: memory mem_\w+ already exists/);
     const found = cli('search', 'django model tests', '--data-dir', other);
