@@ -106,15 +106,33 @@ keywords = ["user="]
   EXPECT_DOUBLE_EQ(f[0].entropy, 3.0);
 }
 
-TEST(RuleScrubberTest, GenericRulesNeedADigit) {
-  auto s = Make(R"(
+// gitleaks dropped its "generic ids need a digit" check (8.19): a rules file's generic rules
+// follow it. Only contextd's built-in generic rules keep the requirement (RuleSpec::require_digit,
+// set by DefaultRules).
+TEST(RuleScrubberTest, OnlyBuiltInGenericRulesNeedADigit) {
+  constexpr char kRule[] = R"(
 [[rules]]
 id = "generic-x"
 regex = '''pw=(\w+)'''
 keywords = ["pw="]
-)");
-  EXPECT_EQ(s->Scrub("pw=abcdefgh"), "pw=abcdefgh");
-  EXPECT_EQ(s->Scrub("pw=abcdefg1"), "pw=[REDACTED:generic-x:ab]");
+)";
+  auto s = Make(kRule);
+  EXPECT_EQ(s->Scrub("pw=abcdefgh"), "pw=[REDACTED:generic-x:ab]");
+  auto cfg = ParseRulesToml(kRule, "t");
+  ASSERT_TRUE(cfg.ok());
+  cfg->rules[0].require_digit = true;
+  auto d = RuleScrubber::Create(*cfg);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ((*d)->Scrub("pw=abcdefgh"), "pw=abcdefgh");
+  EXPECT_EQ((*d)->Scrub("pw=abcdefg1"), "pw=[REDACTED:generic-x:ab]");
+  auto defaults = DefaultRules();
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  size_t generic = 0;
+  for (const auto& r : defaults->rules) {
+    EXPECT_EQ(r.require_digit, r.id.rfind("generic", 0) == 0) << r.id;
+    generic += r.require_digit ? 1 : 0;
+  }
+  EXPECT_GT(generic, 0u);
 }
 
 TEST(RuleScrubberTest, AllowlistsTargetsAndConditions) {
@@ -306,10 +324,14 @@ class ResolveRulesTest : public ::testing::Test {
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string Write(const std::string& body) {
-    std::string p = (dir_ / "rules.toml").string();
+  std::string Write(const std::string& body, const std::string& name = "rules.toml") {
+    std::string p = (dir_ / name).string();
+    std::filesystem::create_directories(std::filesystem::path(p).parent_path());
     std::ofstream(p) << body;
     return p;
+  }
+  static size_t Count(const std::vector<std::string>& ids, const std::string& id) {
+    return std::count(ids.begin(), ids.end(), id);
   }
   std::filesystem::path dir_;
 };
@@ -338,13 +360,157 @@ keywords = ["cust"]
   EXPECT_GT(ids.size(), 30u);
 }
 
-TEST_F(ResolveRulesTest, ReplaceDefaults) {
+constexpr char kOnlyRule[] = "[[rules]]\nid = 'only'\nregex = '''ONLY[0-9]{6}'''\nkeywords=['only']\n";
+constexpr char kGithubToken[] = "ghp_aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5";
+
+// A file without [extend] replaces the built-in rules, as in gitleaks, unless the server keeps
+// them (extend_default, its default).
+TEST_F(ResolveRulesTest, FileWithoutExtendReplacesDefaultsUnlessTheServerKeepsThem) {
   ScrubConfig c;
-  c.rules_file = Write("[[rules]]\nid = 'only'\nregex = '''ONLY[0-9]{6}'''\nkeywords=['only']\n");
+  c.rules_file = Write(kOnlyRule);
   c.extend_default = false;
   auto s = BuildScrubber(c);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ((*s)->num_rules(), 1u);
+  EXPECT_EQ((*s)->rule_ids(), std::vector<std::string>{"only"});
+  EXPECT_EQ((*s)->Scrub(kGithubToken), kGithubToken);
+  EXPECT_EQ((*s)->Scrub("ONLY123456"), "[REDACTED:only:ON]");
+
+  c.extend_default = true;
+  s = BuildScrubber(c);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_GT((*s)->num_rules(), 30u);
+  EXPECT_EQ((*s)->Scrub(kGithubToken), "[REDACTED:github-pat:ghp_]");
+  EXPECT_EQ((*s)->Scrub("ONLY123456"), "[REDACTED:only:ON]");
+}
+
+// [extend] useDefault = true: the built-in rules, minus disabledRules, amended by the file's
+// rules of the same id (gitleaks merges field by field), then the file's other rules. A
+// disabledRules entry drops only an extended rule, never one of the file's own.
+TEST_F(ResolveRulesTest, UseDefaultAmendsAndDisablesBuiltIns) {
+  auto defaults = DefaultRules();
+  ASSERT_TRUE(defaults.ok());
+  const RuleSpec* pat = nullptr;
+  for (const auto& r : defaults->rules) {
+    if (r.id == "github-pat") pat = &r;
+  }
+  ASSERT_NE(pat, nullptr);
+  for (bool server_default : {false, true}) {
+    ScrubConfig c;
+    c.extend_default = server_default;
+    c.rules_file = Write(R"(
+[extend]
+useDefault = true
+disabledRules = ["jwt", "mine"]
+[[rules]]
+id = "github-pat"
+[[rules.allowlists]]
+regexes = ['''NOTREAL''']
+[[rules]]
+id = "mine"
+regex = '''MINE[0-9]{6}'''
+keywords = ["mine"]
+)");
+    auto rules = ResolveRules(c);
+    ASSERT_TRUE(rules.ok()) << rules.status();
+    std::vector<std::string> ids;
+    for (const auto& r : rules->rules) ids.push_back(r.id);
+    EXPECT_EQ(ids.size(), defaults->rules.size());  // - jwt + mine
+    EXPECT_EQ(Count(ids, "jwt"), 0u);
+    EXPECT_EQ(Count(ids, "mine"), 1u);
+    ASSERT_EQ(Count(ids, "github-pat"), 1u);
+    const RuleSpec& merged = rules->rules[std::find(ids.begin(), ids.end(), "github-pat") -
+                                          ids.begin()];
+    EXPECT_EQ(merged.regex, pat->regex);  // kept: the amendment has none
+    EXPECT_EQ(merged.allowlists.size(), pat->allowlists.size() + 1);
+    auto s = RuleScrubber::Create(*rules);
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_EQ((*s)->Scrub(kGithubToken), "[REDACTED:github-pat:ghp_]");
+    EXPECT_EQ((*s)->Scrub("ghp_NOTREALaB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1"),
+              "ghp_NOTREALaB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1");
+    EXPECT_EQ((*s)->Scrub("MINE123456"), "[REDACTED:mine:MI]");
+  }
+}
+
+// An amendment's regex replaces the built-in one; its keywords are added.
+TEST_F(ResolveRulesTest, AmendmentReplacesRegexAndAddsKeywords) {
+  ScrubConfig c;
+  c.extend_default = false;
+  c.rules_file = Write(R"(
+[extend]
+useDefault = true
+[[rules]]
+id = "github-pat"
+regex = '''mygh_[0-9]{6}'''
+keywords = ["mygh_"]
+)");
+  auto s = BuildScrubber(c);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ((*s)->Scrub("mygh_123456"), "[REDACTED:github-pat:my]");
+  EXPECT_EQ((*s)->Scrub(kGithubToken), kGithubToken);
+}
+
+// [extend] path: another rules file underneath, relative to the extending file, at most 2 files
+// deep; the extended file may itself use the defaults.
+TEST_F(ResolveRulesTest, ExtendPath) {
+  Write("[[rules]]\nid = 'base'\nregex = '''BASE[0-9]{6}'''\nkeywords=['base']\n"
+        "[[rules]]\nid = 'gone'\nregex = '''GONE[0-9]{6}'''\nkeywords=['gone']\n",
+        "shared/base.toml");
+  ScrubConfig c;
+  c.extend_default = false;
+  c.rules_file = Write(std::string("[extend]\npath = 'shared/base.toml'\n"
+                                   "disabledRules = ['gone']\n") + kOnlyRule,
+                       "top.toml");
+  auto s = BuildScrubber(c);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ((*s)->rule_ids(), (std::vector<std::string>{"base", "only"}));
+
+  // The server's extend_default puts the built-ins under the whole chain.
+  c.extend_default = true;
+  s = BuildScrubber(c);
+  ASSERT_TRUE(s.ok()) << s.status();
+  auto ids = (*s)->rule_ids();
+  EXPECT_EQ(Count(ids, "base") + Count(ids, "only") + Count(ids, "github-pat"), 3u);
+  EXPECT_EQ(Count(ids, "gone"), 0u);
+
+  // Two files deep, the deeper one with useDefault.
+  Write("[extend]\nuseDefault = true\n[[rules]]\nid = 'mid'\nregex = 'MID[0-9]{6}'\n",
+        "shared/mid.toml");
+  c.extend_default = false;
+  c.rules_file = Write(std::string("[extend]\npath = 'shared/mid.toml'\n") + kOnlyRule, "top.toml");
+  s = BuildScrubber(c);
+  ASSERT_TRUE(s.ok()) << s.status();
+  ids = (*s)->rule_ids();
+  EXPECT_EQ(Count(ids, "mid") + Count(ids, "only") + Count(ids, "github-pat"), 3u);
+
+  // Three deep (or a cycle) is refused, naming the chain.
+  Write("[extend]\npath = '../top.toml'\n", "shared/loop.toml");
+  c.rules_file = Write(std::string("[extend]\npath = 'shared/loop.toml'\n") + kOnlyRule, "top.toml");
+  auto bad = ResolveRules(c);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("more than 2 files deep"), std::string::npos)
+      << bad.status();
+  EXPECT_NE(bad.status().message().find("loop.toml"), std::string::npos) << bad.status();
+
+  c.rules_file = Write("[extend]\npath = 'nowhere.toml'\n", "top.toml");
+  EXPECT_EQ(ResolveRules(c).status().code(), absl::StatusCode::kNotFound);
+  c.rules_file = Write("[extend]\npath = 'x.toml'\nuseDefault = true\n", "top.toml");
+  EXPECT_EQ(ResolveRules(c).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// A rule without regex or path must amend a rule of the extended config.
+TEST_F(ResolveRulesTest, AmendmentOfNothingIsAnError) {
+  ScrubConfig c;
+  c.extend_default = false;
+  c.rules_file = Write("[extend]\nuseDefault = true\n[[rules]]\nid = 'no-such-rule'\n"
+                       "keywords = ['x']\n");
+  auto s = ResolveRules(c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("no-such-rule"), std::string::npos) << s.status();
+  // Without [extend] such a rule is a parse error, as before.
+  c.rules_file = Write("[[rules]]\nid = 'x'\nkeywords = ['x']\n");
+  c.extend_default = true;
+  EXPECT_EQ(ResolveRules(c).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(ResolveRulesTest, BadFileIsAClearError) {

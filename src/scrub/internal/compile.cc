@@ -195,9 +195,9 @@ absl::Status Engine::Compile(const RulesConfig& config) {
       }
     }
     r.entropy = spec.entropy;
-    r.generic = absl::StartsWith(spec.id, "generic");
-    r.low_priority =
-        r.generic || std::find(spec.tags.begin(), spec.tags.end(), "generic") != spec.tags.end();
+    r.require_digit = spec.require_digit;
+    r.low_priority = absl::StartsWith(spec.id, "generic") ||
+                     std::find(spec.tags.begin(), spec.tags.end(), "generic") != spec.tags.end();
     if (absl::StrContains(spec.regex, "(?s") || absl::StrContains(spec.regex, "\\s\\S") ||
         absl::StrContains(spec.regex, "\\S\\s")) {
       r.forward_window = kWideForwardWindow;

@@ -169,7 +169,7 @@ struct CompiledRule {
   // which are keyword-pass patterns: on ASCII text, the first pass knows every place a match
   // can start, and RunRule tries anchored matches there instead of scanning the whole window.
   bool anchored = false;
-  bool generic = false;              // id starts with "generic": the secret must contain a digit
+  bool require_digit = false;        // RuleSpec::require_digit: the secret must contain a digit
   bool low_priority = false;         // generic, or tagged "generic": runs after the specific rules
   bool has_early_allowlist = false;  // some allowlist (rule or global) needs no secret
   size_t forward_window = kForwardWindow;

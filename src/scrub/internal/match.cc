@@ -55,11 +55,11 @@ void Engine::RunRule(uint32_t ri, std::string_view text, size_t from, size_t to,
     }
     pos = me > ms ? me : ms + 1;
     if (covered != nullptr && me > ms && TailCovered(*covered, ms, me)) continue;
-    // A generic rule's secret must contain a digit, and the secret lies inside the match: a
+    // A require_digit rule's secret must contain a digit, and the secret lies inside the match: a
     // match without any digit is dropped before the allowlists and the extraction, which cost
     // far more than this scan (on clean text most generic matches are identifiers without
     // digits). Every check here only drops matches, so their order does not change results.
-    if (r.generic && !ContainsDigit(text.substr(ms, me - ms))) continue;
+    if (r.require_digit && !ContainsDigit(text.substr(ms, me - ms))) continue;
     if (r.has_early_allowlist && Allowed(r, Phase::kEarly, text, ms, me, {}, path)) continue;
     std::string_view secret(groups[0].data(), groups[0].size());
     bool extract = ngroups > 1;
@@ -96,7 +96,7 @@ void Engine::RunRule(uint32_t ri, std::string_view text, size_t from, size_t to,
       h = ShannonEntropy(secret);
       if (h <= r.entropy) continue;
     }
-    if (r.generic && !ContainsDigit(secret)) continue;
+    if (r.require_digit && !ContainsDigit(secret)) continue;
     if (Allowed(r, Phase::kLate, text, ms, me, secret, path)) continue;
     Hit f;
     f.rule = ri;
