@@ -106,6 +106,73 @@ keywords = ["user="]
   EXPECT_DOUBLE_EQ(f[0].entropy, 3.0);
 }
 
+// gitleaks trims newlines off the match (strings.Trim(match, "\n")): a rule whose match ends in
+// a newline does not redact it, and the entropy is the trimmed match's.
+TEST(RuleScrubberTest, MatchIsTrimmedOfNewlines) {
+  auto s = Make(R"(
+[[rules]]
+id = "t"
+regex = '''tok_[a-z0-9]+\s'''
+entropy = 2.5
+keywords = ["tok_"]
+)");
+  EXPECT_EQ(s->Scrub("x tok_a1b2c3\nnext"), "x [REDACTED:t:to]\nnext");
+  auto f = s->Scan("tok_a1b2c3\n");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].end, 10u);
+  EXPECT_EQ(f[0].match_end, 10u);
+  EXPECT_DOUBLE_EQ(f[0].entropy, ShannonEntropy("tok_a1b2c3"));
+}
+
+// gitleaks looks for the secret group in the (trimmed) match on its own, as if it were the whole
+// text: its leftmost match there, where `$` matches at the match's end. Here that takes the first
+// alternative (groups "ab", "cd"), while in the text only the second one matches.
+TEST(RuleScrubberTest, SecretGroupIsFoundInTheMatchAlone) {
+  auto s = Make(R"(
+[[rules]]
+id = "r"
+regex = '''(\w{2})(\w*)$|(\w{4})'''
+keywords = ["ab"]
+)");
+  EXPECT_EQ(s->Scrub("abcd."), "[REDACTED:r:]cd.");
+  auto with_entropy = Make(R"(
+[[rules]]
+id = "r"
+regex = '''(\w{2})(\w*)$|(\w{4})'''
+entropy = 1.5
+keywords = ["ab"]
+)");
+  // entropy("ab") = 1: gitleaks drops it (the in-text group "abcd" would have entropy 2).
+  EXPECT_EQ(with_entropy->Scrub("abcd."), "abcd.");
+  // No match in the trimmed match on its own: the secret is the trimmed match.
+  auto fallback = Make(R"(
+[[rules]]
+id = "f"
+regex = '''k=(\w)\w+\n'''
+keywords = ["k="]
+)");
+  EXPECT_EQ(fallback->Scrub("k=abcdef\nz"), "[REDACTED:f:k=]\nz");
+}
+
+// More than 15 groups: the secret may be any of them (jwt-base64 in gitleaks' config names 34
+// alternatives; its secret is the first non-empty one), and entropy is computed on it.
+TEST(RuleScrubberTest, ManyGroups) {
+  std::string alternatives;
+  for (int i = 0; i < 20; ++i) {
+    alternatives += (i ? "|" : "") + std::string("(L[") + static_cast<char>('a' + i) + "]x)";
+  }
+  auto first_non_empty = Make("[[rules]]\nid = 'm'\nregex = '''Z(?:" + alternatives +
+                              ")([0-9]{6})'''\nentropy = 1.5\nkeywords = ['z']\n");
+  // Group 19 ("Lsx", entropy 1.58) is the secret, not the whole match.
+  EXPECT_EQ(first_non_empty->Scrub("ZLsx123456"), "Z[REDACTED:m:]123456");
+  // secretGroup 21: the digits, with their own entropy.
+  auto configured = Make("[[rules]]\nid = 'c'\nregex = '''Z(?:" + alternatives +
+                         ")([0-9]{6})'''\nsecretGroup = 21\nentropy = 1.5\nkeywords = ['z']\n");
+  EXPECT_EQ(configured->Scrub("ZLsx123456"), "ZLsx[REDACTED:c:1]");
+  EXPECT_EQ(configured->Scrub("ZLsx111111"), "ZLsx111111");  // entropy 0
+  EXPECT_EQ(configured->problems().size(), 0u);
+}
+
 // gitleaks dropped its "generic ids need a digit" check (8.19): a rules file's generic rules
 // follow it. Only contextd's built-in generic rules keep the requirement (RuleSpec::require_digit,
 // set by DefaultRules).

@@ -161,10 +161,6 @@ absl::Status Engine::Compile(const RulesConfig& config) {
                                  r.num_groups, " groups")});
       continue;
     }
-    if (r.num_groups >= 16 && spec.secret_group >= 16) {
-      problems.push_back({spec.id, "secretGroup beyond 15 is not supported"});
-      continue;
-    }
     r.secret_group = spec.secret_group;
     r.required_literals = RequiredLiterals(spec.regex);
     if (!MayHaveAssertions(spec.regex)) {
@@ -181,8 +177,10 @@ absl::Status Engine::Compile(const RulesConfig& config) {
     // groups and no secretGroup it is the first non-empty one: no bounds for that.)
     const int secret_index = spec.secret_group > 0 ? spec.secret_group : r.num_groups == 1 ? 1 : 0;
     GroupSplit split;
+    // Neither part may have assertions: then the match's parse in the text is also its parse on
+    // its own, which is where gitleaks looks for the secret (ExtractGroups).
     if (secret_index > 0 && SplitAtGroup(spec.regex, secret_index, &split) &&
-        !MayHaveAssertions(split.after)) {
+        !MayHaveAssertions(split.before) && !MayHaveAssertions(split.after)) {
       RE2::Options longest = RuleOptions();
       longest.set_longest_match(true);
       auto before = std::make_unique<RE2>(split.before, longest);

@@ -230,6 +230,11 @@ struct Engine {
   // (comparatively costly) submatch extraction. `starts` (optional, sorted): every place in
   // `text` where a match of this (anchored) rule can start, for ASCII `text`; when the window
   // has few of them, the search tries anchored matches at just those places.
+  // A finding's secret is the one gitleaks reports (detect.go at the commit of
+  // ../shared/compat/gitleaks): the match trimmed of newlines at both ends, then, when the regex
+  // has groups, its secretGroup (or first non-empty group) in that string on its own
+  // (ExtractGroups), or the trimmed match when it has none there. Entropy and allowlists (match:
+  // the trimmed match; line: its lines) look at those.
   void RunRule(uint32_t ri, std::string_view text, size_t from, size_t to, std::string_view path,
                const std::vector<Span>& markers, const std::vector<Hit>* covered,
                std::vector<Hit>* out, const std::vector<size_t>* starts = nullptr) const;
@@ -248,12 +253,14 @@ struct Engine {
   };
   static bool BoundSecret(const CompiledRule& r, std::string_view text, size_t ms, size_t me,
                           SecretBounds* b);
-  // Submatch extraction on the match span [ms, me). On an ASCII-only span the Latin-1 twin of
-  // the regex gives the same groups (every rune is one byte, and both encodings match the same
-  // ASCII bytes with the same parse priorities; \b, ^ and $ look at bytes of the context in
-  // both) while its program is smaller: no multi-byte UTF-8 branches, so RE2 can use BitState
-  // instead of the NFA. Measured 2-3x cheaper on the generic rules' matches.
-  static bool ExtractGroups(const CompiledRule& r, const re2::StringPiece& sp, size_t ms, size_t me,
+  // The groups of the match [ts, te) (trimmed of newlines) as gitleaks finds them: the regex's
+  // leftmost match in that string on its own (no text around it, so \b, ^ and $ see its edges as
+  // the text's edges); false when there is none (gitleaks then keeps the trimmed match as the
+  // secret). On an ASCII-only match the Latin-1 twin of the regex gives the same groups (every
+  // rune is one byte, and both encodings match the same ASCII bytes with the same parse
+  // priorities) while its program is smaller: no multi-byte UTF-8 branches, so RE2 can use
+  // BitState instead of the NFA. Measured 2-3x cheaper on the generic rules' matches.
+  static bool ExtractGroups(const CompiledRule& r, std::string_view text, size_t ts, size_t te,
                             re2::StringPiece* groups, int ngroups);
   // True when a hit in `hits` (sorted by start) already covers the tail of [ms, me).
   static bool TailCovered(const std::vector<Hit>& hits, size_t ms, size_t me);
