@@ -51,8 +51,6 @@ const KnownWrong kKnownWrong[] = {
     {"rule:nuget-config-password", "engine: path rule skipped on text without a path", false},
     {"gl-curl-auth-header-tp-5", "engine: window ends before a match that spans lines", false},
     {"gl-curl-auth-user-tp-2", "engine: window ends before a match that spans lines", false},
-    {"gl-jwt-base64-tp-51", "engine: only the label group is redacted, it recurs later", false},
-    {"gl-jwt-base64-tp-52", "engine: only the label group is redacted, it recurs later", false},
 };
 
 const KnownWrong* FindKnown(const CompatCase& c) {

@@ -119,5 +119,24 @@ TEST(LeadingLiteralsTest, RefusesWhenAMatchMayStartAnywhere) {
             (std::vector<std::string>{"abc"}));
 }
 
+TEST(LabelGroupsTest, FixedTextAndRepeatedGroups) {
+  using V = std::vector<bool>;
+  EXPECT_EQ(LabelGroups(R"(\bZXlK(?:(?P<alg>aGJHY2lPaU)|(?P<x5c>NE5XTWlP))[a-z]{40,})"),
+            (V{false, true, true}));
+  EXPECT_EQ(LabelGroups(R"((ghp_)([a-z0-9]{36}))"), (V{false, true, false}));
+  // Literal alternatives, nested groups, escaped punctuation and flags are still fixed text.
+  EXPECT_EQ(LabelGroups(R"((?i)((?:ab|c\.d)|e\x41)k)"), (V{false, true}));
+  // Classes, \w, '.', quantifiers are not.
+  EXPECT_EQ(LabelGroups(R"(([a-z])(\w)(.)(ab+)(a?))"),
+            (V{false, false, false, false, false, false}));
+  // Repeated groups (and groups inside them) keep only their last iteration; '?' and {1} do not
+  // repeat.
+  EXPECT_EQ(LabelGroups(R"(x([a-z]{4}-){3}(?:(\d+)-)+([a-z]{4})?(\d{2}){1})"),
+            (V{false, true, true, false, false}));
+  // Unknown construct or unbalanced: no answer.
+  EXPECT_EQ(LabelGroups(R"((a)(?=b))"), V{});
+  EXPECT_EQ(LabelGroups("no groups"), V{false});
+}
+
 }  // namespace
 }  // namespace contextd::scrub::internal

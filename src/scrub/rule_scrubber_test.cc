@@ -81,8 +81,9 @@ regex = '''BBB[0-9]{8}'''
 id = "c"
 regex = '''(CCC)[0-9]{8}'''
 )");
+  // (CCC) is a label group (fixed text): the whole match is redacted, not just it.
   EXPECT_EQ(s->Scrub("AAA12345678 and BBB12345678, CCC12345678"),
-            "[REDACTED:a:AA] and [REDACTED:b:BB], [REDACTED:c:]12345678");
+            "[REDACTED:a:AA] and [REDACTED:b:BB], [REDACTED:c:CC]");
   EXPECT_EQ(s->Scrub("nothing here"), "nothing here");
 }
 
@@ -152,6 +153,37 @@ regex = '''k=(\w)\w+\n'''
 keywords = ["k="]
 )");
   EXPECT_EQ(fallback->Scrub("k=abcdef\nz"), "[REDACTED:f:k=]\nz");
+}
+
+// gitleaks' default secret is the first non-empty group. When that group is a label (fixed text,
+// like jwt-base64's (?P<alg>aGJHY2lPaU)) or repeated (it holds only its last iteration), its
+// entropy and allowlists decide as in gitleaks, but the whole match is redacted: redacting the
+// label alone would leave the token around it.
+TEST(RuleScrubberTest, LabelGroupsRedactTheWholeMatch) {
+  auto s = Make(R"(
+[[rules]]
+id = "jwtish"
+regex = '''\bZXlK(?:(?P<alg>aGJHY2lPaU)|(?P<typ>MGVYQWlPaUp))[a-zA-Z0-9_-]{20,}'''
+entropy = 2
+keywords = ["zxlk"]
+[[rules]]
+id = "hook"
+regex = '''hook/([a-z0-9]{4}-){2}[a-z0-9]{6}'''
+keywords = ["hook/"]
+[[rules]]
+id = "plain"
+regex = '''key=([A-Za-z0-9]{10})(x|y)?'''
+keywords = ["key="]
+)");
+  EXPECT_EQ(s->Scrub("t ZXlKaGJHY2lPaUpJVXpJMU5pSXNJblI1Y0NJNklrcFhWQ0o5 end"),
+            "t [REDACTED:jwtish:ZXlK] end");
+  auto f = s->Scan("ZXlKaGJHY2lPaUpJVXpJMU5pSXNJblI1Y0NJNklrcFhWQ0o5");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].start, 0u);
+  EXPECT_DOUBLE_EQ(f[0].entropy, ShannonEntropy("aGJHY2lPaU"));  // the label's, as gitleaks
+  EXPECT_EQ(s->Scrub("url hook/ab12-cd34-ef5678 x"), "url [REDACTED:hook:hook] x");
+  // A group that can hold a secret is redacted alone, as before.
+  EXPECT_EQ(s->Scrub("key=A1b2C3d4E5x"), "key=[REDACTED:plain:A1]x");
 }
 
 // More than 15 groups: the secret may be any of them (jwt-base64 in gitleaks' config names 34

@@ -162,6 +162,13 @@ absl::Status Engine::Compile(const RulesConfig& config) {
       continue;
     }
     r.secret_group = spec.secret_group;
+    if (r.secret_group == 0 && r.num_groups > 0) {
+      std::vector<bool> labels = LabelGroups(spec.regex);
+      if (static_cast<int>(labels.size()) == r.num_groups + 1 &&
+          std::find(labels.begin(), labels.end(), true) != labels.end()) {
+        r.label_groups = std::move(labels);
+      }
+    }
     r.required_literals = RequiredLiterals(spec.regex);
     if (!MayHaveAssertions(spec.regex)) {
       // Every match is an anchored match of the pattern, so it lies between PossibleMatchRange's

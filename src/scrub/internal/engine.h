@@ -164,6 +164,12 @@ struct CompiledRule {
   std::vector<std::string> required_literals;
   int secret_group = 0;
   int num_groups = 0;
+  // Without secretGroup: per group, whether it is a label (internal::LabelGroups: it matches only
+  // fixed text, like jwt-base64's (?P<alg>aGJHY2lPaU), or only its last repetition, like
+  // microsoft-teams-webhook's ([a-z0-9]{4}-){3}). gitleaks' default secret (the first non-empty
+  // group) may be one; it still decides entropy and allowlists, but redacting just it would leave
+  // the token around it, so the whole match is redacted instead. Empty when no group is one.
+  std::vector<bool> label_groups;
   double entropy = 0;
   // Every match starts with one of the rule's leading strings (internal::LeadingLiterals),
   // which are keyword-pass patterns: on ASCII text, the first pass knows every place a match

@@ -78,6 +78,7 @@ void Engine::RunRule(uint32_t ri, std::string_view text, size_t from, size_t to,
     if (r.has_early_allowlist && Allowed(r, Phase::kEarly, text, ts, te, {}, path)) continue;
     // Without a group, or when no group is set, the secret is the trimmed match.
     std::string_view secret = text.substr(ts, te - ts);
+    int secret_index = 0;  // the group the secret is (0: the trimmed match)
     bool extract = ngroups > 1;
     if (extract && !trimmed && me - ms >= kBoundMinSpan && r.before_secret != nullptr) {
       // Long match: bound the secret with DFA scans before paying for the extraction. (The
@@ -88,7 +89,10 @@ void Engine::RunRule(uint32_t ri, std::string_view text, size_t from, size_t to,
         if (SurelyAllowed(r, text.substr(b.lo, b.hi - b.lo))) continue;
         if (b.exact) {
           // The secret group (set only when it is the configured or the only group).
-          if (b.hi > b.lo || r.secret_group > 0) secret = text.substr(b.lo, b.hi - b.lo);
+          if (b.hi > b.lo || r.secret_group > 0) {
+            secret = text.substr(b.lo, b.hi - b.lo);
+            secret_index = r.secret_group > 0 ? r.secret_group : 1;
+          }
           extract = false;
         }
       }
@@ -96,10 +100,12 @@ void Engine::RunRule(uint32_t ri, std::string_view text, size_t from, size_t to,
     if (extract && ExtractGroups(r, text, ts, te, groups, ngroups)) {
       if (r.secret_group > 0) {
         secret = std::string_view(groups[r.secret_group].data(), groups[r.secret_group].size());
+        secret_index = r.secret_group;
       } else {
         for (int g = 1; g < ngroups; ++g) {
           if (!groups[g].empty()) {
             secret = std::string_view(groups[g].data(), groups[g].size());
+            secret_index = g;
             break;
           }
         }
@@ -117,6 +123,14 @@ void Engine::RunRule(uint32_t ri, std::string_view text, size_t from, size_t to,
     f.rule = ri;
     f.start = secret.data() - text.data();
     f.end = f.start + secret.size();
+    if (secret_index > 0 && static_cast<size_t>(secret_index) < r.label_groups.size() &&
+        r.label_groups[secret_index]) {
+      // gitleaks took a label group by default (see CompiledRule::label_groups): its entropy
+      // and allowlists decided, but what is redacted is the whole (trimmed) match.
+      if (h < 0) h = ShannonEntropy(secret);
+      f.start = ts;
+      f.end = te;
+    }
     f.match_start = ts;
     f.match_end = te;
     f.entropy = h;

@@ -155,6 +155,91 @@ bool MayHaveAssertions(std::string_view pattern) {
   return false;
 }
 
+std::vector<bool> LabelGroups(std::string_view pattern) {
+  using K = Token::Kind;
+  std::vector<Token> tokens;
+  if (!Tokenize(pattern, &tokens)) return {};
+  // A token that matches one fixed string.
+  auto literal = [&](const Token& t) {
+    const std::string_view x = pattern.substr(t.begin, t.end - t.begin);
+    if (x[0] == '[' || x == ".") return false;
+    if (x[0] != '\\') return true;
+    if (x.size() < 2) return false;
+    const char e = x[1];
+    if (e == 'Q' || e == 'x' || e == 'n' || e == 't' || e == 'r' || e == 'f' || e == 'v' ||
+        e == 'a') {
+      return true;
+    }
+    // Escaped punctuation is a literal; \d \w \s \pL \C and the like are classes.
+    return !((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z') || (e >= '0' && e <= '9'));
+  };
+  auto repeats = [&](size_t t) {  // the quantifier token t repeats (max > 1)
+    const std::string_view q = pattern.substr(tokens[t].begin);
+    if (q[0] == '*' || q[0] == '+') return true;
+    if (q[0] != '{') return false;
+    const size_t close = q.find('}');
+    if (close == std::string_view::npos) return false;
+    const std::string_view body = q.substr(1, close - 1);
+    const size_t comma = body.find(',');
+    if (comma == std::string_view::npos) return body != "0" && body != "1";
+    const std::string_view max = body.substr(comma + 1);
+    return max.empty() || (max != "0" && max != "1");
+  };
+  struct Open {
+    size_t token;
+    int capture;  // 0: not a capturing group
+    bool literal = true;
+  };
+  std::vector<bool> label(1, false);
+  std::vector<Open> stack;
+  int captures = 0;
+  // Per capture: the token range of its body, to mark repeated enclosing groups' captures.
+  std::vector<std::pair<size_t, size_t>> body(1);
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    const Token& tok = tokens[t];
+    switch (tok.kind) {
+      case K::kOpenCapture:
+        stack.push_back({t, ++captures});
+        label.push_back(false);
+        body.emplace_back(t, t);
+        break;
+      case K::kOpenGroup:
+        stack.push_back({t, 0});
+        break;
+      case K::kClose: {
+        if (stack.empty()) return std::vector<bool>(captures + 1, false);
+        const Open open = stack.back();
+        stack.pop_back();
+        if (open.capture > 0) {
+          body[open.capture].second = t;
+          label[open.capture] = open.literal;
+        }
+        const bool repeated = t + 1 < tokens.size() && tokens[t + 1].kind == K::kQuant && repeats(t + 1);
+        if (repeated) {
+          for (int c = 1; c <= captures; ++c) {
+            if (body[c].first >= open.token && body[c].second <= t) label[c] = true;
+          }
+        }
+        // The enclosing group stays literal only if this one was and is not quantified.
+        if (!stack.empty() && (!open.literal || (t + 1 < tokens.size() && tokens[t + 1].kind == K::kQuant))) {
+          stack.back().literal = false;
+        }
+        break;
+      }
+      case K::kQuant:
+        if (!stack.empty()) stack.back().literal = false;
+        break;
+      case K::kOther:
+        if (!stack.empty() && !literal(tok)) stack.back().literal = false;
+        break;
+      default:  // kAlt, kFlags, kAssert: still fixed text
+        break;
+    }
+  }
+  if (!stack.empty()) return std::vector<bool>(captures + 1, false);
+  return label;
+}
+
 namespace {
 
 // The language of a regex element, as far as LeadingLiterals needs it: `strings` is a set of

@@ -30,6 +30,13 @@ bool SplitAtGroup(std::string_view pattern, int group, GroupSplit* out);
 // matches somewhere inside a string does not depend on the text around it.
 bool MayHaveAssertions(std::string_view pattern);
 
+// For each capture group of `pattern` (out->at(g) for group g; entry 0 unused), whether it is a
+// label: it matches only fixed text (literals, alternatives and groups of them, no class,
+// repetition or escape class like \w), or it sits under a repetition (x{3}, x+, x*: it keeps only
+// its last iteration). Such a group does not delimit a secret. False when unsure; all false when
+// the pattern uses a construct this scanner does not know.
+std::vector<bool> LabelGroups(std::string_view pattern);
+
 // Strings one of which every match of `pattern` starts with, ignoring case (so that an ASCII
 // case-insensitive search finds every place a match of the pattern can start, on ASCII text;
 // (?i) lets 'k' and 's' match non-ASCII letters). Found for patterns whose matches all begin
