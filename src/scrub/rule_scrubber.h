@@ -54,8 +54,10 @@ class RuleScrubber : public Scrubber {
   std::string Scrub(std::string_view text) const override;
 
   // The redacted text and the findings of the first pass (offsets into the input `text`), sorted
-  // by start. `path` (optional) enables rules and allowlists that have a `path`; with an empty
-  // path those rules are skipped and path allowlist checks never match, as in gitleaks on stdin.
+  // by start. `path` (optional): a rule with a `path` applies only where it matches the path, and
+  // allowlist path checks see it. With an empty path (Scrub), a rule with path and regex applies
+  // on its regex alone (gitleaks on stdin skips it; contextd cannot know a text's file, and a
+  // secret in it is still one) and allowlist path checks never match.
   struct Result {
     std::string text;
     std::vector<Finding> findings;

@@ -275,7 +275,10 @@ keywords = ["b="]
   EXPECT_EQ(s->Scrub("a=123456 b=123456"), "a=123456 b=[REDACTED:b:1]");
 }
 
-TEST(RuleScrubberTest, PathRulesNeedAPath) {
+// A rule with path and regex: with a path, both must match (as gitleaks); without one (contextd
+// cannot know which file a text came from) the regex alone decides, where gitleaks on stdin
+// would skip the rule. A path-only rule matches file names, never text.
+TEST(RuleScrubberTest, PathRulesWithoutAPathUseTheRegex) {
   auto s = Make(R"(
 [[rules]]
 id = "p"
@@ -286,7 +289,7 @@ keywords = ["pass="]
 id = "onlypath"
 path = '''\.p12$'''
 )");
-  EXPECT_EQ(s->Scrub("pass=abc123"), "pass=abc123");
+  EXPECT_EQ(s->Scrub("pass=abc123"), "pass=[REDACTED:p:a]");
   EXPECT_EQ(s->ScrubWithFindings("pass=abc123", "x.php").text, "pass=[REDACTED:p:a]");
   EXPECT_EQ(s->ScrubWithFindings("pass=abc123", "x.txt").text, "pass=abc123");
   ASSERT_EQ(s->problems().size(), 1u);

@@ -72,7 +72,6 @@ std::vector<Hit> Engine::ScanOnce(std::string_view text, std::string_view path,
     }
     for (uint32_t ri : keyword_rules[pattern]) {
       const CompiledRule& r = rules[ri];
-      if (r.path != nullptr && path.empty()) continue;  // path rule, no path: not applicable
       if (outside && !r.wide) continue;
       if ((which == Which::kWide && !r.wide) || (which == Which::kNarrow && r.wide)) continue;
       Window& w = win[ri];
@@ -190,7 +189,6 @@ std::vector<Hit> Engine::ScanOnce(std::string_view text, std::string_view path,
     }
     for (int i : hit) {
       uint32_t ri = always_rules[i];
-      if (rules[ri].path != nullptr && path.empty()) continue;
       if (only != nullptr && !rules[ri].wide) {
         for (const auto& [from, to] : *only) {
           RunRule(ri, text, from, to, path, *markers, nullptr, &found);
@@ -200,6 +198,9 @@ std::vector<Hit> Engine::ScanOnce(std::string_view text, std::string_view path,
       }
     }
   }
+  // A rule with a path applies where the path matches; on text without a path (what contextd
+  // scrubs almost everywhere: it cannot know which file a text came from) its regex alone
+  // decides. gitleaks on stdin would skip it.
   if (!path.empty()) {
     for (uint32_t ri = 0; ri < rules.size(); ++ri) {
       const CompiledRule& r = rules[ri];
