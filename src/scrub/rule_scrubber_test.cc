@@ -186,6 +186,38 @@ keywords = ["key="]
   EXPECT_EQ(s->Scrub("key=A1b2C3d4E5x"), "key=[REDACTED:plain:A1]x");
 }
 
+// Windows around keyword hits reach as far as a match can (see Engine::Compile): a line before
+// the keyword's when a newline may come inside the match before it, and as many lines further as
+// the pattern asks for line breaks.
+TEST(RuleScrubberTest, WindowsFollowMatchesAcrossLines) {
+  auto s = Make(R"(
+[[rules]]
+id = "value-keyword"
+regex = '''(?i)[\w.-]{0,50}?token(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:=|>|:)[\x60'"\s=]{0,5}(val_[a-f0-9]{12})(?:[\x60'"\s;]|$)'''
+keywords = ["val_"]
+[[rules]]
+id = "curlish"
+regex = '''\bcurl\b(?:.*|.*(?:[\r\n]{1,2}.*){1,5})[ \t\n\r]-H '(Authorization: Basic [a-zA-Z0-9+/=]{8,})\''''
+keywords = ["curl"]
+[[rules]]
+id = "line-start"
+regex = '''(?:^|[\s=])([a-z]{3}\dQ~[a-z]{10})(?:$|[\s,])'''
+keywords = ["q~"]
+)");
+  // The match starts at "myToken>" on the line before its keyword "val_".
+  EXPECT_EQ(s->Scrub("<myToken>\n    val_0123456789ab\n</myToken>"),
+            "<myToken>\n    [REDACTED:value-keyword:val_]\n</myToken>");
+  // The header is three lines and more than 96 bytes after "curl".
+  const std::string curl = "curl -X POST \\\n  https://api.example.com/v3/" + std::string(80, 'p') +
+                           " \\\n  -H 'Authorization: Basic YXBpOmtleS1hN2Mz'\n";
+  EXPECT_EQ(s->Scrub(curl), "curl -X POST \\\n  https://api.example.com/v3/" +
+                                std::string(80, 'p') +
+                                " \\\n  -H '[REDACTED:curlish:Auth]'\n");
+  // The match takes the newline before the secret (not the text's start): it starts on the line
+  // before the keyword's.
+  EXPECT_EQ(s->Scrub("x\nabc1Q~abcdefghij\n"), "x\n[REDACTED:line-start:abc1]\n");
+}
+
 // More than 15 groups: the secret may be any of them (jwt-base64 in gitleaks' config names 34
 // alternatives; its secret is the first non-empty one), and entropy is computed on it.
 TEST(RuleScrubberTest, ManyGroups) {

@@ -41,6 +41,10 @@ inline constexpr size_t kBackWindow = 128;
 inline constexpr size_t kMaxLineTail = 2048;
 // Rules whose regex can span many lines (dot-all, [\s\S]) get a larger window.
 inline constexpr size_t kWideForwardWindow = 16384;
+// A rule whose pattern asks for at most this many line breaks (PatternExtent::max_line_breaks,
+// like curl-auth-header's (?:[\r\n]{1,2}.*){1,5}) gets that many more lines on each side of
+// its windows; one that asks for more is wide.
+inline constexpr size_t kMaxSpanLines = 16;
 // Windows of one rule closer than this merge: a short DFA scan is cheaper than another RE2 call.
 inline constexpr size_t kWindowGap = 256;
 // A finding clipped around an existing marker keeps only pieces at least this long.
@@ -181,6 +185,11 @@ struct CompiledRule {
   size_t forward_window = kForwardWindow;
   size_t back_window = kBackWindow;
   bool wide = false;  // the regex can span many lines
+  // Not wide: its windows reach span_lines lines past the line where they would end, and
+  // start up to back_lines lines before the keyword's line (never more than back_window bytes
+  // before the keyword). See Compile.
+  size_t span_lines = 0;
+  size_t back_lines = 0;
   std::vector<std::string> tags;
   std::vector<CompiledAllowlist> allowlists;
 };
@@ -202,6 +211,7 @@ struct Engine {
   std::vector<bool> keyword_wide;
   std::vector<uint32_t> keyword_len;
   size_t max_keyword_len = 0;  // over the patterns that trigger rules
+  size_t max_span_lines = 0;   // over the rules (CompiledRule::span_lines)
   size_t max_pattern_len = 0;  // over all patterns
   // Rules without keywords, screened together.
   std::vector<uint32_t> always_rules;
@@ -294,7 +304,9 @@ struct Engine {
   // keyword hits: from the line before (a keyword's window reaches kForwardWindow bytes and then
   // to the end of a line) to kBackWindow bytes after (a match may start that far before its
   // keyword).
-  static std::vector<Span> DirtyRanges(std::string_view text, const std::vector<Span>& inserted);
+  // (Rules with span_lines reach that many lines further: the ranges start max_span_lines
+  // lines earlier.)
+  std::vector<Span> DirtyRanges(std::string_view text, const std::vector<Span>& inserted) const;
 
   // redact.cc. Findings must never touch an existing marker: cut marker spans out of each
   // finding and keep the remaining pieces that are long enough to be a secret.
