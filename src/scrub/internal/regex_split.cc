@@ -934,6 +934,7 @@ class ExtentParser {
     if (u >= 0x80) return false;
     c->bytes = Literal(flags, u);
     c->lo = c->hi = u;
+    c->may_newline = c->must_newline = c->line_break = u == '\n';  // a backslash, then a newline
     return true;
   }
 
