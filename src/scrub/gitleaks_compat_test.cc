@@ -187,5 +187,24 @@ TEST(GitleaksCompatTest, GitleaksConfigAloneRedactsItsExamples) {
   }
 }
 
+// gitleaks' config on top of the built-in rules (the server's default, extend_default): rules
+// with the same id (private-key, jwt, ...) are amended, and every one still compiles. (A
+// secretGroup that numbered the built-in regex's groups goes with it when gitleaks' regex
+// replaces it.)
+TEST(GitleaksCompatTest, GitleaksConfigOverBuiltInsCompiles) {
+  const std::filesystem::path dir = CompatDir();
+  if (dir.empty()) GTEST_SKIP() << "CONTEXTD_SOURCE_DIR not set";
+  if (!std::filesystem::exists(dir / "gitleaks.toml")) GTEST_SKIP() << dir << " has no config";
+  ScrubConfig sc;
+  sc.rules_file = (dir / "gitleaks.toml").string();
+  sc.extend_default = true;
+  auto s = BuildScrubber(sc);
+  ASSERT_TRUE(s.ok()) << s.status();
+  for (const auto& p : (*s)->problems()) EXPECT_EQ(p.rule_id, "pkcs12-file") << p.reason;
+  const std::string key = "-----BEGIN RSA PRIVATE KEY-----\n" + std::string(64, 'A') +
+                          "\n-----END RSA PRIVATE KEY-----\n";
+  EXPECT_EQ((*s)->Scrub(key).find(std::string(64, 'A')), std::string::npos);
+}
+
 }  // namespace
 }  // namespace contextd::scrub

@@ -237,9 +237,15 @@ RulesConfig ExtendRules(RulesConfig base, RulesConfig top) {
     if (it != amend.end()) {
       RuleSpec& t = *it->second;
       if (!t.description.empty()) b.description = t.description;
-      if (!t.regex.empty()) b.regex = t.regex;
+      if (!t.regex.empty()) {
+        // A secretGroup numbers the groups of its own regex: a new regex brings its own (gitleaks
+        // keeps base's non-zero one, which may then point past the new regex's groups).
+        b.regex = t.regex;
+        b.secret_group = t.secret_group;
+      } else if (t.secret_group != 0) {
+        b.secret_group = t.secret_group;
+      }
       if (!t.path.empty()) b.path = t.path;
-      if (t.secret_group != 0) b.secret_group = t.secret_group;
       if (t.entropy != 0) b.entropy = t.entropy;
       b.keywords.insert(b.keywords.end(), t.keywords.begin(), t.keywords.end());
       b.tags.insert(b.tags.end(), t.tags.begin(), t.tags.end());

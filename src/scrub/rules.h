@@ -86,7 +86,9 @@ absl::StatusOr<RulesConfig> DefaultRules();
 // `top` extending `base` as gitleaks' [extend] does: base's rules not in top's disabledRules, in
 // base's order, each amended by top's rule of the same id (top's non-empty description, regex,
 // path, non-zero secretGroup and entropy replace base's; keywords, tags and allowlists are
-// appended), then top's other rules in top's order; the allowlists of both. The result has no
+// appended), then top's other rules in top's order; the allowlists of both. One difference: an
+// amendment with a regex also brings its secretGroup, 0 included (gitleaks keeps base's
+// non-zero secretGroup, which numbers the groups of the regex it replaced). The result has no
 // [extend] of its own (top's title if it has one).
 RulesConfig ExtendRules(RulesConfig base, RulesConfig top);
 

@@ -140,6 +140,7 @@ TEST(RulesTomlTest, ExtendRulesMergesAsGitleaks) {
   top.rules[1].allowlists.resize(1);
   top.rules[2].id = "c";
   top.rules[2].regex = "CC";
+  base.rules[2].secret_group = 2;  // of base's regex: the new regex brings its own (0)
   top.allowlists.resize(2);
   RulesConfig out = ExtendRules(base, top);
   EXPECT_EQ(out.title, "base");
@@ -152,6 +153,7 @@ TEST(RulesTomlTest, ExtendRulesMergesAsGitleaks) {
   EXPECT_EQ(out.rules[0].allowlists.size(), 1u);
   EXPECT_EQ(out.rules[1].id, "c");
   EXPECT_EQ(out.rules[1].regex, "CC");
+  EXPECT_EQ(out.rules[1].secret_group, 0);
   EXPECT_EQ(out.rules[2].id, "z");
   EXPECT_EQ(out.allowlists.size(), 3u);
   EXPECT_FALSE(out.extend_use_default);
