@@ -4,6 +4,8 @@
 # throughput on clean, dense (~1.5 secrets/KB) and very dense text, with ratios.
 #   bench/scrub/run.sh [BUILD_DIR]     (default build/scrub-rel; built RelWithDebInfo if missing)
 # Env: CORPUS_DIR (default $BUILD_DIR/scrub-corpus), CLEAN_MB (16), DENSE_MB (8), SECRETLINT_MB (4).
+# Then, when ../shared/compat/gitleaks is there, recall and false positives on gitleaks' own rule
+# examples with gitleaks' config alone (scrub_cases_eval).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${1:-$root/build/scrub-rel}"
@@ -11,7 +13,7 @@ corpus="${CORPUS_DIR:-$build/scrub-corpus}"
 if [ ! -x "$build/bench/scrub/scrub_eval" ]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCONTEXTD_ONLY_ROOMS="base;scrub" >/dev/null
 fi
-cmake --build "$build" --target scrub_eval >/dev/null
+cmake --build "$build" --target scrub_eval scrub_cases_eval >/dev/null
 if [ ! -d "$root/tools/npm/scrub/node_modules" ]; then
   (cd "$root/tools/npm/scrub" && npm ci --no-audit --no-fund --loglevel=error)
 fi
@@ -22,3 +24,8 @@ python3 "$root/tests/scrub/gen_corpus.py" "$corpus" --clean-mb "${CLEAN_MB:-16}"
 node "$root/bench/scrub/secretlint_eval.mjs" "$corpus" "$corpus/secretlint.json" \
   --throughput-mb "${SECRETLINT_MB:-4}"
 python3 "$root/bench/scrub/score.py" "$corpus" "$corpus/contextd.json" "$corpus/secretlint.json"
+compat="$root/../shared/compat/gitleaks"
+if [ -f "$compat/cases.jsonl" ] && [ -f "$compat/gitleaks.toml" ]; then
+  "$build/bench/scrub/scrub_cases_eval" "$compat/cases.jsonl" "$compat/gitleaks.toml" \
+    --json "$corpus/gitleaks-cases.json"
+fi

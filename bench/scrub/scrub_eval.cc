@@ -1,7 +1,9 @@
 // scrub_eval: runs contextd's scrubber (default rules, or --rules FILE) over the corpus written by
 // tests/scrub/gen_corpus.py: findings for every labelled file, then single-thread throughput of
 // Scrub() on clean/ and dense/. Output JSON is scored by score.py (see run.sh).
-// Usage: scrub_eval CORPUS_DIR OUT_JSON [--rules FILE] [--min-seconds S]
+// Usage: scrub_eval CORPUS_DIR OUT_JSON [--rules FILE [--with-defaults]] [--min-seconds S]
+// (--rules reads FILE as `contextd scrub --rules` does: alone unless it extends the built-in rules
+// or --with-defaults is given.)
 #include <time.h>
 
 #include <algorithm>
@@ -66,17 +68,24 @@ static nlohmann::json Throughput(const RuleScrubber& s, const fs::path& dir, dou
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::cerr << "usage: scrub_eval CORPUS_DIR OUT_JSON [--rules FILE] [--min-seconds S]\n";
+    std::cerr << "usage: scrub_eval CORPUS_DIR OUT_JSON [--rules FILE [--with-defaults]] "
+                 "[--min-seconds S]\n";
     return 2;
   }
   fs::path corpus = argv[1];
   std::string out_path = argv[2];
   contextd::scrub::ScrubConfig cfg;
   double min_seconds = 2;
-  for (int i = 3; i + 1 < argc; i += 2) {
+  cfg.extend_default = false;
+  for (int i = 3; i < argc; ++i) {
     std::string flag = argv[i];
-    if (flag == "--rules") cfg.rules_file = argv[i + 1];
-    if (flag == "--min-seconds") min_seconds = std::stod(argv[i + 1]);
+    if (flag == "--with-defaults") {
+      cfg.extend_default = true;
+    } else if (flag == "--rules" && i + 1 < argc) {
+      cfg.rules_file = argv[++i];
+    } else if (flag == "--min-seconds" && i + 1 < argc) {
+      min_seconds = std::stod(argv[++i]);
+    }
   }
   auto scrubber = contextd::scrub::BuildScrubber(cfg);
   if (!scrubber.ok()) {
