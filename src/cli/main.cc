@@ -87,8 +87,8 @@ int main(int argc, char** argv) {
   CLI::App* scrub = app.add_subcommand("scrub", "Redact secrets from stdin to stdout");
   std::string rules_file, report;
   bool with_defaults = false;
-  auto* rules_opt = scrub->add_option("--rules", rules_file, contextd::scrub::kRulesFlagHelp)
-                        ->type_name("FILE");
+  auto* rules_opt =
+      scrub->add_option("--rules", rules_file, contextd::scrub::kRulesFlagHelp)->type_name("FILE");
   scrub->add_flag("--with-defaults", with_defaults, contextd::scrub::kWithDefaultsFlagHelp)
       ->needs(rules_opt);
   scrub->add_option("--report", report, "json: print the findings instead of the redacted text")

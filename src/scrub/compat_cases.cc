@@ -63,8 +63,7 @@ bool SecretRedacted(std::string_view input, std::string_view secret, std::string
   // The unchanged pieces of `output`, between markers, in order.
   std::vector<std::string_view> kept;
   size_t piece = 0;
-  for (size_t pos = output.find('['); pos != std::string_view::npos;
-       pos = output.find('[', pos)) {
+  for (size_t pos = output.find('['); pos != std::string_view::npos; pos = output.find('[', pos)) {
     size_t len = 0;
     if (!ParseMarker(output, pos, &len)) {
       ++pos;

@@ -44,9 +44,9 @@ struct CompatRuleScore {
 struct CompatReport {
   std::map<std::string, CompatRuleScore> per_rule;  // by the cases' rule_id
   CompatRuleScore total;
-  std::vector<std::string> missed;   // ids of secret cases whose secret survived
-  std::vector<std::string> changed;  // ids of clean cases that changed
-  std::vector<std::string> problems; // rules of `config` that did not compile, "id: reason"
+  std::vector<std::string> missed;    // ids of secret cases whose secret survived
+  std::vector<std::string> changed;   // ids of clean cases that changed
+  std::vector<std::string> problems;  // rules of `config` that did not compile, "id: reason"
 };
 
 // Scrubs every case with `config` (path-less text, as Scrubber::Scrub) and scores it. Secret

@@ -176,14 +176,13 @@ TEST(GitleaksCompatTest, GitleaksConfigAloneRedactsItsExamples) {
       if (!used) stale.push_back(k.key);
     }
     EXPECT_TRUE(unexpected.empty()) << unexpected.size() << " cases fail:" << join(unexpected);
-    EXPECT_TRUE(stale.empty()) << "kKnownWrong entries that no failing case needs:"
-                               << join(stale);
-    std::printf("gitleaks examples, gitleaks.toml alone%s: %zu/%zu secret cases redacted, "
-                "%zu/%zu clean cases changed, %zu of the failures listed as known-wrong\n",
-                own_rule_only ? " (secret cases: own rule alone)" : "",
-                report->total.secret_redacted, report->total.secret_cases,
-                report->total.clean_changed, report->total.clean_cases,
-                failed.size() - unexpected.size());
+    EXPECT_TRUE(stale.empty()) << "kKnownWrong entries that no failing case needs:" << join(stale);
+    std::printf(
+        "gitleaks examples, gitleaks.toml alone%s: %zu/%zu secret cases redacted, "
+        "%zu/%zu clean cases changed, %zu of the failures listed as known-wrong\n",
+        own_rule_only ? " (secret cases: own rule alone)" : "", report->total.secret_redacted,
+        report->total.secret_cases, report->total.clean_changed, report->total.clean_cases,
+        failed.size() - unexpected.size());
   }
 }
 

@@ -28,7 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2 || size > 1024) return 0;
   const size_t split = 1 + data[0] % (size - 1);
   const std::string pattern(reinterpret_cast<const char*>(data) + 1, split - 1);
-  const std::string text(reinterpret_cast<const char*>(data) + split, std::min<size_t>(size - split, 256));
+  const std::string text(reinterpret_cast<const char*>(data) + split,
+                         std::min<size_t>(size - split, 256));
   contextd::scrub::internal::PatternExtent extent;
   if (!contextd::scrub::internal::MeasurePattern(pattern, &extent)) return 0;
   RE2::Options options;

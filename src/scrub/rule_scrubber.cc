@@ -79,8 +79,8 @@ absl::StatusOr<RulesConfig> LoadExtended(const std::string& path, int depth,
   if (depth + 1 > kMaxExtendDepth) {
     std::string names;
     for (const std::string& p : *chain) absl::StrAppend(&names, p, " -> ");
-    return absl::InvalidArgumentError(absl::StrCat(
-        "[extend] path goes more than ", kMaxExtendDepth, " files deep: ", names, next.string()));
+    return absl::InvalidArgumentError(absl::StrCat("[extend] path goes more than ", kMaxExtendDepth,
+                                                   " files deep: ", names, next.string()));
   }
   ASSIGN_OR_RETURN(RulesConfig base,
                    LoadExtended(next.string(), depth + 1, chain, with_defaults, disabled));

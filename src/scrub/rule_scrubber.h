@@ -84,7 +84,7 @@ class RuleScrubber : public Scrubber {
 // Where the rules come from (config keys scrub.rules_file, scrub.extend_default,
 // scrub.archive_originals, scrub.key_file).
 struct ScrubConfig {
-  std::string rules_file;         // empty: the built-in rules only
+  std::string rules_file;  // empty: the built-in rules only
   // With rules_file: true keeps the built-in rules under the file's rules whatever its [extend]
   // says (the server's default); false lets the file decide, as gitleaks does (see ResolveRules).
   bool extend_default = true;

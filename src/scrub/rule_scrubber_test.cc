@@ -211,8 +211,7 @@ keywords = ["q~"]
   const std::string curl = "curl -X POST \\\n  https://api.example.com/v3/" + std::string(80, 'p') +
                            " \\\n  -H 'Authorization: Basic YXBpOmtleS1hN2Mz'\n";
   EXPECT_EQ(s->Scrub(curl), "curl -X POST \\\n  https://api.example.com/v3/" +
-                                std::string(80, 'p') +
-                                " \\\n  -H '[REDACTED:curlish:Auth]'\n");
+                                std::string(80, 'p') + " \\\n  -H '[REDACTED:curlish:Auth]'\n");
   // The match takes the newline before the secret (not the text's start): it starts on the line
   // before the keyword's.
   EXPECT_EQ(s->Scrub("x\nabc1Q~abcdefghij\n"), "x\n[REDACTED:line-start:abc1]\n");
@@ -494,7 +493,8 @@ keywords = ["cust"]
   EXPECT_GT(ids.size(), 30u);
 }
 
-constexpr char kOnlyRule[] = "[[rules]]\nid = 'only'\nregex = '''ONLY[0-9]{6}'''\nkeywords=['only']\n";
+constexpr char kOnlyRule[] =
+    "[[rules]]\nid = 'only'\nregex = '''ONLY[0-9]{6}'''\nkeywords=['only']\n";
 constexpr char kGithubToken[] = "ghp_aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5";
 
 // A file without [extend] replaces the built-in rules, as in gitleaks, unless the server keeps
@@ -552,8 +552,8 @@ keywords = ["mine"]
     EXPECT_EQ(Count(ids, "jwt"), 0u);
     EXPECT_EQ(Count(ids, "mine"), 1u);
     ASSERT_EQ(Count(ids, "github-pat"), 1u);
-    const RuleSpec& merged = rules->rules[std::find(ids.begin(), ids.end(), "github-pat") -
-                                          ids.begin()];
+    const RuleSpec& merged =
+        rules->rules[std::find(ids.begin(), ids.end(), "github-pat") - ids.begin()];
     EXPECT_EQ(merged.regex, pat->regex);  // kept: the amendment has none
     EXPECT_EQ(merged.allowlists.size(), pat->allowlists.size() + 1);
     auto s = RuleScrubber::Create(*rules);
@@ -586,13 +586,15 @@ keywords = ["mygh_"]
 // [extend] path: another rules file underneath, relative to the extending file, at most 2 files
 // deep; the extended file may itself use the defaults.
 TEST_F(ResolveRulesTest, ExtendPath) {
-  Write("[[rules]]\nid = 'base'\nregex = '''BASE[0-9]{6}'''\nkeywords=['base']\n"
-        "[[rules]]\nid = 'gone'\nregex = '''GONE[0-9]{6}'''\nkeywords=['gone']\n",
-        "shared/base.toml");
+  Write(
+      "[[rules]]\nid = 'base'\nregex = '''BASE[0-9]{6}'''\nkeywords=['base']\n"
+      "[[rules]]\nid = 'gone'\nregex = '''GONE[0-9]{6}'''\nkeywords=['gone']\n",
+      "shared/base.toml");
   ScrubConfig c;
   c.extend_default = false;
   c.rules_file = Write(std::string("[extend]\npath = 'shared/base.toml'\n"
-                                   "disabledRules = ['gone']\n") + kOnlyRule,
+                                   "disabledRules = ['gone']\n") +
+                           kOnlyRule,
                        "top.toml");
   auto s = BuildScrubber(c);
   ASSERT_TRUE(s.ok()) << s.status();
@@ -618,7 +620,8 @@ TEST_F(ResolveRulesTest, ExtendPath) {
 
   // Three deep (or a cycle) is refused, naming the chain.
   Write("[extend]\npath = '../top.toml'\n", "shared/loop.toml");
-  c.rules_file = Write(std::string("[extend]\npath = 'shared/loop.toml'\n") + kOnlyRule, "top.toml");
+  c.rules_file =
+      Write(std::string("[extend]\npath = 'shared/loop.toml'\n") + kOnlyRule, "top.toml");
   auto bad = ResolveRules(c);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
@@ -636,8 +639,9 @@ TEST_F(ResolveRulesTest, ExtendPath) {
 TEST_F(ResolveRulesTest, AmendmentOfNothingIsAnError) {
   ScrubConfig c;
   c.extend_default = false;
-  c.rules_file = Write("[extend]\nuseDefault = true\n[[rules]]\nid = 'no-such-rule'\n"
-                       "keywords = ['x']\n");
+  c.rules_file = Write(
+      "[extend]\nuseDefault = true\n[[rules]]\nid = 'no-such-rule'\n"
+      "keywords = ['x']\n");
   auto s = ResolveRules(c);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("no-such-rule"), std::string::npos) << s.status();

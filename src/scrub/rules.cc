@@ -175,9 +175,8 @@ absl::StatusOr<RulesConfig> FromTable(const toml::table& root, std::string_view 
           absl::StrCat(ctx, ": 'useDefault' and 'path' cannot both be set", Where(*et)));
     }
     if (et->get("url") != nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(ctx, ": 'url' is not supported (gitleaks does not implement it either)",
-                       Where(*et)));
+      return absl::InvalidArgumentError(absl::StrCat(
+          ctx, ": 'url' is not supported (gitleaks does not implement it either)", Where(*et)));
     }
     RETURN_IF_ERROR(GetStringArray(*et, ctx, "disabledRules", &cfg.extend_disabled_rules));
   }

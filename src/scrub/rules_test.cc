@@ -102,9 +102,10 @@ TEST(RulesTomlTest, RuleNeedsIdAndRegexOrPath) {
 // [extend] path is read as written; with [extend] a rule may carry only its id (an amendment of
 // the extended rule); useDefault and path together, or url, are refused.
 TEST(RulesTomlTest, ExtendPathAndAmendments) {
-  auto cfg = ParseRulesToml("[extend]\npath = 'base.toml'\n[[rules]]\nid = 'x'\n"
-                            "[[rules.allowlists]]\nregexes = ['y']\n",
-                            "f");
+  auto cfg = ParseRulesToml(
+      "[extend]\npath = 'base.toml'\n[[rules]]\nid = 'x'\n"
+      "[[rules.allowlists]]\nregexes = ['y']\n",
+      "f");
   ASSERT_TRUE(cfg.ok()) << cfg.status();
   EXPECT_EQ(cfg->extend_path, "base.toml");
   EXPECT_FALSE(cfg->extend_use_default);

@@ -1,6 +1,6 @@
 // Fuzz target: scrubbing arbitrary bytes with the default rules never crashes, is idempotent, and
-// the output is no longer than the input plus the markers it contains. SCRUB_FUZZ_RULES=FILE
-// fuzzes with that gitleaks rules file alone instead (e.g. ../shared/compat/gitleaks/gitleaks.toml).
+// the output is no longer than the input plus the markers it contains. With SCRUB_FUZZ_RULES=FILE
+// it fuzzes with that gitleaks rules file alone (e.g. gitleaks' own config) instead.
 #include <cstdint>
 #include <cstdlib>
 #include <string>

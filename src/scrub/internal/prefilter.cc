@@ -76,11 +76,10 @@ std::vector<Hit> Engine::ScanOnce(std::string_view text, std::string_view path,
       if ((which == Which::kWide && !r.wide) || (which == Which::kNarrow && r.wide)) continue;
       Window& w = win[ri];
       const size_t reach = std::min(text.size(), end + r.forward_window);
-      // The window runs from a little before the keyword (at most back_window bytes, not
-      // before its line unless the rule spans lines) to the end of the line `reach` is on
-      // (at most kMaxLineTail bytes further).
-      size_t to =
-          std::min(line_ends[r.wide ? 1 : 0].WindowEnd(text, reach), reach + kMaxLineTail);
+      // The window runs from a little before the keyword (at most back_window bytes; unless
+      // the rule is wide, not before its line, or the back_lines lines before it) to the end of
+      // the line `reach` is on (at most kMaxLineTail bytes further), and span_lines lines on.
+      size_t to = std::min(line_ends[r.wide ? 1 : 0].WindowEnd(text, reach), reach + kMaxLineTail);
       for (size_t k = 0; k < r.span_lines && to < text.size(); ++k) {
         to = std::min(WindowEnd(text, to), to + kMaxLineTail);
       }

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <set>
 #include <vector>
 
@@ -216,14 +216,16 @@ std::vector<bool> LabelGroups(std::string_view pattern) {
           body[open.capture].second = t;
           label[open.capture] = open.literal;
         }
-        const bool repeated = t + 1 < tokens.size() && tokens[t + 1].kind == K::kQuant && repeats(t + 1);
+        const bool repeated =
+            t + 1 < tokens.size() && tokens[t + 1].kind == K::kQuant && repeats(t + 1);
         if (repeated) {
           for (int c = 1; c <= captures; ++c) {
             if (body[c].first >= open.token && body[c].second <= t) label[c] = true;
           }
         }
         // The enclosing group stays literal only if this one was and is not quantified.
-        if (!stack.empty() && (!open.literal || (t + 1 < tokens.size() && tokens[t + 1].kind == K::kQuant))) {
+        if (!stack.empty() &&
+            (!open.literal || (t + 1 < tokens.size() && tokens[t + 1].kind == K::kQuant))) {
           stack.back().literal = false;
         }
         break;
@@ -730,7 +732,8 @@ class ExtentParser {
 
   size_t Number(size_t* k) const {
     size_t n = 0;
-    while (p_[*k] >= '0' && p_[*k] <= '9') n = std::min<size_t>(n * 10 + (p_[(*k)++] - '0'), 100000);
+    while (p_[*k] >= '0' && p_[*k] <= '9')
+      n = std::min<size_t>(n * 10 + (p_[(*k)++] - '0'), 100000);
     return n;
   }
 
@@ -762,8 +765,9 @@ class ExtentParser {
     out->max_line_breaks = Times(atom.max_line_breaks, max);
     // All repetitions but the last are followed by another one.
     out->max_inner_newlines =
-        max == 0 ? 0 : AddSat(Times(atom.max_newlines, max == SIZE_MAX ? max : max - 1),
-                              atom.max_inner_newlines);
+        max == 0 ? 0
+                 : AddSat(Times(atom.max_newlines, max == SIZE_MAX ? max : max - 1),
+                          atom.max_inner_newlines);
     return true;
   }
 
@@ -901,11 +905,21 @@ class ExtentParser {
         c->may_newline = c->must_newline = c->line_break = true;
         c->lo = c->hi = '\n';
         return true;
-      case 't': c->lo = c->hi = '\t'; return true;
-      case 'r': c->lo = c->hi = '\r'; return true;
-      case 'f': c->lo = c->hi = '\f'; return true;
-      case 'v': c->lo = c->hi = '\v'; return true;
-      case 'a': c->lo = c->hi = '\a'; return true;
+      case 't':
+        c->lo = c->hi = '\t';
+        return true;
+      case 'r':
+        c->lo = c->hi = '\r';
+        return true;
+      case 'f':
+        c->lo = c->hi = '\f';
+        return true;
+      case 'v':
+        c->lo = c->hi = '\v';
+        return true;
+      case 'a':
+        c->lo = c->hi = '\a';
+        return true;
       case 'd':
       case 'w':
         c->bytes = flags.i ? 3 : 1;  // under (?i) \w's k and s fold to non-ASCII letters
