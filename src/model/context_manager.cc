@@ -12,6 +12,11 @@
 namespace contextd::model {
 namespace {
 
+// The key of a conversation's last request in ContextManager::lasts_.
+std::string LastKey(ModelApi api, const std::string& tenant, const std::string& conversation_id) {
+  return absl::StrCat(ModelApiName(api), "\n", tenant, "\n", conversation_id);
+}
+
 bool Scrubbable(const Message& message, const Block& block) {
   return message.role == Role::kUser &&
          (block.kind == BlockKind::kText || block.kind == BlockKind::kToolResult);
@@ -43,15 +48,6 @@ std::shared_ptr<ContextManager::ThreadState> ContextManager::Thread(const std::s
   return state;
 }
 
-namespace {
-
-// The key of a conversation's last request in ContextManager::lasts_.
-std::string LastKey(ModelApi api, const std::string& tenant, const std::string& conversation_id) {
-  return absl::StrCat(ModelApiName(api), "\n", tenant, "\n", conversation_id);
-}
-
-}  // namespace
-
 absl::StatusOr<std::shared_ptr<AnthropicRequest>> ContextManager::Parse(
     const std::string& tenant, const std::string& conversation_id, std::string body) {
   std::shared_ptr<ModelRequest> previous;
@@ -66,15 +62,14 @@ absl::StatusOr<std::shared_ptr<AnthropicRequest>> ContextManager::Parse(
     }
   }
   // Only Messages requests are kept under a Messages key.
-  auto parsed = AnthropicRequest::Parse(std::move(body),
-                                        static_cast<AnthropicRequest*>(previous.get()));
+  auto parsed =
+      AnthropicRequest::Parse(std::move(body), static_cast<AnthropicRequest*>(previous.get()));
   if (!parsed.ok()) return parsed.status();
   return std::shared_ptr<AnthropicRequest>(*std::move(parsed));
 }
 
 absl::StatusOr<std::shared_ptr<ModelRequest>> ContextManager::Parse(
-    ModelApi api, const std::string& tenant, const std::string& conversation_id,
-    std::string body) {
+    ModelApi api, const std::string& tenant, const std::string& conversation_id, std::string body) {
   switch (api) {
     case ModelApi::kAnthropicMessages: {
       auto parsed = Parse(tenant, conversation_id, std::move(body));
@@ -284,9 +279,9 @@ std::string ContextManager::Rebuild(const ModelRequest& request, size_t m, size_
   return value;
 }
 
-void ContextManager::ChargeSpan(const std::string& tenant, const ModelRequest& request,
-                                size_t old, ThreadState& state, FoldPlan& folds,
-                                ConversationUpdate& update, AppliedRequest& applied) {
+void ContextManager::ChargeSpan(const std::string& tenant, const ModelRequest& request, size_t old,
+                                ThreadState& state, FoldPlan& folds, ConversationUpdate& update,
+                                AppliedRequest& applied) {
   const Transcript& t = request.transcript();
   if (!charger_ || folds.open_branch_id.empty() || t.messages.empty()) return;
   // Calls to contextd's own tools (and proxied upstreams) are charged by the MCP side.
@@ -352,9 +347,10 @@ void ContextManager::ChargeSpan(const std::string& tenant, const ModelRequest& r
   }
 }
 
-absl::StatusOr<AppliedRequest> ContextManager::Apply(
-    const std::string& tenant, const std::string& conversation_id,
-    const std::shared_ptr<ModelRequest>& request, int64_t now_ms) {
+absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
+                                                     const std::string& conversation_id,
+                                                     const std::shared_ptr<ModelRequest>& request,
+                                                     int64_t now_ms) {
   AppliedRequest applied;
   std::string first = request->transcript().messages.empty()
                           ? std::string("empty")

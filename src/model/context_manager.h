@@ -22,9 +22,9 @@
 
 #include "absl/status/statusor.h"
 #include "model/anthropic_request.h"
-#include "model/model_request.h"
 #include "model/conversation_store.h"
 #include "model/fold.h"
+#include "model/model_request.h"
 #include "model/withheld_rewrite.h"
 #include "scrub/scrubber.h"
 #include "tokens/token_counter.h"

@@ -359,8 +359,8 @@ class ChatConversation {
   void Calls(const std::vector<std::pair<std::string, std::string>>& calls) {
     json tool_calls = json::array();
     for (const auto& [id, name] : calls) {
-      tool_calls.push_back({{"id", id}, {"type", "function"},
-                            {"function", {{"name", name}, {"arguments", "{}"}}}});
+      tool_calls.push_back(
+          {{"id", id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", "{}"}}}});
     }
     messages_.push_back({{"role", "assistant"}, {"content", nullptr}, {"tool_calls", tool_calls}});
   }
@@ -397,7 +397,8 @@ TEST(ContextManagerChatTest, RedactsToolMessagesAndUserTextOnceAndRepeatsThem) {
   AppliedRequest first = ApplyChat(f, c);
   EXPECT_EQ(first.redactions_new, 1);
   EXPECT_THAT(first.body, Not(HasSubstr("SECRET123")));
-  const std::string redacted = R"({"role":"tool","tool_call_id":"t1","content":"token [REDACTED] here"})";
+  const std::string redacted =
+      R"({"role":"tool","tool_call_id":"t1","content":"token [REDACTED] here"})";
   EXPECT_THAT(first.body, HasSubstr(redacted));
   EXPECT_EQ(first.key.conversation, "m:" + first.key.thread);
 
@@ -420,7 +421,8 @@ TEST(ContextManagerChatTest, RedactsToolMessagesAndUserTextOnceAndRepeatsThem) {
   EXPECT_THAT(third.body, HasSubstr(redacted));
   EXPECT_THAT(third.body, HasSubstr("and [REDACTED] typed"));
   EXPECT_THAT(third.body, HasSubstr("SECRET999 now"));
-  EXPECT_EQ(third.body.substr(0, second.body.rfind(']')), second.body.substr(0, second.body.rfind(']')));
+  EXPECT_EQ(third.body.substr(0, second.body.rfind(']')),
+            second.body.substr(0, second.body.rfind(']')));
 }
 
 TEST(ContextManagerChatTest, FoldsAReturnedBranchAndChargesItsSpan) {
@@ -473,13 +475,15 @@ TEST(ContextManagerChatTest, TheBudgetWarningIsAUserMessageAfterTheResults) {
   ASSERT_TRUE(warned.warned);
   json sent = json::parse(warned.body);
   EXPECT_EQ(sent["messages"].back()["role"], "user");
-  EXPECT_EQ(sent["messages"].back()["content"][0]["text"], "[contextd] budget 80% used in " + kBranch);
+  EXPECT_EQ(sent["messages"].back()["content"][0]["text"],
+            "[contextd] budget 80% used in " + kBranch);
   // Repeated at its place on the next request.
   c.Say("assistant", "reading on");
   c.Say("user", "<system-reminder>x</system-reminder>");
   AppliedRequest next = ApplyChat(f, c);
   EXPECT_FALSE(next.warned);
-  EXPECT_EQ(next.body.substr(0, warned.body.rfind(']')), warned.body.substr(0, warned.body.rfind(']')));
+  EXPECT_EQ(next.body.substr(0, warned.body.rfind(']')),
+            warned.body.substr(0, warned.body.rfind(']')));
 }
 
 }  // namespace

@@ -115,8 +115,11 @@ ModelGateway::ModelGateway(ModelGatewayOptions options, ContextManager& context,
                            ConversationStore& store, transport::HttpClient& anthropic_client,
                            transport::HttpClient& openai_client,
                            std::function<void(const ModelRequestReport&)> on_request)
-    : options_(std::move(options)), context_(context), store_(store),
-      anthropic_client_(anthropic_client), openai_client_(openai_client),
+    : options_(std::move(options)),
+      context_(context),
+      store_(store),
+      anthropic_client_(anthropic_client),
+      openai_client_(openai_client),
       on_request_(std::move(on_request)) {
   for (int i = 0; i < std::max(1, options_.worker_threads); ++i) {
     workers_.emplace_back([this] { WorkerLoop(); });
@@ -230,8 +233,9 @@ void ModelGateway::Handle(transport::HttpRequest request,
   } else {
     // An OpenAI base URL already ends in its version ("/v1", or a provider's own path).
     exchange->base_url = options_.openai_base_url;
-    exchange->url = JoinUrl(options_.openai_base_url,
-                            std::string_view(exchange->target).substr(std::string_view("/v1").size()));
+    exchange->url =
+        JoinUrl(options_.openai_base_url,
+                std::string_view(exchange->target).substr(std::string_view("/v1").size()));
   }
   std::string tenant = "local";
   if (!options_.tenant_tokens.empty()) {
@@ -253,9 +257,12 @@ void ModelGateway::Handle(transport::HttpRequest request,
                           : std::string_view());
   exchange->body = request.TakeBody();
   exchange->report.usage.key.tenant = tenant;
-  exchange->report.usage.api = api ? ModelApiName(*api)
-                               : exchange->provider == Provider::kAnthropic ? "anthropic"
-                                                                            : "openai";
+  if (api) {
+    exchange->report.usage.api = ModelApiName(*api);
+  } else {
+    exchange->report.usage.api =
+        exchange->provider == Provider::kAnthropic ? "anthropic" : "openai";
+  }
   exchange->report.usage.request_id = base::RandomId("mreq_", 8);
   exchange->report.usage.at_ms = WallMs();
   std::weak_ptr<Exchange> weak = exchange;
@@ -289,7 +296,8 @@ void ModelGateway::Handle(transport::HttpRequest request,
     auto applied = context_.Apply(tenant, session, messages, WallMs());
     messages.reset();  // the context manager keeps it for the conversation's next request
     if (!applied.ok()) {
-      base::LogError(absl::StrCat("model gateway: conversation state: ", applied.status().ToString()));
+      base::LogError(
+          absl::StrCat("model gateway: conversation state: ", applied.status().ToString()));
       exchange->responder->Respond(ErrorResponse(
           exchange->provider, 500,
           "contextd: could not keep this conversation's state; the request was not sent"));
@@ -372,10 +380,10 @@ void ModelGateway::Forward(std::shared_ptr<Exchange> exchange) {
       bool timeout = absl::IsDeadlineExceeded(status);
       report.outcome = timeout ? "timeout" : "unreachable";
       report.usage.status = timeout ? 504 : 502;
-      exchange->responder->Respond(ErrorResponse(
-          exchange->provider, report.usage.status,
-          absl::StrCat("contextd could not get an answer from the model provider at ",
-                       exchange->base_url, ": ", status.message())));
+      exchange->responder->Respond(
+          ErrorResponse(exchange->provider, report.usage.status,
+                        absl::StrCat("contextd could not get an answer from the model provider at ",
+                                     exchange->base_url, ": ", status.message())));
     }
     if (exchange->usage) {
       exchange->usage->Finish();
@@ -397,7 +405,8 @@ void ModelGateway::Forward(std::shared_ptr<Exchange> exchange) {
   };
   transport::HttpClient& client =
       exchange->provider == Provider::kAnthropic ? anthropic_client_ : openai_client_;
-  std::shared_ptr<transport::ClientCall> call = client.Start(std::move(request), std::move(callbacks));
+  std::shared_ptr<transport::ClientCall> call =
+      client.Start(std::move(request), std::move(callbacks));
   bool gone;
   {
     std::lock_guard<std::mutex> lock(exchange->mu);

@@ -75,8 +75,7 @@ class ModelGateway {
   struct Exchange;
   void Post(std::function<void()> task);
   void WorkerLoop();
-  void Handle(transport::HttpRequest request,
-              std::shared_ptr<transport::HttpResponder> responder);
+  void Handle(transport::HttpRequest request, std::shared_ptr<transport::HttpResponder> responder);
   void Forward(std::shared_ptr<Exchange> exchange);
 
   const ModelGatewayOptions options_;
@@ -97,6 +96,7 @@ std::string AnthropicError(std::string_view type, std::string_view message);
 
 // The OpenAI-shaped error body: {"error":{"message":...,"type":...,"param":null,"code":...}}
 // (`code` null when empty).
-std::string OpenAIError(std::string_view type, std::string_view message, std::string_view code = "");
+std::string OpenAIError(std::string_view type, std::string_view message,
+                        std::string_view code = "");
 
 }  // namespace contextd::model

@@ -4,8 +4,10 @@ namespace contextd::model {
 
 const char* ModelApiName(ModelApi api) {
   switch (api) {
-    case ModelApi::kAnthropicMessages: return "anthropic";
-    case ModelApi::kOpenAIChat: return "openai_chat";
+    case ModelApi::kAnthropicMessages:
+      return "anthropic";
+    case ModelApi::kOpenAIChat:
+      return "openai_chat";
   }
   return "unknown";
 }

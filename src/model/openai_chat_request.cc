@@ -47,8 +47,8 @@ struct CallParts {
 };
 CallParts CallOf(std::string_view doc, const RawNode& call) {
   CallParts parts;
-  for (const auto& [member, argument] : {std::pair<const char*, const char*>{"function", "arguments"},
-                                         {"custom", "input"}}) {
+  for (const auto& [member, argument] :
+       {std::pair<const char*, const char*>{"function", "arguments"}, {"custom", "input"}}) {
     const RawNode* inner = FindMember(doc, call, member);
     if (inner == nullptr || inner->type != JsonType::kObject) continue;
     parts.name = StringMember(doc, *inner, "name").value_or("");
@@ -134,7 +134,8 @@ absl::Status OpenAIChatRequest::Index() {
   return absl::OkStatus();
 }
 
-void OpenAIChatRequest::IndexWire(size_t m, size_t wire, const std::vector<std::string>& branch_calls,
+void OpenAIChatRequest::IndexWire(size_t m, size_t wire,
+                                  const std::vector<std::string>& branch_calls,
                                   std::vector<std::string>& calls_here) {
   std::string_view doc = body_;
   const RawNode& node = messages_->children[wire];

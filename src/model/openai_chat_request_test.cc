@@ -19,7 +19,8 @@ using ::testing::HasSubstr;
 const std::string kBranch = "br_0123456789abcdef0123456789abcdef";
 
 json Call(const std::string& id, const std::string& name, const json& arguments) {
-  return {{"id", id}, {"type", "function"},
+  return {{"id", id},
+          {"type", "function"},
           {"function", {{"name", name}, {"arguments", arguments.dump()}}}};
 }
 json Assistant(json calls, json content = nullptr) {
@@ -38,25 +39,30 @@ json Conversation(bool returned, bool after) {
   json messages = json::array();
   messages.push_back({{"role", "system"}, {"content", "You are a coding agent."}});
   messages.push_back(User("fix the bug"));
-  messages.push_back(Assistant(json::array({
-      Call("c1", "contextd__branch_create", {{"description", "find"}, {"prompt", "p"}}),
-      Call("b1", "bash", {{"command", "ls"}})}), "Let me look."));
+  messages.push_back(Assistant(json::array({Call("c1", "contextd__branch_create",
+                                                 {{"description", "find"}, {"prompt", "p"}}),
+                                            Call("b1", "bash", {{"command", "ls"}})}),
+                               "Let me look."));
   messages.push_back(Tool("c1", "{\"branch_id\":\"" + kBranch + "\",\"depth\":0}"));
   messages.push_back(Tool("b1", "a.py b.py"));
   messages.push_back(Assistant(json::array({Call("r1", "read", {{"file", "a.py"}})})));
   messages.push_back(Tool("r1", std::string(2000, 'x')));
   if (returned) {
-    messages.push_back(Assistant(json::array({
-        Call("ret1", "contextd__branch_return", {{"message", "bug in a.py:3"}})})));
+    messages.push_back(Assistant(
+        json::array({Call("ret1", "contextd__branch_return", {{"message", "bug in a.py:3"}})})));
     messages.push_back(Tool("ret1", "{\"branch_id\":\"" + kBranch + "\"}"));
-    messages.push_back(User(json::array({{{"type", "text"}, {"text", "<system-reminder>todo</system-reminder>"}}})));
+    messages.push_back(User(
+        json::array({{{"type", "text"}, {"text", "<system-reminder>todo</system-reminder>"}}})));
   }
   if (after) {
     messages.push_back(Assistant(json::array(), "fixing a.py"));
     messages.push_back(User("go on"));
   }
-  return {{"model", "gpt-double"}, {"messages", messages}, {"stream", true},
-          {"stream_options", {{"include_usage", true}}}, {"unknown_field", {{"kept", true}}}};
+  return {{"model", "gpt-double"},
+          {"messages", messages},
+          {"stream", true},
+          {"stream_options", {{"include_usage", true}}},
+          {"unknown_field", {{"kept", true}}}};
 }
 
 BranchFacts Returned() {
@@ -140,13 +146,16 @@ TEST(OpenAIChatRequestTest, RenderingEveryBlockUnchangedGivesTheSameBytes) {
   const std::string body =
       "{ \"model\" : \"m\", \"temperature\": 0.50,\n \"messages\" : [ \n"
       "  {\"role\": \"developer\", \"content\": \"be brief\"},\n"
-      "  {\"role\":\"user\",\"name\":\"ann\",\"content\":[ {\"type\":\"text\",\"text\":\"caf\\u00e9\"} ,"
+      "  {\"role\":\"user\",\"name\":\"ann\",\"content\":[ "
+      "{\"type\":\"text\",\"text\":\"caf\\u00e9\"} ,"
       " {\"type\":\"image_url\",\"image_url\":{\"url\":\"data:x\",\"detail\":\"low\"}},"
       " {\"type\":\"from_the_future\",\"x\":[1e1]} ]},\n"
       "  {\"role\":\"assistant\",\"content\":null,\"refusal\":null,\"tool_calls\":[{\"id\":\"t1\","
       "\"type\":\"function\",\"function\":{\"name\":\"read\",\"arguments\":\"{\\\"p\\\":1}\"}},"
-      "{\"id\":\"t2\",\"type\":\"custom\",\"custom\":{\"name\":\"apply_patch\",\"input\":\"*** x\"}}]},\n"
-      "  {\"role\":\"tool\",\"tool_call_id\":\"t1\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},"
+      "{\"id\":\"t2\",\"type\":\"custom\",\"custom\":{\"name\":\"apply_patch\",\"input\":\"*** "
+      "x\"}}]},\n"
+      "  "
+      "{\"role\":\"tool\",\"tool_call_id\":\"t1\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},"
       "{\"type\":\"text\",\"text\":\"b\"}]},\n"
       "  {\"role\":\"tool\",\"tool_call_id\":\"t2\",\"content\":\"ok\"},\n"
       "  {\"role\":\"system\",\"content\":\"mid-way\"},\n"
@@ -289,7 +298,8 @@ TEST(OpenAIChatRequestTest, KeysTellRunsApartAndDifferFromTheMessagesAdapter) {
   auto two = Parse(R"({"messages":[{"role":"user","content":"hi"},{"role":"user","content":[]}]})");
   EXPECT_NE(one->FirstMessageKey(), two->FirstMessageKey());
   // The system prompt is not part of the thread's first message.
-  auto system = Parse(R"({"messages":[{"role":"system","content":"s"},{"role":"user","content":"hi"}]})");
+  auto system =
+      Parse(R"({"messages":[{"role":"system","content":"s"},{"role":"user","content":"hi"}]})");
   EXPECT_EQ(one->FirstMessageKey(), system->FirstMessageKey());
   auto empty = Parse(R"({"messages":[{"role":"system","content":"s"}]})");
   EXPECT_EQ(empty->FirstMessageKey(), "");
@@ -297,21 +307,21 @@ TEST(OpenAIChatRequestTest, KeysTellRunsApartAndDifferFromTheMessagesAdapter) {
 }
 
 TEST(OpenAIChatRequestTest, RejectsWhatIsNotAChatRequest) {
-  for (const char* bad : {"{", "[]", "\"x\"", "{\"messages\":{}}", "{\"messages\":[1]}",
-                          "{\"model\":\"m\"}", "{\"messages\":[{\"role\":\"user\"},null]}",
-                          "{\"messages\":[]} x"}) {
+  for (const char* bad :
+       {"{", "[]", "\"x\"", "{\"messages\":{}}", "{\"messages\":[1]}", "{\"model\":\"m\"}",
+        "{\"messages\":[{\"role\":\"user\"},null]}", "{\"messages\":[]} x"}) {
     auto parsed = OpenAIChatRequest::Parse(bad);
     EXPECT_FALSE(parsed.ok()) << bad;
     EXPECT_TRUE(absl::IsInvalidArgument(parsed.status())) << bad;
   }
   // Odd but valid JSON is read, never refused: the provider judges it.
-  for (const char* odd : {"{\"messages\":[]}",
-                          "{\"messages\":[{}]}",
-                          "{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":{}}]}",
-                          "{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":[1,{}]}]}",
-                          "{\"messages\":[{\"role\":\"tool\",\"content\":[1,{\"type\":\"text\"}]}]}",
-                          "{\"messages\":[{\"role\":\"user\",\"content\":[null]}],\"model\":7}",
-                          "{\"messages\":[{\"role\":\"function\",\"name\":\"f\",\"content\":\"x\"}]}"}) {
+  for (const char* odd :
+       {"{\"messages\":[]}", "{\"messages\":[{}]}",
+        "{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":{}}]}",
+        "{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":[1,{}]}]}",
+        "{\"messages\":[{\"role\":\"tool\",\"content\":[1,{\"type\":\"text\"}]}]}",
+        "{\"messages\":[{\"role\":\"user\",\"content\":[null]}],\"model\":7}",
+        "{\"messages\":[{\"role\":\"function\",\"name\":\"f\",\"content\":\"x\"}]}"}) {
     auto parsed = OpenAIChatRequest::Parse(odd);
     ASSERT_TRUE(parsed.ok()) << odd << ": " << parsed.status();
     (*parsed)->ComputeKeys();

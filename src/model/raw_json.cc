@@ -398,7 +398,8 @@ std::string QuoteJsonString(std::string_view text) {
   return out;
 }
 
-std::string Splice(std::string_view doc, uint32_t begin, uint32_t end, std::vector<SpanEdit> edits) {
+std::string Splice(std::string_view doc, uint32_t begin, uint32_t end,
+                   std::vector<SpanEdit> edits) {
   std::sort(edits.begin(), edits.end(),
             [](const SpanEdit& a, const SpanEdit& b) { return a.begin < b.begin; });
   std::string out;

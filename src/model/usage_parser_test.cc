@@ -81,8 +81,9 @@ TEST(UsageParserTest, ReadsChatCompletionsUsageFromTheLastStreamChunk) {
 
 TEST(UsageParserTest, ReadsAChatCompletionsJsonBody) {
   UsageParser parser(/*event_stream=*/false, UsageFormat::kOpenAIChat);
-  parser.Feed("{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion\",\"choices\":[{\"message\":"
-              "{\"role\":\"assistant\",\"content\":\"ok\",\"usage\":\"not this\"}}],");
+  parser.Feed(
+      "{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion\",\"choices\":[{\"message\":"
+      "{\"role\":\"assistant\",\"content\":\"ok\",\"usage\":\"not this\"}}],");
   parser.Feed("\"usage\":{\"prompt_tokens\":30,\"completion_tokens\":4,\"total_tokens\":34}}");
   parser.Finish();
   EXPECT_TRUE(parser.usage().seen);

@@ -170,8 +170,10 @@ model_gateway:
     auto it = env.find(n);
     return it == env.end() ? nullptr : it->second.c_str();
   };
-  ASSERT_TRUE(ApplyEnvironment(get, {"CONTEXTD_MODEL_GATEWAY_OPENAI_BASE_URL",
-                                     "CONTEXTD_MODEL_GATEWAY_OPENAI_READ_TIMEOUT_SECONDS"}, &c)
+  ASSERT_TRUE(ApplyEnvironment(get,
+                               {"CONTEXTD_MODEL_GATEWAY_OPENAI_BASE_URL",
+                                "CONTEXTD_MODEL_GATEWAY_OPENAI_READ_TIMEOUT_SECONDS"},
+                               &c)
                   .ok());
   EXPECT_EQ(c.model_gateway.openai_base_url, "http://localhost:11434/v1");
   EXPECT_EQ(c.model_gateway.openai_read_timeout_seconds, 5);
