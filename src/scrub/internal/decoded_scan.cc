@@ -44,6 +44,10 @@ std::vector<Span> LineRanges(std::string_view text, const std::vector<Span>* onl
   return out;
 }
 
+inline bool IsWordChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
 // Moves `pos` out of a marker that contains it: to its start (`down`) or end.
 size_t OutOfMarker(const std::vector<Span>& markers, size_t pos, bool down) {
   auto it = std::upper_bound(markers.begin(), markers.end(), std::make_pair(pos, SIZE_MAX));
@@ -80,6 +84,14 @@ void Engine::AddDecodedHits(std::string_view text, std::string_view path,
     const size_t first = group.front().start, last = group.back().end;
     size_t from = first - line_start > kViewBefore ? first - kViewBefore : line_start;
     size_t to = line_end - last > kViewAfter ? last + kViewAfter : line_end;
+    // A view cut inside a line starts and ends between words: \b at its ends means what it
+    // means in the text.
+    if (from > line_start) {
+      while (from < first && IsWordChar(text[from - 1])) ++from;
+    }
+    if (to < line_end) {
+      while (to > last && IsWordChar(text[to])) --to;
+    }
     // A view never cuts a marker in two: a marker's letters are not text.
     from = OutOfMarker(markers, from, true);
     to = OutOfMarker(markers, to, false);
