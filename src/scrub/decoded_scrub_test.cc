@@ -247,6 +247,41 @@ TEST(DecodedScrubTest, CleanLookAlikesAreLeftAlone) {
   }
 }
 
+TEST(DecodedScrubTest, LargeTextsLongLinesAndKeywordlessRules) {
+  // Encoded secrets on lines around the 64 KB blocks the text is searched in, and at the end of a
+  // line longer than a block.
+  const std::string enc = Base64("token: " + kGhp);
+  std::string text;
+  std::vector<size_t> at;
+  for (int i = 0; text.size() < 300000; ++i) {
+    if (i % 97 == 0) {
+      at.push_back(text.size());
+      text += "cfg " + enc + "\n";
+    } else if (i == 500) {
+      text += std::string(100000, 'w') + " " + enc + "\n";
+    } else {
+      text += "filler line " + std::to_string(i) + " with some words and numbers 12345\n";
+    }
+  }
+  const std::string out = Defaults().Scrub(text);
+  EXPECT_THAT(out, Not(HasSubstr(enc)));
+  EXPECT_EQ(Defaults().Scrub(out), out);
+  EXPECT_EQ(Defaults().Scan(text).size(), at.size() + 1);
+
+  // A rule without keywords sees decoded text too.
+  auto rules = ParseRulesToml(R"([[rules]]
+id = "ticket-secret"
+regex = '''TKT-[0-9]{8}'''
+)",
+                              "test.toml");
+  ASSERT_TRUE(rules.ok()) << rules.status();
+  auto s = RuleScrubber::Create(*rules, 2);
+  ASSERT_TRUE(s.ok()) << s.status();
+  const std::string hidden = Base64("ref TKT-12345678 ok");
+  EXPECT_EQ((*s)->Scrub("x " + hidden + " y"),
+            "x [REDACTED:ticket-secret:" + hidden.substr(0, 4) + "] y");
+}
+
 TEST(DecodedScrubTest, DecodeDepthIsValidated) {
   ScrubConfig config;
   config.decode_depth = kMaxDecodeDepth + 1;

@@ -107,7 +107,14 @@ class TextCheck {
 // Bit i set: p[i] is a run character ([A-Za-z0-9+/_-]); n <= 64 bytes, bits from n on clear.
 inline uint64_t RunMask(const char* p, size_t n) {
 #if defined(__SSE2__)
-  if (n == 64) {
+  if (n < 64) {
+    // The last bytes of a text: through a zeroed copy (texts are often short, and a byte loop
+    // over their tail cost as much as the vector loop over the rest).
+    alignas(16) char tail[64] = {};
+    std::memcpy(tail, p, n);
+    return RunMask(tail, 64) & ((uint64_t{1} << n) - 1);
+  }
+  {
     uint64_t m = 0;
     for (int k = 0; k < 4; ++k) {
       const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));

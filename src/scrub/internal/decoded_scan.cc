@@ -24,6 +24,8 @@ namespace {
 // bytes before its secret (the keyword and the assignment), and ends a few bytes after it.
 constexpr size_t kViewBefore = 256;
 constexpr size_t kViewAfter = 128;
+// Texts are searched for candidates this many bytes at a time (rounded up to a line end).
+constexpr size_t kBlockBytes = 64 << 10;
 
 // The lines the ranges of `only` touch, merged.
 std::vector<Span> LineRanges(std::string_view text, const std::vector<Span>* only) {
@@ -63,21 +65,18 @@ void Engine::AddDecodedHits(std::string_view text, std::string_view path,
                             const std::vector<Span>& markers, const std::vector<Span>* only,
                             std::vector<Hit>* hits) const {
   if (decode_depth <= 0) return;
-  std::vector<Candidate> candidates;
-  for (const auto& [a, b] : LineRanges(text, only)) {
-    FindCandidates(text, a, b, markers, &candidates);
-  }
-  std::vector<DecodedSegment> segments;
-  for (const Candidate& c : candidates) {
-    std::string decoded;
-    if (DecodeCandidate(text, c, &decoded)) {
-      segments.push_back({c.start, c.end, c.kind, std::move(decoded)});
-    }
-  }
-  if (segments.empty()) return;
-
   std::vector<Hit> found;
+  std::vector<Candidate> candidates;
   std::vector<DecodedSegment> group;
+  // Whether ScanOnce can find anything in a view: with keyword-less rules, maybe; otherwise only
+  // if some keyword occurs in it. Most views (text that decodes, with no keyword around it) stop
+  // here, at the cost of one automaton pass over the view.
+  auto worth_scanning = [&](std::string_view view) {
+    if (!always_rules.empty()) return true;
+    bool any = false;
+    ac->Scan(view, [&](uint32_t pattern, size_t) { any |= !keyword_rules[pattern].empty(); });
+    return any;
+  };
   auto scan_group = [&]() {
     const size_t line_start = LineStart(text, group.front().start);
     const size_t line_end = LineEnd(text, group.back().end);
@@ -96,46 +95,66 @@ void Engine::AddDecodedHits(std::string_view text, std::string_view path,
     from = OutOfMarker(markers, from, true);
     to = OutOfMarker(markers, to, false);
     DecodedView view = DecodedView::Make(text, from, to, group);
+    group.clear();
     for (;;) {
       std::vector<Span> view_markers;
-      for (const Hit& h : ScanOnce(view.text(), path, &view_markers, nullptr)) {
-        uint8_t encodings = 0;
-        bool at_level = false;
-        const auto [s, e] = view.ToOriginal(h.start, h.end, &encodings, nullptr, &at_level);
-        // A secret that overlaps no segment of this level: in plain text, it is the plain
-        // pass's business; in text decoded at an earlier level, that level's.
-        if (!at_level) continue;
-        const auto [ms, me] =
-            view.ToOriginal(std::min(h.match_start, h.start), std::max(h.match_end, h.end));
-        Hit o;
-        o.rule = h.rule;
-        o.start = s;
-        o.end = e;
-        o.match_start = ms;
-        o.match_end = me;
-        // The entropy of the secret as found (decoded), as gitleaks reports it.
-        o.entropy = ShannonEntropy(view.text().substr(h.start, h.end - h.start));
-        o.encodings = encodings;
-        o.decode_depth = static_cast<uint8_t>(view.level());
-        found.push_back(o);
+      if (worth_scanning(view.text())) {
+        for (const Hit& h : ScanOnce(view.text(), path, &view_markers, nullptr)) {
+          uint8_t encodings = 0;
+          bool at_level = false;
+          const auto [s, e] = view.ToOriginal(h.start, h.end, &encodings, nullptr, &at_level);
+          // A secret that overlaps no segment of this level: in plain text, it is the plain
+          // pass's business; in text decoded at an earlier level, that level's.
+          if (!at_level) continue;
+          const auto [ms, me] =
+              view.ToOriginal(std::min(h.match_start, h.start), std::max(h.match_end, h.end));
+          Hit o;
+          o.rule = h.rule;
+          o.start = s;
+          o.end = e;
+          o.match_start = ms;
+          o.match_end = me;
+          // The entropy of the secret as found (decoded), as gitleaks reports it.
+          o.entropy = ShannonEntropy(view.text().substr(h.start, h.end - h.start));
+          o.encodings = encodings;
+          o.decode_depth = static_cast<uint8_t>(view.level());
+          found.push_back(o);
+        }
+      } else {
+        // ScanOnce would have collected the markers; the next level must not decode in one.
+        for (size_t pos = view.text().find(kMarkerPrefix); pos != std::string::npos;
+             pos = view.text().find(kMarkerPrefix, pos + 1)) {
+          size_t len = 0;
+          if (ParseMarker(view.text(), pos, &len)) view_markers.emplace_back(pos, pos + len);
+        }
       }
       if (view.level() >= decode_depth) break;
       DecodedView next;
       if (!view.DecodeNext(view_markers, &next)) break;
       view = std::move(next);
     }
-    group.clear();
   };
-  for (DecodedSegment& seg : segments) {
-    if (!group.empty()) {
-      const size_t prev_end = group.back().end;
-      const bool same_line =
-          std::memchr(text.data() + prev_end, '\n', seg.start - prev_end) == nullptr;
-      if (!same_line || seg.start - prev_end > kViewBefore + kViewAfter) scan_group();
+  // Block by block (whole lines, so that no group is cut), to keep memory small on large texts.
+  for (const auto& [a, b] : LineRanges(text, only)) {
+    for (size_t block = a; block < b;) {
+      const size_t block_end = b - block > kBlockBytes ? WindowEnd(text, block + kBlockBytes) : b;
+      candidates.clear();
+      FindCandidates(text, block, std::min(block_end, b), markers, &candidates);
+      for (const Candidate& c : candidates) {
+        std::string decoded;
+        if (!DecodeCandidate(text, c, &decoded)) continue;
+        if (!group.empty()) {
+          const size_t prev_end = group.back().end;
+          const bool same_line =
+              std::memchr(text.data() + prev_end, '\n', c.start - prev_end) == nullptr;
+          if (!same_line || c.start - prev_end > kViewBefore + kViewAfter) scan_group();
+        }
+        group.push_back({c.start, c.end, c.kind, std::move(decoded)});
+      }
+      if (!group.empty()) scan_group();  // a block ends at a line end
+      block = block_end;
     }
-    group.push_back(std::move(seg));
   }
-  scan_group();
   if (found.empty()) return;
 
   std::sort(found.begin(), found.end(), [](const Hit& a, const Hit& b) {
