@@ -118,18 +118,19 @@ inline uint64_t RunMask(const char* p, size_t n) {
     uint64_t m = 0;
     for (int k = 0; k < 4; ++k) {
       const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
-      // Signed compares: bytes >= 0x80 are negative and fall outside every range.
-      const __m128i lower = _mm_or_si128(v, _mm_set1_epi8(0x20));
-      const __m128i letter = _mm_and_si128(_mm_cmpgt_epi8(lower, _mm_set1_epi8('a' - 1)),
-                                           _mm_cmplt_epi8(lower, _mm_set1_epi8('z' + 1)));
-      const __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('0' - 1)),
-                                          _mm_cmplt_epi8(v, _mm_set1_epi8('9' + 1)));
-      const __m128i sym = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('+')),
-                                                    _mm_cmpeq_epi8(v, _mm_set1_epi8('/'))),
-                                       _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('-')),
-                                                    _mm_cmpeq_epi8(v, _mm_set1_epi8('_'))));
-      const uint32_t bits =
-          static_cast<uint32_t>(_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(letter, digit), sym)));
+      // x in [lo, lo + w) as one signed compare: x + (128 - lo) < w - 128 (bytes wrap).
+      auto in_range = [](__m128i x, int lo, int w) {
+        return _mm_cmplt_epi8(_mm_add_epi8(x, _mm_set1_epi8(static_cast<char>(128 - lo))),
+                              _mm_set1_epi8(static_cast<char>(w - 128)));
+      };
+      const __m128i letter = in_range(_mm_or_si128(v, _mm_set1_epi8(0x20)), 'a', 26);
+      // '+' .. '9' is "+,-./0123456789": all but ',' and '.', which are 0x2C | 0x02.
+      const __m128i comma_dot = _mm_cmpeq_epi8(
+          _mm_and_si128(v, _mm_set1_epi8(static_cast<char>(0xFD))), _mm_set1_epi8(0x2C));
+      const __m128i plus_to_nine = _mm_andnot_si128(comma_dot, in_range(v, '+', '9' - '+' + 1));
+      const __m128i underscore = _mm_cmpeq_epi8(v, _mm_set1_epi8('_'));
+      const uint32_t bits = static_cast<uint32_t>(
+          _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(letter, plus_to_nine), underscore)));
       m |= uint64_t{bits} << (16 * k);
     }
     return m;
