@@ -104,43 +104,45 @@ class TextCheck {
   uint32_t cp_ = 0, min_ = 0;
 };
 
+#if defined(__SSE2__)
+// Bit i set: p[i] is a run character, for 16 bytes.
+inline uint32_t RunMask16(const char* p) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  // x in [lo, lo + w) as one signed compare: x + (128 - lo) < w - 128 (bytes wrap).
+  auto in_range = [](__m128i x, int lo, int w) {
+    return _mm_cmplt_epi8(_mm_add_epi8(x, _mm_set1_epi8(static_cast<char>(128 - lo))),
+                          _mm_set1_epi8(static_cast<char>(w - 128)));
+  };
+  const __m128i letter = in_range(_mm_or_si128(v, _mm_set1_epi8(0x20)), 'a', 26);
+  // '+' .. '9' is "+,-./0123456789": all but ',' and '.', which are 0x2C | 0x02.
+  const __m128i comma_dot =
+      _mm_cmpeq_epi8(_mm_and_si128(v, _mm_set1_epi8(static_cast<char>(0xFD))), _mm_set1_epi8(0x2C));
+  const __m128i plus_to_nine = _mm_andnot_si128(comma_dot, in_range(v, '+', '9' - '+' + 1));
+  const __m128i underscore = _mm_cmpeq_epi8(v, _mm_set1_epi8('_'));
+  return static_cast<uint32_t>(
+      _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(letter, plus_to_nine), underscore)));
+}
+#endif
+
 // Bit i set: p[i] is a run character ([A-Za-z0-9+/_-]); n <= 64 bytes, bits from n on clear.
 inline uint64_t RunMask(const char* p, size_t n) {
 #if defined(__SSE2__)
-  if (n < 64) {
-    // The last bytes of a text: through a zeroed copy (texts are often short, and a byte loop
-    // over their tail cost as much as the vector loop over the rest).
-    alignas(16) char tail[64] = {};
-    std::memcpy(tail, p, n);
-    return RunMask(tail, 64) & ((uint64_t{1} << n) - 1);
+  if (n == 64) {
+    return uint64_t{RunMask16(p)} | (uint64_t{RunMask16(p + 16)} << 16) |
+           (uint64_t{RunMask16(p + 32)} << 32) | (uint64_t{RunMask16(p + 48)} << 48);
   }
-  {
-    uint64_t m = 0;
-    for (int k = 0; k < 4; ++k) {
-      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
-      // x in [lo, lo + w) as one signed compare: x + (128 - lo) < w - 128 (bytes wrap).
-      auto in_range = [](__m128i x, int lo, int w) {
-        return _mm_cmplt_epi8(_mm_add_epi8(x, _mm_set1_epi8(static_cast<char>(128 - lo))),
-                              _mm_set1_epi8(static_cast<char>(w - 128)));
-      };
-      const __m128i letter = in_range(_mm_or_si128(v, _mm_set1_epi8(0x20)), 'a', 26);
-      // '+' .. '9' is "+,-./0123456789": all but ',' and '.', which are 0x2C | 0x02.
-      const __m128i comma_dot = _mm_cmpeq_epi8(
-          _mm_and_si128(v, _mm_set1_epi8(static_cast<char>(0xFD))), _mm_set1_epi8(0x2C));
-      const __m128i plus_to_nine = _mm_andnot_si128(comma_dot, in_range(v, '+', '9' - '+' + 1));
-      const __m128i underscore = _mm_cmpeq_epi8(v, _mm_set1_epi8('_'));
-      const uint32_t bits = static_cast<uint32_t>(
-          _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(letter, plus_to_nine), underscore)));
-      m |= uint64_t{bits} << (16 * k);
-    }
-    return m;
-  }
-#endif
+  // The last bytes of a text: through a zeroed copy (texts are often short, and a byte loop
+  // over their tail cost as much as the vector loop over the rest).
+  alignas(16) char tail[64] = {};
+  std::memcpy(tail, p, n);
+  return RunMask(tail, 64) & ((uint64_t{1} << n) - 1);
+#else
   uint64_t m = 0;
   for (size_t i = 0; i < n; ++i) {
     m |= uint64_t{(Cls(p[i]) & kRunChar) != 0} << i;
   }
   return m;
+#endif
 }
 
 // True when a "%XX" escape starts at `i`.
