@@ -123,6 +123,8 @@ const std::map<std::string, KeySpec>& Registry() {
     m["scrub.archive_originals"] =
         Scalar("scrub.archive_originals", [](ServerConfig* c) { return &c->scrub.archive_originals; });
     m["scrub.key_file"] = Scalar("scrub.key_file", [](ServerConfig* c) { return &c->scrub.key_file; });
+    m["scrub.decode_depth"] =
+        Scalar("scrub.decode_depth", [](ServerConfig* c) { return &c->scrub.decode_depth; });
     m["trail.auto_scope_upstreams"] = Scalar("trail.auto_scope_upstreams", [](ServerConfig* c) {
       return &c->trail_auto_scope_upstreams;
     });
@@ -438,6 +440,9 @@ absl::Status ValidateConfig(const ServerConfig& config) {
   for (const char* l : kLevels) level_ok = level_ok || config.log_level == l;
   if (!level_ok) {
     return Bad("server.log_level", "must be one of trace, debug, info, warn, error, off");
+  }
+  if (config.scrub.decode_depth < 0 || config.scrub.decode_depth > scrub::kMaxDecodeDepth) {
+    return Bad("scrub.decode_depth", StrCat("must be between 0 and ", scrub::kMaxDecodeDepth));
   }
   const ModelGatewayConfig& model = config.model_gateway;
   if (model.max_body_bytes < 1024 || model.max_body_bytes > (int64_t{1} << 30)) {

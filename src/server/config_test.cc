@@ -111,6 +111,20 @@ TEST(ConfigTest, SetConfigValueListsAndScalars) {
   EXPECT_FALSE(SetConfigValue("nope.key", "1", &c).ok());
 }
 
+TEST(ConfigTest, ScrubDecodeDepth) {
+  ServerConfig c;
+  EXPECT_EQ(c.scrub.decode_depth, 2);  // on by default
+  std::string path = WriteTemp("cfg_decode", "scrub:\n  decode_depth: 0\n");
+  ASSERT_TRUE(LoadConfigFile(path, &c).ok());
+  EXPECT_EQ(c.scrub.decode_depth, 0);
+  EXPECT_TRUE(ValidateConfig(c).ok());
+  ASSERT_TRUE(SetConfigValue("scrub.decode_depth", "9", &c).ok());
+  absl::Status s = ValidateConfig(c);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("scrub.decode_depth"), std::string::npos) << s;
+  EXPECT_FALSE(SetConfigValue("scrub.decode_depth", "two", &c).ok());
+}
+
 TEST(ConfigTest, TrailAutoScopeUpstreamsInEveryLayer) {
   ServerConfig c;
   EXPECT_FALSE(c.trail_auto_scope_upstreams);  // off by default
