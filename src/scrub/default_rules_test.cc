@@ -164,8 +164,6 @@ std::vector<Case> TruePositives() {
   add("generic-password", "Server=db;Database=app;User Id=sa;Password=", "Xk9#mP2vL8qR", ";");
   add("generic-password", "Driver={ODBC Driver 18};Server=x;Uid=app;Pwd=", "Qw3rty!x9Z", ";");
   add("generic-password", "passphrase = ", "correct-h0rse-battery", "\n");
-  add("generic-password", "./manage.py createsuperuser --password ", "Xk9mP2vL8qR", " --noinput");
-  add("generic-password", "keytool -list -keystore k.jks -storepass ", "Xk9mP2vL8qR", "\n");
   add("generic-password", "openssl pkcs12 -export -in c.pem -passout pass:", "Xk9mP2vL8qR", " -out c.p12");
   add("generic-password", "INFO connecting with password=", "Wq7#pL2mZx", " user=app\n");
   add("generic-password", "<password>", "Wq7pL2mZx9", "</password>");
@@ -188,7 +186,13 @@ std::vector<Case> TruePositives() {
   add("generic-secret", "private_token: ", R(kAlnum, 19) + "7", "\n");
   add("generic-secret", "client = Client(api_key=\"", R(kAlnum, 31) + "7", "\")");
   add("generic-secret", "GET /v1/items?access_token=", R(kAlnum, 31) + "7", "&page=2 HTTP/1.1");
-  add("generic-secret", "$ tool deploy --api-key ", R(kAlnum, 31) + "7", " --region eu");
+  // generic-flag: a flag and its value as separate words.
+  add("generic-flag", "./manage.py createsuperuser --password ", "Xk9mP2vL8qR", " --noinput");
+  add("generic-flag", "$ deploy --db-password '", "Xk9#mP2vL8qR", "' --yes");
+  add("generic-flag", "keytool -list -keystore k.jks -storepass ", "Xk9mP2vL8qR", "\n");
+  add("generic-flag", "$ tool deploy --api-key ", R(kAlnum, 31) + "7", " --region eu");
+  add("generic-flag", "gh-runner register --auth-token ", R(kAlnum, 31) + "7", "\n");
+  add("generic-flag", "python upload.py --api_key \"", R(kAlnum, 31) + "7", "\"");
   add("generic-secret", "SIGNING_KEY=", R(kAlnum, 31) + "7", "\n");
   // authorization-header: Bearer / Basic / Token credentials wherever a header is written down.
   add("authorization-header", "curl -H 'Authorization: Bearer ", R(kAlnum, 40), "' https://api");
@@ -327,6 +331,7 @@ std::vector<Case> FalsePositives() {
       {"generic-password", "PWD=/home/user1/project2\nOLDPWD=/home/user1", ""},
       {"generic-password", "pwd = os.getcwd()", ""},
       {"generic-password", "echo $TOKEN | docker login -u ci --password-stdin ghcr.io/org1/repo", ""},
+      {"generic-password", "proxy_bypass = '10.0.0.0/8,192.168.0.0/16'", ""},
       {"generic-secret", "csrf_token = \"a1b2c3d4e5f6a1b2c3d4e5f6\"", ""},
       {"generic-secret", "token_count = 4096", ""},
       {"generic-secret", "\"integrity\": \"sha512-" + std::string("Zm9vYmFyYmF6cXV4cXV1eHF1dXhxdXV4cXV1eA==") + "\"", ""},
@@ -357,6 +362,12 @@ std::vector<Case> FalsePositives() {
       {"authorization-header", "Authorization: Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==", ""},
       {"authorization-header", "Authorization: Bearer mF_9.B5f-4.1JqM", ""},
       {"authorization-header", "Authorization: Bearer ***", ""},
+      {"generic-flag", "  --password PASSWORD   the password to use (default: $DB_PASSWORD)", ""},
+      {"generic-flag", "  --token TOKEN         an API token; see --token-file", ""},
+      {"generic-flag", "docker login -u ci --password $REGISTRY_PASSWORD ghcr.io", ""},
+      {"generic-flag", "--password-file /run/secrets/db_password2", ""},
+      {"generic-flag", "$ tool --api-key ${API_KEY} --db-pass \"$(cat /run/pw)\"", ""},
+      {"generic-flag", "argparse: --secret-key SECRET_KEY_2 (default: None)", ""},
       {"cli-password", "mysql -u root -p app", ""},
       {"cli-password", "mysql -h db -P 3306 -u root -p$MYSQL_ROOT_PASSWORD app", ""},
       {"cli-password", "mysqldump -u root -p\"${DB_PASS}\" app", ""},
