@@ -147,6 +147,7 @@ std::vector<Case> TruePositives() {
   add("cli-password", "sshpass -p ", "Gh7kLm2pqXz", " scp a.tar host:/tmp");
   add("cli-password", "curl -s -u admin:", "Xk9mP2vL8qR", " https://ci.corp.io/api/json");
   add("cli-password", "curl --user \"deploy:", "p4ss-W0rd-99", "\" -X POST https://x.io");
+  add("cli-password", "redis-cli -h cache -a ", "Xk9mP2vL8qRw", " ping");
   // generic-password: the password family of key names, in every syntax that assigns a value.
   add("generic-password", "DB_PASSWORD=", "Tr0ub4dor&3x", "\n");
   add("generic-password", "  password: \"", "c0rrect-h0rse", "\"\n");
@@ -172,6 +173,12 @@ std::vector<Case> TruePositives() {
       "\\\"}\"}");
   add("generic-password", "login('admin', password=\"", "Xk9mP2vL8qR", "\")");
   add("generic-password", "config.set('db', 'password', '", "Xk9mP2vL8qR", "')");
+  add("generic-password", "os.environ[\"DB_PASSWORD\"] = \"", "Xk9mP2vL8qRw", "\"");
+  add("generic-password", "$db['default']['password'] = '", "Xk9mP2vL8qRw", "';");
+  add("generic-password", "<add key=\"DbPassword\" value=\"", "Xk9mP2vL8qRw", "\" />");
+  add("generic-password", "machine api.heroku.com login me@x.io password ", "Xk9mP2vL8qRw", "\n");
+  add("generic-password", "docker run -e POSTGRES_PASSWORD=", "Xk9mP2vL8qRw", " postgres:16");
+  add("generic-password", "spring.datasource.password=", "Xk9mP2vL8qRw", "\n");
   // generic-secret: the API key / token family of key names.
   add("generic-secret", "API_KEY=", R(kAlnum, 31) + "7", "\n");
   add("generic-secret", "client_secret: '", R(kUrlSafe, 39) + "7", "'");
