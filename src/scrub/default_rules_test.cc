@@ -200,7 +200,6 @@ std::vector<Case> TruePositives() {
   add("generic-flag", "$ tool deploy --api-key ", R(kAlnum, 31) + "7", " --region eu");
   add("generic-flag", "gh-runner register --auth-token ", R(kAlnum, 31) + "7", "\n");
   add("generic-flag", "python upload.py --api_key \"", R(kAlnum, 31) + "7", "\"");
-  add("generic-secret", "SIGNING_KEY=", R(kAlnum, 31) + "7", "\n");
   // authorization-header: Bearer / Basic / Token credentials wherever a header is written down.
   add("authorization-header", "curl -H 'Authorization: Bearer ", R(kAlnum, 40), "' https://api");
   add("authorization-header", "DEBUG send: Authorization: Bearer ",

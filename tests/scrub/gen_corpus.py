@@ -144,7 +144,7 @@ FAMILIES = {
     "generic-secret:api-key-family": (
         "generic-secret",
         ["api_key", "apikey", "apiKey", "access_key", "auth_key", "client_secret", "app_secret",
-         "secret_key", "auth_token", "access_token", "private_token", "X_API_KEY", "signing_key"],
+         "secret_key", "auth_token", "access_token", "private_token", "X_API_KEY"],
         api_key),
 }
 
