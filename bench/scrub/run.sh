@@ -3,7 +3,9 @@
 # generated, labelled corpus, in one run. Prints recall, false-positive rate and single-thread
 # throughput on clean, dense (~1.5 secrets/KB) and very dense text, with ratios.
 #   bench/scrub/run.sh [BUILD_DIR]     (default build/scrub-rel; built RelWithDebInfo if missing)
-# Env: CORPUS_DIR (default $BUILD_DIR/scrub-corpus), CLEAN_MB (16), DENSE_MB (8), SECRETLINT_MB (4).
+# Env: CORPUS_DIR (default $BUILD_DIR/scrub-corpus), CLEAN_MB (16), DENSE_MB (8), SECRETLINT_MB (4),
+#   WORKLOADS_DIR (default ../shared/workloads next to the repository: contextd's throughput and
+#   findings on recorded agent tool output, when present).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${1:-$root/build/scrub-rel}"
@@ -18,7 +20,10 @@ fi
 rm -rf "$corpus"
 python3 "$root/tests/scrub/gen_corpus.py" "$corpus" --clean-mb "${CLEAN_MB:-16}" \
   --dense-mb "${DENSE_MB:-8}" --very-dense-mb 2
-"$build/bench/scrub/scrub_eval" "$corpus" "$corpus/contextd.json" --min-seconds 3
+workloads="${WORKLOADS_DIR:-$root/../shared/workloads}"
+workload_args=()
+if compgen -G "$workloads/*.jsonl" >/dev/null; then workload_args=(--workloads "$workloads"); fi
+"$build/bench/scrub/scrub_eval" "$corpus" "$corpus/contextd.json" --min-seconds 3 "${workload_args[@]}"
 node "$root/bench/scrub/secretlint_eval.mjs" "$corpus" "$corpus/secretlint.json" \
   --throughput-mb "${SECRETLINT_MB:-4}"
 python3 "$root/bench/scrub/score.py" "$corpus" "$corpus/contextd.json" "$corpus/secretlint.json"
