@@ -25,5 +25,5 @@ workload_args=()
 if compgen -G "$workloads/*.jsonl" >/dev/null; then workload_args=(--workloads "$workloads"); fi
 "$build/bench/scrub/scrub_eval" "$corpus" "$corpus/contextd.json" --min-seconds 3 "${workload_args[@]}"
 node "$root/bench/scrub/secretlint_eval.mjs" "$corpus" "$corpus/secretlint.json" \
-  --throughput-mb "${SECRETLINT_MB:-4}"
+  --throughput-mb "${SECRETLINT_MB:-4}" "${workload_args[@]}"
 python3 "$root/bench/scrub/score.py" "$corpus" "$corpus/contextd.json" "$corpus/secretlint.json"

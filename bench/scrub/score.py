@@ -99,6 +99,9 @@ def main():
             x, y = a[2].get(k, {}).get("mb_per_s"), b[2].get(k, {}).get("mb_per_s")
             if x and y:
                 print(f"throughput ratio {k:10} {a[0]} / {b[0]}: {x / y:.1f}x")
+        x, y = a[2].get("workloads", {}).get("mb_per_s"), b[2].get("workloads", {}).get("mb_per_s")
+        if x and y:
+            print(f"throughput ratio {'workloads':10} {a[0]} / {b[0]}: {x / y:.1f}x")
         if b[1]["recall"]:
             print(f"recall ratio: {a[1]['recall'] / b[1]['recall']:.2f}x")
     kinds = [k for k in rows[0][1]["recall_by_kind"] if ":" in k]
