@@ -1,7 +1,11 @@
 // scrub_eval: runs contextd's scrubber (default rules, or --rules FILE) over the corpus written by
 // tests/scrub/gen_corpus.py: findings for every labelled file, then single-thread throughput of
 // Scrub() on clean/ and dense/. Output JSON is scored by score.py (see run.sh).
+// With --workloads DIR, also the throughput of Scrub() on every tool result of the recorded agent
+// runs in DIR/*.jsonl (one call per tool result, as the server makes them) and the findings there
+// (real tool output without secrets: every finding is a false positive).
 // Usage: scrub_eval CORPUS_DIR OUT_JSON [--rules FILE [--with-defaults]] [--min-seconds S]
+//                   [--workloads DIR]
 // (--rules reads FILE as `contextd scrub --rules` does: alone unless it extends the built-in rules
 // or --with-defaults is given.)
 #include <time.h>
@@ -35,16 +39,44 @@ static double ThreadCpuSeconds() {
   return static_cast<double>(ts.tv_sec) + ts.tv_nsec / 1e9;
 }
 
-static nlohmann::json Throughput(const RuleScrubber& s, const fs::path& dir, double min_seconds) {
-  std::vector<std::string> texts;
+static std::vector<std::string> ReadDir(const fs::path& dir) {
   std::vector<fs::path> paths;
   for (const auto& e : fs::directory_iterator(dir)) paths.push_back(e.path());
   std::sort(paths.begin(), paths.end());
-  size_t bytes = 0;
-  for (const auto& p : paths) {
-    texts.push_back(ReadFile(p));
-    bytes += texts.back().size();
+  std::vector<std::string> texts;
+  for (const auto& p : paths) texts.push_back(ReadFile(p));
+  return texts;
+}
+
+// The "content" of every step with role "tool" in DIR/*.jsonl (see ../shared/workloads/README.md).
+static std::vector<std::string> ReadToolResults(const fs::path& dir) {
+  std::vector<fs::path> paths;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() == ".jsonl") paths.push_back(e.path());
   }
+  std::sort(paths.begin(), paths.end());
+  std::vector<std::string> texts;
+  for (const auto& p : paths) {
+    std::ifstream in(p, std::ios::binary);
+    std::string line;
+    while (std::getline(in, line)) {
+      auto run = nlohmann::json::parse(line, nullptr, false);
+      if (run.is_discarded() || !run.contains("steps") || !run["steps"].is_array()) continue;
+      for (const auto& step : run["steps"]) {
+        if (step.value("role", "") == "tool" && step.contains("content") &&
+            step["content"].is_string()) {
+          texts.push_back(step["content"].get<std::string>());
+        }
+      }
+    }
+  }
+  return texts;
+}
+
+static nlohmann::json Throughput(const RuleScrubber& s, const std::vector<std::string>& texts,
+                                 double min_seconds) {
+  size_t bytes = 0;
+  for (const auto& t : texts) bytes += t.size();
   // One untimed round warms RE2's lazily built DFAs (a long-running server keeps them warm).
   for (const auto& t : texts) s.Scrub(t);
   size_t total = 0, out_bytes = 0;
@@ -76,6 +108,7 @@ int main(int argc, char** argv) {
   std::string out_path = argv[2];
   contextd::scrub::ScrubConfig cfg;
   double min_seconds = 2;
+  std::string workloads;
   cfg.extend_default = false;
   for (int i = 3; i < argc; ++i) {
     std::string flag = argv[i];
@@ -85,6 +118,8 @@ int main(int argc, char** argv) {
       cfg.rules_file = argv[++i];
     } else if (flag == "--min-seconds" && i + 1 < argc) {
       min_seconds = std::stod(argv[++i]);
+    } else if (flag == "--workloads" && i + 1 < argc) {
+      workloads = argv[++i];
     }
   }
   auto scrubber = contextd::scrub::BuildScrubber(cfg);
@@ -114,11 +149,30 @@ int main(int argc, char** argv) {
       {"files", files},
       {"idempotent", idempotent},
       {"throughput",
-       {{"clean", Throughput(**scrubber, corpus / "clean", min_seconds)},
-        {"dense", Throughput(**scrubber, corpus / "dense", min_seconds)},
-        {"very-dense", Throughput(**scrubber, corpus / "very-dense", min_seconds)}}}};
-  std::ofstream(out_path) << doc.dump();
+       {{"clean", Throughput(**scrubber, ReadDir(corpus / "clean"), min_seconds)},
+        {"dense", Throughput(**scrubber, ReadDir(corpus / "dense"), min_seconds)},
+        {"very-dense", Throughput(**scrubber, ReadDir(corpus / "very-dense"), min_seconds)}}}};
   std::cerr << "contextd: clean " << doc["throughput"]["clean"]["mb_per_s"].get<double>()
             << " MB/s, dense " << doc["throughput"]["dense"]["mb_per_s"].get<double>() << " MB/s\n";
+  if (!workloads.empty()) {
+    const std::vector<std::string> results = ReadToolResults(workloads);
+    if (results.empty()) {
+      std::cerr << "scrub_eval: no tool results in " << workloads << "/*.jsonl\n";
+    } else {
+      nlohmann::json findings = nlohmann::json::array();
+      for (const auto& t : results) {
+        for (const auto& f : (*scrubber)->Scan(t)) {
+          findings.push_back({f.rule_id, t.substr(f.start, std::min<size_t>(f.end - f.start, 40))});
+        }
+      }
+      nlohmann::json w = Throughput(**scrubber, results, min_seconds);
+      w["tool_results"] = results.size();
+      w["findings"] = findings;
+      doc["throughput"]["workloads"] = w;
+      std::cerr << "contextd: workloads (" << results.size() << " tool results) "
+                << w["mb_per_s"].get<double>() << " MB/s, " << findings.size() << " findings\n";
+    }
+  }
+  std::ofstream(out_path) << doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return 0;
 }

@@ -1,7 +1,9 @@
 // Runs secretlint (@secretlint/core + @secretlint/secretlint-rule-preset-recommend, pinned in
 // tools/npm/scrub) over the same corpus as scrub_eval, in-process (no CLI start-up in the timing).
-// Usage: node secretlint_eval.mjs CORPUS_DIR OUT_FINDINGS_JSON [--throughput-mb N]
-// Writes {"files": {"labelled/x": [[start,end,ruleId],...]}, "throughput": {...}}.
+// Usage: node secretlint_eval.mjs CORPUS_DIR OUT_FINDINGS_JSON [--throughput-mb N] [--workloads DIR]
+// Writes {"files": {"labelled/x": [[start,end,ruleId],...]}, "throughput": {...}}; with
+// --workloads, throughput.workloads is the run over every tool result of DIR/*.jsonl (as
+// scrub_eval --workloads), with its findings.
 import { createRequire } from "node:module";
 import fs from "node:fs";
 import path from "node:path";
@@ -16,6 +18,8 @@ const { loadPackagesFromConfigDescriptor } = await import(require.resolve("@secr
 const [corpus, outFile, ...rest] = process.argv.slice(2);
 const mbFlag = rest.indexOf("--throughput-mb");
 const throughputMb = mbFlag >= 0 ? Number(rest[mbFlag + 1]) : 2;
+const wlFlag = rest.indexOf("--workloads");
+const workloadsDir = wlFlag >= 0 ? rest[wlFlag + 1] : null;
 
 const loaded = await loadPackagesFromConfigDescriptor({
   configDescriptor: { rules: [{ id: "@secretlint/secretlint-rule-preset-recommend" }] },
@@ -68,5 +72,50 @@ const tp = {
   dense: await throughput("dense"),
   "very-dense": await throughput("very-dense"),
 };
+// Every tool result of the recorded runs: findings (all are false positives: the runs hold no
+// secret), then one timed pass after one warm-up pass.
+async function workloads(dir) {
+  const texts = [];
+  for (const name of fs.readdirSync(dir).filter((n) => n.endsWith(".jsonl")).sort()) {
+    for (const line of fs.readFileSync(path.join(dir, name), "utf8").split("\n")) {
+      if (!line.trim()) continue;
+      let run;
+      try {
+        run = JSON.parse(line);
+      } catch {
+        continue;
+      }
+      for (const step of run.steps ?? []) {
+        if (step.role === "tool" && typeof step.content === "string") texts.push(step.content);
+      }
+    }
+  }
+  const findings = [];
+  for (let i = 0; i < texts.length; i++) {
+    for (const [s, e, rule] of await lint(`tool-${i}.txt`, texts[i])) {
+      findings.push([rule, texts[i].slice(s, Math.min(e, s + 40))]);
+    }
+  }
+  let bytes = 0;
+  const t0 = process.hrtime.bigint();
+  const c0 = process.cpuUsage();
+  for (let i = 0; i < texts.length; i++) {
+    await lint(`tool-${i}.txt`, texts[i]);
+    bytes += Buffer.byteLength(texts[i]);
+  }
+  const secs = Number(process.hrtime.bigint() - t0) / 1e9;
+  const c = process.cpuUsage(c0);
+  const cpu = (c.user + c.system) / 1e6;
+  return {
+    bytes, rounds: 1, tool_results: texts.length, findings, wall_seconds: secs, cpu_seconds: cpu,
+    mb_per_s: bytes / 1e6 / cpu, wall_mb_per_s: bytes / 1e6 / secs,
+  };
+}
+if (workloadsDir) {
+  tp.workloads = await workloads(workloadsDir);
+  console.error(`secretlint: workloads ${tp.workloads.mb_per_s.toFixed(2)} MB/s, ` +
+                `${tp.workloads.findings.length} findings`);
+}
+
 fs.writeFileSync(outFile, JSON.stringify({ tool: "secretlint 13.0.6 + preset-recommend 13.0.6", files, throughput: tp }));
 console.error(`secretlint: clean ${tp.clean.mb_per_s.toFixed(2)} MB/s, dense ${tp.dense.mb_per_s.toFixed(2)} MB/s`);

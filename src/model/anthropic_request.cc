@@ -29,15 +29,6 @@ BlockKind KindOf(std::string_view type) {
   return BlockKind::kOther;
 }
 
-// The first bytes of a text block decoded at parse time (enough to tell a client's
-// <system-reminder> from text a person wrote); the rest is read on demand.
-constexpr size_t kTextPrefixBytes = 64;
-
-bool IsBranchTool(std::string_view name) {
-  std::string_view bare = BareToolName(name);
-  return bare == "branch_create" || bare == "branch_return";
-}
-
 Role RoleOf(std::string_view role) {
   if (role == "user") return Role::kUser;
   if (role == "assistant") return Role::kAssistant;
@@ -330,11 +321,7 @@ std::string AnthropicRequest::RewriteBlockRef(
     if (!replacements.empty()) return replacements.front().second;
     return std::string(node.Text(doc));
   }
-  struct Edit {
-    uint32_t begin, end;
-    std::string_view text;
-  };
-  std::vector<Edit> edits;
+  std::vector<SpanEdit> edits;
   for (const auto& [span, text] : replacements) edits.push_back({span.begin, span.end, text});
   if (ref.cache_control != nullptr) {
     const std::vector<RawNode>& members = node.children;
@@ -347,18 +334,7 @@ std::string AnthropicRequest::RewriteBlockRef(
       edits.push_back({members[0].key_begin, members[0].end, {}});
     }
   }
-  std::sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) { return a.begin < b.begin; });
-  std::string out;
-  out.reserve(node.end - node.begin);
-  uint32_t at = node.begin;
-  for (const Edit& edit : edits) {
-    if (edit.begin < at) continue;  // overlapping edits cannot happen; be safe
-    out.append(doc.substr(at, edit.begin - at));
-    out.append(edit.text);
-    at = edit.end;
-  }
-  out.append(doc.substr(at, node.end - at));
-  return out;
+  return Splice(doc, node.begin, node.end, std::move(edits));
 }
 
 std::string AnthropicRequest::RewriteBlock(
@@ -511,41 +487,6 @@ std::string AnthropicRequest::Render(const RenderPlan& plan) const {
   }
   out.push_back(']');
   out.append(doc.substr(messages_->end));
-  return out;
-}
-
-Transcript AnthropicRequest::RenderedTranscript(const RenderPlan& plan) const {
-  Transcript out;
-  size_t fold = 0;
-  for (size_t m = 0; m < transcript_.messages.size(); ++m) {
-    out.messages.push_back(transcript_.messages[m]);
-    if (plan.appends.count(m)) {
-      Block appended;
-      appended.kind = BlockKind::kText;
-      out.messages.back().blocks.push_back(appended);
-    }
-    if (fold < plan.folds.size() && plan.folds[fold].create_message == m) {
-      const FoldEdit& edit = plan.folds[fold];
-      Message folded;
-      folded.role = Role::kUser;
-      Block result;
-      result.kind = BlockKind::kToolResult;
-      result.call_id = edit.create_call_id;
-      result.text = edit.result_text;
-      folded.blocks.push_back(result);
-      for (const std::string& id : edit.stub_call_ids) {
-        result.call_id = id;
-        result.text = StubResultText(edit.branch_id);
-        folded.blocks.push_back(result);
-      }
-      for (size_t b : edit.kept_end_blocks) {
-        folded.blocks.push_back(transcript_.messages[edit.end_message].blocks[b]);
-      }
-      out.messages.push_back(std::move(folded));
-      m = edit.end_message;
-      ++fold;
-    }
-  }
   return out;
 }
 

@@ -3,7 +3,7 @@
 // view. Render() writes the body back with only `messages` content changed as a RenderPlan says:
 // every byte outside the changed blocks (other fields, unknown roles and block types, kept
 // assistant messages with their thinking signatures) is copied as the client sent it.
-// Not thread-safe; a value owned by one request.
+// The Messages implementation of ModelRequest. Not thread-safe; a value owned by one request.
 #pragma once
 
 #include <map>
@@ -14,23 +14,16 @@
 
 #include "absl/status/statusor.h"
 #include "model/fold.h"
+#include "model/model_request.h"
 #include "model/raw_json.h"
 #include "model/transcript.h"
 
 namespace contextd::model {
 
-// What Render changes. Indexes are of the request's messages and their blocks.
-struct RenderPlan {
-  std::vector<FoldEdit> folds;  // disjoint, in order (FoldPlan::edits)
-  // (message, block) -> the block sent instead, without cache marker (the original's marker, if
-  // any, is put back). For string content (block 0 of a string-content message): a JSON string.
-  std::map<std::pair<size_t, size_t>, std::string> blocks;
-  // message -> blocks appended to its content (JSON objects joined by ',').
-  std::map<size_t, std::string> appends;
-};
-
-class AnthropicRequest {
+class AnthropicRequest : public ModelRequest {
  public:
+  using TextSpan = model::TextSpan;
+
   // Parses `body`. InvalidArgument (naming the problem) when it is not JSON, not an object, or
   // `messages` is missing or not an array of objects.
   // With `previous` (the conversation's last request, owned by the caller and spent by this:
@@ -40,45 +33,40 @@ class AnthropicRequest {
       std::string body, AnthropicRequest* previous = nullptr);
 
   // How many messages Parse took over from `previous`.
-  size_t reused_messages() const { return reused_messages_; }
+  size_t reused_messages() const override { return reused_messages_; }
 
-  const std::string& body() const { return body_; }
+  ModelApi api() const override { return ModelApi::kAnthropicMessages; }
+  const std::string& body() const override { return body_; }
   // The neutral view. Block::text is filled at parse time only where the fold core needs it:
   // branch_create/branch_return calls and their results (whole), text blocks (their first 64
   // bytes). BlockText reads any block whole. Keys are empty until ComputeKeys.
-  const Transcript& transcript() const { return transcript_; }
+  const Transcript& transcript() const override { return transcript_; }
 
   // The key of message 0 (computing it if needed), "" without messages: it names the thread.
-  std::string FirstMessageKey();
+  std::string FirstMessageKey() override;
   // Fills the block and message keys not known yet (messages Parse took over from the previous
   // request keep theirs: only a new tail is hashed).
-  void ComputeKeys();
+  void ComputeKeys() override;
 
   // What the model reads of block (message, block), decoded: a text block's or a string
   // content's text, a tool result's text parts joined by newlines, a tool call's input (JSON),
   // a thinking block's thinking; "" for others.
-  std::string BlockText(size_t message, size_t block) const;
-  const std::string& model() const { return model_; }
+  std::string BlockText(size_t message, size_t block) const override;
+  const std::string& model() const override { return model_; }
 
   // The decoded text strings of block (message, block) that scrubbing reads, with the offsets
   // of their tokens in body(): a text block's text, a tool result's string content or the text
   // of its text parts; a string-content message's string.
-  struct TextSpan {
-    uint32_t begin = 0;
-    uint32_t end = 0;
-  };
-  const std::vector<TextSpan>& TextSpans(size_t message, size_t block) const;
+  const std::vector<TextSpan>& TextSpans(size_t message, size_t block) const override;
 
   // The block's bytes without its cache marker, with `replacements` (token spans of TextSpans ->
   // new JSON string tokens) applied. For a string-content message: the new string token.
-  std::string RewriteBlock(size_t message, size_t block,
-                           const std::vector<std::pair<TextSpan, std::string>>& replacements) const;
+  std::string RewriteBlock(
+      size_t message, size_t block,
+      const std::vector<std::pair<TextSpan, std::string>>& replacements) const override;
 
   // The request with `plan` applied.
-  std::string Render(const RenderPlan& plan) const;
-
-  // The transcript as Render(plan) leaves it (for validation and counting), without keys.
-  Transcript RenderedTranscript(const RenderPlan& plan) const;
+  std::string Render(const RenderPlan& plan) const override;
 
  private:
   struct BlockRef {

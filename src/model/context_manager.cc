@@ -6,10 +6,16 @@
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "model/openai_chat_request.h"
 #include "scrub/private_spans.h"
 
 namespace contextd::model {
 namespace {
+
+// The key of a conversation's last request in ContextManager::lasts_.
+std::string LastKey(ModelApi api, const std::string& tenant, const std::string& conversation_id) {
+  return absl::StrCat(ModelApiName(api), "\n", tenant, "\n", conversation_id);
+}
 
 bool Scrubbable(const Message& message, const Block& block) {
   return message.role == Role::kUser &&
@@ -44,10 +50,10 @@ std::shared_ptr<ContextManager::ThreadState> ContextManager::Thread(const std::s
 
 absl::StatusOr<std::shared_ptr<AnthropicRequest>> ContextManager::Parse(
     const std::string& tenant, const std::string& conversation_id, std::string body) {
-  std::shared_ptr<AnthropicRequest> previous;
+  std::shared_ptr<ModelRequest> previous;
   if (!conversation_id.empty()) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = lasts_.find(absl::StrCat(tenant, "\n", conversation_id));
+    auto it = lasts_.find(LastKey(ModelApi::kAnthropicMessages, tenant, conversation_id));
     if (it != lasts_.end()) {
       previous = std::move(it->second.request);  // spent by the parse: nobody else may use it
       lasts_bytes_ -= previous->body().size();
@@ -55,15 +61,33 @@ absl::StatusOr<std::shared_ptr<AnthropicRequest>> ContextManager::Parse(
       lasts_.erase(it);
     }
   }
-  auto parsed = AnthropicRequest::Parse(std::move(body), previous.get());
+  // Only Messages requests are kept under a Messages key.
+  auto parsed =
+      AnthropicRequest::Parse(std::move(body), static_cast<AnthropicRequest*>(previous.get()));
   if (!parsed.ok()) return parsed.status();
   return std::shared_ptr<AnthropicRequest>(*std::move(parsed));
 }
 
-void ContextManager::RememberLast(const std::string& id,
-                                  std::shared_ptr<AnthropicRequest> request) {
+absl::StatusOr<std::shared_ptr<ModelRequest>> ContextManager::Parse(
+    ModelApi api, const std::string& tenant, const std::string& conversation_id, std::string body) {
+  switch (api) {
+    case ModelApi::kAnthropicMessages: {
+      auto parsed = Parse(tenant, conversation_id, std::move(body));
+      if (!parsed.ok()) return parsed.status();
+      return std::shared_ptr<ModelRequest>(*std::move(parsed));
+    }
+    case ModelApi::kOpenAIChat: {
+      auto parsed = OpenAIChatRequest::Parse(std::move(body));
+      if (!parsed.ok()) return parsed.status();
+      return std::shared_ptr<ModelRequest>(*std::move(parsed));
+    }
+  }
+  return absl::InvalidArgumentError("unknown model API");
+}
+
+void ContextManager::RememberLast(const std::string& id, std::shared_ptr<ModelRequest> request) {
   if (request->body().size() > options_.max_kept_request_bytes) return;
-  std::vector<std::shared_ptr<AnthropicRequest>> dropped;  // released after the lock
+  std::vector<std::shared_ptr<ModelRequest>> dropped;  // released after the lock
   std::lock_guard<std::mutex> lock(mu_);
   lasts_bytes_ += request->body().size();
   auto it = lasts_.find(id);
@@ -141,7 +165,7 @@ absl::Status ContextManager::Load(const ConversationKey& key, ThreadState& state
   return absl::OkStatus();
 }
 
-int64_t ContextManager::Tokens(ThreadState& state, const AnthropicRequest& request, size_t m,
+int64_t ContextManager::Tokens(ThreadState& state, const ModelRequest& request, size_t m,
                                size_t b) const {
   const Block& block = request.transcript().messages[m].blocks[b];
   auto it = state.tokens.find(block.key);
@@ -151,7 +175,7 @@ int64_t ContextManager::Tokens(ThreadState& state, const AnthropicRequest& reque
   return n;
 }
 
-int64_t ContextManager::MessageTokens(ThreadState& state, const AnthropicRequest& request,
+int64_t ContextManager::MessageTokens(ThreadState& state, const ModelRequest& request,
                                       size_t m) const {
   const Message& message = request.transcript().messages[m];
   auto it = state.message_tokens.find(message.key);
@@ -171,7 +195,7 @@ int64_t ContextManager::TextTokens(ThreadState& state, const std::string& text) 
   return n;
 }
 
-void ContextManager::RecordCalls(const ConversationKey& key, const AnthropicRequest& request,
+void ContextManager::RecordCalls(const ConversationKey& key, const ModelRequest& request,
                                  size_t old, const FoldPlan& folds, ThreadState& state,
                                  const std::map<std::pair<size_t, size_t>, std::string>& scrubbed) {
   const Transcript& t = request.transcript();
@@ -220,12 +244,12 @@ void ContextManager::RecordCalls(const ConversationKey& key, const AnthropicRequ
   if (!done.empty()) recorder_(key, anchor, done);
 }
 
-std::string ContextManager::Rebuild(const AnthropicRequest& request, size_t m, size_t b,
+std::string ContextManager::Rebuild(const ModelRequest& request, size_t m, size_t b,
                                     const WithheldRewrite& decision) const {
-  const std::vector<AnthropicRequest::TextSpan>& spans = request.TextSpans(m, b);
+  const std::vector<TextSpan>& spans = request.TextSpans(m, b);
   // The block with each span's decoded text replaced by `redact(k, text)` (nullopt: give up).
   auto build = [&](const auto& redact) -> std::optional<std::string> {
-    std::vector<std::pair<AnthropicRequest::TextSpan, std::string>> replacements;
+    std::vector<std::pair<TextSpan, std::string>> replacements;
     for (size_t k = 0; k < spans.size(); ++k) {
       std::string text = DecodeJsonString(std::string_view(request.body())
                                                .substr(spans[k].begin, spans[k].end - spans[k].begin));
@@ -255,9 +279,9 @@ std::string ContextManager::Rebuild(const AnthropicRequest& request, size_t m, s
   return value;
 }
 
-void ContextManager::ChargeSpan(const std::string& tenant, const AnthropicRequest& request,
-                                size_t old, ThreadState& state, FoldPlan& folds,
-                                ConversationUpdate& update, AppliedRequest& applied) {
+void ContextManager::ChargeSpan(const std::string& tenant, const ModelRequest& request, size_t old,
+                                ThreadState& state, FoldPlan& folds, ConversationUpdate& update,
+                                AppliedRequest& applied) {
   const Transcript& t = request.transcript();
   if (!charger_ || folds.open_branch_id.empty() || t.messages.empty()) return;
   // Calls to contextd's own tools (and proxied upstreams) are charged by the MCP side.
@@ -323,9 +347,10 @@ void ContextManager::ChargeSpan(const std::string& tenant, const AnthropicReques
   }
 }
 
-absl::StatusOr<AppliedRequest> ContextManager::Apply(
-    const std::string& tenant, const std::string& conversation_id,
-    const std::shared_ptr<AnthropicRequest>& request, int64_t now_ms) {
+absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
+                                                     const std::string& conversation_id,
+                                                     const std::shared_ptr<ModelRequest>& request,
+                                                     int64_t now_ms) {
   AppliedRequest applied;
   std::string first = request->transcript().messages.empty()
                           ? std::string("empty")
@@ -394,11 +419,11 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(
         continue;
       }
       if (m < old || removed[m] || !Scrubbable(message, block)) continue;
-      std::vector<std::pair<AnthropicRequest::TextSpan, std::string>> replacements;
+      std::vector<std::pair<TextSpan, std::string>> replacements;
       std::string joined;
       bool has_private = false;
       std::vector<std::pair<std::string, std::string>> texts;  // (decoded, scrubbed) per span
-      for (const AnthropicRequest::TextSpan& span : request->TextSpans(m, b)) {
+      for (const TextSpan& span : request->TextSpans(m, b)) {
         std::string_view token =
             std::string_view(request->body()).substr(span.begin, span.end - span.begin);
         std::string text = DecodeJsonString(token);
@@ -485,7 +510,11 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(
     applied.deferred = std::move(update);
   }
   if (!conversation_id.empty()) {
-    RememberLast(absl::StrCat(tenant, "\n", conversation_id), request);
+    // Only a Messages request is taken over by the next (Chat Completions names no
+    // conversation).
+    if (request->api() == ModelApi::kAnthropicMessages) {
+      RememberLast(LastKey(request->api(), tenant, conversation_id), request);
+    }
   }
   return applied;
 }

@@ -24,6 +24,7 @@
 #include "model/anthropic_request.h"
 #include "model/conversation_store.h"
 #include "model/fold.h"
+#include "model/model_request.h"
 #include "model/withheld_rewrite.h"
 #include "scrub/scrubber.h"
 #include "tokens/token_counter.h"
@@ -106,9 +107,6 @@ class ContextManager {
                  TenantBranchLookup lookup, TenantBranchCharger charger = nullptr,
                  TenantCallRecorder recorder = nullptr);
 
-  // Applies F(.) to `request` for `tenant`. `conversation_id`: the client's session id header
-  // ("" when absent). Errors only from the store (Internal/Unavailable): the request must then
-  // not be forwarded, since its decisions could not be kept.
   // Parses a Messages request body of `tenant`'s conversation `conversation_id` (the client's
   // session id; "" when absent), taking over what the conversation's last applied request held
   // byte for byte, so that a resent history is not read again. InvalidArgument as
@@ -116,12 +114,20 @@ class ContextManager {
   absl::StatusOr<std::shared_ptr<AnthropicRequest>> Parse(const std::string& tenant,
                                                           const std::string& conversation_id,
                                                           std::string body);
+  // Parses a request body of `api` (Messages as above; Chat Completions as
+  // OpenAIChatRequest::Parse, without taking over: that API names no conversation).
+  absl::StatusOr<std::shared_ptr<ModelRequest>> Parse(ModelApi api, const std::string& tenant,
+                                                      const std::string& conversation_id,
+                                                      std::string body);
 
+  // Applies F(.) to `request` for `tenant`. `conversation_id`: the client's session id header
+  // ("" when absent). Errors only from the store (Internal/Unavailable): the request must then
+  // not be forwarded, since its decisions could not be kept.
   // The request is kept as its conversation's last one (Parse takes over from it): the caller
   // must not use it after this returns.
   absl::StatusOr<AppliedRequest> Apply(const std::string& tenant,
                                        const std::string& conversation_id,
-                                       const std::shared_ptr<AnthropicRequest>& request,
+                                       const std::shared_ptr<ModelRequest>& request,
                                        int64_t now_ms);
 
   // Writes the frontier `applied` left to be written (AppliedRequest::deferred), unless a later
@@ -154,26 +160,26 @@ class ContextManager {
   static std::string ThreadId(const ConversationKey& key);
   // Forgets what the thread decided in memory, so that its next request reloads the store.
   static void Forget(ThreadState& state);
-  void RememberLast(const std::string& id, std::shared_ptr<AnthropicRequest> request);
+  void RememberLast(const std::string& id, std::shared_ptr<ModelRequest> request);
   absl::Status Load(const ConversationKey& key, ThreadState& state);
   // Token counts, cached per thread by key.
-  int64_t Tokens(ThreadState& state, const AnthropicRequest& request, size_t m, size_t b) const;
-  int64_t MessageTokens(ThreadState& state, const AnthropicRequest& request, size_t m) const;
+  int64_t Tokens(ThreadState& state, const ModelRequest& request, size_t m, size_t b) const;
+  int64_t MessageTokens(ThreadState& state, const ModelRequest& request, size_t m) const;
   int64_t TextTokens(ThreadState& state, const std::string& text) const;
   // Hands the calls completed by the new messages (past `old`) to the recorder.
   // `scrubbed`: the new blocks this request scrubbed, by (message, block), as scrubbed text.
-  void RecordCalls(const ConversationKey& key, const AnthropicRequest& request, size_t old,
+  void RecordCalls(const ConversationKey& key, const ModelRequest& request, size_t old,
                    const FoldPlan& folds, ThreadState& state,
                    const std::map<std::pair<size_t, size_t>, std::string>& scrubbed);
   // The block (message m, block b) a withheld decision stands for, rebuilt from the original
   // the client resent: by its stored redactions, else by scrubbing it again; a rebuild whose
   // digest differs from the stored one (the rules changed, and the redactions could not be
   // stored) is used anyway, and logged.
-  std::string Rebuild(const AnthropicRequest& request, size_t m, size_t b,
+  std::string Rebuild(const ModelRequest& request, size_t m, size_t b,
                       const WithheldRewrite& decision) const;
   // Charges the open branch with the new part of its span; may append a warning decision or
   // force-return the branch (then `folds` is planned again, folding it at the tail).
-  void ChargeSpan(const std::string& tenant, const AnthropicRequest& request, size_t old,
+  void ChargeSpan(const std::string& tenant, const ModelRequest& request, size_t old,
                   ThreadState& state, FoldPlan& folds, ConversationUpdate& update,
                   AppliedRequest& applied);
 
@@ -187,10 +193,10 @@ class ContextManager {
   mutable std::mutex mu_;  // guards threads_ and lru_
   std::unordered_map<std::string, Entry> threads_;
   std::list<std::string> lru_;  // most recent first
-  // The last applied request of each conversation (tenant + "\n" + id), for Parse; taken out
+  // The last applied request of each conversation (api + tenant + id), for Parse; taken out
   // while a Parse uses it. Bounded by max_threads_in_memory and max_kept_request_bytes.
   struct Last {
-    std::shared_ptr<AnthropicRequest> request;
+    std::shared_ptr<ModelRequest> request;
     std::list<std::string>::iterator lru;
   };
   std::unordered_map<std::string, Last> lasts_;

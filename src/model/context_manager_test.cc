@@ -4,6 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "model/openai_chat_request.h"
 #include "model/testing/in_memory_conversation_store.h"
 #include "nlohmann/json.hpp"
 #include "scrub/rule_scrubber.h"
@@ -346,6 +347,143 @@ TEST(ContextManagerTest, PrivateBlocksOfAnotherScrubberAreRebuiltByScrubbingAgai
   c.Assistant(json::array({{{"type", "text"}, {"text", "ok"}}}));
   c.User(json::array({{{"type", "text"}, {"text", "next"}}}));
   EXPECT_THAT(f.Apply(c, restarted.get()).body, HasSubstr(sent));
+}
+
+// A Chat Completions conversation grown as a client would (system prompt first).
+class ChatConversation {
+ public:
+  ChatConversation() {
+    messages_.push_back({{"role", "system"}, {"content", "You are a test."}});
+    messages_.push_back({{"role", "user"}, {"content", "task"}});
+  }
+  void Calls(const std::vector<std::pair<std::string, std::string>>& calls) {
+    json tool_calls = json::array();
+    for (const auto& [id, name] : calls) {
+      tool_calls.push_back(
+          {{"id", id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", "{}"}}}});
+    }
+    messages_.push_back({{"role", "assistant"}, {"content", nullptr}, {"tool_calls", tool_calls}});
+  }
+  void Tool(const std::string& id, const std::string& text) {
+    messages_.push_back({{"role", "tool"}, {"tool_call_id", id}, {"content", text}});
+  }
+  void Say(const std::string& role, const std::string& text) {
+    messages_.push_back({{"role", role}, {"content", text}});
+  }
+  std::shared_ptr<ModelRequest> Request() const {
+    json body = {{"model", "gpt-x"}, {"messages", messages_}, {"stream", true}};
+    auto parsed = OpenAIChatRequest::Parse(body.dump());
+    EXPECT_TRUE(parsed.ok()) << parsed.status();
+    return std::shared_ptr<ModelRequest>(*std::move(parsed));
+  }
+
+ private:
+  json messages_ = json::array();
+};
+
+AppliedRequest ApplyChat(Fixture& f, const ChatConversation& c, ContextManager* m = nullptr) {
+  ContextManager* target = m ? m : f.manager.get();
+  auto applied = target->Apply("local", "", c.Request(), 1000);
+  EXPECT_TRUE(applied.ok()) << applied.status();
+  if (applied.ok()) target->SaveFrontier(*applied);
+  return *std::move(applied);
+}
+
+TEST(ContextManagerChatTest, RedactsToolMessagesAndUserTextOnceAndRepeatsThem) {
+  Fixture f;
+  ChatConversation c;
+  c.Calls({{"t1", "read"}});
+  c.Tool("t1", "token SECRET123 here");
+  AppliedRequest first = ApplyChat(f, c);
+  EXPECT_EQ(first.redactions_new, 1);
+  EXPECT_THAT(first.body, Not(HasSubstr("SECRET123")));
+  const std::string redacted =
+      R"({"role":"tool","tool_call_id":"t1","content":"token [REDACTED] here"})";
+  EXPECT_THAT(first.body, HasSubstr(redacted));
+  EXPECT_EQ(first.key.conversation, "m:" + first.key.thread);
+
+  c.Say("assistant", "SECRET5 in the model's words stays");
+  c.Say("user", "and SECRET77 typed");
+  AppliedRequest second = ApplyChat(f, c);
+  EXPECT_EQ(second.redactions_new, 1);
+  EXPECT_EQ(second.new_messages, 2u);
+  EXPECT_THAT(second.body, HasSubstr(redacted));
+  EXPECT_THAT(second.body, HasSubstr("SECRET5 in the model's words stays"));
+  EXPECT_THAT(second.body, HasSubstr(R"({"role":"user","content":"and [REDACTED] typed"})"));
+  EXPECT_EQ(second.key, first.key);
+
+  // After a restart with rules that redact nothing, the decisions stand.
+  WordScrubber none("NOTHING");
+  auto restarted = f.Make(none);
+  c.Say("assistant", "ok");
+  c.Say("user", "SECRET999 now");
+  AppliedRequest third = ApplyChat(f, c, restarted.get());
+  EXPECT_THAT(third.body, HasSubstr(redacted));
+  EXPECT_THAT(third.body, HasSubstr("and [REDACTED] typed"));
+  EXPECT_THAT(third.body, HasSubstr("SECRET999 now"));
+  EXPECT_EQ(third.body.substr(0, second.body.rfind(']')),
+            second.body.substr(0, second.body.rfind(']')));
+}
+
+TEST(ContextManagerChatTest, FoldsAReturnedBranchAndChargesItsSpan) {
+  Fixture f;
+  ChatConversation c;
+  c.Calls({{"c1", "contextd__branch_create"}, {"r1", "read"}});
+  c.Tool("c1", "{\"branch_id\":\"" + kBranch + "\"}");
+  c.Tool("r1", std::string(4000, 'q'));
+  f.facts = BranchFacts{kBranch, false, "active", "", "", 1000, 0};
+  AppliedRequest open = ApplyChat(f, c);
+  EXPECT_EQ(open.open_branch_id, kBranch);
+  EXPECT_GT(open.tokens_charged, 1000);  // the read's 4000 bytes, not contextd's own result
+  EXPECT_THAT(f.labels, ::testing::ElementsAre("read"));
+
+  c.Calls({{"ret", "contextd__branch_return"}});
+  c.Tool("ret", "{}");
+  f.facts = BranchFacts{kBranch, true, "completed", "", "the answer is 42", 1100, 1090};
+  AppliedRequest folded = ApplyChat(f, c);
+  EXPECT_EQ(folded.folds_new, 1);
+  EXPECT_FALSE(folded.fallback);
+  EXPECT_THAT(folded.body, HasSubstr("the answer is 42"));
+  EXPECT_THAT(folded.body, Not(HasSubstr("qqqq")));
+  EXPECT_LT(folded.tokens_after, folded.tokens_before);
+  json sent = json::parse(folded.body);
+  ASSERT_EQ(sent["messages"].size(), 5u);
+  EXPECT_EQ(sent["messages"][3]["tool_call_id"], "c1");
+  EXPECT_EQ(sent["messages"][4]["tool_call_id"], "r1");
+
+  // The same transcript folds to the same bytes after a restart, without the branch.
+  f.facts.reset();
+  auto restarted = f.Make(f.scrubber);
+  c.Say("assistant", "done");
+  c.Say("user", "thanks");
+  AppliedRequest later = ApplyChat(f, c, restarted.get());
+  EXPECT_EQ(later.folds_applied, 1);
+  EXPECT_EQ(later.folds_new, 0);
+  const std::string prefix = folded.body.substr(0, folded.body.rfind(']'));
+  EXPECT_EQ(later.body.substr(0, prefix.size()), prefix);
+}
+
+TEST(ContextManagerChatTest, TheBudgetWarningIsAUserMessageAfterTheResults) {
+  Fixture f;
+  f.budget = 1000;
+  ChatConversation c;
+  c.Calls({{"c1", "contextd__branch_create"}, {"r1", "read"}});
+  c.Tool("c1", "{\"branch_id\":\"" + kBranch + "\"}");
+  c.Tool("r1", std::string(3400, 'w'));
+  f.facts = BranchFacts{kBranch, false, "active", "", "", 0, 0};
+  AppliedRequest warned = ApplyChat(f, c);
+  ASSERT_TRUE(warned.warned);
+  json sent = json::parse(warned.body);
+  EXPECT_EQ(sent["messages"].back()["role"], "user");
+  EXPECT_EQ(sent["messages"].back()["content"][0]["text"],
+            "[contextd] budget 80% used in " + kBranch);
+  // Repeated at its place on the next request.
+  c.Say("assistant", "reading on");
+  c.Say("user", "<system-reminder>x</system-reminder>");
+  AppliedRequest next = ApplyChat(f, c);
+  EXPECT_FALSE(next.warned);
+  EXPECT_EQ(next.body.substr(0, warned.body.rfind(']')),
+            warned.body.substr(0, warned.body.rfind(']')));
 }
 
 }  // namespace

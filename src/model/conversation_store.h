@@ -68,7 +68,7 @@ struct UsageRecord {
   ConversationKey key;
   std::string request_id;  // contextd's id of the request ("mreq_" + hex)
   int64_t at_ms = 0;
-  std::string api;         // "anthropic"
+  std::string api;         // "anthropic", "openai_chat"; "openai": passed through to OpenAI
   std::string model;       // as requested
   std::string branch_id;   // the innermost branch open at the request ("" = root)
   int status = 0;          // HTTP status relayed to the client (0: no answer, e.g. unreachable)

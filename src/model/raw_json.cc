@@ -398,4 +398,21 @@ std::string QuoteJsonString(std::string_view text) {
   return out;
 }
 
+std::string Splice(std::string_view doc, uint32_t begin, uint32_t end,
+                   std::vector<SpanEdit> edits) {
+  std::sort(edits.begin(), edits.end(),
+            [](const SpanEdit& a, const SpanEdit& b) { return a.begin < b.begin; });
+  std::string out;
+  out.reserve(end - begin);
+  uint32_t at = begin;
+  for (const SpanEdit& edit : edits) {
+    if (edit.begin < at) continue;  // overlapping edits cannot happen; be safe
+    out.append(doc.substr(at, edit.begin - at));
+    out.append(edit.text);
+    at = edit.end;
+  }
+  out.append(doc.substr(at, end - at));
+  return out;
+}
+
 }  // namespace contextd::model

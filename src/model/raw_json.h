@@ -82,4 +82,15 @@ std::optional<std::string> StringMember(std::string_view doc, const RawNode& obj
 // else (non-ASCII stays UTF-8).
 std::string QuoteJsonString(std::string_view text);
 
+// One replacement of the bytes [begin, end) of a document by `text`.
+struct SpanEdit {
+  uint32_t begin = 0;
+  uint32_t end = 0;
+  std::string_view text;
+};
+
+// The bytes [begin, end) of `doc` with `edits` applied (each within that range; in any order).
+// An edit that starts before the end of an earlier one is dropped.
+std::string Splice(std::string_view doc, uint32_t begin, uint32_t end, std::vector<SpanEdit> edits);
+
 }  // namespace contextd::model

@@ -1,5 +1,7 @@
 #include "model/usage_parser.h"
 
+#include <algorithm>
+
 #include "nlohmann/json.hpp"
 
 namespace contextd::model {
@@ -64,11 +66,29 @@ void UsageParser::Json(std::string_view text) {
   const nlohmann::json* usage = nullptr;
   if (auto it = j.find("usage"); it != j.end() && it->is_object()) {
     usage = &*it;
-  } else if (auto m = j.find("message"); m != j.end() && m->is_object()) {
-    if (auto u = m->find("usage"); u != m->end() && u->is_object()) usage = &*u;
+  } else if (format_ == UsageFormat::kAnthropic) {
+    if (auto m = j.find("message"); m != j.end() && m->is_object()) {
+      if (auto u = m->find("usage"); u != m->end() && u->is_object()) usage = &*u;
+    }
   }
   if (usage == nullptr) return;
   usage_.seen = true;
+  if (format_ == UsageFormat::kOpenAIChat) {
+    int64_t prompt = 0;
+    int64_t cached = 0;
+    Take(*usage, "prompt_tokens", prompt);
+    Take(*usage, "completion_tokens", usage_.output_tokens);
+    if (auto details = usage->find("prompt_tokens_details");
+        details != usage->end() && details->is_object()) {
+      Take(*details, "cached_tokens", cached);
+    }
+    // Counts a peer sent: kept within [0, prompt] so that the difference cannot overflow.
+    prompt = std::max<int64_t>(0, prompt);
+    cached = std::clamp<int64_t>(cached, 0, prompt);
+    usage_.cache_read_input_tokens = cached;
+    usage_.input_tokens = prompt - cached;
+    return;
+  }
   Take(*usage, "input_tokens", usage_.input_tokens);
   Take(*usage, "cache_read_input_tokens", usage_.cache_read_input_tokens);
   Take(*usage, "cache_creation_input_tokens", usage_.cache_creation_input_tokens);

@@ -1,6 +1,8 @@
-// UsageParser: reads the provider's token usage out of a Messages answer while it is relayed,
-// without holding it: a JSON body (kept up to a limit) or an SSE stream (message_start carries the
-// input side, message_delta the cumulative output). Bytes are fed as they arrive, split anywhere.
+// UsageParser: reads the provider's token usage out of an answer while it is relayed, without
+// holding it: a JSON body (kept up to a limit) or an SSE stream. Messages: message_start carries
+// the input side, message_delta the cumulative output. Chat Completions: the body's `usage`, or in
+// a stream the chunk that carries one (the last, when the client asked
+// `stream_options.include_usage`). Bytes are fed as they arrive, split anywhere.
 // Not thread-safe; one per answer.
 #pragma once
 
@@ -10,6 +12,9 @@
 
 namespace contextd::model {
 
+// Counted the Messages way, whatever the API: `input_tokens` is the input not read from the cache.
+// From Chat Completions: input_tokens = prompt_tokens - prompt_tokens_details.cached_tokens,
+// cache_read_input_tokens = cached_tokens, output_tokens = completion_tokens (no cache writes).
 struct ProviderUsage {
   int64_t input_tokens = 0;
   int64_t cache_read_input_tokens = 0;
@@ -18,10 +23,14 @@ struct ProviderUsage {
   bool seen = false;  // a usage object was found
 };
 
+// The shape of the usage object.
+enum class UsageFormat { kAnthropic, kOpenAIChat };
+
 class UsageParser {
  public:
   // `event_stream`: the answer is text/event-stream (else a JSON body).
-  explicit UsageParser(bool event_stream) : event_stream_(event_stream) {}
+  explicit UsageParser(bool event_stream, UsageFormat format = UsageFormat::kAnthropic)
+      : event_stream_(event_stream), format_(format) {}
 
   void Feed(std::string_view bytes);
   // Call at the end of the answer (parses a JSON body).
@@ -34,6 +43,7 @@ class UsageParser {
 
   static constexpr size_t kMaxKept = 4u << 20;  // a longer line or body is not parsed
   const bool event_stream_;
+  const UsageFormat format_;
   std::string pending_;
   bool overflow_ = false;
   ProviderUsage usage_;

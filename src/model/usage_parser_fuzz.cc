@@ -1,5 +1,6 @@
 // Fuzz target for UsageParser: any bytes, split at a point the input chooses, as an event stream
-// and as a JSON body; it must not crash, and splitting must not change what it reads.
+// and as a JSON body, read as Messages and as Chat Completions usage; it must not crash, and
+// splitting must not change what it reads.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -11,11 +12,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   std::string_view bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
   size_t cut = bytes.empty() ? 0 : data[0] % (bytes.size() + 1);
-  for (bool stream : {true, false}) {
-    contextd::model::UsageParser whole(stream);
+  for (int mode = 0; mode < 4; ++mode) {
+    const bool stream = mode & 1;
+    const auto format = mode & 2 ? contextd::model::UsageFormat::kOpenAIChat
+                                 : contextd::model::UsageFormat::kAnthropic;
+    contextd::model::UsageParser whole(stream, format);
     whole.Feed(bytes);
     whole.Finish();
-    contextd::model::UsageParser split(stream);
+    contextd::model::UsageParser split(stream, format);
     split.Feed(bytes.substr(0, cut));
     split.Feed(bytes.substr(cut));
     split.Finish();
@@ -24,7 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (a.seen != b.seen || a.input_tokens != b.input_tokens ||
         a.output_tokens != b.output_tokens ||
         a.cache_read_input_tokens != b.cache_read_input_tokens ||
-        a.cache_creation_input_tokens != b.cache_creation_input_tokens) {
+        a.cache_creation_input_tokens != b.cache_creation_input_tokens ||
+        (mode & 2 && (a.input_tokens < 0 || a.cache_read_input_tokens < 0))) {
       std::abort();
     }
   }

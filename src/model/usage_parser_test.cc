@@ -49,5 +49,59 @@ TEST(UsageParserTest, ReadsAJsonBodyAndIgnoresWhatIsNotUsage) {
   EXPECT_FALSE(junk.usage().seen);
 }
 
+TEST(UsageParserTest, ReadsChatCompletionsUsageFromTheLastStreamChunk) {
+  // With stream_options.include_usage, every chunk carries "usage":null but the last, whose
+  // choices are empty.
+  const std::string sse =
+      "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,"
+      "\"delta\":{\"role\":\"assistant\",\"content\":\"Hi\"}}],\"usage\":null}\n\n"
+      "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[],\"usage\":"
+      "{\"prompt_tokens\":1200,\"completion_tokens\":7,\"total_tokens\":1207,"
+      "\"prompt_tokens_details\":{\"cached_tokens\":1024}}}\r\n\r\n"
+      "data: [DONE]\n\n";
+  for (size_t cut = 0; cut <= sse.size(); cut += 5) {
+    UsageParser parser(/*event_stream=*/true, UsageFormat::kOpenAIChat);
+    parser.Feed(std::string_view(sse).substr(0, cut));
+    parser.Feed(std::string_view(sse).substr(cut));
+    parser.Finish();
+    const ProviderUsage& u = parser.usage();
+    ASSERT_TRUE(u.seen) << cut;
+    EXPECT_EQ(u.input_tokens, 176);  // prompt tokens not read from the cache
+    EXPECT_EQ(u.cache_read_input_tokens, 1024);
+    EXPECT_EQ(u.cache_creation_input_tokens, 0);
+    EXPECT_EQ(u.output_tokens, 7);
+  }
+
+  // Without include_usage no chunk has one.
+  UsageParser none(/*event_stream=*/true, UsageFormat::kOpenAIChat);
+  none.Feed("data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\ndata: [DONE]\n\n");
+  none.Finish();
+  EXPECT_FALSE(none.usage().seen);
+}
+
+TEST(UsageParserTest, ReadsAChatCompletionsJsonBody) {
+  UsageParser parser(/*event_stream=*/false, UsageFormat::kOpenAIChat);
+  parser.Feed(
+      "{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion\",\"choices\":[{\"message\":"
+      "{\"role\":\"assistant\",\"content\":\"ok\",\"usage\":\"not this\"}}],");
+  parser.Feed("\"usage\":{\"prompt_tokens\":30,\"completion_tokens\":4,\"total_tokens\":34}}");
+  parser.Finish();
+  EXPECT_TRUE(parser.usage().seen);
+  EXPECT_EQ(parser.usage().input_tokens, 30);
+  EXPECT_EQ(parser.usage().cache_read_input_tokens, 0);
+  EXPECT_EQ(parser.usage().output_tokens, 4);
+
+  // An error body (as relayed) has none; nor does a Messages-shaped usage read as Chat.
+  UsageParser error(/*event_stream=*/false, UsageFormat::kOpenAIChat);
+  error.Feed("{\"error\":{\"message\":\"Rate limit reached\",\"type\":\"requests\"}}");
+  error.Finish();
+  EXPECT_FALSE(error.usage().seen);
+  UsageParser other(/*event_stream=*/false, UsageFormat::kOpenAIChat);
+  other.Feed("{\"usage\":{\"input_tokens\":3,\"output_tokens\":4}}");
+  other.Finish();
+  EXPECT_EQ(other.usage().input_tokens, 0);
+  EXPECT_EQ(other.usage().output_tokens, 0);
+}
+
 }  // namespace
 }  // namespace contextd::model

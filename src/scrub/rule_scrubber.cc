@@ -19,15 +19,22 @@ struct RuleScrubber::Impl : internal::Engine {};
 RuleScrubber::RuleScrubber(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 RuleScrubber::~RuleScrubber() = default;
 
-absl::StatusOr<std::unique_ptr<RuleScrubber>> RuleScrubber::Create(const RulesConfig& config) {
+absl::StatusOr<std::unique_ptr<RuleScrubber>> RuleScrubber::Create(const RulesConfig& config,
+                                                                   int decode_depth) {
+  if (decode_depth < 0 || decode_depth > kMaxDecodeDepth) {
+    return absl::InvalidArgumentError(absl::StrCat("scrub.decode_depth must be between 0 and ",
+                                                   kMaxDecodeDepth, ", got ", decode_depth));
+  }
   auto impl = std::make_unique<Impl>();
   RETURN_IF_ERROR(impl->Compile(config));
+  impl->decode_depth = decode_depth;
   return std::unique_ptr<RuleScrubber>(new RuleScrubber(std::move(impl)));
 }
 
 std::vector<Finding> RuleScrubber::Scan(std::string_view text, std::string_view path) const {
   std::vector<std::pair<size_t, size_t>> markers;
   std::vector<internal::Hit> hits = impl_->ScanOnce(text, path, &markers, nullptr);
+  impl_->AddDecodedHits(text, path, markers, nullptr, &hits);
   return impl_->ToFindings(text, hits);
 }
 
@@ -123,7 +130,8 @@ absl::StatusOr<std::shared_ptr<const RuleScrubber>> BuildScrubber(const ScrubCon
     (void)key;
   }
   ASSIGN_OR_RETURN(RulesConfig rules, ResolveRules(config));
-  ASSIGN_OR_RETURN(std::unique_ptr<RuleScrubber> s, RuleScrubber::Create(rules));
+  ASSIGN_OR_RETURN(std::unique_ptr<RuleScrubber> s,
+                   RuleScrubber::Create(rules, config.decode_depth));
   return std::shared_ptr<const RuleScrubber>(std::move(s));
 }
 

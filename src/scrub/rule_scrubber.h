@@ -17,6 +17,11 @@
 namespace contextd::scrub {
 
 // One secret found in a text. Offsets are bytes into the scanned text.
+// A secret found in decoded text (an encoded segment, see ScrubConfig::decode_depth) is reported
+// at the encoded span in the scanned text: [start, end) covers the whole encoded segment(s) the
+// decoded secret overlaps (and the plain bytes of the secret around them), [match_start,
+// match_end) likewise; `entropy` is the decoded secret's; `tags` gains, as in gitleaks,
+// "decoded:<percent|hex|base64>" per encoding involved and "decode-depth:<n>".
 struct Finding {
   std::string rule_id;
   size_t start = 0;        // the secret (secretGroup, or else the whole match): [start, end)
@@ -38,12 +43,19 @@ struct CompileProblem {
 // UTF-8 rune divided by the byte length. 0 for empty input.
 double ShannonEntropy(std::string_view data);
 
+// Decoding levels of encoded secrets (ScrubConfig::decode_depth): the default, and the most
+// allowed (each level can rescan the lines that hold encoded runs once more).
+inline constexpr int kDefaultDecodeDepth = 2;
+inline constexpr int kMaxDecodeDepth = 8;
+
 class RuleScrubber : public Scrubber {
  public:
   // Compiles `config`. Rules whose regex (or path) RE2 rejects are skipped and reported in
   // problems(); so are allowlist regexes that fail (the rest of the allowlist stays). Returns
-  // InvalidArgument only when two rules share an id.
-  static absl::StatusOr<std::unique_ptr<RuleScrubber>> Create(const RulesConfig& config);
+  // InvalidArgument when two rules share an id, or when `decode_depth` is outside
+  // [0, kMaxDecodeDepth] (see ScrubConfig::decode_depth).
+  static absl::StatusOr<std::unique_ptr<RuleScrubber>> Create(const RulesConfig& config,
+                                                              int decode_depth = kDefaultDecodeDepth);
 
   ~RuleScrubber() override;
 
@@ -82,7 +94,7 @@ class RuleScrubber : public Scrubber {
 };
 
 // Where the rules come from (config keys scrub.rules_file, scrub.extend_default,
-// scrub.archive_originals, scrub.key_file).
+// scrub.archive_originals, scrub.key_file, scrub.decode_depth).
 struct ScrubConfig {
   std::string rules_file;  // empty: the built-in rules only
   // With rules_file: true keeps the built-in rules under the file's rules whatever its [extend]
@@ -90,6 +102,11 @@ struct ScrubConfig {
   bool extend_default = true;
   bool archive_originals = false; // keep encrypted originals (see originals_archive.h)
   std::string key_file;           // required with archive_originals; must be mode 0600
+  // Encoded secrets: base64 (standard or URL-safe), hex and percent-encoded runs whose decoding
+  // is text are decoded in place and scanned with their line, up to this many levels (2: also
+  // base64 of percent-encoded text, and so on); a secret found there redacts the whole encoded
+  // run. 0 turns decoding off. Like gitleaks' --max-decode-depth (which defaults to 5); 0..8.
+  int decode_depth = kDefaultDecodeDepth;
 };
 
 // The rules `config` asks for. No rules_file: the built-in rules (DefaultRules). A rules file

@@ -123,6 +123,8 @@ const std::map<std::string, KeySpec>& Registry() {
     m["scrub.archive_originals"] =
         Scalar("scrub.archive_originals", [](ServerConfig* c) { return &c->scrub.archive_originals; });
     m["scrub.key_file"] = Scalar("scrub.key_file", [](ServerConfig* c) { return &c->scrub.key_file; });
+    m["scrub.decode_depth"] =
+        Scalar("scrub.decode_depth", [](ServerConfig* c) { return &c->scrub.decode_depth; });
     m["trail.auto_scope_upstreams"] = Scalar("trail.auto_scope_upstreams", [](ServerConfig* c) {
       return &c->trail_auto_scope_upstreams;
     });
@@ -137,6 +139,12 @@ const std::map<std::string, KeySpec>& Registry() {
                        anthropic_response_timeout_seconds);
     CONTEXTD_MODEL_KEY("model_gateway.anthropic.read_timeout_seconds",
                        anthropic_read_timeout_seconds);
+    CONTEXTD_MODEL_KEY("model_gateway.openai.base_url", openai_base_url);
+    CONTEXTD_MODEL_KEY("model_gateway.openai.ca_file", openai_ca_file);
+    CONTEXTD_MODEL_KEY("model_gateway.openai.connect_timeout_ms", openai_connect_timeout_ms);
+    CONTEXTD_MODEL_KEY("model_gateway.openai.response_timeout_seconds",
+                       openai_response_timeout_seconds);
+    CONTEXTD_MODEL_KEY("model_gateway.openai.read_timeout_seconds", openai_read_timeout_seconds);
 #undef CONTEXTD_MODEL_KEY
 #define CONTEXTD_MEMORY_KEY(key, name) \
   m[key] = Scalar(key, [](ServerConfig* c) { return &c->memory.name; })
@@ -433,24 +441,35 @@ absl::Status ValidateConfig(const ServerConfig& config) {
   if (!level_ok) {
     return Bad("server.log_level", "must be one of trace, debug, info, warn, error, off");
   }
-  const ModelGatewayConfig& model = config.model_gateway;
-  const std::string& base_url = model.anthropic_base_url;
-  if (!(base_url.rfind("http://", 0) == 0 || base_url.rfind("https://", 0) == 0) ||
-      base_url.find_first_of(" ?#") != std::string::npos) {
-    return Bad("model_gateway.anthropic.base_url",
-               StrCat("must be an http:// or https:// URL without query, got '", base_url, "'"));
+  if (config.scrub.decode_depth < 0 || config.scrub.decode_depth > scrub::kMaxDecodeDepth) {
+    return Bad("scrub.decode_depth", StrCat("must be between 0 and ", scrub::kMaxDecodeDepth));
   }
+  const ModelGatewayConfig& model = config.model_gateway;
   if (model.max_body_bytes < 1024 || model.max_body_bytes > (int64_t{1} << 30)) {
     return Bad("model_gateway.max_body_bytes", "must be between 1024 and 1073741824");
   }
-  if (model.anthropic_connect_timeout_ms < 1) {
-    return Bad("model_gateway.anthropic.connect_timeout_ms", "must be positive");
-  }
-  if (model.anthropic_response_timeout_seconds < 1) {
-    return Bad("model_gateway.anthropic.response_timeout_seconds", "must be positive");
-  }
-  if (model.anthropic_read_timeout_seconds < 1) {
-    return Bad("model_gateway.anthropic.read_timeout_seconds", "must be positive");
+  struct Upstream {
+    const char* section;
+    const std::string* base_url;
+    int64_t connect_timeout_ms, response_timeout_seconds, read_timeout_seconds;
+  };
+  for (const Upstream& u :
+       {Upstream{"anthropic", &model.anthropic_base_url, model.anthropic_connect_timeout_ms,
+                 model.anthropic_response_timeout_seconds, model.anthropic_read_timeout_seconds},
+        Upstream{"openai", &model.openai_base_url, model.openai_connect_timeout_ms,
+                 model.openai_response_timeout_seconds, model.openai_read_timeout_seconds}}) {
+    const std::string& base_url = *u.base_url;
+    const std::string prefix = StrCat("model_gateway.", u.section, ".");
+    if (!(base_url.rfind("http://", 0) == 0 || base_url.rfind("https://", 0) == 0) ||
+        base_url.find_first_of(" ?#") != std::string::npos) {
+      return Bad(prefix + "base_url",
+                 StrCat("must be an http:// or https:// URL without query, got '", base_url, "'"));
+    }
+    if (u.connect_timeout_ms < 1) return Bad(prefix + "connect_timeout_ms", "must be positive");
+    if (u.response_timeout_seconds < 1) {
+      return Bad(prefix + "response_timeout_seconds", "must be positive");
+    }
+    if (u.read_timeout_seconds < 1) return Bad(prefix + "read_timeout_seconds", "must be positive");
   }
   const MemoryConfig& mem = config.memory;
   if (mem.extract_scope != "project" && mem.extract_scope != "team" && mem.extract_scope != "org") {

@@ -28,6 +28,13 @@ struct ModelGatewayConfig {
   int64_t anthropic_connect_timeout_ms = 10'000;
   int64_t anthropic_response_timeout_seconds = 600;  // request sent -> answer headers
   int64_t anthropic_read_timeout_seconds = 600;      // between two reads of the answer
+  // model_gateway.openai: any OpenAI-compatible server; base_url as its clients take it (the
+  // path ends where /chat/completions goes).
+  std::string openai_base_url = "https://api.openai.com/v1";
+  std::string openai_ca_file;
+  int64_t openai_connect_timeout_ms = 10'000;
+  int64_t openai_response_timeout_seconds = 600;
+  int64_t openai_read_timeout_seconds = 600;
 };
 
 // An OpenAI-compatible endpoint the ReasoningBank may use (memory.distiller, memory.embeddings).
@@ -73,7 +80,7 @@ struct ServerConfig {
   // Consecutive upstream calls outside any branch form an auto-scope that folds by itself when
   // the agent turns to another upstream, calls a contextd tool, or the session ends.
   bool trail_auto_scope_upstreams = false;
-  // model_gateway: (nested: model_gateway.anthropic.base_url, ...)
+  // model_gateway: (nested: model_gateway.anthropic.base_url, model_gateway.openai.base_url, ...)
   ModelGatewayConfig model_gateway;
   // memory: (nested: memory.distiller.base_url, ...)
   MemoryConfig memory;

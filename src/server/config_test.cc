@@ -111,6 +111,20 @@ TEST(ConfigTest, SetConfigValueListsAndScalars) {
   EXPECT_FALSE(SetConfigValue("nope.key", "1", &c).ok());
 }
 
+TEST(ConfigTest, ScrubDecodeDepth) {
+  ServerConfig c;
+  EXPECT_EQ(c.scrub.decode_depth, 2);  // on by default
+  std::string path = WriteTemp("cfg_decode", "scrub:\n  decode_depth: 0\n");
+  ASSERT_TRUE(LoadConfigFile(path, &c).ok());
+  EXPECT_EQ(c.scrub.decode_depth, 0);
+  EXPECT_TRUE(ValidateConfig(c).ok());
+  ASSERT_TRUE(SetConfigValue("scrub.decode_depth", "9", &c).ok());
+  absl::Status s = ValidateConfig(c);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("scrub.decode_depth"), std::string::npos) << s;
+  EXPECT_FALSE(SetConfigValue("scrub.decode_depth", "two", &c).ok());
+}
+
 TEST(ConfigTest, TrailAutoScopeUpstreamsInEveryLayer) {
   ServerConfig c;
   EXPECT_FALSE(c.trail_auto_scope_upstreams);  // off by default
@@ -142,6 +156,49 @@ TEST(ConfigTest, TrailAutoScopeUpstreamsInEveryLayer) {
   EXPECT_NE(set_bad.message().find("trail.auto_scope_upstreams"), std::string::npos) << set_bad;
   auto keys = KnownConfigKeys();
   EXPECT_NE(std::find(keys.begin(), keys.end(), "trail.auto_scope_upstreams"), keys.end());
+}
+
+TEST(ConfigTest, ModelGatewayOpenAIInEveryLayer) {
+  ServerConfig c;
+  EXPECT_EQ(c.model_gateway.openai_base_url, "https://api.openai.com/v1");
+  std::string path = WriteTemp("cfg_openai", R"(
+model_gateway:
+  anthropic:
+    base_url: http://127.0.0.1:1
+  openai:
+    base_url: http://127.0.0.1:8000/v1
+    ca_file: /tmp/ca.pem
+    response_timeout_seconds: 30
+)");
+  ASSERT_TRUE(LoadConfigFile(path, &c).ok());
+  EXPECT_EQ(c.model_gateway.anthropic_base_url, "http://127.0.0.1:1");
+  EXPECT_EQ(c.model_gateway.openai_base_url, "http://127.0.0.1:8000/v1");
+  EXPECT_EQ(c.model_gateway.openai_ca_file, "/tmp/ca.pem");
+  EXPECT_EQ(c.model_gateway.openai_response_timeout_seconds, 30);
+  EXPECT_TRUE(ValidateConfig(c).ok());
+
+  std::map<std::string, std::string> env = {
+      {"CONTEXTD_MODEL_GATEWAY_OPENAI_BASE_URL", "http://localhost:11434/v1"},
+      {"CONTEXTD_MODEL_GATEWAY_OPENAI_READ_TIMEOUT_SECONDS", "5"}};
+  auto get = [&](const char* n) -> const char* {
+    auto it = env.find(n);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  ASSERT_TRUE(ApplyEnvironment(get,
+                               {"CONTEXTD_MODEL_GATEWAY_OPENAI_BASE_URL",
+                                "CONTEXTD_MODEL_GATEWAY_OPENAI_READ_TIMEOUT_SECONDS"},
+                               &c)
+                  .ok());
+  EXPECT_EQ(c.model_gateway.openai_base_url, "http://localhost:11434/v1");
+  EXPECT_EQ(c.model_gateway.openai_read_timeout_seconds, 5);
+
+  ASSERT_TRUE(SetConfigValue("model_gateway.openai.base_url", "ftp://x", &c).ok());
+  absl::Status bad = ValidateConfig(c);
+  EXPECT_NE(bad.message().find("model_gateway.openai.base_url"), std::string::npos) << bad;
+  c.model_gateway.openai_base_url = "https://api.openai.com/v1";
+  c.model_gateway.openai_connect_timeout_ms = 0;
+  EXPECT_NE(ValidateConfig(c).message().find("model_gateway.openai.connect_timeout_ms"),
+            std::string::npos);
 }
 
 TEST(ConfigTest, UpstreamsParse) {

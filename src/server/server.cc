@@ -23,7 +23,7 @@
 #include "folding/events.h"
 #include "folding/text.h"
 #include "gateway/gateway.h"
-#include "model/anthropic_gateway.h"
+#include "model/model_gateway.h"
 #include "model/context_manager.h"
 #include "protocol/mcp_server.h"
 #include "protocol/tool_notices.h"
@@ -142,10 +142,11 @@ struct Engine {
   // decisions are durable before its request leaves, independent of the engine's group commit.
   std::unique_ptr<store::SqliteConversationStore> conversations;
   std::unique_ptr<model::ContextManager> context_manager;
-  // Declared after the client: destroyed first. RunServer stops it, destroys the client, then
-  // the gateway (see AnthropicGateway::Stop).
-  std::unique_ptr<transport::HttpClient> model_client;
-  std::unique_ptr<model::AnthropicGateway> anthropic;
+  // Declared after the clients: destroyed first. RunServer stops it, destroys the clients, then
+  // the gateway (see ModelGateway::Stop).
+  std::unique_ptr<transport::HttpClient> model_client;   // to the Anthropic upstream
+  std::unique_ptr<transport::HttpClient> openai_client;  // to the OpenAI upstream
+  std::unique_ptr<model::ModelGateway> model_gateway;
   std::shared_ptr<protocol::McpServer> mcp;
 };
 
@@ -502,19 +503,32 @@ absl::Status BuildModelGateway(const ServerConfig& config,
   engine.context_manager = std::make_unique<model::ContextManager>(
       model::ContextManagerOptions{}, *engine.conversations, *engine.scrubber, *counter,
       std::move(lookup), std::move(charger), std::move(recorder));
-  transport::HttpClientOptions client_options;
-  client_options.ca_file = mg.anthropic_ca_file;
-  client_options.connect_timeout = std::chrono::milliseconds(mg.anthropic_connect_timeout_ms);
-  client_options.response_timeout = std::chrono::seconds(mg.anthropic_response_timeout_seconds);
-  client_options.read_timeout = std::chrono::seconds(mg.anthropic_read_timeout_seconds);
-  ASSIGN_OR_RETURN(engine.model_client, transport::HttpClient::Create(client_options));
-  model::AnthropicGatewayOptions options;
-  options.base_url = mg.anthropic_base_url;
+  // One pooled client per upstream: each has its own CA file and timeouts.
+  auto client_for = [](const std::string& ca_file, int64_t connect_ms, int64_t response_s,
+                       int64_t read_s) {
+    transport::HttpClientOptions client_options;
+    client_options.ca_file = ca_file;
+    client_options.connect_timeout = std::chrono::milliseconds(connect_ms);
+    client_options.response_timeout = std::chrono::seconds(response_s);
+    client_options.read_timeout = std::chrono::seconds(read_s);
+    return transport::HttpClient::Create(client_options);
+  };
+  ASSIGN_OR_RETURN(engine.model_client,
+                   client_for(mg.anthropic_ca_file, mg.anthropic_connect_timeout_ms,
+                              mg.anthropic_response_timeout_seconds,
+                              mg.anthropic_read_timeout_seconds));
+  ASSIGN_OR_RETURN(engine.openai_client,
+                   client_for(mg.openai_ca_file, mg.openai_connect_timeout_ms,
+                              mg.openai_response_timeout_seconds, mg.openai_read_timeout_seconds));
+  model::ModelGatewayOptions options;
+  options.anthropic_base_url = mg.anthropic_base_url;
+  options.openai_base_url = mg.openai_base_url;
   options.max_body_bytes = static_cast<size_t>(mg.max_body_bytes);
   options.tenant_tokens = bearer_tokens;
   Metrics* metrics = &engine.metrics;
-  engine.anthropic = std::make_unique<model::AnthropicGateway>(
+  engine.model_gateway = std::make_unique<model::ModelGateway>(
       options, *engine.context_manager, *engine.conversations, *engine.model_client,
+      *engine.openai_client,
       [metrics](const model::ModelRequestReport& report) {
         Metrics::ModelRequest r;
         r.api = report.usage.api;
@@ -537,7 +551,8 @@ absl::Status BuildModelGateway(const ServerConfig& config,
         r.fallback = report.applied.fallback;
         metrics->ModelRequestDone(r);
       });
-  base::LogInfo(base::StrCat("model gateway: /v1/messages -> ", mg.anthropic_base_url));
+  base::LogInfo(base::StrCat("model gateway: /v1/messages -> ", mg.anthropic_base_url,
+                             ", /v1/chat/completions -> ", mg.openai_base_url));
   return absl::OkStatus();
 }
 
@@ -629,7 +644,7 @@ absl::Status RunServer(const ServerConfig& config) {
       ShutdownEngine(engine);
       return built_gateway;
     }
-    for (transport::HttpRoute& route : engine.anthropic->Routes()) {
+    for (transport::HttpRoute& route : engine.model_gateway->Routes()) {
       options.routes.push_back(std::move(route));
     }
   }
@@ -645,9 +660,11 @@ absl::Status RunServer(const ServerConfig& config) {
   sigwait(&stop_signals, &sig);
   base::LogInfo(base::StrCat("signal ", sig, ": shutting down"));
   (*http)->Stop();  // closes every session: their branches are force-returned ("shutdown")
-  if (engine.anthropic) engine.anthropic->Stop();  // no new upstream calls
-  engine.model_client.reset();  // ends the calls in flight (their callbacks use the gateway)
-  engine.anthropic.reset();
+  if (engine.model_gateway) engine.model_gateway->Stop();  // no new upstream calls
+  // Ends the calls in flight (their callbacks use the gateway).
+  engine.model_client.reset();
+  engine.openai_client.reset();
+  engine.model_gateway.reset();
   ShutdownEngine(engine);
   return absl::OkStatus();
 }

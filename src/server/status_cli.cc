@@ -227,35 +227,46 @@ std::string Count(double v) {
 
 void ReportModel(const std::vector<MetricSample>& samples, const BaseUrl& base, double now,
                  std::ostream& out) {
-  std::map<std::string, double> by_status;
-  double total = 0;
-  for (const MetricSample& s : samples) {
-    if (s.name != kModelRequests) continue;
-    auto api = s.labels.find("api");
-    if (api != s.labels.end() && api->second != "anthropic") continue;
-    auto st = s.labels.find("status");
-    by_status[st == s.labels.end() ? "?" : st->second] += s.value;
-    total += s.value;
+  // The folded APIs, by their `api` label (a sample without one is an Anthropic one).
+  struct Api {
+    const char* label;
+    const char* name;
+  };
+  static constexpr Api kApis[] = {{"anthropic", "the Anthropic API"},
+                                  {"openai_chat", "OpenAI Chat Completions"}};
+  bool any = false;
+  for (const Api& a : kApis) {
+    std::map<std::string, double> by_status;
+    double total = 0;
+    for (const MetricSample& s : samples) {
+      if (s.name != kModelRequests) continue;
+      auto api = s.labels.find("api");
+      if ((api == s.labels.end() ? std::string("anthropic") : api->second) != a.label) continue;
+      auto st = s.labels.find("status");
+      by_status[st == s.labels.end() ? "?" : st->second] += s.value;
+      total += s.value;
+    }
+    if (total <= 0) continue;
+    any = true;
+    out << "model: " << Count(total) << " request(s) to " << a.name << " (";
+    bool first = true;
+    for (const auto& [status, n] : by_status) {
+      out << (first ? "" : ", ") << "status " << status << ": " << Count(n);
+      first = false;
+    }
+    out << ")";
+    bool has_last = false;
+    double last = Sum(samples, kModelLast, {{"api", a.label}}, &has_last);
+    if (has_last && last > 0) {
+      double ago = now - last;
+      out << ", last " << (ago < 0 ? 0 : static_cast<long long>(ago)) << " s ago";
+    }
+    out << "\n";
   }
-  if (total <= 0) {
+  if (!any) {
     out << "model: no model requests yet: is ANTHROPIC_BASE_URL=" << base.text
         << " set for the agent? run `contextd connect claude-code`\n";
-    return;
   }
-  out << "model: " << Count(total) << " request(s) to the Anthropic API (";
-  bool first = true;
-  for (const auto& [status, n] : by_status) {
-    out << (first ? "" : ", ") << "status " << status << ": " << Count(n);
-    first = false;
-  }
-  out << ")";
-  bool has_last = false;
-  double last = Sum(samples, kModelLast, {{"api", "anthropic"}}, &has_last);
-  if (has_last && last > 0) {
-    double ago = now - last;
-    out << ", last " << (ago < 0 ? 0 : static_cast<long long>(ago)) << " s ago";
-  }
-  out << "\n";
 }
 
 std::string Mark(const std::optional<std::string>& have, const std::string& want) {

@@ -4,8 +4,11 @@
 Writes into OUT_DIR:
   labelled/NNNN-<kind>.<ext>  realistic files (.env, JSON, YAML, source code, shell history, logs,
                               stack traces) with planted secrets and hard negatives
-  labels.json                 per file: secrets [{start,end,rule}] and negatives [{start,end,kind}]
-                              (byte offsets; the corpus is ASCII so they equal JS string offsets)
+  labels.json                 per file: secrets [{start,end,rule,kind}] and negatives
+                              [{start,end,kind}] (byte offsets; the corpus is ASCII so they equal
+                              JS string offsets). A secret's kind is its rule id, or
+                              "<rule>:<context>" for the kinds that score.py reports one by one
+                              (FAMILIES and CONTEXTUAL below)
   clean/NNNN.txt              the same kinds of files with no secrets (throughput on clean text)
   dense/NNNN.txt              secret-dense files (about one secret per KB: a config/.env dump)
   very-dense/NNNN.txt         extreme density (a secret on most lines, one per ~100 bytes)
@@ -113,6 +116,159 @@ KEYED = {
 }
 
 
+def api_key():
+    return r(ALNUM, rng.randrange(24, 48))
+
+
+def azure_storage_key():
+    return r(B64, 86) + "=="
+
+
+def basic_credentials():
+    user = rng.choice(["deploy", "ci-bot", "svc_backup", "admin", "grafana"])
+    return base64.b64encode(f"{user}:{password()}".encode()).decode()
+
+
+# Key-name families: kind -> (rule id, key names, value generator). Planted with assign() in every
+# style (.env, export, JSON, YAML, Python, JS, Go, logs, escaped JSON) like KEYED, but labelled
+# with their own kind so that score.py reports recall on each family.
+FAMILIES = {
+    "azure-storage-account-key:key-name": (
+        "azure-storage-account-key",
+        ["AZURE_STORAGE_KEY", "AZURE_STORAGE_ACCOUNT_KEY", "STORAGE_ACCOUNT_KEY", "accountKey",
+         "storage_account_key", "storageKey", "BLOB_ACCOUNT_KEY"], azure_storage_key),
+    "generic-password:password-family": (
+        "generic-password",
+        ["DB_PASS", "admin_pass", "passwd", "pwd", "PGPASSWORD", "MYSQL_PWD", "passphrase",
+         "db_pass", "SMTP_PASS", "REDIS_PASSWORD", "dbPass", "mysql_root_password"], password),
+    "generic-secret:api-key-family": (
+        "generic-secret",
+        ["api_key", "apikey", "apiKey", "access_key", "auth_key", "client_secret", "app_secret",
+         "secret_key", "auth_token", "access_token", "private_token", "X_API_KEY"],
+        api_key),
+}
+
+
+def plant_contextual(doc, kind):
+    """Secrets of the families above in contexts that assign() does not write: connection
+    strings, shell history, request logs, HTTP dumps, code that builds headers."""
+    rule = kind.split(":")[0]
+    host = rng.choice(["api.acme.io", "billing.corp.io", "internal.svc.cluster.local"])
+    if kind == "azure-storage-account-key:cli":
+        doc.t(f"$ az storage blob upload --account-name {rng.choice(['prodstore', 'backups01'])} --account-key ")
+        doc.secret(azure_storage_key(), rule, kind)
+        doc.t(f" -c {rng.choice(['backups', 'logs'])} -f {rng.choice(WORDS)}.tar.gz\n")
+    elif kind == "azure-storage-account-key:conn-string-in-code":
+        q = rng.choice(["'", '"'])
+        doc.t(f"conn_str = {q}DefaultEndpointsProtocol=https;AccountName={rng.choice(['prodstore', 'media01'])};AccountKey=")
+        doc.secret(azure_storage_key(), rule, kind)
+        doc.t(f";EndpointSuffix=core.windows.net{q}\n")
+    elif kind == "authorization-header:log":
+        # An AWS secret access key sent as a bearer token, as an HTTP client's debug log shows it.
+        doc.t(f"2026-11-{rng.randrange(10, 28)}T{rng.randrange(10, 23)}:{rng.randrange(10, 59)}:{rng.randrange(10, 59)}Z DEBUG "
+              f"urllib3.connectionpool send: b'GET /v1/{rng.choice(WORDS)} HTTP/1.1\\r\\nHost: {host}\\r\\nAuthorization: Bearer ")
+        doc.secret(r(B64, 40), rule, kind)
+        doc.t("\\r\\n'\n")
+    elif kind == "authorization-header:curl-verbose":
+        doc.t(f"> GET /v2/{rng.choice(WORDS)} HTTP/1.1\n> Host: {host}\n> User-Agent: curl/8.5.0\n> Authorization: Basic ")
+        doc.secret(basic_credentials(), rule, kind)
+        doc.t("\n> Accept: */*\n>\n< HTTP/1.1 200 OK\n")
+    elif kind == "authorization-header:json":
+        doc.t(f'{{"method": "POST", "url": "https://{host}/v1/{rng.choice(WORDS)}", "headers": {{"Content-Type": "application/json", "Authorization": "Bearer ')
+        doc.secret(r(ALNUM, rng.randrange(32, 56)), rule, kind)
+        doc.t('"}}\n')
+    elif kind == "authorization-header:python":
+        scheme = rng.choice(["Bearer", "Token", "Basic"])
+        value = basic_credentials() if scheme == "Basic" else r(ALNUM, rng.randrange(32, 48))
+        doc.t(f"    resp = requests.get(f'https://{host}/v1/items', headers={{'Authorization': '{scheme} ")
+        doc.secret(value, rule, kind)
+        doc.t("'}, timeout=10)\n")
+    elif kind == "authorization-header:escaped-json":
+        doc.t('{"tool_result": "{\\"headers\\": {\\"Authorization\\": \\"Bearer ')
+        doc.secret(r(URLSAFE, rng.randrange(32, 48)), rule, kind)
+        doc.t('\\"}}"}\n')
+    elif kind == "generic-password:connection-string":
+        if rng.random() < 0.5:
+            doc.t(f"  \"DefaultConnection\": \"Server=tcp:{rng.choice(['sql01', 'db.corp.io'])},1433;Database={rng.choice(['app', 'billing'])};User Id={rng.choice(['sa', 'app'])};Password=")
+            doc.secret(password(), rule, kind)
+            doc.t(";Encrypt=True;\",\n")
+        else:
+            doc.t(f"DSN=Driver={{ODBC Driver 18 for SQL Server}};Server={rng.choice(['sql01', 'db2'])};Uid=app;Pwd=")
+            doc.secret(password(), rule, kind)
+            doc.t(";\n")
+    elif kind == "generic-password:shell":
+        pw = password()
+        form = rng.randrange(4)
+        if form == 0:
+            doc.t("$ PGPASSWORD=")
+            doc.secret(pw, rule, kind)
+            doc.t(f" psql -h {rng.choice(['db', '10.0.3.7'])} -U app -c 'select 1'\n")
+        elif form == 1:
+            doc.t("$ ./manage.py createsuperuser --username admin --password ")
+            doc.secret(pw, rule, kind)
+            doc.t(" --noinput\n")
+        elif form == 2:
+            doc.t("$ mysql -h db -u root -p'")
+            doc.secret(pw, "cli-password", kind)
+            doc.t("' app < dump.sql\n")
+        else:
+            doc.t("$ sshpass -p '")
+            doc.secret(pw, "cli-password", kind)
+            doc.t(f"' ssh deploy@{rng.choice(['10.0.0.4', 'bastion'])}\n")
+    elif kind == "generic-password:log":
+        doc.t(f"2026-11-{rng.randrange(10, 28)} {rng.randrange(10, 23)}:{rng.randrange(10, 59)}:{rng.randrange(10, 59)} WARN auth: login failed user={rng.choice(['bob', 'admin', 'svc'])} password=")
+        doc.secret(password(), rule, kind)
+        doc.t(f" ip=10.0.{rng.randrange(255)}.{rng.randrange(255)}\n")
+    elif kind == "generic-secret:header-or-flag":
+        form = rng.randrange(3)
+        if form == 0:
+            doc.t(f"$ curl -s -H 'X-Api-Key: ")
+            doc.secret(api_key(), rule, kind)
+            doc.t(f"' https://{host}/v1/{rng.choice(WORDS)}\n")
+        elif form == 1:
+            doc.t(f"$ acme-cli deploy --region eu-west-1 --api-key ")
+            doc.secret(api_key(), rule, kind)
+            doc.t(" --yes\n")
+        else:
+            doc.t(f"GET /v1/{rng.choice(WORDS)}?api_key=")
+            doc.secret(api_key(), rule, kind)
+            doc.t(f"&page={rng.randrange(1, 9)} HTTP/1.1\n")
+
+
+CONTEXTUAL = ["azure-storage-account-key:cli", "azure-storage-account-key:conn-string-in-code",
+              "authorization-header:log", "authorization-header:curl-verbose",
+              "authorization-header:json", "authorization-header:python",
+              "authorization-header:escaped-json", "generic-password:connection-string",
+              "generic-password:shell", "generic-password:log", "generic-secret:header-or-flag"]
+
+# Code that names credentials without holding one: identifiers, placeholders and lookups that the
+# assignment rules must leave alone (each labelled as a hard negative of kind "code-identifier"
+# or "code-placeholder").
+CODE_NEGATIVES = [
+    ("field_order = ['old_password', ", "'new_password1'", ", 'new_password2']\n", "code-identifier"),
+    ("    fields = ('username', 'password', ", "'password_confirm2'", ")\n", "code-identifier"),
+    ("url = base + '?refresh_token=", "oauth2_access_token", "&grant_type=refresh_token'\n", "code-identifier"),
+    ("PRIVATE_KEY_TYPES = typing.Union[rsa.RSAPrivateKey, ", "ed25519.Ed25519PrivateKey", "]\n", "code-identifier"),
+    ("    NL80211_ATTR_SAE_PASSWORD,\n    ", "NL80211_ATTR_TWT_RESPONDER", ",\n", "code-identifier"),
+    (">>> urlparse('http://user:", "pass", "@example.com/path')\n", "code-placeholder"),
+    ("    proxies = {'http': 'http://user:", "password123", "@proxy.example.com:3128'}\n", "code-placeholder"),
+    ("TEST_DATABASE_URL = 'postgres://postgres:", "postgres", "@localhost:5432/test'\n", "code-placeholder"),
+    ("$ curl -H \"Authorization: Bearer ", "$API_TOKEN", "\" https://api.acme.io/v1/me\n", "code-placeholder"),
+    ("    headers = {'Authorization': f'Bearer ", "{token}", "'}\n", "code-placeholder"),
+    ("    password = ", "os.environ['DB_PASSWORD']", "\n", "code-placeholder"),
+    ("DB_PASS=", "${DB_PASS:-changeme}", "\n", "code-placeholder"),
+    ("    self.client.login(username='admin', password=", "'admin1234'", ")\n", "code-placeholder"),
+    ("PWD=", "/home/runner/work/app2", "\n", "code-placeholder"),
+]
+
+
+def plant_code_negative(doc):
+    before, value, after, kind = rng.choice(CODE_NEGATIVES)
+    doc.t(before)
+    doc.neg(value, kind)
+    doc.t(after)
+
+
 class Doc:
     """Text under construction, with labelled spans."""
 
@@ -123,8 +279,9 @@ class Doc:
         self.parts.append(s)
         self.n += len(s)
 
-    def secret(self, s, rule):
-        self.secrets.append({"start": self.n, "end": self.n + len(s), "rule": rule})
+    def secret(self, s, rule, kind=None):
+        self.secrets.append({"start": self.n, "end": self.n + len(s), "rule": rule,
+                             "kind": kind or rule})
         self.t(s)
 
     def neg(self, s, kind):
@@ -214,10 +371,15 @@ def plant_secret(doc, rule, style):
         else:
             assign(doc, style, "TWILIO_AUTH_TOKEN", lambda d: d.secret(r(HEX, 32), rule))
         return
-    names, gen = KEYED[rule]
+    if rule in FAMILIES:
+        kind = rule
+        rule, names, gen = FAMILIES[kind]
+    else:
+        kind = rule
+        names, gen = KEYED[rule]
     key = rng.choice(names)
     value = gen()
-    assign(doc, style, key, lambda d: d.secret(value, rule))
+    assign(doc, style, key, lambda d: d.secret(value, rule, kind))
 
 
 def plant_structural(doc, kind):
@@ -341,12 +503,18 @@ def make_file(secret_rate, negatives=True, target=None):
     while doc.n < size:
         x = rng.random()
         if x < secret_rate:
-            if rng.random() < 0.25:
+            y = rng.random()
+            if y < 0.2:
                 plant_structural(doc, rng.choice(STRUCTURAL))
+            elif y < 0.3:
+                plant_contextual(doc, rng.choice(CONTEXTUAL))
             else:
-                plant_secret(doc, rng.choice(list(KEYED)), style)
+                plant_secret(doc, rng.choice(list(KEYED) + list(FAMILIES)), style)
         elif negatives and x < secret_rate + 0.12:
-            plant_negative(doc, style)
+            if rng.random() < 0.1:
+                plant_code_negative(doc)
+            else:
+                plant_negative(doc, style)
         else:
             filler(doc, style, 1)
     if style == "json":
@@ -367,15 +535,24 @@ def main():
     for sub in ("labelled", "clean", "dense", "very-dense"):
         os.makedirs(os.path.join(a.out, sub), exist_ok=True)
     labels = []
-    # Guarantee every rule (and every structural kind) appears at least 8 times.
-    plan = [("keyed", k) for k in KEYED for _ in range(8)] + [("structural", k) for k in STRUCTURAL for _ in range(8)]
+    # Guarantee every rule (and every structural kind) appears at least 8 times, every family and
+    # contextual kind 24 times, and every code negative 6 times.
+    plan = ([("keyed", k) for k in KEYED for _ in range(8)] +
+            [("structural", k) for k in STRUCTURAL for _ in range(8)] +
+            [("keyed", k) for k in FAMILIES for _ in range(24)] +
+            [("contextual", k) for k in CONTEXTUAL for _ in range(24)] +
+            [("code-negative", None) for _ in range(6 * len(CODE_NEGATIVES))])
     rng.shuffle(plan)
     for i in range(a.files):
         style, doc = make_file(0.10)
-        while plan and rng.random() < 0.6:
+        while plan and rng.random() < 0.7:
             what, k = plan.pop()
             if what == "keyed":
                 plant_secret(doc, k, style)
+            elif what == "contextual":
+                plant_contextual(doc, k)
+            elif what == "code-negative":
+                plant_code_negative(doc)
             else:
                 plant_structural(doc, k)
             filler(doc, style, 2)

@@ -5,6 +5,8 @@
 //   match.cc      one rule over one window (RunRule): DFA search, secret bounds, extraction
 //   allowlist.cc  allowlists and entropy (Allowed, SurelyAllowed, ShannonEntropy)
 //   redact.cc     markers, redaction to a fixpoint (ScrubText), findings
+//   decoded_scan.cc  encoded segments (internal/decode.h) decoded in place and scanned
+//                 (AddDecodedHits)
 // Engine is immutable after Compile(); every const method is thread-safe.
 #pragma once
 
@@ -139,6 +141,10 @@ struct Hit {
   uint32_t rule = 0;
   size_t start = 0, end = 0, match_start = 0, match_end = 0;
   double entropy = 0;  // < 0: not computed yet
+  // A finding in decoded text (decoded_scan.cc): bits of internal::Encoding of the segments its
+  // secret overlaps, and the decoding level it was found at; 0 for plain findings.
+  uint8_t encodings = 0;
+  uint8_t decode_depth = 0;
 };
 
 inline bool HitBefore(const Hit& a, const Hit& b) {
@@ -216,6 +222,8 @@ struct Engine {
   // Rules without keywords, screened together.
   std::vector<uint32_t> always_rules;
   std::unique_ptr<RE2::Set> always_set;
+  // Decoding levels of encoded segments (0: off; see decoded_scan.cc and ScrubConfig).
+  int decode_depth = 0;
 
   // compile.cc. Fills an empty Engine from `config`; InvalidArgument when two rules share an id
   // (everything else that fails to compile is skipped and recorded in `problems`).
@@ -307,6 +315,18 @@ struct Engine {
   // (Rules with span_lines reach that many lines further: the ranges start max_span_lines
   // lines earlier.)
   std::vector<Span> DirtyRanges(std::string_view text, const std::vector<Span>& inserted) const;
+
+  // decoded_scan.cc. Findings in encoded segments of `text`: base64, hex and percent runs whose
+  // decoding is text are decoded in place, up to decode_depth levels, in a view of the line
+  // around them, which ScanOnce scans; a finding there whose secret overlaps a segment decoded
+  // at that level maps back to `text`, widened to the whole encoded segment(s) it overlaps.
+  // Added to `hits` (sorted by HitBefore), except those inside a span `hits` already covers.
+  // `markers`: the markers in `text` (ScanOnce's). `only` (optional, sorted): look only at the
+  // lines these ranges touch. What is found on a line depends on that line alone, so a later
+  // pass of ScrubText that looks at the lines around new markers finds all there is.
+  void AddDecodedHits(std::string_view text, std::string_view path,
+                      const std::vector<Span>& markers, const std::vector<Span>* only,
+                      std::vector<Hit>* hits) const;
 
   // redact.cc. Findings must never touch an existing marker: cut marker spans out of each
   // finding and keep the remaining pieces that are long enough to be a secret.

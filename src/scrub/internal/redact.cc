@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "scrub/internal/decode.h"
 #include "scrub/internal/engine.h"
 #include "scrub/internal/sv.h"
 
@@ -42,6 +43,8 @@ std::string Engine::ScrubText(std::string_view text, std::string_view path,
   std::vector<std::pair<size_t, size_t>> markers;
   std::vector<KeywordHit> wide_hits, lead_hits;
   *first = ScanOnce(text, path, &markers, nullptr, &wide_hits, &lead_hits);
+  // -- encoded secrets (decoded_scan.cc): findings in decoded segments join each pass's --
+  AddDecodedHits(text, path, markers, nullptr, first);
   if (first->empty()) return std::string(text);
   std::vector<std::pair<size_t, size_t>> inserted, replaced;
   std::string out = Redact(text, *first, &inserted, &replaced);
@@ -54,6 +57,7 @@ std::string Engine::ScrubText(std::string_view text, std::string_view path,
     if (!lead_hits.empty()) lead_hits = MapLeadHits(out, lead_hits, replaced, inserted);
     markers.clear();
     std::vector<Hit> more = ScanOnce(out, path, &markers, &dirty, &wide_hits, &lead_hits);
+    AddDecodedHits(out, path, markers, &dirty, &more);  // -- encoded secrets --
     if (more.empty()) break;
     inserted.clear();
     replaced.clear();
@@ -78,6 +82,15 @@ std::vector<Finding> Engine::ToFindings(std::string_view text, const std::vector
     f.line = line;
     f.entropy = h.entropy >= 0 ? h.entropy : ShannonEntropy(text.substr(h.start, h.end - h.start));
     f.tags = rules[h.rule].tags;
+    // -- encoded secrets: gitleaks' tags for a finding in decoded text --
+    if (h.encodings != 0) {
+      for (Encoding e : {Encoding::kPercent, Encoding::kHex, Encoding::kBase64}) {
+        if ((h.encodings & static_cast<uint8_t>(e)) != 0) {
+          f.tags.push_back(absl::StrCat("decoded:", Av(EncodingName(e))));
+        }
+      }
+      f.tags.push_back(absl::StrCat("decode-depth:", h.decode_depth));
+    }
     out.push_back(std::move(f));
   }
   return out;

@@ -77,14 +77,17 @@ export function makeCa(name) {
 }
 
 // Starts contextd (HTTP, port 0, fresh data dir) with `model_gateway: {anthropic: anthropic,
-// max_body_bytes}`. Resolves with the harness's server plus {origin, stop()} (stop also removes
-// the data dir).
-export async function startGateway({ anthropic, maxBodyBytes = null }) {
+// openai: openai, max_body_bytes}` (sections left out when not given). Resolves with the
+// harness's server plus {origin, stop()} (stop also removes the data dir).
+export async function startGateway({ anthropic = null, openai = null, maxBodyBytes = null }) {
   const dataDir = tempDataDir();
   const lines = ['model_gateway:'];
   if (maxBodyBytes !== null) lines.push(`  max_body_bytes: ${maxBodyBytes}`);
-  lines.push('  anthropic:');
-  for (const [k, v] of Object.entries(anthropic)) lines.push(`    ${k}: ${JSON.stringify(v)}`);
+  for (const [section, keys] of Object.entries({ anthropic, openai })) {
+    if (!keys) continue;
+    lines.push(`  ${section}:`);
+    for (const [k, v] of Object.entries(keys)) lines.push(`    ${k}: ${JSON.stringify(v)}`);
+  }
   const config = join(dataDir, 'contextd.yaml');
   writeFileSync(config, `${lines.join('\n')}\n`);
   const server = await startHttpServer({ dataDir, args: ['--config', config] });

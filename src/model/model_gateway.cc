@@ -1,8 +1,9 @@
-#include "model/anthropic_gateway.h"
+#include "model/model_gateway.h"
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
@@ -42,12 +43,39 @@ std::string JoinUrl(std::string_view base, std::string_view target) {
   return absl::StrCat(std::string(base), std::string(target));
 }
 
-transport::HttpResponse ErrorResponse(int status, std::string_view type,
-                                      std::string_view message) {
+// The two upstreams: where a request goes and the shape of the gateway's own errors for it.
+enum class Provider { kAnthropic, kOpenAI };
+
+// A request on the shared /v1/ routes is an Anthropic one when it carries the header every
+// Anthropic client sends (`anthropic-version`; Claude Code under OAuth sends it beside an
+// `authorization: Bearer`) or an Anthropic key header; OpenAI clients send neither.
+Provider ProviderOf(const transport::HttpRequest& request) {
+  return request.HasHeader("anthropic-version") || request.HasHeader("x-api-key")
+             ? Provider::kAnthropic
+             : Provider::kOpenAI;
+}
+
+// The gateway's own error for `status`, in `provider`'s shape (its error type, and OpenAI's code).
+transport::HttpResponse ErrorResponse(Provider provider, int status, std::string_view message) {
   transport::HttpResponse response;
   response.status = status;
   response.content_type = "application/json";
-  response.body = AnthropicError(type, message);
+  if (provider == Provider::kAnthropic) {
+    std::string_view type = status == 401   ? "authentication_error"
+                            : status == 413 ? "request_too_large"
+                            : status == 504 ? "timeout_error"
+                            : status >= 500 ? "api_error"
+                                            : "invalid_request_error";
+    response.body = AnthropicError(type, message);
+  } else {
+    std::string_view type = status >= 500 ? "server_error" : "invalid_request_error";
+    std::string_view code = status == 401   ? "invalid_api_key"
+                            : status == 413 ? "request_too_large"
+                            : status == 502 ? "upstream_unreachable"
+                            : status == 504 ? "upstream_timeout"
+                                            : "";
+    response.body = OpenAIError(type, message, code);
+  }
   return response;
 }
 
@@ -58,8 +86,16 @@ std::string AnthropicError(std::string_view type, std::string_view message) {
                       ",\"message\":", QuoteJsonString(message), "}}");
 }
 
-struct AnthropicGateway::Exchange {
+std::string OpenAIError(std::string_view type, std::string_view message, std::string_view code) {
+  return absl::StrCat("{\"error\":{\"message\":", QuoteJsonString(message),
+                      ",\"type\":", QuoteJsonString(type), ",\"param\":null,\"code\":",
+                      code.empty() ? std::string("null") : QuoteJsonString(code), "}}");
+}
+
+struct ModelGateway::Exchange {
   std::shared_ptr<transport::HttpResponder> responder;
+  Provider provider = Provider::kAnthropic;
+  std::string base_url;  // of the provider (named in errors)
   std::string method;
   std::string target;
   std::string url;
@@ -75,19 +111,24 @@ struct AnthropicGateway::Exchange {
   std::shared_ptr<transport::ClientCall> call;
 };
 
-AnthropicGateway::AnthropicGateway(AnthropicGatewayOptions options, ContextManager& context,
-                                   ConversationStore& store, transport::HttpClient& client,
-                                   std::function<void(const ModelRequestReport&)> on_request)
-    : options_(std::move(options)), context_(context), store_(store), client_(client),
+ModelGateway::ModelGateway(ModelGatewayOptions options, ContextManager& context,
+                           ConversationStore& store, transport::HttpClient& anthropic_client,
+                           transport::HttpClient& openai_client,
+                           std::function<void(const ModelRequestReport&)> on_request)
+    : options_(std::move(options)),
+      context_(context),
+      store_(store),
+      anthropic_client_(anthropic_client),
+      openai_client_(openai_client),
       on_request_(std::move(on_request)) {
   for (int i = 0; i < std::max(1, options_.worker_threads); ++i) {
     workers_.emplace_back([this] { WorkerLoop(); });
   }
 }
 
-AnthropicGateway::~AnthropicGateway() { Stop(); }
+ModelGateway::~ModelGateway() { Stop(); }
 
-void AnthropicGateway::Stop() {
+void ModelGateway::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
@@ -98,7 +139,7 @@ void AnthropicGateway::Stop() {
   }
 }
 
-void AnthropicGateway::Post(std::function<void()> task) {
+void ModelGateway::Post(std::function<void()> task) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return;
@@ -107,7 +148,7 @@ void AnthropicGateway::Post(std::function<void()> task) {
   cv_.notify_one();
 }
 
-void AnthropicGateway::WorkerLoop() {
+void ModelGateway::WorkerLoop() {
   while (true) {
     std::function<void()> task;
     {
@@ -121,36 +162,37 @@ void AnthropicGateway::WorkerLoop() {
   }
 }
 
-std::vector<transport::HttpRoute> AnthropicGateway::Routes() {
+std::vector<transport::HttpRoute> ModelGateway::Routes() {
   std::vector<transport::HttpRoute> routes;
-  auto error_response = [](int status, std::string_view message) {
-    return ErrorResponse(status, status == 413 ? "request_too_large" : "invalid_request_error",
-                         absl::StrCat("contextd: ", std::string(message)));
+  // The listener's own refusals (413) before the handler sees the request: in the shape of the
+  // route's API (the shared /v1/ route cannot tell, and answers the Anthropic way).
+  auto error_response = [](Provider provider) {
+    return [provider](int status, std::string_view message) {
+      return ErrorResponse(provider, status, absl::StrCat("contextd: ", std::string(message)));
+    };
   };
   auto handler = [this](transport::HttpRequest request,
                         std::shared_ptr<transport::HttpResponder> responder) {
-    HandleMessages(std::move(request), std::move(responder));
+    Handle(std::move(request), std::move(responder));
   };
-  for (const char* path : {"/v1/messages", "/v1/messages/count_tokens"}) {
+  auto add = [&](const char* path, std::vector<std::string> methods, transport::RouteMatch match,
+                 Provider provider) {
     transport::HttpRoute route;
     route.name = path;
-    route.methods = {"POST"};
+    route.methods = std::move(methods);
     route.path = path;
+    route.match = match;
     route.auth = transport::RouteAuth::kNone;
     route.max_body_bytes = options_.max_body_bytes;
-    route.error_response = error_response;
+    route.error_response = error_response(provider);
     route.handler = handler;
     routes.push_back(std::move(route));
-  }
-  transport::HttpRoute rest;
-  rest.name = "/v1/";
-  rest.path = "/v1/";
-  rest.match = transport::RouteMatch::kPrefix;
-  rest.auth = transport::RouteAuth::kNone;
-  rest.max_body_bytes = options_.max_body_bytes;
-  rest.error_response = error_response;
-  rest.handler = handler;
-  routes.push_back(std::move(rest));
+  };
+  add("/v1/messages", {"POST"}, transport::RouteMatch::kExact, Provider::kAnthropic);
+  add("/v1/messages/count_tokens", {"POST"}, transport::RouteMatch::kExact, Provider::kAnthropic);
+  // Every method: POST is folded, the others (stored completions) pass through.
+  add("/v1/chat/completions", {}, transport::RouteMatch::kExact, Provider::kOpenAI);
+  add("/v1/", {}, transport::RouteMatch::kPrefix, Provider::kAnthropic);
   transport::HttpRoute root;
   root.name = "/";
   root.methods = {"HEAD", "GET"};
@@ -166,20 +208,41 @@ std::vector<transport::HttpRoute> AnthropicGateway::Routes() {
   return routes;
 }
 
-void AnthropicGateway::HandleMessages(transport::HttpRequest request,
-                                      std::shared_ptr<transport::HttpResponder> responder) {
+void ModelGateway::Handle(transport::HttpRequest request,
+                          std::shared_ptr<transport::HttpResponder> responder) {
   auto exchange = std::make_shared<Exchange>();
   exchange->start = std::chrono::steady_clock::now();
   exchange->responder = responder;
   exchange->method = std::string(request.method());
   exchange->target = std::string(request.target());
-  exchange->url = JoinUrl(options_.base_url, exchange->target);
+  // Which API the body speaks, when F(.) applies to it; the upstream it goes to.
+  std::optional<ModelApi> api;
+  const bool post = request.method() == "POST";
+  if (post && (request.path() == "/v1/messages" || request.path() == "/v1/messages/count_tokens")) {
+    api = ModelApi::kAnthropicMessages;
+    exchange->provider = Provider::kAnthropic;
+  } else if (request.path() == "/v1/chat/completions") {
+    if (post) api = ModelApi::kOpenAIChat;
+    exchange->provider = Provider::kOpenAI;
+  } else {
+    exchange->provider = ProviderOf(request);
+  }
+  if (exchange->provider == Provider::kAnthropic) {
+    exchange->base_url = options_.anthropic_base_url;
+    exchange->url = JoinUrl(options_.anthropic_base_url, exchange->target);
+  } else {
+    // An OpenAI base URL already ends in its version ("/v1", or a provider's own path).
+    exchange->base_url = options_.openai_base_url;
+    exchange->url =
+        JoinUrl(options_.openai_base_url,
+                std::string_view(exchange->target).substr(std::string_view("/v1").size()));
+  }
   std::string tenant = "local";
   if (!options_.tenant_tokens.empty()) {
     auto it = options_.tenant_tokens.find(std::string(request.Header("x-contextd-token")));
     if (it == options_.tenant_tokens.end()) {
       responder->Respond(ErrorResponse(
-          401, "authentication_error",
+          exchange->provider, 401,
           "contextd: this gateway needs an x-contextd-token header with a known token"));
       return;
     }
@@ -188,12 +251,18 @@ void AnthropicGateway::HandleMessages(transport::HttpRequest request,
   for (const auto& [name, value] : request.Headers()) {
     if (!DropRequestHeader(name)) exchange->headers.emplace_back(name, value);
   }
-  std::string session(request.Header("x-claude-code-session-id"));
-  bool apply = request.method() == "POST" && (request.path() == "/v1/messages" ||
-                                             request.path() == "/v1/messages/count_tokens");
+  // Chat Completions names no conversation: its threads are told apart by their first message.
+  std::string session(api == ModelApi::kAnthropicMessages
+                          ? request.Header("x-claude-code-session-id")
+                          : std::string_view());
   exchange->body = request.TakeBody();
   exchange->report.usage.key.tenant = tenant;
-  exchange->report.usage.api = "anthropic";
+  if (api) {
+    exchange->report.usage.api = ModelApiName(*api);
+  } else {
+    exchange->report.usage.api =
+        exchange->provider == Provider::kAnthropic ? "anthropic" : "openai";
+  }
   exchange->report.usage.request_id = base::RandomId("mreq_", 8);
   exchange->report.usage.at_ms = WallMs();
   std::weak_ptr<Exchange> weak = exchange;
@@ -208,27 +277,29 @@ void AnthropicGateway::HandleMessages(transport::HttpRequest request,
     }
     if (call) call->Cancel();
   });
-  if (!apply) {
+  if (!api) {
     Forward(std::move(exchange));
     return;
   }
-  Post([this, exchange, tenant, session] {
-    auto parsed = context_.Parse(tenant, session, std::move(exchange->body));
+  Post([this, exchange, tenant, session, api = *api] {
+    auto parsed = context_.Parse(api, tenant, session, std::move(exchange->body));
     if (!parsed.ok()) {
       exchange->responder->Respond(ErrorResponse(
-          400, "invalid_request_error",
-          absl::StrCat("contextd: the request body is not a Messages request: ",
-                       parsed.status().message())));
+          exchange->provider, 400,
+          absl::StrCat("contextd: the request body is not a ",
+                       api == ModelApi::kAnthropicMessages ? "Messages" : "Chat Completions",
+                       " request: ", parsed.status().message())));
       return;
     }
-    std::shared_ptr<AnthropicRequest> messages = *std::move(parsed);
+    std::shared_ptr<ModelRequest> messages = *std::move(parsed);
     exchange->report.usage.model = messages->model();
     auto applied = context_.Apply(tenant, session, messages, WallMs());
     messages.reset();  // the context manager keeps it for the conversation's next request
     if (!applied.ok()) {
-      base::LogError(absl::StrCat("model gateway: conversation state: ", applied.status().ToString()));
+      base::LogError(
+          absl::StrCat("model gateway: conversation state: ", applied.status().ToString()));
       exchange->responder->Respond(ErrorResponse(
-          500, "api_error",
+          exchange->provider, 500,
           "contextd: could not keep this conversation's state; the request was not sent"));
       return;
     }
@@ -253,7 +324,7 @@ void AnthropicGateway::HandleMessages(transport::HttpRequest request,
   });
 }
 
-void AnthropicGateway::Forward(std::shared_ptr<Exchange> exchange) {
+void ModelGateway::Forward(std::shared_ptr<Exchange> exchange) {
   transport::ClientRequest request;
   request.method = exchange->method;
   request.url = exchange->url;
@@ -271,7 +342,9 @@ void AnthropicGateway::Forward(std::shared_ptr<Exchange> exchange) {
     }
     exchange->report.usage.status = status;
     exchange->usage = std::make_unique<UsageParser>(
-        absl::StrContains(absl::AsciiStrToLower(content_type), "text/event-stream"));
+        absl::StrContains(absl::AsciiStrToLower(content_type), "text/event-stream"),
+        exchange->provider == Provider::kAnthropic ? UsageFormat::kAnthropic
+                                                   : UsageFormat::kOpenAIChat);
     {
       std::lock_guard<std::mutex> lock(exchange->mu);
       exchange->headers_sent = true;
@@ -300,17 +373,17 @@ void AnthropicGateway::Forward(std::shared_ptr<Exchange> exchange) {
     } else if (headers_sent) {
       // Mid-answer: the client must see the answer break, not end cleanly.
       report.outcome = "dropped";
-      base::LogWarn(absl::StrCat("model gateway: the answer from ", options_.base_url,
+      base::LogWarn(absl::StrCat("model gateway: the answer from ", exchange->base_url,
                                  " broke off: ", status.message()));
       exchange->responder->Abort();
     } else {
       bool timeout = absl::IsDeadlineExceeded(status);
       report.outcome = timeout ? "timeout" : "unreachable";
       report.usage.status = timeout ? 504 : 502;
-      exchange->responder->Respond(ErrorResponse(
-          report.usage.status, timeout ? "timeout_error" : "api_error",
-          absl::StrCat("contextd could not get an answer from the model provider at ",
-                       options_.base_url, ": ", status.message())));
+      exchange->responder->Respond(
+          ErrorResponse(exchange->provider, report.usage.status,
+                        absl::StrCat("contextd could not get an answer from the model provider at ",
+                                     exchange->base_url, ": ", status.message())));
     }
     if (exchange->usage) {
       exchange->usage->Finish();
@@ -330,8 +403,10 @@ void AnthropicGateway::Forward(std::shared_ptr<Exchange> exchange) {
     }
     if (on_request_) on_request_(report);
   };
+  transport::HttpClient& client =
+      exchange->provider == Provider::kAnthropic ? anthropic_client_ : openai_client_;
   std::shared_ptr<transport::ClientCall> call =
-      client_.Start(std::move(request), std::move(callbacks));
+      client.Start(std::move(request), std::move(callbacks));
   bool gone;
   {
     std::lock_guard<std::mutex> lock(exchange->mu);

@@ -1,0 +1,56 @@
+#include "model/model_request.h"
+
+namespace contextd::model {
+
+const char* ModelApiName(ModelApi api) {
+  switch (api) {
+    case ModelApi::kAnthropicMessages:
+      return "anthropic";
+    case ModelApi::kOpenAIChat:
+      return "openai_chat";
+  }
+  return "unknown";
+}
+
+bool IsBranchTool(std::string_view name) {
+  std::string_view bare = BareToolName(name);
+  return bare == "branch_create" || bare == "branch_return";
+}
+
+Transcript ModelRequest::RenderedTranscript(const RenderPlan& plan) const {
+  const Transcript& in = transcript();
+  Transcript out;
+  size_t fold = 0;
+  for (size_t m = 0; m < in.messages.size(); ++m) {
+    out.messages.push_back(in.messages[m]);
+    if (plan.appends.count(m)) {
+      Block appended;
+      appended.kind = BlockKind::kText;
+      out.messages.back().blocks.push_back(appended);
+    }
+    if (fold < plan.folds.size() && plan.folds[fold].create_message == m) {
+      const FoldEdit& edit = plan.folds[fold];
+      Message folded;
+      folded.role = Role::kUser;
+      Block result;
+      result.kind = BlockKind::kToolResult;
+      result.call_id = edit.create_call_id;
+      result.text = edit.result_text;
+      folded.blocks.push_back(result);
+      for (const std::string& id : edit.stub_call_ids) {
+        result.call_id = id;
+        result.text = StubResultText(edit.branch_id);
+        folded.blocks.push_back(result);
+      }
+      for (size_t b : edit.kept_end_blocks) {
+        folded.blocks.push_back(in.messages[edit.end_message].blocks[b]);
+      }
+      out.messages.push_back(std::move(folded));
+      m = edit.end_message;
+      ++fold;
+    }
+  }
+  return out;
+}
+
+}  // namespace contextd::model

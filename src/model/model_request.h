@@ -1,0 +1,88 @@
+// ModelRequest: one model API request body as the context manager sees it, whatever the API: the
+// provider-neutral transcript (transcript.h), the decoded texts of its blocks, and the body
+// rendered back with a RenderPlan applied. Every byte a plan does not change goes out as the client
+// sent it. Implemented by AnthropicRequest (Messages) and OpenAIChatRequest (Chat Completions).
+// Not thread-safe; a value owned by one request.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "model/fold.h"
+#include "model/transcript.h"
+
+namespace contextd::model {
+
+// The wire APIs the gateway speaks.
+enum class ModelApi { kAnthropicMessages, kOpenAIChat };
+
+// The API's label in metrics and usage records: "anthropic", "openai_chat".
+const char* ModelApiName(ModelApi api);
+
+// How much of a text block an adapter decodes at parse time (Block::text): enough to tell a
+// client's <system-reminder> from text a person wrote; the rest is read on demand.
+inline constexpr size_t kTextPrefixBytes = 64;
+
+// Whether a tool call's name is contextd's branch_create or branch_return (MCP prefix aside).
+bool IsBranchTool(std::string_view name);
+
+// A JSON string token of the body: [begin, end) in bytes, quotes included.
+struct TextSpan {
+  uint32_t begin = 0;
+  uint32_t end = 0;
+};
+
+// What Render changes. Indexes are of the transcript's messages and their blocks.
+struct RenderPlan {
+  std::vector<FoldEdit> folds;  // disjoint, in order (FoldPlan::edits)
+  // (message, block) -> the block sent instead (as RewriteBlock returns it; an Anthropic block
+  // without its cache marker: the original's marker, if any, is put back). For a block that is a
+  // string (Anthropic or OpenAI string content): a JSON string token.
+  std::map<std::pair<size_t, size_t>, std::string> blocks;
+  // message -> text content parts added after its content ({"type":"text","text":...} objects
+  // joined by ','; a shape both APIs accept).
+  std::map<size_t, std::string> appends;
+};
+
+class ModelRequest {
+ public:
+  virtual ~ModelRequest() = default;
+
+  virtual ModelApi api() const = 0;
+  virtual const std::string& body() const = 0;
+  // The neutral view. Block::text is filled at parse time only where the fold core needs it:
+  // branch_create/branch_return calls and their results (whole), text blocks (their first 64
+  // bytes). BlockText reads any block whole. Keys are empty until ComputeKeys.
+  virtual const Transcript& transcript() const = 0;
+  // The request's `model`, "" when absent.
+  virtual const std::string& model() const = 0;
+  // How many messages the parse took over from the conversation's previous request.
+  virtual size_t reused_messages() const = 0;
+
+  // The key of message 0 (computing it if needed), "" without messages: it names the thread.
+  virtual std::string FirstMessageKey() = 0;
+  // Fills the block and message keys not known yet.
+  virtual void ComputeKeys() = 0;
+
+  // What the model reads of block (message, block), decoded: text, a tool result's text parts
+  // joined by newlines, a tool call's arguments (JSON); "" for blocks without text.
+  virtual std::string BlockText(size_t message, size_t block) const = 0;
+  // The string tokens of block (message, block) that scrubbing reads (offsets in body()).
+  virtual const std::vector<TextSpan>& TextSpans(size_t message, size_t block) const = 0;
+  // The block's bytes (an Anthropic block without its cache marker) with `replacements` (token
+  // spans of TextSpans -> new JSON string tokens) applied: a RenderPlan::blocks value.
+  virtual std::string RewriteBlock(
+      size_t message, size_t block,
+      const std::vector<std::pair<TextSpan, std::string>>& replacements) const = 0;
+
+  // The request with `plan` applied.
+  virtual std::string Render(const RenderPlan& plan) const = 0;
+  // The transcript as Render(plan) leaves it (for validation and counting), without keys.
+  Transcript RenderedTranscript(const RenderPlan& plan) const;
+};
+
+}  // namespace contextd::model
