@@ -4,7 +4,10 @@
 // With --workloads DIR, also the throughput of Scrub() on every tool result of the recorded agent
 // runs in DIR/*.jsonl (one call per tool result, as the server makes them) and the findings there
 // (real tool output without secrets: every finding is a false positive).
-// Usage: scrub_eval CORPUS_DIR OUT_JSON [--rules FILE] [--min-seconds S] [--workloads DIR]
+// Usage: scrub_eval CORPUS_DIR OUT_JSON [--rules FILE [--with-defaults]] [--min-seconds S]
+//                   [--workloads DIR]
+// (--rules reads FILE as `contextd scrub --rules` does: alone unless it extends the built-in rules
+// or --with-defaults is given.)
 #include <time.h>
 
 #include <algorithm>
@@ -97,7 +100,8 @@ static nlohmann::json Throughput(const RuleScrubber& s, const std::vector<std::s
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::cerr << "usage: scrub_eval CORPUS_DIR OUT_JSON [--rules FILE] [--min-seconds S]\n";
+    std::cerr << "usage: scrub_eval CORPUS_DIR OUT_JSON [--rules FILE [--with-defaults]] "
+                 "[--min-seconds S]\n";
     return 2;
   }
   fs::path corpus = argv[1];
@@ -105,11 +109,18 @@ int main(int argc, char** argv) {
   contextd::scrub::ScrubConfig cfg;
   double min_seconds = 2;
   std::string workloads;
-  for (int i = 3; i + 1 < argc; i += 2) {
+  cfg.extend_default = false;
+  for (int i = 3; i < argc; ++i) {
     std::string flag = argv[i];
-    if (flag == "--rules") cfg.rules_file = argv[i + 1];
-    if (flag == "--min-seconds") min_seconds = std::stod(argv[i + 1]);
-    if (flag == "--workloads") workloads = argv[i + 1];
+    if (flag == "--with-defaults") {
+      cfg.extend_default = true;
+    } else if (flag == "--rules" && i + 1 < argc) {
+      cfg.rules_file = argv[++i];
+    } else if (flag == "--min-seconds" && i + 1 < argc) {
+      min_seconds = std::stod(argv[++i]);
+    } else if (flag == "--workloads" && i + 1 < argc) {
+      workloads = argv[++i];
+    }
   }
   auto scrubber = contextd::scrub::BuildScrubber(cfg);
   if (!scrubber.ok()) {

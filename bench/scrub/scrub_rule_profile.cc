@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
     text += ss.str();
     if (text.size() > max_bytes) break;
   }
-  auto cfg = ParseRulesToml(DefaultRulesToml(), "default");
+  auto cfg = DefaultRules();
   if (!cfg.ok()) return 2;
   std::vector<std::pair<double, std::string>> res;
   for (const auto& r : cfg->rules) {

@@ -86,7 +86,11 @@ int main(int argc, char** argv) {
   // scrub
   CLI::App* scrub = app.add_subcommand("scrub", "Redact secrets from stdin to stdout");
   std::string rules_file, report;
-  scrub->add_option("--rules", rules_file, "gitleaks-format TOML rules (default: built-in rules)");
+  bool with_defaults = false;
+  auto* rules_opt =
+      scrub->add_option("--rules", rules_file, contextd::scrub::kRulesFlagHelp)->type_name("FILE");
+  scrub->add_flag("--with-defaults", with_defaults, contextd::scrub::kWithDefaultsFlagHelp)
+      ->needs(rules_opt);
   scrub->add_option("--report", report, "json: print the findings instead of the redacted text")
       ->check(CLI::IsMember({"json"}));
 
@@ -202,8 +206,8 @@ int main(int argc, char** argv) {
                                               std::cerr);
   }
   if (*scrub) {
-    return contextd::scrub::RunScrubCommand(rules_file, report == "json", std::cin, std::cout,
-                                            std::cerr);
+    return contextd::scrub::RunScrubCommand(rules_file, with_defaults, report == "json", std::cin,
+                                            std::cout, std::cerr);
   }
 
   if (*connect) {

@@ -119,5 +119,66 @@ TEST(LeadingLiteralsTest, RefusesWhenAMatchMayStartAnywhere) {
             (std::vector<std::string>{"abc"}));
 }
 
+TEST(LabelGroupsTest, FixedTextAndRepeatedGroups) {
+  using V = std::vector<bool>;
+  EXPECT_EQ(LabelGroups(R"(\bZXlK(?:(?P<alg>aGJHY2lPaU)|(?P<x5c>NE5XTWlP))[a-z]{40,})"),
+            (V{false, true, true}));
+  EXPECT_EQ(LabelGroups(R"((ghp_)([a-z0-9]{36}))"), (V{false, true, false}));
+  // Literal alternatives, nested groups, escaped punctuation and flags are still fixed text.
+  EXPECT_EQ(LabelGroups(R"((?i)((?:ab|c\.d)|e\x41)k)"), (V{false, true}));
+  // Classes, \w, '.', quantifiers are not.
+  EXPECT_EQ(LabelGroups(R"(([a-z])(\w)(.)(ab+)(a?))"),
+            (V{false, false, false, false, false, false}));
+  // Repeated groups (and groups inside them) keep only their last iteration; '?' and {1} do not
+  // repeat.
+  EXPECT_EQ(LabelGroups(R"(x([a-z]{4}-){3}(?:(\d+)-)+([a-z]{4})?(\d{2}){1})"),
+            (V{false, true, true, false, false}));
+  // Unknown construct or unbalanced: no answer.
+  EXPECT_EQ(LabelGroups(R"((a)(?=b))"), V{});
+  EXPECT_EQ(LabelGroups("no groups"), V{false});
+}
+
+TEST(MeasurePatternTest, BytesNewlinesAndLineBreaks) {
+  PatternExtent e;
+  ASSERT_TRUE(MeasurePattern(R"(ab[0-9]{3}x?)", &e));
+  EXPECT_EQ(e.max_bytes, 6u);
+  EXPECT_EQ(e.max_newlines, 0u);
+  // \s may take a newline; a trailing one-character element's newline ends the match.
+  ASSERT_TRUE(MeasurePattern(R"(key[\s'"]{0,3}=(\w{4})(?:[\s;]|$))", &e));
+  EXPECT_EQ(e.max_bytes, 3u + 3 + 1 + 4 + 1);
+  EXPECT_EQ(e.max_newlines, 4u);
+  EXPECT_EQ(e.max_inner_newlines, 3u);
+  EXPECT_EQ(e.max_line_breaks, 0u);
+  ASSERT_TRUE(MeasurePattern(R"(\b(tok_\w{8})(?:[^\w-]|$))", &e));
+  EXPECT_EQ(e.max_newlines, 1u);
+  EXPECT_EQ(e.max_inner_newlines, 0u);
+  // Line breaks on purpose: \n, [\r\n], (?s)., [\s\S]; unbounded ones are SIZE_MAX.
+  ASSERT_TRUE(MeasurePattern(R"(\bcurl\b(?:.*|.*(?:[\r\n]{1,2}.*){1,5})[ \t\n\r]-u)", &e));
+  EXPECT_EQ(e.max_line_breaks, 11u);
+  EXPECT_EQ(e.max_bytes, SIZE_MAX);
+  ASSERT_TRUE(MeasurePattern(R"((?s:.){0,200}x)", &e));
+  EXPECT_EQ(e.max_line_breaks, 200u);
+  EXPECT_EQ(e.max_bytes, 801u);
+  ASSERT_TRUE(MeasurePattern(R"(-----BEGIN[\s\S]{64,}?END)", &e));
+  EXPECT_EQ(e.max_line_breaks, SIZE_MAX);
+  // '.' without (?s), a negated class that lists \n, \S: no newline.
+  ASSERT_TRUE(MeasurePattern(R"(.*[^\n"]+\S)", &e));
+  EXPECT_EQ(e.max_newlines, 0u);
+  // A negated class that does not list \n, \W, [[:space:]]: may, not on purpose.
+  ASSERT_TRUE(MeasurePattern(R"([^"]\W[[:space:]])", &e));
+  EXPECT_EQ(e.max_newlines, 3u);
+  EXPECT_EQ(e.max_line_breaks, 0u);
+  // Flags: (?s) directive for the rest of its group; (?i) k and s may be 3 bytes.
+  ASSERT_TRUE(MeasurePattern(R"((?:(?s).)(.)|(?i)k)", &e));
+  EXPECT_EQ(e.max_line_breaks, 1u);
+  EXPECT_EQ(e.max_bytes, 8u);
+  ASSERT_TRUE(MeasurePattern(R"((?i)k)", &e));
+  EXPECT_EQ(e.max_bytes, 3u);
+  // Not read: octal escapes, lookarounds.
+  EXPECT_FALSE(MeasurePattern(R"(\123)", &e));
+  EXPECT_FALSE(MeasurePattern(R"(a(?=b))", &e));
+  EXPECT_FALSE(MeasurePattern(R"((a)", &e));
+}
+
 }  // namespace
 }  // namespace contextd::scrub::internal

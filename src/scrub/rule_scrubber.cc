@@ -1,7 +1,9 @@
 #include "scrub/rule_scrubber.h"
 
 #include <algorithm>
-#include <unordered_set>
+#include <filesystem>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -58,27 +60,64 @@ std::vector<std::string> RuleScrubber::rule_ids() const {
   return ids;
 }
 
-absl::StatusOr<RulesConfig> ResolveRules(const ScrubConfig& config) {
-  ASSIGN_OR_RETURN(RulesConfig defaults, ParseRulesToml(DefaultRulesToml(), "default_rules.toml"));
-  if (config.rules_file.empty()) return defaults;
-  ASSIGN_OR_RETURN(RulesConfig user, LoadRulesFile(config.rules_file));
-  if (!config.extend_default && !user.extend_use_default) return user;
-  RulesConfig merged = std::move(defaults);
-  std::unordered_set<std::string> disabled(user.extend_disabled_rules.begin(),
-                                           user.extend_disabled_rules.end());
-  std::unordered_set<std::string> user_ids;
-  for (const auto& r : user.rules) user_ids.insert(r.id);
-  merged.rules.erase(std::remove_if(merged.rules.begin(), merged.rules.end(),
-                                    [&](const RuleSpec& r) {
-                                      return disabled.count(r.id) > 0 || user_ids.count(r.id) > 0;
-                                    }),
-                     merged.rules.end());
-  for (auto& r : user.rules) {
-    if (disabled.count(r.id) == 0) merged.rules.push_back(std::move(r));
+namespace {
+
+// How many files deep [extend] path may go: the rules file, the file it extends, and the one
+// that extends (gitleaks' maxExtendDepth is 2 as well; it silently ignores a deeper [extend],
+// we refuse it, which also ends a cycle).
+constexpr int kMaxExtendDepth = 2;
+
+// `path` with its [extend] chain applied. *with_defaults: the built-in rules are part of it;
+// *disabled: the disabledRules of the file at depth 0.
+absl::StatusOr<RulesConfig> LoadExtended(const std::string& path, int depth,
+                                         std::vector<std::string>* chain, bool* with_defaults,
+                                         std::vector<std::string>* disabled) {
+  chain->push_back(path);
+  ASSIGN_OR_RETURN(RulesConfig cfg, LoadRulesFile(path));
+  if (depth == 0) *disabled = cfg.extend_disabled_rules;
+  if (cfg.extend_use_default) {
+    ASSIGN_OR_RETURN(RulesConfig defaults, DefaultRules());
+    *with_defaults = true;
+    return ExtendRules(std::move(defaults), std::move(cfg));
   }
-  for (auto& a : user.allowlists) merged.allowlists.push_back(std::move(a));
-  if (!user.title.empty()) merged.title = user.title;
-  return merged;
+  if (cfg.extend_path.empty()) return cfg;
+  std::filesystem::path next(cfg.extend_path);
+  if (next.is_relative()) next = std::filesystem::path(path).parent_path() / next;
+  if (depth + 1 > kMaxExtendDepth) {
+    std::string names;
+    for (const std::string& p : *chain) absl::StrAppend(&names, p, " -> ");
+    return absl::InvalidArgumentError(absl::StrCat("[extend] path goes more than ", kMaxExtendDepth,
+                                                   " files deep: ", names, next.string()));
+  }
+  ASSIGN_OR_RETURN(RulesConfig base,
+                   LoadExtended(next.string(), depth + 1, chain, with_defaults, disabled));
+  return ExtendRules(std::move(base), std::move(cfg));
+}
+
+}  // namespace
+
+absl::StatusOr<RulesConfig> ResolveRules(const ScrubConfig& config) {
+  if (config.rules_file.empty()) return DefaultRules();
+  std::vector<std::string> chain, disabled;
+  bool with_defaults = false;
+  ASSIGN_OR_RETURN(RulesConfig rules,
+                   LoadExtended(config.rules_file, 0, &chain, &with_defaults, &disabled));
+  if (config.extend_default && !with_defaults) {
+    // The server's choice: the built-ins under the whole chain, as if the rules file had
+    // [extend] useDefault = true (its disabledRules drop built-in ids; its rules amend built-in
+    // rules of the same id).
+    ASSIGN_OR_RETURN(RulesConfig defaults, DefaultRules());
+    rules.extend_disabled_rules = std::move(disabled);
+    rules = ExtendRules(std::move(defaults), std::move(rules));
+  }
+  for (const RuleSpec& r : rules.rules) {
+    if (r.regex.empty() && r.path.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(config.rules_file, ": rule '", r.id,
+                       "' has no 'regex' or 'path' and amends no rule of the extended config"));
+    }
+  }
+  return rules;
 }
 
 absl::StatusOr<std::shared_ptr<const RuleScrubber>> BuildScrubber(const ScrubConfig& config) {

@@ -66,8 +66,10 @@ class RuleScrubber : public Scrubber {
   std::string Scrub(std::string_view text) const override;
 
   // The redacted text and the findings of the first pass (offsets into the input `text`), sorted
-  // by start. `path` (optional) enables rules and allowlists that have a `path`; with an empty
-  // path those rules are skipped and path allowlist checks never match, as in gitleaks on stdin.
+  // by start. `path` (optional): a rule with a `path` applies only where it matches the path, and
+  // allowlist path checks see it. With an empty path (Scrub), a rule with path and regex applies
+  // on its regex alone (gitleaks on stdin skips it; contextd cannot know a text's file, and a
+  // secret in it is still one) and allowlist path checks never match.
   struct Result {
     std::string text;
     std::vector<Finding> findings;
@@ -94,8 +96,10 @@ class RuleScrubber : public Scrubber {
 // Where the rules come from (config keys scrub.rules_file, scrub.extend_default,
 // scrub.archive_originals, scrub.key_file, scrub.decode_depth).
 struct ScrubConfig {
-  std::string rules_file;         // empty: the embedded defaults only
-  bool extend_default = true;     // with rules_file: add to the defaults (true) or replace them
+  std::string rules_file;  // empty: the built-in rules only
+  // With rules_file: true keeps the built-in rules under the file's rules whatever its [extend]
+  // says (the server's default); false lets the file decide, as gitleaks does (see ResolveRules).
+  bool extend_default = true;
   bool archive_originals = false; // keep encrypted originals (see originals_archive.h)
   std::string key_file;           // required with archive_originals; must be mode 0600
   // Encoded secrets: base64 (standard or URL-safe), hex and percent-encoded runs whose decoding
@@ -105,9 +109,15 @@ struct ScrubConfig {
   int decode_depth = kDefaultDecodeDepth;
 };
 
-// Merges the rule sources per `config`: the defaults, then the user's file on top (a user rule
-// with the same id replaces the default one; `[extend] useDefault = true` in the file also pulls
-// in the defaults; `[extend] disabledRules` drops ids). Errors as LoadRulesFile/ParseRulesToml.
+// The rules `config` asks for. No rules_file: the built-in rules (DefaultRules). A rules file
+// alone, as in gitleaks: its rules replace the built-in ones, unless it has [extend]
+// useDefault = true (the built-in rules, minus its disabledRules, each amended by its rule of the
+// same id, then its other rules; see ExtendRules) or [extend] path = "other.toml" (that file,
+// read relative to this one's directory and resolved the same way, underneath instead; at most
+// 2 files deep). With extend_default, the built-in rules also go under a file whose chain does
+// not include them, as if the file had useDefault = true. NotFound / PermissionDenied /
+// InvalidArgument as LoadRulesFile for any file of the chain; InvalidArgument when the chain is
+// deeper than 2 files or a rule ends up without regex or path (it amended no rule).
 absl::StatusOr<RulesConfig> ResolveRules(const ScrubConfig& config);
 
 // ResolveRules + RuleScrubber::Create. With archive_originals it also validates the key file

@@ -81,8 +81,9 @@ regex = '''BBB[0-9]{8}'''
 id = "c"
 regex = '''(CCC)[0-9]{8}'''
 )");
+  // (CCC) is a label group (fixed text): the whole match is redacted, not just it.
   EXPECT_EQ(s->Scrub("AAA12345678 and BBB12345678, CCC12345678"),
-            "[REDACTED:a:AA] and [REDACTED:b:BB], [REDACTED:c:]12345678");
+            "[REDACTED:a:AA] and [REDACTED:b:BB], [REDACTED:c:CC]");
   EXPECT_EQ(s->Scrub("nothing here"), "nothing here");
 }
 
@@ -106,15 +107,162 @@ keywords = ["user="]
   EXPECT_DOUBLE_EQ(f[0].entropy, 3.0);
 }
 
-TEST(RuleScrubberTest, GenericRulesNeedADigit) {
+// gitleaks trims newlines off the match (strings.Trim(match, "\n")): a rule whose match ends in
+// a newline does not redact it, and the entropy is the trimmed match's.
+TEST(RuleScrubberTest, MatchIsTrimmedOfNewlines) {
   auto s = Make(R"(
+[[rules]]
+id = "t"
+regex = '''tok_[a-z0-9]+\s'''
+entropy = 2.5
+keywords = ["tok_"]
+)");
+  EXPECT_EQ(s->Scrub("x tok_a1b2c3\nnext"), "x [REDACTED:t:to]\nnext");
+  auto f = s->Scan("tok_a1b2c3\n");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].end, 10u);
+  EXPECT_EQ(f[0].match_end, 10u);
+  EXPECT_DOUBLE_EQ(f[0].entropy, ShannonEntropy("tok_a1b2c3"));
+}
+
+// gitleaks looks for the secret group in the (trimmed) match on its own, as if it were the whole
+// text: its leftmost match there, where `$` matches at the match's end. Here that takes the first
+// alternative (groups "ab", "cd"), while in the text only the second one matches.
+TEST(RuleScrubberTest, SecretGroupIsFoundInTheMatchAlone) {
+  auto s = Make(R"(
+[[rules]]
+id = "r"
+regex = '''(\w{2})(\w*)$|(\w{4})'''
+keywords = ["ab"]
+)");
+  EXPECT_EQ(s->Scrub("abcd."), "[REDACTED:r:]cd.");
+  auto with_entropy = Make(R"(
+[[rules]]
+id = "r"
+regex = '''(\w{2})(\w*)$|(\w{4})'''
+entropy = 1.5
+keywords = ["ab"]
+)");
+  // entropy("ab") = 1: gitleaks drops it (the in-text group "abcd" would have entropy 2).
+  EXPECT_EQ(with_entropy->Scrub("abcd."), "abcd.");
+  // No match in the trimmed match on its own: the secret is the trimmed match.
+  auto fallback = Make(R"(
+[[rules]]
+id = "f"
+regex = '''k=(\w)\w+\n'''
+keywords = ["k="]
+)");
+  EXPECT_EQ(fallback->Scrub("k=abcdef\nz"), "[REDACTED:f:k=]\nz");
+}
+
+// gitleaks' default secret is the first non-empty group. When that group is a label (fixed text,
+// like jwt-base64's (?P<alg>aGJHY2lPaU)) or repeated (it holds only its last iteration), its
+// entropy and allowlists decide as in gitleaks, but the whole match is redacted: redacting the
+// label alone would leave the token around it.
+TEST(RuleScrubberTest, LabelGroupsRedactTheWholeMatch) {
+  auto s = Make(R"(
+[[rules]]
+id = "jwtish"
+regex = '''\bZXlK(?:(?P<alg>aGJHY2lPaU)|(?P<typ>MGVYQWlPaUp))[a-zA-Z0-9_-]{20,}'''
+entropy = 2
+keywords = ["zxlk"]
+[[rules]]
+id = "hook"
+regex = '''hook/([a-z0-9]{4}-){2}[a-z0-9]{6}'''
+keywords = ["hook/"]
+[[rules]]
+id = "plain"
+regex = '''key=([A-Za-z0-9]{10})(x|y)?'''
+keywords = ["key="]
+)");
+  EXPECT_EQ(s->Scrub("t ZXlKaGJHY2lPaUpJVXpJMU5pSXNJblI1Y0NJNklrcFhWQ0o5 end"),
+            "t [REDACTED:jwtish:ZXlK] end");
+  auto f = s->Scan("ZXlKaGJHY2lPaUpJVXpJMU5pSXNJblI1Y0NJNklrcFhWQ0o5");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].start, 0u);
+  EXPECT_DOUBLE_EQ(f[0].entropy, ShannonEntropy("aGJHY2lPaU"));  // the label's, as gitleaks
+  EXPECT_EQ(s->Scrub("url hook/ab12-cd34-ef5678 x"), "url [REDACTED:hook:hook] x");
+  // A group that can hold a secret is redacted alone, as before.
+  EXPECT_EQ(s->Scrub("key=A1b2C3d4E5x"), "key=[REDACTED:plain:A1]x");
+}
+
+// Windows around keyword hits reach as far as a match can (see Engine::Compile): a line before
+// the keyword's when a newline may come inside the match before it, and as many lines further as
+// the pattern asks for line breaks.
+TEST(RuleScrubberTest, WindowsFollowMatchesAcrossLines) {
+  auto s = Make(R"(
+[[rules]]
+id = "value-keyword"
+regex = '''(?i)[\w.-]{0,50}?token(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:=|>|:)[\x60'"\s=]{0,5}(val_[a-f0-9]{12})(?:[\x60'"\s;]|$)'''
+keywords = ["val_"]
+[[rules]]
+id = "curlish"
+regex = '''\bcurl\b(?:.*|.*(?:[\r\n]{1,2}.*){1,5})[ \t\n\r]-H '(Authorization: Basic [a-zA-Z0-9+/=]{8,})\''''
+keywords = ["curl"]
+[[rules]]
+id = "line-start"
+regex = '''(?:^|[\s=])([a-z]{3}\dQ~[a-z]{10})(?:$|[\s,])'''
+keywords = ["q~"]
+)");
+  // The match starts at "myToken>" on the line before its keyword "val_".
+  EXPECT_EQ(s->Scrub("<myToken>\n    val_0123456789ab\n</myToken>"),
+            "<myToken>\n    [REDACTED:value-keyword:val_]\n</myToken>");
+  // The header is three lines and more than 96 bytes after "curl".
+  const std::string curl = "curl -X POST \\\n  https://api.example.com/v3/" + std::string(80, 'p') +
+                           " \\\n  -H 'Authorization: Basic YXBpOmtleS1hN2Mz'\n";
+  EXPECT_EQ(s->Scrub(curl), "curl -X POST \\\n  https://api.example.com/v3/" +
+                                std::string(80, 'p') + " \\\n  -H '[REDACTED:curlish:Auth]'\n");
+  // The match takes the newline before the secret (not the text's start): it starts on the line
+  // before the keyword's.
+  EXPECT_EQ(s->Scrub("x\nabc1Q~abcdefghij\n"), "x\n[REDACTED:line-start:abc1]\n");
+}
+
+// More than 15 groups: the secret may be any of them (jwt-base64 in gitleaks' config names 34
+// alternatives; its secret is the first non-empty one), and entropy is computed on it.
+TEST(RuleScrubberTest, ManyGroups) {
+  std::string alternatives;
+  for (int i = 0; i < 20; ++i) {
+    alternatives += (i ? "|" : "") + std::string("(L[") + static_cast<char>('a' + i) + "]x)";
+  }
+  auto first_non_empty = Make("[[rules]]\nid = 'm'\nregex = '''Z(?:" + alternatives +
+                              ")([0-9]{6})'''\nentropy = 1.5\nkeywords = ['z']\n");
+  // Group 19 ("Lsx", entropy 1.58) is the secret, not the whole match.
+  EXPECT_EQ(first_non_empty->Scrub("ZLsx123456"), "Z[REDACTED:m:]123456");
+  // secretGroup 21: the digits, with their own entropy.
+  auto configured = Make("[[rules]]\nid = 'c'\nregex = '''Z(?:" + alternatives +
+                         ")([0-9]{6})'''\nsecretGroup = 21\nentropy = 1.5\nkeywords = ['z']\n");
+  EXPECT_EQ(configured->Scrub("ZLsx123456"), "ZLsx[REDACTED:c:1]");
+  EXPECT_EQ(configured->Scrub("ZLsx111111"), "ZLsx111111");  // entropy 0
+  EXPECT_EQ(configured->problems().size(), 0u);
+}
+
+// gitleaks dropped its "generic ids need a digit" check (8.19): a rules file's generic rules
+// follow it. Only contextd's built-in generic rules keep the requirement (RuleSpec::require_digit,
+// set by DefaultRules).
+TEST(RuleScrubberTest, OnlyBuiltInGenericRulesNeedADigit) {
+  constexpr char kRule[] = R"(
 [[rules]]
 id = "generic-x"
 regex = '''pw=(\w+)'''
 keywords = ["pw="]
-)");
-  EXPECT_EQ(s->Scrub("pw=abcdefgh"), "pw=abcdefgh");
-  EXPECT_EQ(s->Scrub("pw=abcdefg1"), "pw=[REDACTED:generic-x:ab]");
+)";
+  auto s = Make(kRule);
+  EXPECT_EQ(s->Scrub("pw=abcdefgh"), "pw=[REDACTED:generic-x:ab]");
+  auto cfg = ParseRulesToml(kRule, "t");
+  ASSERT_TRUE(cfg.ok());
+  cfg->rules[0].require_digit = true;
+  auto d = RuleScrubber::Create(*cfg);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ((*d)->Scrub("pw=abcdefgh"), "pw=abcdefgh");
+  EXPECT_EQ((*d)->Scrub("pw=abcdefg1"), "pw=[REDACTED:generic-x:ab]");
+  auto defaults = DefaultRules();
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  size_t generic = 0;
+  for (const auto& r : defaults->rules) {
+    EXPECT_EQ(r.require_digit, r.id.rfind("generic", 0) == 0) << r.id;
+    generic += r.require_digit ? 1 : 0;
+  }
+  EXPECT_GT(generic, 0u);
 }
 
 TEST(RuleScrubberTest, AllowlistsTargetsAndConditions) {
@@ -158,7 +306,10 @@ keywords = ["b="]
   EXPECT_EQ(s->Scrub("a=123456 b=123456"), "a=123456 b=[REDACTED:b:1]");
 }
 
-TEST(RuleScrubberTest, PathRulesNeedAPath) {
+// A rule with path and regex: with a path, both must match (as gitleaks); without one (contextd
+// cannot know which file a text came from) the regex alone decides, where gitleaks on stdin
+// would skip the rule. A path-only rule matches file names, never text.
+TEST(RuleScrubberTest, PathRulesWithoutAPathUseTheRegex) {
   auto s = Make(R"(
 [[rules]]
 id = "p"
@@ -169,7 +320,7 @@ keywords = ["pass="]
 id = "onlypath"
 path = '''\.p12$'''
 )");
-  EXPECT_EQ(s->Scrub("pass=abc123"), "pass=abc123");
+  EXPECT_EQ(s->Scrub("pass=abc123"), "pass=[REDACTED:p:a]");
   EXPECT_EQ(s->ScrubWithFindings("pass=abc123", "x.php").text, "pass=[REDACTED:p:a]");
   EXPECT_EQ(s->ScrubWithFindings("pass=abc123", "x.txt").text, "pass=abc123");
   ASSERT_EQ(s->problems().size(), 1u);
@@ -306,10 +457,14 @@ class ResolveRulesTest : public ::testing::Test {
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string Write(const std::string& body) {
-    std::string p = (dir_ / "rules.toml").string();
+  std::string Write(const std::string& body, const std::string& name = "rules.toml") {
+    std::string p = (dir_ / name).string();
+    std::filesystem::create_directories(std::filesystem::path(p).parent_path());
     std::ofstream(p) << body;
     return p;
+  }
+  static size_t Count(const std::vector<std::string>& ids, const std::string& id) {
+    return std::count(ids.begin(), ids.end(), id);
   }
   std::filesystem::path dir_;
 };
@@ -338,13 +493,162 @@ keywords = ["cust"]
   EXPECT_GT(ids.size(), 30u);
 }
 
-TEST_F(ResolveRulesTest, ReplaceDefaults) {
+constexpr char kOnlyRule[] =
+    "[[rules]]\nid = 'only'\nregex = '''ONLY[0-9]{6}'''\nkeywords=['only']\n";
+constexpr char kGithubToken[] = "ghp_aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5";
+
+// A file without [extend] replaces the built-in rules, as in gitleaks, unless the server keeps
+// them (extend_default, its default).
+TEST_F(ResolveRulesTest, FileWithoutExtendReplacesDefaultsUnlessTheServerKeepsThem) {
   ScrubConfig c;
-  c.rules_file = Write("[[rules]]\nid = 'only'\nregex = '''ONLY[0-9]{6}'''\nkeywords=['only']\n");
+  c.rules_file = Write(kOnlyRule);
   c.extend_default = false;
   auto s = BuildScrubber(c);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ((*s)->num_rules(), 1u);
+  EXPECT_EQ((*s)->rule_ids(), std::vector<std::string>{"only"});
+  EXPECT_EQ((*s)->Scrub(kGithubToken), kGithubToken);
+  EXPECT_EQ((*s)->Scrub("ONLY123456"), "[REDACTED:only:ON]");
+
+  c.extend_default = true;
+  s = BuildScrubber(c);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_GT((*s)->num_rules(), 30u);
+  EXPECT_EQ((*s)->Scrub(kGithubToken), "[REDACTED:github-pat:ghp_]");
+  EXPECT_EQ((*s)->Scrub("ONLY123456"), "[REDACTED:only:ON]");
+}
+
+// [extend] useDefault = true: the built-in rules, minus disabledRules, amended by the file's
+// rules of the same id (gitleaks merges field by field), then the file's other rules. A
+// disabledRules entry drops only an extended rule, never one of the file's own.
+TEST_F(ResolveRulesTest, UseDefaultAmendsAndDisablesBuiltIns) {
+  auto defaults = DefaultRules();
+  ASSERT_TRUE(defaults.ok());
+  const RuleSpec* pat = nullptr;
+  for (const auto& r : defaults->rules) {
+    if (r.id == "github-pat") pat = &r;
+  }
+  ASSERT_NE(pat, nullptr);
+  for (bool server_default : {false, true}) {
+    ScrubConfig c;
+    c.extend_default = server_default;
+    c.rules_file = Write(R"(
+[extend]
+useDefault = true
+disabledRules = ["jwt", "mine"]
+[[rules]]
+id = "github-pat"
+[[rules.allowlists]]
+regexes = ['''NOTREAL''']
+[[rules]]
+id = "mine"
+regex = '''MINE[0-9]{6}'''
+keywords = ["mine"]
+)");
+    auto rules = ResolveRules(c);
+    ASSERT_TRUE(rules.ok()) << rules.status();
+    std::vector<std::string> ids;
+    for (const auto& r : rules->rules) ids.push_back(r.id);
+    EXPECT_EQ(ids.size(), defaults->rules.size());  // - jwt + mine
+    EXPECT_EQ(Count(ids, "jwt"), 0u);
+    EXPECT_EQ(Count(ids, "mine"), 1u);
+    ASSERT_EQ(Count(ids, "github-pat"), 1u);
+    const RuleSpec& merged =
+        rules->rules[std::find(ids.begin(), ids.end(), "github-pat") - ids.begin()];
+    EXPECT_EQ(merged.regex, pat->regex);  // kept: the amendment has none
+    EXPECT_EQ(merged.allowlists.size(), pat->allowlists.size() + 1);
+    auto s = RuleScrubber::Create(*rules);
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_EQ((*s)->Scrub(kGithubToken), "[REDACTED:github-pat:ghp_]");
+    EXPECT_EQ((*s)->Scrub("ghp_NOTREALaB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1"),
+              "ghp_NOTREALaB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1");
+    EXPECT_EQ((*s)->Scrub("MINE123456"), "[REDACTED:mine:MI]");
+  }
+}
+
+// An amendment's regex replaces the built-in one; its keywords are added.
+TEST_F(ResolveRulesTest, AmendmentReplacesRegexAndAddsKeywords) {
+  ScrubConfig c;
+  c.extend_default = false;
+  c.rules_file = Write(R"(
+[extend]
+useDefault = true
+[[rules]]
+id = "github-pat"
+regex = '''mygh_[0-9]{6}'''
+keywords = ["mygh_"]
+)");
+  auto s = BuildScrubber(c);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ((*s)->Scrub("mygh_123456"), "[REDACTED:github-pat:my]");
+  EXPECT_EQ((*s)->Scrub(kGithubToken), kGithubToken);
+}
+
+// [extend] path: another rules file underneath, relative to the extending file, at most 2 files
+// deep; the extended file may itself use the defaults.
+TEST_F(ResolveRulesTest, ExtendPath) {
+  Write(
+      "[[rules]]\nid = 'base'\nregex = '''BASE[0-9]{6}'''\nkeywords=['base']\n"
+      "[[rules]]\nid = 'gone'\nregex = '''GONE[0-9]{6}'''\nkeywords=['gone']\n",
+      "shared/base.toml");
+  ScrubConfig c;
+  c.extend_default = false;
+  c.rules_file = Write(std::string("[extend]\npath = 'shared/base.toml'\n"
+                                   "disabledRules = ['gone']\n") +
+                           kOnlyRule,
+                       "top.toml");
+  auto s = BuildScrubber(c);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ((*s)->rule_ids(), (std::vector<std::string>{"base", "only"}));
+
+  // The server's extend_default puts the built-ins under the whole chain.
+  c.extend_default = true;
+  s = BuildScrubber(c);
+  ASSERT_TRUE(s.ok()) << s.status();
+  auto ids = (*s)->rule_ids();
+  EXPECT_EQ(Count(ids, "base") + Count(ids, "only") + Count(ids, "github-pat"), 3u);
+  EXPECT_EQ(Count(ids, "gone"), 0u);
+
+  // Two files deep, the deeper one with useDefault.
+  Write("[extend]\nuseDefault = true\n[[rules]]\nid = 'mid'\nregex = 'MID[0-9]{6}'\n",
+        "shared/mid.toml");
+  c.extend_default = false;
+  c.rules_file = Write(std::string("[extend]\npath = 'shared/mid.toml'\n") + kOnlyRule, "top.toml");
+  s = BuildScrubber(c);
+  ASSERT_TRUE(s.ok()) << s.status();
+  ids = (*s)->rule_ids();
+  EXPECT_EQ(Count(ids, "mid") + Count(ids, "only") + Count(ids, "github-pat"), 3u);
+
+  // Three deep (or a cycle) is refused, naming the chain.
+  Write("[extend]\npath = '../top.toml'\n", "shared/loop.toml");
+  c.rules_file =
+      Write(std::string("[extend]\npath = 'shared/loop.toml'\n") + kOnlyRule, "top.toml");
+  auto bad = ResolveRules(c);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("more than 2 files deep"), std::string::npos)
+      << bad.status();
+  EXPECT_NE(bad.status().message().find("loop.toml"), std::string::npos) << bad.status();
+
+  c.rules_file = Write("[extend]\npath = 'nowhere.toml'\n", "top.toml");
+  EXPECT_EQ(ResolveRules(c).status().code(), absl::StatusCode::kNotFound);
+  c.rules_file = Write("[extend]\npath = 'x.toml'\nuseDefault = true\n", "top.toml");
+  EXPECT_EQ(ResolveRules(c).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// A rule without regex or path must amend a rule of the extended config.
+TEST_F(ResolveRulesTest, AmendmentOfNothingIsAnError) {
+  ScrubConfig c;
+  c.extend_default = false;
+  c.rules_file = Write(
+      "[extend]\nuseDefault = true\n[[rules]]\nid = 'no-such-rule'\n"
+      "keywords = ['x']\n");
+  auto s = ResolveRules(c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("no-such-rule"), std::string::npos) << s.status();
+  // Without [extend] such a rule is a parse error, as before.
+  c.rules_file = Write("[[rules]]\nid = 'x'\nkeywords = ['x']\n");
+  c.extend_default = true;
+  EXPECT_EQ(ResolveRules(c).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(ResolveRulesTest, BadFileIsAClearError) {

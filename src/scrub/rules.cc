@@ -6,11 +6,14 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <unordered_map>
+#include <unordered_set>
 
 #include <toml++/toml.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "scrub/internal/sv.h"
@@ -123,7 +126,9 @@ absl::Status ParseAllowlists(const toml::table& t, std::string_view ctx,
   return absl::OkStatus();
 }
 
-absl::Status ParseRule(const toml::table& t, int index, std::string_view source, RuleSpec* r) {
+// `amends`: the file has [extend], so a rule may carry only an id and what it changes.
+absl::Status ParseRule(const toml::table& t, int index, std::string_view source, bool amends,
+                       RuleSpec* r) {
   std::string ctx = absl::StrCat(internal::Av(source), ": rules[", index, "]");
   RETURN_IF_ERROR(GetString(t, ctx, "id", &r->id));
   if (r->id.empty()) {
@@ -133,7 +138,7 @@ absl::Status ParseRule(const toml::table& t, int index, std::string_view source,
   RETURN_IF_ERROR(GetString(t, ctx, "description", &r->description));
   RETURN_IF_ERROR(GetString(t, ctx, "regex", &r->regex));
   RETURN_IF_ERROR(GetString(t, ctx, "path", &r->path));
-  if (r->regex.empty() && r->path.empty()) {
+  if (r->regex.empty() && r->path.empty() && !amends) {
     return absl::InvalidArgumentError(
         absl::StrCat(ctx, ": needs 'regex' or 'path'", Where(t)));
   }
@@ -164,8 +169,18 @@ absl::StatusOr<RulesConfig> FromTable(const toml::table& root, std::string_view 
       if (!u->is_boolean()) return BadKey(ctx, "useDefault", "a boolean", *u);
       cfg.extend_use_default = u->as_boolean()->get();
     }
+    RETURN_IF_ERROR(GetString(*et, ctx, "path", &cfg.extend_path));
+    if (cfg.extend_use_default && !cfg.extend_path.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(ctx, ": 'useDefault' and 'path' cannot both be set", Where(*et)));
+    }
+    if (et->get("url") != nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          ctx, ": 'url' is not supported (gitleaks does not implement it either)", Where(*et)));
+    }
     RETURN_IF_ERROR(GetStringArray(*et, ctx, "disabledRules", &cfg.extend_disabled_rules));
   }
+  const bool amends = cfg.extend_use_default || !cfg.extend_path.empty();
   RETURN_IF_ERROR(ParseAllowlists(root, source, &cfg.allowlists));
   if (const toml::node* n = root.get("rules")) {
     const toml::array* arr = n->as_array();
@@ -175,7 +190,7 @@ absl::StatusOr<RulesConfig> FromTable(const toml::table& root, std::string_view 
       const toml::table* rt = e.as_table();
       if (rt == nullptr) return BadKey(source, "rules", "an array of tables ([[rules]])", e);
       RuleSpec r;
-      RETURN_IF_ERROR(ParseRule(*rt, i++, source, &r));
+      RETURN_IF_ERROR(ParseRule(*rt, i++, source, amends, &r));
       cfg.rules.push_back(std::move(r));
     }
   }
@@ -198,6 +213,52 @@ absl::StatusOr<RulesConfig> ParseRulesToml(std::string_view toml_text,
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(internal::Av(source_name), ": ", e.what()));
   }
+}
+
+absl::StatusOr<RulesConfig> DefaultRules() {
+  absl::StatusOr<RulesConfig> cfg = ParseRulesToml(DefaultRulesToml(), "default_rules.toml");
+  if (!cfg.ok()) return absl::InternalError(cfg.status().message());
+  for (RuleSpec& r : cfg->rules) r.require_digit = absl::StartsWith(r.id, "generic");
+  return cfg;
+}
+
+RulesConfig ExtendRules(RulesConfig base, RulesConfig top) {
+  std::unordered_set<std::string> disabled(top.extend_disabled_rules.begin(),
+                                           top.extend_disabled_rules.end());
+  std::unordered_map<std::string, RuleSpec*> amend;
+  for (RuleSpec& r : top.rules) amend.emplace(r.id, &r);
+  RulesConfig out;
+  out.title = top.title.empty() ? base.title : top.title;
+  std::unordered_set<std::string> used;
+  for (RuleSpec& b : base.rules) {
+    if (disabled.count(b.id) > 0) continue;
+    auto it = amend.find(b.id);
+    if (it != amend.end()) {
+      RuleSpec& t = *it->second;
+      if (!t.description.empty()) b.description = t.description;
+      if (!t.regex.empty()) {
+        // A secretGroup numbers the groups of its own regex: a new regex brings its own (gitleaks
+        // keeps base's non-zero one, which may then point past the new regex's groups).
+        b.regex = t.regex;
+        b.secret_group = t.secret_group;
+      } else if (t.secret_group != 0) {
+        b.secret_group = t.secret_group;
+      }
+      if (!t.path.empty()) b.path = t.path;
+      if (t.entropy != 0) b.entropy = t.entropy;
+      b.keywords.insert(b.keywords.end(), t.keywords.begin(), t.keywords.end());
+      b.tags.insert(b.tags.end(), t.tags.begin(), t.tags.end());
+      for (AllowlistSpec& a : t.allowlists) b.allowlists.push_back(std::move(a));
+      used.insert(b.id);
+    }
+    out.rules.push_back(std::move(b));
+  }
+  for (RuleSpec& t : top.rules) {
+    if (used.count(t.id) == 0) out.rules.push_back(std::move(t));
+  }
+  out.allowlists = std::move(top.allowlists);
+  for (AllowlistSpec& a : base.allowlists) out.allowlists.push_back(std::move(a));
+  return out;
 }
 
 absl::StatusOr<RulesConfig> LoadRulesFile(const std::string& path) {

@@ -99,6 +99,68 @@ TEST(RulesTomlTest, RuleNeedsIdAndRegexOrPath) {
   EXPECT_FALSE(ParseRulesToml("[allowlist]\nregexTarget='everything'\n", "f").ok());
 }
 
+// [extend] path is read as written; with [extend] a rule may carry only its id (an amendment of
+// the extended rule); useDefault and path together, or url, are refused.
+TEST(RulesTomlTest, ExtendPathAndAmendments) {
+  auto cfg = ParseRulesToml(
+      "[extend]\npath = 'base.toml'\n[[rules]]\nid = 'x'\n"
+      "[[rules.allowlists]]\nregexes = ['y']\n",
+      "f");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  EXPECT_EQ(cfg->extend_path, "base.toml");
+  EXPECT_FALSE(cfg->extend_use_default);
+  ASSERT_EQ(cfg->rules.size(), 1u);
+  EXPECT_TRUE(cfg->rules[0].regex.empty());
+  EXPECT_FALSE(cfg->rules[0].require_digit);
+  EXPECT_FALSE(ParseRulesToml("[extend]\npath = 'a'\nuseDefault = true\n", "f").ok());
+  EXPECT_FALSE(ParseRulesToml("[extend]\nurl = 'https://x'\n", "f").ok());
+  EXPECT_FALSE(ParseRulesToml("[extend]\npath = 1\n", "f").ok());
+}
+
+TEST(RulesTomlTest, ExtendRulesMergesAsGitleaks) {
+  RulesConfig base, top;
+  base.title = "base";
+  base.rules.resize(3);
+  base.rules[0].id = "a";
+  base.rules[0].regex = "A";
+  base.rules[0].keywords = {"a"};
+  base.rules[0].entropy = 3;
+  base.rules[1].id = "b";
+  base.rules[1].regex = "B";
+  base.rules[2].id = "c";
+  base.rules[2].regex = "C";
+  base.allowlists.resize(1);
+  top.extend_use_default = true;
+  top.extend_disabled_rules = {"b", "z"};
+  top.rules.resize(3);
+  top.rules[0].id = "z";  // in disabledRules, but the file's own rule: kept
+  top.rules[0].regex = "Z";
+  top.rules[1].id = "a";
+  top.rules[1].keywords = {"aa"};
+  top.rules[1].secret_group = 1;
+  top.rules[1].allowlists.resize(1);
+  top.rules[2].id = "c";
+  top.rules[2].regex = "CC";
+  base.rules[2].secret_group = 2;  // of base's regex: the new regex brings its own (0)
+  top.allowlists.resize(2);
+  RulesConfig out = ExtendRules(base, top);
+  EXPECT_EQ(out.title, "base");
+  ASSERT_EQ(out.rules.size(), 3u);
+  EXPECT_EQ(out.rules[0].id, "a");
+  EXPECT_EQ(out.rules[0].regex, "A");
+  EXPECT_EQ(out.rules[0].keywords, (std::vector<std::string>{"a", "aa"}));
+  EXPECT_EQ(out.rules[0].secret_group, 1);
+  EXPECT_EQ(out.rules[0].entropy, 3);
+  EXPECT_EQ(out.rules[0].allowlists.size(), 1u);
+  EXPECT_EQ(out.rules[1].id, "c");
+  EXPECT_EQ(out.rules[1].regex, "CC");
+  EXPECT_EQ(out.rules[1].secret_group, 0);
+  EXPECT_EQ(out.rules[2].id, "z");
+  EXPECT_EQ(out.allowlists.size(), 3u);
+  EXPECT_FALSE(out.extend_use_default);
+  EXPECT_TRUE(out.extend_disabled_rules.empty());
+}
+
 TEST(RulesTomlTest, MissingFileIsNotFound) {
   auto cfg = LoadRulesFile("/nonexistent/rules.toml");
   EXPECT_EQ(cfg.status().code(), absl::StatusCode::kNotFound);

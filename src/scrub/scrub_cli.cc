@@ -10,11 +10,11 @@
 
 namespace contextd::scrub {
 
-int RunScrubCommand(const std::string& rules_file, bool report_json, std::istream& in,
-                    std::ostream& out, std::ostream& err) {
+int RunScrubCommand(const std::string& rules_file, bool with_defaults, bool report_json,
+                    std::istream& in, std::ostream& out, std::ostream& err) {
   ScrubConfig config;
   config.rules_file = rules_file;
-  config.extend_default = true;
+  config.extend_default = with_defaults;
   auto scrubber = BuildScrubber(config);
   if (!scrubber.ok()) {
     err << "contextd scrub: " << scrubber.status().message() << "\n";

@@ -13,7 +13,7 @@ namespace {
 TEST(ScrubCliTest, RedactsStdin) {
   std::istringstream in("a=1\ntoken ghp_aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5\n");
   std::ostringstream out, err;
-  EXPECT_EQ(RunScrubCommand("", false, in, out, err), 0);
+  EXPECT_EQ(RunScrubCommand("", false, false, in, out, err), 0);
   EXPECT_EQ(out.str(), "a=1\ntoken [REDACTED:github-pat:ghp_]\n");
   EXPECT_EQ(err.str(), "");
 }
@@ -21,7 +21,7 @@ TEST(ScrubCliTest, RedactsStdin) {
 TEST(ScrubCliTest, ReportJson) {
   std::istringstream in("a=1\ntoken ghp_aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5\n");
   std::ostringstream out, err;
-  EXPECT_EQ(RunScrubCommand("", true, in, out, err), 0);
+  EXPECT_EQ(RunScrubCommand("", false, true, in, out, err), 0);
   auto j = nlohmann::json::parse(out.str());
   ASSERT_EQ(j["findings"].size(), 1u);
   EXPECT_EQ(j["findings"][0]["rule_id"], "github-pat");
@@ -35,7 +35,7 @@ TEST(ScrubCliTest, ReportJson) {
 TEST(ScrubCliTest, BadRulesFileExits2) {
   std::istringstream in("x");
   std::ostringstream out, err;
-  EXPECT_EQ(RunScrubCommand("/nonexistent.toml", false, in, out, err), 2);
+  EXPECT_EQ(RunScrubCommand("/nonexistent.toml", false, false, in, out, err), 2);
   EXPECT_NE(err.str().find("/nonexistent.toml"), std::string::npos);
   EXPECT_EQ(out.str(), "");
 }
@@ -47,9 +47,30 @@ TEST(ScrubCliTest, CustomRulesAndCompileWarnings) {
                          "[[rules]]\nid='mine'\nregex='''MINE[0-9]{8}'''\nkeywords=['mine']\n";
   std::istringstream in("MINE12345678");
   std::ostringstream out, err;
-  EXPECT_EQ(RunScrubCommand(path.string(), false, in, out, err), 0);
+  EXPECT_EQ(RunScrubCommand(path.string(), false, false, in, out, err), 0);
   EXPECT_EQ(out.str(), "[REDACTED:mine:MIN]");
   EXPECT_NE(err.str().find("rule bad"), std::string::npos) << err.str();
+  std::filesystem::remove(path);
+}
+
+// --rules FILE alone: the file's rules replace the built-in ones (gitleaks semantics);
+// --with-defaults (or [extend] useDefault = true in the file) keeps the built-in rules too.
+TEST(ScrubCliTest, RulesFileReplacesBuiltInsUnlessWithDefaults) {
+  auto path = std::filesystem::temp_directory_path() /
+              ("scrub_cli_replace_" + std::to_string(::getpid()) + ".toml");
+  const std::string text = "MINE12345678 ghp_aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5";
+  auto run = [&](const std::string& toml, bool with_defaults) {
+    std::ofstream(path) << toml;
+    std::istringstream in(text);
+    std::ostringstream out, err;
+    EXPECT_EQ(RunScrubCommand(path.string(), with_defaults, false, in, out, err), 0) << err.str();
+    return out.str();
+  };
+  const std::string mine = "[[rules]]\nid='mine'\nregex='''MINE[0-9]{8}'''\nkeywords=['mine']\n";
+  EXPECT_EQ(run(mine, false), "[REDACTED:mine:MIN] ghp_aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5");
+  EXPECT_EQ(run(mine, true), "[REDACTED:mine:MIN] [REDACTED:github-pat:ghp_]");
+  EXPECT_EQ(run("[extend]\nuseDefault = true\n" + mine, false),
+            "[REDACTED:mine:MIN] [REDACTED:github-pat:ghp_]");
   std::filesystem::remove(path);
 }
 

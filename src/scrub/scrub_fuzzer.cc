@@ -1,5 +1,6 @@
 // Fuzz target: scrubbing arbitrary bytes with the default rules never crashes, is idempotent, and
-// the output is no longer than the input plus the markers it contains.
+// the output is no longer than the input plus the markers it contains. With SCRUB_FUZZ_RULES=FILE
+// it fuzzes with that gitleaks rules file alone (e.g. gitleaks' own config) instead.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -11,7 +12,12 @@ namespace {
 
 const contextd::scrub::RuleScrubber& Scrubber() {
   static const auto s = [] {
-    auto b = contextd::scrub::BuildScrubber(contextd::scrub::ScrubConfig{});
+    contextd::scrub::ScrubConfig config;
+    if (const char* rules = std::getenv("SCRUB_FUZZ_RULES")) {
+      config.rules_file = rules;
+      config.extend_default = false;
+    }
+    auto b = contextd::scrub::BuildScrubber(config);
     if (!b.ok()) std::abort();
     return *b;
   }();

@@ -72,7 +72,9 @@ struct ServerConfig {
   folding::FoldingConfig folding;
   // tokens:
   std::string token_encoding = "o200k_base";
-  // scrub:
+  // scrub: rules_file, extend_default (true: the built-in rules stay under rules_file's; false: the
+  // file decides as in gitleaks, see scrub::ResolveRules and docs/configuration.md),
+  // archive_originals, key_file.
   scrub::ScrubConfig scrub;
   // trail:
   // Consecutive upstream calls outside any branch form an auto-scope that folds by itself when

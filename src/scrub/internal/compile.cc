@@ -161,11 +161,14 @@ absl::Status Engine::Compile(const RulesConfig& config) {
                                  r.num_groups, " groups")});
       continue;
     }
-    if (r.num_groups >= 16 && spec.secret_group >= 16) {
-      problems.push_back({spec.id, "secretGroup beyond 15 is not supported"});
-      continue;
-    }
     r.secret_group = spec.secret_group;
+    if (r.secret_group == 0 && r.num_groups > 0) {
+      std::vector<bool> labels = LabelGroups(spec.regex);
+      if (static_cast<int>(labels.size()) == r.num_groups + 1 &&
+          std::find(labels.begin(), labels.end(), true) != labels.end()) {
+        r.label_groups = std::move(labels);
+      }
+    }
     r.required_literals = RequiredLiterals(spec.regex);
     if (!MayHaveAssertions(spec.regex)) {
       // Every match is an anchored match of the pattern, so it lies between PossibleMatchRange's
@@ -181,8 +184,10 @@ absl::Status Engine::Compile(const RulesConfig& config) {
     // groups and no secretGroup it is the first non-empty one: no bounds for that.)
     const int secret_index = spec.secret_group > 0 ? spec.secret_group : r.num_groups == 1 ? 1 : 0;
     GroupSplit split;
+    // Neither part may have assertions: then the match's parse in the text is also its parse on
+    // its own, which is where gitleaks looks for the secret (ExtractGroups).
     if (secret_index > 0 && SplitAtGroup(spec.regex, secret_index, &split) &&
-        !MayHaveAssertions(split.after)) {
+        !MayHaveAssertions(split.before) && !MayHaveAssertions(split.after)) {
       RE2::Options longest = RuleOptions();
       longest.set_longest_match(true);
       auto before = std::make_unique<RE2>(split.before, longest);
@@ -195,14 +200,26 @@ absl::Status Engine::Compile(const RulesConfig& config) {
       }
     }
     r.entropy = spec.entropy;
-    r.generic = absl::StartsWith(spec.id, "generic");
-    r.low_priority =
-        r.generic || std::find(spec.tags.begin(), spec.tags.end(), "generic") != spec.tags.end();
+    r.require_digit = spec.require_digit;
+    r.low_priority = absl::StartsWith(spec.id, "generic") ||
+                     std::find(spec.tags.begin(), spec.tags.end(), "generic") != spec.tags.end();
+    // How far past its keyword's line a match can reach. Newlines the pattern asks for (\n,
+    // (?s)., [\s\S]): up to kMaxSpanLines of them widen the window by as many lines each way,
+    // more make the rule wide. A newline that \s or a negated class may take inside the match
+    // (many rules allow one between a key and its value) lets the match start on the line
+    // before its keyword.
+    PatternExtent extent;
+    const bool measured = MeasurePattern(spec.regex, &extent);
     if (absl::StrContains(spec.regex, "(?s") || absl::StrContains(spec.regex, "\\s\\S") ||
-        absl::StrContains(spec.regex, "\\S\\s")) {
+        absl::StrContains(spec.regex, "\\S\\s") ||
+        (measured && extent.max_line_breaks > kMaxSpanLines)) {
       r.forward_window = kWideForwardWindow;
       r.back_window = kWideForwardWindow;
       r.wide = true;
+    } else if (measured) {
+      r.span_lines = extent.max_line_breaks;
+      r.back_lines = std::max<size_t>(r.span_lines, extent.max_inner_newlines > 0 ? 1 : 0);
+      max_span_lines = std::max(max_span_lines, r.span_lines);
     }
     r.tags = spec.tags;
     for (const auto& a : spec.allowlists) {
@@ -242,6 +259,25 @@ absl::Status Engine::Compile(const RulesConfig& config) {
       for (const std::string& lead : leads) {
         add_pattern(lead.substr(0, kMaxLeadingLength), anchor_rules);
       }
+      // A match that starts with a leading string holding a keyword (with no newline before
+      // it) starts on that keyword hit's line, at most 64 bytes (the longest leading string)
+      // before it, inside the hit's window. A match that starts with a leading string holding
+      // no keyword is found only through a keyword further in; windows assume, as before, that
+      // it is on the match's first line (for the built-in generic-secret, whose keywords miss
+      // some spellings its regex takes, auth.key for one, the line before would cost 1% of the
+      // scan of clean text).
+      bool any_in_lead = false;
+      const bool keyword_in_lead =
+          std::all_of(leads.begin(), leads.end(), [&](const std::string& l) {
+            for (const std::string& k : spec.keywords) {
+              const size_t at = k.empty() ? std::string::npos : l.find(k);
+              if (at == std::string::npos) continue;
+              any_in_lead = true;
+              return l.find('\n') >= at;  // npos when there is none
+            }
+            return true;
+          });
+      if (keyword_in_lead && any_in_lead) r.back_lines = 0;
     }
     rules.push_back(std::move(r));
   }

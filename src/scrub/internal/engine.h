@@ -43,6 +43,10 @@ inline constexpr size_t kBackWindow = 128;
 inline constexpr size_t kMaxLineTail = 2048;
 // Rules whose regex can span many lines (dot-all, [\s\S]) get a larger window.
 inline constexpr size_t kWideForwardWindow = 16384;
+// A rule whose pattern asks for at most this many line breaks (PatternExtent::max_line_breaks,
+// like curl-auth-header's (?:[\r\n]{1,2}.*){1,5}) gets that many more lines on each side of
+// its windows; one that asks for more is wide.
+inline constexpr size_t kMaxSpanLines = 16;
 // Windows of one rule closer than this merge: a short DFA scan is cheaper than another RE2 call.
 inline constexpr size_t kWindowGap = 256;
 // A finding clipped around an existing marker keeps only pieces at least this long.
@@ -170,17 +174,28 @@ struct CompiledRule {
   std::vector<std::string> required_literals;
   int secret_group = 0;
   int num_groups = 0;
+  // Without secretGroup: per group, whether it is a label (internal::LabelGroups: it matches only
+  // fixed text, like jwt-base64's (?P<alg>aGJHY2lPaU), or only its last repetition, like
+  // microsoft-teams-webhook's ([a-z0-9]{4}-){3}). gitleaks' default secret (the first non-empty
+  // group) may be one; it still decides entropy and allowlists, but redacting just it would leave
+  // the token around it, so the whole match is redacted instead. Empty when no group is one.
+  std::vector<bool> label_groups;
   double entropy = 0;
   // Every match starts with one of the rule's leading strings (internal::LeadingLiterals),
   // which are keyword-pass patterns: on ASCII text, the first pass knows every place a match
   // can start, and RunRule tries anchored matches there instead of scanning the whole window.
   bool anchored = false;
-  bool generic = false;              // id starts with "generic": the secret must contain a digit
+  bool require_digit = false;        // RuleSpec::require_digit: the secret must contain a digit
   bool low_priority = false;         // generic, or tagged "generic": runs after the specific rules
   bool has_early_allowlist = false;  // some allowlist (rule or global) needs no secret
   size_t forward_window = kForwardWindow;
   size_t back_window = kBackWindow;
   bool wide = false;  // the regex can span many lines
+  // Not wide: its windows reach span_lines lines past the line where they would end, and
+  // start up to back_lines lines before the keyword's line (never more than back_window bytes
+  // before the keyword). See Compile.
+  size_t span_lines = 0;
+  size_t back_lines = 0;
   std::vector<std::string> tags;
   std::vector<CompiledAllowlist> allowlists;
 };
@@ -202,6 +217,7 @@ struct Engine {
   std::vector<bool> keyword_wide;
   std::vector<uint32_t> keyword_len;
   size_t max_keyword_len = 0;  // over the patterns that trigger rules
+  size_t max_span_lines = 0;   // over the rules (CompiledRule::span_lines)
   size_t max_pattern_len = 0;  // over all patterns
   // Rules without keywords, screened together.
   std::vector<uint32_t> always_rules;
@@ -238,6 +254,11 @@ struct Engine {
   // (comparatively costly) submatch extraction. `starts` (optional, sorted): every place in
   // `text` where a match of this (anchored) rule can start, for ASCII `text`; when the window
   // has few of them, the search tries anchored matches at just those places.
+  // A finding's secret is the one gitleaks reports (detect.go at the commit of
+  // ../shared/compat/gitleaks): the match trimmed of newlines at both ends, then, when the regex
+  // has groups, its secretGroup (or first non-empty group) in that string on its own
+  // (ExtractGroups), or the trimmed match when it has none there. Entropy and allowlists (match:
+  // the trimmed match; line: its lines) look at those.
   void RunRule(uint32_t ri, std::string_view text, size_t from, size_t to, std::string_view path,
                const std::vector<Span>& markers, const std::vector<Hit>* covered,
                std::vector<Hit>* out, const std::vector<size_t>* starts = nullptr) const;
@@ -256,12 +277,14 @@ struct Engine {
   };
   static bool BoundSecret(const CompiledRule& r, std::string_view text, size_t ms, size_t me,
                           SecretBounds* b);
-  // Submatch extraction on the match span [ms, me). On an ASCII-only span the Latin-1 twin of
-  // the regex gives the same groups (every rune is one byte, and both encodings match the same
-  // ASCII bytes with the same parse priorities; \b, ^ and $ look at bytes of the context in
-  // both) while its program is smaller: no multi-byte UTF-8 branches, so RE2 can use BitState
-  // instead of the NFA. Measured 2-3x cheaper on the generic rules' matches.
-  static bool ExtractGroups(const CompiledRule& r, const re2::StringPiece& sp, size_t ms, size_t me,
+  // The groups of the match [ts, te) (trimmed of newlines) as gitleaks finds them: the regex's
+  // leftmost match in that string on its own (no text around it, so \b, ^ and $ see its edges as
+  // the text's edges); false when there is none (gitleaks then keeps the trimmed match as the
+  // secret). On an ASCII-only match the Latin-1 twin of the regex gives the same groups (every
+  // rune is one byte, and both encodings match the same ASCII bytes with the same parse
+  // priorities) while its program is smaller: no multi-byte UTF-8 branches, so RE2 can use
+  // BitState instead of the NFA. Measured 2-3x cheaper on the generic rules' matches.
+  static bool ExtractGroups(const CompiledRule& r, std::string_view text, size_t ts, size_t te,
                             re2::StringPiece* groups, int ngroups);
   // True when a hit in `hits` (sorted by start) already covers the tail of [ms, me).
   static bool TailCovered(const std::vector<Hit>& hits, size_t ms, size_t me);
@@ -289,7 +312,9 @@ struct Engine {
   // keyword hits: from the line before (a keyword's window reaches kForwardWindow bytes and then
   // to the end of a line) to kBackWindow bytes after (a match may start that far before its
   // keyword).
-  static std::vector<Span> DirtyRanges(std::string_view text, const std::vector<Span>& inserted);
+  // (Rules with span_lines reach that many lines further: the ranges start max_span_lines
+  // lines earlier.)
+  std::vector<Span> DirtyRanges(std::string_view text, const std::vector<Span>& inserted) const;
 
   // decoded_scan.cc. Findings in encoded segments of `text`: base64, hex and percent runs whose
   // decoding is text are decoded in place, up to decode_depth levels, in a view of the line

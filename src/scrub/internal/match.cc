@@ -13,8 +13,17 @@ void Engine::RunRule(uint32_t ri, std::string_view text, size_t from, size_t to,
                      const std::vector<Hit>* covered, std::vector<Hit>* out,
                      const std::vector<size_t>* starts) const {
   const CompiledRule& r = rules[ri];
-  re2::StringPiece groups[16];
-  const int ngroups = std::min(r.num_groups + 1, 16);
+  // The groups up to the secret group (all of them when the secret is the first non-empty one).
+  // A rule with more than 15 of them (jwt-base64 names 34) extracts into the heap; the others
+  // keep the stack array.
+  const int ngroups = (r.secret_group > 0 ? r.secret_group : r.num_groups) + 1;
+  re2::StringPiece small[16];
+  std::vector<re2::StringPiece> large;
+  re2::StringPiece* groups = small;
+  if (ngroups > 16) {
+    large.resize(ngroups);
+    groups = large.data();
+  }
   const re2::StringPiece sp(text.data(), text.size());
   size_t pos = from;
   // Zero-match windows are the common case on clean text (url-basic-auth needs an '@').
@@ -55,38 +64,50 @@ void Engine::RunRule(uint32_t ri, std::string_view text, size_t from, size_t to,
     }
     pos = me > ms ? me : ms + 1;
     if (covered != nullptr && me > ms && TailCovered(*covered, ms, me)) continue;
-    // A generic rule's secret must contain a digit, and the secret lies inside the match: a
+    // A require_digit rule's secret must contain a digit, and the secret lies inside the match: a
     // match without any digit is dropped before the allowlists and the extraction, which cost
     // far more than this scan (on clean text most generic matches are identifiers without
     // digits). Every check here only drops matches, so their order does not change results.
-    if (r.generic && !ContainsDigit(text.substr(ms, me - ms))) continue;
-    if (r.has_early_allowlist && Allowed(r, Phase::kEarly, text, ms, me, {}, path)) continue;
-    std::string_view secret(groups[0].data(), groups[0].size());
+    if (r.require_digit && !ContainsDigit(text.substr(ms, me - ms))) continue;
+    // gitleaks trims newlines off both ends of the match; the rest is its Match, where it looks
+    // for the secret (as the whole text: no context) and whose lines allowlists see.
+    size_t ts = ms, te = me;
+    while (ts < te && text[ts] == '\n') ++ts;
+    while (te > ts && text[te - 1] == '\n') --te;
+    const bool trimmed = ts != ms || te != me;
+    if (r.has_early_allowlist && Allowed(r, Phase::kEarly, text, ts, te, {}, path)) continue;
+    // Without a group, or when no group is set, the secret is the trimmed match.
+    std::string_view secret = text.substr(ts, te - ts);
+    int secret_index = 0;  // the group the secret is (0: the trimmed match)
     bool extract = ngroups > 1;
-    if (extract && me - ms >= kBoundMinSpan && r.before_secret != nullptr) {
-      // Long match: bound the secret with DFA scans before paying for the extraction.
+    if (extract && !trimmed && me - ms >= kBoundMinSpan && r.before_secret != nullptr) {
+      // Long match: bound the secret with DFA scans before paying for the extraction. (The
+      // bounds describe the match's parse in the text, which is the parse of the match alone:
+      // the split parts have no assertions, see Compile.)
       SecretBounds b;
       if (BoundSecret(r, text, ms, me, &b)) {
         if (SurelyAllowed(r, text.substr(b.lo, b.hi - b.lo))) continue;
         if (b.exact) {
           // The secret group (set only when it is the configured or the only group).
-          if (b.hi > b.lo || r.secret_group > 0) secret = text.substr(b.lo, b.hi - b.lo);
+          if (b.hi > b.lo || r.secret_group > 0) {
+            secret = text.substr(b.lo, b.hi - b.lo);
+            secret_index = r.secret_group > 0 ? r.secret_group : 1;
+          }
           extract = false;
         }
       }
     }
-    if (extract && !ExtractGroups(r, sp, ms, me, groups, ngroups)) continue;
-    if (!extract) {
-      // secret is set above (or is the whole match when there are no groups).
-    } else if (r.secret_group > 0) {
-      if (r.secret_group < ngroups) {
+    if (extract && ExtractGroups(r, text, ts, te, groups, ngroups)) {
+      if (r.secret_group > 0) {
         secret = std::string_view(groups[r.secret_group].data(), groups[r.secret_group].size());
-      }
-    } else {
-      for (int g = 1; g < ngroups; ++g) {
-        if (!groups[g].empty()) {
-          secret = std::string_view(groups[g].data(), groups[g].size());
-          break;
+        secret_index = r.secret_group;
+      } else {
+        for (int g = 1; g < ngroups; ++g) {
+          if (!groups[g].empty()) {
+            secret = std::string_view(groups[g].data(), groups[g].size());
+            secret_index = g;
+            break;
+          }
         }
       }
     }
@@ -96,14 +117,22 @@ void Engine::RunRule(uint32_t ri, std::string_view text, size_t from, size_t to,
       h = ShannonEntropy(secret);
       if (h <= r.entropy) continue;
     }
-    if (r.generic && !ContainsDigit(secret)) continue;
-    if (Allowed(r, Phase::kLate, text, ms, me, secret, path)) continue;
+    if (r.require_digit && !ContainsDigit(secret)) continue;
+    if (Allowed(r, Phase::kLate, text, ts, te, secret, path)) continue;
     Hit f;
     f.rule = ri;
     f.start = secret.data() - text.data();
     f.end = f.start + secret.size();
-    f.match_start = ms;
-    f.match_end = me;
+    if (secret_index > 0 && static_cast<size_t>(secret_index) < r.label_groups.size() &&
+        r.label_groups[secret_index]) {
+      // gitleaks took a label group by default (see CompiledRule::label_groups): its entropy
+      // and allowlists decided, but what is redacted is the whole (trimmed) match.
+      if (h < 0) h = ShannonEntropy(secret);
+      f.start = ts;
+      f.end = te;
+    }
+    f.match_start = ts;
+    f.match_end = te;
     f.entropy = h;
     out->push_back(f);
   }
@@ -147,13 +176,16 @@ bool Engine::BoundSecret(const CompiledRule& r, std::string_view text, size_t ms
   return true;
 }
 
-bool Engine::ExtractGroups(const CompiledRule& r, const re2::StringPiece& sp, size_t ms, size_t me,
+bool Engine::ExtractGroups(const CompiledRule& r, std::string_view text, size_t ts, size_t te,
                            re2::StringPiece* groups, int ngroups) {
   const RE2* re = r.re.get();
-  if (r.re_latin1 != nullptr && IsAscii(std::string_view(sp.data() + ms, me - ms))) {
-    re = r.re_latin1.get();
-  }
-  return re->Match(sp, ms, me, RE2::ANCHOR_BOTH, groups, ngroups);
+  const std::string_view match = text.substr(ts, te - ts);
+  if (r.re_latin1 != nullptr && IsAscii(match)) re = r.re_latin1.get();
+  // The match on its own, as gitleaks' FindStringSubmatch(match) sees it: its leftmost match
+  // (almost always the one at 0, which an anchored search finds without RE2's DFA passes).
+  const re2::StringPiece m(match.data(), match.size());
+  return re->Match(m, 0, m.size(), RE2::ANCHOR_START, groups, ngroups) ||
+         re->Match(m, 0, m.size(), RE2::UNANCHORED, groups, ngroups);
 }
 
 bool Engine::TailCovered(const std::vector<Hit>& hits, size_t ms, size_t me) {

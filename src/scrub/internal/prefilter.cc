@@ -72,22 +72,27 @@ std::vector<Hit> Engine::ScanOnce(std::string_view text, std::string_view path,
     }
     for (uint32_t ri : keyword_rules[pattern]) {
       const CompiledRule& r = rules[ri];
-      if (r.path != nullptr && path.empty()) continue;  // path rule, no path: not applicable
       if (outside && !r.wide) continue;
       if ((which == Which::kWide && !r.wide) || (which == Which::kNarrow && r.wide)) continue;
       Window& w = win[ri];
       const size_t reach = std::min(text.size(), end + r.forward_window);
-      // The window runs from a little before the keyword (at most back_window bytes, not
-      // before its line unless the rule spans lines) to the end of the line `reach` is on
-      // (at most kMaxLineTail bytes further).
-      const size_t to =
-          std::min(line_ends[r.wide ? 1 : 0].WindowEnd(text, reach), reach + kMaxLineTail);
+      // The window runs from a little before the keyword (at most back_window bytes; unless
+      // the rule is wide, not before its line, or the back_lines lines before it) to the end of
+      // the line `reach` is on (at most kMaxLineTail bytes further), and span_lines lines on.
+      size_t to = std::min(line_ends[r.wide ? 1 : 0].WindowEnd(text, reach), reach + kMaxLineTail);
+      for (size_t k = 0; k < r.span_lines && to < text.size(); ++k) {
+        to = std::min(WindowEnd(text, to), to + kMaxLineTail);
+      }
       if (w.open && kw_start < w.to) {  // inside the open window: extend it if needed
         if (to > w.to) w.to = to;
         continue;
       }
       size_t from = kw_start > r.back_window ? kw_start - r.back_window : 0;
-      if (!r.wide) from = std::max(from, LineStart(text, kw_start));
+      if (!r.wide) {
+        size_t line = LineStart(text, kw_start);
+        for (size_t k = 0; k < r.back_lines && line > from; ++k) line = LineStart(text, line - 1);
+        from = std::max(from, line);
+      }
       if (w.open && from <= w.to + kWindowGap) {
         w.to = to;
         continue;
@@ -190,8 +195,7 @@ std::vector<Hit> Engine::ScanOnce(std::string_view text, std::string_view path,
     }
     for (int i : hit) {
       uint32_t ri = always_rules[i];
-      if (rules[ri].path != nullptr && path.empty()) continue;
-      if (only != nullptr && !rules[ri].wide) {
+      if (only != nullptr && !rules[ri].wide && rules[ri].span_lines == 0) {
         for (const auto& [from, to] : *only) {
           RunRule(ri, text, from, to, path, *markers, nullptr, &found);
         }
@@ -200,6 +204,9 @@ std::vector<Hit> Engine::ScanOnce(std::string_view text, std::string_view path,
       }
     }
   }
+  // A rule with a path applies where the path matches; on text without a path (what contextd
+  // scrubs almost everywhere: it cannot know which file a text came from) its regex alone
+  // decides. gitleaks on stdin would skip it.
   if (!path.empty()) {
     for (uint32_t ri = 0; ri < rules.size(); ++ri) {
       const CompiledRule& r = rules[ri];
@@ -248,11 +255,12 @@ std::vector<KeywordHit> Engine::MapLeadHits(std::string_view text,
   return merged;
 }
 
-std::vector<Span> Engine::DirtyRanges(std::string_view text, const std::vector<Span>& inserted) {
+std::vector<Span> Engine::DirtyRanges(std::string_view text,
+                                      const std::vector<Span>& inserted) const {
   std::vector<std::pair<size_t, size_t>> out;
   for (const auto& [ms, me] : inserted) {
     size_t from = LineStart(text, ms > kForwardWindow ? ms - kForwardWindow : 0);
-    if (from > 0) from = LineStart(text, from - 1);
+    for (size_t k = 0; k <= max_span_lines && from > 0; ++k) from = LineStart(text, from - 1);
     size_t to = WindowEnd(text, std::min(text.size(), me + kBackWindow));
     if (!out.empty() && from <= out.back().second) {
       out.back().second = std::max(out.back().second, to);

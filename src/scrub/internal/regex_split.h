@@ -30,6 +30,32 @@ bool SplitAtGroup(std::string_view pattern, int group, GroupSplit* out);
 // matches somewhere inside a string does not depend on the text around it.
 bool MayHaveAssertions(std::string_view pattern);
 
+// For each capture group of `pattern` (out->at(g) for group g; entry 0 unused), whether it is a
+// label: it matches only fixed text (literals, alternatives and groups of them, no class,
+// repetition or escape class like \w), or it sits under a repetition (x{3}, x+, x*: it keeps only
+// its last iteration). Such a group does not delimit a secret. False when unsure; all false when
+// the pattern uses a construct this scanner does not know.
+std::vector<bool> LabelGroups(std::string_view pattern);
+
+// Upper bounds on what one match of a pattern can span (SIZE_MAX: unbounded).
+struct PatternExtent {
+  size_t max_bytes = 0;     // bytes of the match (a rune counts as up to 4)
+  size_t max_newlines = 0;  // '\n' bytes in the match
+  // '\n' bytes matched by elements that name line breaks on purpose: \n (or \x0a, a range over
+  // it, a class with \n) outside a negated class, '.' under (?s), a class holding a class and
+  // its complement ([\s\S]), \C. Not \s or a negated class, which also match the spaces or
+  // characters they are written for.
+  size_t max_line_breaks = 0;
+  // '\n' bytes that another byte of the match may follow (a newline that can only be the
+  // match's last byte, like the one (?:[\s;]|$) takes after a token, is not one).
+  size_t max_inner_newlines = 0;
+};
+
+// Computes PatternExtent for an RE2 pattern: repetition bounds multiply, alternatives take the
+// larger. false when the pattern uses a construct this scanner does not read (octal escapes,
+// lookarounds, which RE2 refuses anyway).
+bool MeasurePattern(std::string_view pattern, PatternExtent* out);
+
 // Strings one of which every match of `pattern` starts with, ignoring case (so that an ASCII
 // case-insensitive search finds every place a match of the pattern can start, on ASCII text;
 // (?i) lets 'k' and 's' match non-ASCII letters). Found for patterns whose matches all begin
