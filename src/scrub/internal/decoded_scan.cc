@@ -122,11 +122,7 @@ void Engine::AddDecodedHits(std::string_view text, std::string_view path,
         }
       } else {
         // ScanOnce would have collected the markers; the next level must not decode in one.
-        for (size_t pos = view.text().find(kMarkerPrefix); pos != std::string::npos;
-             pos = view.text().find(kMarkerPrefix, pos + 1)) {
-          size_t len = 0;
-          if (ParseMarker(view.text(), pos, &len)) view_markers.emplace_back(pos, pos + len);
-        }
+        FindMarkers(view.text(), &view_markers);
       }
       if (view.level() >= decode_depth) break;
       DecodedView next;

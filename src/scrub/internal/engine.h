@@ -328,7 +328,9 @@ struct Engine {
                       const std::vector<Span>& markers, const std::vector<Span>* only,
                       std::vector<Hit>* hits) const;
 
-  // redact.cc. Findings must never touch an existing marker: cut marker spans out of each
+  // redact.cc. Appends the spans of the well-formed redaction markers in `text`, in order.
+  static void FindMarkers(std::string_view text, std::vector<Span>* markers);
+  // Findings must never touch an existing marker: cut marker spans out of each
   // finding and keep the remaining pieces that are long enough to be a secret.
   static std::vector<Hit> ClipAroundMarkers(std::vector<Hit> in, const std::vector<Span>& m);
   // Scan + redact until a fixpoint; `first` receives the first pass's hits.

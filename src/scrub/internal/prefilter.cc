@@ -45,11 +45,7 @@ std::vector<Hit> Engine::ScanOnce(std::string_view text, std::string_view path,
   };
   // Existing markers first: keyword hits inside a marker are not text (the marker's own letters
   // must not open windows, or each pass would find more than the last).
-  for (size_t pos = text.find(kMarkerPrefix); pos != std::string_view::npos;
-       pos = text.find(kMarkerPrefix, pos + 1)) {
-    size_t len = 0;
-    if (ParseMarker(text, pos, &len)) markers->emplace_back(pos, pos + len);
-  }
+  FindMarkers(text, markers);
   // Keyword hits come every ~70 bytes on clean text; on a long line, searching for its end at
   // every hit (for every rule) cost more than the rest of the window logic. Reaches grow with
   // the hits, so a one-entry cache per reach distance (normal, wide) finds each newline once.

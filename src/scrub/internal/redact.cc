@@ -9,6 +9,14 @@
 
 namespace contextd::scrub::internal {
 
+void Engine::FindMarkers(std::string_view text, std::vector<Span>* markers) {
+  for (size_t pos = text.find(kMarkerPrefix); pos != std::string_view::npos;
+       pos = text.find(kMarkerPrefix, pos + 1)) {
+    size_t len = 0;
+    if (ParseMarker(text, pos, &len)) markers->emplace_back(pos, pos + len);
+  }
+}
+
 std::vector<Hit> Engine::ClipAroundMarkers(std::vector<Hit> in, const std::vector<Span>& m) {
   std::vector<Hit> out;
   for (Hit& f : in) {
