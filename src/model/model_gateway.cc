@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -29,7 +30,17 @@ bool DropRequestHeader(std::string_view name) {
   std::string n = absl::AsciiStrToLower(std::string(name));
   return n == "host" || n == "content-length" || n == "transfer-encoding" || n == "connection" ||
          n == "keep-alive" || n == "upgrade" || n == "te" || n == "trailer" ||
-         n.starts_with("proxy-") || n == "accept-encoding" || n == "x-contextd-token";
+         n.starts_with("proxy-") || n == "accept-encoding" || n.starts_with("x-contextd-");
+}
+
+// The x-contextd-auto-fold header: "on"/"true"/"1" or "off"/"false"/"0" (any case); nullopt
+// when absent (the configured default applies). InvalidArgument for another value.
+absl::StatusOr<std::optional<bool>> AutoFoldHeader(std::string_view value) {
+  if (value.empty()) return std::optional<bool>();
+  std::string v = absl::AsciiStrToLower(std::string(value));
+  if (v == "on" || v == "true" || v == "1") return std::optional<bool>(true);
+  if (v == "off" || v == "false" || v == "0") return std::optional<bool>(false);
+  return absl::InvalidArgumentError("contextd: x-contextd-auto-fold must be on or off");
 }
 
 bool DropResponseHeader(std::string_view name) {
@@ -248,6 +259,12 @@ void ModelGateway::Handle(transport::HttpRequest request,
     }
     tenant = it->second;
   }
+  auto auto_fold = AutoFoldHeader(request.Header("x-contextd-auto-fold"));
+  if (!auto_fold.ok()) {
+    responder->Respond(ErrorResponse(exchange->provider, 400,
+                                     std::string(auto_fold.status().message())));
+    return;
+  }
   for (const auto& [name, value] : request.Headers()) {
     if (!DropRequestHeader(name)) exchange->headers.emplace_back(name, value);
   }
@@ -281,7 +298,7 @@ void ModelGateway::Handle(transport::HttpRequest request,
     Forward(std::move(exchange));
     return;
   }
-  Post([this, exchange, tenant, session, api = *api] {
+  Post([this, exchange, tenant, session, api = *api, auto_fold = *auto_fold] {
     auto parsed = context_.Parse(api, tenant, session, std::move(exchange->body));
     if (!parsed.ok()) {
       exchange->responder->Respond(ErrorResponse(
@@ -293,7 +310,7 @@ void ModelGateway::Handle(transport::HttpRequest request,
     }
     std::shared_ptr<ModelRequest> messages = *std::move(parsed);
     exchange->report.usage.model = messages->model();
-    auto applied = context_.Apply(tenant, session, messages, WallMs());
+    auto applied = context_.Apply(tenant, session, messages, WallMs(), auto_fold);
     messages.reset();  // the context manager keeps it for the conversation's next request
     if (!applied.ok()) {
       base::LogError(
