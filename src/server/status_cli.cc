@@ -233,7 +233,8 @@ void ReportModel(const std::vector<MetricSample>& samples, const BaseUrl& base, 
     const char* name;
   };
   static constexpr Api kApis[] = {{"anthropic", "the Anthropic API"},
-                                  {"openai_chat", "OpenAI Chat Completions"}};
+                                  {"openai_chat", "OpenAI Chat Completions"},
+                                  {"openai_responses", "OpenAI Responses"}};
   bool any = false;
   for (const Api& a : kApis) {
     std::map<std::string, double> by_status;
