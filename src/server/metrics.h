@@ -55,6 +55,7 @@ class Metrics {
     double seconds = 0;
     double at_unix_seconds = 0;
     bool fallback = false;
+    std::string unfoldable;  // why F(.) could not apply ("previous_response_id", ...), or ""
   };
   void ModelRequestDone(const ModelRequest& request);
 
@@ -87,6 +88,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* model_folds_skipped_;
   prometheus::Family<prometheus::Counter>* model_redactions_;
   prometheus::Family<prometheus::Counter>* model_fallbacks_;
+  prometheus::Family<prometheus::Counter>* model_unfoldable_;
   prometheus::Family<prometheus::Histogram>* model_seconds_;
   prometheus::Family<prometheus::Counter>* memory_events_;
   prometheus::Family<prometheus::Counter>* memory_items_;

@@ -549,10 +549,12 @@ absl::Status BuildModelGateway(const ServerConfig& config,
         r.seconds = static_cast<double>(report.usage.duration_ms) / 1000.0;
         r.at_unix_seconds = static_cast<double>(report.usage.at_ms) / 1000.0;
         r.fallback = report.applied.fallback;
+        r.unfoldable = report.unfoldable;
         metrics->ModelRequestDone(r);
       });
   base::LogInfo(base::StrCat("model gateway: /v1/messages -> ", mg.anthropic_base_url,
-                             ", /v1/chat/completions -> ", mg.openai_base_url));
+                             ", /v1/chat/completions and /v1/responses -> ",
+                             mg.openai_base_url));
   return absl::OkStatus();
 }
 

@@ -235,7 +235,7 @@ void ReportModel(const std::vector<MetricSample>& samples, const BaseUrl& base, 
   };
   static constexpr Api kApis[] = {{"anthropic", "the Anthropic API"},
                                   {"openai_chat", "OpenAI Chat Completions"},
-                                  {"openai_responses", "the OpenAI Responses API"},
+                                  {"openai_responses", "OpenAI Responses"},
                                   {"openai", "the OpenAI API (passed through)"}};
   bool any = false;
   for (const Api& a : kApis) {

@@ -112,6 +112,7 @@ TEST_F(StatusTest, ReportsMcpAndModelRequests) {
       "contextd_model_last_request_timestamp_seconds{api=\"anthropic\"} 1700000088\n"
       "contextd_model_requests_total{api=\"openai_chat\",status=\"200\"} 3\n"
       "contextd_model_requests_total{api=\"openai\",status=\"200\"} 1\n"
+      "contextd_model_requests_total{api=\"openai_responses\",status=\"400\"} 2\n"
       "contextd_tool_call_seconds_count{tool=\"branch_create\"} 2\n");
   transport::testing::RawClient c(server_->port());
   ASSERT_TRUE(c.connected());
@@ -124,6 +125,7 @@ TEST_F(StatusTest, ReportsMcpAndModelRequests) {
                                     "status 529: 1), last 12 s ago"));
   EXPECT_THAT(out_.str(),
               HasSubstr("model: 3 request(s) to OpenAI Chat Completions (status 200: 3)\n"));
+  EXPECT_THAT(out_.str(), HasSubstr("model: 2 request(s) to OpenAI Responses (status 400: 2)\n"));
   EXPECT_THAT(out_.str(), HasSubstr("not connected: run `contextd connect claude-code`"));
 }
 
