@@ -7,6 +7,7 @@
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "model/openai_chat_request.h"
+#include "model/openai_responses_request.h"
 #include "scrub/private_spans.h"
 
 namespace contextd::model {
@@ -97,6 +98,11 @@ absl::StatusOr<std::shared_ptr<ModelRequest>> ContextManager::Parse(
     }
     case ModelApi::kOpenAIChat: {
       auto parsed = OpenAIChatRequest::Parse(std::move(body));
+      if (!parsed.ok()) return parsed.status();
+      return std::shared_ptr<ModelRequest>(*std::move(parsed));
+    }
+    case ModelApi::kOpenAIResponses: {
+      auto parsed = OpenAIResponsesRequest::Parse(std::move(body));
       if (!parsed.ok()) return parsed.status();
       return std::shared_ptr<ModelRequest>(*std::move(parsed));
     }

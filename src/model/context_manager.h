@@ -135,8 +135,9 @@ class ContextManager {
   absl::StatusOr<std::shared_ptr<AnthropicRequest>> Parse(const std::string& tenant,
                                                           const std::string& conversation_id,
                                                           std::string body);
-  // Parses a request body of `api` (Messages as above; Chat Completions as
-  // OpenAIChatRequest::Parse, without taking over: that API names no conversation).
+  // Parses a request body of `api` (Messages as above; Chat Completions and Responses as
+  // OpenAIChatRequest::Parse and OpenAIResponsesRequest::Parse, without taking over: those APIs
+  // name no conversation).
   absl::StatusOr<std::shared_ptr<ModelRequest>> Parse(ModelApi api, const std::string& tenant,
                                                       const std::string& conversation_id,
                                                       std::string body);

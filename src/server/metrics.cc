@@ -121,6 +121,11 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                           .Name("contextd_model_rewrite_fallbacks_total")
                           .Help("Requests forwarded unchanged because a rewrite was not valid")
                           .Register(*registry_);
+  model_unfoldable_ = &prometheus::BuildCounter()
+                          .Name("contextd_model_unfoldable_requests_total")
+                          .Help("Requests of a folded API forwarded as sent because their history "
+                                "is kept by the provider, by api and reason")
+                          .Register(*registry_);
   model_seconds_ = &prometheus::BuildHistogram()
                         .Name("contextd_model_request_seconds")
                         .Help("Model requests from arrival to the end of the answer, by api")
@@ -149,6 +154,9 @@ void Metrics::ModelRequestDone(const ModelRequest& r) {
     model_auto_fold_steps_->Add({{"api", r.api}, {"outcome", r.auto_fold_outcome}}).Increment();
     model_auto_folds_->Add({{"api", r.api}}).Increment(r.auto_folds_new);
     model_auto_fold_tokens_->Add({{"api", r.api}}).Increment(r.auto_fold_tokens);
+  }
+  if (!r.unfoldable.empty()) {
+    model_unfoldable_->Add({{"api", r.api}, {"reason", r.unfoldable}}).Increment();
   }
   model_seconds_
       ->Add({{"api", r.api}}, prometheus::Histogram::BucketBoundaries{0.1, 0.5, 1, 2.5, 5, 10, 30,

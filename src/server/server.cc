@@ -583,10 +583,12 @@ absl::Status BuildModelGateway(const ServerConfig& config,
         r.auto_fold_outcome = report.applied.auto_fold_outcome;
         r.auto_folds_new = report.applied.auto_folds_new;
         r.auto_fold_tokens = static_cast<double>(report.applied.auto_fold_tokens);
+        r.unfoldable = report.unfoldable;
         metrics->ModelRequestDone(r);
       });
   base::LogInfo(base::StrCat("model gateway: /v1/messages -> ", mg.anthropic_base_url,
-                             ", /v1/chat/completions -> ", mg.openai_base_url));
+                             ", /v1/chat/completions and /v1/responses -> ",
+                             mg.openai_base_url));
   return absl::OkStatus();
 }
 
