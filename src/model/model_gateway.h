@@ -3,15 +3,15 @@
 // /v1/messages and /v1/messages/count_tokens (Messages; F(.) applied, then forwarded to the
 // Anthropic upstream), POST /v1/chat/completions and POST /v1/responses (Chat Completions and
 // Responses; F(.) applied, then forwarded to the OpenAI upstream; a Responses request naming
-// history the provider keeps, `previous_response_id` or `conversation`, is forwarded as sent), the
-// rest of /v1/ (forwarded as sent: to the Anthropic upstream when the
-// request carries an `anthropic-version` or `x-api-key` header, as every Anthropic client's does,
-// else to the OpenAI one) and HEAD /. Requests are forwarded over pooled HTTP(S); the answer (JSON
-// or SSE) is relayed as it arrives, status, headers and body verbatim, while the provider's usage
-// is read on the way and recorded. Pass-through rules: every request header but the hop-by-hop
-// ones (and Host, Content-Length, Accept-Encoding) goes upstream unchanged, provider keys
-// included; only `messages` of the body is ever rewritten; nothing of a request body or key is
-// logged. The gateway's own errors take the shape of the API asked.
+// history the provider keeps, `previous_response_id` or `conversation`, is forwarded as sent),
+// the rest of /v1/ (forwarded as sent: to the Anthropic upstream when the request carries an
+// `anthropic-version` or `x-api-key` header, as every Anthropic client's does, else to the OpenAI
+// one) and HEAD /. Requests are forwarded over pooled HTTP(S); the answer (JSON or SSE) is relayed
+// as it arrives, status, headers and body verbatim, while the provider's usage is read on the way
+// and recorded. Pass-through rules: every request header but the hop-by-hop ones (and Host,
+// Content-Length, Accept-Encoding) goes upstream unchanged, provider keys included; only
+// `messages` (Responses: `input`) of the body is ever rewritten; nothing of a request body or key
+// is logged. The gateway's own errors take the shape of the API asked.
 // Thread-safety: handlers run on the listener's I/O threads and hand the work to the gateway's
 // own worker threads (parsing, folding and scrubbing never block I/O); the clients' callbacks
 // relay from the upstream call's thread. Shutting down: stop the HTTP server, Stop() the

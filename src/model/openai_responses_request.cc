@@ -293,8 +293,7 @@ std::string OpenAIResponsesRequest::BlockText(size_t message, size_t block) cons
   return out;
 }
 
-const std::vector<TextSpan>& OpenAIResponsesRequest::TextSpans(size_t message,
-                                                               size_t block) const {
+const std::vector<TextSpan>& OpenAIResponsesRequest::TextSpans(size_t message, size_t block) const {
   return refs_[message].blocks[block].texts;
 }
 
@@ -398,8 +397,8 @@ void OpenAIResponsesRequest::RenderAppend(size_t m, const RenderPlan& plan,
     if (part.type != JsonType::kObject) continue;
     const RawNode* text = FindMember(parts, part, "text");
     if (text == nullptr || text->type != JsonType::kString) continue;
-    absl::StrAppend(&content, content.empty() ? "" : ",", "{\"type\":\"input_text\",\"text\":",
-                    std::string(text->Text(parts)), "}");
+    absl::StrAppend(&content, content.empty() ? "" : ",",
+                    "{\"type\":\"input_text\",\"text\":", std::string(text->Text(parts)), "}");
   }
   if (content.empty()) return;
   absl::StrAppend(&out, ",{\"type\":\"message\",\"role\":\"user\",\"content\":[", content, "]}");

@@ -50,10 +50,12 @@ json UserText(const std::string& text) {
 // return, then (with `after`) what follows.
 json Conversation(bool returned, bool after) {
   json input = json::array();
-  input.push_back(MessageItem("developer", json::array({{{"type", "input_text"}, {"text", "rules"}}})));
+  input.push_back(
+      MessageItem("developer", json::array({{{"type", "input_text"}, {"text", "rules"}}})));
   input.push_back(UserText("fix the bug"));
   input.push_back(Reasoning("rs_1"));
-  input.push_back(Call("c1", "contextd__branch_create", {{"description", "find"}, {"prompt", "p"}}));
+  input.push_back(
+      Call("c1", "contextd__branch_create", {{"description", "find"}, {"prompt", "p"}}));
   input.push_back(Call("b1", "bash", {{"command", "ls"}}));
   input.push_back(Output("c1", "{\"branch_id\":\"" + kBranch + "\",\"depth\":0}"));
   input.push_back(Output("b1", "a.py b.py"));
@@ -67,8 +69,8 @@ json Conversation(bool returned, bool after) {
     input.push_back(UserText("<system-reminder>todo</system-reminder>"));
   }
   if (after) {
-    input.push_back(
-        MessageItem("assistant", json::array({{{"type", "output_text"}, {"text", "fixing a.py"}}})));
+    input.push_back(MessageItem("assistant",
+                                json::array({{{"type", "output_text"}, {"text", "fixing a.py"}}})));
     input.push_back(UserText("go on"));
   }
   return {{"model", "gpt-double"},
@@ -203,7 +205,8 @@ TEST(OpenAIResponsesRequestTest, RenderingEveryBlockUnchangedGivesTheSameBytes) 
       "  {\"role\":\"user\",\"content\":[ {\"type\":\"input_text\",\"text\":\"caf\\u00e9\"} ,"
       " {\"type\":\"input_image\",\"image_url\":\"data:x\",\"detail\":\"low\"},"
       " {\"type\":\"from_the_future\",\"x\":[1e1]} ]},\n"
-      "  {\"type\":\"reasoning\",\"id\":\"rs_1\",\"summary\":[],\"encrypted_content\":\"AB\\/c\"},\n"
+      "  "
+      "{\"type\":\"reasoning\",\"id\":\"rs_1\",\"summary\":[],\"encrypted_content\":\"AB\\/c\"},\n"
       "  {\"type\":\"web_search_call\",\"id\":\"ws_1\",\"status\":\"completed\"},\n"
       "  {\"type\":\"custom_tool_call\",\"call_id\":\"t2\",\"name\":\"apply_patch\","
       "\"input\":\"*** x\"},\n"
@@ -270,7 +273,8 @@ TEST(OpenAIResponsesRequestTest, AReturnedBranchFoldsToOneOutputPerCall) {
   json original_input = json::parse(original)["input"];
   ASSERT_EQ(input.size(), 8u) << out;
   // Everything up to the end of the create turn (its reasoning item included) is byte-identical.
-  const std::string prefix = original.substr(0, original.find("{\"type\":\"function_call_output\""));
+  const std::string prefix =
+      original.substr(0, original.find("{\"type\":\"function_call_output\""));
   EXPECT_EQ(out.substr(0, prefix.size()), prefix);
   for (size_t i = 0; i < 5; ++i) EXPECT_EQ(input[i], original_input[i]) << i;
   EXPECT_EQ(input[5]["type"], "function_call_output");
@@ -325,7 +329,9 @@ TEST(OpenAIResponsesRequestTest, KeptUserTextFollowsTheOutputsAndLaterRequestsFo
 TEST(OpenAIResponsesRequestTest, ACustomToolCallOfTheCreateTurnGetsACustomOutputStub) {
   json body = Conversation(true, false);
   json& input = body["input"];
-  input[4] = {{"type", "custom_tool_call"}, {"call_id", "b1"}, {"name", "apply_patch"},
+  input[4] = {{"type", "custom_tool_call"},
+              {"call_id", "b1"},
+              {"name", "apply_patch"},
               {"input", "*** Begin Patch"}};
   input[6] = {{"type", "custom_tool_call_output"}, {"call_id", "b1"}, {"output", "done"}};
   auto request = Parse(body.dump());
@@ -422,15 +428,14 @@ TEST(OpenAIResponsesRequestTest, KeysDifferFromTheChatAdapterAndTellItemsApart) 
   EXPECT_EQ(responses->FirstMessageKey(), typed->FirstMessageKey());
   auto string = Parse(R"({"input":"hi"})");
   EXPECT_NE(responses->FirstMessageKey(), string->FirstMessageKey());
-  auto developer = Parse(
-      R"({"input":[{"role":"developer","content":"s"},{"role":"user","content":"hi"}]})");
+  auto developer =
+      Parse(R"({"input":[{"role":"developer","content":"s"},{"role":"user","content":"hi"}]})");
   EXPECT_EQ(responses->FirstMessageKey(), developer->FirstMessageKey());
 }
 
 TEST(OpenAIResponsesRequestTest, RejectsWhatIsNotAResponsesRequest) {
-  for (const char* bad : {"{", "[]", "\"x\"", "{\"input\":{}}", "{\"input\":[1]}",
-                          "{\"input\":7}", "{\"input\":[{\"role\":\"user\"},null]}",
-                          "{\"input\":[]} x"}) {
+  for (const char* bad : {"{", "[]", "\"x\"", "{\"input\":{}}", "{\"input\":[1]}", "{\"input\":7}",
+                          "{\"input\":[{\"role\":\"user\"},null]}", "{\"input\":[]} x"}) {
     auto parsed = OpenAIResponsesRequest::Parse(bad);
     EXPECT_FALSE(parsed.ok()) << bad;
     EXPECT_TRUE(absl::IsInvalidArgument(parsed.status())) << bad;
@@ -439,7 +444,8 @@ TEST(OpenAIResponsesRequestTest, RejectsWhatIsNotAResponsesRequest) {
   for (const char* odd :
        {"{\"input\":[]}", "{\"input\":[{}]}", "{}", "{\"input\":null,\"model\":7}",
         "{\"input\":[{\"type\":\"function_call\"}]}",
-        "{\"input\":[{\"type\":\"function_call_output\",\"output\":[1,{\"type\":\"input_text\"}]}]}",
+        "{\"input\":[{\"type\":\"function_call_output\",\"output\":[1,{\"type\":\"input_text\"}]}]"
+        "}",
         "{\"input\":[{\"role\":\"user\",\"content\":[null]}]}",
         "{\"input\":[{\"type\":\"reasoning\",\"summary\":{}}]}"}) {
     auto parsed = OpenAIResponsesRequest::Parse(odd);
@@ -480,8 +486,7 @@ TEST(OpenAIResponsesRequestTest, TheContextManagerFoldsAndScrubsAResponsesConver
                          [&](const std::string&, const std::string& id) {
                            BranchFacts facts = Returned();
                            facts.ended = ended;
-                           return id == kBranch ? std::optional<BranchFacts>(facts)
-                                                : std::nullopt;
+                           return id == kBranch ? std::optional<BranchFacts>(facts) : std::nullopt;
                          });
   auto apply = [&](const json& body) {
     auto parsed = manager.Parse(ModelApi::kOpenAIResponses, "local", "", body.dump());
