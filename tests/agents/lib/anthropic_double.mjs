@@ -20,9 +20,10 @@ import { canonical, validate } from './messages.mjs';
 //   {tools: [{name, input}, ...], text?: '...'}     tool calls (several = parallel tool use)
 //   (request, double) => turn                       computed from the request (e.g. to use an id
 //                                                   that an earlier tool result carried)
-// When the script is exhausted, the double answers with `fallbackText`.
+// When the script is exhausted, the double answers with `fallbackText`. `thinking: false` plays a
+// model without extended thinking: its turns carry no thinking block.
 export async function startAnthropicDouble({ script = [], sideReply = 'ok', fallbackText = 'Done.',
-  matchMain = (body) => Array.isArray(body.tools) && body.tools.length > 0 } = {}) {
+  matchMain = (body) => Array.isArray(body.tools) && body.tools.length > 0, thinking: think = true } = {}) {
   const secret = randomBytes(32);
   const requests = [];
   let next = 0;
@@ -94,7 +95,7 @@ export async function startAnthropicDouble({ script = [], sideReply = 'ok', fall
         const turn = record.main ? turnFor(body) : { text: sideReply };
         const content = [];
         const thinking = `Planning step ${requests.length}.`;
-        content.push({ type: 'thinking', thinking, signature: sign({ system: body.system ?? null, tools: body.tools ?? null, messages: body.messages ?? [] }, thinking) });
+        if (think) content.push({ type: 'thinking', thinking, signature: sign({ system: body.system ?? null, tools: body.tools ?? null, messages: body.messages ?? [] }, thinking) });
         if (turn.text) content.push({ type: 'text', text: turn.text });
         for (const t of turn.tools ?? []) {
           content.push({ type: 'tool_use', id: `toolu_double_${String(++toolSeq).padStart(4, '0')}`, name: t.name, input: t.input ?? {} });
