@@ -86,7 +86,7 @@ AutoFoldStep PlanAutoFold(const Transcript& transcript, const AutoFoldOptions& o
       const Block& block = messages[m].blocks[b];
       if (block.kind == BlockKind::kToolCall) {
         calls[block.call_id] = Call{m, b, &block, total_calls++};
-      } else if (block.kind == BlockKind::kThinking) {
+      } else if (block.kind == BlockKind::kThinking && context.thinking_binds) {
         last_thinking = m;
         any_thinking = true;
       }

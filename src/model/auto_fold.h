@@ -26,6 +26,10 @@ struct AutoFoldOptions {
   int64_t keep = 3;                  // the last `keep` tool uses keep their results
   int64_t min_result_tokens = 200;   // smaller results stay (a handle would save little)
   int64_t clear_at_least = 20'000;   // a step folds at least this many tokens, or waits
+  // Whether an OpenAI Responses reasoning item binds the items before it, as a Claude thinking
+  // block does (decision 0020: undocumented either way). true: results before one are never
+  // folded; false (the operator's choice for a provider known not to bind): they are.
+  bool reasoning_items_bound = true;
 };
 
 // One tool result a step folds.
@@ -65,6 +69,7 @@ struct AutoFoldContext {
   // forbids it).
   std::function<bool(size_t, size_t)> foldable;
   int64_t handle_tokens = 60;  // what a handle costs, estimated
+  bool thinking_binds = true;  // false: thinking blocks do not hold results back
 };
 
 // Plans one step over `transcript`. Candidates: tool results of user messages at or after

@@ -244,10 +244,10 @@ struct Manager {
         });
   }
   AppliedRequest Apply(ModelApi api, const std::string& body, std::optional<bool> on = {}) {
-    auto parsed = manager->Parse(api, "local", api == ModelApi::kOpenAIChat ? "" : "s1", body);
+    const std::string session = api == ModelApi::kAnthropicMessages ? "s1" : "";
+    auto parsed = manager->Parse(api, "local", session, body);
     EXPECT_TRUE(parsed.ok()) << parsed.status();
-    auto applied = manager->Apply("local", api == ModelApi::kOpenAIChat ? "" : "s1", *parsed,
-                                  1000, on);
+    auto applied = manager->Apply("local", session, *parsed, 1000, on);
     EXPECT_TRUE(applied.ok()) << applied.status();
     manager->SaveFrontier(*applied);
     return *std::move(applied);
@@ -380,6 +380,60 @@ TEST(AutoFold, ChatCompletionsFoldTheSameWay) {
   EXPECT_THAT(sent[3]["content"].get<std::string>(),
               StartsWith("[contextd: 100 tokens of bash cat f folded; trail_unfold "));
   EXPECT_EQ(sent[13]["content"], Payload('f'));
+}
+
+TEST(AutoFold, ResponsesFoldTheSameWayAndLeaveReasoningAlone) {
+  Manager m;
+  json input = json::array({{{"type", "message"}, {"role", "user"}, {"content", "go"}}});
+  for (int i = 0; i < 6; ++i) {
+    std::string id = "call_" + std::to_string(i);
+    input.push_back({{"type", "function_call"},
+                     {"call_id", id},
+                     {"name", "shell"},
+                     {"arguments", "{\"command\":[\"bash\",\"-lc\",\"cat f\"]}"}});
+    input.push_back({{"type", "function_call_output"},
+                     {"call_id", id},
+                     {"output", Payload(static_cast<char>('a' + i))}});
+  }
+  std::string body = json{{"model", "gpt"}, {"input", input}}.dump();
+  AppliedRequest applied = m.Apply(ModelApi::kOpenAIResponses, body);
+  EXPECT_EQ(applied.auto_folds_new, 4);
+  json sent = json::parse(applied.body)["input"];
+  EXPECT_EQ(sent[2]["call_id"], "call_0");
+  EXPECT_THAT(sent[2]["output"].get<std::string>(),
+              StartsWith("[contextd: 100 tokens of shell bash -lc cat f folded; trail_unfold "));
+  EXPECT_EQ(sent[12]["output"], Payload('f'));
+
+  // A reasoning item after the results binds them (treated as a thinking block): no step.
+  Manager thinking;
+  json reasoned = input;
+  reasoned.push_back({{"type", "reasoning"},
+                      {"id", "rs_1"},
+                      {"summary", json::array()},
+                      {"encrypted_content", "gAAAA"}});
+  reasoned.push_back({{"type", "function_call"},
+                      {"call_id", "call_9"},
+                      {"name", "shell"},
+                      {"arguments", "{}"}});
+  reasoned.push_back({{"type", "function_call_output"}, {"call_id", "call_9"}, {"output", "x"}});
+  std::string reasoned_body = json{{"model", "gpt"}, {"input", reasoned}}.dump();
+  AppliedRequest held = thinking.Apply(ModelApi::kOpenAIResponses, reasoned_body);
+  EXPECT_EQ(held.auto_fold_outcome, "thinking");
+  EXPECT_EQ(held.body, reasoned_body);
+  // An operator whose provider does not bind reasoning items says so: they fold.
+  Manager unbound;
+  ContextManagerOptions options;
+  options.auto_fold = {true, 600, 2, 50, 150, /*reasoning_items_bound=*/false};
+  unbound.manager = std::make_unique<ContextManager>(
+      options, unbound.store, unbound.scrubber, unbound.counter,
+      [](const std::string&, const std::string&) { return std::nullopt; }, nullptr, nullptr,
+      [](const ConversationKey&, const std::string&, const std::vector<ModelToolCall>& calls) {
+        return std::vector<std::optional<TrailRef>>(calls.size(), TrailRef{"ses_x", 1});
+      });
+  AppliedRequest folded = unbound.Apply(ModelApi::kOpenAIResponses, reasoned_body);
+  EXPECT_EQ(folded.auto_fold_outcome, "folded");
+  EXPECT_EQ(folded.auto_folds_new, 5);
+  EXPECT_NE(folded.body.find("\"encrypted_content\":\"gAAAA\""), std::string::npos);
 }
 
 }  // namespace

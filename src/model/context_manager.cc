@@ -321,6 +321,8 @@ void ContextManager::RunAutoFold(const ModelRequest& request, const FoldPlan& fo
   };
   context.handle_tokens = TextTokens(state, AutoFoldHandle(99'999, "Read a/path/of/average/length",
                                                            "ses_0123456789abcdef", 99'999));
+  context.thinking_binds = request.api() != ModelApi::kOpenAIResponses ||
+                           options_.auto_fold.reasoning_items_bound;
   AutoFoldStep step = PlanAutoFold(t, options_.auto_fold, context);
   applied.auto_fold_outcome = AutoFoldOutcomeName(step.outcome);
   if (step.picks.empty()) return;

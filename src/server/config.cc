@@ -150,6 +150,8 @@ const std::map<std::string, KeySpec>& Registry() {
     CONTEXTD_MODEL_KEY("model_gateway.auto_fold.keep", auto_fold.keep);
     CONTEXTD_MODEL_KEY("model_gateway.auto_fold.min_result_tokens", auto_fold.min_result_tokens);
     CONTEXTD_MODEL_KEY("model_gateway.auto_fold.clear_at_least", auto_fold.clear_at_least);
+    CONTEXTD_MODEL_KEY("model_gateway.auto_fold.reasoning_items_bound",
+                       auto_fold.reasoning_items_bound);
 #undef CONTEXTD_MODEL_KEY
 #define CONTEXTD_MEMORY_KEY(key, name) \
   m[key] = Scalar(key, [](ServerConfig* c) { return &c->memory.name; })
