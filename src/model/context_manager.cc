@@ -357,6 +357,17 @@ void ContextManager::RunAutoFold(const ModelRequest& request, const FoldPlan& fo
         request.RewriteBlock(pick.message, pick.block, {{span, QuoteJsonString(handle)}});
     update.new_rewrites.push_back({RewriteKind::kAutoFold, result.key, value});
     state.auto_folds.emplace(result.key, value);
+    // A decision is keyed by the block's bytes, so later requests apply it wherever those bytes
+    // stand: so does this one (only an invalid transcript repeats a result, with its call id).
+    for (size_t m = 0; m < t.messages.size(); ++m) {
+      const Message& message = t.messages[m];
+      for (size_t b = 0; b < message.blocks.size(); ++b) {
+        if (m != pick.message && message.blocks[b].key == result.key &&
+            message.role == Role::kUser && message.blocks[b].kind == BlockKind::kToolResult) {
+          plan.blocks[{m, b}] = value;
+        }
+      }
+    }
     plan.blocks[{pick.message, pick.block}] = std::move(value);
     applied.tokens_after += TextTokens(state, handle) - pick.tokens;
     applied.auto_fold_tokens += pick.tokens;
@@ -496,8 +507,13 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
     if (append != state->appends.end()) plan.appends[m] = append->second;
     for (size_t b = 0; b < message.blocks.size(); ++b) {
       const Block& block = message.blocks[b];
+      // Decisions are keyed by a block's bytes: they apply only to blocks of the kind they were
+      // taken for (an assistant block with the same bytes as a redacted user block stays).
+      const bool scrubbable = Scrubbable(message, block);
       // An auto-folded result goes as its handle, whatever else was decided for it.
-      if (auto folded = state->auto_folds.find(block.key); folded != state->auto_folds.end()) {
+      auto folded = state->auto_folds.find(block.key);
+      if (folded != state->auto_folds.end() && scrubbable &&
+          block.kind == BlockKind::kToolResult) {
         plan.blocks[{m, b}] = folded->second;
         if (!removed[m]) {
           ++applied.auto_folds_applied;
@@ -507,6 +523,7 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
         }
         continue;
       }
+      if (!scrubbable) continue;
       auto stored = state->blocks.find(block.key);
       if (stored != state->blocks.end()) {
         plan.blocks[{m, b}] = stored->second;
@@ -518,7 +535,7 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
         state->blocks.emplace(block.key, std::move(value));  // later requests take it as it is
         continue;
       }
-      if (m < old || removed[m] || !Scrubbable(message, block)) continue;
+      if (m < old || removed[m]) continue;
       std::vector<std::pair<TextSpan, std::string>> replacements;
       std::string joined;
       bool has_private = false;

@@ -167,6 +167,27 @@ TEST(ContextManagerTest, OldContentIsNotRedactedByNewRules) {
   EXPECT_THAT(second.body, HasSubstr("[REDACTED] typed now"));  // new: redacted
 }
 
+TEST(ContextManagerTest, ARedactionAppliesOnlyToBlocksOfTheKindItWasTakenFor) {
+  // The model's own text with the same bytes as a redacted user text (it echoed it): the
+  // decision is keyed by bytes, but the assistant's turn is never rewritten (its thinking
+  // signature covers it).
+  Fixture f;
+  Conversation c("start");
+  c.Assistant(json::array({{{"type", "text"}, {"text", "my SECRET1"}}}));
+  c.User(json::array({{{"type", "text"}, {"text", "my SECRET1"}}}));
+  AppliedRequest first = f.Apply(c);
+  EXPECT_EQ(first.redactions_new, 1);
+  json sent = json::parse(first.body)["messages"];
+  EXPECT_EQ(sent[1]["content"][0]["text"], "my SECRET1");
+  EXPECT_EQ(sent[2]["content"][0]["text"], "my [REDACTED]");
+  c.Assistant(json::array({{{"type", "text"}, {"text", "ok"}}}));
+  c.User(json::array({{{"type", "text"}, {"text", "next"}}}));
+  AppliedRequest second = f.Apply(c);
+  json again = json::parse(second.body)["messages"];
+  EXPECT_EQ(again[1], sent[1]);
+  EXPECT_EQ(again[2]["content"][0]["text"], "my [REDACTED]");
+}
+
 TEST(ContextManagerTest, FoldsAReturnedBranchAndKeepsFoldingItAfterARestart) {
   Fixture f;
   Conversation c;

@@ -1,0 +1,112 @@
+// Fuzz target for auto-fold, the rewriter that replaces stale tool results by trail handles: any
+// body is parsed as a request of the API the first byte names (Messages, Chat Completions,
+// Responses) and applied three times by a context manager with auto-fold on at tiny thresholds
+// (every result can fold). Each forwarded body must parse again as the same API, keep a valid
+// transcript valid, and keep every tool call answered; every request after the first repeats the
+// first one's bytes (the decisions are stored and replayed, nothing new to fold); the planner never
+// picks a result that a thinking block follows.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "model/auto_fold.h"
+#include "model/context_manager.h"
+#include "model/fold.h"
+#include "model/testing/in_memory_conversation_store.h"
+
+namespace {
+
+using namespace contextd::model;
+
+class SevenScrubber : public contextd::scrub::Scrubber {
+ public:
+  std::string Scrub(std::string_view text) const override {
+    std::string out(text);
+    for (char& c : out) {
+      if (c == '7') c = '#';
+    }
+    return out;
+  }
+};
+
+class Bytes : public contextd::tokens::TokenCounter {
+ public:
+  size_t Count(std::string_view text) const override { return text.size() / 4; }
+  std::string_view name() const override { return "bytes"; }
+};
+
+void Check(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "auto-fold fuzz: %s\n", what);
+    std::abort();
+  }
+}
+
+size_t ToolResults(const Transcript& t) {
+  size_t n = 0;
+  for (const Message& m : t.messages) {
+    for (const Block& b : m.blocks) n += b.kind == BlockKind::kToolResult;
+  }
+  return n;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 2) return 0;
+  const ModelApi api = data[0] % 3 == 0   ? ModelApi::kAnthropicMessages
+                       : data[0] % 3 == 1 ? ModelApi::kOpenAIChat
+                                          : ModelApi::kOpenAIResponses;
+  ContextManagerOptions options;
+  options.auto_fold.enabled = true;
+  options.auto_fold.trigger_tokens = 1;
+  options.auto_fold.keep = data[1] % 4;
+  options.auto_fold.min_result_tokens = 0;
+  options.auto_fold.clear_at_least = 1;
+  options.auto_fold.reasoning_items_bound = data[1] & 4;
+  std::string body(reinterpret_cast<const char*>(data) + 2, size - 2);
+
+  testing::InMemoryConversationStore store;
+  SevenScrubber scrubber;
+  Bytes counter;
+  ContextManager manager(
+      options, store, scrubber, counter,
+      [](const std::string&, const std::string&) { return std::nullopt; }, nullptr, nullptr,
+      [](const ConversationKey&, const std::string&, const std::vector<ModelToolCall>& calls) {
+        std::vector<std::optional<TrailRef>> refs;
+        for (size_t i = 0; i < calls.size(); ++i) {
+          // The trail cannot keep results holding a scrubbed 7 (the same ones every time).
+          if (calls[i].result.find('#') != std::string::npos) {
+            refs.push_back(std::nullopt);
+          } else {
+            refs.push_back(TrailRef{"ses_\"fuzz\"", static_cast<int64_t>(i)});
+          }
+        }
+        return refs;
+      });
+  std::string first;
+  for (int round = 0; round < 3; ++round) {
+    auto parsed = manager.Parse(api, "local", "", body);
+    if (!parsed.ok()) return 0;
+    (*parsed)->ComputeKeys();
+    const Transcript in = (*parsed)->transcript();
+    const bool valid_in = ValidateTranscript(in).ok();
+    auto applied = manager.Apply("local", "", *parsed, 1);
+    Check(applied.ok(), "Apply failed with an in-memory store");
+    auto forwarded = manager.Parse(api, "local", "", applied->body);
+    Check(forwarded.ok(), "the forwarded body does not parse");
+    (*forwarded)->ComputeKeys();
+    const Transcript& out = (*forwarded)->transcript();
+    Check(ToolResults(out) == ToolResults(in), "a tool result was lost or added");
+    if (valid_in) Check(ValidateTranscript(out).ok(), "auto-fold broke a valid transcript");
+    if (round == 0) {
+      first = applied->body;
+    } else {
+      Check(applied->body == first, "a later request did not repeat the stored decisions");
+      Check(applied->auto_folds_new == 0, "a resent request folded again");
+    }
+  }
+  return 0;
+}
