@@ -112,7 +112,7 @@ function bars(title, items, cls) {
   const svg = s('svg', { viewBox: `0 0 ${w} ${ht}`, preserveAspectRatio: 'none', role: 'img',
     'aria-label': `${title}: ${items.map((i) => `${i.label} ${i.value}`).join(', ')}` });
   const max = Math.max(1, ...items.map((i) => i.value));
-  const bw = w / Math.max(items.length, 1);
+  const bw = w / Math.max(items.length, 12);  // a lone bar stays a bar, not the whole width
   items.forEach((it, i) => {
     const bh = Math.max(1, (Math.max(0, it.value) / max) * (ht - 4));
     const r = s('rect', { x: i * bw + 1, y: ht - bh, width: Math.max(1, bw - 2), height: bh, class: cls });
