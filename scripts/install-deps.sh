@@ -20,6 +20,8 @@ TEST_PKGS=(
   git clang-14 libclang-rt-14-dev clang-format-14 clang-tidy-14 lld-14
   libgtest-dev libgmock-dev libbenchmark-dev
   sqlite3 wrk curl procps python3
+  # The trail viewer's browser tests and bench (tests/ui, bench/ui), driven by playwright-core.
+  chromium
 )
 only_run=0
 if [ "${1:-}" = "--run-only" ]; then only_run=1; fi

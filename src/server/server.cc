@@ -38,6 +38,8 @@
 #include "server/openai_embedder.h"
 #include "server/trail_recorder.h"
 #include "server/trail_tools.h"
+#include "server/trail_api.h"
+#include "server/ui_routes.h"
 #include "memory/hnsw_index.h"
 #include "memory/memory_bank.h"
 #include "store/sqlite_memory_store.h"
@@ -134,6 +136,7 @@ struct Engine {
   std::unique_ptr<store::SqliteTrailStore> trail_store;
   std::unique_ptr<trail::Trail> trail;                // executor only
   std::unique_ptr<TrailTools> trail_tools;            // executor only
+  std::unique_ptr<TrailApi> trail_api;                // executor only: the viewer's /api/v1
   std::unique_ptr<MemoryTools> memory_tools;          // executor only (and its own worker)
   std::unique_ptr<TrailRecorder> trail_recorder;      // the gateway records through it
   std::unique_ptr<gateway::Gateway> gateway;          // executor only
@@ -283,6 +286,8 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
                                                   std::move(trail_options));
     engine.trail_tools = std::make_unique<TrailTools>(*engine.trail, engine.events, *engine.store,
                                                       *counter);
+    engine.trail_api =
+        std::make_unique<TrailApi>(*engine.trail, *engine.trail_store, *engine.store);
     // Auto-scopes a crashed run left open fold now (whether or not auto-scopes are on now).
     auto autos = engine.trail->RecoverAutoScopes();
     if (!autos.ok()) {
@@ -604,6 +609,7 @@ void ShutdownEngine(Engine& engine) {
     engine.trail_recorder.reset();
     engine.memory_tools.reset();  // stops its worker: queued distillations are dropped
     engine.trail_tools.reset();
+    engine.trail_api.reset();
     engine.trail.reset();
     engine.tools.reset();
     engine.manager.reset();
@@ -683,6 +689,10 @@ absl::Status RunServer(const ServerConfig& config) {
     for (transport::HttpRoute& route : engine.model_gateway->Routes()) {
       options.routes.push_back(std::move(route));
     }
+  }
+  // The trail viewer (/ui, /api/v1): its reads run on the engine executor.
+  for (transport::HttpRoute& route : UiRoutes(*engine.trail_api, *engine.executor)) {
+    options.routes.push_back(std::move(route));
   }
   auto http = transport::HttpServer::Start(options, engine.mcp);
   if (!http.ok()) {
