@@ -14,12 +14,17 @@ RUN_PKGS=(
   libsqlite3-dev libre2-dev libutf8proc-dev libyaml-cpp-dev libcli11-dev
   libspdlog-dev libfmt-dev prometheus-cpp-dev libsodium-dev libabsl-dev libgoogle-perftools-dev
   libtomlplusplus-dev libhnswlib-dev
+  # NATS events (events.nats.url, docs/events.md): optional at build time (CMake builds them when
+  # libnats is found), installed here so that every build has them.
+  libnats-dev
 )
 # What the tests, fuzzers and benchmarks need on top (scripts/test.sh, CI).
 TEST_PKGS=(
   git clang-14 libclang-rt-14-dev clang-format-14 clang-tidy-14 lld-14
   libgtest-dev libgmock-dev libbenchmark-dev
   sqlite3 wrk curl procps python3
+  # A real NATS server for the events tests (src/events, tests/e2e/events.test.mjs).
+  nats-server
 )
 only_run=0
 if [ "${1:-}" = "--run-only" ]; then only_run=1; fi
