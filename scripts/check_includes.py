@@ -18,13 +18,14 @@ ALLOWED = {
     "trail": {"base"},
     "folding": {"trail", "tokens", "scrub", "base"},
     "memory": {"trail", "tokens", "base"},
+    "events": {"folding", "memory", "trail", "tokens", "scrub", "base"},
     "gateway": {"protocol", "transport", "folding", "trail", "scrub", "tokens", "base"},
     "model": {"protocol", "transport", "folding", "trail", "memory", "scrub", "tokens", "base"},
     "store": {"trail", "folding", "memory", "model", "base"},
     "server": {"base", "protocol", "transport", "tokens", "scrub", "trail", "folding", "memory",
-               "gateway", "model", "store"},
+               "gateway", "model", "store", "events"},
     "cli": {"server", "base", "protocol", "transport", "tokens", "scrub", "trail", "folding",
-            "memory", "gateway", "model", "store"},
+            "memory", "gateway", "model", "store", "events"},
 }
 DOMAIN = {"trail", "folding", "memory"}
 FORBIDDEN_IN_DOMAIN = re.compile(r'^(sqlite3\.h|nlohmann/|boost/|libpq|httplib)')

@@ -14,6 +14,9 @@ RUN_PKGS=(
   libsqlite3-dev libre2-dev libutf8proc-dev libyaml-cpp-dev libcli11-dev
   libspdlog-dev libfmt-dev prometheus-cpp-dev libsodium-dev libabsl-dev libgoogle-perftools-dev
   libtomlplusplus-dev libhnswlib-dev
+  # NATS events (events.nats.url, docs/events.md): optional at build time (CMake builds them when
+  # libnats is found), installed here so that every build has them.
+  libnats-dev
 )
 # What the tests, fuzzers and benchmarks need on top (scripts/test.sh, CI).
 TEST_PKGS=(
@@ -22,6 +25,8 @@ TEST_PKGS=(
   sqlite3 wrk curl procps python3
   # The trail viewer's browser tests and bench (tests/ui, bench/ui), driven by playwright-core.
   chromium
+  # A real NATS server for the events tests (src/events, tests/e2e/events.test.mjs).
+  nats-server
 )
 only_run=0
 if [ "${1:-}" = "--run-only" ]; then only_run=1; fi

@@ -1,5 +1,7 @@
 #include "server/config.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
@@ -10,6 +12,7 @@
 #include "base/str_cat.h"
 
 #include "base/status_macros.h"
+#include "events/subject.h"
 #include "yaml-cpp/yaml.h"
 
 namespace contextd::server {
@@ -168,6 +171,18 @@ const std::map<std::string, KeySpec>& Registry() {
     CONTEXTD_MEMORY_KEY("memory.embeddings.api_key_env", embeddings.api_key_env);
     CONTEXTD_MEMORY_KEY("memory.embeddings.timeout_ms", embeddings.timeout_ms);
 #undef CONTEXTD_MEMORY_KEY
+#define CONTEXTD_NATS_KEY(name) \
+  m["events.nats." #name] =     \
+      Scalar("events.nats." #name, [](ServerConfig* c) { return &c->nats_events.name; })
+    CONTEXTD_NATS_KEY(url);
+    CONTEXTD_NATS_KEY(subject_prefix);
+    CONTEXTD_NATS_KEY(jetstream);
+    CONTEXTD_NATS_KEY(stream);
+    CONTEXTD_NATS_KEY(credentials_file);
+    CONTEXTD_NATS_KEY(tls_ca_file);
+    CONTEXTD_NATS_KEY(queue_size);
+    CONTEXTD_NATS_KEY(reconnect_wait_ms);
+#undef CONTEXTD_NATS_KEY
     return r;
   }();
   return *registry;
@@ -428,6 +443,56 @@ absl::Status ApplyEnvironment(const std::function<const char*(const char*)>& get
   return absl::OkStatus();
 }
 
+namespace {
+
+absl::Status ValidateNatsEvents(const NatsEventsConfig& nats) {
+  if (nats.url.empty()) {
+    if (nats.jetstream) return Bad("events.nats.jetstream", "needs events.nats.url");
+    return absl::OkStatus();
+  }
+  size_t start = 0;
+  while (start <= nats.url.size()) {
+    size_t comma = nats.url.find(',', start);
+    if (comma == std::string::npos) comma = nats.url.size();
+    std::string_view one = std::string_view(nats.url).substr(start, comma - start);
+    if (!(one.rfind("nats://", 0) == 0 || one.rfind("tls://", 0) == 0) || one.size() < 8 ||
+        one.find_first_of(" \t") != std::string_view::npos) {
+      return Bad("events.nats.url",
+                 StrCat("expected nats://HOST:PORT or tls://HOST:PORT (comma-separated for a "
+                        "cluster), got '", nats.url, "'"));
+    }
+    start = comma + 1;
+  }
+  absl::Status prefix = events::ValidateSubjectPrefix(nats.subject_prefix);
+  if (!prefix.ok()) return Bad("events.nats.subject_prefix", std::string(prefix.message()));
+  if (nats.jetstream) {
+    if (nats.stream.empty()) {
+      return Bad("events.nats.stream", "must name a stream when events.nats.jetstream is true");
+    }
+    if (nats.stream.find_first_of(".*> \t/\\") != std::string::npos || nats.stream.size() > 64) {
+      return Bad("events.nats.stream",
+                 StrCat("'", nats.stream, "' is not a stream name (at most 64 characters, no "
+                        "'.', '*', '>', '/', '\\' or whitespace)"));
+    }
+  }
+  if (nats.queue_size < 1 || nats.queue_size > 1'000'000) {
+    return Bad("events.nats.queue_size", "must be between 1 and 1000000");
+  }
+  if (nats.reconnect_wait_ms < 10 || nats.reconnect_wait_ms > 60'000) {
+    return Bad("events.nats.reconnect_wait_ms", "must be between 10 and 60000");
+  }
+  for (const auto& [key, path] : {std::pair<const char*, const std::string*>{
+                                      "events.nats.credentials_file", &nats.credentials_file},
+                                  {"events.nats.tls_ca_file", &nats.tls_ca_file}}) {
+    if (!path->empty() && ::access(path->c_str(), R_OK) != 0) {
+      return Bad(key, StrCat("'", *path, "' cannot be read"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ValidateConfig(const ServerConfig& config) {
   if (config.transport != "stdio" && config.transport != "http") {
     return Bad("server.transport", StrCat("must be stdio or http, got '", config.transport, "'"));
@@ -512,6 +577,7 @@ absl::Status ValidateConfig(const ServerConfig& config) {
     if (endpoint->timeout_ms < 1) return Bad(StrCat("memory.", name, ".timeout_ms"),
                                              "must be positive");
   }
+  RETURN_IF_ERROR(ValidateNatsEvents(config.nats_events));
   absl::Status folding = config.folding.Validate();
   if (!folding.ok()) return folding;
   return absl::OkStatus();

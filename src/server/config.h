@@ -59,6 +59,18 @@ struct MemoryConfig {
   MemoryEndpointConfig embeddings{"", "", "", 5'000};
 };
 
+// events.nats: branch and memory events published to NATS (docs/events.md). Empty url: off.
+struct NatsEventsConfig {
+  std::string url;                          // nats://host:port[,nats://...]; tls:// for TLS
+  std::string subject_prefix = "contextd";  // subjects <prefix>.<tenant>.<project>.<session>.<type>
+  bool jetstream = false;                   // publish into a stream, acked, deduplicated
+  std::string stream;                       // the JetStream stream (created if missing)
+  std::string credentials_file;             // NATS .creds file; optional
+  std::string tls_ca_file;                  // PEM CA to verify the server (turns TLS on)
+  int64_t queue_size = 10'000;              // events waiting to be published; more are dropped
+  int64_t reconnect_wait_ms = 1'000;        // between reconnect attempts
+};
+
 struct ServerConfig {
   // server:
   std::string transport = "http";      // "stdio" or "http"
@@ -87,6 +99,8 @@ struct ServerConfig {
   ModelGatewayConfig model_gateway;
   // memory: (nested: memory.distiller.base_url, ...)
   MemoryConfig memory;
+  // events: (nested: events.nats.url, ...)
+  NatsEventsConfig nats_events;
   // upstreams: the MCP servers contextd fronts (a YAML list; file only).
   std::vector<gateway::UpstreamConfig> upstreams;
 };

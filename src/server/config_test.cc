@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 
 #include "gtest/gtest.h"
@@ -48,6 +49,57 @@ scrub:
   EXPECT_EQ(c.token_encoding, "cl100k_base");
   EXPECT_FALSE(c.scrub.extend_default);
   EXPECT_TRUE(ValidateConfig(c).ok());
+}
+
+TEST(ConfigTest, NatsEventsFromYaml) {
+  std::string path = WriteTemp("cfg_nats", R"(
+events:
+  nats:
+    url: nats://127.0.0.1:4222
+    jetstream: true
+    stream: CONTEXTD
+    subject_prefix: acme.contextd
+)");
+  ServerConfig c;
+  ASSERT_TRUE(LoadConfigFile(path, &c).ok());
+  EXPECT_EQ(c.nats_events.url, "nats://127.0.0.1:4222");
+  EXPECT_TRUE(c.nats_events.jetstream);
+  EXPECT_EQ(c.nats_events.stream, "CONTEXTD");
+  EXPECT_EQ(c.nats_events.subject_prefix, "acme.contextd");
+  EXPECT_TRUE(ValidateConfig(c).ok());
+}
+
+TEST(ConfigTest, NatsEventsValidationNamesTheKey) {
+  auto bad = [](const std::function<void(NatsEventsConfig&)>& edit) {
+    ServerConfig c;
+    c.nats_events.url = "nats://127.0.0.1:4222";
+    edit(c.nats_events);
+    absl::Status s = ValidateConfig(c);
+    return s.ok() ? std::string() : std::string(s.message());
+  };
+  EXPECT_EQ(bad([](NatsEventsConfig&) {}), "");
+  EXPECT_NE(bad([](NatsEventsConfig& n) { n.url = "http://x:1"; }).find("events.nats.url"),
+            std::string::npos);
+  EXPECT_EQ(bad([](NatsEventsConfig& n) { n.url = "nats://a:1,tls://b:2"; }), "");
+  EXPECT_NE(bad([](NatsEventsConfig& n) { n.jetstream = true; }).find("events.nats.stream"),
+            std::string::npos);
+  EXPECT_NE(bad([](NatsEventsConfig& n) {
+              n.jetstream = true;
+              n.stream = "a.b";
+            }).find("events.nats.stream"),
+            std::string::npos);
+  EXPECT_NE(bad([](NatsEventsConfig& n) { n.subject_prefix = "a.>"; })
+                .find("events.nats.subject_prefix"),
+            std::string::npos);
+  EXPECT_NE(bad([](NatsEventsConfig& n) { n.queue_size = 0; }).find("events.nats.queue_size"),
+            std::string::npos);
+  EXPECT_NE(bad([](NatsEventsConfig& n) { n.credentials_file = "/nonexistent/x.creds"; })
+                .find("events.nats.credentials_file"),
+            std::string::npos);
+  ServerConfig off;
+  off.nats_events.jetstream = true;
+  EXPECT_NE(std::string(ValidateConfig(off).message()).find("events.nats.jetstream"),
+            std::string::npos);
 }
 
 TEST(ConfigTest, UnknownKeyNamesTheKey) {

@@ -213,4 +213,40 @@ void Metrics::MemoryFallback(std::string_view part) {
   memory_fallbacks_->Add({{"part", std::string(part)}}).Increment();
 }
 
+void Metrics::EventsEnabled() {
+  if (events_published_ != nullptr) return;
+  events_published_ = &prometheus::BuildCounter()
+                           .Name("contextd_events_published_total")
+                           .Help("Events handed to NATS (JetStream: stored and acked)")
+                           .Register(*registry_);
+  events_dropped_ = &prometheus::BuildCounter()
+                         .Name("contextd_events_dropped_total")
+                         .Help("Events not delivered to NATS, by reason (queue_full, "
+                               "disconnected, publish_error, retries_exhausted, shutdown)")
+                         .Register(*registry_);
+  events_duplicates_ = &prometheus::BuildCounter()
+                            .Name("contextd_events_jetstream_duplicates_total")
+                            .Help("JetStream publishes acked as duplicates (a retry of an event "
+                                  "the stream already held)")
+                            .Register(*registry_);
+  events_published_->Add({});
+  events_duplicates_->Add({});
+  for (const char* reason :
+       {"queue_full", "disconnected", "publish_error", "retries_exhausted", "shutdown"}) {
+    events_dropped_->Add({{"reason", reason}});
+  }
+}
+
+void Metrics::EventPublished() {
+  if (events_published_ != nullptr) events_published_->Add({}).Increment();
+}
+
+void Metrics::EventDropped(std::string_view reason) {
+  if (events_dropped_ != nullptr) events_dropped_->Add({{"reason", std::string(reason)}}).Increment();
+}
+
+void Metrics::EventDuplicate() {
+  if (events_duplicates_ != nullptr) events_duplicates_->Add({}).Increment();
+}
+
 }  // namespace contextd::server

@@ -68,6 +68,14 @@ class Metrics {
   void MemoryRetrieval(bool ok, double seconds);
   // A memory endpoint (`part`: distiller, embeddings) failed and the bank fell back.
   void MemoryFallback(std::string_view part);
+  // NATS events (docs/events.md): EventsEnabled creates the counters at zero (a server without
+  // events.nats.url shows none); an event was handed to NATS (JetStream: acked); one was dropped
+  // for `reason` (queue_full, disconnected, publish_error, retries_exhausted, shutdown); a
+  // JetStream retry was acked as a duplicate.
+  void EventsEnabled();
+  void EventPublished();
+  void EventDropped(std::string_view reason);
+  void EventDuplicate();
 
   // The Prometheus text exposition format (version 0.0.4).
   std::string Render() const;
@@ -100,6 +108,9 @@ class Metrics {
   prometheus::Counter* memory_injected_tokens_;
   prometheus::Family<prometheus::Histogram>* memory_retrieval_seconds_;
   prometheus::Family<prometheus::Counter>* memory_fallbacks_;
+  prometheus::Family<prometheus::Counter>* events_published_ = nullptr;
+  prometheus::Family<prometheus::Counter>* events_dropped_ = nullptr;
+  prometheus::Family<prometheus::Counter>* events_duplicates_ = nullptr;
 };
 
 }  // namespace contextd::server

@@ -22,6 +22,8 @@
 #include "folding/branch_manager.h"
 #include "folding/events.h"
 #include "folding/text.h"
+#include "events/event_message.h"
+#include "events/publisher.h"
 #include "gateway/gateway.h"
 #include "model/model_gateway.h"
 #include "model/context_manager.h"
@@ -33,6 +35,7 @@
 #include "server/conformance_fixtures.h"
 #include "server/folding_tools.h"
 #include "server/group_commit.h"
+#include "server/health.h"
 #include "server/memory_tools.h"
 #include "server/openai_distiller.h"
 #include "server/openai_embedder.h"
@@ -123,6 +126,11 @@ struct Engine {
   std::unique_ptr<store::SqliteBranchStore> store;
   folding::EventBus events;
   Metrics metrics;
+  // The database connection the branch and trail stores share (/healthz queries it too).
+  std::shared_ptr<store::Database> db;
+  // events.nats: publishes branch and memory events to NATS from its own thread (docs/events.md).
+  // Stopped by ShutdownEngine after the last session ended; destroyed after every publisher.
+  std::unique_ptr<events::Publisher> events_publisher;
   // The ReasoningBank (memory.enabled): its own connection to the database, used off the executor;
   // the optional model endpoints (memory.distiller, memory.embeddings) and the vector index.
   std::unique_ptr<store::SqliteMemoryStore> memory_store;
@@ -170,7 +178,14 @@ absl::Status BuildMemoryBank(const ServerConfig& config, const std::string& db_p
   parts.count_tokens = [counter = engine.counter.get()](std::string_view text) {
     return static_cast<int64_t>(counter->Count(text));
   };
-  parts.events = [metrics = &engine.metrics](const memory::MemoryEvent& e) {
+  parts.events = [metrics = &engine.metrics, publisher = engine.events_publisher.get(),
+                  prefix = config.nats_events.subject_prefix](const memory::MemoryEvent& e) {
+    if (publisher != nullptr) {
+      int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+      publisher->Enqueue(events::MemoryEventMessage(e, prefix, events::NewEventId(), now_ms));
+    }
     constexpr std::string_view kFallback = "memory.fallback.";
     if (e.type.rfind(kFallback, 0) == 0) {
       metrics->MemoryFallback(std::string_view(e.type).substr(kFallback.size()));
@@ -232,6 +247,35 @@ absl::StatusOr<std::shared_ptr<const scrub::Scrubber>> MakeScrubber(const Server
       rules, std::move(key), std::shared_ptr<scrub::OriginalsArchive>(std::move(archive))));
 }
 
+// events.nats: the publisher, fed by the engine's event bus (branch events; memory events come
+// through the bank's sink). Building a message is a JSON dump on the executor; the network is
+// the publisher's own thread.
+absl::Status StartEvents(const ServerConfig& config, Engine& engine) {
+  const NatsEventsConfig& nats = config.nats_events;
+  events::PublisherOptions options;
+  options.url = nats.url;
+  options.jetstream = nats.jetstream;
+  options.stream = nats.stream;
+  options.subject_prefix = nats.subject_prefix;
+  options.credentials_file = nats.credentials_file;
+  options.tls_ca_file = nats.tls_ca_file;
+  options.queue_capacity = static_cast<size_t>(nats.queue_size);
+  options.reconnect_wait_ms = nats.reconnect_wait_ms;
+  Metrics* metrics = &engine.metrics;
+  metrics->EventsEnabled();
+  events::PublisherHooks hooks;
+  hooks.published = [metrics] { metrics->EventPublished(); };
+  hooks.dropped = [metrics](std::string_view reason) { metrics->EventDropped(reason); };
+  hooks.duplicate = [metrics] { metrics->EventDuplicate(); };
+  ASSIGN_OR_RETURN(engine.events_publisher, events::StartNatsPublisher(options, std::move(hooks)));
+  engine.events.Subscribe([publisher = engine.events_publisher.get(),
+                           prefix = nats.subject_prefix](const folding::BranchEvent& e) {
+    auto message = events::BranchEventMessage(e, prefix, events::NewEventId());
+    if (message) publisher->Enqueue(std::move(*message));
+  });
+  return absl::OkStatus();
+}
+
 absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
   std::string data_dir = ResolveDataDir(config);
   std::error_code ec;
@@ -259,10 +303,13 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
   // One connection (and one WAL checkpointer) shared by the branch and trail stores.
   ASSIGN_OR_RETURN(std::unique_ptr<store::Database> opened, store::Database::Open(db_path));
   std::shared_ptr<store::Database> db(std::move(opened));
+  engine.db = db;
   ASSIGN_OR_RETURN(engine.store, store::SqliteBranchStore::Create(db));
   ASSIGN_OR_RETURN(engine.trail_store, store::SqliteTrailStore::Create(db));
   base::LogInfo(base::StrCat("data in ", db_path, "; tokens counted with ", counter->name()));
 
+  // Before the memory bank (its event sink) and recovery (branches it force-returns publish).
+  if (!config.nats_events.url.empty()) RETURN_IF_ERROR(StartEvents(config, engine));
   if (config.memory.enabled) RETURN_IF_ERROR(BuildMemoryBank(config, db_path, engine));
 
   engine.executor = std::make_unique<base::ThreadExecutor>();
@@ -599,7 +646,10 @@ absl::Status BuildModelGateway(const ServerConfig& config,
 
 // Tears the engine down on its executor, then stops the executor.
 void ShutdownEngine(Engine& engine) {
-  if (!engine.executor) return;
+  if (!engine.executor) {
+    if (engine.events_publisher) engine.events_publisher->Stop();
+    return;
+  }
   engine.executor->RunSync([&] {
     if (engine.gateway) engine.gateway->Stop();  // kills the upstream children
     engine.gateway.reset();
@@ -615,6 +665,8 @@ void ShutdownEngine(Engine& engine) {
     engine.manager.reset();
   });
   engine.executor->Stop();
+  // After the last session ended (its force-returns are queued): drained within its bound.
+  if (engine.events_publisher) engine.events_publisher->Stop();
 }
 
 // Blocks SIGINT/SIGTERM in every thread created from now on; a dedicated thread waits for them.
@@ -658,6 +710,7 @@ absl::Status RunServer(const ServerConfig& config) {
         }
         if (engine.group_commit) engine.group_commit->Flush();
       });
+      if (engine.events_publisher) engine.events_publisher->Stop();
       std::_Exit(0);
     });
     signals.detach();
@@ -680,6 +733,10 @@ absl::Status RunServer(const ServerConfig& config) {
   }
   Metrics* metrics = &engine.metrics;
   options.metrics = [metrics] { return metrics->Render(); };
+  options.health = [db = engine.db.get(), publisher = engine.events_publisher.get(),
+                    jetstream = config.nats_events.jetstream] {
+    return RenderHealth({DatabaseHealth(*db), NatsHealth(publisher, jetstream)}, kVersion);
+  };
   if (config.model_gateway.enabled) {
     absl::Status built_gateway = BuildModelGateway(config, options.bearer_tokens, engine);
     if (!built_gateway.ok()) {

@@ -82,9 +82,14 @@ class HttpServer::Impl {
     r.path = "/healthz";
     r.auth = RouteAuth::kNone;
     r.check_host_and_origin = false;
-    r.handler = [](HttpRequest req, std::shared_ptr<HttpResponder> responder) {
+    r.handler = [health = opts_.health](HttpRequest req, std::shared_ptr<HttpResponder> responder) {
       if (req.method() != "GET" && req.method() != "HEAD") {
         return responder->Respond({405, "text/plain", {{"Allow", "GET"}}, "method not allowed\n"});
+      }
+      if (health) {
+        HealthAnswer answer = health();
+        return responder->Respond({answer.ready ? 200 : 503, "application/json",
+                                   {{"Cache-Control", "no-store"}}, answer.json + "\n"});
       }
       responder->Respond({200, "text/plain", {}, "ok\n"});
     };

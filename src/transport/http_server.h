@@ -23,6 +23,12 @@
 
 namespace contextd::transport {
 
+// What GET /healthz answers when HttpServerOptions::health is set.
+struct HealthAnswer {
+  bool ready = true;
+  std::string json;
+};
+
 // Configuration of HttpServer. Defaults are safe for a local, single-user server.
 struct HttpServerOptions {
   // Address to bind (IPv4 or IPv6 literal) and port (0 picks a free port).
@@ -88,6 +94,9 @@ struct HttpServerOptions {
   // Optional GET /metrics body (Prometheus text format), called on an I/O thread; the listener's
   // own `contextd_http_*` counters are appended to it. Absent: /metrics is 404.
   std::function<std::string()> metrics;
+  // Optional GET /healthz answer (called on an I/O thread): a JSON body, 200 when `ready`, 503
+  // otherwise. Absent: 200 "ok" (text/plain).
+  std::function<HealthAnswer()> health;
   // Further routes of the same listener (model gateway, viewer, ...), registered before Start.
   // The built-in paths (`path`, /healthz, /metrics when configured) take precedence; among the
   // rest an exact path wins over a prefix, and a longer prefix over a shorter one. Start returns

@@ -1,0 +1,67 @@
+#include "server/health.h"
+
+#include <mutex>
+
+#include <nlohmann/json.hpp>
+
+namespace contextd::server {
+
+HealthMember DatabaseHealth(store::Database& db) {
+  HealthMember m{"database", true, ""};
+  nlohmann::json j;
+  j["backend"] = "sqlite";
+  absl::StatusOr<int> version;
+  {
+    std::lock_guard<std::mutex> lock(db.mutex());
+    version = db.SchemaVersion();
+  }
+  if (version.ok()) {
+    j["status"] = "ok";
+    j["schema_version"] = *version;
+  } else {
+    m.ok = false;
+    j["status"] = "error";
+    j["error"] = std::string(version.status().message());
+  }
+  m.detail_json = j.dump();
+  return m;
+}
+
+HealthMember NatsHealth(const events::Publisher* publisher, bool jetstream) {
+  HealthMember m{"nats", true, ""};
+  nlohmann::json j;
+  if (publisher == nullptr) {
+    j["status"] = "disabled";
+    m.detail_json = j.dump();
+    return m;
+  }
+  events::ConnectionState state = publisher->state();
+  events::PublisherStats stats = publisher->stats();
+  m.ok = state == events::ConnectionState::kConnected;
+  j["status"] = events::ConnectionStateName(state);
+  j["mode"] = jetstream ? "jetstream" : "plain";
+  j["published"] = stats.published;
+  j["dropped"] = stats.dropped;
+  j["queued"] = stats.queued;
+  if (jetstream) j["duplicates"] = stats.duplicates;
+  m.detail_json = j.dump();
+  return m;
+}
+
+transport::HealthAnswer RenderHealth(const std::vector<HealthMember>& members,
+                                     const std::string& version) {
+  transport::HealthAnswer answer;
+  nlohmann::json checks = nlohmann::json::object();
+  for (const HealthMember& m : members) {
+    answer.ready = answer.ready && m.ok;
+    checks[m.name] = nlohmann::json::parse(m.detail_json, nullptr, false);
+  }
+  nlohmann::json j;
+  j["status"] = answer.ready ? "ok" : "unavailable";
+  j["version"] = version;
+  j["checks"] = std::move(checks);
+  answer.json = j.dump();
+  return answer;
+}
+
+}  // namespace contextd::server
