@@ -501,11 +501,11 @@ ALTER TABLE model_rewrites_0011 RENAME TO model_rewrites;
 )sql";
 
 // 0012: model_usage takes the request's project (issue 21: usage per tenant and project, decision
-// 0022). Rows written before it were all in the default project. `contextd usage` groups by
-// (tenant, project) over a time range: the index serves --tenant and --since in one range scan.
+// 0022). Rows written before it were all in the default project. No new index: `contextd usage`
+// is a rare command (a scan, or the tenant prefix of model_usage_by_branch with --tenant), and an
+// index would cost a page write on every request (0009's reasoning).
 constexpr char k0012UsageProject[] = R"sql(
 ALTER TABLE model_usage ADD COLUMN project TEXT NOT NULL DEFAULT 'default';
-CREATE INDEX model_usage_by_tenant_time ON model_usage (tenant, at_ms);
 )sql";
 
 }  // namespace
