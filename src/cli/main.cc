@@ -1,9 +1,10 @@
 // contextd's command line: `serve`, `tokens`, `scrub`, `archive keygen|list|reveal`, `trail`,
-// `connect`, `status`. Parses flags with CLI11
+// `connect`, `status`, `usage`. Parses flags with CLI11
 // and hands over to the server and room entry points; prints errors on stderr, never on stdout
 // (stdio mode owns stdout).
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -17,6 +18,7 @@
 #include "server/connect_cli.h"
 #include "server/server.h"
 #include "server/status_cli.h"
+#include "server/usage_cli.h"
 #include "server/memory_cli.h"
 #include "server/trail_cli.h"
 #include "tokens/tokens_cli.h"
@@ -197,6 +199,16 @@ int main(int argc, char** argv) {
   status->add_option("--token-file", status_command.token_file,
                      "bearer token for /metrics (the server's --auth-token-file)");
 
+  // usage
+  CLI::App* usage = app.add_subcommand(
+      "usage", "Model gateway usage per tenant and project, from the SQLite file");
+  contextd::server::UsageCommand usage_command;
+  usage->add_option("--data-dir", usage_command.data_dir, "default: the XDG data dir");
+  usage->add_option("--tenant", usage_command.tenant, "only this tenant");
+  usage->add_option("--since", usage_command.since,
+                    "only requests since: 30m, 24h, 7d, a date (2025-06-01, UTC) or unix seconds");
+  usage->add_flag("--json", usage_command.json, "print JSON");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -224,6 +236,13 @@ int main(int argc, char** argv) {
   if (*mem) {
     memory_command.command = mem->get_subcommands().front()->get_name();
     return contextd::server::RunMemoryCommand(memory_command, std::cin, std::cout, std::cerr);
+  }
+
+  if (*usage) {
+    usage_command.now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+    return contextd::server::RunUsageCommand(usage_command, std::cout, std::cerr);
   }
 
   if (*trail) {

@@ -69,6 +69,9 @@ struct ConversationUpdate {
 // The provider's usage of one request, with what contextd did to it.
 struct UsageRecord {
   ConversationKey key;
+  // The request's project (X-Contextd-Project, else "default"): an accounting label, not part of
+  // the conversation's identity (a header added mid-conversation changes no decision).
+  std::string project = "default";
   std::string request_id;  // contextd's id of the request ("mreq_" + hex)
   int64_t at_ms = 0;
   std::string api;         // "anthropic", "openai_chat"; "openai": passed through to OpenAI

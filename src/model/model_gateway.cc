@@ -49,6 +49,46 @@ bool DropResponseHeader(std::string_view name) {
          n == "keep-alive" || n == "content-type";
 }
 
+// ASCII case-insensitive equality (header names; absl's takes its own string_view here).
+bool SameIgnoringCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (absl::ascii_tolower(static_cast<unsigned char>(a[i])) !=
+        absl::ascii_tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The tenant of a model request, or nullopt when it must get a 401. Without tokens every request
+// is tenant "local" (no team mode then: the server refuses api_key_env without a token file).
+// With tokens, x-contextd-token names it; in team mode the client's key header (x-api-key, or
+// Authorization: Bearer) may carry the token instead, since contextd replaces it anyway.
+std::optional<std::string> TenantOf(const transport::HttpRequest& request,
+                                    const std::map<std::string, std::string>& tokens,
+                                    bool team_mode) {
+  if (tokens.empty()) return team_mode ? std::nullopt : std::optional<std::string>("local");
+  auto known = [&](std::string_view token) -> std::optional<std::string> {
+    if (token.empty()) return std::nullopt;
+    auto it = tokens.find(std::string(token));
+    if (it == tokens.end()) return std::nullopt;
+    return it->second;
+  };
+  if (request.HasHeader("x-contextd-token")) return known(request.Header("x-contextd-token"));
+  if (!team_mode) return std::nullopt;
+  if (auto t = known(request.Header("x-api-key"))) return t;
+  std::string_view auth = request.Header("authorization");
+  constexpr std::string_view kBearer = "bearer ";
+  if (auth.size() > kBearer.size() && SameIgnoringCase(auth.substr(0, kBearer.size()), kBearer)) {
+    std::string_view token = auth.substr(kBearer.size());
+    while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
+    while (!token.empty() && token.back() == ' ') token.remove_suffix(1);
+    return known(token);
+  }
+  return std::nullopt;
+}
+
 std::string JoinUrl(std::string_view base, std::string_view target) {
   while (!base.empty() && base.back() == '/') base.remove_suffix(1);
   return absl::StrCat(std::string(base), std::string(target));
@@ -257,16 +297,30 @@ void ModelGateway::Handle(transport::HttpRequest request,
         JoinUrl(options_.openai_base_url,
                 std::string_view(exchange->target).substr(std::string_view("/v1").size()));
   }
-  std::string tenant = "local";
-  if (!options_.tenant_tokens.empty()) {
-    auto it = options_.tenant_tokens.find(std::string(request.Header("x-contextd-token")));
-    if (it == options_.tenant_tokens.end()) {
-      responder->Respond(ErrorResponse(
-          exchange->provider, 401,
-          "contextd: this gateway needs an x-contextd-token header with a known token"));
+  const std::string& provider_key = exchange->provider == Provider::kAnthropic
+                                        ? options_.anthropic_api_key
+                                        : options_.openai_api_key;
+  const bool team_mode = !provider_key.empty();
+  auto tenant = TenantOf(request, options_.tenant_tokens, team_mode);
+  if (!tenant) {
+    responder->Respond(ErrorResponse(
+        exchange->provider, 401,
+        team_mode ? "contextd: this gateway holds the provider key: authenticate with your "
+                    "contextd token as x-api-key or Authorization: Bearer"
+                  : "contextd: this gateway needs an x-contextd-token header with a known "
+                    "token"));
+    return;
+  }
+  std::string project = "default";
+  if (std::string_view named = request.Header("x-contextd-project");
+      !named.empty() && options_.project_of_header) {
+    auto id = options_.project_of_header(named);
+    if (!id.ok()) {
+      responder->Respond(ErrorResponse(exchange->provider, 400,
+                                       absl::StrCat("contextd: ", id.status().message())));
       return;
     }
-    tenant = it->second;
+    project = *std::move(id);
   }
   auto auto_fold = AutoFoldHeader(request.Header("x-contextd-auto-fold"));
   if (!auto_fold.ok()) {
@@ -275,7 +329,20 @@ void ModelGateway::Handle(transport::HttpRequest request,
     return;
   }
   for (const auto& [name, value] : request.Headers()) {
-    if (!DropRequestHeader(name)) exchange->headers.emplace_back(name, value);
+    if (DropRequestHeader(name)) continue;
+    // Team mode: the client's credentials (its contextd token) never reach the provider.
+    if (team_mode &&
+        (SameIgnoringCase(name, "x-api-key") || SameIgnoringCase(name, "authorization"))) {
+      continue;
+    }
+    exchange->headers.emplace_back(name, value);
+  }
+  if (team_mode) {
+    if (exchange->provider == Provider::kAnthropic) {
+      exchange->headers.emplace_back("x-api-key", provider_key);
+    } else {
+      exchange->headers.emplace_back("Authorization", absl::StrCat("Bearer ", provider_key));
+    }
   }
   // Chat Completions and Responses name no conversation: their threads are told apart by their
   // first message.
@@ -283,7 +350,8 @@ void ModelGateway::Handle(transport::HttpRequest request,
                           ? request.Header("x-claude-code-session-id")
                           : std::string_view());
   exchange->body = request.TakeBody();
-  exchange->report.usage.key.tenant = tenant;
+  exchange->report.usage.key.tenant = *tenant;
+  exchange->report.usage.project = project;
   if (api) {
     exchange->report.usage.api = ModelApiName(*api);
   } else {
@@ -308,7 +376,7 @@ void ModelGateway::Handle(transport::HttpRequest request,
     Forward(std::move(exchange));
     return;
   }
-  Post([this, exchange, tenant, session, api = *api, auto_fold = *auto_fold] {
+  Post([this, exchange, tenant = *tenant, session, api = *api, auto_fold = *auto_fold] {
     auto parsed = context_.Parse(api, tenant, session, std::move(exchange->body));
     if (!parsed.ok()) {
       const char* name = api == ModelApi::kAnthropicMessages ? "Messages"
@@ -342,7 +410,7 @@ void ModelGateway::Handle(transport::HttpRequest request,
       return;
     }
     exchange->body = std::move(applied->body);
-    exchange->report.usage.key = applied->key;
+    exchange->report.usage.key = applied->key;  // the project stays the request's
     exchange->report.usage.branch_id = applied->open_branch_id;
     exchange->report.usage.tokens_before = applied->tokens_before;
     exchange->report.usage.tokens_after = applied->tokens_after;

@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "model/context_manager.h"
 #include "model/conversation_store.h"
 #include "transport/http_client.h"
@@ -44,6 +45,16 @@ struct ModelGatewayOptions {
   size_t max_body_bytes = 32u << 20;  // larger requests get 413
   // x-contextd-token value -> tenant. Empty: every request is tenant "local".
   std::map<std::string, std::string> tenant_tokens;
+  // Team mode, per provider: the provider key contextd holds (model_gateway.<provider>.api_key_env,
+  // read at start). When set, a request to that provider must carry a tenant token (above) as
+  // x-contextd-token, x-api-key or Authorization: Bearer, else it gets the provider-shaped 401;
+  // the client's key headers are removed and this key is sent instead (Anthropic: x-api-key,
+  // OpenAI: Authorization: Bearer). Empty: the client's own key passes through. Never logged.
+  std::string anthropic_api_key;
+  std::string openai_api_key;
+  // X-Contextd-Project -> project id (server::ProjectFromHeader); InvalidArgument -> 400. Null:
+  // every request is in project "default".
+  std::function<absl::StatusOr<std::string>(std::string_view)> project_of_header;
   int worker_threads = 2;
 };
 

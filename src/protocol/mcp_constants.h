@@ -80,6 +80,7 @@ inline constexpr std::string_view kType = "type";
 inline constexpr std::string_view kText = "text";
 inline constexpr std::string_view kBlob = "blob";
 inline constexpr std::string_view kUri = "uri";
+inline constexpr std::string_view kRoots = "roots";
 inline constexpr std::string_view kUriTemplate = "uriTemplate";
 inline constexpr std::string_view kMimeType = "mimeType";
 inline constexpr std::string_view kContents = "contents";

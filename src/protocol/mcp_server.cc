@@ -147,6 +147,8 @@ void McpSession::DoClose(const std::string& reason) {
     executor_.CancelTimer(p.timer);
     p.callback(why);
   }
+  if (roots_timer_ != 0) executor_.CancelTimer(roots_timer_);
+  held_.clear();  // never answered: the session is gone
   server_.sessions_.erase(this);
   SessionHooks hooks;
   {
@@ -154,6 +156,76 @@ void McpSession::DoClose(const std::string& reason) {
     hooks = server_.hooks_;
   }
   if (hooks.on_close) hooks.on_close(*info_, reason);
+}
+
+bool McpSession::NeedsProject(const std::string& method) const {
+  if (!server_.project_resolver_ || project_fixed_.load()) return false;
+  return method == wire::kToolsCall || method == wire::kResourcesRead ||
+         method == wire::kPromptsGet;
+}
+
+void McpSession::HoldForProject(Message m, Prevalidated pre) {
+  const Json related = m.id;
+  held_.emplace_back(std::move(m), std::move(pre));
+  if (waiting_for_roots_) return;
+  if (roots_answered_ || !client_capabilities_.contains(wire::kCapRoots)) {
+    FixProject();
+    return;
+  }
+  waiting_for_roots_ = true;
+  // Asked on this request's stream, which is open while the client waits for its answer.
+  AskRoots(related);
+  roots_timer_ = executor_.PostAfter(server_.options_.roots_wait, [weak = weak_from_this()] {
+    if (auto s = weak.lock()) {
+      s->roots_timer_ = 0;
+      s->FixProject();
+    }
+  });
+}
+
+void McpSession::AskRoots(const Json& related) {
+  SendRequest(wire::kRootsList, Json::object(), server_.options_.request_timeout,
+              [weak = weak_from_this()](absl::StatusOr<Json> answer) {
+                if (auto s = weak.lock()) s->OnRoots(answer);
+              },
+              related, nullptr);
+}
+
+void McpSession::OnRoots(const absl::StatusOr<Json>& answer) {
+  if (project_fixed_.load() || closed_) return;
+  roots_answered_ = true;
+  roots_ = nullptr;
+  if (answer.ok() && answer->is_object()) {
+    if (auto r = answer->find(wire::kRoots); r != answer->end() && r->is_array()) roots_ = *r;
+  }
+  if (waiting_for_roots_) FixProject();
+}
+
+void McpSession::FixProject() {
+  if (project_fixed_.load() || closed_) return;
+  if (roots_timer_ != 0) {
+    executor_.CancelTimer(roots_timer_);
+    roots_timer_ = 0;
+  }
+  waiting_for_roots_ = false;
+  auto fixed = std::make_shared<SessionInfo>(*info_);
+  try {
+    server_.project_resolver_(roots_answered_ ? roots_ : Json(nullptr), *fixed);
+  } catch (...) {
+    // A resolver must not throw; if it does, the session stays in the default project.
+    fixed->project.clear();
+  }
+  {
+    std::lock_guard<std::mutex> lock(info_mu_);
+    info_ = std::move(fixed);
+  }
+  project_fixed_.store(true);
+  auto held = std::move(held_);
+  held_.clear();
+  for (auto& [m, pre] : held) {
+    if (closed_) return;
+    HandleRequest(m, pre);
+  }
 }
 
 void McpSession::Handle(Message m, Prevalidated pre) {
@@ -197,6 +269,10 @@ void McpSession::HandleRequest(Message& m, Prevalidated& pre) {
                    " received before initialize; the session is not initialized"));
     return;
   }
+  if (NeedsProject(method)) {
+    HoldForProject(std::move(m), std::move(pre));
+    return;
+  }
   if (method == wire::kToolsCall) {
     OnToolsCall(m, pre);
   } else if (method == wire::kToolsList) {
@@ -228,6 +304,22 @@ void McpSession::HandleRequest(Message& m, Prevalidated& pre) {
 void McpSession::HandleNotification(Message& m) {
   if (m.method == wire::kNotifInitialized) {
     client_initialized_ = true;
+    // Asked now so that the answer is usually there before the first tool call; that call asks
+    // again on its own stream if it is not (this one travels on the standalone stream, which a
+    // Streamable HTTP client may not have opened yet).
+    if (server_.project_resolver_ && client_capabilities_.contains(wire::kCapRoots) &&
+        !project_fixed_.load()) {
+      AskRoots(kNullId);
+    }
+    return;
+  }
+  if (m.method == wire::kNotifRootsListChanged) {
+    // A session keeps the project it was fixed with (decision 0022): roots that change later
+    // are not asked for.
+    if (server_.project_resolver_ && client_capabilities_.contains(wire::kCapRoots) &&
+        !project_fixed_.load()) {
+      AskRoots(kNullId);
+    }
     return;
   }
   if (m.method == wire::kNotifCancelled) {
@@ -235,7 +327,11 @@ void McpSession::HandleNotification(Message& m) {
     auto rid = m.params.find(wire::kRequestId);
     if (rid == m.params.end()) return;
     auto it = calls_.find(*rid);
-    if (it == calls_.end()) return;  // finished already, or never ours: ignore (spec)
+    if (it == calls_.end()) {
+      // Still held for the project: never run it (a cancelled request is not answered).
+      std::erase_if(held_, [&](const auto& h) { return h.first.id == *rid; });
+      return;  // finished already, or never ours: ignore (spec)
+    }
     auto call = std::move(it->second);
     calls_.erase(it);
     std::string reason = "cancelled by the client";

@@ -43,7 +43,16 @@ struct ServerOptions {
   std::chrono::milliseconds request_timeout{60'000};
   // Items per page of tools/list, resources/list, resources/templates/list, prompts/list.
   size_t page_size = 100;
+  // How long a session's first tools/call, resources/read or prompts/get waits for the client's
+  // answer to roots/list before its project is fixed without roots (SetProjectResolver).
+  std::chrono::milliseconds roots_wait{2'000};
 };
+
+// Fixes a session's project (SessionInfo::project, project_label) once, on the executor, when
+// its first tools/call, resources/read or prompts/get arrives: `roots` is the "roots" array of the
+// client's last roots/list answer, or null when the client declared no roots capability, answered
+// with an error, or did not answer within ServerOptions::roots_wait.
+using ProjectResolver = std::function<void(const Json& roots, SessionInfo& info)>;
 
 // The protocol versions this engine negotiates, newest first.
 const std::vector<std::string>& SupportedProtocolVersions();
@@ -168,6 +177,13 @@ class McpServer final : public SessionFactory {
                              std::string_view argument, CompletionProvider provider);
   // Sets the session open/close hooks (replaces earlier ones).
   void SetSessionHooks(SessionHooks hooks);
+  // Sets how sessions get their project (null: none; SessionInfo::project stays ""). With a
+  // resolver, a session whose client declared the `roots` capability is asked roots/list after
+  // notifications/initialized (and again on notifications/roots/list_changed until the project
+  // is fixed); its first tools/call, resources/read or prompts/get waits (on the executor, at
+  // most ServerOptions::roots_wait) for an answer, then the resolver fixes the project for the
+  // session's life. Set it before sessions are created.
+  void SetProjectResolver(ProjectResolver resolver) { project_resolver_ = std::move(resolver); }
   // Routes every message the sessions send (responses, notifications, requests) through `gate`
   // (null: none), so that no reply acknowledges a change before it is durable. When a held
   // response's commit fails, the client gets a -32603 error saying the change was not saved.
@@ -239,6 +255,7 @@ class McpServer final : public SessionFactory {
   std::map<std::string, CompletionProvider> completions_;  // "type\nref\nargument"
   SessionHooks hooks_;
   OutboundGate* gate_ = nullptr;
+  ProjectResolver project_resolver_;  // set before sessions exist; read on the executor
 
   // Executor only.
   std::unordered_map<McpSession*, std::weak_ptr<McpSession>> sessions_;

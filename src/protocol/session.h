@@ -19,7 +19,38 @@ struct SessionInfo {
   std::string session_id;      // Mcp-Session-Id over HTTP; "stdio" on stdio
   std::string tenant = "local";  // from the bearer token over HTTP; "local" on stdio
   std::string transport;       // "stdio" or "http"
+  // The project the session's branches, trail and memories belong to: "" until the engine fixes
+  // it at the session's first tool call, resource read or prompt (then from the client's roots,
+  // else `project_header`, else "default"; see McpServer::SetProjectResolver).
+  std::string project;
+  // What `project` was derived from, for people: the root's path or the header's value ("" for
+  // the default project). Never part of a key.
+  std::string project_label;
+  // The X-Contextd-Project header of the request that created the session (HTTP), as sent; ""
+  // when absent. Checked with ValidProjectHeader by the transport.
+  std::string project_header;
 };
+
+// True when `value` may name a project in an X-Contextd-Project header: an absolute path
+// ('/'-prefixed, at most 4096 bytes, no control characters), hashed like a root, or an explicit
+// id of 1-128 characters from [A-Za-z0-9._:-].
+inline bool ValidProjectHeader(std::string_view value) {
+  if (value.empty()) return false;
+  if (value.front() == '/') {
+    if (value.size() > 4096) return false;
+    for (char c : value) {
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return false;
+    }
+    return true;
+  }
+  if (value.size() > 128) return false;
+  for (char c : value) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == ':' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
 
 // Where a session's outbound messages go. Implemented by transports.
 class MessageSink {

@@ -196,7 +196,11 @@ McpSession::Prevalidated McpSession::Prevalidate(const Message& m) const {
   if (!tool) return {};
   Prevalidated pre;
   pre.status = ValidateJson(tool->definition.input_schema, *arguments);
-  if (pre.status.ok()) pre.prepare_status = RunPrepare(tool->prepare, *arguments, *info_, pre.prepared);
+  // A ToolPrepare sees the session's project: before it is fixed, it runs on the executor.
+  if (pre.status.ok() && (project_fixed_.load() || !server_.project_resolver_)) {
+    pre.prepared_with = Info();
+    pre.prepare_status = RunPrepare(tool->prepare, *arguments, *pre.prepared_with, pre.prepared);
+  }
   pre.tool = std::move(tool);
   return pre;
 }
@@ -247,9 +251,10 @@ void McpSession::OnToolsCall(Message& m, Prevalidated& pre) {
     return;
   }
   std::any prepared;
-  absl::Status prepare_status =
-      same_tool ? std::move(pre.prepare_status) : RunPrepare(tool->prepare, arguments, *info_, prepared);
-  if (same_tool) prepared = std::move(pre.prepared);
+  const bool same_prepare = same_tool && pre.prepared_with == info_;
+  absl::Status prepare_status = same_prepare ? std::move(pre.prepare_status)
+                                             : RunPrepare(tool->prepare, arguments, *info_, prepared);
+  if (same_prepare) prepared = std::move(pre.prepared);
   if (!prepare_status.ok()) {
     Reply(m.id, ToolResultToJson(
                     ErrorResult(Cat("tool ", tool_name, " failed: ", prepare_status.message()))));

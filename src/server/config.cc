@@ -137,6 +137,7 @@ const std::map<std::string, KeySpec>& Registry() {
     CONTEXTD_MODEL_KEY("model_gateway.max_body_bytes", max_body_bytes);
     CONTEXTD_MODEL_KEY("model_gateway.anthropic.base_url", anthropic_base_url);
     CONTEXTD_MODEL_KEY("model_gateway.anthropic.ca_file", anthropic_ca_file);
+    CONTEXTD_MODEL_KEY("model_gateway.anthropic.api_key_env", anthropic_api_key_env);
     CONTEXTD_MODEL_KEY("model_gateway.anthropic.connect_timeout_ms", anthropic_connect_timeout_ms);
     CONTEXTD_MODEL_KEY("model_gateway.anthropic.response_timeout_seconds",
                        anthropic_response_timeout_seconds);
@@ -144,6 +145,7 @@ const std::map<std::string, KeySpec>& Registry() {
                        anthropic_read_timeout_seconds);
     CONTEXTD_MODEL_KEY("model_gateway.openai.base_url", openai_base_url);
     CONTEXTD_MODEL_KEY("model_gateway.openai.ca_file", openai_ca_file);
+    CONTEXTD_MODEL_KEY("model_gateway.openai.api_key_env", openai_api_key_env);
     CONTEXTD_MODEL_KEY("model_gateway.openai.connect_timeout_ms", openai_connect_timeout_ms);
     CONTEXTD_MODEL_KEY("model_gateway.openai.response_timeout_seconds",
                        openai_response_timeout_seconds);

@@ -26,6 +26,9 @@ struct ModelGatewayConfig {
   // model_gateway.anthropic:
   std::string anthropic_base_url = "https://api.anthropic.com";
   std::string anthropic_ca_file;  // PEM CA file instead of the system trust store
+  // Team mode: the environment variable holding the provider key contextd sends (never the key
+  // itself); clients then authenticate with their tenant token. Empty: their own key passes.
+  std::string anthropic_api_key_env;
   int64_t anthropic_connect_timeout_ms = 10'000;
   int64_t anthropic_response_timeout_seconds = 600;  // request sent -> answer headers
   int64_t anthropic_read_timeout_seconds = 600;      // between two reads of the answer
@@ -33,6 +36,7 @@ struct ModelGatewayConfig {
   // path ends where /chat/completions goes).
   std::string openai_base_url = "https://api.openai.com/v1";
   std::string openai_ca_file;
+  std::string openai_api_key_env;  // as anthropic_api_key_env
   int64_t openai_connect_timeout_ms = 10'000;
   int64_t openai_response_timeout_seconds = 600;
   int64_t openai_read_timeout_seconds = 600;

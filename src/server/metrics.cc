@@ -75,7 +75,7 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                            .Register(*registry_);
   model_requests_ = &prometheus::BuildCounter()
                          .Name("contextd_model_requests_total")
-                         .Help("Model requests through the gateway, by api and relayed status")
+                         .Help("Model requests through the gateway, by api, relayed status, tenant and project")
                          .Register(*registry_);
   model_last_ = &prometheus::BuildGauge()
                      .Name("contextd_model_last_request_timestamp_seconds")
@@ -89,7 +89,7 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   model_provider_tokens_ = &prometheus::BuildCounter()
                                 .Name("contextd_model_provider_tokens_total")
                                 .Help("Tokens the provider reported, by kind (input, cache_read, "
-                                      "cache_creation, output)")
+                                      "cache_creation, output), tenant and project")
                                 .Register(*registry_);
   model_folds_ = &prometheus::BuildCounter()
                       .Name("contextd_model_folds_total")
@@ -134,16 +134,35 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
 
 Metrics::~Metrics() = default;
 
+std::string Metrics::ProjectLabel(const std::string& tenant, const std::string& project) {
+  std::lock_guard<std::mutex> lock(labels_mu_);
+  auto key = std::make_pair(tenant, project);
+  if (project_labels_.count(key) > 0) return project;
+  if (project_labels_.size() >= kMaxProjectLabels) return "_other";
+  project_labels_.insert(std::move(key));
+  return project;
+}
+
 void Metrics::ModelRequestDone(const ModelRequest& r) {
-  model_requests_->Add({{"api", r.api}, {"status", std::to_string(r.status)}}).Increment();
+  const std::string project = ProjectLabel(r.tenant, r.project);
+  model_requests_
+      ->Add({{"api", r.api},
+             {"status", std::to_string(r.status)},
+             {"tenant", r.tenant},
+             {"project", project}})
+      .Increment();
   model_last_->Add({{"api", r.api}}).Set(r.at_unix_seconds);
   model_tokens_->Add({{"api", r.api}, {"stage", "client"}}).Increment(r.tokens_before);
   model_tokens_->Add({{"api", r.api}, {"stage", "forwarded"}}).Increment(r.tokens_after);
-  model_provider_tokens_->Add({{"api", r.api}, {"kind", "input"}}).Increment(r.input);
-  model_provider_tokens_->Add({{"api", r.api}, {"kind", "cache_read"}}).Increment(r.cache_read);
-  model_provider_tokens_->Add({{"api", r.api}, {"kind", "cache_creation"}})
-      .Increment(r.cache_creation);
-  model_provider_tokens_->Add({{"api", r.api}, {"kind", "output"}}).Increment(r.output);
+  auto provider_tokens = [&](const char* kind, double n) {
+    model_provider_tokens_
+        ->Add({{"api", r.api}, {"kind", kind}, {"tenant", r.tenant}, {"project", project}})
+        .Increment(n);
+  };
+  provider_tokens("input", r.input);
+  provider_tokens("cache_read", r.cache_read);
+  provider_tokens("cache_creation", r.cache_creation);
+  provider_tokens("output", r.output);
   model_folds_->Add({{"api", r.api}}).Increment(r.folds_new);
   for (const std::string& reason : r.skipped) {
     model_folds_skipped_->Add({{"api", r.api}, {"reason", reason}}).Increment();

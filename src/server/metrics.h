@@ -4,7 +4,10 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
+#include <utility>
 #include <string_view>
 #include <vector>
 
@@ -40,12 +43,20 @@ class Metrics {
   // A group commit ended (`ok` or failed) after `seconds`, releasing `held` outbound messages.
   void GroupCommitted(bool ok, double seconds, double held);
 
-  // The model gateway forwarded (or failed to forward) one request of `api`: its relayed HTTP
+  // Distinct (tenant, project) pairs the model usage counters label; later projects are counted
+  // under project="_other" (tenants are bounded by the token file).
+  static constexpr size_t kMaxProjectLabels = 256;
+
+  // The model gateway forwarded (or failed to forward) one request of `api` for `tenant` and
+  // `project` (labels of contextd_model_requests_total and contextd_model_provider_tokens_total):
+  // its relayed HTTP
   // status ("0" when none), `outcome`, contextd's token counts before and after F(.), the folds
   // it applied and decided, the folds it could not make (by reason), new redactions, and the
   // provider's usage.
   struct ModelRequest {
     std::string api;
+    std::string tenant = "local";
+    std::string project = "default";
     int status = 0;
     std::string outcome;
     double tokens_before = 0, tokens_after = 0;
@@ -107,6 +118,11 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* memory_items_;
   prometheus::Counter* memory_injected_tokens_;
   prometheus::Family<prometheus::Histogram>* memory_retrieval_seconds_;
+  // The (tenant, project) label pairs the model usage counters hold so far (bounded: see
+  // ProjectLabel).
+  std::mutex labels_mu_;
+  std::set<std::pair<std::string, std::string>> project_labels_;
+  std::string ProjectLabel(const std::string& tenant, const std::string& project);
   prometheus::Family<prometheus::Counter>* memory_fallbacks_;
   prometheus::Family<prometheus::Counter>* events_published_ = nullptr;
   prometheus::Family<prometheus::Counter>* events_dropped_ = nullptr;

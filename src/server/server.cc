@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -39,6 +40,7 @@
 #include "server/memory_tools.h"
 #include "server/openai_distiller.h"
 #include "server/openai_embedder.h"
+#include "server/session_key.h"
 #include "server/trail_recorder.h"
 #include "server/trail_tools.h"
 #include "server/trail_api.h"
@@ -159,6 +161,13 @@ struct Engine {
   std::unique_ptr<transport::HttpClient> openai_client;  // to the OpenAI upstream
   std::unique_ptr<model::ModelGateway> model_gateway;
   std::shared_ptr<protocol::McpServer> mcp;
+  // The stdio session as its project was fixed (executor only): the signal handler ends it.
+  std::shared_ptr<protocol::SessionInfo> stdio_session = [] {
+    auto info = std::make_shared<protocol::SessionInfo>();
+    info->session_id = "stdio";
+    info->transport = "stdio";
+    return info;
+  }();
 };
 
 // The ReasoningBank over its own connection to the engine's database. Texts are scrubbed before
@@ -398,6 +407,16 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
       },
       &engine.metrics, [db] { db->RestartWalIfDue(); });
   engine.mcp->SetOutboundGate(engine.group_commit.get());
+  // A session's project: its client's first root, else X-Contextd-Project, else "default"
+  // (decision 0022). The stdio session's is kept for the signal handler's EndSession.
+  engine.mcp->SetProjectResolver([stdio = engine.stdio_session](const protocol::Json& roots,
+                                                                protocol::SessionInfo& info) {
+    ResolveSessionProject(roots, info);
+    base::LogInfo(base::StrCat("session ", info.session_id, " (tenant ", info.tenant,
+                               "): project ", info.project,
+                               info.project_label.empty() ? "" : " ", info.project_label));
+    if (info.transport == "stdio") *stdio = info;
+  });
   db->EnableGroupCommit([gc = engine.group_commit.get()] { gc->OnGroupOpen(); });
   if (config.conformance_fixtures) {
     RETURN_IF_ERROR(RegisterConformanceFixtures(*engine.mcp));
@@ -452,6 +471,25 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
         }
       }});
   return absl::OkStatus();
+}
+
+// Team mode's provider key: the value of the environment variable `env` names (read once, at
+// start; never logged). "" when `env` is empty. FailedPrecondition when the variable is unset or
+// empty, or when there are no tenant tokens (the key would serve anyone who can connect).
+absl::StatusOr<std::string> ProviderKey(std::string_view key, const std::string& env,
+                                        const std::map<std::string, std::string>& tokens) {
+  if (env.empty()) return std::string();
+  const char* value = std::getenv(env.c_str());
+  if (value == nullptr || *value == '\0') {
+    return absl::FailedPreconditionError(base::StrCat(
+        "config key '", key, "': the environment variable ", env, " is not set"));
+  }
+  if (tokens.empty()) {
+    return absl::FailedPreconditionError(base::StrCat(
+        "config key '", key, "': a provider key held by contextd needs tenant tokens "
+        "(server.auth_token_file), else anyone who can connect would use it"));
+  }
+  return std::string(value);
 }
 
 // The model gateway: a ContextManager over the conversation store, an outbound client to the
@@ -608,6 +646,16 @@ absl::Status BuildModelGateway(const ServerConfig& config,
   options.openai_base_url = mg.openai_base_url;
   options.max_body_bytes = static_cast<size_t>(mg.max_body_bytes);
   options.tenant_tokens = bearer_tokens;
+  ASSIGN_OR_RETURN(options.anthropic_api_key,
+                   ProviderKey("model_gateway.anthropic.api_key_env", mg.anthropic_api_key_env,
+                               bearer_tokens));
+  ASSIGN_OR_RETURN(options.openai_api_key,
+                   ProviderKey("model_gateway.openai.api_key_env", mg.openai_api_key_env,
+                               bearer_tokens));
+  options.project_of_header = [](std::string_view value) -> absl::StatusOr<std::string> {
+    ASSIGN_OR_RETURN(ProjectRef project, ProjectFromHeader(value));
+    return project.id;
+  };
   Metrics* metrics = &engine.metrics;
   engine.model_gateway = std::make_unique<model::ModelGateway>(
       options, *engine.context_manager, *engine.conversations, *engine.model_client,
@@ -615,6 +663,8 @@ absl::Status BuildModelGateway(const ServerConfig& config,
       [metrics](const model::ModelRequestReport& report) {
         Metrics::ModelRequest r;
         r.api = report.usage.api;
+        r.tenant = report.usage.key.tenant;
+        r.project = report.usage.project;
         r.status = report.usage.status;
         r.outcome = report.outcome;
         r.tokens_before = static_cast<double>(report.usage.tokens_before);
@@ -638,6 +688,11 @@ absl::Status BuildModelGateway(const ServerConfig& config,
         r.unfoldable = report.unfoldable;
         metrics->ModelRequestDone(r);
       });
+  if (!options.anthropic_api_key.empty() || !options.openai_api_key.empty()) {
+    base::LogInfo(base::StrCat("model gateway: team mode (provider key held by contextd) for",
+                               options.anthropic_api_key.empty() ? "" : " anthropic",
+                               options.openai_api_key.empty() ? "" : " openai"));
+  }
   base::LogInfo(base::StrCat("model gateway: /v1/messages -> ", mg.anthropic_base_url,
                              ", /v1/chat/completions and /v1/responses -> ",
                              mg.openai_base_url));
@@ -701,13 +756,11 @@ absl::Status RunServer(const ServerConfig& config) {
       sigwait(&stop_signals, &sig);
       base::LogInfo(base::StrCat("signal ", sig, ": shutting down"));
       engine.executor->RunSync([&] {
+        const protocol::SessionInfo stdio = *engine.stdio_session;
         if (engine.manager) {
-          (void)engine.manager->EndSession(SessionKeyFor({"stdio", "local", "stdio"}), "shutdown");
+          (void)engine.manager->EndSession(SessionKeyFor(stdio), "shutdown");
         }
-        if (engine.trail) {
-          (void)engine.trail->EndSession(
-              TrailSessionFor(protocol::SessionInfo{"stdio", "local", "stdio"}));
-        }
+        if (engine.trail) (void)engine.trail->EndSession(TrailSessionFor(stdio));
         if (engine.group_commit) engine.group_commit->Flush();
       });
       if (engine.events_publisher) engine.events_publisher->Stop();

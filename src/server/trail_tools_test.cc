@@ -229,7 +229,9 @@ class AutoScopeToolsTest : public TrailToolsTest {
     };
     return o;
   }
-  protocol::SessionInfo Info() { return protocol::SessionInfo{"s1", "local", "test"}; }
+  protocol::SessionInfo Info() {
+    return protocol::SessionInfo{"s1", "local", "test", "", "", ""};
+  }
 };
 
 TEST_F(AutoScopeToolsTest, RootCallsFoldIntoAnAutoScopeThatContextViewShowsAsItsSummary) {

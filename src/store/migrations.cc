@@ -500,6 +500,14 @@ DROP TABLE model_rewrites;
 ALTER TABLE model_rewrites_0011 RENAME TO model_rewrites;
 )sql";
 
+// 0012: model_usage takes the request's project (issue 21: usage per tenant and project, decision
+// 0022). Rows written before it were all in the default project. No new index: `contextd usage`
+// is a rare command (a scan, or the tenant prefix of model_usage_by_branch with --tenant), and an
+// index would cost a page write on every request (0009's reasoning).
+constexpr char k0012UsageProject[] = R"sql(
+ALTER TABLE model_usage ADD COLUMN project TEXT NOT NULL DEFAULT 'default';
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
@@ -515,6 +523,7 @@ const std::vector<Migration>& Migrations() {
       {9, "0009_model_conversations.sql", k0009ModelConversations},
       {10, "0010_memory.sql", k0010Memory},
       {11, "0011_auto_fold_rewrites.sql", k0011AutoFoldRewrites},
+      {12, "0012_usage_project.sql", k0012UsageProject},
   };
   return kAll;
 }

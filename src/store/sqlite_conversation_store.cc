@@ -137,7 +137,7 @@ absl::Status SqliteConversationStore::PrepareAll() {
       db_->Prepare("INSERT INTO model_usage (tenant, conversation, thread, request_id, at_ms, api, "
                    "model, branch_id, status, input_tokens, cache_read_input_tokens, "
                    "cache_creation_input_tokens, output_tokens, tokens_before, tokens_after, "
-                   "duration_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+                   "duration_ms, project) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
   ASSIGN_OR_RETURN(totals_by_tenant_, db_->Prepare(kTotalsColumns));
   ASSIGN_OR_RETURN(totals_by_branch_,
                    db_->Prepare(absl::StrCat(kTotalsColumns, " AND branch_id = ?")));
@@ -251,7 +251,44 @@ absl::Status SqliteConversationStore::RecordUsageLocked(const UsageRecord& recor
   insert_usage_.Bind(14, record.tokens_before);
   insert_usage_.Bind(15, record.tokens_after);
   insert_usage_.Bind(16, record.duration_ms);
+  insert_usage_.Bind(17, record.project);
   return insert_usage_.Run();
+}
+
+absl::StatusOr<std::vector<ProjectUsage>> SqliteConversationStore::UsageByProject(
+    std::string_view tenant, int64_t since_ms) {
+  std::lock_guard<std::mutex> lock(db_->mutex());
+  // Run rarely (a CLI): prepared per call.
+  ASSIGN_OR_RETURN(
+      Statement st,
+      db_->Prepare("SELECT tenant, project, COUNT(*), COALESCE(SUM(input_tokens), 0), "
+                   "COALESCE(SUM(cache_read_input_tokens), 0), "
+                   "COALESCE(SUM(cache_creation_input_tokens), 0), "
+                   "COALESCE(SUM(output_tokens), 0), COALESCE(SUM(tokens_before), 0), "
+                   "COALESCE(SUM(tokens_after), 0), COALESCE(MAX(at_ms), 0) FROM model_usage "
+                   "WHERE (?1 = '' OR tenant = ?1) AND at_ms >= ?2 "
+                   "GROUP BY tenant, project ORDER BY tenant, project"));
+  ResetOnExit reset(st);
+  st.Bind(1, tenant);
+  st.Bind(2, since_ms);
+  std::vector<ProjectUsage> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    ProjectUsage u;
+    u.tenant = st.Text(0);
+    u.project = st.Text(1);
+    u.totals.requests = st.Int(2);
+    u.totals.input_tokens = st.Int(3);
+    u.totals.cache_read_input_tokens = st.Int(4);
+    u.totals.cache_creation_input_tokens = st.Int(5);
+    u.totals.output_tokens = st.Int(6);
+    u.totals.tokens_before = st.Int(7);
+    u.totals.tokens_after = st.Int(8);
+    u.totals.last_at_ms = st.Int(9);
+    out.push_back(std::move(u));
+  }
+  return out;
 }
 
 absl::StatusOr<UsageTotals> SqliteConversationStore::Totals(std::string_view tenant,

@@ -25,6 +25,13 @@ std::string EncodeFrontier(const std::vector<std::string>& hashes);
 // truncated or over-long varint, or a length past the end of the blob.
 absl::StatusOr<std::vector<std::string>> DecodeFrontier(std::string_view blob);
 
+// The usage of one (tenant, project) pair (`contextd usage`).
+struct ProjectUsage {
+  std::string tenant;
+  std::string project;
+  model::UsageTotals totals;
+};
+
 class SqliteConversationStore final : public model::ConversationStore {
  public:
   // Opens (creating and migrating) the database file at `path` with its own connection.
@@ -45,6 +52,12 @@ class SqliteConversationStore final : public model::ConversationStore {
   absl::Status RecordUsage(const model::UsageRecord& record) override;
   absl::StatusOr<model::UsageTotals> Totals(std::string_view tenant,
                                             std::string_view branch_id) override;
+
+  // Usage summed per (tenant, project) over the requests at or after `since_ms` (unix ms; 0:
+  // all), of `tenant` only when it is not empty; ordered by tenant, then project. Internal or
+  // Unavailable on a database error.
+  absl::StatusOr<std::vector<ProjectUsage>> UsageByProject(std::string_view tenant,
+                                                           int64_t since_ms);
 
   Database& database() { return *db_; }
 

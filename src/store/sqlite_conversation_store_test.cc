@@ -452,3 +452,52 @@ TEST(FrontierCodecTest, RejectsEveryTruncationOfAValidBlob) {
 
 }  // namespace
 }  // namespace contextd::store
+
+namespace contextd::store {
+namespace {
+
+// Usage per tenant and project (`contextd usage`, migration 0012).
+TEST(SqliteUsageByProjectTest, SumsPerTenantAndProjectSinceAndForOneTenant) {
+  TempDir tmp;
+  auto store = SqliteConversationStore::Open(tmp.File("contextd.db"));
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto in = [](std::string tenant, std::string project, int64_t at_ms, int64_t base) {
+    UsageRecord r = Usage(std::move(tenant), "", at_ms, base);
+    r.project = std::move(project);
+    return r;
+  };
+  ASSERT_TRUE((*store)->RecordUsage(in("acme", "p_00000000000000aa", 100, 10)).ok());
+  ASSERT_TRUE((*store)->RecordUsage(in("acme", "p_00000000000000aa", 200, 20)).ok());
+  ASSERT_TRUE((*store)->RecordUsage(in("acme", "default", 300, 1)).ok());
+  ASSERT_TRUE((*store)->RecordUsage(in("globex", "p_00000000000000aa", 400, 5)).ok());
+  UsageRecord unset = Usage("local", "", 500, 7);  // project left at its default
+  ASSERT_TRUE((*store)->RecordUsage(unset).ok());
+
+  auto all = (*store)->UsageByProject("", 0);
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 4u);
+  EXPECT_EQ((*all)[0].tenant, "acme");
+  EXPECT_EQ((*all)[0].project, "default");
+  EXPECT_EQ((*all)[1].project, "p_00000000000000aa");
+  EXPECT_EQ((*all)[1].totals.requests, 2);
+  EXPECT_EQ((*all)[1].totals.input_tokens, 30);
+  EXPECT_EQ((*all)[1].totals.cache_read_input_tokens, 32);
+  EXPECT_EQ((*all)[1].totals.cache_creation_input_tokens, 34);
+  EXPECT_EQ((*all)[1].totals.output_tokens, 36);
+  EXPECT_EQ((*all)[1].totals.last_at_ms, 200);
+  EXPECT_EQ((*all)[2].tenant, "globex");
+  EXPECT_EQ((*all)[3].tenant, "local");
+  EXPECT_EQ((*all)[3].project, "default");
+
+  auto acme_since = (*store)->UsageByProject("acme", 200);
+  ASSERT_TRUE(acme_since.ok());
+  ASSERT_EQ(acme_since->size(), 2u);
+  EXPECT_EQ((*acme_since)[1].totals.requests, 1);
+  EXPECT_EQ((*acme_since)[1].totals.input_tokens, 20);
+  auto nobody = (*store)->UsageByProject("initech", 0);
+  ASSERT_TRUE(nobody.ok());
+  EXPECT_TRUE(nobody->empty());
+}
+
+}  // namespace
+}  // namespace contextd::store

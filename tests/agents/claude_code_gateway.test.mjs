@@ -8,6 +8,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -118,7 +119,8 @@ test('Claude Code through the model gateway: built-in work folds away, the secre
 
     // The gateway's counters.
     const metrics = await (await fetch(`${origin}/metrics`)).text();
-    assert.match(metrics, /contextd_model_requests_total\{api="anthropic",status="200"\} [1-9]/);
+    // (tenant and project labels too since decision 0022)
+    assert.match(metrics, /contextd_model_requests_total\{api="anthropic",project="default",status="200",tenant="local"\} [1-9]/);
     assert.match(metrics, /contextd_model_folds_total\{api="anthropic"\} 1/);
     const list = execFileSync(BINARY, ['trail', 'list', '--data-dir', dataDir], { encoding: 'utf8', timeout: 20000 });
     assert.match(list, new RegExp(`${branch}\\s+depth 0\\s+completed`));
@@ -194,9 +196,11 @@ test('Claude Code through the model gateway: built-in results count against the 
 test('Claude Code through the model gateway: a memory reaches the model in branch_create\'s result and folds away with the branch', { skip: missing ?? false, timeout: 180000 }, async () => {
   const ws = workspace();
   const dataDir = tempDataDir();
-  // A bank seeded through the CLI, as a team sharing one would.
+  // A bank seeded through the CLI, as a team sharing one would, in the workspace's project:
+  // Claude Code sends its working directory as its root (decision 0022).
   const bank = join(dataDir, 'bank.jsonl');
-  const memory = { id: 'mem_0000000000000000000000000000seed', tenant: 'local', project: 'default',
+  const project = `p_${createHash('sha256').update(realpathSync(ws)).digest('hex').slice(0, 16)}`;
+  const memory = { id: 'mem_0000000000000000000000000000seed', tenant: 'local', project,
     title: 'Ports live in config.txt', description: 'When looking for the service port.',
     content: 'Read config.txt first; the port line is its first line.' };
   writeFileSync(bank, JSON.stringify(memory) + '\n');

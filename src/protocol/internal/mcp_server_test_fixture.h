@@ -84,7 +84,7 @@ class McpServerTest : public ::testing::Test {
     } else {
       sink_ = sink;
     }
-    auto s = server_.CreateSession({id, "local", "test"}, sink);
+    auto s = server_.CreateSession({id, "local", "test", "", "", ""}, sink);
     executor_.RunUntilIdle();
     return s;
   }

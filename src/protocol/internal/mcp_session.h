@@ -117,6 +117,9 @@ class McpSession final : public Session, public std::enable_shared_from_this<Mcp
     // The tool's ToolPrepare result, when `status` is OK; prepare_status says if it threw.
     std::any prepared;
     absl::Status prepare_status;
+    // The session info the ToolPrepare saw; null when it did not run (the project was not fixed
+    // yet): OnToolsCall then runs it with the fixed info.
+    std::shared_ptr<const SessionInfo> prepared_with;
   };
   // Any thread: reads `m` and the server's tool table only.
   Prevalidated Prevalidate(const Message& m) const;
@@ -133,6 +136,19 @@ class McpSession final : public Session, public std::enable_shared_from_this<Mcp
     Send(MakeError(id, code, message, data), id);
   }
 
+  // The session's current info (any thread).
+  std::shared_ptr<const SessionInfo> Info() const {
+    std::lock_guard<std::mutex> lock(info_mu_);
+    return info_;
+  }
+  // Project fixing (SetProjectResolver). A scoped request (tools/call, resources/read,
+  // prompts/get) arriving before the project is fixed is held here until it is.
+  bool NeedsProject(const std::string& method) const;
+  void HoldForProject(Message m, Prevalidated pre);
+  void AskRoots(const Json& related);
+  void OnRoots(const absl::StatusOr<Json>& answer);
+  void FixProject();
+
   void OnInitialize(Message& m);
   void OnToolsCall(Message& m, Prevalidated& pre);
   void OnResourcesRead(Message& m);
@@ -144,7 +160,11 @@ class McpSession final : public Session, public std::enable_shared_from_this<Mcp
 
   McpServer& server_;
   base::Executor& executor_;
-  const std::shared_ptr<const SessionInfo> info_;
+  mutable std::mutex info_mu_;
+  // Replaced once, on the executor, when the project is fixed; guarded by info_mu_ for readers
+  // off the executor (Prevalidate).
+  std::shared_ptr<const SessionInfo> info_;
+  std::atomic<bool> project_fixed_{false};
   const std::shared_ptr<MessageSink> sink_;
   std::atomic<bool> close_requested_{false};
 
@@ -163,6 +183,12 @@ class McpSession final : public Session, public std::enable_shared_from_this<Mcp
   std::map<Json, std::shared_ptr<ToolCallImpl>> calls_;
   std::unordered_map<int64_t, Pending> pending_;
   int64_t next_request_id_ = 1;
+  // Project fixing (executor only).
+  bool roots_answered_ = false;     // an answer (or an error) to roots/list arrived
+  Json roots_ = nullptr;            // the "roots" array of the last answer, null if none
+  bool waiting_for_roots_ = false;  // held_ waits for an answer (timer running)
+  base::TimerId roots_timer_ = 0;
+  std::vector<std::pair<Message, Prevalidated>> held_;
 };
 
 }  // namespace contextd::protocol

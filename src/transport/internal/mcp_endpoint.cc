@@ -107,7 +107,13 @@ void McpExchange::HandlePost(HttpRequest& req) {
     if (!is_init || in.batch) {
       return RespondError(400, "bad request: Mcp-Session-Id header is required");
     }
-    entry = ep_->CreateSession(req.tenant());
+    std::string_view project = req.Header("X-Contextd-Project");
+    if (!project.empty() && !protocol::ValidProjectHeader(project)) {
+      return RespondError(400,
+                          "bad request: X-Contextd-Project must be an absolute path or an id of "
+                          "1-128 characters from [A-Za-z0-9._:-]");
+    }
+    entry = ep_->CreateSession(req.tenant(), std::string(project));
     if (!entry) return RespondError(503, "too many sessions");
     session_header_.emplace_back("Mcp-Session-Id", entry->id);
   } else {
@@ -377,7 +383,8 @@ void McpEndpoint::Handle(HttpRequest request, std::shared_ptr<HttpResponder> res
   std::make_shared<McpExchange>(this, std::move(responder))->Handle(std::move(request));
 }
 
-std::shared_ptr<SessionEntry> McpEndpoint::CreateSession(const std::string& tenant) {
+std::shared_ptr<SessionEntry> McpEndpoint::CreateSession(const std::string& tenant,
+                                                         std::string project_header) {
   auto entry = std::make_shared<SessionEntry>();
   entry->id = base::RandomId("", 16);
   entry->tenant = tenant;
@@ -392,6 +399,7 @@ std::shared_ptr<SessionEntry> McpEndpoint::CreateSession(const std::string& tena
   info.session_id = entry->id;
   info.tenant = tenant;
   info.transport = "http";
+  info.project_header = std::move(project_header);
   entry->session = factory_->CreateSession(std::move(info), entry->sink);
   return entry;
 }

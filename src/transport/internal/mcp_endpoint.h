@@ -47,7 +47,9 @@ class McpEndpoint {
 
   const HttpServerOptions& opts() const { return opts_; }
   // Creates a session; nullptr when max_sessions is reached or the server stops.
-  std::shared_ptr<SessionEntry> CreateSession(const std::string& tenant);
+  // `project_header`: the initialize request's X-Contextd-Project (SessionInfo::project_header).
+  std::shared_ptr<SessionEntry> CreateSession(const std::string& tenant,
+                                              std::string project_header = "");
   // The session `id` of `tenant`, or nullptr (unknown, ended, other tenant).
   std::shared_ptr<SessionEntry> FindSession(const std::string& id, const std::string& tenant);
   // Removes and closes a session. False if unknown. With `done`, the session calls it once its

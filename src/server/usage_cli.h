@@ -1,0 +1,31 @@
+// `contextd usage`: the model gateway's usage per tenant and project (requests; input, cache
+// read, cache write and output tokens), read straight from the SQLite file in the data dir (safe
+// while a server runs, thanks to WAL). Single-threaded; not for use inside the server.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace contextd::server {
+
+struct UsageCommand {
+  std::string data_dir;  // empty: the default data dir
+  std::string tenant;    // empty: every tenant
+  std::string since;     // empty: all; else see ParseSince
+  bool json = false;     // one JSON object {"usage":[...]} instead of a table
+  int64_t now_ms = 0;    // the current unix time in ms (relative --since)
+};
+
+// `--since`: "30m", "24h", "7d" (before `now_ms`), a date "2025-06-01" (UTC midnight), or unix
+// seconds. Returns unix ms. InvalidArgument naming the accepted forms otherwise.
+absl::StatusOr<int64_t> ParseSince(std::string_view since, int64_t now_ms);
+
+// Runs `command`, printing to `out` and errors to `err`. Returns 0 on success (also with no
+// usage), 2 on error (no database, bad --since, database failure).
+int RunUsageCommand(const UsageCommand& command, std::ostream& out, std::ostream& err);
+
+}  // namespace contextd::server
