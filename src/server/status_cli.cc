@@ -359,21 +359,32 @@ int RunStatusCommand(const StatusCommand& command, const AgentEnvironment& env, 
         << health.status().message() << "); start it with `contextd serve`\n";
     return 1;
   }
-  if (health->status != 200) {
+  // 200 ready; 503 up but a configured dependency (database, NATS) is down: its checks say which.
+  nlohmann::json health_body = nlohmann::json::parse(health->body, nullptr, false);
+  const bool readiness = health_body.is_object() && health_body.contains("checks");
+  if (health->status != 200 && !(health->status == 503 && readiness)) {
     err << "contextd status: " << base->text << "/healthz answered " << health->status
         << ": is this contextd?\n";
     return 1;
   }
-  out << "server: up at " << base->text;
-  try {
-    auto j = nlohmann::json::parse(health->body);
-    if (j.is_object() && j.contains("version") && j["version"].is_string()) {
-      out << " (version " << j["version"].get<std::string>() << ")";
-    }
-  } catch (const nlohmann::json::exception&) {
-    // Plain "ok": no version to show.
+  out << "server: " << (health->status == 200 ? "up" : "up, not ready") << " at " << base->text;
+  if (health_body.is_object() && health_body.contains("version") &&
+      health_body["version"].is_string()) {
+    out << " (version " << health_body["version"].get<std::string>() << ")";
   }
   out << "\n";
+  // What is not ready, when something is.
+  if (health->status == 503 && readiness && health_body["checks"].is_object()) {
+    for (const auto& [name, check] : health_body["checks"].items()) {
+      if (!check.is_object()) continue;
+      out << "  " << name << ": " << check.value("status", std::string("?"));
+      if (check.contains("error") && check["error"].is_string()) {
+        out << " (" << check["error"].get<std::string>() << ")";
+      }
+      out << "\n";
+    }
+  }
+  bool not_ready = health->status == 503;
 
   auto metrics = HttpGet(*base, "/metrics", token);
   int code = 0;
@@ -407,7 +418,7 @@ int RunStatusCommand(const StatusCommand& command, const AgentEnvironment& env, 
   }
   ReportClaudeCode(*base, env, out);
   ReportCodex(*base, env, out);
-  return code;
+  return not_ready && code == 0 ? 1 : code;
 }
 
 }  // namespace contextd::server

@@ -140,6 +140,27 @@ TEST_F(StatusTest, NoModelMetricsSaysWhatToDo) {
                                     " set for the agent? run `contextd connect claude-code`"));
 }
 
+TEST_F(StatusTest, SaysWhichDependencyIsNotReady) {
+  transport::HttpServerOptions o;
+  o.port = 0;
+  o.metrics = [] { return std::string(); };
+  o.health = [] {
+    transport::HealthAnswer answer;
+    answer.ready = false;
+    answer.json = R"({"status":"unavailable","version":"9.9","checks":{"database":{"status":"ok"},)"
+                  R"("nats":{"status":"reconnecting","mode":"plain"}}})";
+    return answer;
+  };
+  auto s = transport::HttpServer::Start(o, std::make_shared<transport::testing::EchoSessionFactory>());
+  ASSERT_TRUE(s.ok()) << s.status();
+  server_ = std::move(*s);
+  url_ = "http://127.0.0.1:" + std::to_string(server_->port());
+  EXPECT_EQ(Run(), 1);
+  EXPECT_THAT(out_.str(), HasSubstr("server: up, not ready at " + url_ + " (version 9.9)"));
+  EXPECT_THAT(out_.str(), HasSubstr("  nats: reconnecting"));
+  EXPECT_THAT(err_.str(), Not(HasSubstr("is this contextd")));
+}
+
 TEST_F(StatusTest, ShowsWhetherClaudeCodePointsHere) {
   Start("");
   ConnectCommand connect;
