@@ -32,10 +32,11 @@ std::string EnvOrEmpty(const char* name) {
   return v == nullptr ? "" : v;
 }
 
-contextd::server::ClaudeCodeEnvironment ClaudeEnvironment() {
-  contextd::server::ClaudeCodeEnvironment env;
+contextd::server::AgentEnvironment AgentEnvironmentOfProcess() {
+  contextd::server::AgentEnvironment env;
   env.home = EnvOrEmpty("HOME");
   env.claude_config_dir = EnvOrEmpty("CLAUDE_CONFIG_DIR");
+  env.codex_home = EnvOrEmpty("CODEX_HOME");
   std::vector<char> cwd(4096);
   if (::getcwd(cwd.data(), cwd.size()) != nullptr) env.cwd = cwd.data();
   return env;
@@ -172,10 +173,11 @@ int main(int argc, char** argv) {
   contextd::server::ConnectCommand connect_command;
   connect->add_option("client", connect_command.client, "the agent to configure")
       ->required()
-      ->check(CLI::IsMember({"claude-code"}));
+      ->check(CLI::IsMember({"claude-code", "codex"}));
   auto* project_opt = connect->add_option(
       "--project", connect_command.project_dir,
-      "project scope: DIR/.mcp.json and DIR/.claude/settings.json (default: current directory)");
+      "claude-code project scope: DIR/.mcp.json and DIR/.claude/settings.json (default: current "
+      "directory); codex has only $CODEX_HOME/config.toml");
   connect->add_flag("--user", connect_command.user,
                     "user scope: ~/.claude.json and ~/.claude/settings.json ($CLAUDE_CONFIG_DIR)")
       ->excludes(project_opt);
@@ -211,12 +213,12 @@ int main(int argc, char** argv) {
   }
 
   if (*connect) {
-    return contextd::server::RunConnectCommand(connect_command, ClaudeEnvironment(), std::cout,
-                                               std::cerr);
+    return contextd::server::RunConnectCommand(connect_command, AgentEnvironmentOfProcess(),
+                                               std::cout, std::cerr);
   }
   if (*status) {
-    return contextd::server::RunStatusCommand(status_command, ClaudeEnvironment(), std::cout,
-                                              std::cerr);
+    return contextd::server::RunStatusCommand(status_command, AgentEnvironmentOfProcess(),
+                                              std::cout, std::cerr);
   }
 
   if (*mem) {

@@ -7,6 +7,7 @@
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "model/openai_chat_request.h"
+#include "model/openai_responses_request.h"
 #include "scrub/private_spans.h"
 
 namespace contextd::model {
@@ -15,6 +16,23 @@ namespace {
 // The key of a conversation's last request in ContextManager::lasts_.
 std::string LastKey(ModelApi api, const std::string& tenant, const std::string& conversation_id) {
   return absl::StrCat(ModelApiName(api), "\n", tenant, "\n", conversation_id);
+}
+
+// The branch the root events of a request's calls belong with (TenantCallRecorder's anchor):
+// the first folded branch, else the outermost open one; "" when there is none.
+std::string AnchorBranch(const FoldPlan& folds) {
+  if (!folds.edits.empty()) return folds.edits.front().branch_id;
+  return folds.open_branch_ids.empty() ? std::string() : folds.open_branch_ids.front();
+}
+
+// The handle text inside an auto-fold decision's block (as sent, JSON-escaped), for counting.
+std::string_view HandleOf(std::string_view value) {
+  size_t begin = value.find("[contextd: ");
+  size_t end = value.rfind("}]");
+  if (begin == std::string_view::npos || end == std::string_view::npos || end < begin) {
+    return value;
+  }
+  return value.substr(begin, end + 2 - begin);
 }
 
 bool Scrubbable(const Message& message, const Block& block) {
@@ -27,9 +45,11 @@ bool Scrubbable(const Message& message, const Block& block) {
 ContextManager::ContextManager(ContextManagerOptions options, ConversationStore& store,
                                const scrub::Scrubber& scrubber,
                                const tokens::TokenCounter& counter, TenantBranchLookup lookup,
-                               TenantBranchCharger charger, TenantCallRecorder recorder)
+                               TenantBranchCharger charger, TenantCallRecorder recorder,
+                               TenantResultArchiver archiver)
     : options_(options), store_(store), scrubber_(scrubber), counter_(counter),
-      lookup_(std::move(lookup)), charger_(std::move(charger)), recorder_(std::move(recorder)) {}
+      lookup_(std::move(lookup)), charger_(std::move(charger)), recorder_(std::move(recorder)),
+      archiver_(std::move(archiver)) {}
 
 std::shared_ptr<ContextManager::ThreadState> ContextManager::Thread(const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -81,6 +101,11 @@ absl::StatusOr<std::shared_ptr<ModelRequest>> ContextManager::Parse(
       if (!parsed.ok()) return parsed.status();
       return std::shared_ptr<ModelRequest>(*std::move(parsed));
     }
+    case ModelApi::kOpenAIResponses: {
+      auto parsed = OpenAIResponsesRequest::Parse(std::move(body));
+      if (!parsed.ok()) return parsed.status();
+      return std::shared_ptr<ModelRequest>(*std::move(parsed));
+    }
   }
   return absl::InvalidArgumentError("unknown model API");
 }
@@ -121,6 +146,7 @@ void ContextManager::Forget(ThreadState& state) {
   state.withheld.clear();
   state.appends.clear();
   state.folds.clear();
+  state.auto_folds.clear();
 }
 
 void ContextManager::SaveFrontier(const AppliedRequest& applied) {
@@ -151,6 +177,9 @@ absl::Status ContextManager::Load(const ConversationKey& key, ThreadState& state
           break;
         case RewriteKind::kAppend:
           state.appends.emplace(std::move(rewrite.key), std::move(rewrite.value));
+          break;
+        case RewriteKind::kAutoFold:
+          state.auto_folds.emplace(std::move(rewrite.key), std::move(rewrite.value));
           break;
         case RewriteKind::kFold: {
           auto record = FoldRecord::Parse(rewrite.value);
@@ -205,17 +234,13 @@ void ContextManager::RecordCalls(const ConversationKey& key, const ModelRequest&
     size_t m, b;
   };
   std::unordered_map<std::string, Where> calls;
-  std::string anchor;
+  const std::string anchor = AnchorBranch(folds);
   for (size_t m = 0; m < t.messages.size(); ++m) {
     const std::vector<Block>& blocks = t.messages[m].blocks;
     for (size_t b = 0; b < blocks.size(); ++b) {
       if (blocks[b].kind == BlockKind::kToolCall) calls[blocks[b].call_id] = {&blocks[b], m, b};
     }
   }
-  for (const FoldEdit& edit : folds.edits) {
-    if (anchor.empty()) anchor = edit.branch_id;
-  }
-  if (anchor.empty() && !folds.open_branch_ids.empty()) anchor = folds.open_branch_ids.front();
   std::vector<ModelToolCall> done;
   for (size_t m = old; m < t.messages.size(); ++m) {
     for (size_t b = 0; b < t.messages[m].blocks.size(); ++b) {
@@ -277,6 +302,65 @@ std::string ContextManager::Rebuild(const ModelRequest& request, size_t m, size_
         "byte (the scrub rules changed since it was sent); it is redacted with the current rules");
   }
   return value;
+}
+
+void ContextManager::RunAutoFold(const ModelRequest& request, const FoldPlan& folds,
+                                 const std::vector<bool>& removed, size_t first_message,
+                                 ThreadState& state, RenderPlan& plan,
+                                 ConversationUpdate& update, AppliedRequest& applied) {
+  const Transcript& t = request.transcript();
+  AutoFoldContext context;
+  context.input_tokens = applied.tokens_after;
+  context.first_message = first_message;
+  context.removed = removed;
+  context.tokens = [&](size_t m, size_t b) { return Tokens(state, request, m, b); };
+  context.foldable = [&](size_t m, size_t b) {
+    // One text span: the handle replaces it (an empty text part is refused by some providers).
+    return request.TextSpans(m, b).size() == 1 &&
+           !state.auto_folds.count(t.messages[m].blocks[b].key);
+  };
+  context.handle_tokens = TextTokens(state, AutoFoldHandle(99'999, "Read a/path/of/average/length",
+                                                           "ses_0123456789abcdef", 99'999));
+  AutoFoldStep step = PlanAutoFold(t, options_.auto_fold, context);
+  applied.auto_fold_outcome = AutoFoldOutcomeName(step.outcome);
+  if (step.picks.empty()) return;
+  if (!archiver_) {
+    applied.auto_fold_outcome = "no_trail";
+    return;
+  }
+  std::vector<ModelToolCall> calls;
+  calls.reserve(step.picks.size());
+  for (const AutoFoldPick& pick : step.picks) {
+    const Block& call = t.messages[pick.call_message].blocks[pick.call_block];
+    const Block& result = t.messages[pick.message].blocks[pick.block];
+    ModelToolCall record;
+    record.tool = call.tool_name;
+    record.arguments = scrubber_.Scrub(request.BlockText(pick.call_message, pick.call_block));
+    record.result = scrubber_.Scrub(request.BlockText(pick.message, pick.block));
+    record.is_error = result.is_error;
+    record.tokens_arguments = Tokens(state, request, pick.call_message, pick.call_block);
+    record.tokens_result = pick.tokens;
+    calls.push_back(std::move(record));
+  }
+  std::vector<std::optional<TrailRef>> refs = archiver_(applied.key, AnchorBranch(folds), calls);
+  for (size_t i = 0; i < step.picks.size() && i < refs.size(); ++i) {
+    if (!refs[i]) continue;  // not kept in the trail: not folded
+    const AutoFoldPick& pick = step.picks[i];
+    const Block& result = t.messages[pick.message].blocks[pick.block];
+    // The gist is what the model wrote (scrubbed); private spans never reach the store.
+    std::string gist = scrub::WithholdPrivate(CallGist(calls[i].tool, calls[i].arguments));
+    std::string handle = AutoFoldHandle(pick.tokens, gist, refs[i]->scope_id, refs[i]->event);
+    const TextSpan span = request.TextSpans(pick.message, pick.block).front();
+    std::string value =
+        request.RewriteBlock(pick.message, pick.block, {{span, QuoteJsonString(handle)}});
+    update.new_rewrites.push_back({RewriteKind::kAutoFold, result.key, value});
+    state.auto_folds.emplace(result.key, value);
+    plan.blocks[{pick.message, pick.block}] = std::move(value);
+    applied.tokens_after += TextTokens(state, handle) - pick.tokens;
+    applied.auto_fold_tokens += pick.tokens;
+    ++applied.auto_folds_new;
+    ++applied.auto_folds_applied;
+  }
 }
 
 void ContextManager::ChargeSpan(const std::string& tenant, const ModelRequest& request, size_t old,
@@ -350,7 +434,8 @@ void ContextManager::ChargeSpan(const std::string& tenant, const ModelRequest& r
 absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
                                                      const std::string& conversation_id,
                                                      const std::shared_ptr<ModelRequest>& request,
-                                                     int64_t now_ms) {
+                                                     int64_t now_ms,
+                                                     std::optional<bool> auto_fold) {
   AppliedRequest applied;
   std::string first = request->transcript().messages.empty()
                           ? std::string("empty")
@@ -400,6 +485,8 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
     for (size_t m = edit.create_message + 1; m < edit.end_message; ++m) removed[m] = true;
   }
   std::map<std::pair<size_t, size_t>, std::string> scrubbed_texts;  // new blocks, scrubbed
+  size_t auto_point = 0;        // one past the last message holding an auto-folded result
+  int64_t auto_fold_delta = 0;  // what the stored auto-folds change in the count
   for (size_t m = 0; m < t.messages.size(); ++m) {
     const Message& message = t.messages[m];
     applied.tokens_before += MessageTokens(*state, *request, m);
@@ -407,6 +494,17 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
     if (append != state->appends.end()) plan.appends[m] = append->second;
     for (size_t b = 0; b < message.blocks.size(); ++b) {
       const Block& block = message.blocks[b];
+      // An auto-folded result goes as its handle, whatever else was decided for it.
+      if (auto folded = state->auto_folds.find(block.key); folded != state->auto_folds.end()) {
+        plan.blocks[{m, b}] = folded->second;
+        if (!removed[m]) {
+          ++applied.auto_folds_applied;
+          auto_point = m + 1;
+          auto_fold_delta += TextTokens(*state, std::string(HandleOf(folded->second))) -
+                             Tokens(*state, *request, m, b);
+        }
+        continue;
+      }
       auto stored = state->blocks.find(block.key);
       if (stored != state->blocks.end()) {
         plan.blocks[{m, b}] = stored->second;
@@ -461,8 +559,6 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
     }
   }
   RecordCalls(applied.key, *request, old, before_charge, *state, scrubbed_texts);
-
-  applied.body = request->Render(plan);
   // What the model receives: the client's count, less what folds removed, plus what they and
   // the appended notices add (redactions change a block's count little and are not recounted).
   applied.tokens_after = applied.tokens_before;
@@ -484,6 +580,11 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
     }
   }
   for (const auto& [m, text] : plan.appends) applied.tokens_after += TextTokens(*state, text);
+  applied.tokens_after += auto_fold_delta;
+  if (auto_fold.value_or(options_.auto_fold.enabled)) {
+    RunAutoFold(*request, folds, removed, auto_point, *state, plan, update, applied);
+  }
+  applied.body = request->Render(plan);
   // A decision taken now is checked before it leaves: the rewrite must keep a valid transcript
   // valid (the stored ones were checked when they were taken).
   if (!update.new_rewrites.empty() && ValidateTranscript(t).ok()) {

@@ -22,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "model/anthropic_request.h"
+#include "model/auto_fold.h"
 #include "model/conversation_store.h"
 #include "model/fold.h"
 #include "model/model_request.h"
@@ -66,6 +67,19 @@ using TenantCallRecorder =
     std::function<void(const ConversationKey& key, const std::string& anchor_branch_id,
                        const std::vector<ModelToolCall>& calls)>;
 
+// Where the trail keeps a tool result (trail_unfold's scope_id and event).
+struct TrailRef {
+  std::string scope_id;
+  int64_t event = 0;
+};
+// Makes sure the trail keeps each of `calls` (results about to be auto-folded; scrubbed) and
+// says where: one entry per call, nullopt where it could not (that result is not folded).
+// `anchor_branch_id` as for TenantCallRecorder. Called synchronously: the handle names the
+// answer.
+using TenantResultArchiver = std::function<std::vector<std::optional<TrailRef>>(
+    const ConversationKey& key, const std::string& anchor_branch_id,
+    const std::vector<ModelToolCall>& calls)>;
+
 struct ContextManagerOptions {
   // Least recently used threads beyond this are dropped from memory (their state reloads from
   // the store).
@@ -74,6 +88,8 @@ struct ContextManagerOptions {
   // bodies kept stay within this many bytes (least recently used dropped first; a larger body
   // is not kept).
   size_t max_kept_request_bytes = 256u << 20;
+  // model_gateway.auto_fold (needs a TenantResultArchiver to fold anything).
+  AutoFoldOptions auto_fold;
 };
 
 // What Apply did to one request.
@@ -94,6 +110,11 @@ struct AppliedRequest {
   int64_t tokens_before = 0;   // messages as the client sent them
   int64_t tokens_after = 0;    // as forwarded
   bool fallback = false;       // the rewrite was not valid: the original body is forwarded
+  int auto_folds_applied = 0;  // tool results sent as auto-fold handles (stored or new)
+  int auto_folds_new = 0;      // folded by this request's step
+  int64_t auto_fold_tokens = 0;  // tokens of the results this request's step folded
+  // What this request's auto-fold step did (AutoFoldOutcomeName); "" when auto-fold was off.
+  std::string auto_fold_outcome;
   // Set when this request decided nothing new and only moved the frontier: that write is left
   // to SaveFrontier, after the request is on its way (see there).
   std::optional<ConversationUpdate> deferred;
@@ -105,7 +126,7 @@ class ContextManager {
   ContextManager(ContextManagerOptions options, ConversationStore& store,
                  const scrub::Scrubber& scrubber, const tokens::TokenCounter& counter,
                  TenantBranchLookup lookup, TenantBranchCharger charger = nullptr,
-                 TenantCallRecorder recorder = nullptr);
+                 TenantCallRecorder recorder = nullptr, TenantResultArchiver archiver = nullptr);
 
   // Parses a Messages request body of `tenant`'s conversation `conversation_id` (the client's
   // session id; "" when absent), taking over what the conversation's last applied request held
@@ -114,21 +135,24 @@ class ContextManager {
   absl::StatusOr<std::shared_ptr<AnthropicRequest>> Parse(const std::string& tenant,
                                                           const std::string& conversation_id,
                                                           std::string body);
-  // Parses a request body of `api` (Messages as above; Chat Completions as
-  // OpenAIChatRequest::Parse, without taking over: that API names no conversation).
+  // Parses a request body of `api` (Messages as above; Chat Completions and Responses as
+  // OpenAIChatRequest::Parse and OpenAIResponsesRequest::Parse, without taking over: those APIs
+  // name no conversation).
   absl::StatusOr<std::shared_ptr<ModelRequest>> Parse(ModelApi api, const std::string& tenant,
                                                       const std::string& conversation_id,
                                                       std::string body);
 
   // Applies F(.) to `request` for `tenant`. `conversation_id`: the client's session id header
-  // ("" when absent). Errors only from the store (Internal/Unavailable): the request must then
-  // not be forwarded, since its decisions could not be kept.
+  // ("" when absent). `auto_fold`: this request's choice (the x-contextd-auto-fold header),
+  // nullopt for options.auto_fold.enabled; stored auto-fold decisions are repeated either way.
+  // Errors only from the store (Internal/Unavailable): the request must then not be forwarded,
+  // since its decisions could not be kept.
   // The request is kept as its conversation's last one (Parse takes over from it): the caller
   // must not use it after this returns.
   absl::StatusOr<AppliedRequest> Apply(const std::string& tenant,
                                        const std::string& conversation_id,
                                        const std::shared_ptr<ModelRequest>& request,
-                                       int64_t now_ms);
+                                       int64_t now_ms, std::optional<bool> auto_fold = {});
 
   // Writes the frontier `applied` left to be written (AppliedRequest::deferred), unless a later
   // request of the thread came first (it writes its own). Call it once the request is
@@ -148,6 +172,7 @@ class ContextManager {
     std::unordered_map<std::string, WithheldRewrite> withheld;
     std::unordered_map<std::string, std::string> appends;  // RewriteKind::kAppend
     std::map<std::string, FoldRecord> folds;               // RewriteKind::kFold
+    std::unordered_map<std::string, std::string> auto_folds;  // RewriteKind::kAutoFold
     std::unordered_map<std::string, int64_t> tokens;       // block key -> tokens
     std::unordered_map<std::string, int64_t> message_tokens;  // message key -> tokens
     uint64_t sequence = 0;  // requests applied
@@ -179,6 +204,12 @@ class ContextManager {
                       const WithheldRewrite& decision) const;
   // Charges the open branch with the new part of its span; may append a warning decision or
   // force-return the branch (then `folds` is planned again, folding it at the tail).
+  // Runs an auto-fold step over `request` (see auto_fold.h): archives the picks in the trail,
+  // adds their handles to `plan` and their decisions to `update`. `first_message`: one past the
+  // last message holding a stored auto-fold decision.
+  void RunAutoFold(const ModelRequest& request, const FoldPlan& folds,
+                    const std::vector<bool>& removed, size_t first_message, ThreadState& state,
+                    RenderPlan& plan, ConversationUpdate& update, AppliedRequest& applied);
   void ChargeSpan(const std::string& tenant, const ModelRequest& request, size_t old,
                   ThreadState& state, FoldPlan& folds, ConversationUpdate& update,
                   AppliedRequest& applied);
@@ -190,6 +221,7 @@ class ContextManager {
   const TenantBranchLookup lookup_;
   const TenantBranchCharger charger_;
   const TenantCallRecorder recorder_;
+  const TenantResultArchiver archiver_;
   mutable std::mutex mu_;  // guards threads_ and lru_
   std::unordered_map<std::string, Entry> threads_;
   std::list<std::string> lru_;  // most recent first

@@ -35,6 +35,9 @@ enum class RewriteKind {
   kBlock = 1,   // key: hash of an original content block; value: the block sent in its place
   kAppend = 2,  // key: hash of an original message; value: blocks appended to it (JSON, no [])
   kFold = 3,    // key: the branch_create tool_use id; value: the fold record (JSON)
+  // key: hash of an original tool result block; value: the block sent in its place, its text a
+  // handle naming where the trail keeps the result (auto-fold). Wins over a kBlock decision.
+  kAutoFold = 4,
 };
 
 // One durable rewrite decision. The first decision stored for a (kind, key) wins.

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -29,7 +30,17 @@ bool DropRequestHeader(std::string_view name) {
   std::string n = absl::AsciiStrToLower(std::string(name));
   return n == "host" || n == "content-length" || n == "transfer-encoding" || n == "connection" ||
          n == "keep-alive" || n == "upgrade" || n == "te" || n == "trailer" ||
-         n.starts_with("proxy-") || n == "accept-encoding" || n == "x-contextd-token";
+         n.starts_with("proxy-") || n == "accept-encoding" || n.starts_with("x-contextd-");
+}
+
+// The x-contextd-auto-fold header: "on"/"true"/"1" or "off"/"false"/"0" (any case); nullopt
+// when absent (the configured default applies). InvalidArgument for another value.
+absl::StatusOr<std::optional<bool>> AutoFoldHeader(std::string_view value) {
+  if (value.empty()) return std::optional<bool>();
+  std::string v = absl::AsciiStrToLower(std::string(value));
+  if (v == "on" || v == "true" || v == "1") return std::optional<bool>(true);
+  if (v == "off" || v == "false" || v == "0") return std::optional<bool>(false);
+  return absl::InvalidArgumentError("contextd: x-contextd-auto-fold must be on or off");
 }
 
 bool DropResponseHeader(std::string_view name) {
@@ -103,6 +114,7 @@ struct ModelGateway::Exchange {
   std::string body;
   std::chrono::steady_clock::time_point start;
   ModelRequestReport report;
+  UsageFormat usage_format = UsageFormat::kAnthropic;
   std::unique_ptr<UsageParser> usage;
   std::mutex mu;  // guards the fields below
   bool gone = false;
@@ -192,6 +204,8 @@ std::vector<transport::HttpRoute> ModelGateway::Routes() {
   add("/v1/messages/count_tokens", {"POST"}, transport::RouteMatch::kExact, Provider::kAnthropic);
   // Every method: POST is folded, the others (stored completions) pass through.
   add("/v1/chat/completions", {}, transport::RouteMatch::kExact, Provider::kOpenAI);
+  // POST is folded; /v1/responses/<id>, .../compact and the like take the /v1/ route.
+  add("/v1/responses", {}, transport::RouteMatch::kExact, Provider::kOpenAI);
   add("/v1/", {}, transport::RouteMatch::kPrefix, Provider::kAnthropic);
   transport::HttpRoute root;
   root.name = "/";
@@ -224,9 +238,15 @@ void ModelGateway::Handle(transport::HttpRequest request,
   } else if (request.path() == "/v1/chat/completions") {
     if (post) api = ModelApi::kOpenAIChat;
     exchange->provider = Provider::kOpenAI;
+  } else if (request.path() == "/v1/responses") {
+    if (post) api = ModelApi::kOpenAIResponses;
+    exchange->provider = Provider::kOpenAI;
   } else {
     exchange->provider = ProviderOf(request);
   }
+  exchange->usage_format = api == ModelApi::kOpenAIResponses ? UsageFormat::kOpenAIResponses
+                           : exchange->provider == Provider::kAnthropic ? UsageFormat::kAnthropic
+                                                                        : UsageFormat::kOpenAIChat;
   if (exchange->provider == Provider::kAnthropic) {
     exchange->base_url = options_.anthropic_base_url;
     exchange->url = JoinUrl(options_.anthropic_base_url, exchange->target);
@@ -248,10 +268,17 @@ void ModelGateway::Handle(transport::HttpRequest request,
     }
     tenant = it->second;
   }
+  auto auto_fold = AutoFoldHeader(request.Header("x-contextd-auto-fold"));
+  if (!auto_fold.ok()) {
+    responder->Respond(ErrorResponse(exchange->provider, 400,
+                                     std::string(auto_fold.status().message())));
+    return;
+  }
   for (const auto& [name, value] : request.Headers()) {
     if (!DropRequestHeader(name)) exchange->headers.emplace_back(name, value);
   }
-  // Chat Completions names no conversation: its threads are told apart by their first message.
+  // Chat Completions and Responses name no conversation: their threads are told apart by their
+  // first message.
   std::string session(api == ModelApi::kAnthropicMessages
                           ? request.Header("x-claude-code-session-id")
                           : std::string_view());
@@ -281,19 +308,30 @@ void ModelGateway::Handle(transport::HttpRequest request,
     Forward(std::move(exchange));
     return;
   }
-  Post([this, exchange, tenant, session, api = *api] {
+  Post([this, exchange, tenant, session, api = *api, auto_fold = *auto_fold] {
     auto parsed = context_.Parse(api, tenant, session, std::move(exchange->body));
     if (!parsed.ok()) {
+      const char* name = api == ModelApi::kAnthropicMessages ? "Messages"
+                         : api == ModelApi::kOpenAIChat      ? "Chat Completions"
+                                                             : "Responses";
       exchange->responder->Respond(ErrorResponse(
           exchange->provider, 400,
-          absl::StrCat("contextd: the request body is not a ",
-                       api == ModelApi::kAnthropicMessages ? "Messages" : "Chat Completions",
+          absl::StrCat("contextd: the request body is not a ", name,
                        " request: ", parsed.status().message())));
       return;
     }
     std::shared_ptr<ModelRequest> messages = *std::move(parsed);
     exchange->report.usage.model = messages->model();
-    auto applied = context_.Apply(tenant, session, messages, WallMs());
+    if (std::string_view reason = messages->unfoldable_reason(); !reason.empty()) {
+      // History the provider keeps (previous_response_id, conversation): this body is not the
+      // conversation, so nothing of it is rewritten, charged or scrubbed; it goes as sent.
+      exchange->report.unfoldable = std::string(reason);
+      exchange->body = messages->body();
+      messages.reset();
+      Forward(exchange);
+      return;
+    }
+    auto applied = context_.Apply(tenant, session, messages, WallMs(), auto_fold);
     messages.reset();  // the context manager keeps it for the conversation's next request
     if (!applied.ok()) {
       base::LogError(
@@ -343,8 +381,7 @@ void ModelGateway::Forward(std::shared_ptr<Exchange> exchange) {
     exchange->report.usage.status = status;
     exchange->usage = std::make_unique<UsageParser>(
         absl::StrContains(absl::AsciiStrToLower(content_type), "text/event-stream"),
-        exchange->provider == Provider::kAnthropic ? UsageFormat::kAnthropic
-                                                   : UsageFormat::kOpenAIChat);
+        exchange->usage_format);
     {
       std::lock_guard<std::mutex> lock(exchange->mu);
       exchange->headers_sent = true;

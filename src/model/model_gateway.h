@@ -1,8 +1,10 @@
 // ModelGateway: contextd as the agent's model endpoint, for Anthropic (ANTHROPIC_BASE_URL) and
 // OpenAI-compatible clients (OPENAI_BASE_URL). Serves, on the shared HTTP listener, POST
 // /v1/messages and /v1/messages/count_tokens (Messages; F(.) applied, then forwarded to the
-// Anthropic upstream), POST /v1/chat/completions (Chat Completions; F(.) applied, then forwarded
-// to the OpenAI upstream), the rest of /v1/ (forwarded as sent: to the Anthropic upstream when the
+// Anthropic upstream), POST /v1/chat/completions and POST /v1/responses (Chat Completions and
+// Responses; F(.) applied, then forwarded to the OpenAI upstream; a Responses request naming
+// history the provider keeps, `previous_response_id` or `conversation`, is forwarded as sent), the
+// rest of /v1/ (forwarded as sent: to the Anthropic upstream when the
 // request carries an `anthropic-version` or `x-api-key` header, as every Anthropic client's does,
 // else to the OpenAI one) and HEAD /. Requests are forwarded over pooled HTTP(S); the answer (JSON
 // or SSE) is relayed as it arrives, status, headers and body verbatim, while the provider's usage
@@ -50,6 +52,9 @@ struct ModelRequestReport {
   UsageRecord usage;
   AppliedRequest applied;
   std::string outcome;  // "ok", "upstream_error", "unreachable", "timeout", "cancelled", ...
+  // Why F(.) was not applied to a request of a folded API (ModelRequest::unfoldable_reason):
+  // "previous_response_id", "conversation"; empty when it was.
+  std::string unfoldable;
 };
 
 class ModelGateway {

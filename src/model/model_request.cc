@@ -8,6 +8,8 @@ const char* ModelApiName(ModelApi api) {
       return "anthropic";
     case ModelApi::kOpenAIChat:
       return "openai_chat";
+    case ModelApi::kOpenAIResponses:
+      return "openai_responses";
   }
   return "unknown";
 }

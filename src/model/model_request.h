@@ -1,7 +1,8 @@
 // ModelRequest: one model API request body as the context manager sees it, whatever the API: the
 // provider-neutral transcript (transcript.h), the decoded texts of its blocks, and the body
 // rendered back with a RenderPlan applied. Every byte a plan does not change goes out as the client
-// sent it. Implemented by AnthropicRequest (Messages) and OpenAIChatRequest (Chat Completions).
+// sent it. Implemented by AnthropicRequest (Messages), OpenAIChatRequest (Chat Completions) and
+// OpenAIResponsesRequest (Responses).
 // Not thread-safe; a value owned by one request.
 #pragma once
 
@@ -18,9 +19,9 @@
 namespace contextd::model {
 
 // The wire APIs the gateway speaks.
-enum class ModelApi { kAnthropicMessages, kOpenAIChat };
+enum class ModelApi { kAnthropicMessages, kOpenAIChat, kOpenAIResponses };
 
-// The API's label in metrics and usage records: "anthropic", "openai_chat".
+// The API's label in metrics and usage records: "anthropic", "openai_chat", "openai_responses".
 const char* ModelApiName(ModelApi api);
 
 // How much of a text block an adapter decodes at parse time (Block::text): enough to tell a
@@ -62,6 +63,10 @@ class ModelRequest {
   virtual const std::string& model() const = 0;
   // How many messages the parse took over from the conversation's previous request.
   virtual size_t reused_messages() const = 0;
+  // Why the request cannot be rewritten at all (a metric label: its history is kept by the
+  // provider, e.g. a Responses request naming `previous_response_id`): the gateway then forwards
+  // it as sent, without Apply. Empty for a request F(.) applies to.
+  virtual std::string_view unfoldable_reason() const { return {}; }
 
   // The key of message 0 (computing it if needed), "" without messages: it names the thread.
   virtual std::string FirstMessageKey() = 0;

@@ -66,19 +66,22 @@ void UsageParser::Json(std::string_view text) {
   const nlohmann::json* usage = nullptr;
   if (auto it = j.find("usage"); it != j.end() && it->is_object()) {
     usage = &*it;
-  } else if (format_ == UsageFormat::kAnthropic) {
-    if (auto m = j.find("message"); m != j.end() && m->is_object()) {
+  } else if (format_ != UsageFormat::kOpenAIChat) {
+    // Messages: message_start's `message`; Responses: a response event's `response`.
+    const char* holder = format_ == UsageFormat::kAnthropic ? "message" : "response";
+    if (auto m = j.find(holder); m != j.end() && m->is_object()) {
       if (auto u = m->find("usage"); u != m->end() && u->is_object()) usage = &*u;
     }
   }
   if (usage == nullptr) return;
   usage_.seen = true;
-  if (format_ == UsageFormat::kOpenAIChat) {
+  if (format_ != UsageFormat::kAnthropic) {
+    const bool chat = format_ == UsageFormat::kOpenAIChat;
     int64_t prompt = 0;
     int64_t cached = 0;
-    Take(*usage, "prompt_tokens", prompt);
-    Take(*usage, "completion_tokens", usage_.output_tokens);
-    if (auto details = usage->find("prompt_tokens_details");
+    Take(*usage, chat ? "prompt_tokens" : "input_tokens", prompt);
+    Take(*usage, chat ? "completion_tokens" : "output_tokens", usage_.output_tokens);
+    if (auto details = usage->find(chat ? "prompt_tokens_details" : "input_tokens_details");
         details != usage->end() && details->is_object()) {
       Take(*details, "cached_tokens", cached);
     }

@@ -2,7 +2,9 @@
 // holding it: a JSON body (kept up to a limit) or an SSE stream. Messages: message_start carries
 // the input side, message_delta the cumulative output. Chat Completions: the body's `usage`, or in
 // a stream the chunk that carries one (the last, when the client asked
-// `stream_options.include_usage`). Bytes are fed as they arrive, split anywhere.
+// `stream_options.include_usage`). Responses: the body's `usage`, or in a stream the
+// `response.completed` (or `.incomplete`, `.failed`) event's `response.usage`. Bytes are fed as
+// they arrive, split anywhere.
 // Not thread-safe; one per answer.
 #pragma once
 
@@ -15,6 +17,8 @@ namespace contextd::model {
 // Counted the Messages way, whatever the API: `input_tokens` is the input not read from the cache.
 // From Chat Completions: input_tokens = prompt_tokens - prompt_tokens_details.cached_tokens,
 // cache_read_input_tokens = cached_tokens, output_tokens = completion_tokens (no cache writes).
+// From Responses: input_tokens - input_tokens_details.cached_tokens, cached_tokens and
+// output_tokens likewise.
 struct ProviderUsage {
   int64_t input_tokens = 0;
   int64_t cache_read_input_tokens = 0;
@@ -24,7 +28,7 @@ struct ProviderUsage {
 };
 
 // The shape of the usage object.
-enum class UsageFormat { kAnthropic, kOpenAIChat };
+enum class UsageFormat { kAnthropic, kOpenAIChat, kOpenAIResponses };
 
 class UsageParser {
  public:

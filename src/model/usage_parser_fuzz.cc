@@ -12,10 +12,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   std::string_view bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
   size_t cut = bytes.empty() ? 0 : data[0] % (bytes.size() + 1);
-  for (int mode = 0; mode < 4; ++mode) {
+  using contextd::model::UsageFormat;
+  for (int mode = 0; mode < 6; ++mode) {
     const bool stream = mode & 1;
-    const auto format = mode & 2 ? contextd::model::UsageFormat::kOpenAIChat
-                                 : contextd::model::UsageFormat::kAnthropic;
+    const UsageFormat format = mode / 2 == 1   ? UsageFormat::kOpenAIChat
+                               : mode / 2 == 2 ? UsageFormat::kOpenAIResponses
+                                               : UsageFormat::kAnthropic;
     contextd::model::UsageParser whole(stream, format);
     whole.Feed(bytes);
     whole.Finish();
@@ -29,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         a.output_tokens != b.output_tokens ||
         a.cache_read_input_tokens != b.cache_read_input_tokens ||
         a.cache_creation_input_tokens != b.cache_creation_input_tokens ||
-        (mode & 2 && (a.input_tokens < 0 || a.cache_read_input_tokens < 0))) {
+        (mode >= 2 && (a.input_tokens < 0 || a.cache_read_input_tokens < 0))) {
       std::abort();
     }
   }

@@ -103,5 +103,55 @@ TEST(UsageParserTest, ReadsAChatCompletionsJsonBody) {
   EXPECT_EQ(other.usage().output_tokens, 0);
 }
 
+TEST(UsageParserTest, ReadsAResponsesStreamAndBody) {
+  // The usage is null until response.completed carries it under `response`.
+  const std::string sse =
+      "event: response.created\n"
+      "data: {\"type\":\"response.created\",\"response\":{\"id\":\"resp_1\",\"status\":"
+      "\"in_progress\",\"output\":[],\"usage\":null},\"sequence_number\":0}\n\n"
+      "event: response.output_text.delta\n"
+      "data: {\"type\":\"response.output_text.delta\",\"delta\":\"\\\"usage\\\"\"}\n\n"
+      "event: response.completed\r\n"
+      "data: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_1\",\"status\":"
+      "\"completed\",\"usage\":{\"input_tokens\":1200,\"input_tokens_details\":"
+      "{\"cached_tokens\":1024},\"output_tokens\":7,\"output_tokens_details\":"
+      "{\"reasoning_tokens\":3},\"total_tokens\":1207}},\"sequence_number\":5}\r\n\r\n";
+  for (size_t cut = 0; cut <= sse.size(); cut += 7) {
+    UsageParser parser(/*event_stream=*/true, UsageFormat::kOpenAIResponses);
+    parser.Feed(std::string_view(sse).substr(0, cut));
+    parser.Feed(std::string_view(sse).substr(cut));
+    parser.Finish();
+    const ProviderUsage& u = parser.usage();
+    ASSERT_TRUE(u.seen) << cut;
+    EXPECT_EQ(u.input_tokens, 176);  // input tokens not read from the cache
+    EXPECT_EQ(u.cache_read_input_tokens, 1024);
+    EXPECT_EQ(u.cache_creation_input_tokens, 0);
+    EXPECT_EQ(u.output_tokens, 7);
+  }
+
+  UsageParser body(/*event_stream=*/false, UsageFormat::kOpenAIResponses);
+  body.Feed(
+      "{\"id\":\"resp_2\",\"object\":\"response\",\"output\":[{\"type\":\"message\","
+      "\"content\":[{\"type\":\"output_text\",\"text\":\"ok\"}]}],");
+  body.Feed("\"usage\":{\"input_tokens\":30,\"input_tokens_details\":{\"cached_tokens\":99},"
+            "\"output_tokens\":4,\"total_tokens\":34}}");
+  body.Finish();
+  EXPECT_TRUE(body.usage().seen);
+  EXPECT_EQ(body.usage().input_tokens, 0);  // cached tokens beyond the input are clamped
+  EXPECT_EQ(body.usage().cache_read_input_tokens, 30);
+  EXPECT_EQ(body.usage().output_tokens, 4);
+
+  // A Chat-shaped usage is not read as Responses; an error body has none.
+  UsageParser chat(/*event_stream=*/false, UsageFormat::kOpenAIResponses);
+  chat.Feed("{\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":4}}");
+  chat.Finish();
+  EXPECT_EQ(chat.usage().input_tokens, 0);
+  EXPECT_EQ(chat.usage().output_tokens, 0);
+  UsageParser error(/*event_stream=*/true, UsageFormat::kOpenAIResponses);
+  error.Feed("event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\"}\n\n");
+  error.Finish();
+  EXPECT_FALSE(error.usage().seen);
+}
+
 }  // namespace
 }  // namespace contextd::model

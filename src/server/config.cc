@@ -145,6 +145,11 @@ const std::map<std::string, KeySpec>& Registry() {
     CONTEXTD_MODEL_KEY("model_gateway.openai.response_timeout_seconds",
                        openai_response_timeout_seconds);
     CONTEXTD_MODEL_KEY("model_gateway.openai.read_timeout_seconds", openai_read_timeout_seconds);
+    CONTEXTD_MODEL_KEY("model_gateway.auto_fold.enabled", auto_fold.enabled);
+    CONTEXTD_MODEL_KEY("model_gateway.auto_fold.trigger_tokens", auto_fold.trigger_tokens);
+    CONTEXTD_MODEL_KEY("model_gateway.auto_fold.keep", auto_fold.keep);
+    CONTEXTD_MODEL_KEY("model_gateway.auto_fold.min_result_tokens", auto_fold.min_result_tokens);
+    CONTEXTD_MODEL_KEY("model_gateway.auto_fold.clear_at_least", auto_fold.clear_at_least);
 #undef CONTEXTD_MODEL_KEY
 #define CONTEXTD_MEMORY_KEY(key, name) \
   m[key] = Scalar(key, [](ServerConfig* c) { return &c->memory.name; })
@@ -470,6 +475,19 @@ absl::Status ValidateConfig(const ServerConfig& config) {
       return Bad(prefix + "response_timeout_seconds", "must be positive");
     }
     if (u.read_timeout_seconds < 1) return Bad(prefix + "read_timeout_seconds", "must be positive");
+  }
+  const model::AutoFoldOptions& fold = model.auto_fold;
+  if (fold.trigger_tokens < 1) {
+    return Bad("model_gateway.auto_fold.trigger_tokens", "must be positive");
+  }
+  if (fold.keep < 0 || fold.keep > 1000) {
+    return Bad("model_gateway.auto_fold.keep", "must be between 0 and 1000");
+  }
+  if (fold.min_result_tokens < 0) {
+    return Bad("model_gateway.auto_fold.min_result_tokens", "must not be negative");
+  }
+  if (fold.clear_at_least < 1) {
+    return Bad("model_gateway.auto_fold.clear_at_least", "must be positive");
   }
   const MemoryConfig& mem = config.memory;
   if (mem.extract_scope != "project" && mem.extract_scope != "team" && mem.extract_scope != "org") {

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "folding/config.h"
 #include "gateway/upstream_config.h"
+#include "model/auto_fold.h"
 #include "scrub/rule_scrubber.h"
 
 namespace contextd::server {
@@ -35,6 +36,8 @@ struct ModelGatewayConfig {
   int64_t openai_connect_timeout_ms = 10'000;
   int64_t openai_response_timeout_seconds = 600;
   int64_t openai_read_timeout_seconds = 600;
+  // model_gateway.auto_fold: stale tool results folded into trail handles (docs/auto-fold.md).
+  model::AutoFoldOptions auto_fold;
 };
 
 // An OpenAI-compatible endpoint the ReasoningBank may use (memory.distiller, memory.embeddings).

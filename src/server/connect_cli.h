@@ -16,10 +16,11 @@ namespace contextd::server {
 
 enum class ClaudeCodeScope { kProject, kUser };
 
-// The parts of the process environment that decide where Claude Code's files are.
-struct ClaudeCodeEnvironment {
+// The parts of the process environment that decide where the agents' files are.
+struct AgentEnvironment {
   std::string home;               // $HOME
   std::string claude_config_dir;  // $CLAUDE_CONFIG_DIR; empty when unset
+  std::string codex_home;         // $CODEX_HOME; empty when unset
   std::string cwd;                // the current directory (default project)
 };
 
@@ -37,7 +38,7 @@ struct ClaudeCodeFiles {
 // only; empty: env.cwd) is made absolute. Returns InvalidArgument when HOME is needed but empty.
 absl::StatusOr<ClaudeCodeFiles> ResolveClaudeCodeFiles(ClaudeCodeScope scope,
                                                        const std::string& project_dir,
-                                                       const ClaudeCodeEnvironment& env);
+                                                       const AgentEnvironment& env);
 
 // What Claude Code's files of one scope say about contextd (for `contextd status`).
 struct ClaudeCodeConnection {
@@ -50,16 +51,16 @@ struct ClaudeCodeConnection {
 // file when one is not a JSON object.
 absl::StatusOr<ClaudeCodeConnection> ReadClaudeCodeConnection(ClaudeCodeScope scope,
                                                               const std::string& project_dir,
-                                                              const ClaudeCodeEnvironment& env);
+                                                              const AgentEnvironment& env);
 
 struct ConnectCommand {
-  std::string client = "claude-code";         // the only client so far
+  std::string client = "claude-code";         // "claude-code" or "codex" (connect_codex.h)
   std::string project_dir;                    // project scope: DIR (empty: the current directory)
   bool user = false;                          // user scope instead of project
   bool dry_run = false;                       // print what would change, write nothing
   bool undo = false;                          // restore what the previous connects replaced
   std::string url = "http://127.0.0.1:9090";  // contextd's base URL (no /mcp)
-  // Where the record of previous values lives: <data_dir>/connect/claude-code.json (empty: the
+  // Where the record of previous values lives: <data_dir>/connect/<client>.json (empty: the
   // default data dir, as `contextd serve`).
   std::string data_dir;
 };
@@ -67,7 +68,7 @@ struct ConnectCommand {
 // Runs `command`: reports every change (or, with dry_run, every change it would make) and the
 // next step on `out`, errors on `err`. Nothing is written unless every file involved parses.
 // Returns the exit code: 0 on success (also when there was nothing to do), 2 on error.
-int RunConnectCommand(const ConnectCommand& command, const ClaudeCodeEnvironment& env,
-                      std::ostream& out, std::ostream& err);
+int RunConnectCommand(const ConnectCommand& command, const AgentEnvironment& env, std::ostream& out,
+                      std::ostream& err);
 
 }  // namespace contextd::server

@@ -60,7 +60,7 @@ class ConnectTest : public ::testing::Test {
   std::string SettingsFile() const { return project_ + "/.claude/settings.json"; }
 
   std::string root_, project_;
-  ClaudeCodeEnvironment env_;
+  AgentEnvironment env_;
   std::ostringstream out_, err_;
 };
 
@@ -261,7 +261,7 @@ TEST_F(ConnectTest, UserScopeNewGlobalConfigIsPrivate) {
 }
 
 TEST(ResolveClaudeCodeFilesTest, ClaudeConfigDirAndLegacyFile) {
-  ClaudeCodeEnvironment env;
+  AgentEnvironment env;
   env.home = "/h";
   env.cwd = "/w";
   auto p = ResolveClaudeCodeFiles(ClaudeCodeScope::kProject, "", env);

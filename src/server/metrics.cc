@@ -103,9 +103,28 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                            .Name("contextd_model_redacted_blocks_total")
                            .Help("Content blocks redacted by the model gateway (first time)")
                            .Register(*registry_);
+  model_auto_folds_ = &prometheus::BuildCounter()
+                           .Name("contextd_model_auto_folds_total")
+                           .Help("Tool results auto-folded into trail handles (first time)")
+                           .Register(*registry_);
+  model_auto_fold_tokens_ = &prometheus::BuildCounter()
+                                .Name("contextd_model_auto_fold_tokens_total")
+                                .Help("Tokens of the tool results auto-folded (first time)")
+                                .Register(*registry_);
+  model_auto_fold_steps_ =
+      &prometheus::BuildCounter()
+           .Name("contextd_model_auto_fold_steps_total")
+           .Help("Requests with auto-fold on, by what their step did (folded, below_trigger, "
+                 "below_clear_at_least, thinking, no_trail)")
+           .Register(*registry_);
   model_fallbacks_ = &prometheus::BuildCounter()
                           .Name("contextd_model_rewrite_fallbacks_total")
                           .Help("Requests forwarded unchanged because a rewrite was not valid")
+                          .Register(*registry_);
+  model_unfoldable_ = &prometheus::BuildCounter()
+                          .Name("contextd_model_unfoldable_requests_total")
+                          .Help("Requests of a folded API forwarded as sent because their history "
+                                "is kept by the provider, by api and reason")
                           .Register(*registry_);
   model_seconds_ = &prometheus::BuildHistogram()
                         .Name("contextd_model_request_seconds")
@@ -131,6 +150,14 @@ void Metrics::ModelRequestDone(const ModelRequest& r) {
   }
   model_redactions_->Add({{"api", r.api}}).Increment(r.redactions_new);
   if (r.fallback) model_fallbacks_->Add({{"api", r.api}}).Increment();
+  if (!r.auto_fold_outcome.empty()) {
+    model_auto_fold_steps_->Add({{"api", r.api}, {"outcome", r.auto_fold_outcome}}).Increment();
+    model_auto_folds_->Add({{"api", r.api}}).Increment(r.auto_folds_new);
+    model_auto_fold_tokens_->Add({{"api", r.api}}).Increment(r.auto_fold_tokens);
+  }
+  if (!r.unfoldable.empty()) {
+    model_unfoldable_->Add({{"api", r.api}, {"reason", r.unfoldable}}).Increment();
+  }
   model_seconds_
       ->Add({{"api", r.api}}, prometheus::Histogram::BucketBoundaries{0.1, 0.5, 1, 2.5, 5, 10, 30,
                                                                       60, 120, 300, 600})

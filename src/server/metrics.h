@@ -55,6 +55,9 @@ class Metrics {
     double seconds = 0;
     double at_unix_seconds = 0;
     bool fallback = false;
+    std::string auto_fold_outcome;  // "" when auto-fold was off for the request
+    double auto_folds_new = 0, auto_fold_tokens = 0;
+    std::string unfoldable;  // why F(.) could not apply ("previous_response_id", ...), or ""
   };
   void ModelRequestDone(const ModelRequest& request);
 
@@ -85,8 +88,12 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* model_provider_tokens_;
   prometheus::Family<prometheus::Counter>* model_folds_;
   prometheus::Family<prometheus::Counter>* model_folds_skipped_;
+  prometheus::Family<prometheus::Counter>* model_auto_folds_;
+  prometheus::Family<prometheus::Counter>* model_auto_fold_tokens_;
+  prometheus::Family<prometheus::Counter>* model_auto_fold_steps_;
   prometheus::Family<prometheus::Counter>* model_redactions_;
   prometheus::Family<prometheus::Counter>* model_fallbacks_;
+  prometheus::Family<prometheus::Counter>* model_unfoldable_;
   prometheus::Family<prometheus::Histogram>* model_seconds_;
   prometheus::Family<prometheus::Counter>* memory_events_;
   prometheus::Family<prometheus::Counter>* memory_items_;

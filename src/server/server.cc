@@ -468,17 +468,23 @@ absl::Status BuildModelGateway(const ServerConfig& config,
   // Built-in tool work (Read, Bash, ...) reaches the trail too: in the branch it was made in, or
   // the root of the session the conversation's branches belong to.
   trail::Trail* trail = engine.trail.get();
+  // The trail session a conversation's events belong to: that of its anchor branch, else one
+  // named after the conversation.
+  auto session_of = [branches](const model::ConversationKey& key, const std::string& anchor) {
+    trail::SessionRef session{key.tenant, kDefaultProject, "model:" + key.conversation};
+    if (!anchor.empty()) {
+      auto branch = branches->Get(anchor);
+      if (branch.ok() && branch->has_value() && (*branch)->session.tenant == key.tenant) {
+        const folding::SessionKey& owner = (*branch)->session;
+        session = trail::SessionRef{owner.tenant, owner.project, owner.session_id};
+      }
+    }
+    return session;
+  };
   model::TenantCallRecorder recorder =
-      [branches, trail, executor](const model::ConversationKey& key, const std::string& anchor,
-                                  const std::vector<model::ModelToolCall>& calls) {
-        trail::SessionRef session{key.tenant, kDefaultProject, "model:" + key.conversation};
-        if (!anchor.empty()) {
-          auto branch = branches->Get(anchor);
-          if (branch.ok() && branch->has_value() && (*branch)->session.tenant == key.tenant) {
-            const folding::SessionKey& owner = (*branch)->session;
-            session = trail::SessionRef{owner.tenant, owner.project, owner.session_id};
-          }
-        }
+      [session_of, trail, executor](const model::ConversationKey& key, const std::string& anchor,
+                                    const std::vector<model::ModelToolCall>& calls) {
+        trail::SessionRef session = session_of(key, anchor);
         // Posted, not waited for: the trail need not hold the calls before the model request
         // leaves (the conversation's own decisions are durable by then).
         executor->Post([trail, session, calls] {
@@ -500,9 +506,34 @@ absl::Status BuildModelGateway(const ServerConfig& config,
           }
         });
       };
+  // Auto-fold keeps each result it folds in the trail first (found where the recorder above put
+  // it, else recorded now), on the executor, after the recordings posted before it.
+  model::TenantResultArchiver archiver =
+      [session_of, trail, executor](const model::ConversationKey& key, const std::string& anchor,
+                                    const std::vector<model::ModelToolCall>& calls) {
+        trail::SessionRef session = session_of(key, anchor);
+        std::vector<std::optional<model::TrailRef>> refs(calls.size());
+        executor->RunSync([&] {
+          for (size_t i = 0; i < calls.size(); ++i) {
+            const model::ModelToolCall& call = calls[i];
+            auto kept = trail->FindOrRecordToolCall(session, "", call.tool, call.arguments,
+                                                    call.result, call.tokens_arguments,
+                                                    call.tokens_result, call.is_error);
+            if (!kept.ok()) {
+              base::LogWarn(base::StrCat("trail: keeping an auto-folded ", call.tool,
+                                         " result: ", kept.status().message()));
+              continue;
+            }
+            refs[i] = model::TrailRef{kept->scope_id, kept->result_seq};
+          }
+        });
+        return refs;
+      };
+  model::ContextManagerOptions context_options;
+  context_options.auto_fold = mg.auto_fold;
   engine.context_manager = std::make_unique<model::ContextManager>(
-      model::ContextManagerOptions{}, *engine.conversations, *engine.scrubber, *counter,
-      std::move(lookup), std::move(charger), std::move(recorder));
+      context_options, *engine.conversations, *engine.scrubber, *counter, std::move(lookup),
+      std::move(charger), std::move(recorder), std::move(archiver));
   // One pooled client per upstream: each has its own CA file and timeouts.
   auto client_for = [](const std::string& ca_file, int64_t connect_ms, int64_t response_s,
                        int64_t read_s) {
@@ -549,10 +580,15 @@ absl::Status BuildModelGateway(const ServerConfig& config,
         r.seconds = static_cast<double>(report.usage.duration_ms) / 1000.0;
         r.at_unix_seconds = static_cast<double>(report.usage.at_ms) / 1000.0;
         r.fallback = report.applied.fallback;
+        r.auto_fold_outcome = report.applied.auto_fold_outcome;
+        r.auto_folds_new = report.applied.auto_folds_new;
+        r.auto_fold_tokens = static_cast<double>(report.applied.auto_fold_tokens);
+        r.unfoldable = report.unfoldable;
         metrics->ModelRequestDone(r);
       });
   base::LogInfo(base::StrCat("model gateway: /v1/messages -> ", mg.anthropic_base_url,
-                             ", /v1/chat/completions -> ", mg.openai_base_url));
+                             ", /v1/chat/completions and /v1/responses -> ",
+                             mg.openai_base_url));
   return absl::OkStatus();
 }
 

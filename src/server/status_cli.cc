@@ -18,6 +18,7 @@
 #include "boost/beast/core.hpp"
 #include "boost/beast/http.hpp"
 #include "nlohmann/json.hpp"
+#include "server/connect_codex.h"
 
 namespace contextd::server {
 namespace {
@@ -233,7 +234,9 @@ void ReportModel(const std::vector<MetricSample>& samples, const BaseUrl& base, 
     const char* name;
   };
   static constexpr Api kApis[] = {{"anthropic", "the Anthropic API"},
-                                  {"openai_chat", "OpenAI Chat Completions"}};
+                                  {"openai_chat", "OpenAI Chat Completions"},
+                                  {"openai_responses", "OpenAI Responses"},
+                                  {"openai", "the OpenAI API (passed through)"}};
   bool any = false;
   for (const Api& a : kApis) {
     std::map<std::string, double> by_status;
@@ -265,7 +268,7 @@ void ReportModel(const std::vector<MetricSample>& samples, const BaseUrl& base, 
   }
   if (!any) {
     out << "model: no model requests yet: is ANTHROPIC_BASE_URL=" << base.text
-        << " set for the agent? run `contextd connect claude-code`\n";
+        << " set for the agent? run `contextd connect claude-code` (or `contextd connect codex`)\n";
   }
 }
 
@@ -276,7 +279,7 @@ std::string Mark(const std::optional<std::string>& have, const std::string& want
   return base::StrCat(*have, h == want ? " (this server)" : " (another server)");
 }
 
-void ReportClaudeCode(const BaseUrl& base, const ClaudeCodeEnvironment& env, std::ostream& out) {
+void ReportClaudeCode(const BaseUrl& base, const AgentEnvironment& env, std::ostream& out) {
   out << "Claude Code configuration:\n";
   bool pointed = false;
   for (ClaudeCodeScope scope : {ClaudeCodeScope::kProject, ClaudeCodeScope::kUser}) {
@@ -298,6 +301,23 @@ void ReportClaudeCode(const BaseUrl& base, const ClaudeCodeEnvironment& env, std
   }
 }
 
+void ReportCodex(const BaseUrl& base, const AgentEnvironment& env, std::ostream& out) {
+  out << "Codex configuration:\n";
+  auto c = ReadCodexConnection(env);
+  if (!c.ok()) {
+    out << "  " << c.status().message() << "\n";
+    return;
+  }
+  out << "  " << c->config_file
+      << " mcp_servers.contextd.url: " << Mark(c->mcp_url, base.text + "/mcp") << "\n";
+  out << "  " << c->config_file
+      << " model_providers.contextd.base_url: " << Mark(c->base_url, base.text + "/v1") << "\n";
+  out << "  " << c->config_file << " model_provider: " << c->model_provider.value_or("not set")
+      << (c->model_provider == "contextd" ? "" : " (model requests do not go through contextd)")
+      << "\n";
+  if (!c->mcp_url && !c->base_url) out << "  not connected: run `contextd connect codex`\n";
+}
+
 }  // namespace
 
 std::vector<MetricSample> ParsePrometheusText(std::string_view text) {
@@ -317,8 +337,8 @@ std::vector<MetricSample> ParsePrometheusText(std::string_view text) {
   return samples;
 }
 
-int RunStatusCommand(const StatusCommand& command, const ClaudeCodeEnvironment& env,
-                     std::ostream& out, std::ostream& err) {
+int RunStatusCommand(const StatusCommand& command, const AgentEnvironment& env, std::ostream& out,
+                     std::ostream& err) {
   auto base = ParseBaseUrl(command.url);
   if (!base.ok()) {
     err << "contextd status: " << base.status().message() << "\n";
@@ -386,6 +406,7 @@ int RunStatusCommand(const StatusCommand& command, const ClaudeCodeEnvironment& 
     ReportModel(samples, *base, now, out);
   }
   ReportClaudeCode(*base, env, out);
+  ReportCodex(*base, env, out);
   return code;
 }
 

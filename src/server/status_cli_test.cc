@@ -98,7 +98,7 @@ class StatusTest : public ::testing::Test {
   }
 
   std::string root_, url_;
-  ClaudeCodeEnvironment env_;
+  AgentEnvironment env_;
   std::unique_ptr<transport::HttpServer> server_;
   std::ostringstream out_, err_;
 };
@@ -112,6 +112,7 @@ TEST_F(StatusTest, ReportsMcpAndModelRequests) {
       "contextd_model_last_request_timestamp_seconds{api=\"anthropic\"} 1700000088\n"
       "contextd_model_requests_total{api=\"openai_chat\",status=\"200\"} 3\n"
       "contextd_model_requests_total{api=\"openai\",status=\"200\"} 1\n"
+      "contextd_model_requests_total{api=\"openai_responses\",status=\"400\"} 2\n"
       "contextd_tool_call_seconds_count{tool=\"branch_create\"} 2\n");
   transport::testing::RawClient c(server_->port());
   ASSERT_TRUE(c.connected());
@@ -124,6 +125,7 @@ TEST_F(StatusTest, ReportsMcpAndModelRequests) {
                                     "status 529: 1), last 12 s ago"));
   EXPECT_THAT(out_.str(),
               HasSubstr("model: 3 request(s) to OpenAI Chat Completions (status 200: 3)\n"));
+  EXPECT_THAT(out_.str(), HasSubstr("model: 2 request(s) to OpenAI Responses (status 400: 2)\n"));
   EXPECT_THAT(out_.str(), HasSubstr("not connected: run `contextd connect claude-code`"));
 }
 
@@ -156,7 +158,36 @@ TEST_F(StatusTest, ShowsWhetherClaudeCodePointsHere) {
                                     "http://127.0.0.1:1/mcp (another server)"));
   EXPECT_THAT(out_.str(), HasSubstr("user: " + env_.home +
                                     "/.claude/settings.json env.ANTHROPIC_BASE_URL: not set"));
-  EXPECT_THAT(out_.str(), Not(HasSubstr("not connected")));
+  EXPECT_THAT(out_.str(), Not(HasSubstr("not connected: run `contextd connect claude-code`")));
+  EXPECT_THAT(out_.str(), HasSubstr("not connected: run `contextd connect codex`"));
+}
+
+TEST_F(StatusTest, ShowsWhetherCodexPointsHere) {
+  Start("");
+  ConnectCommand connect;
+  connect.client = "codex";
+  connect.url = url_;
+  connect.data_dir = root_ + "/data";
+  std::ostringstream ignored;
+  ASSERT_EQ(RunConnectCommand(connect, env_, ignored, ignored), 0);
+  ASSERT_EQ(Run(), 0) << err_.str();
+  const std::string file = env_.home + "/.codex/config.toml";
+  EXPECT_THAT(out_.str(), HasSubstr("Codex configuration:\n  " + file +
+                                    " mcp_servers.contextd.url: " + url_ + "/mcp (this server)"));
+  EXPECT_THAT(out_.str(), HasSubstr(file + " model_providers.contextd.base_url: " + url_ +
+                                    "/v1 (this server)"));
+  EXPECT_THAT(out_.str(), HasSubstr(file + " model_provider: contextd\n"));
+  EXPECT_THAT(out_.str(), Not(HasSubstr("not connected: run `contextd connect codex`")));
+
+  // Another provider selected: the model requests bypass contextd, and status says so.
+  ConnectCommand undo = connect;
+  undo.undo = true;
+  ASSERT_EQ(RunConnectCommand(undo, env_, ignored, ignored), 0);
+  std::ofstream(file) << "model_provider = \"openai\"\n[mcp_servers.contextd]\nurl = \"" << url_
+                      << "/mcp\"\n";
+  ASSERT_EQ(Run(), 0) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr(" model_provider: openai (model requests do not go through "
+                                    "contextd)"));
 }
 
 TEST_F(StatusTest, BearerTokenFromTokenFile) {

@@ -196,6 +196,10 @@ absl::Status TrailTools::Register(protocol::McpServer& server) {
                 {{"scope_id", {{"type", "string"}, {"minLength", 1}, {"maxLength", 200},
                                {"description", "Branch id (br_...), auto-scope id (auto_...) "
                                                "or session scope id (ses_...)"}}},
+                 {"event", {{"type", "integer"}, {"minimum", 1},
+                            {"description", "Show only this event (its seq) and, for a tool "
+                                            "result, its call: what a folded-result handle "
+                                            "names"}}},
                  {"offset", {{"type", "integer"}, {"minimum", 0},
                              {"description", "Skip this many events (default 0)"}}},
                  {"limit", {{"type", "integer"}, {"minimum", 1},
@@ -313,6 +317,7 @@ void TrailTools::Unfold(const std::shared_ptr<ToolCall>& call) {
                                  "scope ", id, " not found in this project (use trail_search or "
                                  "context_view to find scope ids)")));
   }
+  if (args.contains("event")) return UnfoldEvent(call, *scope, IntArg(args, "event", 0));
   auto page = trail_.Unfold(session, id, offset, limit);
   if (!page.ok()) return FinishError(call, page.status());
   std::string text = base::StrCat(trail::ScopeKindName(scope->kind), " ", id, " [",
@@ -338,6 +343,24 @@ void TrailTools::Unfold(const std::shared_ptr<ToolCall>& call) {
                                    {"events", std::move(events)}};
   // The same hint as the text, for clients that show the model the structured result.
   if (more) result.structured_content["next_offset"] = next_offset;
+  call->Finish(std::move(result));
+}
+
+void TrailTools::UnfoldEvent(const std::shared_ptr<ToolCall>& call, const trail::Scope& scope,
+                             int64_t seq) {
+  auto events = trail_.UnfoldEvent(TrailSessionFor(call->session()), scope.id, seq);
+  if (!events.ok()) return FinishError(call, events.status());
+  std::string text = base::StrCat(trail::ScopeKindName(scope.kind), " ", scope.id, " [",
+                                  trail::ScopeStatusName(scope.status), "] ", scope.description,
+                                  "\nevent ", seq, "\n");
+  Json list = Json::array();
+  for (const auto& e : *events) {
+    text += EventText(e);
+    list.push_back(EventToJson(e));
+  }
+  ToolResult result = protocol::TextResult(std::move(text));
+  result.structured_content =
+      Json{{"scope", ScopeToJson(scope)}, {"event", seq}, {"events", std::move(list)}};
   call->Finish(std::move(result));
 }
 

@@ -48,6 +48,9 @@ class TrailTools {
                                                      std::optional<folding::Branch>& storage);
   void View(const std::shared_ptr<protocol::ToolCall>& call);
   void Unfold(const std::shared_ptr<protocol::ToolCall>& call);
+  // trail_unfold with `event`: that event (and a tool result's call) of `scope`.
+  void UnfoldEvent(const std::shared_ptr<protocol::ToolCall>& call, const trail::Scope& scope,
+                   int64_t seq);
   void Search(const std::shared_ptr<protocol::ToolCall>& call);
 
   trail::Trail& trail_;

@@ -194,6 +194,27 @@ TEST_F(TrailToolsTest, ViewUnfoldSearchAndResources) {
   EXPECT_EQ(body["events"].size(), 2u);
   res = Call("resources/read", {{"uri", "trail://scopes/br_none"}});
   EXPECT_TRUE(res.contains("error")) << res.dump();
+
+  // A folded-result handle names one event: it comes back with its call.
+  auto kept = trail_->FindOrRecordToolCall(Ref(), "", "fs__read", "{\"path\":\"parser.cc\"}",
+                                           "int parse() { return 42; } // many lines", 5, 300,
+                                           false);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_EQ(kept->scope_id, "br_one") << "found where it was recorded, not recorded again";
+  Json one = Tool("trail_unfold", {{"scope_id", "br_one"}, {"event", kept->result_seq}});
+  EXPECT_FALSE(one.value("isError", false)) << one.dump();
+  ASSERT_EQ(one["structuredContent"]["events"].size(), 2u) << one.dump();
+  EXPECT_EQ(one["structuredContent"]["events"][0]["kind"], "tool_call");
+  EXPECT_EQ(one["structuredContent"]["events"][1]["payload"],
+            "int parse() { return 42; } // many lines");
+  EXPECT_NE(one["content"][0]["text"].get<std::string>().find("many lines"), std::string::npos);
+  Json elsewhere = Tool("trail_unfold", {{"scope_id", "br_two"}, {"event", kept->result_seq}});
+  EXPECT_TRUE(elsewhere.value("isError", false)) << "an event is found in its own scope only";
+  // A result the trail never saw is recorded now, in the session root.
+  auto fresh = trail_->FindOrRecordToolCall(Ref(), "", "Read", "{}", "never recorded", 1, 2, false);
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  EXPECT_EQ(fresh->scope_id.rfind("ses_", 0), 0u) << fresh->scope_id;
+  EXPECT_EQ(fresh->call_seq + 1, fresh->result_seq);
 }
 
 // trail.auto_scope_upstreams on: the recorder sends root-level upstream calls to auto-scopes,

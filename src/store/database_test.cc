@@ -378,8 +378,32 @@ TEST(DatabaseTest, Migration9AddsTheModelTablesAndKeepsTheRest) {
   EXPECT_FALSE(d.Exec(insert + "('t','c','th',3,X'00',X'02')").ok());
   EXPECT_TRUE(d.Exec(insert + "('t','c','th2',3,X'00',X'02')").ok());
   EXPECT_FALSE(d.Exec(insert + "('t','c','th',0,X'01',X'01')").ok());
-  EXPECT_FALSE(d.Exec(insert + "('t','c','th',4,X'01',X'01')").ok());
+  EXPECT_TRUE(d.Exec(insert + "('t','c','th',4,X'01',X'01')").ok());  // from migration 11
+  EXPECT_FALSE(d.Exec(insert + "('t','c','th',5,X'01',X'01')").ok());
   EXPECT_FALSE(d.Exec("INSERT INTO model_threads VALUES ('t','c','th',X'',-1,1,1)").ok());
+}
+
+TEST(DatabaseTest, Migration11TakesAutoFoldRewritesAndKeepsEveryRewriteInOrder) {
+  TempDir tmp;
+  std::string path = tmp.File("v10.db");
+  RawExec(path, SchemaUpTo(10) + R"sql(
+    INSERT INTO model_rewrites (seq, tenant, conversation, thread, kind, key, value)
+      VALUES (7, 't', 'c', 'th', 3, X'0a', X'01'), (3, 't', 'c', 'th', 1, X'0b', X'02');
+  )sql");
+  auto db = Database::Open(path);
+  ASSERT_TRUE(db.ok()) << db.status();
+  std::lock_guard<std::mutex> lock((*db)->mutex());
+  Database& d = **db;
+  EXPECT_EQ(QueryText(d, "SELECT name FROM schema_version WHERE version = 11"),
+            "0011_auto_fold_rewrites.sql");
+  EXPECT_EQ(QueryText(d, "SELECT group_concat(seq || ':' || kind, ',') FROM (SELECT * FROM "
+                         "model_rewrites ORDER BY seq)"),
+            "3:1,7:3");
+  const std::string insert =
+      "INSERT INTO model_rewrites (tenant, conversation, thread, kind, key, value) VALUES ";
+  EXPECT_TRUE(d.Exec(insert + "('t','c','th',4,X'0a',X'01')").ok());
+  EXPECT_FALSE(d.Exec(insert + "('t','c','th',3,X'0a',X'09')").ok());  // still unique
+  EXPECT_EQ(QueryText(d, "PRAGMA integrity_check"), "ok");
 }
 
 TEST(DatabaseTest, MigrationsThatWouldLeaveABrokenForeignKeyChangeNothing) {

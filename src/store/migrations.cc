@@ -481,6 +481,25 @@ CREATE TABLE memory_vectors (
 );
 )sql";
 
+// 0011: model_rewrites takes kind 4 (model::RewriteKind::kAutoFold, issue 20). SQLite cannot
+// change a CHECK in place: the table is rebuilt with its rows, `seq` kept (Load's order).
+constexpr char k0011AutoFoldRewrites[] = R"sql(
+CREATE TABLE model_rewrites_0011 (
+  seq          INTEGER PRIMARY KEY,
+  tenant       TEXT NOT NULL,
+  conversation TEXT NOT NULL,
+  thread       TEXT NOT NULL,
+  kind         INTEGER NOT NULL CHECK (kind >= 1 AND kind <= 4),
+  key          BLOB NOT NULL,
+  value        BLOB NOT NULL,
+  UNIQUE (tenant, conversation, thread, kind, key)
+);
+INSERT INTO model_rewrites_0011 (seq, tenant, conversation, thread, kind, key, value)
+  SELECT seq, tenant, conversation, thread, kind, key, value FROM model_rewrites ORDER BY seq;
+DROP TABLE model_rewrites;
+ALTER TABLE model_rewrites_0011 RENAME TO model_rewrites;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
@@ -495,6 +514,7 @@ const std::vector<Migration>& Migrations() {
       {8, "0008_branch_depth_from_zero.sql", k0008BranchDepthFromZero},
       {9, "0009_model_conversations.sql", k0009ModelConversations},
       {10, "0010_memory.sql", k0010Memory},
+      {11, "0011_auto_fold_rewrites.sql", k0011AutoFoldRewrites},
   };
   return kAll;
 }

@@ -39,7 +39,8 @@ absl::Status About(const ConversationKey& key, const absl::Status& st) {
 bool IsRewriteKind(int64_t kind) {
   return kind == static_cast<int64_t>(RewriteKind::kBlock) ||
          kind == static_cast<int64_t>(RewriteKind::kAppend) ||
-         kind == static_cast<int64_t>(RewriteKind::kFold);
+         kind == static_cast<int64_t>(RewriteKind::kFold) ||
+         kind == static_cast<int64_t>(RewriteKind::kAutoFold);
 }
 
 }  // namespace

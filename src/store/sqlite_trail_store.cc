@@ -25,6 +25,12 @@ constexpr char kScopeColumns[] =
     "(SELECT COALESCE(SUM(e.tokens), 0) FROM trail_events e WHERE e.scope_id = s.id)";
 constexpr int kScopeColumnCount = 14;
 
+// Columns 0..8 of an event read (SqliteTrailStore::ReadEvent), with the FROM clause: `e` is
+// trail_events, `b` its blob.
+constexpr char kEventColumns[] =
+    "e.seq, e.scope_id, e.kind, e.label, b.content, e.blob_hash, e.tokens, e.is_error, e.at_ms "
+    "FROM trail_events e JOIN trail_blobs b ON b.hash = e.blob_hash";
+
 Scope ReadScope(const Statement& st) {
   Scope s;
   s.id = st.Text(0);
@@ -138,10 +144,16 @@ absl::Status SqliteTrailStore::PrepareAll() {
   ASSIGN_OR_RETURN(get_scope_, db_->Prepare(base::StrCat("SELECT ", kScopeColumns,
                                                          " FROM trail_scopes s WHERE s.id = ?")));
   ASSIGN_OR_RETURN(list_events_,
-                   db_->Prepare("SELECT e.seq, e.scope_id, e.kind, e.label, b.content, "
-                                "e.blob_hash, e.tokens, e.is_error, e.at_ms FROM trail_events e "
-                                "JOIN trail_blobs b ON b.hash = e.blob_hash WHERE e.scope_id = ? "
-                                "ORDER BY e.seq LIMIT ? OFFSET ?"));
+                   db_->Prepare(base::StrCat("SELECT ", kEventColumns,
+                                             " WHERE e.scope_id = ? ORDER BY e.seq LIMIT ? "
+                                             "OFFSET ?")));
+  ASSIGN_OR_RETURN(get_event_,
+                   db_->Prepare(base::StrCat("SELECT ", kEventColumns, " WHERE e.seq = ?")));
+  ASSIGN_OR_RETURN(find_event_,
+                   db_->Prepare(base::StrCat("SELECT ", kEventColumns,
+                                             " JOIN trail_scopes s ON s.id = e.scope_id WHERE "
+                                             "s.root_id = ?1 AND e.blob_hash = ?2 AND e.kind = "
+                                             "?3 ORDER BY e.seq DESC LIMIT 1")));
   ASSIGN_OR_RETURN(count_events_,
                    db_->Prepare("SELECT COUNT(*) FROM trail_events WHERE scope_id = ?"));
   ASSIGN_OR_RETURN(
@@ -358,16 +370,7 @@ absl::StatusOr<trail::EventPage> SqliteTrailStore::ListEvents(std::string_view s
     while (true) {
       ASSIGN_OR_RETURN(bool row, list_events_.Step());
       if (!row) break;
-      Event e;
-      e.seq = list_events_.Int(0);
-      e.scope_id = list_events_.Text(1);
-      ASSIGN_OR_RETURN(e.kind, trail::ParseEventKind(list_events_.Text(2)));
-      e.label = list_events_.Text(3);
-      e.payload = list_events_.Text(4);
-      e.payload_hash = list_events_.Text(5);
-      e.tokens = list_events_.Int(6);
-      e.is_error = list_events_.Int(7) != 0;
-      e.at_ms = list_events_.Int(8);
+      ASSIGN_OR_RETURN(Event e, ReadEvent(list_events_));
       page.events.push_back(std::move(e));
     }
   }
@@ -376,6 +379,44 @@ absl::StatusOr<trail::EventPage> SqliteTrailStore::ListEvents(std::string_view s
   ASSIGN_OR_RETURN(bool row, count_events_.Step());
   page.total = row ? count_events_.Int(0) : 0;
   return page;
+}
+
+absl::StatusOr<Event> SqliteTrailStore::ReadEvent(Statement& st) {
+  Event e;
+  e.seq = st.Int(0);
+  e.scope_id = st.Text(1);
+  ASSIGN_OR_RETURN(e.kind, trail::ParseEventKind(st.Text(2)));
+  e.label = st.Text(3);
+  e.payload = st.Text(4);
+  e.payload_hash = st.Text(5);
+  e.tokens = st.Int(6);
+  e.is_error = st.Int(7) != 0;
+  e.at_ms = st.Int(8);
+  return e;
+}
+
+absl::StatusOr<std::optional<Event>> SqliteTrailStore::GetEvent(int64_t seq) {
+  std::lock_guard<std::mutex> lock(db_->mutex());
+  ResetOnExit reset(get_event_);
+  get_event_.Bind(1, seq);
+  ASSIGN_OR_RETURN(bool row, get_event_.Step());
+  if (!row) return std::optional<Event>();
+  ASSIGN_OR_RETURN(Event e, ReadEvent(get_event_));
+  return std::optional<Event>(std::move(e));
+}
+
+absl::StatusOr<std::optional<Event>> SqliteTrailStore::FindEvent(std::string_view root_scope_id,
+                                                                std::string_view payload_hash,
+                                                                trail::EventKind kind) {
+  std::lock_guard<std::mutex> lock(db_->mutex());
+  ResetOnExit reset(find_event_);
+  find_event_.Bind(1, root_scope_id);
+  find_event_.Bind(2, payload_hash);
+  find_event_.Bind(3, std::string_view(trail::EventKindName(kind)));
+  ASSIGN_OR_RETURN(bool row, find_event_.Step());
+  if (!row) return std::optional<Event>();
+  ASSIGN_OR_RETURN(Event e, ReadEvent(find_event_));
+  return std::optional<Event>(std::move(e));
 }
 
 absl::StatusOr<std::vector<trail::SessionEntry>> SqliteTrailStore::ListSessions(

@@ -51,6 +51,10 @@ class SqliteTrailStore final : public trail::TrailStore {
   absl::StatusOr<std::optional<trail::Scope>> GetScope(std::string_view id) override;
   absl::StatusOr<trail::EventPage> ListEvents(std::string_view scope_id, int64_t offset,
                                               int64_t limit) override;
+  absl::StatusOr<std::optional<trail::Event>> GetEvent(int64_t seq) override;
+  absl::StatusOr<std::optional<trail::Event>> FindEvent(std::string_view root_scope_id,
+                                                        std::string_view payload_hash,
+                                                        trail::EventKind kind) override;
   absl::StatusOr<std::vector<trail::SessionEntry>> ListSessions(std::string_view tenant,
                                                                 int64_t limit) override;
   absl::StatusOr<std::vector<trail::Scope>> ListScopes(std::string_view root_scope_id) override;
@@ -86,6 +90,8 @@ class SqliteTrailStore final : public trail::TrailStore {
   // Appends the scope at `pos` (trail_scopes.pos) to trail_fts_log for the search index, and
   // every kFtsLogTrimEvery entries deletes those it holds. Caller holds the mutex, inside a write.
   absl::Status LogForSearchLocked(int64_t pos);
+  // The event of the row `st` stands on (the columns of kEventColumns).
+  static absl::StatusOr<trail::Event> ReadEvent(Statement& st);
   static absl::StatusOr<std::vector<trail::Scope>> ReadScopes(Statement& st, int extra_text_col,
                                                               std::vector<std::string>* extra);
 
@@ -101,6 +107,8 @@ class SqliteTrailStore final : public trail::TrailStore {
   Statement get_scope_;
   Statement list_events_;
   Statement count_events_;
+  Statement get_event_;
+  Statement find_event_;
   Statement list_sessions_;
   Statement list_scopes_;
   Statement list_open_;

@@ -8,6 +8,7 @@
 #include "base/ids.h"
 #include "base/status_macros.h"
 #include "base/str_cat.h"
+#include "trail/content_hash.h"
 #include "trail/internal/text.h"
 
 namespace contextd::trail {
@@ -293,6 +294,27 @@ absl::StatusOr<RecordedCall> Trail::RecordToolCall(const SessionRef& session,
   return recorded;
 }
 
+absl::StatusOr<RecordedCall> Trail::FindOrRecordToolCall(
+    const SessionRef& session, std::string_view scope_id, std::string_view tool,
+    std::string_view arguments_text, std::string_view result_text, int64_t tokens_args,
+    int64_t tokens_result, bool is_error) {
+  ASSIGN_OR_RETURN(std::string root, RootScope(session));
+  ASSIGN_OR_RETURN(std::optional<Event> found,
+                   store_.FindEvent(root, ContentHash(Kept(result_text)), EventKind::kToolResult));
+  if (found) {
+    RecordedCall recorded;
+    recorded.scope_id = found->scope_id;
+    recorded.result_seq = found->seq;
+    ASSIGN_OR_RETURN(std::optional<Event> call, store_.GetEvent(found->seq - 1));
+    if (call && call->scope_id == found->scope_id && call->kind == EventKind::kToolCall) {
+      recorded.call_seq = call->seq;
+    }
+    return recorded;
+  }
+  return RecordToolCall(session, scope_id, tool, arguments_text, result_text, tokens_args,
+                        tokens_result, is_error);
+}
+
 absl::StatusOr<RecordedCall> Trail::RecordUpstreamCall(
     const SessionRef& session, std::string_view upstream, std::string_view tool,
     std::string_view arguments_text, std::string_view result_text, int64_t tokens_args,
@@ -454,6 +476,24 @@ absl::StatusOr<EventPage> Trail::Unfold(const SessionRef& session, std::string_v
   }
   RETURN_IF_ERROR(GetScope(session, scope_id).status());
   return store_.ListEvents(scope_id, offset, limit);
+}
+
+absl::StatusOr<std::vector<Event>> Trail::UnfoldEvent(const SessionRef& session,
+                                                     std::string_view scope_id, int64_t seq) {
+  RETURN_IF_ERROR(GetScope(session, scope_id).status());
+  ASSIGN_OR_RETURN(std::optional<Event> event, store_.GetEvent(seq));
+  if (!event || event->scope_id != scope_id) {
+    return absl::NotFoundError(base::StrCat("event ", seq, " not found in scope ", scope_id));
+  }
+  std::vector<Event> events;
+  if (event->kind == EventKind::kToolResult && seq > 1) {
+    ASSIGN_OR_RETURN(std::optional<Event> call, store_.GetEvent(seq - 1));
+    if (call && call->scope_id == scope_id && call->kind == EventKind::kToolCall) {
+      events.push_back(*std::move(call));
+    }
+  }
+  events.push_back(*std::move(event));
+  return events;
 }
 
 absl::StatusOr<std::vector<SearchHit>> Trail::Search(const SessionRef& session,

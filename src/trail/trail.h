@@ -100,6 +100,18 @@ class Trail {
                                               std::string_view result_text, int64_t tokens_args,
                                               int64_t tokens_result, bool is_error);
 
+  // For the model gateway's auto-fold: where the trail keeps a tool result that is about to be
+  // folded out of the model's context. The newest tool_result event of the session whose payload
+  // is `result_text` (as stored: withheld) when there is one (the call was recorded when its
+  // result arrived); otherwise RecordToolCall(...) now. Errors as RecordToolCall's.
+  absl::StatusOr<RecordedCall> FindOrRecordToolCall(const SessionRef& session,
+                                                    std::string_view scope_id,
+                                                    std::string_view tool,
+                                                    std::string_view arguments_text,
+                                                    std::string_view result_text,
+                                                    int64_t tokens_args, int64_t tokens_result,
+                                                    bool is_error);
+
   // For the gateway: one proxied call made outside any branch, to upstream `upstream` (`tool`:
   // what RecordToolCall records as the label, "<upstream>__<tool>" or an exposed resource uri).
   // Without auto_scope_upstreams: RecordToolCall in the session root. With it: the call goes to
@@ -136,6 +148,11 @@ class Trail {
   // 1..kMaxUnfoldLimit.
   absl::StatusOr<EventPage> Unfold(const SessionRef& session, std::string_view scope_id,
                                    int64_t offset, int64_t limit);
+  // Event `seq` of scope `scope_id` (from any session of `session`'s tenant and project), with
+  // the tool_call event it answers first when it is a tool_result recorded with its call.
+  // NotFound when the scope is not the session's tenant and project's or holds no such event.
+  absl::StatusOr<std::vector<Event>> UnfoldEvent(const SessionRef& session,
+                                                 std::string_view scope_id, int64_t seq);
   // Scope `scope_id` if it belongs to `session`'s tenant and project; NotFound otherwise.
   absl::StatusOr<Scope> GetScope(const SessionRef& session, std::string_view scope_id);
 

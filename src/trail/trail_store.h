@@ -146,6 +146,13 @@ class TrailStore {
   // Events `offset`..`offset+limit-1` of scope `id` (oldest first) and the scope's total.
   virtual absl::StatusOr<EventPage> ListEvents(std::string_view scope_id, int64_t offset,
                                                int64_t limit) = 0;
+  // The event with sequence number `seq`, or nullopt.
+  virtual absl::StatusOr<std::optional<Event>> GetEvent(int64_t seq) = 0;
+  // The newest event of `kind` whose payload hashes to `payload_hash` (ContentHash) in any scope
+  // of the session rooted at `root_scope_id`, or nullopt.
+  virtual absl::StatusOr<std::optional<Event>> FindEvent(std::string_view root_scope_id,
+                                                         std::string_view payload_hash,
+                                                         EventKind kind) = 0;
   // Sessions, newest first; an empty tenant lists every tenant's.
   virtual absl::StatusOr<std::vector<SessionEntry>> ListSessions(std::string_view tenant,
                                                                  int64_t limit) = 0;

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { startHttpServer, cleanup, tempDataDir, BINARY } from '../e2e/harness.mjs';
 import { startResponsesDouble, toolOutputFor, outputText } from './lib/responses_double.mjs';
-import { codexAvailable, CODEX_BINARY, runCodexExec, describeRun, kApiKey } from './lib/codex.mjs';
+import { codexAvailable, CODEX_BINARY, runCodexExec, describeRun, findTool, kApiKey } from './lib/codex.mjs';
 
 const skip = codexAvailable() ? false
   : `the Codex CLI is not installed at ${CODEX_BINARY} (run scripts/install-deps.sh)`;
@@ -27,32 +27,6 @@ const kBudget = 3000;
 function excerpt(s, n = 1200) {
   const text = typeof s === 'string' ? s : JSON.stringify(s);
   return text.length > n ? `${text.slice(0, n)}… (${text.length} chars)` : text;
-}
-
-// Where a tool named `name` is offered to the model: directly in the request's `tools`, inside a
-// namespace there, or (Codex defers MCP tools) in a tool_search_output item of the input.
-// Returns {name, namespace} or null.
-function findTool(body, name) {
-  const search = (tools, namespace) => {
-    for (const t of tools ?? []) {
-      if (t.type === 'namespace') {
-        const hit = search(t.tools, t.name);
-        if (hit) return hit;
-      } else if (t.name === name || t.name?.endsWith(`__${name}`)) {
-        return { name: t.name, namespace, tool: t };
-      }
-    }
-    return null;
-  };
-  const direct = search(body.tools, undefined);
-  if (direct) return direct;
-  for (const item of body.input ?? []) {
-    if (item.type === 'tool_search_output') {
-      const hit = search(item.tools, undefined);
-      if (hit) return hit;
-    }
-  }
-  return null;
 }
 
 // The model's side of the scenario, one phase per request. Every decision is made from what the

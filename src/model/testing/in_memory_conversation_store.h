@@ -108,7 +108,7 @@ class InMemoryConversationStore final : public ConversationStore {
   }
   static bool IsKind(RewriteKind kind) {
     return kind == RewriteKind::kBlock || kind == RewriteKind::kAppend ||
-           kind == RewriteKind::kFold;
+           kind == RewriteKind::kFold || kind == RewriteKind::kAutoFold;
   }
 
   std::mutex mu_;

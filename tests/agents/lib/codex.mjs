@@ -5,7 +5,7 @@
 // the whole process group. Not thread-safe: one run per call, awaited.
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -104,20 +104,50 @@ async function startProxyTrap() {
   };
 }
 
+// Where a tool named `name` is offered to the model: directly in the request's `tools`, inside a
+// namespace there, or (Codex defers MCP tools) in a tool_search_output item of the input.
+// Returns {name, namespace, tool} or null.
+export function findTool(body, name) {
+  const search = (tools, namespace) => {
+    for (const t of tools ?? []) {
+      if (t.type === 'namespace') {
+        const hit = search(t.tools, t.name);
+        if (hit) return hit;
+      } else if (t.name === name || t.name?.endsWith(`__${name}`)) {
+        return { name: t.name, namespace, tool: t };
+      }
+    }
+    return null;
+  };
+  const direct = search(body.tools, undefined);
+  if (direct) return direct;
+  for (const item of body.input ?? []) {
+    if (item.type === 'tool_search_output') {
+      const hit = search(item.tools, undefined);
+      if (hit) return hit;
+    }
+  }
+  return null;
+}
+
 // Runs `codex exec <prompt>` in `workspace` (a fresh temp dir if not given) and resolves with
 // {code, signal, timedOut, stdout, stderr, root, home, workspace, config, proxyAttempts, ms}; the
-// temp root (HOME, CODEX_HOME) is removed afterwards unless `keep`. It never
-// rejects for a failed or timed-out run: the caller asserts and shows stdout/stderr.
+// temp root (HOME, CODEX_HOME) is removed afterwards unless `keep`. `prepare({home, codexHome,
+// configFile, workspace})`, when given, runs after config.toml is written and before Codex starts
+// (to edit the config, e.g. with `contextd connect codex`); `config` is the file Codex then read.
+// It never rejects for a failed or timed-out run: the caller asserts and shows stdout/stderr.
 export async function runCodexExec({ prompt, modelUrl, model, mcp = null, workspace, timeoutMs = 45000,
-  extraArgs = [], env = {}, keep = false } = {}) {
+  extraArgs = [], env = {}, keep = false, prepare = null } = {}) {
   const root = mkdtempSync(join(tmpdir(), 'contextd-codex-'));
   const home = join(root, 'home');
   const codexHome = join(home, '.codex');
   mkdirSync(codexHome, { recursive: true });
   const ws = workspace ?? join(root, 'workspace');
   mkdirSync(ws, { recursive: true });
-  const config = codexConfig({ modelUrl, mcp, workspace: ws, model });
-  writeFileSync(join(codexHome, 'config.toml'), config);
+  const configFile = join(codexHome, 'config.toml');
+  writeFileSync(configFile, codexConfig({ modelUrl, mcp, workspace: ws, model }));
+  if (prepare) await prepare({ home, codexHome, configFile, workspace: ws });
+  const config = readFileSync(configFile, 'utf8');
 
   const trap = await startProxyTrap();
   const args = ['exec', '--strict-config', '--skip-git-repo-check', '--ephemeral', '--color', 'never',

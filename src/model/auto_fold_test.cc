@@ -1,0 +1,386 @@
+#include "model/auto_fold.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "model/context_manager.h"
+#include "model/openai_chat_request.h"
+#include "model/testing/in_memory_conversation_store.h"
+#include "nlohmann/json.hpp"
+
+namespace contextd::model {
+namespace {
+
+using json = nlohmann::ordered_json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+// ---- The planner, on hand-built transcripts ----
+
+Block Call(const std::string& id, const std::string& tool = "Read") {
+  Block b;
+  b.kind = BlockKind::kToolCall;
+  b.call_id = id;
+  b.tool_name = tool;
+  return b;
+}
+Block Result(const std::string& id) {
+  Block b;
+  b.kind = BlockKind::kToolResult;
+  b.call_id = id;
+  return b;
+}
+Message Turn(Role role, std::vector<Block> blocks) { return Message{role, std::move(blocks), ""}; }
+
+// user task, then n (assistant call c<i>, user result c<i>) pairs.
+Transcript Calls(int n) {
+  Transcript t;
+  Block text;
+  text.kind = BlockKind::kText;
+  t.messages.push_back(Turn(Role::kUser, {text}));
+  for (int i = 0; i < n; ++i) {
+    t.messages.push_back(Turn(Role::kAssistant, {Call("c" + std::to_string(i))}));
+    t.messages.push_back(Turn(Role::kUser, {Result("c" + std::to_string(i))}));
+  }
+  return t;
+}
+
+AutoFoldContext Context(const Transcript& t, int64_t input, int64_t per_result = 1000) {
+  AutoFoldContext c;
+  c.input_tokens = input;
+  c.removed.assign(t.messages.size(), false);
+  c.tokens = [per_result](size_t, size_t) { return per_result; };
+  c.foldable = [](size_t, size_t) { return true; };
+  c.handle_tokens = 50;
+  return c;
+}
+
+AutoFoldOptions Options() {
+  AutoFoldOptions o;
+  o.enabled = true;
+  o.trigger_tokens = 5000;
+  o.keep = 3;
+  o.min_result_tokens = 100;
+  o.clear_at_least = 1500;
+  return o;
+}
+
+std::vector<size_t> PickedMessages(const AutoFoldStep& step) {
+  std::vector<size_t> out;
+  for (const AutoFoldPick& p : step.picks) out.push_back(p.message);
+  return out;
+}
+
+TEST(PlanAutoFold, NothingUnderTheTrigger) {
+  Transcript t = Calls(8);
+  AutoFoldStep step = PlanAutoFold(t, Options(), Context(t, 5000));
+  EXPECT_EQ(step.outcome, AutoFoldOutcome::kBelowTrigger);
+  EXPECT_TRUE(step.picks.empty());
+}
+
+TEST(PlanAutoFold, FoldsEveryResultOlderThanTheLastKeepCalls) {
+  Transcript t = Calls(6);  // results at messages 2, 4, ..., 12
+  AutoFoldStep step = PlanAutoFold(t, Options(), Context(t, 9000));
+  EXPECT_EQ(step.outcome, AutoFoldOutcome::kFolded);
+  EXPECT_EQ(PickedMessages(step), (std::vector<size_t>{2, 4, 6}));
+  EXPECT_EQ(step.tokens_folded, 3000);
+  EXPECT_EQ(step.picks[0].call_message, 1u);
+}
+
+TEST(PlanAutoFold, WaitsUntilTheStepIsWorthARewrite) {
+  Transcript t = Calls(4);  // one result older than the last 3: 950 tokens saved < 1500
+  AutoFoldStep step = PlanAutoFold(t, Options(), Context(t, 9000));
+  EXPECT_EQ(step.outcome, AutoFoldOutcome::kBelowClearAtLeast);
+  EXPECT_TRUE(step.picks.empty());
+  t = Calls(5);  // two: 1900
+  EXPECT_EQ(PlanAutoFold(t, Options(), Context(t, 9000)).picks.size(), 2u);
+}
+
+TEST(PlanAutoFold, SmallRemovedUnfoldableAndOwnToolResultsStay) {
+  Transcript t = Calls(8);
+  t.messages[3].blocks[0].tool_name = "mcp__contextd__trail_unfold";  // call c1
+  AutoFoldContext c = Context(t, 9000);
+  c.removed[6] = true;  // c2's result: inside a folded branch
+  c.tokens = [](size_t m, size_t) -> int64_t { return m == 8 ? 99 : 1000; };  // c3's is small
+  c.foldable = [](size_t m, size_t) { return m != 10; };                      // c4's is not
+  // Only c0's result (message 2) is a candidate, and alone it does not reach clear_at_least.
+  AutoFoldStep step = PlanAutoFold(t, Options(), c);
+  EXPECT_TRUE(step.picks.empty());
+  EXPECT_EQ(step.outcome, AutoFoldOutcome::kBelowClearAtLeast);
+  AutoFoldOptions low = Options();
+  low.clear_at_least = 100;
+  EXPECT_EQ(PickedMessages(PlanAutoFold(t, low, c)), (std::vector<size_t>{2}));
+}
+
+TEST(PlanAutoFold, TheFoldPointOnlyMovesForward) {
+  Transcript t = Calls(8);
+  AutoFoldContext c = Context(t, 9000);
+  c.first_message = 7;  // results up to message 6 were decided by an earlier step
+  EXPECT_EQ(PickedMessages(PlanAutoFold(t, Options(), c)), (std::vector<size_t>{8, 10}));
+}
+
+TEST(PlanAutoFold, NeverFoldsAResultThatAThinkingBlockFollows) {
+  Transcript t = Calls(8);
+  Block thinking;
+  thinking.kind = BlockKind::kThinking;
+  // The assistant turn after c4's result (message 10) thinks: results 2..10 are bound under it.
+  t.messages[11].blocks.insert(t.messages[11].blocks.begin(), thinking);
+  AutoFoldOptions o = Options();
+  o.keep = 1;
+  AutoFoldStep step = PlanAutoFold(t, o, Context(t, 9000));
+  EXPECT_EQ(PickedMessages(step), (std::vector<size_t>{12, 14}));
+  // When only the bound results would make a step, the outcome says why nothing folded.
+  t.messages[15].blocks.insert(t.messages[15].blocks.begin(), thinking);
+  step = PlanAutoFold(t, o, Context(t, 9000));
+  EXPECT_TRUE(step.picks.empty());
+  EXPECT_EQ(step.outcome, AutoFoldOutcome::kThinking);
+}
+
+TEST(AutoFoldHandle, NamesTheTokensTheCallAndTheTrailEvent) {
+  EXPECT_EQ(AutoFoldHandle(4210, "Read /src/app.py", "ses_1", 12),
+            "[contextd: 4,210 tokens of Read /src/app.py folded; trail_unfold "
+            "{\"scope_id\":\"ses_1\",\"event\":12}]");
+  EXPECT_EQ(AutoFoldHandle(1234567, "x", "a\"b", 1),
+            "[contextd: 1,234,567 tokens of x folded; trail_unfold "
+            "{\"scope_id\":\"a\\\"b\",\"event\":1}]");
+}
+
+TEST(CallGist, PicksWhatTheCallRead) {
+  EXPECT_EQ(CallGist("Read", R"({"limit":10,"file_path":"/src/app.py"})"), "Read /src/app.py");
+  EXPECT_EQ(CallGist("Bash", R"({"description":"list","command":"ls  -la\n /tmp"})"),
+            "Bash ls -la /tmp");
+  EXPECT_EQ(CallGist("shell", R"({"command":["bash","-lc","cat x"]})"), "shell bash -lc cat x");
+  EXPECT_EQ(CallGist("mystery", R"({"n":1,"what":"thing"})"), "mystery thing");
+  EXPECT_EQ(CallGist("broken", "{not json"), "broken");
+  EXPECT_EQ(CallGist("Read", R"({"file_path":"abcdefghij"})", 4), "Read abcd...");
+  // Cut at a character, not inside one.
+  EXPECT_EQ(CallGist("Read", R"({"file_path":"ééééé"})", 2), "Read éé...");
+}
+
+// ---- Through the context manager ----
+
+// Counts bytes / 4.
+class ByteCounter : public tokens::TokenCounter {
+ public:
+  size_t Count(std::string_view text) const override { return (text.size() + 3) / 4; }
+  std::string_view name() const override { return "bytes/4"; }
+};
+
+// Redacts "SECRET".
+class SecretScrubber : public scrub::Scrubber {
+ public:
+  std::string Scrub(std::string_view text) const override {
+    std::string out(text);
+    for (size_t at = 0; (at = out.find("SECRET", at)) != std::string::npos;) {
+      out.replace(at, 6, "[REDACTED]");
+    }
+    return out;
+  }
+};
+
+json Msg(const std::string& role, json content) { return {{"role", role}, {"content", content}}; }
+
+// A Claude-like conversation: each step a Read call and its result (`size` bytes).
+class Session {
+ public:
+  Session() { messages_.push_back(Msg("user", json::array({{{"type", "text"}, {"text", "go"}}}))); }
+  void Step(const std::string& text, bool thinking = false) {
+    std::string id = "toolu_" + std::to_string(n_++);
+    json content = json::array();
+    if (thinking) {
+      content.push_back({{"type", "thinking"}, {"thinking", "hmm"}, {"signature", "sig"}});
+    }
+    content.push_back({{"type", "tool_use"},
+                       {"id", id},
+                       {"name", "Read"},
+                       {"input", {{"file_path", "/src/f" + std::to_string(n_) + ".py"}}}});
+    messages_.push_back(Msg("assistant", content));
+    messages_.push_back(Msg("user", json::array({{{"type", "tool_result"},
+                                                   {"tool_use_id", id},
+                                                   {"content", text}}})));
+  }
+  std::string Body() const {
+    json messages = messages_;
+    messages.back()["content"].back()["cache_control"] = {{"type", "ephemeral"}};
+    return json{{"model", "m"}, {"max_tokens", 10}, {"messages", messages}}.dump();
+  }
+
+ private:
+  json messages_ = json::array();
+  int n_ = 0;
+};
+
+struct Manager {
+  model::testing::InMemoryConversationStore store;
+  ByteCounter counter;
+  SecretScrubber scrubber;
+  std::vector<ModelToolCall> archived;
+  bool archive_fails = false;
+  std::unique_ptr<ContextManager> manager = Make();
+
+  std::unique_ptr<ContextManager> Make() {
+    ContextManagerOptions options;
+    options.auto_fold.enabled = true;
+    options.auto_fold.trigger_tokens = 600;
+    options.auto_fold.keep = 2;
+    options.auto_fold.min_result_tokens = 50;
+    options.auto_fold.clear_at_least = 150;
+    return std::make_unique<ContextManager>(
+        options, store, scrubber, counter,
+        [](const std::string&, const std::string&) { return std::nullopt; }, nullptr, nullptr,
+        [this](const ConversationKey&, const std::string&, const std::vector<ModelToolCall>& calls) {
+          std::vector<std::optional<TrailRef>> refs;
+          for (const ModelToolCall& call : calls) {
+            if (archive_fails) {
+              refs.push_back(std::nullopt);
+              continue;
+            }
+            archived.push_back(call);
+            refs.push_back(TrailRef{"ses_test", static_cast<int64_t>(archived.size()) * 2});
+          }
+          return refs;
+        });
+  }
+  AppliedRequest Apply(ModelApi api, const std::string& body, std::optional<bool> on = {}) {
+    auto parsed = manager->Parse(api, "local", api == ModelApi::kOpenAIChat ? "" : "s1", body);
+    EXPECT_TRUE(parsed.ok()) << parsed.status();
+    auto applied = manager->Apply("local", api == ModelApi::kOpenAIChat ? "" : "s1", *parsed,
+                                  1000, on);
+    EXPECT_TRUE(applied.ok()) << applied.status();
+    manager->SaveFrontier(*applied);
+    return *std::move(applied);
+  }
+};
+
+std::string Payload(char c, const std::string& extra = "") {
+  return extra + std::string(400, c);  // 100 tokens
+}
+
+json Messages(const std::string& body) { return json::parse(body)["messages"]; }
+
+TEST(AutoFold, FoldsStaleResultsIntoHandlesAndRepeatsThem) {
+  Manager m;
+  Session s;
+  s.Step(Payload('a', "SECRET "));
+  s.Step(Payload('b'));
+  s.Step(Payload('c'));
+  AppliedRequest first = m.Apply(ModelApi::kAnthropicMessages, s.Body());
+  EXPECT_EQ(first.auto_fold_outcome, "below_trigger");
+  EXPECT_EQ(first.auto_folds_applied, 0);
+  s.Step(Payload('d'));
+  s.Step(Payload('e'));
+  s.Step(Payload('f'));
+  AppliedRequest second = m.Apply(ModelApi::kAnthropicMessages, s.Body());
+  EXPECT_EQ(second.auto_fold_outcome, "folded");
+  EXPECT_EQ(second.auto_folds_new, 4);  // a..d; e and f answer the last 2 calls
+  EXPECT_LT(second.tokens_after, second.tokens_before - 300);
+  json sent = Messages(second.body);
+  std::string a = sent[2]["content"][0]["content"].get<std::string>();
+  EXPECT_THAT(a, StartsWith("[contextd: 10"));
+  EXPECT_THAT(a, HasSubstr("tokens of Read /src/f1.py folded; trail_unfold "
+                           "{\"scope_id\":\"ses_test\",\"event\":2}]"));
+  EXPECT_EQ(sent[2]["content"][0]["tool_use_id"], "toolu_0");
+  EXPECT_EQ(sent[12]["content"][0]["content"], Payload('f'));
+  EXPECT_EQ(sent[10]["content"][0]["content"], Payload('e'));
+  // The trail got the results scrubbed.
+  ASSERT_EQ(m.archived.size(), 4u);
+  EXPECT_EQ(m.archived[0].result, "[REDACTED] " + std::string(400, 'a'));
+  EXPECT_EQ(m.archived[0].tool, "Read");
+
+  // The trigger counts what goes out: the folded request is under it again, so the next one
+  // only repeats the step; the folded prefix goes out as before.
+  s.Step(Payload('g'));
+  AppliedRequest third = m.Apply(ModelApi::kAnthropicMessages, s.Body());
+  EXPECT_EQ(third.auto_fold_outcome, "below_trigger");
+  EXPECT_EQ(third.auto_folds_applied, 4);
+  json again = Messages(third.body);
+  for (size_t i = 0; i + 1 < sent.size(); ++i) EXPECT_EQ(again[i], sent[i]) << i;
+
+  // A restart: the decisions come back from the store, byte for byte.
+  m.manager = m.Make();
+  AppliedRequest restarted = m.Apply(ModelApi::kAnthropicMessages, s.Body());
+  EXPECT_EQ(restarted.body, third.body);
+  EXPECT_EQ(restarted.auto_folds_new, 0);
+}
+
+TEST(AutoFold, AStepMovesTheFoldPointForwardOnly) {
+  Manager m;
+  Session s;
+  for (char c : std::string("abcdef")) s.Step(Payload(c));
+  AppliedRequest first = m.Apply(ModelApi::kAnthropicMessages, s.Body());
+  ASSERT_EQ(first.auto_folds_new, 4);
+  for (char c : std::string("ghij")) s.Step(Payload(c));
+  AppliedRequest second = m.Apply(ModelApi::kAnthropicMessages, s.Body());
+  EXPECT_EQ(second.auto_folds_new, 4);  // e..h
+  json before = Messages(first.body);
+  json after = Messages(second.body);
+  // Everything up to the first result of the new step is as the previous request sent it.
+  for (size_t i = 0; i < 10; ++i) EXPECT_EQ(after[i], before[i]) << i;
+  EXPECT_THAT(after[10]["content"][0]["content"].get<std::string>(), StartsWith("[contextd: "));
+}
+
+TEST(AutoFold, OffByHeaderStillRepeatsWhatWasDecided) {
+  Manager m;
+  Session s;
+  for (char c : std::string("abcdef")) s.Step(Payload(c));
+  AppliedRequest first = m.Apply(ModelApi::kAnthropicMessages, s.Body());
+  ASSERT_EQ(first.auto_folds_new, 4);
+  for (char c : std::string("ghij")) s.Step(Payload(c));
+  AppliedRequest off = m.Apply(ModelApi::kAnthropicMessages, s.Body(), false);
+  EXPECT_EQ(off.auto_fold_outcome, "");
+  EXPECT_EQ(off.auto_folds_new, 0);
+  EXPECT_EQ(off.auto_folds_applied, 4);
+  json sent = Messages(off.body);
+  EXPECT_THAT(sent[2]["content"][0]["content"].get<std::string>(), StartsWith("[contextd: "));
+  EXPECT_EQ(sent[10]["content"][0]["content"], Payload('e'));
+}
+
+TEST(AutoFold, AResultTheTrailCouldNotKeepStays) {
+  Manager m;
+  m.archive_fails = true;
+  Session s;
+  for (char c : std::string("abcdef")) s.Step(Payload(c));
+  AppliedRequest applied = m.Apply(ModelApi::kAnthropicMessages, s.Body());
+  EXPECT_EQ(applied.auto_folds_new, 0);
+  EXPECT_EQ(applied.body, s.Body());
+}
+
+TEST(AutoFold, ThinkingBlocksBindWhatComesBeforeThem) {
+  Manager m;
+  Session s;
+  for (char c : std::string("abcdef")) s.Step(Payload(c), /*thinking=*/true);
+  AppliedRequest applied = m.Apply(ModelApi::kAnthropicMessages, s.Body());
+  EXPECT_EQ(applied.auto_fold_outcome, "thinking");
+  EXPECT_EQ(applied.auto_folds_new, 0);
+  EXPECT_EQ(applied.body, s.Body());
+}
+
+TEST(AutoFold, ChatCompletionsFoldTheSameWay) {
+  Manager m;
+  json messages = json::array({{{"role", "system"}, {"content", "sys"}},
+                               {{"role", "user"}, {"content", "go"}}});
+  for (int i = 0; i < 6; ++i) {
+    std::string id = "call_" + std::to_string(i);
+    messages.push_back({{"role", "assistant"},
+                        {"content", nullptr},
+                        {"tool_calls", json::array({{{"id", id},
+                                                     {"type", "function"},
+                                                     {"function",
+                                                      {{"name", "bash"},
+                                                       {"arguments", "{\"command\":\"cat f\"}"}}}}})}});
+    messages.push_back({{"role", "tool"}, {"tool_call_id", id}, {"content", Payload(static_cast<char>('a' + i))}});
+  }
+  std::string body = json{{"model", "gpt"}, {"messages", messages}}.dump();
+  AppliedRequest applied = m.Apply(ModelApi::kOpenAIChat, body);
+  EXPECT_EQ(applied.auto_folds_new, 4);
+  json sent = json::parse(applied.body)["messages"];
+  EXPECT_EQ(sent[3]["tool_call_id"], "call_0");
+  EXPECT_THAT(sent[3]["content"].get<std::string>(),
+              StartsWith("[contextd: 100 tokens of bash cat f folded; trail_unfold "));
+  EXPECT_EQ(sent[13]["content"], Payload('f'));
+}
+
+}  // namespace
+}  // namespace contextd::model
