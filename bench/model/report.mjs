@@ -35,6 +35,7 @@ export function summarize(rows, variants, targets, { trigger = 100000 } = {}) {
       input_peak: Math.max(0, ...list.map((x) => x.input_peak)), cache_read: sum('cache_read'),
       cache_write: sum('cache_write'), uncached: sum('uncached'), output: sum('output'), cost: sum('cost'),
       sent_sum: sum('sent_sum'), branches: sum('branches'), cleared: sum('cleared'), refused: sum('refused'),
+      auto_folds: sum('auto_folds'), auto_fold_steps: sum('auto_fold_steps'), fallbacks: sum('fallbacks'),
     };
     if (v !== 'direct' && has('direct') && list.length === rows.length) {
       p.cost_saved_pct = 100 * (1 - p.cost / total('direct', 'cost'));
@@ -84,12 +85,12 @@ export function markdown(kind, rows, pooled, variants, targets, { trigger = 1000
   const shown = variants.filter((v) => pooled[v]);
   const title = kind === 'single' ? 'Single runs' : 'Long sessions';
   lines.push(`## ${title} (${rows.length})`, '');
-  lines.push('| variant | requests | input tokens (sum) | peak input | cache read | cache write | uncached | output | cost | branches | results cleared (summed over requests) | refused |');
-  lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+  lines.push('| variant | requests | input tokens (sum) | peak input | cache read | cache write | uncached | output | cost | branches | auto-fold steps / handles | results cleared (summed over requests) | fallbacks | refused |');
+  lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const v of shown) {
     const p = pooled[v];
     lines.push(`| ${v} | ${p.requests} | ${n0(p.input_sum)} | ${n0(p.input_peak)} | ${n0(p.cache_read)} | ${n0(p.cache_write)} | ` +
-      `${n0(p.uncached)} | ${n0(p.output)} | ${n0(p.cost)} | ${p.branches} | ${p.cleared} | ${p.refused} |`);
+      `${n0(p.uncached)} | ${n0(p.output)} | ${n0(p.cost)} | ${p.branches} | ${p.auto_fold_steps} / ${p.auto_folds} | ${p.cleared} | ${p.fallbacks} | ${p.refused} |`);
   }
   const compared = shown.filter((v) => v !== 'direct' && pooled[v].cost_saved_pct !== undefined);
   if (compared.length) {

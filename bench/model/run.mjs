@@ -177,6 +177,34 @@ function toolUseId(conversationId, n, api = 'anthropic') {
 // mcp__<server>__<tool>; a Chat agent's <server>__<tool>, decision 0017).
 const mcpName = (api, tool) => (api === 'chat' ? `${MCP_SERVER}__${tool}` : `mcp__${MCP_SERVER}__${tool}`);
 
+// Sums the samples of the counter `name` in a Prometheus text whose labels include `labels`.
+export function metricSum(text, name, labels = {}) {
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+    const [head, value] = line.split(/\s+/);
+    if (Object.entries(labels).every(([k, v]) => head.includes(`${k}="${v}"`))) sum += Number(value);
+  }
+  return sum;
+}
+
+// contextd's own account of a conversation (its /metrics, once it has recorded `requests`
+// model requests: it records each after the answer has ended, which the driver may see first).
+async function contextdCounters(origin, requests) {
+  let text = '';
+  for (let i = 0; i < 200; i++) {
+    text = await (await fetch(`${origin}/metrics`)).text();
+    if (metricSum(text, 'contextd_model_requests_total') >= requests) break;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return {
+    auto_folds: metricSum(text, 'contextd_model_auto_folds_total'),
+    auto_fold_steps: metricSum(text, 'contextd_model_auto_fold_steps_total', { outcome: 'folded' }),
+    auto_fold_tokens: metricSum(text, 'contextd_model_auto_fold_tokens_total'),
+    fallbacks: metricSum(text, 'contextd_model_rewrite_fallbacks_total'),
+  };
+}
+
 // Plays one conversation (runs one after another) under `variant`; returns its numbers.
 // `startServer(binary, doubleUrl, {api, autoFold})` starts what the contextd variants talk to
 // (tests replace it). `opts.api` picks the form; `memo` is the token memo of that form's double.
@@ -275,6 +303,7 @@ export async function playConversation({ opts, enc, count, memo, runs, variant, 
       messages.push({ role: 'user', content: userContent });
     }
     if (double.errors.length) throw new Error(`caching double errors: ${double.errors.join('; ')}`);
+    if (server) Object.assign(stats, await contextdCounters(server.origin, plan.turns.length));
     const u = double.records.map((r) => r.usage);
     const sum = (f) => u.reduce((a, x) => a + (x[f] ?? 0), 0);
     return {
