@@ -4,6 +4,7 @@
 //
 //   node bench/model/run.mjs --workloads DIR --out DIR [--binary PATH] [--variants a,b,...]
 //        [--api anthropic|chat] [--limit N] [--only SUBSTRING] [--session-runs 3] [--stream]
+//        [--kinds single,session]
 //        [--trigger N] [--keep K] [--min-result M] [--clear-at-least C]
 //
 // `--api anthropic` (default): Claude Code's Messages requests to a double billing like Anthropic's
@@ -44,7 +45,7 @@ export const AUTO_FOLD_DEFAULTS = Object.freeze({ trigger: 100000, keep: 3, minR
 
 function parseArgs(argv) {
   const opts = {
-    limit: Infinity, only: '', variants: [...DEFAULT_VARIANTS], sessionRuns: 3, stream: false, api: 'anthropic',
+    limit: Infinity, only: '', variants: [...DEFAULT_VARIANTS], sessionRuns: 3, stream: false, api: 'anthropic', kinds: ['single', 'session'],
     ...AUTO_FOLD_DEFAULTS,
   };
   const numeric = { limit: 'limit', 'session-runs': 'sessionRuns', trigger: 'trigger', keep: 'keep', 'min-result': 'minResult', 'clear-at-least': 'clearAtLeast' };
@@ -57,10 +58,12 @@ function parseArgs(argv) {
       opts[numeric[key]] = Number(value);
       if (!Number.isFinite(opts[numeric[key]]) || opts[numeric[key]] < 0) throw new UsageError(`--${key}: not a number: ${value}`);
     } else if (key === 'variants') opts.variants = value.split(',').map((v) => v.trim()).filter(Boolean);
+    else if (key === 'kinds') opts.kinds = value.split(',').map((v) => v.trim()).filter(Boolean);
     else if (['binary', 'workloads', 'out', 'only', 'api'].includes(key)) opts[key] = value;
     else throw new UsageError(`unknown option --${key}`);
   }
   for (const v of opts.variants) if (!VARIANTS.includes(v)) throw new UsageError(`unknown variant ${v} (known: ${VARIANTS.join(', ')})`);
+  for (const k of opts.kinds) if (!['single', 'session'].includes(k)) throw new UsageError(`--kinds: single and/or session, not ${k}`);
   if (!['anthropic', 'chat'].includes(opts.api)) throw new UsageError(`--api: anthropic or chat, not ${opts.api}`);
   if (opts.api === 'chat' && opts.stream) throw new UsageError('--stream is for --api anthropic (the Chat double answers JSON)');
   for (const k of ['workloads', 'out']) if (!opts[k]) throw new UsageError(`--${k} is required`);
@@ -337,11 +340,9 @@ async function main() {
       if (runs.length < opts.limit) runs.push(runOf(t));
     }
   }
-  const conversations = [
-    ...runs.map((r) => ({ kind: 'single', id: r.id, runs: [r] })),
-  ];
+  const conversations = opts.kinds.includes('single') ? runs.map((r) => ({ kind: 'single', id: r.id, runs: [r] })) : [];
   const n = opts.sessionRuns;
-  for (let i = 0; n > 0 && i + n <= runs.length; i += n) {
+  for (let i = 0; opts.kinds.includes('session') && n > 0 && i + n <= runs.length; i += n) {
     const group = runs.slice(i, i + n);
     conversations.push({ kind: 'session', id: `s${String(i / n + 1).padStart(2, '0')}: ${group.map((r) => r.id).join(' + ')}`, runs: group });
   }
