@@ -205,6 +205,9 @@ async function contextdCounters(origin, requests) {
     auto_fold_steps: metricSum(text, 'contextd_model_auto_fold_steps_total', { outcome: 'folded' }),
     auto_fold_tokens: metricSum(text, 'contextd_model_auto_fold_tokens_total'),
     fallbacks: metricSum(text, 'contextd_model_rewrite_fallbacks_total'),
+    // Requests with auto-fold on, by what their step did (folded, below_trigger, ...).
+    auto_fold_outcomes: Object.fromEntries([...text.matchAll(/^contextd_model_auto_fold_steps_total\{[^}]*outcome="([a-z_]+)"[^}]*\} (\S+)$/gm)]
+      .map((m) => [m[1], Number(m[2])])),
   };
 }
 
