@@ -16,6 +16,9 @@
 //   the `lookback` (20) blocks before it; the longest over all breakpoints is read (0.1x).
 // - Writes: from the end of what was read to the last cacheable breakpoint (1.25x). Uncached:
 //   the rest (1x). Output: 5x. No TTL or eviction: a replay runs in seconds.
+// - A request carrying `context_management.edits` with `clear_tool_uses_20250919` is edited as
+//   Anthropic does server-side (clear_tool_uses.mjs) before it is billed; `usage.cleared` counts
+//   the results the edit cleared. The edited request is validated again.
 // Tokens are counted per block (o200k_base in the benchmark: an approximation of Claude's
 // tokenizer) over the block's text: text, thinking, a tool_use's name and JSON input, a
 // tool_result's text, a tool definition's name, description and JSON schema.
@@ -24,6 +27,7 @@ import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';
 import { canonical, validate } from '../../tests/agents/lib/messages.mjs';
+import { clearSettings, clearToolUsesAnthropic } from './clear_tool_uses.mjs';
 
 export const PRICE = Object.freeze({ input: 1, cache_read: 0.1, cache_write: 1.25, output: 5 });
 export const MAX_BREAKPOINTS = 4;
@@ -149,6 +153,7 @@ export async function startCachingDouble({ count, minCacheTokens, lookback, memo
   const double = {
     url: '', cache, records: [], errors: [],
     enqueue: (turn) => queue.push(turn),
+    skip: () => queue.shift(),  // drops the turn of a refused request
     pending: () => queue.length,
     close: () => new Promise((resolve) => { server.closeAllConnections?.(); server.close(() => resolve()); }),
   };
@@ -175,13 +180,25 @@ export async function startCachingDouble({ count, minCacheTokens, lookback, memo
           double.errors.push('no scripted turn');
           return sendError(res, 500, 'api_error', 'the caching double has no scripted turn for this request');
         }
+        // Context editing (beta `context-management-2025-06-27`) is applied server-side to the
+        // request as the client sent it, before caching; the edited request is checked again.
+        let cleared = 0;
+        const edit = (body.context_management?.edits ?? []).find((e) => e.type === 'clear_tool_uses_20250919');
+        if (edit) {
+          const input = requestBlocks(body).reduce((a, b) => a + cache.tokensOf(b), 0);
+          const r = clearToolUsesAnthropic(body, input, count, clearSettings(edit));
+          body = r.body;
+          cleared = r.cleared;
+          const badEdit = validate(body);
+          if (badEdit) { double.errors.push(badEdit); return sendError(res, 400, 'invalid_request_error', badEdit); }
+        }
         const billed = cache.bill(body);
         if (billed.error) { double.errors.push(billed.error); return sendError(res, 400, 'invalid_request_error', billed.error); }
         let turn = queue.shift();
         if (typeof turn === 'function') turn = turn(body);
         const content = turn.content;
         const output_tokens = content.reduce((a, b) => a + count(blockText(b)), 0);
-        const usage = { ...billed, output_tokens };
+        const usage = { ...billed, output_tokens, cleared };
         usage.cost = costOf(usage);
         double.records.push({ headers: req.headers, body, usage });
         const message = {

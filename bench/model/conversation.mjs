@@ -13,10 +13,18 @@ import { recordedCalls } from '../replay/trajectory.mjs';
 import { segment, summaryText } from '../replay/segment.mjs';
 import { cutToTokens, SUMMARY_MAX_TOKENS } from '../replay/replay.mjs';
 
-export const VARIANTS = Object.freeze(['direct', 'contextd-nofold', 'create-own-turn', 'create-first-turn']);
-// Variants that go through contextd's /v1/messages; of those, the ones that fold.
-export const THROUGH_CONTEXTD = new Set(['contextd-nofold', 'create-own-turn', 'create-first-turn']);
-export const FOLDING = new Set(['create-own-turn', 'create-first-turn']);
+export const VARIANTS = Object.freeze(['direct', 'clear-tool-uses', 'contextd-nofold', 'create-own-turn', 'create-first-turn',
+  'auto-fold', 'auto-fold+branches']);
+// The variants of `bench/model/run.sh` with no flag (issue 17's set; the others are named).
+export const DEFAULT_VARIANTS = Object.freeze(['direct', 'contextd-nofold', 'create-own-turn', 'create-first-turn']);
+// Variants that go through contextd's gateway; of those, the ones whose agent opens branches, and
+// the ones with contextd's auto-fold on. `clear-tool-uses` is `direct` with the provider's
+// context editing (clear_tool_uses.mjs) applied by the double.
+export const THROUGH_CONTEXTD = new Set(['contextd-nofold', 'create-own-turn', 'create-first-turn', 'auto-fold', 'auto-fold+branches']);
+export const BRANCHING = new Set(['create-own-turn', 'create-first-turn', 'auto-fold+branches']);
+export const AUTO_FOLD = new Set(['auto-fold', 'auto-fold+branches']);
+// Variants that fold, one way or another (checked against the targets).
+export const FOLDING = new Set([...BRANCHING, ...AUTO_FOLD, 'clear-tool-uses']);
 export const MCP_SERVER = 'contextd';  // Claude Code names MCP tools mcp__<server>__<tool>
 
 // A system prompt in the two blocks Claude Code sends (an identity line, then the prompt with the
@@ -99,7 +107,7 @@ export function runTurns(enc, run, variant) {
   const turns = [];
   const starts = new Map();
   const ends = new Map();
-  if (FOLDING.has(variant)) {
+  if (BRANCHING.has(variant)) {
     for (const s of run.segments) { starts.set(s.start, s); ends.set(s.end - 1, s); }
   }
   // The summary of a segment is the agent's next thought (branch_return's message): the turn
@@ -114,7 +122,7 @@ export function runTurns(enc, run, variant) {
     }
     if (seg && variant === 'create-own-turn') {
       turns.push({ actions: [{ kind: 'create', args: createArgs(seg, run.calls) }] });
-    } else if (seg) {  // create-first-turn: branch_create beside the segment's first command
+    } else if (seg) {  // create-first-turn, auto-fold+branches: branch_create beside the segment's first command
       turn.actions.unshift({ kind: 'create', args: createArgs(seg, run.calls) });
     }
     turns.push(turn);

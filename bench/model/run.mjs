@@ -1,14 +1,18 @@
-// bench/model's driver: plays recorded trajectories as Claude Code conversations against a caching
-// double (caching_double.mjs), directly and through contextd's model gateway, and reports what
-// the model was sent and what it would cost with Anthropic's prompt caching. See README.md.
+// bench/model's driver: plays recorded trajectories as agent conversations against a caching
+// double, directly and through contextd's model gateway, and reports what the model was sent and
+// what it would cost with the provider's prompt caching. See README.md.
 //
 //   node bench/model/run.mjs --workloads DIR --out DIR [--binary PATH] [--variants a,b,...]
-//        [--limit N] [--only SUBSTRING] [--session-runs 3] [--stream]
+//        [--api anthropic|chat] [--limit N] [--only SUBSTRING] [--session-runs 3] [--stream]
+//        [--kinds single,session]
+//        [--trigger N] [--keep K] [--min-result M] [--clear-at-least C]
 //
-// Per conversation and variant: a fresh caching double and, for the contextd variants, a fresh
-// `contextd serve --transport http` whose model_gateway.anthropic.base_url is that double. Every
-// request carries the whole history with cache breakpoints on the last system block and the last
-// block of the last message; the double answers with the next recorded step.
+// `--api anthropic` (default): Claude Code's Messages requests to a double billing like Anthropic's
+// prompt cache (caching_double.mjs). `--api chat`: the same conversations as Chat Completions
+// requests to a double billing like OpenAI's automatic prefix caching (openai_caching_double.mjs).
+// Per conversation and variant: a fresh double and, for the contextd variants, a fresh
+// `contextd serve --transport http` whose model_gateway upstream is that double. Every request
+// carries the whole history; the double answers with the next recorded step.
 import { spawnContextd } from './contextd_process.mjs';
 import { mkdirSync, readdirSync, writeFileSync, existsSync } from 'node:fs';
 import { randomUUID, createHash } from 'node:crypto';
@@ -16,48 +20,69 @@ import { randomUUID, createHash } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { readTrajectories } from '../replay/trajectory.mjs';
 import { startCachingDouble, loadO200k, requestBlocks, messageFromSse } from './caching_double.mjs';
-import { VARIANTS, THROUGH_CONTEXTD, FOLDING, SYSTEM, BASH_TOOL, loadedMcpTools, runOf, conversationPlan, MCP_SERVER } from './conversation.mjs';
+import { startOpenAICachingDouble, chatSegments } from './openai_caching_double.mjs';
+import { CLEAR_DEFAULTS } from './clear_tool_uses.mjs';
+import { chatRequestBody, blocksOfChat } from './chat_form.mjs';
+import { summarize, markdown, TARGETS } from './report.mjs';
+import {
+  VARIANTS, DEFAULT_VARIANTS, THROUGH_CONTEXTD, BRANCHING, AUTO_FOLD, SYSTEM, BASH_TOOL, loadedMcpTools, runOf,
+  conversationPlan, MCP_SERVER,
+} from './conversation.mjs';
+
+export { summarize, TARGETS };
 
 const here = new URL('.', import.meta.url).pathname;
 const root = resolve(here, '../..');
 const sdkRoot = join(root, 'tools/npm/e2e/node_modules/@modelcontextprotocol/sdk/dist/esm/');
 const MODEL = 'claude-sonnet-4-5';
 export const SESSION_HEADER = 'x-claude-code-session-id';
+export const AUTO_FOLD_HEADER = 'x-contextd-auto-fold';
 const CC = Object.freeze({ type: 'ephemeral' });
 
-// Targets (issue text): single runs, and long sessions of --session-runs runs.
-export const TARGETS = Object.freeze({
-  single: { cost_saved_pct: 10, tokens_fewer_pct: 30, median_peak_ratio: 1.4, worst_costlier_pct: 10 },
-  session: { cost_saved_pct: 25, tokens_fewer_pct: 45, median_peak_ratio: 1.9, worst_costlier_pct: 0 },
-});
+// contextd's auto-fold settings (model_gateway.auto_fold) as its defaults; --trigger also sets
+// the clear-tool-uses simulation's trigger (its other settings stay Anthropic's defaults).
+export const AUTO_FOLD_DEFAULTS = Object.freeze({ trigger: 100000, keep: 3, minResult: 200, clearAtLeast: 20000 });
 
 function parseArgs(argv) {
-  const opts = { limit: Infinity, only: '', variants: [...VARIANTS], sessionRuns: 3, stream: false };
+  const opts = {
+    limit: Infinity, only: '', variants: [...DEFAULT_VARIANTS], sessionRuns: 3, stream: false, api: 'anthropic', kinds: ['single', 'session'],
+    ...AUTO_FOLD_DEFAULTS,
+  };
+  const numeric = { limit: 'limit', 'session-runs': 'sessionRuns', trigger: 'trigger', keep: 'keep', 'min-result': 'minResult', 'clear-at-least': 'clearAtLeast' };
   for (let i = 0; i < argv.length; i++) {
     const key = argv[i].replace(/^--/, '');
     if (key === 'stream') { opts.stream = true; continue; }
     const value = argv[++i];
-    if (value === undefined) throw new Error(`--${key} needs a value`);
-    if (key === 'limit') opts.limit = Number(value);
-    else if (key === 'session-runs') opts.sessionRuns = Number(value);
-    else if (key === 'variants') opts.variants = value.split(',').map((v) => v.trim()).filter(Boolean);
-    else if (['binary', 'workloads', 'out', 'only'].includes(key)) opts[key] = value;
-    else throw new Error(`unknown option --${key}`);
+    if (value === undefined) throw new UsageError(`--${key} needs a value`);
+    if (numeric[key]) {
+      opts[numeric[key]] = Number(value);
+      if (!Number.isFinite(opts[numeric[key]]) || opts[numeric[key]] < 0) throw new UsageError(`--${key}: not a number: ${value}`);
+    } else if (key === 'variants') opts.variants = value.split(',').map((v) => v.trim()).filter(Boolean);
+    else if (key === 'kinds') opts.kinds = value.split(',').map((v) => v.trim()).filter(Boolean);
+    else if (['binary', 'workloads', 'out', 'only', 'api'].includes(key)) opts[key] = value;
+    else throw new UsageError(`unknown option --${key}`);
   }
-  for (const v of opts.variants) if (!VARIANTS.includes(v)) throw new Error(`unknown variant ${v} (known: ${VARIANTS.join(', ')})`);
-  for (const k of ['workloads', 'out']) if (!opts[k]) throw new Error(`--${k} is required`);
+  for (const v of opts.variants) if (!VARIANTS.includes(v)) throw new UsageError(`unknown variant ${v} (known: ${VARIANTS.join(', ')})`);
+  for (const k of opts.kinds) if (!['single', 'session'].includes(k)) throw new UsageError(`--kinds: single and/or session, not ${k}`);
+  if (!['anthropic', 'chat'].includes(opts.api)) throw new UsageError(`--api: anthropic or chat, not ${opts.api}`);
+  if (opts.api === 'chat' && opts.stream) throw new UsageError('--stream is for --api anthropic (the Chat double answers JSON)');
+  for (const k of ['workloads', 'out']) if (!opts[k]) throw new UsageError(`--${k} is required`);
   if (opts.variants.some((v) => THROUGH_CONTEXTD.has(v)) && !(opts.binary && existsSync(opts.binary))) {
     throw new UsageError(`the contextd variants need a contextd binary (--binary; got ${opts.binary ?? 'none'}); ` +
-      'run `--variants direct` for the baseline without contextd');
+      'run `--variants direct,clear-tool-uses` for the peers without contextd');
   }
   return opts;
 }
 
 export class GatewayMissing extends Error {}
+// The binary refused model_gateway.auto_fold: it has no auto-fold (the variant is reported as such).
+export class AutoFoldMissing extends Error {}
 class UsageError extends Error {}
 
-// What the driver writes into contextd's config: folding as bench/replay, and the gateway's upstream.
-export function configYaml(doubleUrl, { gateway = true } = {}) {
+// What the driver writes into contextd's config: folding as bench/replay, the gateway's upstreams
+// (`doubleUrl` is the double's origin, or for `api: 'chat'` its OpenAI base URL ending in /v1)
+// and, with `autoFold` ({trigger, keep, minResult, clearAtLeast}), auto-fold on.
+export function configYaml(doubleUrl, { gateway = true, api = 'anthropic', autoFold = null } = {}) {
   const lines = [
     'context_folding:',
     '  default_budget: 32768',
@@ -65,19 +90,31 @@ export function configYaml(doubleUrl, { gateway = true } = {}) {
     // A replay opens branches far faster than an agent does; the default 5/minute would refuse them.
     '  branch_creation_rate_limit: 100000/minute',
   ];
-  if (gateway) lines.push('model_gateway:', '  anthropic:', `    base_url: ${doubleUrl}`);
+  if (gateway) {
+    lines.push('model_gateway:');
+    if (api === 'chat') lines.push('  openai:', `    base_url: ${doubleUrl}`);
+    else lines.push('  anthropic:', `    base_url: ${doubleUrl}`);
+    if (autoFold) {
+      lines.push('  auto_fold:', '    enabled: true', `    trigger_tokens: ${autoFold.trigger}`, `    keep: ${autoFold.keep}`,
+        `    min_result_tokens: ${autoFold.minResult}`, `    clear_at_least: ${autoFold.clearAtLeast}`);
+    }
+  }
   return lines.join('\n') + '\n';
 }
 
 // Starts contextd over HTTP with the gateway pointing at `doubleUrl`; resolves {origin, mcpUrl,
 // stop, stderr}. `gateway: false` leaves the gateway out of the config (for the driver's tests).
-export async function startContextd(binary, doubleUrl, { gateway = true } = {}) {
+export async function startContextd(binary, doubleUrl, { gateway = true, api = 'anthropic', autoFold = null } = {}) {
   try {
-    return await spawnContextd({ binary, yaml: configYaml(doubleUrl, { gateway }) });
+    return await spawnContextd({ binary, yaml: configYaml(doubleUrl, { gateway, api, autoFold }) });
   } catch (e) {
+    if (autoFold && /auto_fold/.test(e.stderr ?? '')) {
+      throw new AutoFoldMissing(`contextd refused model_gateway.auto_fold (exit ${e.exitCode}): this build has no auto-fold.\n` +
+        `contextd stderr:\n${e.stderr}`);
+    }
     if (/model_gateway/.test(e.stderr ?? '')) {
-      throw new GatewayMissing('contextd refused the config key model_gateway.anthropic.base_url ' +
-        `(exit ${e.exitCode}): this build has no model gateway. Use --variants direct.\ncontextd stderr:\n${e.stderr}`);
+      throw new GatewayMissing(`contextd refused the config key model_gateway.${api === 'chat' ? 'openai' : 'anthropic'}.base_url ` +
+        `(exit ${e.exitCode}): this build has no such gateway. Use --variants direct.\ncontextd stderr:\n${e.stderr}`);
     }
     throw e;
   }
@@ -112,51 +149,100 @@ export function requestBody(tools, messages, stream) {
   return { model: MODEL, max_tokens: 32000, system, tools, messages: marked, ...(stream ? { stream: true } : {}) };
 }
 
-async function postMessages(url, body, sessionId, viaContextd) {
-  const res = await fetch(`${url}/v1/messages`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'x-api-key': 'sk-ant-api03-model-bench',
-      [SESSION_HEADER]: sessionId,
-    },
-    body: JSON.stringify(body),
-  });
+// POSTs one request (Messages or Chat); resolves {status, reply (Anthropic-form assistant content
+// blocks) or text}. A 404 from contextd means its build lacks the route.
+async function postRequest(url, body, { api, sessionId, viaContextd, autoFold }) {
+  const path = api === 'chat' ? '/v1/chat/completions' : '/v1/messages';
+  const headers = api === 'chat'
+    ? { 'content-type': 'application/json', authorization: 'Bearer sk-proj-model-bench' }
+    : { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'x-api-key': 'sk-ant-api03-model-bench', [SESSION_HEADER]: sessionId };
+  if (body.context_management) headers['anthropic-beta'] = 'context-management-2025-06-27';
+  if (autoFold) headers[AUTO_FOLD_HEADER] = 'on';
+  const res = await fetch(`${url}${path}`, { method: 'POST', headers, body: JSON.stringify(body) });
   const text = await res.text();
   if (res.status === 404 && viaContextd) {
-    throw new GatewayMissing(`contextd answered 404 to POST /v1/messages: this build has no model gateway route yet. ` +
+    throw new GatewayMissing(`contextd answered 404 to POST ${path}: this build has no such model gateway route. ` +
       `Use --variants direct until it lands. Body: ${text.slice(0, 300)}`);
   }
-  if (res.status !== 200) throw new Error(`POST /v1/messages: ${res.status} ${text.slice(0, 2000)}`);
-  return body.stream ? messageFromSse(text) : JSON.parse(text);
+  if (res.status !== 200) return { status: res.status, text };
+  if (api === 'chat') return { status: 200, reply: blocksOfChat(JSON.parse(text).choices[0].message) };
+  return { status: 200, reply: (body.stream ? messageFromSse(text) : JSON.parse(text)).content };
 }
 
-// A tool_use id shaped like Anthropic's (toolu_01 + 22 base62 characters), stable per conversation.
-function toolUseId(conversationId, n) {
+// A tool_use id shaped like the API's (Anthropic: toolu_01 + 22 base62; Chat: call_ + 24), stable
+// per conversation.
+function toolUseId(conversationId, n, api = 'anthropic') {
   const h = createHash('sha256').update(`${conversationId}/${n}`).digest('base64').replace(/[^A-Za-z0-9]/g, '');
-  return `toolu_01${h.slice(0, 22)}`;
+  return api === 'chat' ? `call_${h.slice(0, 24)}` : `toolu_01${h.slice(0, 22)}`;
+}
+
+// The name the agent gives contextd's MCP tool `tool` in the API's form (Claude Code's
+// mcp__<server>__<tool>; a Chat agent's <server>__<tool>, decision 0017).
+const mcpName = (api, tool) => (api === 'chat' ? `${MCP_SERVER}__${tool}` : `mcp__${MCP_SERVER}__${tool}`);
+
+// Sums the samples of the counter `name` in a Prometheus text whose labels include `labels`.
+export function metricSum(text, name, labels = {}) {
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+    const [head, value] = line.split(/\s+/);
+    if (Object.entries(labels).every(([k, v]) => head.includes(`${k}="${v}"`))) sum += Number(value);
+  }
+  return sum;
+}
+
+// contextd's own account of a conversation (its /metrics, once it has recorded `requests`
+// model requests: it records each after the answer has ended, which the driver may see first).
+async function contextdCounters(origin, requests) {
+  let text = '';
+  for (let i = 0; i < 200; i++) {
+    text = await (await fetch(`${origin}/metrics`)).text();
+    if (metricSum(text, 'contextd_model_requests_total') >= requests) break;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return {
+    auto_folds: metricSum(text, 'contextd_model_auto_folds_total'),
+    auto_fold_steps: metricSum(text, 'contextd_model_auto_fold_steps_total', { outcome: 'folded' }),
+    auto_fold_tokens: metricSum(text, 'contextd_model_auto_fold_tokens_total'),
+    fallbacks: metricSum(text, 'contextd_model_rewrite_fallbacks_total'),
+    // Requests with auto-fold on, by what their step did (folded, below_trigger, ...).
+    auto_fold_outcomes: Object.fromEntries([...text.matchAll(/^contextd_model_auto_fold_steps_total\{[^}]*outcome="([a-z_]+)"[^}]*\} (\S+)$/gm)]
+      .map((m) => [m[1], Number(m[2])])),
+  };
 }
 
 // Plays one conversation (runs one after another) under `variant`; returns its numbers.
-// `startServer(binary, doubleUrl)` starts what the contextd variants talk to (tests replace it).
+// `startServer(binary, doubleUrl, {api, autoFold})` starts what the contextd variants talk to
+// (tests replace it). `opts.api` picks the form; `memo` is the token memo of that form's double.
 export async function playConversation({ opts, enc, count, memo, runs, variant, conversationId, startServer = startContextd }) {
+  const api = opts.api ?? 'anthropic';
+  const settings = { ...AUTO_FOLD_DEFAULTS, ...opts };
   const plan = conversationPlan(enc, runs, variant);
-  const double = await startCachingDouble({ count, memo });
+  const clear = variant === 'clear-tool-uses';
+  const double = api === 'chat'
+    ? await startOpenAICachingDouble({ tokenize: (t) => enc.encode_ordinary(t), memo, clearToolUses: clear ? { ...CLEAR_DEFAULTS, trigger: settings.trigger } : null })
+    : await startCachingDouble({ count, memo });
+  const tokensOf = (body) => (api === 'chat'
+    ? chatSegments(body).reduce((s, x) => s + double.cache.tokensOf(x), 0)
+    : requestBlocks(body).reduce((s, b) => s + double.cache.tokensOf(b), 0));
   const viaContextd = THROUGH_CONTEXTD.has(variant);
+  const autoFold = AUTO_FOLD.has(variant);
   const sessionId = randomUUID();
   let server = null;
   let mcp = null;
   const sent = [];  // tokens of each request as the driver (the agent) sent it
-  const stats = { branches: 0, tool_errors: 0 };
+  const stats = { branches: 0, tool_errors: 0, refused: 0, refusals: [] };
   try {
     let tools = [BASH_TOOL];
-    let url = double.url;
+    let url = api === 'chat' ? double.url.replace(/\/v1$/, '') : double.url;
     if (viaContextd) {
-      server = await startServer(opts.binary, double.url);
+      server = await startServer(opts.binary, double.url, { api, autoFold: autoFold ? settings : null });
       mcp = await connectMcp(server.mcpUrl, sessionId);
       tools = [BASH_TOOL, ...loadedMcpTools((await mcp.listTools()).tools)];
-      if (FOLDING.has(variant) && !tools.some((t) => t.name === `mcp__${MCP_SERVER}__branch_create`)) {
+      if (BRANCHING.has(variant) && !tools.some((t) => t.name === `mcp__${MCP_SERVER}__branch_create`)) {
         throw new Error(`contextd lists no always-loaded branch_create: ${tools.map((t) => t.name).join(', ')}`);
       }
+      if (api === 'chat') tools = tools.map((t) => ({ ...t, name: t.name.replace(/^mcp__/, '') }));
       url = server.origin;
     }
     const messages = [{ role: 'user', content: [{ type: 'text', text: plan.task }] }];
@@ -165,23 +251,43 @@ export async function playConversation({ opts, enc, count, memo, runs, variant, 
     for (const turn of plan.turns) {
       const content = [];
       if (turn.text) content.push({ type: 'text', text: turn.text });
-      const actions = turn.actions.map((a) => ({ ...a, id: toolUseId(conversationId, ++seq) }));
+      const actions = turn.actions.map((a) => ({ ...a, id: toolUseId(conversationId, ++seq, api) }));
       for (const a of actions) {
         if (a.kind === 'bash') content.push({ type: 'tool_use', id: a.id, name: 'bash', input: { command: a.command } });
-        else if (a.kind === 'create') content.push({ type: 'tool_use', id: a.id, name: `mcp__${MCP_SERVER}__branch_create`, input: a.args });
-        else content.push({ type: 'tool_use', id: a.id, name: `mcp__${MCP_SERVER}__branch_return`, input: { branch_id: open[open.length - 1], message: a.message } });
+        else if (a.kind === 'create') content.push({ type: 'tool_use', id: a.id, name: mcpName(api, 'branch_create'), input: a.args });
+        else content.push({ type: 'tool_use', id: a.id, name: mcpName(api, 'branch_return'), input: { branch_id: open[open.length - 1], message: a.message } });
       }
       if (content.length === 0) content.push({ type: 'text', text: '(no text)' });
       double.enqueue({ content });
-      const body = requestBody(tools, messages, opts.stream);
-      sent.push(requestBlocks(body).reduce((s, b) => s + double.cache.tokensOf(b), 0));
+      let body;
+      if (api === 'chat') body = chatRequestBody(SYSTEM, tools, messages);
+      else {
+        body = requestBody(tools, messages, opts.stream);
+        // Anthropic's context editing with its defaults but the run's trigger (the same as auto-fold's).
+        if (clear) body.context_management = { edits: [{ type: 'clear_tool_uses_20250919', trigger: { type: 'input_tokens', value: settings.trigger } }] };
+      }
+      sent.push(tokensOf(body));
       const before = double.records.length;
-      const reply = await postMessages(url, body, sessionId, viaContextd);
-      if (double.records.length !== before + 1) throw new Error(`the double billed ${double.records.length - before} requests for one`);
-      messages.push({ role: 'assistant', content: reply.content });
+      const errorsBefore = double.errors.length;
+      const answer = await postRequest(url, body, { api, sessionId, viaContextd, autoFold });
+      let reply = answer.reply;
+      if (answer.status !== 200) {
+        // The double's validator refused what it got: counted, and the conversation goes on with
+        // the scripted turn (unbilled) so that every later request is checked too.
+        if (answer.status !== 400 || double.errors.length !== errorsBefore + 1) {
+          throw new Error(`POST (${api}): ${answer.status} ${answer.text.slice(0, 2000)}`);
+        }
+        stats.refused++;
+        stats.refusals.push(double.errors.pop());
+        double.skip();
+        reply = content;
+      } else if (double.records.length !== before + 1) {
+        throw new Error(`the double billed ${double.records.length - before} requests for one`);
+      }
+      messages.push({ role: 'assistant', content: reply });
       // Results in the order of the tool_use blocks the agent received (Claude Code's order).
       const results = [];
-      for (const block of reply.content.filter((b) => b.type === 'tool_use')) {
+      for (const block of reply.filter((b) => b.type === 'tool_use')) {
         const a = actions.find((x) => x.id === block.id);
         if (!a) throw new Error(`the reply carries a tool_use the script did not: ${block.id} ${block.name}`);
         if (a.kind === 'bash') {
@@ -203,12 +309,13 @@ export async function playConversation({ opts, enc, count, memo, runs, variant, 
       messages.push({ role: 'user', content: userContent });
     }
     if (double.errors.length) throw new Error(`caching double errors: ${double.errors.join('; ')}`);
+    if (server) Object.assign(stats, await contextdCounters(server.origin, plan.turns.length));
     const u = double.records.map((r) => r.usage);
-    const sum = (f) => u.reduce((a, x) => a + x[f], 0);
+    const sum = (f) => u.reduce((a, x) => a + (x[f] ?? 0), 0);
     return {
-      requests: u.length, input_sum: sum('input_tokens'), input_peak: Math.max(0, ...u.map((x) => x.input_tokens)),
+      requests: u.length + stats.refused, input_sum: sum('input_tokens'), input_peak: Math.max(0, ...u.map((x) => x.input_tokens)),
       cache_read: sum('cache_read'), cache_write: sum('cache_write'), uncached: sum('uncached'),
-      output: sum('output_tokens'), cost: sum('cost'),
+      output: sum('output_tokens'), cost: sum('cost'), cleared: sum('cleared'),
       sent_sum: sent.reduce((a, x) => a + x, 0), sent_peak: Math.max(0, ...sent), ...stats,
       per_request: u.map((x) => [x.input_tokens, x.cache_read, x.cache_write, x.uncached, x.output_tokens]),
     };
@@ -222,83 +329,8 @@ export async function playConversation({ opts, enc, count, memo, runs, variant, 
   }
 }
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  if (!s.length) return 0;
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
-
-// Pooled numbers per variant, and ratios vs direct with the targets checked.
-export function summarize(rows, variants, targets) {
-  const out = {};
-  for (const v of variants) {
-    const list = rows.map((r) => r.variants[v]).filter(Boolean);
-    const sum = (f) => list.reduce((a, x) => a + x[f], 0);
-    const p = {
-      runs: list.length, requests: sum('requests'), input_sum: sum('input_sum'),
-      input_peak: Math.max(0, ...list.map((x) => x.input_peak)), cache_read: sum('cache_read'),
-      cache_write: sum('cache_write'), uncached: sum('uncached'), output: sum('output'), cost: sum('cost'),
-      sent_sum: sum('sent_sum'), branches: sum('branches'),
-    };
-    if (v !== 'direct' && variants.includes('direct')) {
-      const d = rows.map((r) => r.variants.direct);
-      p.cost_saved_pct = 100 * (1 - p.cost / d.reduce((a, x) => a + x.cost, 0));
-      p.tokens_fewer_pct = 100 * (1 - p.input_sum / d.reduce((a, x) => a + x.input_sum, 0));
-      p.median_peak_ratio = median(rows.map((r) => r.variants.direct.input_peak / r.variants[v].input_peak));
-      const costlier = rows.map((r) => ({ id: r.id, pct: 100 * (r.variants[v].cost / r.variants.direct.cost - 1) }))
-        .filter((x) => x.pct > 0).sort((a, b) => b.pct - a.pct);
-      p.runs_costlier = costlier.length;
-      p.worst_costlier = costlier[0] ?? null;
-      if (FOLDING.has(v)) {
-        p.targets = {
-          cost_saved: p.cost_saved_pct >= targets.cost_saved_pct,
-          tokens_fewer: p.tokens_fewer_pct >= targets.tokens_fewer_pct,
-          median_peak: p.median_peak_ratio >= targets.median_peak_ratio,
-          no_run_costlier: (p.worst_costlier?.pct ?? 0) <= targets.worst_costlier_pct,
-        };
-      }
-    }
-    out[v] = p;
-  }
-  return out;
-}
-
-const n0 = (x) => Math.round(x).toLocaleString('en-US');
-const f1 = (x) => x.toFixed(1);
-
-function markdown(kind, rows, pooled, variants, targets) {
-  const lines = [];
-  const title = kind === 'single' ? 'Single runs' : 'Long sessions';
-  lines.push(`## ${title} (${rows.length})`, '');
-  lines.push('| variant | requests | input tokens (sum) | peak input | cache read | cache write | uncached | output | cost | branches |');
-  lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
-  for (const v of variants) {
-    const p = pooled[v];
-    lines.push(`| ${v} | ${p.requests} | ${n0(p.input_sum)} | ${n0(p.input_peak)} | ${n0(p.cache_read)} | ${n0(p.cache_write)} | ` +
-      `${n0(p.uncached)} | ${n0(p.output)} | ${n0(p.cost)} | ${p.branches} |`);
-  }
-  const compared = variants.filter((v) => v !== 'direct' && pooled[v].cost_saved_pct !== undefined);
-  if (compared.length) {
-    lines.push('', `vs direct (targets: cost ≥${targets.cost_saved_pct}% lower, tokens ≥${targets.tokens_fewer_pct}% fewer, ` +
-      `median peak ≥${targets.median_peak_ratio}x smaller, no run more than ${targets.worst_costlier_pct}% costlier):`, '');
-    lines.push('| variant | cost saved | tokens fewer | median peak ratio | runs costlier | worst | targets |');
-    lines.push('|---|---:|---:|---:|---:|---|---|');
-    for (const v of compared) {
-      const p = pooled[v];
-      const t = p.targets ? Object.entries(p.targets).map(([k, ok]) => `${k} ${ok ? 'PASS' : 'FAIL'}`).join(', ') : '(control: no target)';
-      const worst = p.worst_costlier ? `${p.worst_costlier.id} +${f1(p.worst_costlier.pct)}%` : '-';
-      lines.push(`| ${v} | ${f1(p.cost_saved_pct)}% | ${f1(p.tokens_fewer_pct)}% | ${p.median_peak_ratio.toFixed(2)}x | ${p.runs_costlier} | ${worst} | ${t} |`);
-    }
-  }
-  lines.push('', `| ${kind === 'single' ? 'run' : 'session'} | ${variants.map((v) => `${v} cost / peak`).join(' | ')} |`);
-  lines.push(`|---|${variants.map(() => '---:').join('|')}|`);
-  for (const r of rows) {
-    lines.push(`| ${r.id} | ${variants.map((v) => `${n0(r.variants[v].cost)} / ${n0(r.variants[v].input_peak)}`).join(' | ')} |`);
-  }
-  return lines.join('\n') + '\n';
-}
-
 async function main() {
+  const t0 = Date.now();
   const opts = parseArgs(process.argv.slice(2));
   const files = readdirSync(opts.workloads).filter((f) => f.endsWith('.jsonl')).sort();
   if (files.length === 0) { process.stdout.write(`bench/model: skipped: no *.jsonl in ${opts.workloads}\n`); return; }
@@ -311,32 +343,51 @@ async function main() {
       if (runs.length < opts.limit) runs.push(runOf(t));
     }
   }
-  const conversations = [
-    ...runs.map((r) => ({ kind: 'single', id: r.id, runs: [r] })),
-  ];
+  const conversations = opts.kinds.includes('single') ? runs.map((r) => ({ kind: 'single', id: r.id, runs: [r] })) : [];
   const n = opts.sessionRuns;
-  for (let i = 0; n > 0 && i + n <= runs.length; i += n) {
+  for (let i = 0; opts.kinds.includes('session') && n > 0 && i + n <= runs.length; i += n) {
     const group = runs.slice(i, i + n);
     conversations.push({ kind: 'session', id: `s${String(i / n + 1).padStart(2, '0')}: ${group.map((r) => r.id).join(' + ')}`, runs: group });
   }
   const rows = { single: [], session: [] };
+  const unsupported = {};  // variant -> why this binary cannot run it
+  const variants = () => opts.variants.filter((v) => !unsupported[v]);
   for (const c of conversations) {
     const row = { id: c.id, runs: c.runs.map((r) => r.id), variants: {} };
-    for (const variant of opts.variants) {
-      row.variants[variant] = await playConversation({ opts, enc, count, memo, runs: c.runs, variant, conversationId: c.id });
+    for (const variant of variants()) {
+      try {
+        row.variants[variant] = await playConversation({ opts, enc, count, memo, runs: c.runs, variant, conversationId: c.id });
+      } catch (e) {
+        if (!(e instanceof AutoFoldMissing)) throw e;
+        unsupported[variant] = e.message.split('\n')[0];
+        process.stderr.write(`bench/model: ${variant} skipped: ${unsupported[variant]}\n`);
+      }
     }
     rows[c.kind].push(row);
-    process.stderr.write(`${c.id}: ${opts.variants.map((v) => `${v} ${n0(row.variants[v].cost)}`).join(', ')}\n`);
+    process.stderr.write(`${c.id}: ${variants().map((v) => `${v} ${Math.round(row.variants[v]?.cost ?? 0)}`).join(', ')}\n`);
   }
-  const results = { variants: opts.variants, session_runs: n, model: MODEL, targets: TARGETS, single: {}, session: {} };
-  let md = `# bench/model results\n\n${runs.length} runs, variants ${opts.variants.join(', ')}; cost in base-input-token units ` +
-    '(read 0.1, write 1.25, uncached 1, output 5), tokens o200k_base.\n\n';
+  const done = variants();
+  for (const kind of ['single', 'session']) for (const r of rows[kind]) for (const v of Object.keys(r.variants)) if (!done.includes(v)) delete r.variants[v];
+  const autoFold = { trigger: opts.trigger, keep: opts.keep, minResult: opts.minResult, clearAtLeast: opts.clearAtLeast };
+  const results = {
+    api: opts.api, variants: done, unsupported, session_runs: n, model: opts.api === 'chat' ? 'gpt-bench' : MODEL, targets: TARGETS,
+    auto_fold: autoFold, clear_tool_uses: { ...CLEAR_DEFAULTS, trigger: opts.trigger }, seconds: (Date.now() - t0) / 1000, single: {}, session: {},
+  };
+  const prices = opts.api === 'chat'
+    ? 'OpenAI automatic prefix caching: cached 0.1, uncached 1, output 4; cached from 1,024 tokens in 128-token steps'
+    : 'Anthropic prompt caching: read 0.1, write 1.25, uncached 1, output 5';
+  let md = `# bench/model results (--api ${opts.api})\n\n${runs.length} runs, variants ${done.join(', ')}; cost in base-input-token units ` +
+    `(${prices}), tokens o200k_base. Trigger ${opts.trigger} input tokens (auto-fold and clear-tool-uses); ` +
+    `auto-fold keep ${opts.keep}, min_result_tokens ${opts.minResult}, clear_at_least ${opts.clearAtLeast}; ` +
+    `clear-tool-uses: keep 3, clear_at_least unset, placeholder "${CLEAR_DEFAULTS.placeholder}".\n\n`;
+  for (const [v, why] of Object.entries(unsupported)) md += `**${v} not run**: ${why}\n\n`;
   for (const kind of ['single', 'session']) {
     if (!rows[kind].length) continue;
-    const pooled = summarize(rows[kind], opts.variants, TARGETS[kind]);
+    const pooled = summarize(rows[kind], done, TARGETS[kind], { trigger: opts.trigger });
     results[kind] = { pooled, rows: rows[kind] };
-    md += markdown(kind, rows[kind], pooled, opts.variants, TARGETS[kind]) + '\n';
+    md += markdown(kind, rows[kind], pooled, done, TARGETS[kind], { trigger: opts.trigger }) + '\n';
   }
+  md += `Run time: ${results.seconds.toFixed(0)} s.\n`;
   mkdirSync(opts.out, { recursive: true });
   writeFileSync(join(opts.out, 'results.json'), JSON.stringify(results) + '\n');
   writeFileSync(join(opts.out, 'results.md'), md);

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Model benchmark (bench/model): plays the recorded trajectories of ../shared/workloads/*.jsonl as
-# Claude Code conversations against a caching Anthropic double, directly and through contextd's
-# model gateway, and reports tokens and cost with prompt caching. See bench/model/README.md. Usage:
+# Claude Code conversations against a caching Anthropic double (or, with --api chat, as Chat
+# Completions against an OpenAI prefix-caching double), directly and through contextd's model
+# gateway, and reports tokens and cost with prompt caching. See bench/model/README.md. Usage:
 #   bench/model/run.sh [BUILD_DIR] [--variants a,b] [--limit N] [--only ID_SUBSTRING]
-#                      [--session-runs 3] [--stream]
+#                      [--session-runs 3] [--stream] [--api anthropic|chat]
+#                      [--trigger N] [--keep K] [--min-result M] [--clear-at-least C] [--kinds single,session]
 # BUILD_DIR defaults to build/release (binary BUILD_DIR/src/cli/contextd; CONTEXTD_BINARY overrides);
 # `--variants direct` needs no contextd. Needs scripts/install-deps.sh (node, tools/npm/tokens, and
 # tools/npm/e2e for the contextd variants). Results go to MODEL_BENCH_OUT (default

@@ -6,7 +6,9 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { loadO200k } from './caching_double.mjs';
 import { runOf, runTurns, conversationPlan, loadedMcpTools } from './conversation.mjs';
-import { playConversation, startContextd, requestBody, summarize, TARGETS } from './run.mjs';
+import { playConversation, startContextd, requestBody, summarize, TARGETS, configYaml, AutoFoldMissing } from './run.mjs';
+import { chatMessages, blocksOfChat } from './chat_form.mjs';
+import { chatMessageOf, validateChat } from './openai_caching_double.mjs';
 import { fold, startReferenceGateway } from './reference_fold.mjs';
 
 const root = new URL('../..', import.meta.url).pathname;
@@ -120,4 +122,70 @@ test('the tools Claude Code loads from contextd are the always-loaded ones, name
     { name: 'trail_unfold', description: 'u', inputSchema: { type: 'object' } },
   ]);
   assert.deepEqual(tools, [{ name: 'mcp__contextd__branch_create', description: 'd', input_schema: { type: 'object' } }]);
+});
+
+test('the Chat form of a history: system, assistant tool_calls, tool messages, then user text; round trip', () => {
+  const use = { type: 'tool_use', id: 'call_1', name: 'bash', input: { command: 'ls -l' } };
+  const history = [
+    { role: 'user', content: [{ type: 'text', text: 'task' }] },
+    { role: 'assistant', content: [{ type: 'text', text: 'look' }, use] },
+    { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_1', content: 'a.py' }, { type: 'text', text: 'next task' }] },
+  ];
+  const chat = chatMessages([{ type: 'text', text: 'one' }, { type: 'text', text: 'two' }], history);
+  assert.deepEqual(chat, [
+    { role: 'system', content: 'one\n\ntwo' },
+    { role: 'user', content: 'task' },
+    { role: 'assistant', content: 'look', tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'bash', arguments: '{"command":"ls -l"}' } }] },
+    { role: 'tool', tool_call_id: 'call_1', content: 'a.py' },
+    { role: 'user', content: 'next task' },
+  ]);
+  assert.equal(validateChat({ messages: chat }), null);
+  assert.deepEqual(blocksOfChat(chatMessageOf(history[1].content)), history[1].content);
+});
+
+test('auto-fold settings go into model_gateway.auto_fold; the Chat upstream into model_gateway.openai', () => {
+  const yaml = configYaml('http://127.0.0.1:9/v1', { api: 'chat', autoFold: { trigger: 30000, keep: 3, minResult: 200, clearAtLeast: 20000 } });
+  assert.match(yaml, /model_gateway:\n {2}openai:\n {4}base_url: http:\/\/127.0.0.1:9\/v1\n {2}auto_fold:\n {4}enabled: true\n {4}trigger_tokens: 30000\n {4}keep: 3\n {4}min_result_tokens: 200\n {4}clear_at_least: 20000\n/);
+  assert.doesNotMatch(configYaml('http://127.0.0.1:9'), /auto_fold/);
+});
+
+test('direct and clear-tool-uses in both forms: every request valid, clearing over the trigger only', { skip: !tokens && 'tools/npm/tokens is not installed' }, async () => {
+  const runs = [runOf(trajectory('t1', 6000))];
+  for (const api of ['anthropic', 'chat']) {
+    const memo = new Map();
+    const play = (variant, trigger) => playConversation({
+      opts: { api, trigger }, enc: tokens.enc, count: tokens.count, memo, runs, variant, conversationId: `c-${api}`,
+    });
+    const direct = await play('direct', 2000);
+    const clear = await play('clear-tool-uses', 2000);
+    const untouched = await play('clear-tool-uses', 1e9);
+    assert.equal(direct.refused + clear.refused + untouched.refused, 0, api);
+    assert.equal(clear.requests, direct.requests, api);
+    assert.ok(clear.cleared > 0 && clear.input_peak < direct.input_peak, `${api}: ${clear.cleared} ${clear.input_peak}`);
+    assert.deepEqual([untouched.cleared, untouched.input_sum, untouched.cost], [0, direct.input_sum, direct.cost], api);
+  }
+});
+
+test('contextd in Chat form: branches folded by the real gateway; auto-fold run or reported missing', { skip: (!BINARY && 'no contextd binary') || (!tokens && 'tools/npm/tokens is not installed'), timeout: 120000 }, async () => {
+  const runs = [runOf(trajectory('t1', 6000)), runOf(trajectory('t2', 6000))];
+  const memo = new Map();
+  const opts = { binary: BINARY, api: 'chat', trigger: 3000, keep: 1, minResult: 50, clearAtLeast: 100 };
+  const play = (variant) => playConversation({ opts, enc: tokens.enc, count: tokens.count, memo, runs, variant, conversationId: 'chat1' });
+  let first;
+  try {
+    first = await play('create-first-turn');
+  } catch (e) {
+    if (/no such model gateway route|refused the config key model_gateway/.test(e.message)) return;  // a build before Chat
+    throw e;
+  }
+  assert.equal(first.refused, 0);
+  assert.equal(first.branches, 4);
+  assert.ok(first.input_peak < first.sent_peak, `${first.input_peak} vs ${first.sent_peak}`);
+  try {
+    const auto = await play('auto-fold');
+    assert.equal(auto.refused, 0);
+    assert.ok(auto.input_peak < auto.sent_peak, `auto-fold folded nothing: ${auto.input_peak} vs ${auto.sent_peak}`);
+  } catch (e) {
+    assert.ok(e instanceof AutoFoldMissing, e.message);
+  }
 });
