@@ -349,6 +349,7 @@ void ContextManager::RunAutoFold(const ModelRequest& request, const FoldPlan& fo
     if (!refs[i]) continue;  // not kept in the trail: not folded
     const AutoFoldPick& pick = step.picks[i];
     const Block& result = t.messages[pick.message].blocks[pick.block];
+    if (state.auto_folds.count(result.key)) continue;  // the same bytes, picked twice: decided
     // The gist is what the model wrote (scrubbed); private spans never reach the store.
     std::string gist = scrub::WithholdPrivate(CallGist(calls[i].tool, calls[i].arguments));
     std::string handle = AutoFoldHandle(pick.tokens, gist, refs[i]->scope_id, refs[i]->event);
@@ -362,7 +363,7 @@ void ContextManager::RunAutoFold(const ModelRequest& request, const FoldPlan& fo
     for (size_t m = 0; m < t.messages.size(); ++m) {
       const Message& message = t.messages[m];
       for (size_t b = 0; b < message.blocks.size(); ++b) {
-        if (m != pick.message && message.blocks[b].key == result.key &&
+        if ((m != pick.message || b != pick.block) && message.blocks[b].key == result.key &&
             message.role == Role::kUser && message.blocks[b].kind == BlockKind::kToolResult) {
           plan.blocks[{m, b}] = value;
         }
