@@ -7,42 +7,19 @@
 // picks a result that a thinking block follows.
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 
 #include "model/auto_fold.h"
 #include "model/context_manager.h"
 #include "model/fold.h"
+#include "model/testing/fuzz_support.h"
 #include "model/testing/in_memory_conversation_store.h"
 
 namespace {
 
 using namespace contextd::model;
 
-class SevenScrubber : public contextd::scrub::Scrubber {
- public:
-  std::string Scrub(std::string_view text) const override {
-    std::string out(text);
-    for (char& c : out) {
-      if (c == '7') c = '#';
-    }
-    return out;
-  }
-};
-
-class Bytes : public contextd::tokens::TokenCounter {
- public:
-  size_t Count(std::string_view text) const override { return text.size() / 4; }
-  std::string_view name() const override { return "bytes"; }
-};
-
-void Check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "auto-fold fuzz: %s\n", what);
-    std::abort();
-  }
-}
+void Check(bool ok, const char* what) { testing::FuzzCheck(ok, "auto-fold fuzz", what); }
 
 size_t ToolResults(const Transcript& t) {
   size_t n = 0;
@@ -69,8 +46,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string body(reinterpret_cast<const char*>(data) + 2, size - 2);
 
   testing::InMemoryConversationStore store;
-  SevenScrubber scrubber;
-  Bytes counter;
+  testing::SevenScrubber scrubber;
+  testing::QuarterByteCounter counter;
   ContextManager manager(
       options, store, scrubber, counter,
       [](const std::string&, const std::string&) { return std::nullopt; }, nullptr, nullptr,

@@ -4,41 +4,19 @@
 // render the same bytes twice, and, when the input transcript was valid, stay valid.
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
 #include "model/anthropic_request.h"
 #include "model/context_manager.h"
 #include "model/fold.h"
+#include "model/testing/fuzz_support.h"
 #include "model/testing/in_memory_conversation_store.h"
 
 namespace {
 
 using namespace contextd::model;
 
-class DigitScrubber : public contextd::scrub::Scrubber {
- public:
-  std::string Scrub(std::string_view text) const override {
-    std::string out(text);
-    for (char& c : out) {
-      if (c == '7') c = '#';
-    }
-    return out;
-  }
-};
-
-class Bytes : public contextd::tokens::TokenCounter {
- public:
-  size_t Count(std::string_view text) const override { return text.size() / 4; }
-  std::string_view name() const override { return "bytes"; }
-};
-
-void Check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "fold fuzz: %s\n", what);
-    std::abort();
-  }
-}
+void Check(bool ok, const char* what) { testing::FuzzCheck(ok, "fold fuzz", what); }
 
 }  // namespace
 
@@ -51,14 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (*request)->ComputeKeys();
   const bool valid_in = ValidateTranscript((*request)->transcript()).ok();
 
-  BranchLookup lookup = [forced](const std::string& id) {
-    BranchFacts facts;
-    facts.branch_id = id;
-    facts.ended = true;
-    facts.status = forced ? "timeout" : "completed";
-    facts.summary = "summary \"of\" " + id;
-    return std::optional<BranchFacts>(facts);
-  };
+  BranchLookup lookup = testing::EndedBranchLookup(forced);
   FoldPlan plan = PlanFolds((*request)->transcript(), {}, lookup);
   RenderPlan render;
   render.folds = plan.edits;
@@ -75,8 +46,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   // The whole pipeline, twice (the second request sees the first one's decisions).
   testing::InMemoryConversationStore store;
-  DigitScrubber scrubber;
-  Bytes counter;
+  testing::SevenScrubber scrubber;
+  testing::QuarterByteCounter counter;
   ContextManager manager({}, store, scrubber, counter,
                          [&](const std::string&, const std::string& id) { return lookup(id); });
   for (int round = 0; round < 2; ++round) {

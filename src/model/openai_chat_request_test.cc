@@ -7,6 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/fold.h"
+#include "model/testing/render_plans.h"
 #include "nlohmann/json.hpp"
 
 namespace contextd::model {
@@ -176,13 +177,7 @@ TEST(OpenAIChatRequestTest, RenderingEveryBlockUnchangedGivesTheSameBytes) {
   EXPECT_EQ(request->BlockText(4, 1), "no");
 
   EXPECT_EQ(request->Render(RenderPlan{}), body);
-  RenderPlan same;
-  for (size_t m = 0; m < t.messages.size(); ++m) {
-    for (size_t b = 0; b < t.messages[m].blocks.size(); ++b) {
-      same.blocks[{m, b}] = request->RewriteBlock(m, b, {});
-    }
-  }
-  EXPECT_EQ(request->Render(same), body);
+  EXPECT_EQ(request->Render(testing::UnchangedBlocksPlan(*request)), body);
   // Changing one text changes only its token.
   RenderPlan one;
   const std::vector<TextSpan>& spans = request->TextSpans(2, 0);

@@ -10,6 +10,7 @@
 #include "model/fold.h"
 #include "model/openai_chat_request.h"
 #include "model/testing/in_memory_conversation_store.h"
+#include "model/testing/render_plans.h"
 #include "nlohmann/json.hpp"
 
 namespace contextd::model {
@@ -237,13 +238,7 @@ TEST(OpenAIResponsesRequestTest, RenderingEveryBlockUnchangedGivesTheSameBytes) 
   EXPECT_EQ(request->BlockText(5, 1), "no");
 
   EXPECT_EQ(request->Render(RenderPlan{}), body);
-  RenderPlan same;
-  for (size_t m = 0; m < t.messages.size(); ++m) {
-    for (size_t b = 0; b < t.messages[m].blocks.size(); ++b) {
-      same.blocks[{m, b}] = request->RewriteBlock(m, b, {});
-    }
-  }
-  EXPECT_EQ(request->Render(same), body);
+  EXPECT_EQ(request->Render(testing::UnchangedBlocksPlan(*request)), body);
   // Changing one text changes only its token.
   RenderPlan one;
   const std::vector<TextSpan>& spans = request->TextSpans(2, 0);
