@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "model/internal/openai_wire_array.h"
 #include "model/model_request.h"
 #include "model/raw_json.h"
 #include "model/transcript.h"
@@ -58,16 +59,8 @@ class OpenAIChatRequest : public ModelRequest {
   std::string Render(const RenderPlan& plan) const override;
 
  private:
-  struct BlockRef {
-    const RawNode* node = nullptr;  // what the block is in the body (see RewriteBlock)
-    size_t wire = 0;                // index of the `messages` element holding it
-    std::vector<TextSpan> texts;
-  };
-  struct MessageRef {
-    size_t first_wire = 0;  // the `messages` elements [first_wire, end_wire) it stands for
-    size_t end_wire = 0;
-    std::vector<BlockRef> blocks;
-  };
+  using BlockRef = internal::WireBlockRef;
+  using MessageRef = internal::WireMessageRef;
   OpenAIChatRequest() = default;
   absl::Status Index();
   // Adds the blocks of `messages` element `wire` to message `m`; `branch_calls`: the ids of the
@@ -77,10 +70,6 @@ class OpenAIChatRequest : public ModelRequest {
                  std::vector<std::string>& calls_here);
   std::string BlockKey(const BlockRef& ref, const Block& block) const;
   void ComputeKey(size_t m);
-  // The bytes between elements wire-1 and wire as sent (for 0: after the array's '[').
-  std::string_view Separator(size_t wire) const;
-  // Element `wire` of message m with the plan's block replacements applied.
-  void RenderWire(size_t m, size_t wire, const RenderPlan& plan, std::string& out) const;
   void RenderAppend(size_t m, const RenderPlan& plan, std::string& out) const;
   void RenderFold(const FoldEdit& edit, const RenderPlan& plan, std::string& out) const;
 

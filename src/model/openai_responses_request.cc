@@ -350,36 +350,7 @@ void OpenAIResponsesRequest::ComputeKeys() {
 std::string OpenAIResponsesRequest::RewriteBlock(
     size_t message, size_t block,
     const std::vector<std::pair<TextSpan, std::string>>& replacements) const {
-  const RawNode& node = *refs_[message].blocks[block].node;
-  std::vector<SpanEdit> edits;
-  for (const auto& [span, text] : replacements) edits.push_back({span.begin, span.end, text});
-  return Splice(body_, node.begin, node.end, std::move(edits));
-}
-
-std::string_view OpenAIResponsesRequest::Separator(size_t wire) const {
-  const std::vector<RawNode>& wires = input_->children;
-  std::string_view doc = body_;
-  if (wire == 0) return doc.substr(input_->begin + 1, wires[0].begin - input_->begin - 1);
-  return doc.substr(wires[wire - 1].end, wires[wire].begin - wires[wire - 1].end);
-}
-
-void OpenAIResponsesRequest::RenderWire(size_t m, size_t wire, const RenderPlan& plan,
-                                        std::string& out) const {
-  const RawNode& node = input_->children[wire];
-  std::vector<SpanEdit> edits;
-  const std::vector<BlockRef>& blocks = refs_[m].blocks;
-  for (size_t b = 0; b < blocks.size(); ++b) {
-    if (blocks[b].wire != wire) continue;
-    auto it = plan.blocks.find({m, b});
-    if (it != plan.blocks.end()) {
-      edits.push_back({blocks[b].node->begin, blocks[b].node->end, it->second});
-    }
-  }
-  if (edits.empty()) {
-    out.append(node.Text(body_));
-    return;
-  }
-  out.append(Splice(body_, node.begin, node.end, std::move(edits)));
+  return internal::RewriteWireBlock(body_, *refs_[message].blocks[block].node, replacements);
 }
 
 void OpenAIResponsesRequest::RenderAppend(size_t m, const RenderPlan& plan,
@@ -426,7 +397,7 @@ void OpenAIResponsesRequest::RenderFold(const FoldEdit& edit, const RenderPlan& 
   for (size_t wire = end.first_wire; wire < end.end_wire; ++wire) {
     if (IsToolOutput(wire_types_[wire])) continue;
     out.push_back(',');
-    RenderWire(edit.end_message, wire, plan, out);
+    internal::RenderWireItem(body_, *input_, end, edit.end_message, wire, plan, out);
   }
   RenderAppend(edit.end_message, plan, out);
 }
@@ -442,31 +413,10 @@ std::string OpenAIResponsesRequest::Render(const RenderPlan& plan) const {
                   {{input_string_->begin, input_string_->end, it->second}});
   }
   if (input_ == nullptr || input_->children.empty()) return body_;
-  const std::vector<RawNode>& wires = input_->children;
-  std::string_view doc = body_;
-  std::string out;
-  out.reserve(body_.size());
-  out.append(doc.substr(0, input_->begin + 1));  // up to and including '['
-  for (size_t wire = 0; wire < preamble_; ++wire) {
-    out.append(Separator(wire));
-    out.append(wires[wire].Text(doc));
-  }
-  size_t fold = 0;
-  for (size_t m = 0; m < refs_.size(); ++m) {
-    for (size_t wire = refs_[m].first_wire; wire < refs_[m].end_wire; ++wire) {
-      out.append(Separator(wire));
-      RenderWire(m, wire, plan, out);
-    }
-    RenderAppend(m, plan, out);
-    if (fold < plan.folds.size() && plan.folds[fold].create_message == m) {
-      RenderFold(plan.folds[fold], plan, out);
-      m = plan.folds[fold].end_message;
-      ++fold;
-    }
-  }
-  // From the end of the last item: blanks, ']' and the rest of the body.
-  out.append(doc.substr(wires.back().end));
-  return out;
+  return internal::RenderWireArray(
+      body_, *input_, preamble_, refs_, plan,
+      {[&](size_t m, std::string& out) { RenderAppend(m, plan, out); },
+       [&](const FoldEdit& edit, std::string& out) { RenderFold(edit, plan, out); }});
 }
 
 }  // namespace contextd::model

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "model/internal/openai_wire_array.h"
 #include "model/model_request.h"
 #include "model/raw_json.h"
 #include "model/transcript.h"
@@ -65,16 +66,8 @@ class OpenAIResponsesRequest : public ModelRequest {
   std::string Render(const RenderPlan& plan) const override;
 
  private:
-  struct BlockRef {
-    const RawNode* node = nullptr;  // what the block is in the body (see RewriteBlock)
-    size_t wire = 0;                // index of the `input` item holding it
-    std::vector<TextSpan> texts;
-  };
-  struct MessageRef {
-    size_t first_wire = 0;  // the `input` items [first_wire, end_wire) it stands for
-    size_t end_wire = 0;
-    std::vector<BlockRef> blocks;
-  };
+  using BlockRef = internal::WireBlockRef;
+  using MessageRef = internal::WireMessageRef;
   OpenAIResponsesRequest() = default;
   absl::Status Index();
   // Adds the blocks of `input` item `wire` to message `m` (`results`: only its tool outputs, or
@@ -84,10 +77,6 @@ class OpenAIResponsesRequest : public ModelRequest {
                  std::vector<std::string>& calls_here);
   std::string BlockKey(const BlockRef& ref, const Block& block) const;
   void ComputeKey(size_t m);
-  // The bytes between items wire-1 and wire as sent (for 0: after the array's '[').
-  std::string_view Separator(size_t wire) const;
-  // Item `wire` of message m with the plan's block replacements applied.
-  void RenderWire(size_t m, size_t wire, const RenderPlan& plan, std::string& out) const;
   void RenderAppend(size_t m, const RenderPlan& plan, std::string& out) const;
   void RenderFold(const FoldEdit& edit, const RenderPlan& plan, std::string& out) const;
 
