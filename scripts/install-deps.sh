@@ -13,13 +13,16 @@ RUN_PKGS=(
   nlohmann-json3-dev libboost-dev libboost-system-dev libssl-dev
   libsqlite3-dev libre2-dev libutf8proc-dev libyaml-cpp-dev libcli11-dev
   libspdlog-dev libfmt-dev prometheus-cpp-dev libsodium-dev libabsl-dev libgoogle-perftools-dev
-  libtomlplusplus-dev libhnswlib-dev
+  libtomlplusplus-dev libhnswlib-dev libpq-dev
 )
 # What the tests, fuzzers and benchmarks need on top (scripts/test.sh, CI).
 TEST_PKGS=(
   git clang-14 libclang-rt-14-dev clang-format-14 clang-tidy-14 lld-14
   libgtest-dev libgmock-dev libbenchmark-dev
   sqlite3 wrk curl procps python3
+  # A real PostgreSQL server for the PostgreSQL store's tests (started by the tests themselves,
+  # as `nobody` when run as root, in a temporary directory: store/testing/pg_test_server.h).
+  postgresql
 )
 only_run=0
 if [ "${1:-}" = "--run-only" ]; then only_run=1; fi
