@@ -1,0 +1,201 @@
+// The PostgreSQL stores against the shared contracts (BranchStore, ConversationStore), and what
+// only PostgreSQL promises: the pool, migrations under an advisory lock, reads that survive a
+// lost connection, and the deadline sweep that hands each due branch to exactly one instance.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "store/branch_store_contract.h"
+#include "store/conversation_store_contract.h"
+#include "store/pg_branch_store.h"
+#include "store/pg_conversation_store.h"
+#include "store/pg_database.h"
+#include "store/pg_migrations.h"
+#include "store/testing/pg_backend.h"
+
+namespace contextd::store {
+namespace {
+
+using testing::BranchStoreContractTest;
+using testing::PgBackend;
+
+INSTANTIATE_TEST_SUITE_P(Postgres, BranchStoreContractTest,
+                         ::testing::Values(testing::PgFactory()), testing::BackendName);
+
+INSTANTIATE_TEST_SUITE_P(
+    Postgres, ConversationStoreContractTest,
+    ::testing::Values(Impl{"Postgres", [](const TempDir&) -> std::unique_ptr<ConversationStore> {
+                             PgBackend backend;
+                             if (!backend.SkipReason().empty()) return nullptr;
+                             auto s = backend.OpenConversationStore();
+                             EXPECT_TRUE(s.ok()) << s.status();
+                             return s.ok() ? std::move(*s) : nullptr;
+                           }}),
+    [](const ::testing::TestParamInfo<Impl>& param) { return param.param.name; });
+
+class PgDatabaseTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    CONTEXTD_REQUIRE_PG_OR_SKIP();
+    backend_ = std::make_unique<PgBackend>();
+  }
+  std::unique_ptr<PgBackend> backend_;
+};
+
+TEST(RedactConninfoTest, HidesPasswordsInUrlsAndKeywords) {
+  EXPECT_EQ(RedactConninfo("postgresql://ctx:s3cr%40t@db:5432/contextd?sslmode=require"),
+            "postgresql://ctx:****@db:5432/contextd?sslmode=require");
+  EXPECT_EQ(RedactConninfo("host=db user=ctx password=hunter2 dbname=c"),
+            "host=db user=ctx password=**** dbname=c");
+  EXPECT_EQ(RedactConninfo("host=db password = 'a b\\'c' dbname=c"),
+            "host=db password = **** dbname=c");
+  EXPECT_EQ(RedactConninfo("postgresql://db/c?password=x&sslmode=disable"),
+            "postgresql://db/c?password=****&sslmode=disable");
+  EXPECT_EQ(RedactConninfo("postgresql://ctx@db/c"), "postgresql://ctx@db/c");
+}
+
+TEST_F(PgDatabaseTest, InstancesStartingAtOnceMigrateOnce) {
+  constexpr int kInstances = 6;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int i = 0; i < kInstances; ++i) {
+    threads.emplace_back([&] {
+      auto db = PgDatabase::Open(backend_->options(1));
+      if (!db.ok()) {
+        ADD_FAILURE() << db.status();
+        ++failures;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  auto db = PgDatabase::Open(backend_->options(1));
+  ASSERT_TRUE(db.ok()) << db.status();
+  EXPECT_EQ(*(*db)->SchemaVersion(), PgMigrations().back().version);
+  int rows = -1;
+  ASSERT_TRUE((*db)->Read([&](PgConn& c) -> absl::Status {
+                    auto r = c.Exec("SELECT COUNT(*) FROM schema_version");
+                    if (!r.ok()) return r.status();
+                    rows = static_cast<int>(r->Int(0, 0));
+                    return absl::OkStatus();
+                  }).ok());
+  EXPECT_EQ(rows, static_cast<int>(PgMigrations().size()));
+}
+
+TEST_F(PgDatabaseTest, ANewerSchemaIsRefusedAndAnOlderOneWithoutMigrateToo) {
+  auto db = PgDatabase::Open(backend_->options(1));
+  ASSERT_TRUE(db.ok()) << db.status();
+  ASSERT_TRUE((*db)->Write([](PgConn& c) {
+                    return c.Exec("INSERT INTO schema_version VALUES (999, 'future', 0)").status();
+                  }).ok());
+  auto newer = PgDatabase::Open(backend_->options(1));
+  EXPECT_EQ(newer.status().code(), absl::StatusCode::kFailedPrecondition) << newer.status();
+  EXPECT_NE(newer.status().message().find("newer than this contextd"), std::string::npos);
+
+  PgBackend fresh;
+  PgOptions no_migrate = fresh.options(1);
+  no_migrate.migrate = false;
+  auto older = PgDatabase::Open(no_migrate);
+  EXPECT_EQ(older.status().code(), absl::StatusCode::kFailedPrecondition) << older.status();
+  EXPECT_NE(older.status().message().find("contextd migrate"), std::string::npos);
+}
+
+TEST_F(PgDatabaseTest, UnreachableServerIsUnavailableWithoutThePassword) {
+  PgOptions o;
+  o.conninfo = "postgresql://ctx:topsecret@127.0.0.1:1/contextd";
+  o.connect_timeout_s = 2;
+  auto db = PgDatabase::Open(o);
+  EXPECT_EQ(db.status().code(), absl::StatusCode::kUnavailable) << db.status();
+  EXPECT_EQ(db.status().message().find("topsecret"), std::string::npos) << db.status();
+  EXPECT_NE(db.status().message().find("127.0.0.1"), std::string::npos) << db.status();
+}
+
+TEST_F(PgDatabaseTest, ReadsSurviveALostConnectionAndThePoolIsBounded) {
+  auto store = PgBranchStore::Open(backend_->options(2));
+  ASSERT_TRUE(store.ok()) << store.status();
+  folding::Branch b;
+  b.id = "br_a";
+  b.session = {"local", "default", "s1"};
+  b.description = "d";
+  b.prompt = "p";
+  ASSERT_TRUE((*store)->Commit(folding::BranchWrite{{b}, {}, {}}).ok());
+  ASSERT_TRUE((*store)->Get("br_a").ok());
+  // Every pooled connection is killed by the server: the next read reconnects and succeeds.
+  ASSERT_TRUE(testing::PgTestServer::Shared()->TerminateBackends(backend_->dbname()).ok());
+  auto again = (*store)->Get("br_a");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->has_value());
+  // Many threads on a pool of 2: they wait for a connection, none fails.
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 20; ++i) {
+        if (!(*store)->Get("br_a").ok()) ++failures;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  int connections = 0;
+  ASSERT_TRUE((*store)->database().Read([&](PgConn& c) -> absl::Status {
+    auto r = c.Exec("SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND application_name = 'contextd'");
+    if (!r.ok()) return r.status();
+    connections = static_cast<int>(r->Int(0, 0));
+    return absl::OkStatus();
+  }).ok());
+  EXPECT_LE(connections, 2);
+}
+
+// Two instances (two pools, as two processes would have) sweep the same due branches at once,
+// over and over: every due branch is claimed exactly once, and live ones not yet due stay.
+TEST_F(PgDatabaseTest, DeadlinesFireExactlyOnceAcrossInstances) {
+  auto a = PgBranchStore::Open(backend_->options(2));
+  auto b = PgBranchStore::Open(backend_->options(2));
+  ASSERT_TRUE(a.ok() && b.ok());
+  constexpr int kBranches = 300;
+  folding::BranchWrite w;
+  for (int i = 0; i < kBranches; ++i) {
+    folding::Branch br;
+    br.id = absl::StrCat("br_", i);
+    br.session = {"local", "default", absl::StrCat("s", i % 7)};
+    br.description = "d";
+    br.prompt = "p";
+    br.deadline_wall_ms = i < 250 ? 1000 + i : 1'000'000;  // the last 50 are not due
+    w.inserts.push_back(br);
+  }
+  ASSERT_TRUE((*a)->Commit(w).ok());
+  std::vector<std::string> claimed[4];
+  std::vector<std::thread> sweepers;
+  for (int t = 0; t < 4; ++t) {
+    PgBranchStore* store = t % 2 == 0 ? a->get() : b->get();
+    sweepers.emplace_back([&, t, store] {
+      for (;;) {
+        auto due = store->ClaimDue(5000, 7);
+        ASSERT_TRUE(due.ok()) << due.status();
+        if (due->empty()) break;
+        for (const auto& br : *due) claimed[t].push_back(br.id);
+      }
+    });
+  }
+  for (auto& t : sweepers) t.join();
+  std::multiset<std::string> all;
+  for (auto& c : claimed) all.insert(c.begin(), c.end());
+  EXPECT_EQ(all.size(), 250u);
+  EXPECT_EQ(std::set<std::string>(all.begin(), all.end()).size(), 250u);  // no duplicates
+  auto live = (*b)->ListLive();
+  ASSERT_TRUE(live.ok());
+  EXPECT_EQ(live->size(), 50u);
+  auto timed_out = (*b)->Get("br_3");
+  ASSERT_TRUE(timed_out.ok() && timed_out->has_value());
+  EXPECT_EQ((*timed_out)->status, folding::BranchStatus::kTimeout);
+  EXPECT_EQ((*timed_out)->finished_at_ms, 5000);
+}
+
+}  // namespace
+}  // namespace contextd::store
