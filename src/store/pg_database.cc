@@ -90,6 +90,7 @@ bool PgConn::broken() const { return PQstatus(conn_) != CONNECTION_OK; }
 absl::Status PgConn::Error(std::string_view sql, PGresult* r) const {
   const char* state = r != nullptr ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
   std::string code = state != nullptr ? state : "";
+  last_sqlstate_ = code;
   std::string msg = r != nullptr ? PQresultErrorMessage(r) : "";
   if (msg.empty()) msg = PQerrorMessage(conn_);
   while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();

@@ -100,6 +100,8 @@ class PgConn {
   // Runs `sql` (several statements allowed, no parameters) unprepared.
   absl::Status ExecScript(std::string_view sql);
   bool broken() const;
+  // The SQLSTATE of the last failed Exec ("23503": foreign key violation, ...), "" if none.
+  const std::string& last_sqlstate() const { return last_sqlstate_; }
 
  private:
   friend class PgDatabase;
@@ -107,6 +109,7 @@ class PgConn {
   absl::Status Error(std::string_view sql, pg_result* r) const;
   pg_conn* conn_;
   std::unordered_map<std::string, std::string> prepared_;  // sql -> statement name
+  mutable std::string last_sqlstate_;
 };
 
 class PgDatabase {

@@ -8,9 +8,11 @@ namespace {
 // - `pos`/`seq` are identity columns: creation order and the trail's global event order.
 // - trail_blobs.content and the model gateway's frontier/keys/values are bytea (bytes kept as
 //   they are; PostgreSQL text refuses NUL).
-// - trail_scopes.search is a generated tsvector ('simple': lowercased words, no stemming, like
-//   FTS5's unicode61) over description and summary, with a GIN index: no separate index file
-//   or log is needed, the index is part of the write's transaction.
+// - trail_scopes.search is a generated tsvector over description and summary, punctuation first
+//   turned into spaces so that words split as FTS5's unicode61 splits them ("src/lex.c" is src,
+//   lex, c; PostgreSQL's parser alone would keep it as one file token), 'simple' dictionary
+//   (lowercase, no stemming), with a GIN index: the index is part of the write's transaction,
+//   so there is no separate index file or log.
 // - branches_due serves the deadline sweep (FOR UPDATE SKIP LOCKED on live branches by deadline).
 constexpr char k0001Init[] = R"sql(
 CREATE TABLE branches (
@@ -81,8 +83,8 @@ CREATE TABLE trail_scopes (
   summary_tokens BIGINT NOT NULL DEFAULT 0,
   created_at_ms  BIGINT NOT NULL,
   folded_at_ms   BIGINT,
-  search         TSVECTOR GENERATED ALWAYS AS
-                   (to_tsvector('simple', description || ' ' || summary)) STORED
+  search         TSVECTOR GENERATED ALWAYS AS (to_tsvector('simple', regexp_replace(
+                   description || ' ' || summary, '[[:punct:][:space:]]+', ' ', 'g'))) STORED
 );
 CREATE INDEX trail_scopes_by_root ON trail_scopes (root_id, pos);
 CREATE INDEX trail_scopes_open ON trail_scopes (kind, pos) WHERE status = 'open';

@@ -11,10 +11,12 @@
 #include "absl/strings/str_cat.h"
 #include "store/branch_store_contract.h"
 #include "store/conversation_store_contract.h"
+#include "store/trail_store_contract.h"
 #include "store/pg_branch_store.h"
 #include "store/pg_conversation_store.h"
 #include "store/pg_database.h"
 #include "store/pg_migrations.h"
+#include "store/pg_trail_store.h"
 #include "store/testing/pg_backend.h"
 
 namespace contextd::store {
@@ -22,9 +24,13 @@ namespace {
 
 using testing::BranchStoreContractTest;
 using testing::PgBackend;
+using testing::TrailStoreContractTest;
 
 INSTANTIATE_TEST_SUITE_P(Postgres, BranchStoreContractTest,
                          ::testing::Values(testing::PgFactory()), testing::BackendName);
+
+INSTANTIATE_TEST_SUITE_P(Postgres, TrailStoreContractTest, ::testing::Values(testing::PgFactory()),
+                         testing::BackendName);
 
 INSTANTIATE_TEST_SUITE_P(
     Postgres, ConversationStoreContractTest,
@@ -56,6 +62,38 @@ TEST(RedactConninfoTest, HidesPasswordsInUrlsAndKeywords) {
   EXPECT_EQ(RedactConninfo("postgresql://db/c?password=x&sslmode=disable"),
             "postgresql://db/c?password=****&sslmode=disable");
   EXPECT_EQ(RedactConninfo("postgresql://ctx@db/c"), "postgresql://ctx@db/c");
+}
+
+TEST(PgTsQueryTest, QuotesEveryPartAndNeverPassesSyntax) {
+  auto q = PgTsQuery("Foo \"bar\" src/lex.c baz* a&b:*|!c");
+  ASSERT_TRUE(q.ok()) << q.status();
+  EXPECT_EQ(*q, "'foo' | 'bar' | ('src' <-> 'lex' <-> 'c') | 'baz':* | ('a' <-> 'b' <-> 'c')");
+  EXPECT_EQ(PgTsQuery(" () ").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(PgTsQuery(std::string(1001, 'a')).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(PgDatabaseTest, IdenticalPayloadsShareOneBlobAndBytesRoundTrip) {
+  auto store = PgTrailStore::Open(backend_->options());
+  ASSERT_TRUE(store.ok()) << store.status();
+  trail::SessionRef s;
+  s.session_id = "a";
+  ASSERT_TRUE((*store)->OpenScope(testing::MakeScope("ses_1", "", "session", s)).ok());
+  std::string big(100000, 'x');
+  std::string odd("nul\0 and \xff bytes", 19);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE((*store)
+                    ->AppendEvents({trail::NewEvent{"ses_1", trail::EventKind::kToolResult, "t",
+                                                    big, 1, false, i}})
+                    .ok());
+  }
+  auto seq = (*store)->AppendEvents(
+      {trail::NewEvent{"ses_1", trail::EventKind::kToolResult, "t", odd, 1, false, 9}});
+  ASSERT_TRUE(seq.ok()) << seq.status();
+  EXPECT_EQ(*(*store)->BlobCount(), 2);
+  auto e = (*store)->GetEvent(seq->front());
+  ASSERT_TRUE(e.ok() && e->has_value());
+  EXPECT_EQ((*e)->payload, odd);
 }
 
 TEST_F(PgDatabaseTest, InstancesStartingAtOnceMigrateOnce) {

@@ -9,6 +9,7 @@
 
 #include "store/pg_branch_store.h"
 #include "store/pg_conversation_store.h"
+#include "store/pg_trail_store.h"
 #include "store/testing/pg_test_server.h"
 #include "store/testing/store_backend.h"
 
@@ -49,7 +50,9 @@ class PgBackend final : public StoreBackend {
     return std::unique_ptr<folding::BranchStore>(std::move(*s));
   }
   absl::StatusOr<std::unique_ptr<trail::TrailStore>> OpenTrailStore() override {
-    return absl::UnimplementedError("PgTrailStore");
+    auto s = PgTrailStore::Open(options());
+    if (!s.ok()) return s.status();
+    return std::unique_ptr<trail::TrailStore>(std::move(*s));
   }
   absl::StatusOr<std::unique_ptr<model::ConversationStore>> OpenConversationStore() override {
     auto s = PgConversationStore::Open(options());
