@@ -4,9 +4,9 @@
 
 #include <gtest/gtest.h>
 
-#include <tuple>
 #include <atomic>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -71,9 +71,9 @@ namespace {
 
 TEST_P(BranchStoreContractTest, InsertRoundTripsEveryField) {
   Branch b = MakeBranch("br_a", s1_);
-  for (auto [ref, text, tokens] : {std::tuple<const char*, const char*, int64_t>{
-                                       "mem_1", "use ripgrep", 3},
-                                   {"mem_2", "tests live beside code", 4}}) {
+  for (auto [ref, text, tokens] :
+       {std::tuple<const char*, const char*, int64_t>{"mem_1", "use ripgrep", 3},
+        {"mem_2", "tests live beside code", 4}}) {
     folding::InjectedContext c;
     c.kind = "memory";
     c.ref = ref;

@@ -34,7 +34,7 @@ inline std::string Hash(int n) {
 }
 
 inline ConversationUpdate Update(std::vector<std::string> frontier, std::vector<Rewrite> rewrites,
-                          int64_t at_ms) {
+                                 int64_t at_ms) {
   ConversationUpdate u;
   u.frontier = std::move(frontier);
   u.new_rewrites = std::move(rewrites);

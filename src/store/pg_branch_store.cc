@@ -38,13 +38,12 @@ absl::Status PgBranchStore::CommitIn(PgConn& c, const folding::BranchWrite& writ
       absl::StrCat("INSERT INTO branches (", kBranchColumns,
                    ") VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18)");
   for (const Branch& b : write.inserts) {
-    auto r = c.Exec(kInsert, {b.id, b.session.tenant, b.session.project, b.session.session_id,
-                              b.parent_id.empty() ? PgParam::Null() : PgParam(b.parent_id),
-                              b.depth, b.description, b.prompt,
-                              folding::BranchStatusName(b.status), b.budget_allocated,
-                              b.tokens_used, b.reserved_for_children, b.deadline_wall_ms,
-                              b.created_at_ms, NullIfZero(b.finished_at_ms), b.summary,
-                              b.finish_reason, b.memory_queued});
+    auto r = c.Exec(
+        kInsert, {b.id, b.session.tenant, b.session.project, b.session.session_id,
+                  b.parent_id.empty() ? PgParam::Null() : PgParam(b.parent_id), b.depth,
+                  b.description, b.prompt, folding::BranchStatusName(b.status), b.budget_allocated,
+                  b.tokens_used, b.reserved_for_children, b.deadline_wall_ms, b.created_at_ms,
+                  NullIfZero(b.finished_at_ms), b.summary, b.finish_reason, b.memory_queued});
     if (!r.ok()) {
       return absl::Status(r.status().code(),
                           absl::StrCat("insert branch ", b.id, ": ", r.status().message()));
@@ -58,21 +57,22 @@ absl::Status PgBranchStore::CommitIn(PgConn& c, const folding::BranchWrite& writ
     }
   }
   for (const folding::BranchUpdate& u : write.updates) {
-    ASSIGN_OR_RETURN(PgResult r,
-                     c.Exec("UPDATE branches SET status = $1, tokens_used = $2, "
-                            "reserved_for_children = $3, summary = $4, finish_reason = $5, "
-                            "finished_at_ms = $6, memory_queued = $7 WHERE id = $8",
-                            {folding::BranchStatusName(u.status), u.tokens_used,
-                             u.reserved_for_children, u.summary, u.finish_reason,
-                             NullIfZero(u.finished_at_ms), u.memory_queued, u.id}));
+    ASSIGN_OR_RETURN(
+        PgResult r,
+        c.Exec("UPDATE branches SET status = $1, tokens_used = $2, "
+               "reserved_for_children = $3, summary = $4, finish_reason = $5, "
+               "finished_at_ms = $6, memory_queued = $7 WHERE id = $8",
+               {folding::BranchStatusName(u.status), u.tokens_used, u.reserved_for_children,
+                u.summary, u.finish_reason, NullIfZero(u.finished_at_ms), u.memory_queued, u.id}));
     if (r.affected() != 1) {
       return absl::NotFoundError(absl::StrCat("update of unknown branch ", u.id));
     }
   }
   for (const folding::ChargeRow& ch : write.charges) {
-    auto r = c.Exec("INSERT INTO branch_charges (branch_id, at_ms, kind, label, excerpt, tokens) "
-                    "VALUES ($1,$2,$3,$4,$5,$6)",
-                    {ch.branch_id, ch.at_ms, ch.kind, ch.label, ch.excerpt, ch.tokens});
+    auto r = c.Exec(
+        "INSERT INTO branch_charges (branch_id, at_ms, kind, label, excerpt, tokens) "
+        "VALUES ($1,$2,$3,$4,$5,$6)",
+        {ch.branch_id, ch.at_ms, ch.kind, ch.label, ch.excerpt, ch.tokens});
     if (!r.ok()) {
       return absl::Status(r.status().code(), absl::StrCat("charge to branch ", ch.branch_id, ": ",
                                                           r.status().message()));
@@ -130,9 +130,9 @@ absl::StatusOr<std::vector<Branch>> PgBranchStore::ReadBranches(PgConn& c, const
 absl::StatusOr<std::optional<Branch>> PgBranchStore::Get(std::string_view id) {
   std::optional<Branch> out;
   RETURN_IF_ERROR(db_->Read([&](PgConn& c) -> absl::Status {
-    ASSIGN_OR_RETURN(PgResult r, c.Exec(absl::StrCat("SELECT ", kBranchColumns,
-                                                     " FROM branches WHERE id = $1"),
-                                        {id}));
+    ASSIGN_OR_RETURN(
+        PgResult r,
+        c.Exec(absl::StrCat("SELECT ", kBranchColumns, " FROM branches WHERE id = $1"), {id}));
     ASSIGN_OR_RETURN(std::vector<Branch> rows, ReadBranches(c, r));
     out.reset();
     if (!rows.empty()) out = std::move(rows.front());
@@ -141,16 +141,14 @@ absl::StatusOr<std::optional<Branch>> PgBranchStore::Get(std::string_view id) {
   return out;
 }
 
-absl::StatusOr<std::vector<Branch>> PgBranchStore::ListSession(
-    const folding::SessionKey& session) {
+absl::StatusOr<std::vector<Branch>> PgBranchStore::ListSession(const folding::SessionKey& session) {
   std::vector<Branch> out;
   RETURN_IF_ERROR(db_->Read([&](PgConn& c) -> absl::Status {
-    ASSIGN_OR_RETURN(
-        PgResult r,
-        c.Exec(absl::StrCat("SELECT ", kBranchColumns,
-                            " FROM branches WHERE tenant = $1 AND project = $2 AND "
-                            "session_id = $3 ORDER BY pos"),
-               {session.tenant, session.project, session.session_id}));
+    ASSIGN_OR_RETURN(PgResult r,
+                     c.Exec(absl::StrCat("SELECT ", kBranchColumns,
+                                         " FROM branches WHERE tenant = $1 AND project = $2 AND "
+                                         "session_id = $3 ORDER BY pos"),
+                            {session.tenant, session.project, session.session_id}));
     ASSIGN_OR_RETURN(out, ReadBranches(c, r));
     return absl::OkStatus();
   }));

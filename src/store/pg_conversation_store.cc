@@ -126,15 +126,16 @@ absl::Status PgConversationStore::Save(const ConversationKey& key,
 absl::Status PgConversationStore::RecordUsage(const model::UsageRecord& record) {
   absl::Status st = db_->Write([&](PgConn& c) -> absl::Status {
     return c
-        .Exec("INSERT INTO model_usage (tenant, conversation, thread, request_id, at_ms, api, "
-              "model, branch_id, status, input_tokens, cache_read_input_tokens, "
-              "cache_creation_input_tokens, output_tokens, tokens_before, tokens_after, "
-              "duration_ms) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16)",
-              {record.key.tenant, record.key.conversation, record.key.thread, record.request_id,
-               record.at_ms, record.api, record.model, record.branch_id, record.status,
-               record.input_tokens, record.cache_read_input_tokens,
-               record.cache_creation_input_tokens, record.output_tokens, record.tokens_before,
-               record.tokens_after, record.duration_ms})
+        .Exec(
+            "INSERT INTO model_usage (tenant, conversation, thread, request_id, at_ms, api, "
+            "model, branch_id, status, input_tokens, cache_read_input_tokens, "
+            "cache_creation_input_tokens, output_tokens, tokens_before, tokens_after, "
+            "duration_ms) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16)",
+            {record.key.tenant, record.key.conversation, record.key.thread, record.request_id,
+             record.at_ms, record.api, record.model, record.branch_id, record.status,
+             record.input_tokens, record.cache_read_input_tokens,
+             record.cache_creation_input_tokens, record.output_tokens, record.tokens_before,
+             record.tokens_after, record.duration_ms})
         .status();
   });
   if (!st.ok()) {

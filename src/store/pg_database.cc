@@ -275,23 +275,23 @@ absl::StatusOr<std::unique_ptr<PgDatabase>> PgDatabase::Open(const PgOptions& op
 absl::Status PgDatabase::Migrate(PgConn& conn) {
   // Held to the end of the transaction: a second instance waits here, then finds nothing to do.
   RETURN_IF_ERROR(conn.Exec("SELECT pg_advisory_xact_lock($1)", {kPgMigrationLock}).status());
-  RETURN_IF_ERROR(conn.ExecScript(
-      "SET LOCAL client_min_messages = warning;"
-      "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, "
-      "name TEXT NOT NULL, applied_at_ms BIGINT NOT NULL)"));
+  RETURN_IF_ERROR(
+      conn.ExecScript("SET LOCAL client_min_messages = warning;"
+                      "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, "
+                      "name TEXT NOT NULL, applied_at_ms BIGINT NOT NULL)"));
   ASSIGN_OR_RETURN(PgResult r, conn.Exec("SELECT COALESCE(MAX(version), 0) FROM schema_version"));
   int current = static_cast<int>(r.Int(0, 0));
   const std::vector<Migration>& all = PgMigrations();
   int latest = all.empty() ? 0 : all.back().version;
   if (current > latest) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the postgres database (", redacted_, ") has schema version ", current,
-        ", newer than this contextd (", latest, "): upgrade contextd"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("the postgres database (", redacted_, ") has schema version ", current,
+                     ", newer than this contextd (", latest, "): upgrade contextd"));
   }
   if (current < latest && !options_.migrate) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the postgres database (", redacted_, ") has schema version ", current, "; this contextd needs ",
-        latest, ": run `contextd migrate`"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("the postgres database (", redacted_, ") has schema version ", current,
+                     "; this contextd needs ", latest, ": run `contextd migrate`"));
   }
   for (const Migration& m : all) {
     if (m.version <= current) continue;

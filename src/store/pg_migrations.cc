@@ -148,6 +148,73 @@ CREATE TABLE model_usage (
   duration_ms                 BIGINT NOT NULL
 );
 CREATE INDEX model_usage_by_branch ON model_usage (tenant, branch_id);
+
+CREATE TABLE memories (
+  pos                BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
+  id                 TEXT PRIMARY KEY,
+  tenant             TEXT NOT NULL,
+  project            TEXT NOT NULL,
+  scope              TEXT NOT NULL CHECK (scope IN ('project', 'team', 'org')),
+  status             TEXT NOT NULL CHECK (status IN ('pending', 'active', 'retired')),
+  outcome            TEXT NOT NULL CHECK (outcome IN ('success', 'failure')),
+  title              TEXT NOT NULL,
+  description        TEXT NOT NULL,
+  content            TEXT NOT NULL,
+  tags               TEXT NOT NULL,
+  source_branch_id   TEXT NOT NULL,
+  source_description TEXT NOT NULL,
+  source_prompt      TEXT NOT NULL,
+  origin             TEXT NOT NULL,
+  created_at_ms      BIGINT NOT NULL,
+  updated_at_ms      BIGINT NOT NULL,
+  use_count          BIGINT NOT NULL DEFAULT 0,
+  helpful_count      BIGINT NOT NULL DEFAULT 0,
+  unhelpful_count    BIGINT NOT NULL DEFAULT 0,
+  success_count      BIGINT NOT NULL DEFAULT 0,
+  failure_count      BIGINT NOT NULL DEFAULT 0,
+  merged_into        TEXT NOT NULL DEFAULT '',
+  -- Weights as FTS5's bm25 columns: title A, description and content B, tags C; task: the
+  -- source description A, its prompt B. Punctuation splits words as memory::IndexTerms does.
+  content_search     TSVECTOR GENERATED ALWAYS AS (
+    setweight(to_tsvector('simple', regexp_replace(title, '[[:punct:][:space:]]+', ' ', 'g')), 'A') ||
+    setweight(to_tsvector('simple', regexp_replace(description || ' ' || content,
+                                                   '[[:punct:][:space:]]+', ' ', 'g')), 'B') ||
+    setweight(to_tsvector('simple', regexp_replace(tags, '[[:punct:][:space:]]+', ' ', 'g')), 'C')
+  ) STORED,
+  task_search        TSVECTOR GENERATED ALWAYS AS (
+    setweight(to_tsvector('simple', regexp_replace(source_description, '[[:punct:][:space:]]+',
+                                                   ' ', 'g')), 'A') ||
+    setweight(to_tsvector('simple', regexp_replace(source_prompt, '[[:punct:][:space:]]+', ' ',
+                                                   'g')), 'B')
+  ) STORED
+);
+CREATE INDEX memories_by_task ON memories (tenant, source_description);
+CREATE INDEX memories_content_search ON memories USING GIN (content_search);
+CREATE INDEX memories_task_search ON memories USING GIN (task_search);
+
+CREATE TABLE memory_history (
+  seq       BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  memory_id TEXT NOT NULL,
+  action    TEXT NOT NULL,
+  actor     TEXT NOT NULL,
+  detail    TEXT NOT NULL,
+  at_ms     BIGINT NOT NULL
+);
+CREATE INDEX memory_history_by_memory ON memory_history (memory_id, seq);
+
+CREATE TABLE memory_terms (
+  term       TEXT PRIMARY KEY,
+  content_df BIGINT NOT NULL DEFAULT 0,
+  task_df    BIGINT NOT NULL DEFAULT 0
+);
+
+CREATE TABLE memory_vectors (
+  memory_id TEXT NOT NULL,
+  model     TEXT NOT NULL,
+  dim       INTEGER NOT NULL CHECK (dim > 0),
+  vector    BYTEA NOT NULL,
+  PRIMARY KEY (memory_id, model)
+);
 )sql";
 
 }  // namespace

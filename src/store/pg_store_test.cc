@@ -11,30 +11,36 @@
 #include "absl/strings/str_cat.h"
 #include "store/branch_store_contract.h"
 #include "store/conversation_store_contract.h"
-#include "store/trail_store_contract.h"
+#include "store/memory_store_contract.h"
 #include "store/pg_branch_store.h"
 #include "store/pg_conversation_store.h"
 #include "store/pg_database.h"
 #include "store/pg_migrations.h"
 #include "store/pg_trail_store.h"
 #include "store/testing/pg_backend.h"
+#include "store/trail_store_contract.h"
 
 namespace contextd::store {
 namespace {
 
 using testing::BranchStoreContractTest;
+using testing::MemoryBankTest;
 using testing::PgBackend;
 using testing::TrailStoreContractTest;
 
-INSTANTIATE_TEST_SUITE_P(Postgres, BranchStoreContractTest,
-                         ::testing::Values(testing::PgFactory()), testing::BackendName);
+INSTANTIATE_TEST_SUITE_P(Postgres, BranchStoreContractTest, ::testing::Values(testing::PgFactory()),
+                         testing::BackendName);
+
+INSTANTIATE_TEST_SUITE_P(Postgres, MemoryBankTest, ::testing::Values(testing::PgFactory()),
+                         testing::BackendName);
 
 INSTANTIATE_TEST_SUITE_P(Postgres, TrailStoreContractTest, ::testing::Values(testing::PgFactory()),
                          testing::BackendName);
 
 INSTANTIATE_TEST_SUITE_P(
     Postgres, ConversationStoreContractTest,
-    ::testing::Values(Impl{"Postgres", [](const TempDir&) -> std::unique_ptr<ConversationStore> {
+    ::testing::Values(Impl{"Postgres",
+                           [](const TempDir&) -> std::unique_ptr<ConversationStore> {
                              PgBackend backend;
                              if (!backend.SkipReason().empty()) return nullptr;
                              auto s = backend.OpenConversationStore();
@@ -69,8 +75,7 @@ TEST(PgTsQueryTest, QuotesEveryPartAndNeverPassesSyntax) {
   ASSERT_TRUE(q.ok()) << q.status();
   EXPECT_EQ(*q, "'foo' | 'bar' | ('src' <-> 'lex' <-> 'c') | 'baz':* | ('a' <-> 'b' <-> 'c')");
   EXPECT_EQ(PgTsQuery(" () ").status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(PgTsQuery(std::string(1001, 'a')).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(PgTsQuery(std::string(1001, 'a')).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(PgDatabaseTest, IdenticalPayloadsShareOneBlobAndBytesRoundTrip) {
@@ -115,21 +120,25 @@ TEST_F(PgDatabaseTest, InstancesStartingAtOnceMigrateOnce) {
   ASSERT_TRUE(db.ok()) << db.status();
   EXPECT_EQ(*(*db)->SchemaVersion(), PgMigrations().back().version);
   int rows = -1;
-  ASSERT_TRUE((*db)->Read([&](PgConn& c) -> absl::Status {
+  ASSERT_TRUE((*db)
+                  ->Read([&](PgConn& c) -> absl::Status {
                     auto r = c.Exec("SELECT COUNT(*) FROM schema_version");
                     if (!r.ok()) return r.status();
                     rows = static_cast<int>(r->Int(0, 0));
                     return absl::OkStatus();
-                  }).ok());
+                  })
+                  .ok());
   EXPECT_EQ(rows, static_cast<int>(PgMigrations().size()));
 }
 
 TEST_F(PgDatabaseTest, ANewerSchemaIsRefusedAndAnOlderOneWithoutMigrateToo) {
   auto db = PgDatabase::Open(backend_->options(1));
   ASSERT_TRUE(db.ok()) << db.status();
-  ASSERT_TRUE((*db)->Write([](PgConn& c) {
+  ASSERT_TRUE((*db)
+                  ->Write([](PgConn& c) {
                     return c.Exec("INSERT INTO schema_version VALUES (999, 'future', 0)").status();
-                  }).ok());
+                  })
+                  .ok());
   auto newer = PgDatabase::Open(backend_->options(1));
   EXPECT_EQ(newer.status().code(), absl::StatusCode::kFailedPrecondition) << newer.status();
   EXPECT_NE(newer.status().message().find("newer than this contextd"), std::string::npos);
@@ -180,13 +189,17 @@ TEST_F(PgDatabaseTest, ReadsSurviveALostConnectionAndThePoolIsBounded) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(failures.load(), 0);
   int connections = 0;
-  ASSERT_TRUE((*store)->database().Read([&](PgConn& c) -> absl::Status {
-    auto r = c.Exec("SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() "
-                    "AND application_name = 'contextd'");
-    if (!r.ok()) return r.status();
-    connections = static_cast<int>(r->Int(0, 0));
-    return absl::OkStatus();
-  }).ok());
+  ASSERT_TRUE((*store)
+                  ->database()
+                  .Read([&](PgConn& c) -> absl::Status {
+                    auto r = c.Exec(
+                        "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() "
+                        "AND application_name = 'contextd'");
+                    if (!r.ok()) return r.status();
+                    connections = static_cast<int>(r->Int(0, 0));
+                    return absl::OkStatus();
+                  })
+                  .ok());
   EXPECT_LE(connections, 2);
 }
 

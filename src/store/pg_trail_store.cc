@@ -149,15 +149,16 @@ absl::Status PgTrailStore::AppendEventsIn(PgConn& c, const std::vector<trail::Ne
                                           std::vector<int64_t>* seqs) {
   for (size_t i = 0; i < events.size(); ++i) {
     const trail::NewEvent& e = events[i];
-    RETURN_IF_ERROR(c.Exec("INSERT INTO trail_blobs (hash, size, content) VALUES ($1,$2,$3) "
-                           "ON CONFLICT (hash) DO NOTHING",
-                           {hashes[i], static_cast<int64_t>(e.payload.size()),
-                            PgParam::Bytes(e.payload)})
-                        .status());
-    auto r = c.Exec("INSERT INTO trail_events (scope_id, kind, label, blob_hash, tokens, "
-                    "is_error, at_ms) VALUES ($1,$2,$3,$4,$5,$6,$7) RETURNING seq",
-                    {e.scope_id, trail::EventKindName(e.kind), e.label, hashes[i], e.tokens,
-                     e.is_error, e.at_ms});
+    RETURN_IF_ERROR(
+        c.Exec("INSERT INTO trail_blobs (hash, size, content) VALUES ($1,$2,$3) "
+               "ON CONFLICT (hash) DO NOTHING",
+               {hashes[i], static_cast<int64_t>(e.payload.size()), PgParam::Bytes(e.payload)})
+            .status());
+    auto r = c.Exec(
+        "INSERT INTO trail_events (scope_id, kind, label, blob_hash, tokens, "
+        "is_error, at_ms) VALUES ($1,$2,$3,$4,$5,$6,$7) RETURNING seq",
+        {e.scope_id, trail::EventKindName(e.kind), e.label, hashes[i], e.tokens, e.is_error,
+         e.at_ms});
     if (!r.ok() && c.last_sqlstate() == "23503") {
       return absl::NotFoundError(absl::StrCat("scope ", e.scope_id, " not found"));
     }
@@ -171,14 +172,17 @@ absl::Status PgTrailStore::FoldScopeIn(PgConn& c, std::string_view id, std::stri
                                        int64_t summary_tokens, int64_t at_ms) {
   ASSIGN_OR_RETURN(PgResult r,
                    c.Exec("SELECT status FROM trail_scopes WHERE id = $1 FOR UPDATE", {id}));
-  if (r.rows() == 0) return absl::NotFoundError(absl::StrCat("scope ", std::string(id), " not found"));
+  if (r.rows() == 0)
+    return absl::NotFoundError(absl::StrCat("scope ", std::string(id), " not found"));
   if (r.Text(0, 0) == "folded") {
-    return absl::FailedPreconditionError(absl::StrCat("scope ", std::string(id), " is already folded"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("scope ", std::string(id), " is already folded"));
   }
   return c
-      .Exec("UPDATE trail_scopes SET status = 'folded', summary = $1, summary_tokens = $2, "
-            "folded_at_ms = $3 WHERE id = $4",
-            {summary, summary_tokens, at_ms, id})
+      .Exec(
+          "UPDATE trail_scopes SET status = 'folded', summary = $1, summary_tokens = $2, "
+          "folded_at_ms = $3 WHERE id = $4",
+          {summary, summary_tokens, at_ms, id})
       .status();
 }
 
@@ -253,16 +257,16 @@ absl::StatusOr<std::optional<Event>> PgTrailStore::QueryEvent(std::string_view s
 }
 
 absl::StatusOr<std::optional<Scope>> PgTrailStore::GetScope(std::string_view id) {
-  ASSIGN_OR_RETURN(std::vector<Scope> rows,
-                   QueryScopes(absl::StrCat("SELECT ", kScopeColumns,
-                                            " FROM trail_scopes s WHERE s.id = $1"),
-                               {id}));
+  ASSIGN_OR_RETURN(
+      std::vector<Scope> rows,
+      QueryScopes(absl::StrCat("SELECT ", kScopeColumns, " FROM trail_scopes s WHERE s.id = $1"),
+                  {id}));
   if (rows.empty()) return std::optional<Scope>();
   return std::optional<Scope>(std::move(rows.front()));
 }
 
-absl::StatusOr<trail::EventPage> PgTrailStore::ListEvents(std::string_view scope_id,
-                                                          int64_t offset, int64_t limit) {
+absl::StatusOr<trail::EventPage> PgTrailStore::ListEvents(std::string_view scope_id, int64_t offset,
+                                                          int64_t limit) {
   trail::EventPage page;
   absl::Status st = db_->Read([&](PgConn& c) -> absl::Status {
     page = trail::EventPage();
@@ -288,8 +292,8 @@ absl::StatusOr<std::optional<Event>> PgTrailStore::GetEvent(int64_t seq) {
 }
 
 absl::StatusOr<std::optional<Event>> PgTrailStore::FindEvent(std::string_view root_scope_id,
-                                                            std::string_view payload_hash,
-                                                            trail::EventKind kind) {
+                                                             std::string_view payload_hash,
+                                                             trail::EventKind kind) {
   return QueryEvent(absl::StrCat("SELECT ", kEventColumns,
                                  " JOIN trail_scopes s ON s.id = e.scope_id WHERE s.root_id = $1 "
                                  "AND e.blob_hash = $2 AND e.kind = $3 ORDER BY e.seq DESC "
@@ -297,8 +301,8 @@ absl::StatusOr<std::optional<Event>> PgTrailStore::FindEvent(std::string_view ro
                     {root_scope_id, payload_hash, trail::EventKindName(kind)});
 }
 
-absl::StatusOr<std::vector<trail::SessionEntry>> PgTrailStore::ListSessions(
-    std::string_view tenant, int64_t limit) {
+absl::StatusOr<std::vector<trail::SessionEntry>> PgTrailStore::ListSessions(std::string_view tenant,
+                                                                            int64_t limit) {
   std::vector<trail::SessionEntry> out;
   absl::Status st = db_->Read([&](PgConn& c) -> absl::Status {
     out.clear();
@@ -342,9 +346,9 @@ absl::StatusOr<std::vector<Scope>> PgTrailStore::ListOpenScopes(ScopeKind kind, 
 }
 
 absl::StatusOr<std::vector<trail::SearchHit>> PgTrailStore::Search(std::string_view tenant,
-                                                                  std::string_view project,
-                                                                  std::string_view query,
-                                                                  int64_t limit) {
+                                                                   std::string_view project,
+                                                                   std::string_view query,
+                                                                   int64_t limit) {
   ASSIGN_OR_RETURN(std::string tsquery, PgTsQuery(query));
   std::vector<trail::SearchHit> hits;
   absl::Status st = db_->Read([&](PgConn& c) -> absl::Status {

@@ -16,15 +16,19 @@ TEST_P(TrailStoreContractTest, ScopesEventsRoundTripAndSurviveReopen) {
             absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(store_->OpenScope(MakeScope("br_2", "nope", "x", s)).code(),
             absl::StatusCode::kNotFound);
-  auto seqs = store_->AppendEvents({NewEvent{"br_1", EventKind::kToolCall, "fs__read", "{\"p\":1}", 5, false, 1},
-                                    NewEvent{"br_1", EventKind::kToolResult, "fs__read", "hello", 7, true, 2}});
+  auto seqs = store_->AppendEvents(
+      {NewEvent{"br_1", EventKind::kToolCall, "fs__read", "{\"p\":1}", 5, false, 1},
+       NewEvent{"br_1", EventKind::kToolResult, "fs__read", "hello", 7, true, 2}});
   ASSERT_TRUE(seqs.ok()) << seqs.status();
   ASSERT_EQ(seqs->size(), 2u);
   EXPECT_LT((*seqs)[0], (*seqs)[1]);
-  EXPECT_EQ(store_->AppendEvents({NewEvent{"zz", EventKind::kWarning, "", "w", 0, false, 3}}).status().code(),
+  EXPECT_EQ(store_->AppendEvents({NewEvent{"zz", EventKind::kWarning, "", "w", 0, false, 3}})
+                .status()
+                .code(),
             absl::StatusCode::kNotFound);
   ASSERT_TRUE(store_->FoldScope("br_1", "found the bug in parser.cc", 6, 9).ok());
-  EXPECT_EQ(store_->FoldScope("br_1", "again", 1, 10).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(store_->FoldScope("br_1", "again", 1, 10).code(),
+            absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(store_->FoldScope("zz", "x", 1, 10).code(), absl::StatusCode::kNotFound);
 
   store_.reset();
@@ -62,9 +66,9 @@ TEST_P(TrailStoreContractTest, CombinedWritesApplyBothPartsOrNeither) {
   NewEvent to_root{"ses_1", EventKind::kBranchCreated, "br_1", "open it", 3, false, 1};
   NewEvent to_nowhere{"nope", EventKind::kWarning, "", "lost", 0, false, 2};
   // An event for an unknown scope: the scope is not opened either.
-  EXPECT_EQ(store_->OpenScopeWithEvents(MakeScope("br_1", "ses_1", "d", s), {to_root, to_nowhere})
-                .code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(
+      store_->OpenScopeWithEvents(MakeScope("br_1", "ses_1", "d", s), {to_root, to_nowhere}).code(),
+      absl::StatusCode::kNotFound);
   EXPECT_FALSE(store_->GetScope("br_1")->has_value());
   EXPECT_EQ(store_->ListEvents("ses_1", 0, 10)->total, 0);
   ASSERT_TRUE(store_->OpenScopeWithEvents(MakeScope("br_1", "ses_1", "d", s), {to_root}).ok());
@@ -90,8 +94,10 @@ TEST_P(TrailStoreContractTest, ListEventsPaginates) {
   SessionRef s = Session("a");
   ASSERT_TRUE(store_->OpenScope(MakeScope("ses_1", "", "session", s)).ok());
   for (int i = 0; i < 25; ++i) {
-    ASSERT_TRUE(store_->AppendEvents({NewEvent{"ses_1", EventKind::kToolCall, "t",
-                                              "call " + std::to_string(i), 1, false, i}}).ok());
+    ASSERT_TRUE(store_
+                    ->AppendEvents({NewEvent{"ses_1", EventKind::kToolCall, "t",
+                                             "call " + std::to_string(i), 1, false, i}})
+                    .ok());
   }
   auto page = store_->ListEvents("ses_1", 20, 10);
   ASSERT_TRUE(page.ok());
@@ -110,7 +116,8 @@ TEST_P(TrailStoreContractTest, SearchFindsDescriptionsAndSummariesOfOneTenantAnd
   ASSERT_TRUE(store_->OpenScope(MakeScope("br_1", "ses_1", "explore the tokenizer", a)).ok());
   ASSERT_TRUE(store_->OpenScope(MakeScope("br_2", "ses_1", "debug flaky test", a)).ok());
   ASSERT_TRUE(store_->OpenScope(MakeScope("ses_2", "", "session", other)).ok());
-  ASSERT_TRUE(store_->OpenScope(MakeScope("br_3", "ses_2", "explore the tokenizer too", other)).ok());
+  ASSERT_TRUE(
+      store_->OpenScope(MakeScope("br_3", "ses_2", "explore the tokenizer too", other)).ok());
   ASSERT_TRUE(store_->FoldScope("br_2", "race in executor shutdown", 5, 1).ok());
 
   auto hits = store_->Search("local", "default", "tokenizer", 10);

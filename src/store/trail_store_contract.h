@@ -30,7 +30,7 @@ inline SessionRef Session(const std::string& id, const std::string& tenant = "lo
 }
 
 inline Scope MakeScope(const std::string& id, const std::string& parent, const std::string& desc,
-                const SessionRef& session) {
+                       const SessionRef& session) {
   Scope s;
   s.id = id;
   s.parent_id = parent;

@@ -9,6 +9,7 @@
 
 #include "store/pg_branch_store.h"
 #include "store/pg_conversation_store.h"
+#include "store/pg_memory_store.h"
 #include "store/pg_trail_store.h"
 #include "store/testing/pg_test_server.h"
 #include "store/testing/store_backend.h"
@@ -23,8 +24,7 @@ class PgBackend final : public StoreBackend {
       skip_ = "PostgreSQL tests skipped: " + PgTestServer::SharedError();
       const char* req = std::getenv("CONTEXTD_REQUIRE_POSTGRES");
       if (req != nullptr && std::string(req) == "1") {
-        ADD_FAILURE() << "PostgreSQL is required but cannot start: "
-                      << PgTestServer::SharedError();
+        ADD_FAILURE() << "PostgreSQL is required but cannot start: " << PgTestServer::SharedError();
       }
       return;
     }
@@ -58,6 +58,11 @@ class PgBackend final : public StoreBackend {
     auto s = PgConversationStore::Open(options());
     if (!s.ok()) return s.status();
     return std::unique_ptr<model::ConversationStore>(std::move(*s));
+  }
+  absl::StatusOr<std::unique_ptr<memory::MemoryStore>> OpenMemoryStore() override {
+    auto s = PgMemoryStore::Open(options());
+    if (!s.ok()) return s.status();
+    return std::unique_ptr<memory::MemoryStore>(std::move(*s));
   }
   const std::string& conninfo() const { return conninfo_; }
   const std::string& dbname() const { return dbname_; }

@@ -100,7 +100,8 @@ pid_t Spawn(const std::vector<std::string>& argv, const RunAs& as, const std::st
   }
   int devnull = open("/dev/null", O_RDONLY);
   if (devnull >= 0) dup2(devnull, 0);
-  if (as.switch_user && (setgroups(0, nullptr) != 0 || setgid(as.gid) != 0 || setuid(as.uid) != 0)) {
+  if (as.switch_user &&
+      (setgroups(0, nullptr) != 0 || setgid(as.gid) != 0 || setuid(as.uid) != 0)) {
     _exit(126);
   }
   prctl(PR_SET_PDEATHSIG, SIGQUIT);
@@ -150,8 +151,8 @@ absl::Status PgTestServer::Run() {
   }
   std::string log = dir_ + "/server.log";
   std::string data = dir_ + "/data";
-  pid_t init = Spawn({bin_dir_ + "/initdb", "-D", data, "-U", "postgres", "-A", "trust",
-                      "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions"},
+  pid_t init = Spawn({bin_dir_ + "/initdb", "-D", data, "-U", "postgres", "-A", "trust", "-E",
+                      "UTF8", "--locale=C", "--no-sync", "--no-instructions"},
                      *as, log);
   int wstatus = 0;
   if (init < 0 || waitpid(init, &wstatus, 0) != init || !WIFEXITED(wstatus) ||
@@ -161,10 +162,26 @@ absl::Status PgTestServer::Run() {
   // A free port can be taken between FreePort and postgres' bind: try a few.
   for (int attempt = 0; attempt < 3; ++attempt) {
     port_ = FreePort();
-    pid_ = Spawn({bin_dir_ + "/postgres", "-D", data, "-p", std::to_string(port_), "-k", dir_,
-                  "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c",
-                  "synchronous_commit=off", "-c", "full_page_writes=off", "-c",
-                  "max_connections=100", "-c", "shared_buffers=32MB", "-c",
+    pid_ = Spawn({bin_dir_ + "/postgres",
+                  "-D",
+                  data,
+                  "-p",
+                  std::to_string(port_),
+                  "-k",
+                  dir_,
+                  "-c",
+                  "listen_addresses=127.0.0.1",
+                  "-c",
+                  "fsync=off",
+                  "-c",
+                  "synchronous_commit=off",
+                  "-c",
+                  "full_page_writes=off",
+                  "-c",
+                  "max_connections=100",
+                  "-c",
+                  "shared_buffers=32MB",
+                  "-c",
                   "log_min_messages=warning"},
                  *as, log);
     if (pid_ < 0) return absl::UnavailableError("fork failed");
@@ -261,9 +278,9 @@ absl::StatusOr<std::string> PgTestServer::CreateDatabase() {
 }
 
 absl::Status PgTestServer::TerminateBackends(const std::string& dbname) {
-  return Admin(absl::StrCat(
-      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '", dbname,
-      "' AND pid <> pg_backend_pid()"));
+  return Admin(
+      absl::StrCat("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '",
+                   dbname, "' AND pid <> pg_backend_pid()"));
 }
 
 }  // namespace contextd::store::testing

@@ -61,15 +61,15 @@ class PgTestServer {
 
 // Use in a fixture's SetUp: skips (or fails, with CONTEXTD_REQUIRE_POSTGRES=1) when the shared
 // server cannot start.
-#define CONTEXTD_REQUIRE_PG_OR_SKIP()                                                       \
-  do {                                                                                      \
-    if (::contextd::store::testing::PgTestServer::Shared() == nullptr) {                   \
-      const char* req = std::getenv("CONTEXTD_REQUIRE_POSTGRES");                          \
-      if (req != nullptr && std::string(req) == "1") {                                     \
-        FAIL() << "PostgreSQL is required but cannot start: "                              \
-               << ::contextd::store::testing::PgTestServer::SharedError();                 \
-      }                                                                                     \
-      GTEST_SKIP() << "PostgreSQL tests skipped: "                                         \
-                   << ::contextd::store::testing::PgTestServer::SharedError();             \
-    }                                                                                       \
+#define CONTEXTD_REQUIRE_PG_OR_SKIP()                                          \
+  do {                                                                         \
+    if (::contextd::store::testing::PgTestServer::Shared() == nullptr) {       \
+      const char* req = std::getenv("CONTEXTD_REQUIRE_POSTGRES");              \
+      if (req != nullptr && std::string(req) == "1") {                         \
+        FAIL() << "PostgreSQL is required but cannot start: "                  \
+               << ::contextd::store::testing::PgTestServer::SharedError();     \
+      }                                                                        \
+      GTEST_SKIP() << "PostgreSQL tests skipped: "                             \
+                   << ::contextd::store::testing::PgTestServer::SharedError(); \
+    }                                                                          \
   } while (0)

@@ -7,6 +7,7 @@
 
 #include "store/sqlite_branch_store.h"
 #include "store/sqlite_conversation_store.h"
+#include "store/sqlite_memory_store.h"
 #include "store/sqlite_trail_store.h"
 #include "store/test_util.h"
 #include "store/testing/store_backend.h"
@@ -29,6 +30,11 @@ class SqliteBackend final : public StoreBackend {
     auto s = SqliteConversationStore::Open(path());
     if (!s.ok()) return s.status();
     return std::unique_ptr<model::ConversationStore>(std::move(*s));
+  }
+  absl::StatusOr<std::unique_ptr<memory::MemoryStore>> OpenMemoryStore() override {
+    auto s = SqliteMemoryStore::Open(path());
+    if (!s.ok()) return s.status();
+    return std::unique_ptr<memory::MemoryStore>(std::move(*s));
   }
   std::string path() const { return tmp_.File("contextd.db"); }
 
