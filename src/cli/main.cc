@@ -18,6 +18,7 @@
 #include "server/server.h"
 #include "server/status_cli.h"
 #include "server/memory_cli.h"
+#include "server/migrate_cli.h"
 #include "server/trail_cli.h"
 #include "tokens/tokens_cli.h"
 
@@ -74,6 +75,15 @@ int main(int argc, char** argv) {
   serve->add_option("--set", sets, "override a config key: section.key=value (repeatable)");
   serve->add_flag("--conformance-fixtures", conformance,
                   "register the test tools, resources and prompts of the MCP conformance suite");
+
+  // migrate
+  CLI::App* migrate = app.add_subcommand(
+      "migrate", "Bring the store's schema (SQLite file or store.postgres.url) up to this binary's");
+  migrate->add_option("--config", config_file, "YAML config file (its store: section)");
+  migrate->add_option("--data-dir", data_dir, "where the SQLite file lives (default: XDG data dir)");
+  migrate->add_option("--set", sets,
+                      "override a config key: section.key=value (repeatable), e.g. "
+                      "store.backend=postgres");
 
   // tokens
   CLI::App* tokens = app.add_subcommand("tokens", "Count (or list) the tokens of stdin");
@@ -285,6 +295,7 @@ int main(int argc, char** argv) {
   if (!auth_token_file.empty()) config.auth_token_file = auth_token_file;
   if (conformance) config.conformance_fixtures = true;
   if (auto s = contextd::server::ValidateConfig(config); !s.ok()) return fail(s);
+  if (*migrate) return contextd::server::RunMigrateCommand(config, std::cout, std::cerr);
 
   absl::Status result = contextd::server::RunServer(config);
   if (!result.ok()) return fail(result);

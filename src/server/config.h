@@ -59,6 +59,16 @@ struct MemoryConfig {
   MemoryEndpointConfig embeddings{"", "", "", 5'000};
 };
 
+// store: where contextd keeps its state (docs/postgres.md). SQLite (one file in the data
+// directory, the default) or PostgreSQL (several instances may share one database).
+struct StoreConfig {
+  std::string backend = "sqlite";  // "sqlite" or "postgres"
+  // store.postgres.url: a libpq URL or conninfo. It may hold a password: never logged (only its
+  // redacted form); prefer PGPASSWORD/PGPASSFILE or CONTEXTD_STORE_POSTGRES_URL in production.
+  std::string postgres_url;
+  int64_t postgres_pool_size = 8;  // connections per instance
+};
+
 struct ServerConfig {
   // server:
   std::string transport = "http";      // "stdio" or "http"
@@ -87,6 +97,8 @@ struct ServerConfig {
   ModelGatewayConfig model_gateway;
   // memory: (nested: memory.distiller.base_url, ...)
   MemoryConfig memory;
+  // store: (nested: store.backend, store.postgres.url, store.postgres.pool_size)
+  StoreConfig store;
   // upstreams: the MCP servers contextd fronts (a YAML list; file only).
   std::vector<gateway::UpstreamConfig> upstreams;
 };

@@ -40,6 +40,11 @@
 #include "server/trail_tools.h"
 #include "memory/hnsw_index.h"
 #include "memory/memory_bank.h"
+#include "store/pg_branch_store.h"
+#include "store/pg_conversation_store.h"
+#include "store/pg_database.h"
+#include "store/pg_memory_store.h"
+#include "store/pg_trail_store.h"
 #include "store/sqlite_memory_store.h"
 #include "store/sqlite_trail_store.h"
 #include "trail/trail.h"
@@ -118,12 +123,16 @@ struct Engine {
   // Loads the counter's vocabulary in the background at start (joined before `counter` goes).
   std::jthread vocabulary_loader;
   std::shared_ptr<const scrub::Scrubber> scrubber;
-  std::unique_ptr<store::SqliteBranchStore> store;
+  // The database: SQLite (one connection shared by the branch and trail stores, grouped commits)
+  // or PostgreSQL (one pool shared by every store; each write commits before its reply).
+  std::shared_ptr<store::Database> sqlite_db;
+  std::shared_ptr<store::PgDatabase> pg_db;
+  std::unique_ptr<folding::BranchStore> store;
   folding::EventBus events;
   Metrics metrics;
   // The ReasoningBank (memory.enabled): its own connection to the database, used off the executor;
   // the optional model endpoints (memory.distiller, memory.embeddings) and the vector index.
-  std::unique_ptr<store::SqliteMemoryStore> memory_store;
+  std::unique_ptr<memory::MemoryStore> memory_store;
   std::vector<std::unique_ptr<transport::HttpClient>> memory_clients;
   std::unique_ptr<OpenAiDistiller> memory_distiller;
   std::unique_ptr<OpenAiEmbedder> memory_embedder;
@@ -131,7 +140,7 @@ struct Engine {
   std::unique_ptr<memory::MemoryBank> memory_bank;
   std::unique_ptr<folding::BranchManager> manager;     // executor only
   std::unique_ptr<FoldingTools> tools;                 // executor only
-  std::unique_ptr<store::SqliteTrailStore> trail_store;
+  std::unique_ptr<trail::TrailStore> trail_store;
   std::unique_ptr<trail::Trail> trail;                // executor only
   std::unique_ptr<TrailTools> trail_tools;            // executor only
   std::unique_ptr<MemoryTools> memory_tools;          // executor only (and its own worker)
@@ -140,7 +149,7 @@ struct Engine {
   std::unique_ptr<GroupCommit> group_commit;  // the McpServer's outbound gate: outlives it
   // The model gateway (HTTP only): its own connection to the database, so that a conversation's
   // decisions are durable before its request leaves, independent of the engine's group commit.
-  std::unique_ptr<store::SqliteConversationStore> conversations;
+  std::unique_ptr<model::ConversationStore> conversations;
   std::unique_ptr<model::ContextManager> context_manager;
   // Declared after the clients: destroyed first. RunServer stops it, destroys the clients, then
   // the gateway (see ModelGateway::Stop).
@@ -155,7 +164,11 @@ struct Engine {
 // settings.
 absl::Status BuildMemoryBank(const ServerConfig& config, const std::string& db_path,
                              Engine& engine) {
-  ASSIGN_OR_RETURN(engine.memory_store, store::SqliteMemoryStore::Open(db_path));
+  if (engine.pg_db) {
+    engine.memory_store = store::PgMemoryStore::Create(engine.pg_db);
+  } else {
+    ASSIGN_OR_RETURN(engine.memory_store, store::SqliteMemoryStore::Open(db_path));
+  }
   memory::MemoryBank::Parts parts;
   parts.store = engine.memory_store.get();
   parts.clock = &base::RealClock::Get();
@@ -229,6 +242,14 @@ absl::StatusOr<std::shared_ptr<const scrub::Scrubber>> MakeScrubber(const Server
       rules, std::move(key), std::shared_ptr<scrub::OriginalsArchive>(std::move(archive))));
 }
 
+// The PostgreSQL store's options from the config (store.postgres.*).
+store::PgOptions PostgresOptions(const ServerConfig& config) {
+  store::PgOptions o;
+  o.conninfo = config.store.postgres_url;
+  o.pool_size = static_cast<int>(config.store.postgres_pool_size);
+  return o;
+}
+
 absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
   std::string data_dir = ResolveDataDir(config);
   std::error_code ec;
@@ -253,12 +274,25 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
       [scrubber](std::string_view m) { return scrubber->Scrub(scrub::WithholdPrivate(m)); });
 
   std::string db_path = data_dir + "/contextd.db";
-  // One connection (and one WAL checkpointer) shared by the branch and trail stores.
-  ASSIGN_OR_RETURN(std::unique_ptr<store::Database> opened, store::Database::Open(db_path));
-  std::shared_ptr<store::Database> db(std::move(opened));
-  ASSIGN_OR_RETURN(engine.store, store::SqliteBranchStore::Create(db));
-  ASSIGN_OR_RETURN(engine.trail_store, store::SqliteTrailStore::Create(db));
-  base::LogInfo(base::StrCat("data in ", db_path, "; tokens counted with ", counter->name()));
+  const bool postgres = config.store.backend == "postgres";
+  if (postgres) {
+    // One pool shared by every store of this instance; the schema migrated at open (under an
+    // advisory lock: instances starting together migrate once).
+    ASSIGN_OR_RETURN(engine.pg_db, store::PgDatabase::Open(PostgresOptions(config)));
+    engine.store = store::PgBranchStore::Create(engine.pg_db);
+    engine.trail_store = store::PgTrailStore::Create(engine.pg_db);
+    base::LogInfo(base::StrCat("data in postgres ", engine.pg_db->redacted_conninfo(), " (pool ",
+                               engine.pg_db->pool_size(), "); tokens counted with ",
+                               counter->name()));
+  } else {
+    // One connection (and one WAL checkpointer) shared by the branch and trail stores.
+    ASSIGN_OR_RETURN(std::unique_ptr<store::Database> opened, store::Database::Open(db_path));
+    engine.sqlite_db = std::shared_ptr<store::Database>(std::move(opened));
+    ASSIGN_OR_RETURN(engine.store, store::SqliteBranchStore::Create(engine.sqlite_db));
+    ASSIGN_OR_RETURN(engine.trail_store, store::SqliteTrailStore::Create(engine.sqlite_db));
+    base::LogInfo(base::StrCat("data in ", db_path, "; tokens counted with ", counter->name()));
+  }
+  std::shared_ptr<store::Database> db = engine.sqlite_db;
 
   if (config.memory.enabled) RETURN_IF_ERROR(BuildMemoryBank(config, db_path, engine));
 
@@ -283,8 +317,14 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
                                                   std::move(trail_options));
     engine.trail_tools = std::make_unique<TrailTools>(*engine.trail, engine.events, *engine.store,
                                                       *counter);
+    if (postgres) {
+      // Other instances may share the database: the live branches and open auto-scopes in it
+      // may be theirs, so start-up recovery (which force-returns and folds everything live)
+      // does not run. Sessions load from the database on their next use (decision 0023).
+      base::LogInfo("postgres: start-up recovery skipped (the database may be shared)");
+    }
     // Auto-scopes a crashed run left open fold now (whether or not auto-scopes are on now).
-    auto autos = engine.trail->RecoverAutoScopes();
+    auto autos = postgres ? absl::StatusOr<int64_t>(0) : engine.trail->RecoverAutoScopes();
     if (!autos.ok()) {
       status = autos.status();
       return;
@@ -293,7 +333,9 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
       base::LogWarn(base::StrCat("folded ", *autos,
                                  " auto-scope(s) left open by a previous run (server restarted)"));
     }
-    auto recovered = engine.manager->Recover();
+    auto recovered =
+        postgres ? absl::StatusOr<folding::RecoverResult>(folding::RecoverResult{})
+                 : engine.manager->Recover();
     if (!recovered.ok()) {
       status = recovered.status();
       return;
@@ -327,7 +369,7 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
   // Group commit from here on (recovery above committed write by write): the writes of every
   // request in one executor batch share one commit, and no reply leaves before it (decision
   // 0008). If a commit fails, the engine drops what it cached and follows the store again.
-  engine.group_commit = std::make_unique<GroupCommit>(
+  if (db) engine.group_commit = std::make_unique<GroupCommit>(
       *engine.executor, [db] { return db->CommitGroup(); },
       [manager = engine.manager.get(), trail = engine.trail.get()](const absl::Status&) {
         absl::Status reloaded = manager->ReloadFromStore();
@@ -345,8 +387,10 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
         }
       },
       &engine.metrics, [db] { db->RestartWalIfDue(); });
-  engine.mcp->SetOutboundGate(engine.group_commit.get());
-  db->EnableGroupCommit([gc = engine.group_commit.get()] { gc->OnGroupOpen(); });
+  if (db) {
+    engine.mcp->SetOutboundGate(engine.group_commit.get());
+    db->EnableGroupCommit([gc = engine.group_commit.get()] { gc->OnGroupOpen(); });
+  }
   if (config.conformance_fixtures) {
     RETURN_IF_ERROR(RegisterConformanceFixtures(*engine.mcp));
     base::LogInfo("conformance fixtures registered");
@@ -409,9 +453,13 @@ absl::Status BuildModelGateway(const ServerConfig& config,
                                Engine& engine) {
   const ModelGatewayConfig& mg = config.model_gateway;
   std::string db_path = ResolveDataDir(config) + "/contextd.db";
-  ASSIGN_OR_RETURN(engine.conversations, store::SqliteConversationStore::Open(db_path));
+  if (engine.pg_db) {
+    engine.conversations = store::PgConversationStore::Create(engine.pg_db);
+  } else {
+    ASSIGN_OR_RETURN(engine.conversations, store::SqliteConversationStore::Open(db_path));
+  }
   const tokens::TokenCounter* counter = engine.counter.get();
-  store::SqliteBranchStore* branches = engine.store.get();
+  folding::BranchStore* branches = engine.store.get();
   model::TenantBranchLookup lookup =
       [branches, counter](const std::string& tenant,
                           const std::string& id) -> std::optional<model::BranchFacts> {
@@ -674,6 +722,9 @@ absl::Status RunServer(const ServerConfig& config) {
   }
   Metrics* metrics = &engine.metrics;
   options.metrics = [metrics] { return metrics->Render(); };
+  if (engine.pg_db) {
+    options.readiness = [pg = engine.pg_db] { return pg->Ready(); };
+  }
   if (config.model_gateway.enabled) {
     absl::Status built_gateway = BuildModelGateway(config, options.bearer_tokens, engine);
     if (!built_gateway.ok()) {

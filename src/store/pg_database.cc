@@ -254,6 +254,25 @@ absl::Status PgDatabase::Ping() {
   return Read([](PgConn& c) { return c.Exec("SELECT 1").status(); });
 }
 
+absl::Status PgDatabase::Ready() {
+  std::lock_guard<std::mutex> lock(ready_mu_);
+  int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::steady_clock::now().time_since_epoch())
+                    .count();
+  if (ready_at_ms_ >= 0 && now - ready_at_ms_ < 1000) return ready_;
+  std::string timeout = std::to_string(std::min(options_.connect_timeout_s, 2));
+  const char* keys[] = {"connect_timeout", "dbname", nullptr};
+  const char* values[] = {timeout.c_str(), options_.conninfo.c_str(), nullptr};
+  PGPing ping = PQpingParams(keys, values, 1);
+  ready_ = ping == PQPING_OK ? absl::OkStatus()
+                             : absl::UnavailableError(absl::StrCat(
+                                   "postgres (", redacted_, ") ",
+                                   ping == PQPING_REJECT ? "rejects connections"
+                                                         : "does not answer"));
+  ready_at_ms_ = now;
+  return ready_;
+}
+
 absl::StatusOr<std::unique_ptr<PgDatabase>> PgDatabase::Open(const PgOptions& options) {
   if (options.conninfo.empty()) {
     return absl::InvalidArgumentError("store.postgres.url is empty");

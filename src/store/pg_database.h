@@ -132,8 +132,12 @@ class PgDatabase {
 
   // The highest migration applied.
   absl::StatusOr<int> SchemaVersion();
-  // OK if a connection answers `SELECT 1` (readiness).
+  // OK if a connection answers `SELECT 1`.
   absl::Status Ping();
+  // Readiness for /healthz: whether the server accepts connections (PQping, outside the pool, so
+  // a busy pool is not "unready"), remembered for a second. Unavailable with the redacted
+  // conninfo otherwise.
+  absl::Status Ready();
   const std::string& redacted_conninfo() const { return redacted_; }
   int pool_size() const { return options_.pool_size; }
 
@@ -150,6 +154,10 @@ class PgDatabase {
   std::condition_variable cv_;
   std::vector<std::unique_ptr<PgConn>> idle_;
   int open_ = 0;  // connections lent or idle
+  // Ready()'s last answer and when (steady clock, ms), under ready_mu_.
+  std::mutex ready_mu_;
+  absl::Status ready_;
+  int64_t ready_at_ms_ = -1;
 };
 
 }  // namespace contextd::store

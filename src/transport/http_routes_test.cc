@@ -188,6 +188,25 @@ TEST_F(HttpRoutesTest, AResponderReleasedWithoutAnAnswerGets500) {
   EXPECT_EQ(c.ReadResponse().status, 200);
 }
 
+TEST_F(HttpRoutesTest, HealthzReportsReadiness) {
+  HttpServerOptions o;
+  std::atomic<bool> ready{true};
+  o.readiness = [&ready]() -> absl::Status {
+    if (ready.load()) return absl::OkStatus();
+    return absl::UnavailableError("postgres (host=db) does not answer");
+  };
+  Start(o);
+  RawClient c(server_->port());
+  c.Send(Get(server_->port(), "GET", "/healthz"));
+  EXPECT_EQ(c.ReadResponse().status, 200);
+  ready = false;
+  c.Send(Get(server_->port(), "GET", "/healthz"));
+  Response r = c.ReadResponse();
+  EXPECT_EQ(r.status, 503);
+  EXPECT_NE(r.body.find("not ready: postgres (host=db) does not answer"), std::string::npos)
+      << r.body;
+}
+
 // A route that keeps its responders for the test to use later.
 struct Parked {
   std::mutex mu;

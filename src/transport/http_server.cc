@@ -82,9 +82,16 @@ class HttpServer::Impl {
     r.path = "/healthz";
     r.auth = RouteAuth::kNone;
     r.check_host_and_origin = false;
-    r.handler = [](HttpRequest req, std::shared_ptr<HttpResponder> responder) {
+    r.handler = [this](HttpRequest req, std::shared_ptr<HttpResponder> responder) {
       if (req.method() != "GET" && req.method() != "HEAD") {
         return responder->Respond({405, "text/plain", {{"Allow", "GET"}}, "method not allowed\n"});
+      }
+      if (opts_.readiness) {
+        absl::Status ready = opts_.readiness();
+        if (!ready.ok()) {
+          return responder->Respond(
+              {503, "text/plain", {}, "not ready: " + std::string(ready.message()) + "\n"});
+        }
       }
       responder->Respond({200, "text/plain", {}, "ok\n"});
     };

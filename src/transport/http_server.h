@@ -88,6 +88,10 @@ struct HttpServerOptions {
   // Optional GET /metrics body (Prometheus text format), called on an I/O thread; the listener's
   // own `contextd_http_*` counters are appended to it. Absent: /metrics is 404.
   std::function<std::string()> metrics;
+  // Optional readiness of what the server depends on (its database, ...), called on an I/O
+  // thread for GET /healthz: OK -> 200 "ok"; an error -> 503 "not ready: <message>". Must be
+  // quick (cache what is slow). Absent: /healthz is always 200.
+  std::function<absl::Status()> readiness;
   // Further routes of the same listener (model gateway, viewer, ...), registered before Start.
   // The built-in paths (`path`, /healthz, /metrics when configured) take precedence; among the
   // rest an exact path wins over a prefix, and a longer prefix over a shorter one. Start returns
