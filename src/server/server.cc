@@ -128,6 +128,7 @@ struct Engine {
   std::shared_ptr<store::Database> sqlite_db;
   std::shared_ptr<store::PgDatabase> pg_db;
   std::unique_ptr<folding::BranchStore> store;
+  store::PgBranchStore* pg_branches = nullptr;  // `store`, when it is PostgreSQL's
   folding::EventBus events;
   Metrics metrics;
   // The ReasoningBank (memory.enabled): its own connection to the database, used off the executor;
@@ -242,6 +243,34 @@ absl::StatusOr<std::shared_ptr<const scrub::Scrubber>> MakeScrubber(const Server
       rules, std::move(key), std::shared_ptr<scrub::OriginalsArchive>(std::move(archive))));
 }
 
+// With a shared PostgreSQL database: how often, and how long past a deadline, this instance looks
+// for branches no instance timed out (their instance went away). Their sessions are loaded here;
+// the deadline timers that arms fire at once and claim each branch (exactly one instance
+// force-returns it: BranchStore::ClaimDeadline).
+constexpr auto kDueSweepInterval = std::chrono::seconds(10);
+constexpr int64_t kDueSweepGraceMs = 10'000;
+
+void ScheduleDueSweep(Engine& engine) {
+  engine.executor->PostAfter(kDueSweepInterval, [&engine] {
+    if (!engine.manager || engine.pg_branches == nullptr) return;  // shutting down
+    const int64_t now = engine.executor->clock().WallMillis();
+    auto due = engine.pg_branches->ListDueSessions(now - kDueSweepGraceMs, now, 100);
+    if (!due.ok()) {
+      base::LogWarn(base::StrCat("deadline sweep: ", due.status().message()));
+    } else {
+      for (const folding::SessionKey& session : *due) {
+        absl::Status loaded = engine.manager->LoadSession(session);
+        if (!loaded.ok()) {
+          base::LogWarn(base::StrCat("deadline sweep: session ", session.ToString(), ": ",
+                                     loaded.message()));
+        }
+      }
+      engine.metrics.SetActiveBranches(engine.manager->active_branches());
+    }
+    ScheduleDueSweep(engine);
+  });
+}
+
 // The PostgreSQL store's options from the config (store.postgres.*).
 store::PgOptions PostgresOptions(const ServerConfig& config) {
   store::PgOptions o;
@@ -279,7 +308,9 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
     // One pool shared by every store of this instance; the schema migrated at open (under an
     // advisory lock: instances starting together migrate once).
     ASSIGN_OR_RETURN(engine.pg_db, store::PgDatabase::Open(PostgresOptions(config)));
-    engine.store = store::PgBranchStore::Create(engine.pg_db);
+    auto branches = store::PgBranchStore::Create(engine.pg_db);
+    engine.pg_branches = branches.get();
+    engine.store = std::move(branches);
     engine.trail_store = store::PgTrailStore::Create(engine.pg_db);
     base::LogInfo(base::StrCat("data in postgres ", engine.pg_db->redacted_conninfo(), " (pool ",
                                engine.pg_db->pool_size(), "); tokens counted with ",
@@ -322,6 +353,7 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
       // may be theirs, so start-up recovery (which force-returns and folds everything live)
       // does not run. Sessions load from the database on their next use (decision 0023).
       base::LogInfo("postgres: start-up recovery skipped (the database may be shared)");
+      ScheduleDueSweep(engine);
     }
     // Auto-scopes a crashed run left open fold now (whether or not auto-scopes are on now).
     auto autos = postgres ? absl::StatusOr<int64_t>(0) : engine.trail->RecoverAutoScopes();

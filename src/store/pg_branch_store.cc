@@ -1,6 +1,7 @@
 #include "store/pg_branch_store.h"
 
 #include <algorithm>
+#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -22,6 +23,12 @@ PgParam NullIfZero(int64_t v) { return v == 0 ? PgParam::Null() : PgParam(v); }
 absl::StatusOr<std::unique_ptr<PgBranchStore>> PgBranchStore::Open(const PgOptions& options) {
   ASSIGN_OR_RETURN(std::unique_ptr<PgDatabase> db, PgDatabase::Open(options));
   return Create(std::shared_ptr<PgDatabase>(std::move(db)));
+}
+
+PgBranchStore::PgBranchStore(std::shared_ptr<PgDatabase> db) : db_(std::move(db)) {
+  // Unique enough to tell instances (and store objects) apart in a lease; not a secret.
+  std::random_device rd;
+  owner_ = absl::StrCat("inst_", absl::Hex(rd(), absl::kZeroPad8), absl::Hex(rd(), absl::kZeroPad8));
 }
 
 std::unique_ptr<PgBranchStore> PgBranchStore::Create(std::shared_ptr<PgDatabase> db) {
@@ -200,22 +207,48 @@ absl::StatusOr<folding::BranchStore::RecentCharges> PgBranchStore::GetRecentChar
   return out;
 }
 
-absl::StatusOr<std::vector<Branch>> PgBranchStore::ClaimDue(int64_t now_ms, int limit) {
-  std::vector<Branch> out;
+absl::StatusOr<folding::DeadlineClaim> PgBranchStore::ClaimDeadline(std::string_view id,
+                                                                    int64_t now_ms,
+                                                                    int64_t lease_ms) {
+  folding::DeadlineClaim claim = folding::DeadlineClaim::kEnded;
   absl::Status st = db_->Write([&](PgConn& c) -> absl::Status {
     ASSIGN_OR_RETURN(
         PgResult r,
-        c.Exec(absl::StrCat("SELECT ", kBranchColumns,
-                            " FROM branches WHERE status IN ('created', 'active') AND "
-                            "deadline_ms > 0 AND deadline_ms <= $1 ORDER BY deadline_ms "
-                            "LIMIT $2 FOR UPDATE SKIP LOCKED"),
-               {now_ms, static_cast<int64_t>(limit)}));
-    ASSIGN_OR_RETURN(out, ReadBranches(c, r));
-    for (const Branch& b : out) {
-      RETURN_IF_ERROR(c.Exec("UPDATE branches SET status = 'timeout', finish_reason = "
-                             "'deadline', finished_at_ms = $1 WHERE id = $2",
-                             {now_ms, b.id})
-                          .status());
+        c.Exec("WITH c AS (SELECT id FROM branches WHERE id = $1 AND status IN ('created', "
+               "'active') AND (deadline_lease_ms <= $2 OR deadline_owner = $4) "
+               "FOR UPDATE SKIP LOCKED) "
+               "UPDATE branches b SET deadline_owner = $4, deadline_lease_ms = $2 + $3 "
+               "FROM c WHERE b.id = c.id RETURNING b.id",
+               {id, now_ms, lease_ms, owner_}));
+    if (r.rows() == 1) {
+      claim = folding::DeadlineClaim::kClaimed;
+      return absl::OkStatus();
+    }
+    // Not taken: still live (another holds it, or it is locked right now) or ended.
+    ASSIGN_OR_RETURN(PgResult live, c.Exec("SELECT 1 FROM branches WHERE id = $1 AND status IN "
+                                           "('created', 'active')",
+                                           {id}));
+    claim = live.rows() > 0 ? folding::DeadlineClaim::kHeldElsewhere
+                            : folding::DeadlineClaim::kEnded;
+    return absl::OkStatus();
+  });
+  if (!st.ok()) return st;
+  return claim;
+}
+
+absl::StatusOr<std::vector<folding::SessionKey>> PgBranchStore::ListDueSessions(
+    int64_t due_before_ms, int64_t now_ms, int limit) {
+  std::vector<folding::SessionKey> out;
+  absl::Status st = db_->Read([&](PgConn& c) -> absl::Status {
+    out.clear();
+    ASSIGN_OR_RETURN(
+        PgResult r,
+        c.Exec("SELECT tenant, project, session_id FROM branches WHERE status IN ('created', "
+               "'active') AND deadline_ms <= $1 AND deadline_lease_ms <= $2 "
+               "GROUP BY tenant, project, session_id ORDER BY MIN(deadline_ms) LIMIT $3",
+               {due_before_ms, now_ms, static_cast<int64_t>(limit)}));
+    for (int i = 0; i < r.rows(); ++i) {
+      out.push_back(folding::SessionKey{r.Text(i, 0), r.Text(i, 1), r.Text(i, 2)});
     }
     return absl::OkStatus();
   });

@@ -1,7 +1,7 @@
 // PgBranchStore: the folding engine's BranchStore in PostgreSQL (tables branches,
 // branch_injections, branch_charges of pg_migrations.h). Each Commit is one transaction,
-// committed before it returns (durable before the reply, as with SQLite). Also the deadline sweep
-// that several instances may run at once: ClaimDue hands each due branch to exactly one caller.
+// committed before it returns (durable before the reply, as with SQLite). Several instances may
+// share the database: ClaimDeadline gives each deadline to exactly one of them.
 // Thread-safe: each call takes a pooled connection.
 #pragma once
 
@@ -29,23 +29,32 @@ class PgBranchStore final : public folding::BranchStore {
   absl::StatusOr<std::vector<folding::Branch>> ListLive() override;
   absl::StatusOr<RecentCharges> GetRecentCharges(std::string_view branch_id, int limit) override;
 
-  // The deadline sweep across instances: in one transaction, locks up to `limit` live branches
-  // whose deadline_ms <= now_ms (FOR UPDATE SKIP LOCKED: rows another instance holds are
-  // skipped, not waited for), marks them `timeout` (finish_reason "deadline", finished_at_ms
-  // now_ms) and returns them as they were before. A branch is returned to exactly one caller,
-  // however many instances sweep at once. Unavailable/Internal on database errors (nothing is
-  // claimed then).
-  absl::StatusOr<std::vector<folding::Branch>> ClaimDue(int64_t now_ms, int limit);
+  // Claims live branch `id` for its deadline (see BranchStore): in one statement, the row is
+  // locked with FOR UPDATE SKIP LOCKED (a claimer racing another skips instead of waiting) and
+  // taken if its lease ran out or this store instance holds it. Of any number of instances
+  // claiming at once, one gets kClaimed.
+  absl::StatusOr<folding::DeadlineClaim> ClaimDeadline(std::string_view id, int64_t now_ms,
+                                                       int64_t lease_ms) override;
+
+  // Sessions with a live branch whose deadline passed before `due_before_ms` and whose claim (if
+  // any) ran out: the sweep's work (BranchManager::LoadSession arms their timers, which fire at
+  // once and claim). At most `limit`, oldest deadline first.
+  absl::StatusOr<std::vector<folding::SessionKey>> ListDueSessions(int64_t due_before_ms,
+                                                                   int64_t now_ms, int limit);
+
+  // The name this instance claims deadlines under (random per store object).
+  const std::string& owner() const { return owner_; }
 
   PgDatabase& database() { return *db_; }
 
  private:
-  explicit PgBranchStore(std::shared_ptr<PgDatabase> db) : db_(std::move(db)) {}
+  explicit PgBranchStore(std::shared_ptr<PgDatabase> db);
   static absl::Status CommitIn(PgConn& c, const folding::BranchWrite& write);
   // Reads the rows of `r` (kBranchColumns) and, on `c`, their injected context.
   static absl::StatusOr<std::vector<folding::Branch>> ReadBranches(PgConn& c, const PgResult& r);
 
   std::shared_ptr<PgDatabase> db_;
+  std::string owner_;
 };
 
 }  // namespace contextd::store

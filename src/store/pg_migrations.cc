@@ -13,7 +13,8 @@ namespace {
 //   lex, c; PostgreSQL's parser alone would keep it as one file token), 'simple' dictionary
 //   (lowercase, no stemming), with a GIN index: the index is part of the write's transaction,
 //   so there is no separate index file or log.
-// - branches_due serves the deadline sweep (FOR UPDATE SKIP LOCKED on live branches by deadline).
+// - branches.deadline_owner/deadline_lease_ms: the deadline claim (BranchStore::ClaimDeadline) of
+//   instances sharing the database; branches_due serves the sweep for overdue live branches.
 constexpr char k0001Init[] = R"sql(
 CREATE TABLE branches (
   pos                   BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
@@ -31,6 +32,8 @@ CREATE TABLE branches (
   tokens_used           BIGINT NOT NULL DEFAULT 0,
   reserved_for_children BIGINT NOT NULL DEFAULT 0,
   deadline_ms           BIGINT NOT NULL,
+  deadline_owner        TEXT NOT NULL DEFAULT '',
+  deadline_lease_ms     BIGINT NOT NULL DEFAULT 0,
   created_at_ms         BIGINT NOT NULL,
   finished_at_ms        BIGINT,
   summary               TEXT NOT NULL DEFAULT '',

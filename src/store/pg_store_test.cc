@@ -9,6 +9,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/clock.h"
+#include "base/executor.h"
+#include "folding/branch_manager.h"
+#include "folding/events.h"
+#include "folding/testing/fakes.h"
 #include "store/branch_store_contract.h"
 #include "store/conversation_store_contract.h"
 #include "store/memory_store_contract.h"
@@ -203,13 +208,14 @@ TEST_F(PgDatabaseTest, ReadsSurviveALostConnectionAndThePoolIsBounded) {
   EXPECT_LE(connections, 2);
 }
 
-// Two instances (two pools, as two processes would have) sweep the same due branches at once,
-// over and over: every due branch is claimed exactly once, and live ones not yet due stay.
-TEST_F(PgDatabaseTest, DeadlinesFireExactlyOnceAcrossInstances) {
-  auto a = PgBranchStore::Open(backend_->options(2));
-  auto b = PgBranchStore::Open(backend_->options(2));
+// Two instances (two pools, as two processes would have) claim the same due branches at once,
+// from several threads each: every branch is claimed by exactly one instance; its claim is renewed
+// by the holder, refused to the other until the lease runs out, and an ended branch says so.
+TEST_F(PgDatabaseTest, EachDeadlineIsClaimedByExactlyOneInstance) {
+  auto a = PgBranchStore::Open(backend_->options(3));
+  auto b = PgBranchStore::Open(backend_->options(3));
   ASSERT_TRUE(a.ok() && b.ok());
-  constexpr int kBranches = 300;
+  constexpr int kBranches = 200;
   folding::BranchWrite w;
   for (int i = 0; i < kBranches; ++i) {
     folding::Branch br;
@@ -217,35 +223,113 @@ TEST_F(PgDatabaseTest, DeadlinesFireExactlyOnceAcrossInstances) {
     br.session = {"local", "default", absl::StrCat("s", i % 7)};
     br.description = "d";
     br.prompt = "p";
-    br.deadline_wall_ms = i < 250 ? 1000 + i : 1'000'000;  // the last 50 are not due
+    br.deadline_wall_ms = 1000 + i;
     w.inserts.push_back(br);
   }
   ASSERT_TRUE((*a)->Commit(w).ok());
-  std::vector<std::string> claimed[4];
-  std::vector<std::thread> sweepers;
-  for (int t = 0; t < 4; ++t) {
+  std::atomic<int> claimed_by[2] = {0, 0};
+  std::vector<std::atomic<int>> claims(kBranches);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t) {
     PgBranchStore* store = t % 2 == 0 ? a->get() : b->get();
-    sweepers.emplace_back([&, t, store] {
-      for (;;) {
-        auto due = store->ClaimDue(5000, 7);
-        ASSERT_TRUE(due.ok()) << due.status();
-        if (due->empty()) break;
-        for (const auto& br : *due) claimed[t].push_back(br.id);
+    threads.emplace_back([&, t, store] {
+      for (int i = 0; i < kBranches; ++i) {
+        auto c = store->ClaimDeadline(absl::StrCat("br_", (i + t * 31) % kBranches), 5000, 30000);
+        ASSERT_TRUE(c.ok()) << c.status();
+        if (*c == folding::DeadlineClaim::kClaimed) {
+          ++claims[(i + t * 31) % kBranches];
+          ++claimed_by[t % 2];
+        }
       }
     });
   }
-  for (auto& t : sweepers) t.join();
-  std::multiset<std::string> all;
-  for (auto& c : claimed) all.insert(c.begin(), c.end());
-  EXPECT_EQ(all.size(), 250u);
-  EXPECT_EQ(std::set<std::string>(all.begin(), all.end()).size(), 250u);  // no duplicates
-  auto live = (*b)->ListLive();
-  ASSERT_TRUE(live.ok());
-  EXPECT_EQ(live->size(), 50u);
-  auto timed_out = (*b)->Get("br_3");
-  ASSERT_TRUE(timed_out.ok() && timed_out->has_value());
-  EXPECT_EQ((*timed_out)->status, folding::BranchStatus::kTimeout);
-  EXPECT_EQ((*timed_out)->finished_at_ms, 5000);
+  for (auto& t : threads) t.join();
+  // A holder's own threads may renew (claim again): count instances, not claims.
+  int total_instances = 0;
+  for (int i = 0; i < kBranches; ++i) {
+    EXPECT_GE(claims[i].load(), 1) << i;
+    auto holder_a = (*a)->ClaimDeadline(absl::StrCat("br_", i), 5001, 30000);
+    auto holder_b = (*b)->ClaimDeadline(absl::StrCat("br_", i), 5001, 30000);
+    ASSERT_TRUE(holder_a.ok() && holder_b.ok());
+    int holders = (*holder_a == folding::DeadlineClaim::kClaimed) +
+                  (*holder_b == folding::DeadlineClaim::kClaimed);
+    EXPECT_EQ(holders, 1) << "br_" << i;
+    total_instances += holders;
+  }
+  EXPECT_EQ(total_instances, kBranches);
+  EXPECT_GT(claimed_by[0].load() + claimed_by[1].load(), 0);
+  // After the lease, the other instance may take over (its holder died).
+  auto first = (*a)->ClaimDeadline("br_0", 5001, 30000);
+  auto other = first.ok() && *first == folding::DeadlineClaim::kClaimed ? b->get() : a->get();
+  EXPECT_EQ(*other->ClaimDeadline("br_0", 6000, 30000), folding::DeadlineClaim::kHeldElsewhere);
+  EXPECT_EQ(*other->ClaimDeadline("br_0", 40000, 30000), folding::DeadlineClaim::kClaimed);
+  // An ended branch is no one's to claim.
+  folding::BranchUpdate done{"br_0", folding::BranchStatus::kTimeout, 0, 0, "s", "deadline",
+                             40001, false};
+  ASSERT_TRUE((*a)->Commit(folding::BranchWrite{{}, {done}, {}}).ok());
+  EXPECT_EQ(*(*a)->ClaimDeadline("br_0", 90000, 30000), folding::DeadlineClaim::kEnded);
+  EXPECT_EQ(*(*a)->ClaimDeadline("br_missing", 90000, 30000), folding::DeadlineClaim::kEnded);
+  // The sweep lists the sessions with overdue branches nobody holds.
+  auto due = (*a)->ListDueSessions(100000, 100000, 100);
+  ASSERT_TRUE(due.ok()) << due.status();
+  EXPECT_EQ(due->size(), 7u);
+  due = (*a)->ListDueSessions(100000, 5002, 100);  // every lease still running
+  ASSERT_TRUE(due.ok());
+  EXPECT_TRUE(due->empty());
+}
+
+// Two engines (BranchManagers on their own executors, over two pools) hold the same session, as
+// when a client's requests went to both: at the deadline exactly one force-returns the branch,
+// the other follows the store. Then a third engine that never saw the session sweeps: nothing
+// is left to time out.
+TEST_F(PgDatabaseTest, TwoEnginesTimeOutASharedBranchOnce) {
+  auto store_a = PgBranchStore::Open(backend_->options(2));
+  auto store_b = PgBranchStore::Open(backend_->options(2));
+  ASSERT_TRUE(store_a.ok() && store_b.ok());
+  base::FakeClock clock;
+  base::ManualExecutor exec_a(clock), exec_b(clock);
+  folding::testing::WordTokenCounter counter;
+  folding::testing::FakeScrubber scrubber;
+  folding::EventBus bus_a, bus_b;
+  std::vector<folding::BranchEvent> events_a, events_b;
+  bus_a.Subscribe([&](const folding::BranchEvent& e) { events_a.push_back(e); });
+  bus_b.Subscribe([&](const folding::BranchEvent& e) { events_b.push_back(e); });
+  folding::BranchManager a({}, exec_a, **store_a, counter, scrubber, &bus_a);
+  folding::BranchManager b({}, exec_b, **store_b, counter, scrubber, &bus_b);
+  folding::SessionKey s{"local", "default", "shared"};
+  std::string id;
+  exec_a.Post([&] {
+    folding::CreateRequest r;
+    r.description = "explore";
+    r.prompt = "look around";
+    r.timeout_seconds = 60;
+    auto created = a.Create(s, r);
+    ASSERT_TRUE(created.ok()) << created.status();
+    id = created->branch_id;
+  });
+  exec_a.RunUntilIdle();
+  ASSERT_FALSE(id.empty());
+  exec_b.Post([&] { ASSERT_TRUE(b.LoadSession(s).ok()); });
+  exec_b.RunUntilIdle();
+  EXPECT_EQ(b.active_branches(), 1);
+  clock.Advance(std::chrono::seconds(61));
+  exec_b.RunUntilIdle();  // b's timer first: b claims and force-returns
+  exec_a.RunUntilIdle();  // a's timer: the store says ended, a reloads the session
+  auto count = [](const std::vector<folding::BranchEvent>& ev) {
+    int n = 0;
+    for (const auto& e : ev) n += e.type == folding::BranchEventType::kForceReturned;
+    return n;
+  };
+  EXPECT_EQ(count(events_a) + count(events_b), 1);
+  EXPECT_EQ(count(events_b), 1);
+  EXPECT_EQ(a.active_branches(), 0);
+  EXPECT_EQ(b.active_branches(), 0);
+  auto stored = (*store_a)->Get(id);
+  ASSERT_TRUE(stored.ok() && stored->has_value());
+  EXPECT_EQ((*stored)->status, folding::BranchStatus::kTimeout);
+  auto due = (*store_a)->ListDueSessions(clock.WallMillis(), clock.WallMillis(), 10);
+  ASSERT_TRUE(due.ok());
+  EXPECT_TRUE(due->empty());
 }
 
 }  // namespace
