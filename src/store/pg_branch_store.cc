@@ -28,7 +28,8 @@ absl::StatusOr<std::unique_ptr<PgBranchStore>> PgBranchStore::Open(const PgOptio
 PgBranchStore::PgBranchStore(std::shared_ptr<PgDatabase> db) : db_(std::move(db)) {
   // Unique enough to tell instances (and store objects) apart in a lease; not a secret.
   std::random_device rd;
-  owner_ = absl::StrCat("inst_", absl::Hex(rd(), absl::kZeroPad8), absl::Hex(rd(), absl::kZeroPad8));
+  owner_ =
+      absl::StrCat("inst_", absl::Hex(rd(), absl::kZeroPad8), absl::Hex(rd(), absl::kZeroPad8));
 }
 
 std::unique_ptr<PgBranchStore> PgBranchStore::Create(std::shared_ptr<PgDatabase> db) {
@@ -228,8 +229,8 @@ absl::StatusOr<folding::DeadlineClaim> PgBranchStore::ClaimDeadline(std::string_
     ASSIGN_OR_RETURN(PgResult live, c.Exec("SELECT 1 FROM branches WHERE id = $1 AND status IN "
                                            "('created', 'active')",
                                            {id}));
-    claim = live.rows() > 0 ? folding::DeadlineClaim::kHeldElsewhere
-                            : folding::DeadlineClaim::kEnded;
+    claim =
+        live.rows() > 0 ? folding::DeadlineClaim::kHeldElsewhere : folding::DeadlineClaim::kEnded;
     return absl::OkStatus();
   });
   if (!st.ok()) return st;

@@ -264,8 +264,8 @@ TEST_F(PgDatabaseTest, EachDeadlineIsClaimedByExactlyOneInstance) {
   EXPECT_EQ(*other->ClaimDeadline("br_0", 6000, 30000), folding::DeadlineClaim::kHeldElsewhere);
   EXPECT_EQ(*other->ClaimDeadline("br_0", 40000, 30000), folding::DeadlineClaim::kClaimed);
   // An ended branch is no one's to claim.
-  folding::BranchUpdate done{"br_0", folding::BranchStatus::kTimeout, 0, 0, "s", "deadline",
-                             40001, false};
+  folding::BranchUpdate done{"br_0", folding::BranchStatus::kTimeout, 0, 0, "s", "deadline", 40001,
+                             false};
   ASSERT_TRUE((*a)->Commit(folding::BranchWrite{{}, {done}, {}}).ok());
   EXPECT_EQ(*(*a)->ClaimDeadline("br_0", 90000, 30000), folding::DeadlineClaim::kEnded);
   EXPECT_EQ(*(*a)->ClaimDeadline("br_missing", 90000, 30000), folding::DeadlineClaim::kEnded);

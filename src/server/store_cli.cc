@@ -1,4 +1,4 @@
-#include "server/migrate_cli.h"
+#include "server/store_cli.h"
 
 #include <libpq-fe.h>
 
@@ -9,13 +9,22 @@
 
 #include "store/database.h"
 #include "store/pg_database.h"
+#include "store/store_transfer.h"
 
 namespace contextd::server {
 namespace {
 
-int Fail(std::ostream& err, const absl::Status& st) {
-  err << "contextd migrate: " << st.message() << "\n";
+int Fail(std::ostream& err, const absl::Status& st, const char* command = "migrate") {
+  err << "contextd " << command << ": " << st.message() << "\n";
   return 2;
+}
+
+store::StoreLocation Location(const ServerConfig& config) {
+  store::StoreLocation l;
+  l.sqlite_path = ResolveDataDir(config) + "/contextd.db";
+  l.postgres = config.store.backend == "postgres";
+  l.pg.conninfo = config.store.postgres_url;
+  return l;
 }
 
 // The version before migrating: what schema_version holds (0 for a new database).
@@ -62,6 +71,25 @@ int RunMigrateCommand(const ServerConfig& config, std::ostream& out, std::ostrea
   if (!version.ok()) return Fail(err, version.status());
   out << "sqlite " << path << ": schema version " << *version << (existed ? "" : " (new file)")
       << "\n";
+  return 0;
+}
+
+int RunExportCommand(const ServerConfig& config, std::ostream& out, std::ostream& err) {
+  store::StoreLocation from = Location(config);
+  if (!from.postgres && !std::filesystem::exists(from.sqlite_path)) {
+    return Fail(err, absl::NotFoundError(from.sqlite_path + " does not exist"), "export");
+  }
+  auto rows = store::ExportTables(from, out);
+  if (!rows.ok()) return Fail(err, rows.status(), "export");
+  out.flush();
+  err << "contextd export: " << *rows << " rows\n";
+  return 0;
+}
+
+int RunImportCommand(const ServerConfig& config, std::istream& in, std::ostream& err) {
+  auto rows = store::ImportTables(Location(config), in);
+  if (!rows.ok()) return Fail(err, rows.status(), "import");
+  err << "contextd import: " << *rows << " rows\n";
   return 0;
 }
 
