@@ -401,25 +401,26 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
   // Group commit from here on (recovery above committed write by write): the writes of every
   // request in one executor batch share one commit, and no reply leaves before it (decision
   // 0008). If a commit fails, the engine drops what it cached and follows the store again.
-  if (db) engine.group_commit = std::make_unique<GroupCommit>(
-      *engine.executor, [db] { return db->CommitGroup(); },
-      [manager = engine.manager.get(), trail = engine.trail.get()](const absl::Status&) {
-        absl::Status reloaded = manager->ReloadFromStore();
-        if (!reloaded.ok()) {
-          base::LogError(base::StrCat("reloading branches after a failed commit: ",
-                                      reloaded.message()));
-        }
-        trail->ForgetCachedScopes();
-        // Auto-scopes the trail no longer tracks would stay open until the next start: fold them
-        // now from their recorded events, as start-up recovery does.
-        auto folded = trail->RecoverAutoScopes();
-        if (!folded.ok()) {
-          base::LogError(base::StrCat("folding auto-scopes after a failed commit: ",
-                                      folded.status().message()));
-        }
-      },
-      &engine.metrics, [db] { db->RestartWalIfDue(); });
+  // SQLite only: PostgreSQL commits each write before it returns (decision 0023).
   if (db) {
+    engine.group_commit = std::make_unique<GroupCommit>(
+        *engine.executor, [db] { return db->CommitGroup(); },
+        [manager = engine.manager.get(), trail = engine.trail.get()](const absl::Status&) {
+          absl::Status reloaded = manager->ReloadFromStore();
+          if (!reloaded.ok()) {
+            base::LogError(base::StrCat("reloading branches after a failed commit: ",
+                                        reloaded.message()));
+          }
+          trail->ForgetCachedScopes();
+          // Auto-scopes the trail no longer tracks would stay open until the next start: fold them
+          // now from their recorded events, as start-up recovery does.
+          auto folded = trail->RecoverAutoScopes();
+          if (!folded.ok()) {
+            base::LogError(base::StrCat("folding auto-scopes after a failed commit: ",
+                                        folded.status().message()));
+          }
+        },
+        &engine.metrics, [db] { db->RestartWalIfDue(); });
     engine.mcp->SetOutboundGate(engine.group_commit.get());
     db->EnableGroupCommit([gc = engine.group_commit.get()] { gc->OnGroupOpen(); });
   }

@@ -179,7 +179,8 @@ CREATE TABLE memories (
   -- Weights as FTS5's bm25 columns: title A, description and content B, tags C; task: the
   -- source description A, its prompt B. Punctuation splits words as memory::IndexTerms does.
   content_search     TSVECTOR GENERATED ALWAYS AS (
-    setweight(to_tsvector('simple', regexp_replace(title, '[[:punct:][:space:]]+', ' ', 'g')), 'A') ||
+    setweight(to_tsvector('simple', regexp_replace(title, '[[:punct:][:space:]]+', ' ', 'g')),
+              'A') ||
     setweight(to_tsvector('simple', regexp_replace(description || ' ' || content,
                                                    '[[:punct:][:space:]]+', ' ', 'g')), 'B') ||
     setweight(to_tsvector('simple', regexp_replace(tags, '[[:punct:][:space:]]+', ' ', 'g')), 'C')
