@@ -175,7 +175,14 @@ absl::StatusOr<std::unique_ptr<PgConn>> PgDatabase::Connect() {
     return absl::UnavailableError(
         absl::StrCat("cannot connect to postgres (", redacted_, "): ", RedactConninfo(msg)));
   }
-  return std::unique_ptr<PgConn>(new PgConn(c));
+  auto conn = std::unique_ptr<PgConn>(new PgConn(c));
+  // What the stores read and write assumes these, whatever the server's or role's defaults.
+  absl::Status set = conn->ExecScript("SET client_encoding = 'UTF8'; SET bytea_output = 'hex'");
+  if (!set.ok()) {
+    PQfinish(c);
+    return absl::UnavailableError(absl::StrCat("postgres (", redacted_, "): ", set.message()));
+  }
+  return conn;
 }
 
 absl::StatusOr<std::unique_ptr<PgConn>> PgDatabase::Acquire() {

@@ -90,7 +90,8 @@ TEST_F(PgDatabaseTest, IdenticalPayloadsShareOneBlobAndBytesRoundTrip) {
   s.session_id = "a";
   ASSERT_TRUE((*store)->OpenScope(testing::MakeScope("ses_1", "", "session", s)).ok());
   std::string big(100000, 'x');
-  std::string odd("nul\0 and \xff bytes", 19);
+  constexpr char kOdd[] = "nul\0 and \xff bytes";
+  std::string odd(kOdd, sizeof kOdd - 1);
   for (int i = 0; i < 3; ++i) {
     ASSERT_TRUE((*store)
                     ->AppendEvents({trail::NewEvent{"ses_1", trail::EventKind::kToolResult, "t",
