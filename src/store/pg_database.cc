@@ -271,11 +271,11 @@ absl::Status PgDatabase::Ready() {
   const char* keys[] = {"connect_timeout", "dbname", nullptr};
   const char* values[] = {timeout.c_str(), options_.conninfo.c_str(), nullptr};
   PGPing ping = PQpingParams(keys, values, 1);
-  ready_ = ping == PQPING_OK ? absl::OkStatus()
-                             : absl::UnavailableError(absl::StrCat(
-                                   "postgres (", redacted_, ") ",
-                                   ping == PQPING_REJECT ? "rejects connections"
-                                                         : "does not answer"));
+  ready_ = ping == PQPING_OK
+               ? absl::OkStatus()
+               : absl::UnavailableError(absl::StrCat(
+                     "postgres (", redacted_, ") ",
+                     ping == PQPING_REJECT ? "rejects connections" : "does not answer"));
   ready_at_ms_ = now;
   return ready_;
 }
