@@ -1,7 +1,10 @@
 # Build helpers shared by every room.
 #   contextd_library(NAME SRCS a.cc b.cc DEPS x y)   -> static library contextd_NAME
 #   contextd_test(NAME SRCS a_test.cc DEPS x y)      -> gtest binary registered with ctest
-#                                                       (not built when CONTEXTD_TESTS is off)
+#                                                       (not built when CONTEXTD_TESTS is off);
+#                                                       ONE_PROCESS: one ctest for the whole binary
+#                                                       (tests sharing an expensive fixture, such
+#                                                       as a PostgreSQL server)
 #   contextd_fuzzer(NAME SRCS f.cc DEPS x CORPUS dir) -> libFuzzer target (CONTEXTD_FUZZ=ON, clang);
 #                                                       the corpus is always replayed as a ctest.
 include_guard(GLOBAL)
@@ -29,7 +32,7 @@ function(contextd_library name)
 endfunction()
 
 function(contextd_test name)
-  cmake_parse_arguments(ARG "" "" "SRCS;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "ONE_PROCESS" "" "SRCS;DEPS;LABELS" ${ARGN})
   if(NOT CONTEXTD_TESTS)
     # A server-only build (scripts/serve.sh) has no GoogleTest: the target exists, so that a
     # room's CMakeLists can still name it, but is never built nor registered.
@@ -44,7 +47,16 @@ function(contextd_test name)
   if(ARG_LABELS)
     list(APPEND _props LABELS "${ARG_LABELS}")
   endif()
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES ${_props})
+  if(ARG_ONE_PROCESS)
+    add_test(NAME ${name} COMMAND ${name})
+    set_property(TEST ${name} PROPERTY ENVIRONMENT
+                 "CONTEXTD_SOURCE_DIR=${PROJECT_SOURCE_DIR}" "CONTEXTD_BINARY_DIR=${PROJECT_BINARY_DIR}")
+    if(ARG_LABELS)
+      set_property(TEST ${name} PROPERTY LABELS ${ARG_LABELS})
+    endif()
+  else()
+    gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES ${_props})
+  endif()
 endfunction()
 
 # A fuzz target is one function `extern "C" int LLVMFuzzerTestOneInput(const uint8_t*, size_t)`.

@@ -13,7 +13,7 @@ RUN_PKGS=(
   nlohmann-json3-dev libboost-dev libboost-system-dev libssl-dev
   libsqlite3-dev libre2-dev libutf8proc-dev libyaml-cpp-dev libcli11-dev
   libspdlog-dev libfmt-dev prometheus-cpp-dev libsodium-dev libabsl-dev libgoogle-perftools-dev
-  libtomlplusplus-dev libhnswlib-dev
+  libtomlplusplus-dev libhnswlib-dev libpq-dev
   # NATS events (events.nats.url, docs/events.md): optional at build time (CMake builds them when
   # libnats is found), installed here so that every build has them.
   libnats-dev
@@ -27,6 +27,9 @@ TEST_PKGS=(
   chromium
   # A real NATS server for the events tests (src/events, tests/e2e/events.test.mjs).
   nats-server
+  # A real PostgreSQL server for the PostgreSQL store's tests (started by the tests themselves,
+  # as `nobody` when run as root, in a temporary directory: store/testing/pg_test_server.h).
+  postgresql
 )
 only_run=0
 if [ "${1:-}" = "--run-only" ]; then only_run=1; fi

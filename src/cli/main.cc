@@ -20,6 +20,7 @@
 #include "server/status_cli.h"
 #include "server/usage_cli.h"
 #include "server/memory_cli.h"
+#include "server/store_cli.h"
 #include "server/trail_cli.h"
 #include "tokens/tokens_cli.h"
 
@@ -76,6 +77,25 @@ int main(int argc, char** argv) {
   serve->add_option("--set", sets, "override a config key: section.key=value (repeatable)");
   serve->add_flag("--conformance-fixtures", conformance,
                   "register the test tools, resources and prompts of the MCP conformance suite");
+
+  // migrate
+  CLI::App* migrate = app.add_subcommand(
+      "migrate", "Bring the store's schema (SQLite file or store.postgres.url) up to this binary's");
+  migrate->add_option("--config", config_file, "YAML config file (its store: section)");
+  migrate->add_option("--data-dir", data_dir, "where the SQLite file lives (default: XDG data dir)");
+  migrate->add_option("--set", sets,
+                      "override a config key: section.key=value (repeatable), e.g. "
+                      "store.backend=postgres");
+  // export / import: the store's state as JSON Lines (moves between SQLite and PostgreSQL)
+  CLI::App* export_cmd = app.add_subcommand(
+      "export", "Write the configured store's state (SQLite or PostgreSQL) to stdout as JSON Lines");
+  CLI::App* import_cmd = app.add_subcommand(
+      "import", "Read an export from stdin into the configured store (which must be empty)");
+  for (CLI::App* c : {export_cmd, import_cmd}) {
+    c->add_option("--config", config_file, "YAML config file (its store: section)");
+    c->add_option("--data-dir", data_dir, "where the SQLite file lives (default: XDG data dir)");
+    c->add_option("--set", sets, "override a config key: section.key=value (repeatable)");
+  }
 
   // tokens
   CLI::App* tokens = app.add_subcommand("tokens", "Count (or list) the tokens of stdin");
@@ -304,6 +324,9 @@ int main(int argc, char** argv) {
   if (!auth_token_file.empty()) config.auth_token_file = auth_token_file;
   if (conformance) config.conformance_fixtures = true;
   if (auto s = contextd::server::ValidateConfig(config); !s.ok()) return fail(s);
+  if (*migrate) return contextd::server::RunMigrateCommand(config, std::cout, std::cerr);
+  if (*export_cmd) return contextd::server::RunExportCommand(config, std::cout, std::cerr);
+  if (*import_cmd) return contextd::server::RunImportCommand(config, std::cin, std::cerr);
 
   absl::Status result = contextd::server::RunServer(config);
   if (!result.ok()) return fail(result);

@@ -243,6 +243,30 @@ void BranchManager::OnDeadline(const std::string& id) {
   Node& node = it->second;
   node.timer = 0;
   if (!IsLive(node.branch.status)) return;
+  // Where instances share the store, the one that claims the branch force-returns it; the others
+  // follow the store (PgBranchStore; single-writer stores always answer kClaimed).
+  auto claim = store_.ClaimDeadline(id, executor_.clock().WallMillis(), kDeadlineLeaseMs);
+  if (!claim.ok() || *claim == DeadlineClaim::kHeldElsewhere) {
+    if (!claim.ok()) {
+      base::LogError(absl::StrCat("branch ", id, ": deadline claim: ", claim.status().ToString()));
+    }
+    std::weak_ptr<int> alive = alive_;
+    node.timer = executor_.PostAfter(
+        claim.ok() ? std::chrono::milliseconds(kDeadlineLeaseMs) : std::chrono::milliseconds(1000),
+        [this, alive, id] {
+          if (!alive.expired()) OnDeadline(id);
+        });
+    return;
+  }
+  if (*claim == DeadlineClaim::kEnded) {
+    // Another instance ended it: drop what this one remembers of the session and reload it.
+    SessionKey session = node.branch.session;
+    ForgetSession(session);
+    if (absl::Status st = EnsureSession(session).status(); !st.ok()) {
+      base::LogError(absl::StrCat("branch ", id, ": reloading its session: ", st.ToString()));
+    }
+    return;
+  }
   int64_t timeout_s = (node.branch.deadline_wall_ms - node.branch.created_at_ms + 500) / 1000;
   absl::Status st =
       ForceReturn(id, BranchStatus::kTimeout,

@@ -506,6 +506,13 @@ absl::StatusOr<EndSessionResult> BranchManager::EndSession(const SessionKey& ses
   }
   RETURN_IF_ERROR(txn.Commit());
   // Forget the session; its branches stay in the store.
+  ForgetSession(session);
+  return result;
+}
+
+void BranchManager::ForgetSession(const SessionKey& session) {
+  auto it = sessions_.find(session);
+  if (it == sessions_.end()) return;
   std::vector<std::string> stack = it->second.branches;
   while (!stack.empty()) {
     std::string id = std::move(stack.back());
@@ -514,10 +521,15 @@ absl::StatusOr<EndSessionResult> BranchManager::EndSession(const SessionKey& ses
     if (nit == nodes_.end()) continue;
     stack.insert(stack.end(), nit->second.children.begin(), nit->second.children.end());
     if (nit->second.timer != 0) executor_.CancelTimer(nit->second.timer);
+    if (IsLive(nit->second.branch.status)) --active_count_;
     nodes_.erase(nit);
   }
   sessions_.erase(it);
-  return result;
+}
+
+absl::Status BranchManager::LoadSession(const SessionKey& session) {
+  CheckOnExecutor();
+  return EnsureSession(session).status();
 }
 
 }  // namespace contextd::folding

@@ -36,6 +36,9 @@ inline constexpr size_t kMaxReturnMessageChars = 50000;
 inline constexpr int64_t kPartialSummaryMaxTokens = 500;
 // A branch gets one warning when tokens_used first reaches this share of budget_allocated.
 inline constexpr double kWarningRatio = 0.8;
+// How long a deadline claim (BranchStore::ClaimDeadline) holds off other instances: longer than
+// a force-return takes, short enough that a dead instance's claim is soon taken over.
+inline constexpr int64_t kDeadlineLeaseMs = 30'000;
 
 class BranchManager;
 
@@ -251,6 +254,12 @@ class BranchManager {
   // sessions not reloaded load on their next use).
   absl::Status ReloadFromStore();
 
+  // Loads `session`'s branches from the store if it is not in memory, arming the deadline timers
+  // of its live ones (those already past their deadline fire at once). For a store several
+  // instances share: a sweep loads the sessions whose branches no instance timed out (their
+  // instance went away). Internal/Unavailable from the store.
+  absl::Status LoadSession(const SessionKey& session);
+
   // The session's innermost active branch id: the most recently created branch that is still
   // active (always one without active children), or "" for the session root.
   std::string ActiveBranch(const SessionKey& session) const;
@@ -291,6 +300,9 @@ class BranchManager {
   absl::StatusOr<Node*> FindNode(const SessionKey& session, std::string_view id);
   void AddNode(Branch branch, SessionState& state);
   void ArmTimer(Node& node);
+  // Drops `session`'s in-memory state (timers cancelled, live branches uncounted); the store
+  // keeps its branches.
+  void ForgetSession(const SessionKey& session);
   void OnDeadline(const std::string& id);
   std::string InnermostActive(const SessionState& state) const;
   // Builds the ≤500-token partial summary of a force-returned branch.

@@ -48,6 +48,13 @@ struct BranchWrite {
   bool empty() const { return inserts.empty() && updates.empty() && charges.empty(); }
 };
 
+// What ClaimDeadline found.
+enum class DeadlineClaim {
+  kClaimed,        // this caller force-returns the branch now
+  kHeldElsewhere,  // another instance holds the claim (its lease has not run out): not now
+  kEnded,          // the branch is no longer live in the store (another instance ended it)
+};
+
 class BranchStore {
  public:
   virtual ~BranchStore() = default;
@@ -74,6 +81,19 @@ class BranchStore {
     int64_t total = 0;
   };
   virtual absl::StatusOr<RecentCharges> GetRecentCharges(std::string_view branch_id, int limit) = 0;
+
+  // Before a deadline force-returns live branch `id`: claims it, so that of several instances
+  // sharing the store exactly one does (the claim is a lease of `lease_ms` from `now_ms`, renewed
+  // by the same store instance, taken over by another once it runs out: an instance that dies
+  // holding it does not keep the branch alive). A store only one process writes (SQLite, the
+  // fake) always answers kClaimed. Unavailable/Internal on a database error.
+  virtual absl::StatusOr<DeadlineClaim> ClaimDeadline(std::string_view id, int64_t now_ms,
+                                                      int64_t lease_ms) {
+    (void)id;
+    (void)now_ms;
+    (void)lease_ms;
+    return DeadlineClaim::kClaimed;
+  }
 };
 
 }  // namespace contextd::folding

@@ -185,6 +185,11 @@ const std::map<std::string, KeySpec>& Registry() {
     CONTEXTD_NATS_KEY(queue_size);
     CONTEXTD_NATS_KEY(reconnect_wait_ms);
 #undef CONTEXTD_NATS_KEY
+    m["store.backend"] = Scalar("store.backend", [](ServerConfig* c) { return &c->store.backend; });
+    m["store.postgres.url"] =
+        Scalar("store.postgres.url", [](ServerConfig* c) { return &c->store.postgres_url; });
+    m["store.postgres.pool_size"] = Scalar(
+        "store.postgres.pool_size", [](ServerConfig* c) { return &c->store.postgres_pool_size; });
     return r;
   }();
   return *registry;
@@ -501,6 +506,18 @@ absl::Status ValidateConfig(const ServerConfig& config) {
   }
   if (config.max_message_bytes < 1024 || config.max_message_bytes > (int64_t{1} << 30)) {
     return Bad("server.max_message_bytes", "must be between 1024 and 1073741824");
+  }
+  if (config.store.backend != "sqlite" && config.store.backend != "postgres") {
+    return Bad("store.backend",
+               StrCat("must be sqlite or postgres, got '", config.store.backend, "'"));
+  }
+  if (config.store.backend == "postgres" && config.store.postgres_url.empty()) {
+    return Bad("store.postgres.url",
+               "is required with store.backend postgres (a libpq URL such as "
+               "postgresql://contextd@db.internal/contextd, or a conninfo string)");
+  }
+  if (config.store.postgres_pool_size < 1 || config.store.postgres_pool_size > 1000) {
+    return Bad("store.postgres.pool_size", "must be between 1 and 1000");
   }
   if (config.http_threads < 1 || config.http_threads > 64) {
     return Bad("server.http_threads", "must be between 1 and 64");

@@ -75,6 +75,16 @@ struct NatsEventsConfig {
   int64_t reconnect_wait_ms = 1'000;        // between reconnect attempts
 };
 
+// store: where contextd keeps its state (docs/postgres.md). SQLite (one file in the data
+// directory, the default) or PostgreSQL (several instances may share one database).
+struct StoreConfig {
+  std::string backend = "sqlite";  // "sqlite" or "postgres"
+  // store.postgres.url: a libpq URL or conninfo. It may hold a password: never logged (only its
+  // redacted form); prefer PGPASSWORD/PGPASSFILE or CONTEXTD_STORE_POSTGRES_URL in production.
+  std::string postgres_url;
+  int64_t postgres_pool_size = 8;  // connections per instance
+};
+
 struct ServerConfig {
   // server:
   std::string transport = "http";      // "stdio" or "http"
@@ -105,6 +115,8 @@ struct ServerConfig {
   MemoryConfig memory;
   // events: (nested: events.nats.url, ...)
   NatsEventsConfig nats_events;
+  // store: (nested: store.backend, store.postgres.url, store.postgres.pool_size)
+  StoreConfig store;
   // upstreams: the MCP servers contextd fronts (a YAML list; file only).
   std::vector<gateway::UpstreamConfig> upstreams;
 };

@@ -155,6 +155,33 @@ TEST(ConfigTest, EnvironmentOverridesAndRejectsUnknown) {
   EXPECT_TRUE(ApplyEnvironment(get, {"CONTEXTD_JOBS"}, &c).ok());
 }
 
+TEST(ConfigTest, StoreBackendKeysAndTheirRules) {
+  ServerConfig c;
+  EXPECT_EQ(c.store.backend, "sqlite");
+  EXPECT_TRUE(ValidateConfig(c).ok());
+  ASSERT_TRUE(SetConfigValue("store.backend", "postgres", &c).ok());
+  absl::Status s = ValidateConfig(c);
+  EXPECT_NE(s.message().find("store.postgres.url"), std::string::npos) << s;
+  std::map<std::string, std::string> env = {
+      {"CONTEXTD_STORE_POSTGRES_URL", "postgresql://ctx:pw@db/contextd"},
+      {"CONTEXTD_STORE_POSTGRES_POOL_SIZE", "3"}};
+  auto get = [&](const char* n) -> const char* {
+    auto it = env.find(n);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  ASSERT_TRUE(ApplyEnvironment(get, {"CONTEXTD_STORE_POSTGRES_URL",
+                                     "CONTEXTD_STORE_POSTGRES_POOL_SIZE"}, &c)
+                  .ok());
+  EXPECT_EQ(c.store.postgres_url, "postgresql://ctx:pw@db/contextd");
+  EXPECT_EQ(c.store.postgres_pool_size, 3);
+  EXPECT_TRUE(ValidateConfig(c).ok());
+  ASSERT_TRUE(SetConfigValue("store.postgres.pool_size", "0", &c).ok());
+  EXPECT_FALSE(ValidateConfig(c).ok());
+  ASSERT_TRUE(SetConfigValue("store.backend", "mysql", &c).ok());
+  s = ValidateConfig(c);
+  EXPECT_NE(s.message().find("sqlite or postgres"), std::string::npos) << s;
+}
+
 TEST(ConfigTest, SetConfigValueListsAndScalars) {
   ServerConfig c;
   ASSERT_TRUE(SetConfigValue("server.allowed_hosts", "a.test, b.test", &c).ok());

@@ -27,6 +27,22 @@ HealthMember DatabaseHealth(store::Database& db) {
   return m;
 }
 
+HealthMember PostgresHealth(store::PgDatabase& db) {
+  HealthMember m{"database", true, ""};
+  nlohmann::json j;
+  j["backend"] = "postgres";
+  absl::Status ready = db.Ready();
+  if (ready.ok()) {
+    j["status"] = "ok";
+  } else {
+    m.ok = false;
+    j["status"] = "error";
+    j["error"] = std::string(ready.message());  // the conninfo in it is redacted
+  }
+  m.detail_json = j.dump();
+  return m;
+}
+
 HealthMember NatsHealth(const events::Publisher* publisher, bool jetstream) {
   HealthMember m{"nats", true, ""};
   nlohmann::json j;

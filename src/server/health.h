@@ -8,6 +8,7 @@
 
 #include "events/publisher.h"
 #include "store/database.h"
+#include "store/pg_database.h"
 #include "transport/http_server.h"
 
 namespace contextd::server {
@@ -23,6 +24,9 @@ struct HealthMember {
 // "database": {"status": "ok", "backend": "sqlite"} after a cheap query on the engine's
 // connection (its schema version), or {"status": "error", "error": ...}.
 HealthMember DatabaseHealth(store::Database& db);
+// "database": {"status": "ok", "backend": "postgres"} when the server accepts connections
+// (PgDatabase::Ready: cached for a second, outside the pool), else {"status": "error", ...}.
+HealthMember PostgresHealth(store::PgDatabase& db);
 
 // "nats": {"status": "disabled"} when `publisher` is null (events.nats.url empty), else the
 // connection state ("connected", "connecting", "reconnecting", "closed") with "mode" (plain or

@@ -47,6 +47,11 @@
 #include "server/ui_routes.h"
 #include "memory/hnsw_index.h"
 #include "memory/memory_bank.h"
+#include "store/pg_branch_store.h"
+#include "store/pg_conversation_store.h"
+#include "store/pg_database.h"
+#include "store/pg_memory_store.h"
+#include "store/pg_trail_store.h"
 #include "store/sqlite_memory_store.h"
 #include "store/sqlite_trail_store.h"
 #include "trail/trail.h"
@@ -125,7 +130,12 @@ struct Engine {
   // Loads the counter's vocabulary in the background at start (joined before `counter` goes).
   std::jthread vocabulary_loader;
   std::shared_ptr<const scrub::Scrubber> scrubber;
-  std::unique_ptr<store::SqliteBranchStore> store;
+  // The database: SQLite (one connection shared by the branch and trail stores, grouped commits)
+  // or PostgreSQL (one pool shared by every store; each write commits before its reply).
+  std::shared_ptr<store::Database> sqlite_db;
+  std::shared_ptr<store::PgDatabase> pg_db;
+  std::unique_ptr<folding::BranchStore> store;
+  store::PgBranchStore* pg_branches = nullptr;  // `store`, when it is PostgreSQL's
   folding::EventBus events;
   Metrics metrics;
   // The database connection the branch and trail stores share (/healthz queries it too).
@@ -135,7 +145,7 @@ struct Engine {
   std::unique_ptr<events::Publisher> events_publisher;
   // The ReasoningBank (memory.enabled): its own connection to the database, used off the executor;
   // the optional model endpoints (memory.distiller, memory.embeddings) and the vector index.
-  std::unique_ptr<store::SqliteMemoryStore> memory_store;
+  std::unique_ptr<memory::MemoryStore> memory_store;
   std::vector<std::unique_ptr<transport::HttpClient>> memory_clients;
   std::unique_ptr<OpenAiDistiller> memory_distiller;
   std::unique_ptr<OpenAiEmbedder> memory_embedder;
@@ -143,7 +153,7 @@ struct Engine {
   std::unique_ptr<memory::MemoryBank> memory_bank;
   std::unique_ptr<folding::BranchManager> manager;     // executor only
   std::unique_ptr<FoldingTools> tools;                 // executor only
-  std::unique_ptr<store::SqliteTrailStore> trail_store;
+  std::unique_ptr<trail::TrailStore> trail_store;
   std::unique_ptr<trail::Trail> trail;                // executor only
   std::unique_ptr<TrailTools> trail_tools;            // executor only
   std::unique_ptr<TrailApi> trail_api;                // executor only: the viewer's /api/v1
@@ -153,7 +163,7 @@ struct Engine {
   std::unique_ptr<GroupCommit> group_commit;  // the McpServer's outbound gate: outlives it
   // The model gateway (HTTP only): its own connection to the database, so that a conversation's
   // decisions are durable before its request leaves, independent of the engine's group commit.
-  std::unique_ptr<store::SqliteConversationStore> conversations;
+  std::unique_ptr<model::ConversationStore> conversations;
   std::unique_ptr<model::ContextManager> context_manager;
   // Declared after the clients: destroyed first. RunServer stops it, destroys the clients, then
   // the gateway (see ModelGateway::Stop).
@@ -175,7 +185,11 @@ struct Engine {
 // settings.
 absl::Status BuildMemoryBank(const ServerConfig& config, const std::string& db_path,
                              Engine& engine) {
-  ASSIGN_OR_RETURN(engine.memory_store, store::SqliteMemoryStore::Open(db_path));
+  if (engine.pg_db) {
+    engine.memory_store = store::PgMemoryStore::Create(engine.pg_db);
+  } else {
+    ASSIGN_OR_RETURN(engine.memory_store, store::SqliteMemoryStore::Open(db_path));
+  }
   memory::MemoryBank::Parts parts;
   parts.store = engine.memory_store.get();
   parts.clock = &base::RealClock::Get();
@@ -285,6 +299,42 @@ absl::Status StartEvents(const ServerConfig& config, Engine& engine) {
   return absl::OkStatus();
 }
 
+// With a shared PostgreSQL database: how often, and how long past a deadline, this instance looks
+// for branches no instance timed out (their instance went away). Their sessions are loaded here;
+// the deadline timers that arms fire at once and claim each branch (exactly one instance
+// force-returns it: BranchStore::ClaimDeadline).
+constexpr auto kDueSweepInterval = std::chrono::seconds(10);
+constexpr int64_t kDueSweepGraceMs = 10'000;
+
+void ScheduleDueSweep(Engine& engine) {
+  engine.executor->PostAfter(kDueSweepInterval, [&engine] {
+    if (!engine.manager || engine.pg_branches == nullptr) return;  // shutting down
+    const int64_t now = engine.executor->clock().WallMillis();
+    auto due = engine.pg_branches->ListDueSessions(now - kDueSweepGraceMs, now, 100);
+    if (!due.ok()) {
+      base::LogWarn(base::StrCat("deadline sweep: ", due.status().message()));
+    } else {
+      for (const folding::SessionKey& session : *due) {
+        absl::Status loaded = engine.manager->LoadSession(session);
+        if (!loaded.ok()) {
+          base::LogWarn(base::StrCat("deadline sweep: session ", session.ToString(), ": ",
+                                     loaded.message()));
+        }
+      }
+      engine.metrics.SetActiveBranches(engine.manager->active_branches());
+    }
+    ScheduleDueSweep(engine);
+  });
+}
+
+// The PostgreSQL store's options from the config (store.postgres.*).
+store::PgOptions PostgresOptions(const ServerConfig& config) {
+  store::PgOptions o;
+  o.conninfo = config.store.postgres_url;
+  o.pool_size = static_cast<int>(config.store.postgres_pool_size);
+  return o;
+}
+
 absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
   std::string data_dir = ResolveDataDir(config);
   std::error_code ec;
@@ -309,13 +359,27 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
       [scrubber](std::string_view m) { return scrubber->Scrub(scrub::WithholdPrivate(m)); });
 
   std::string db_path = data_dir + "/contextd.db";
-  // One connection (and one WAL checkpointer) shared by the branch and trail stores.
-  ASSIGN_OR_RETURN(std::unique_ptr<store::Database> opened, store::Database::Open(db_path));
-  std::shared_ptr<store::Database> db(std::move(opened));
-  engine.db = db;
-  ASSIGN_OR_RETURN(engine.store, store::SqliteBranchStore::Create(db));
-  ASSIGN_OR_RETURN(engine.trail_store, store::SqliteTrailStore::Create(db));
-  base::LogInfo(base::StrCat("data in ", db_path, "; tokens counted with ", counter->name()));
+  const bool postgres = config.store.backend == "postgres";
+  if (postgres) {
+    // One pool shared by every store of this instance; the schema migrated at open (under an
+    // advisory lock: instances starting together migrate once).
+    ASSIGN_OR_RETURN(engine.pg_db, store::PgDatabase::Open(PostgresOptions(config)));
+    auto branches = store::PgBranchStore::Create(engine.pg_db);
+    engine.pg_branches = branches.get();
+    engine.store = std::move(branches);
+    engine.trail_store = store::PgTrailStore::Create(engine.pg_db);
+    base::LogInfo(base::StrCat("data in postgres ", engine.pg_db->redacted_conninfo(), " (pool ",
+                               engine.pg_db->pool_size(), "); tokens counted with ",
+                               counter->name()));
+  } else {
+    // One connection (and one WAL checkpointer) shared by the branch and trail stores.
+    ASSIGN_OR_RETURN(std::unique_ptr<store::Database> opened, store::Database::Open(db_path));
+    engine.sqlite_db = std::shared_ptr<store::Database>(std::move(opened));
+    ASSIGN_OR_RETURN(engine.store, store::SqliteBranchStore::Create(engine.sqlite_db));
+    ASSIGN_OR_RETURN(engine.trail_store, store::SqliteTrailStore::Create(engine.sqlite_db));
+    base::LogInfo(base::StrCat("data in ", db_path, "; tokens counted with ", counter->name()));
+  }
+  std::shared_ptr<store::Database> db = engine.sqlite_db;
 
   // Before the memory bank (its event sink) and recovery (branches it force-returns publish).
   if (!config.nats_events.url.empty()) RETURN_IF_ERROR(StartEvents(config, engine));
@@ -344,8 +408,15 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
                                                       *counter);
     engine.trail_api =
         std::make_unique<TrailApi>(*engine.trail, *engine.trail_store, *engine.store);
+    if (postgres) {
+      // Other instances may share the database: the live branches and open auto-scopes in it
+      // may be theirs, so start-up recovery (which force-returns and folds everything live)
+      // does not run. Sessions load from the database on their next use (decision 0023).
+      base::LogInfo("postgres: start-up recovery skipped (the database may be shared)");
+      ScheduleDueSweep(engine);
+    }
     // Auto-scopes a crashed run left open fold now (whether or not auto-scopes are on now).
-    auto autos = engine.trail->RecoverAutoScopes();
+    auto autos = postgres ? absl::StatusOr<int64_t>(0) : engine.trail->RecoverAutoScopes();
     if (!autos.ok()) {
       status = autos.status();
       return;
@@ -354,7 +425,9 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
       base::LogWarn(base::StrCat("folded ", *autos,
                                  " auto-scope(s) left open by a previous run (server restarted)"));
     }
-    auto recovered = engine.manager->Recover();
+    auto recovered =
+        postgres ? absl::StatusOr<folding::RecoverResult>(folding::RecoverResult{})
+                 : engine.manager->Recover();
     if (!recovered.ok()) {
       status = recovered.status();
       return;
@@ -388,25 +461,6 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
   // Group commit from here on (recovery above committed write by write): the writes of every
   // request in one executor batch share one commit, and no reply leaves before it (decision
   // 0008). If a commit fails, the engine drops what it cached and follows the store again.
-  engine.group_commit = std::make_unique<GroupCommit>(
-      *engine.executor, [db] { return db->CommitGroup(); },
-      [manager = engine.manager.get(), trail = engine.trail.get()](const absl::Status&) {
-        absl::Status reloaded = manager->ReloadFromStore();
-        if (!reloaded.ok()) {
-          base::LogError(base::StrCat("reloading branches after a failed commit: ",
-                                      reloaded.message()));
-        }
-        trail->ForgetCachedScopes();
-        // Auto-scopes the trail no longer tracks would stay open until the next start: fold them
-        // now from their recorded events, as start-up recovery does.
-        auto folded = trail->RecoverAutoScopes();
-        if (!folded.ok()) {
-          base::LogError(base::StrCat("folding auto-scopes after a failed commit: ",
-                                      folded.status().message()));
-        }
-      },
-      &engine.metrics, [db] { db->RestartWalIfDue(); });
-  engine.mcp->SetOutboundGate(engine.group_commit.get());
   // A session's project: its client's first root, else X-Contextd-Project, else "default"
   // (decision 0022). The stdio session's is kept for the signal handler's EndSession.
   engine.mcp->SetProjectResolver([stdio = engine.stdio_session](const protocol::Json& roots,
@@ -417,7 +471,29 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
                                info.project_label.empty() ? "" : " ", info.project_label));
     if (info.transport == "stdio") *stdio = info;
   });
-  db->EnableGroupCommit([gc = engine.group_commit.get()] { gc->OnGroupOpen(); });
+  // SQLite only: PostgreSQL commits each write before it returns (decision 0023).
+  if (db) {
+    engine.group_commit = std::make_unique<GroupCommit>(
+        *engine.executor, [db] { return db->CommitGroup(); },
+        [manager = engine.manager.get(), trail = engine.trail.get()](const absl::Status&) {
+          absl::Status reloaded = manager->ReloadFromStore();
+          if (!reloaded.ok()) {
+            base::LogError(base::StrCat("reloading branches after a failed commit: ",
+                                        reloaded.message()));
+          }
+          trail->ForgetCachedScopes();
+          // Auto-scopes the trail no longer tracks would stay open until the next start: fold them
+          // now from their recorded events, as start-up recovery does.
+          auto folded = trail->RecoverAutoScopes();
+          if (!folded.ok()) {
+            base::LogError(base::StrCat("folding auto-scopes after a failed commit: ",
+                                        folded.status().message()));
+          }
+        },
+        &engine.metrics, [db] { db->RestartWalIfDue(); });
+    engine.mcp->SetOutboundGate(engine.group_commit.get());
+    db->EnableGroupCommit([gc = engine.group_commit.get()] { gc->OnGroupOpen(); });
+  }
   if (config.conformance_fixtures) {
     RETURN_IF_ERROR(RegisterConformanceFixtures(*engine.mcp));
     base::LogInfo("conformance fixtures registered");
@@ -499,9 +575,13 @@ absl::Status BuildModelGateway(const ServerConfig& config,
                                Engine& engine) {
   const ModelGatewayConfig& mg = config.model_gateway;
   std::string db_path = ResolveDataDir(config) + "/contextd.db";
-  ASSIGN_OR_RETURN(engine.conversations, store::SqliteConversationStore::Open(db_path));
+  if (engine.pg_db) {
+    engine.conversations = store::PgConversationStore::Create(engine.pg_db);
+  } else {
+    ASSIGN_OR_RETURN(engine.conversations, store::SqliteConversationStore::Open(db_path));
+  }
   const tokens::TokenCounter* counter = engine.counter.get();
-  store::SqliteBranchStore* branches = engine.store.get();
+  folding::BranchStore* branches = engine.store.get();
   model::TenantBranchLookup lookup =
       [branches, counter](const std::string& tenant,
                           const std::string& id) -> std::optional<model::BranchFacts> {
@@ -786,9 +866,11 @@ absl::Status RunServer(const ServerConfig& config) {
   }
   Metrics* metrics = &engine.metrics;
   options.metrics = [metrics] { return metrics->Render(); };
-  options.health = [db = engine.db.get(), publisher = engine.events_publisher.get(),
+  options.health = [sqlite = engine.sqlite_db, pg = engine.pg_db,
+                    publisher = engine.events_publisher.get(),
                     jetstream = config.nats_events.jetstream] {
-    return RenderHealth({DatabaseHealth(*db), NatsHealth(publisher, jetstream)}, kVersion);
+    HealthMember database = sqlite ? DatabaseHealth(*sqlite) : PostgresHealth(*pg);
+    return RenderHealth({database, NatsHealth(publisher, jetstream)}, kVersion);
   };
   if (config.model_gateway.enabled) {
     absl::Status built_gateway = BuildModelGateway(config, options.bearer_tokens, engine);

@@ -188,6 +188,27 @@ TEST_F(HttpRoutesTest, AResponderReleasedWithoutAnAnswerGets500) {
   EXPECT_EQ(c.ReadResponse().status, 200);
 }
 
+TEST_F(HttpRoutesTest, HealthzReportsReadiness) {
+  HttpServerOptions o;
+  std::atomic<bool> ready{true};
+  o.health = [&ready] {
+    HealthAnswer answer;
+    answer.ready = ready.load();
+    answer.json = answer.ready ? R"({"status":"ok"})"
+                               : R"({"status":"unavailable","checks":{"database":{"status":"error"}}})";
+    return answer;
+  };
+  Start(o);
+  RawClient c(server_->port());
+  c.Send(Get(server_->port(), "GET", "/healthz"));
+  EXPECT_EQ(c.ReadResponse().status, 200);
+  ready = false;
+  c.Send(Get(server_->port(), "GET", "/healthz"));
+  Response r = c.ReadResponse();
+  EXPECT_EQ(r.status, 503);
+  EXPECT_NE(r.body.find(R"("database":{"status":"error"})"), std::string::npos) << r.body;
+}
+
 // A route that keeps its responders for the test to use later.
 struct Parked {
   std::mutex mu;

@@ -1,0 +1,28 @@
+// The store commands: `contextd migrate` brings the configured store's schema up to this
+// binary's (SQLite: the file in the data directory; PostgreSQL: store.postgres.url, under the
+// migration advisory lock, so it may run while other instances start); `contextd export` writes
+// the configured store's state as JSON Lines, `contextd import` reads them into an empty store
+// (store/store_transfer.h): together they move a user between SQLite and PostgreSQL.
+// Not thread-safe (commands).
+#pragma once
+
+#include <istream>
+#include <ostream>
+
+#include "server/config.h"
+
+namespace contextd::server {
+
+// Migrates and prints "<backend> <where>: schema version N (was M)" on `out`. Returns the exit
+// code: 0 on success, 2 with the reason on `err` (cannot connect, a schema newer than this
+// binary, a failed migration: nothing of it applied).
+int RunMigrateCommand(const ServerConfig& config, std::ostream& out, std::ostream& err);
+
+// Writes the store's state to `out`; a line on `err` says how many rows. 0, or 2 with the reason.
+int RunExportCommand(const ServerConfig& config, std::ostream& out, std::ostream& err);
+
+// Reads an export from `in` into the configured (empty) store, all or nothing; a line on `err`
+// says how many rows. 0, or 2 with the reason (a store that already holds state, a bad line).
+int RunImportCommand(const ServerConfig& config, std::istream& in, std::ostream& err);
+
+}  // namespace contextd::server

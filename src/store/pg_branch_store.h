@@ -1,0 +1,60 @@
+// PgBranchStore: the folding engine's BranchStore in PostgreSQL (tables branches,
+// branch_injections, branch_charges of pg_migrations.h). Each Commit is one transaction,
+// committed before it returns (durable before the reply, as with SQLite). Several instances may
+// share the database: ClaimDeadline gives each deadline to exactly one of them.
+// Thread-safe: each call takes a pooled connection.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "folding/branch_store.h"
+#include "store/pg_database.h"
+
+namespace contextd::store {
+
+class PgBranchStore final : public folding::BranchStore {
+ public:
+  // Connects (and migrates) with its own pool.
+  static absl::StatusOr<std::unique_ptr<PgBranchStore>> Open(const PgOptions& options);
+  // Uses an open database (shared with other stores).
+  static std::unique_ptr<PgBranchStore> Create(std::shared_ptr<PgDatabase> db);
+
+  absl::Status Commit(const folding::BranchWrite& write) override;
+  absl::StatusOr<std::optional<folding::Branch>> Get(std::string_view id) override;
+  absl::StatusOr<std::vector<folding::Branch>> ListSession(
+      const folding::SessionKey& session) override;
+  absl::StatusOr<std::vector<folding::Branch>> ListLive() override;
+  absl::StatusOr<RecentCharges> GetRecentCharges(std::string_view branch_id, int limit) override;
+
+  // Claims live branch `id` for its deadline (see BranchStore): in one statement, the row is
+  // locked with FOR UPDATE SKIP LOCKED (a claimer racing another skips instead of waiting) and
+  // taken if its lease ran out or this store instance holds it. Of any number of instances
+  // claiming at once, one gets kClaimed.
+  absl::StatusOr<folding::DeadlineClaim> ClaimDeadline(std::string_view id, int64_t now_ms,
+                                                       int64_t lease_ms) override;
+
+  // Sessions with a live branch whose deadline passed before `due_before_ms` and whose claim (if
+  // any) ran out: the sweep's work (BranchManager::LoadSession arms their timers, which fire at
+  // once and claim). At most `limit`, oldest deadline first.
+  absl::StatusOr<std::vector<folding::SessionKey>> ListDueSessions(int64_t due_before_ms,
+                                                                   int64_t now_ms, int limit);
+
+  // The name this instance claims deadlines under (random per store object).
+  const std::string& owner() const { return owner_; }
+
+  PgDatabase& database() { return *db_; }
+
+ private:
+  explicit PgBranchStore(std::shared_ptr<PgDatabase> db);
+  static absl::Status CommitIn(PgConn& c, const folding::BranchWrite& write);
+  // Reads the rows of `r` (kBranchColumns) and, on `c`, their injected context.
+  static absl::StatusOr<std::vector<folding::Branch>> ReadBranches(PgConn& c, const PgResult& r);
+
+  std::shared_ptr<PgDatabase> db_;
+  std::string owner_;
+};
+
+}  // namespace contextd::store

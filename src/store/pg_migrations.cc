@@ -1,0 +1,234 @@
+#include "store/pg_migrations.h"
+
+namespace contextd::store {
+namespace {
+
+// 0001_init.sql: the schema of SQLite migrations 1 to 11 as one PostgreSQL schema (the SQLite
+// history is not replayed: decision 0023). Differences from SQLite, on purpose:
+// - `pos`/`seq` are identity columns: creation order and the trail's global event order.
+// - trail_blobs.content and the model gateway's frontier/keys/values are bytea (bytes kept as
+//   they are; PostgreSQL text refuses NUL).
+// - trail_scopes.search is a generated tsvector over description and summary, punctuation first
+//   turned into spaces so that words split as FTS5's unicode61 splits them ("src/lex.c" is src,
+//   lex, c; PostgreSQL's parser alone would keep it as one file token), 'simple' dictionary
+//   (lowercase, no stemming), with a GIN index: the index is part of the write's transaction,
+//   so there is no separate index file or log.
+// - branches.deadline_owner/deadline_lease_ms: the deadline claim (BranchStore::ClaimDeadline) of
+//   instances sharing the database; branches_due serves the sweep for overdue live branches.
+constexpr char k0001Init[] = R"sql(
+CREATE TABLE branches (
+  pos                   BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
+  id                    TEXT PRIMARY KEY,
+  tenant                TEXT NOT NULL,
+  project               TEXT NOT NULL,
+  session_id            TEXT NOT NULL,
+  parent_id             TEXT REFERENCES branches(id),
+  depth                 INTEGER NOT NULL CHECK (depth >= 0),
+  description           TEXT NOT NULL,
+  prompt                TEXT NOT NULL,
+  status                TEXT NOT NULL CHECK (status IN ('created', 'active', 'completed',
+                                                        'timeout', 'budget_exhausted', 'failed')),
+  budget_allocated      BIGINT NOT NULL CHECK (budget_allocated >= 0),
+  tokens_used           BIGINT NOT NULL DEFAULT 0,
+  reserved_for_children BIGINT NOT NULL DEFAULT 0,
+  deadline_ms           BIGINT NOT NULL,
+  deadline_owner        TEXT NOT NULL DEFAULT '',
+  deadline_lease_ms     BIGINT NOT NULL DEFAULT 0,
+  created_at_ms         BIGINT NOT NULL,
+  finished_at_ms        BIGINT,
+  summary               TEXT NOT NULL DEFAULT '',
+  finish_reason         TEXT NOT NULL DEFAULT '',
+  memory_queued         BOOLEAN NOT NULL DEFAULT false
+);
+CREATE INDEX branches_by_session ON branches (tenant, project, session_id, pos);
+CREATE INDEX branches_live ON branches (pos) WHERE status IN ('created', 'active');
+CREATE INDEX branches_due ON branches (deadline_ms) WHERE status IN ('created', 'active');
+
+CREATE TABLE branch_injections (
+  branch_id TEXT NOT NULL REFERENCES branches(id),
+  ord       INTEGER NOT NULL,
+  kind      TEXT NOT NULL,
+  ref       TEXT NOT NULL,
+  text      TEXT NOT NULL,
+  tokens    BIGINT NOT NULL,
+  PRIMARY KEY (branch_id, ord)
+);
+
+CREATE TABLE branch_charges (
+  seq       BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  branch_id TEXT NOT NULL REFERENCES branches(id),
+  at_ms     BIGINT NOT NULL,
+  kind      TEXT NOT NULL,
+  label     TEXT NOT NULL,
+  excerpt   TEXT NOT NULL,
+  tokens    BIGINT NOT NULL
+);
+CREATE INDEX branch_charges_by_branch ON branch_charges (branch_id, seq);
+
+CREATE TABLE trail_blobs (
+  hash    TEXT PRIMARY KEY,  -- lowercase hex SHA-256 of content
+  size    BIGINT NOT NULL,
+  content BYTEA NOT NULL
+);
+
+CREATE TABLE trail_scopes (
+  pos            BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
+  id             TEXT PRIMARY KEY,
+  tenant         TEXT NOT NULL,
+  project        TEXT NOT NULL,
+  session_id     TEXT NOT NULL,
+  kind           TEXT NOT NULL CHECK (kind IN ('session', 'branch', 'auto')),
+  parent_id      TEXT REFERENCES trail_scopes(id),
+  root_id        TEXT NOT NULL,
+  description    TEXT NOT NULL,
+  status         TEXT NOT NULL CHECK (status IN ('open', 'folded')),
+  summary        TEXT NOT NULL DEFAULT '',
+  summary_tokens BIGINT NOT NULL DEFAULT 0,
+  created_at_ms  BIGINT NOT NULL,
+  folded_at_ms   BIGINT,
+  search         TSVECTOR GENERATED ALWAYS AS (to_tsvector('simple', regexp_replace(
+                   description || ' ' || summary, '[[:punct:][:space:]]+', ' ', 'g'))) STORED
+);
+CREATE INDEX trail_scopes_by_root ON trail_scopes (root_id, pos);
+CREATE INDEX trail_scopes_open ON trail_scopes (kind, pos) WHERE status = 'open';
+CREATE INDEX trail_session_roots ON trail_scopes (tenant, pos) WHERE kind = 'session';
+CREATE INDEX trail_scopes_search ON trail_scopes USING GIN (search);
+
+CREATE TABLE trail_events (
+  seq       BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  scope_id  TEXT NOT NULL REFERENCES trail_scopes(id),
+  kind      TEXT NOT NULL CHECK (kind IN ('tool_call', 'tool_result', 'branch_created',
+                                          'branch_returned', 'warning', 'force_return',
+                                          'auto_scope_opened')),
+  label     TEXT NOT NULL,
+  blob_hash TEXT NOT NULL REFERENCES trail_blobs(hash),
+  tokens    BIGINT NOT NULL,
+  is_error  BOOLEAN NOT NULL DEFAULT false,
+  at_ms     BIGINT NOT NULL
+);
+CREATE INDEX trail_events_by_scope ON trail_events (scope_id, seq);
+CREATE INDEX trail_events_by_blob ON trail_events (blob_hash, kind);
+
+CREATE TABLE model_threads (
+  tenant       TEXT NOT NULL,
+  conversation TEXT NOT NULL,
+  thread       TEXT NOT NULL,
+  frontier     BYTEA NOT NULL,
+  requests     BIGINT NOT NULL CHECK (requests >= 0),
+  created_ms   BIGINT NOT NULL,
+  last_ms      BIGINT NOT NULL,
+  PRIMARY KEY (tenant, conversation, thread)
+);
+
+CREATE TABLE model_rewrites (
+  seq          BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  tenant       TEXT NOT NULL,
+  conversation TEXT NOT NULL,
+  thread       TEXT NOT NULL,
+  kind         INTEGER NOT NULL CHECK (kind >= 1 AND kind <= 4),
+  key          BYTEA NOT NULL,
+  value        BYTEA NOT NULL,
+  UNIQUE (tenant, conversation, thread, kind, key)
+);
+
+CREATE TABLE model_usage (
+  seq                         BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  tenant                      TEXT NOT NULL,
+  conversation                TEXT NOT NULL,
+  thread                      TEXT NOT NULL,
+  request_id                  TEXT NOT NULL,
+  at_ms                       BIGINT NOT NULL,
+  api                         TEXT NOT NULL,
+  model                       TEXT NOT NULL,
+  branch_id                   TEXT NOT NULL,
+  status                      INTEGER NOT NULL,
+  input_tokens                BIGINT NOT NULL,
+  cache_read_input_tokens     BIGINT NOT NULL,
+  cache_creation_input_tokens BIGINT NOT NULL,
+  output_tokens               BIGINT NOT NULL,
+  tokens_before               BIGINT NOT NULL,
+  tokens_after                BIGINT NOT NULL,
+  duration_ms                 BIGINT NOT NULL,
+  project                     TEXT NOT NULL DEFAULT 'default'
+);
+CREATE INDEX model_usage_by_branch ON model_usage (tenant, branch_id);
+
+CREATE TABLE memories (
+  pos                BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
+  id                 TEXT PRIMARY KEY,
+  tenant             TEXT NOT NULL,
+  project            TEXT NOT NULL,
+  scope              TEXT NOT NULL CHECK (scope IN ('project', 'team', 'org')),
+  status             TEXT NOT NULL CHECK (status IN ('pending', 'active', 'retired')),
+  outcome            TEXT NOT NULL CHECK (outcome IN ('success', 'failure')),
+  title              TEXT NOT NULL,
+  description        TEXT NOT NULL,
+  content            TEXT NOT NULL,
+  tags               TEXT NOT NULL,
+  source_branch_id   TEXT NOT NULL,
+  source_description TEXT NOT NULL,
+  source_prompt      TEXT NOT NULL,
+  origin             TEXT NOT NULL,
+  created_at_ms      BIGINT NOT NULL,
+  updated_at_ms      BIGINT NOT NULL,
+  use_count          BIGINT NOT NULL DEFAULT 0,
+  helpful_count      BIGINT NOT NULL DEFAULT 0,
+  unhelpful_count    BIGINT NOT NULL DEFAULT 0,
+  success_count      BIGINT NOT NULL DEFAULT 0,
+  failure_count      BIGINT NOT NULL DEFAULT 0,
+  merged_into        TEXT NOT NULL DEFAULT '',
+  -- Weights as FTS5's bm25 columns: title A, description and content B, tags C; task: the
+  -- source description A, its prompt B. Punctuation splits words as memory::IndexTerms does.
+  content_search     TSVECTOR GENERATED ALWAYS AS (
+    setweight(to_tsvector('simple', regexp_replace(title, '[[:punct:][:space:]]+', ' ', 'g')),
+              'A') ||
+    setweight(to_tsvector('simple', regexp_replace(description || ' ' || content,
+                                                   '[[:punct:][:space:]]+', ' ', 'g')), 'B') ||
+    setweight(to_tsvector('simple', regexp_replace(tags, '[[:punct:][:space:]]+', ' ', 'g')), 'C')
+  ) STORED,
+  task_search        TSVECTOR GENERATED ALWAYS AS (
+    setweight(to_tsvector('simple', regexp_replace(source_description, '[[:punct:][:space:]]+',
+                                                   ' ', 'g')), 'A') ||
+    setweight(to_tsvector('simple', regexp_replace(source_prompt, '[[:punct:][:space:]]+', ' ',
+                                                   'g')), 'B')
+  ) STORED
+);
+CREATE INDEX memories_by_task ON memories (tenant, source_description);
+CREATE INDEX memories_content_search ON memories USING GIN (content_search);
+CREATE INDEX memories_task_search ON memories USING GIN (task_search);
+
+CREATE TABLE memory_history (
+  seq       BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  memory_id TEXT NOT NULL,
+  action    TEXT NOT NULL,
+  actor     TEXT NOT NULL,
+  detail    TEXT NOT NULL,
+  at_ms     BIGINT NOT NULL
+);
+CREATE INDEX memory_history_by_memory ON memory_history (memory_id, seq);
+
+CREATE TABLE memory_terms (
+  term       TEXT PRIMARY KEY,
+  content_df BIGINT NOT NULL DEFAULT 0,
+  task_df    BIGINT NOT NULL DEFAULT 0
+);
+
+CREATE TABLE memory_vectors (
+  memory_id TEXT NOT NULL,
+  model     TEXT NOT NULL,
+  dim       INTEGER NOT NULL CHECK (dim > 0),
+  vector    BYTEA NOT NULL,
+  PRIMARY KEY (memory_id, model)
+);
+)sql";
+
+}  // namespace
+
+const std::vector<Migration>& PgMigrations() {
+  static const std::vector<Migration> kAll = {
+      {1, "0001_init.sql", k0001Init},
+  };
+  return kAll;
+}
+
+}  // namespace contextd::store

@@ -1,0 +1,40 @@
+// Test-only: a storage backend the store contract tests run against (SQLite in a temp dir, or a
+// fresh database on the PostgreSQL test server). Each test gets a new, empty database; Open*
+// opens another instance (connection, pool) on that same database, as a second process would.
+// Not thread-safe.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "folding/branch_store.h"
+#include "memory/memory_store.h"
+#include "model/conversation_store.h"
+#include "trail/trail_store.h"
+
+namespace contextd::store::testing {
+
+class StoreBackend {
+ public:
+  virtual ~StoreBackend() = default;
+  // Non-empty: the backend cannot run here (the tests skip with this message).
+  virtual std::string SkipReason() { return ""; }
+  virtual absl::StatusOr<std::unique_ptr<folding::BranchStore>> OpenBranchStore() = 0;
+  virtual absl::StatusOr<std::unique_ptr<trail::TrailStore>> OpenTrailStore() = 0;
+  virtual absl::StatusOr<std::unique_ptr<model::ConversationStore>> OpenConversationStore() = 0;
+  virtual absl::StatusOr<std::unique_ptr<memory::MemoryStore>> OpenMemoryStore() = 0;
+};
+
+// A named way to make a backend with a fresh database (a test parameter).
+struct BackendFactory {
+  std::string name;
+  std::function<std::unique_ptr<StoreBackend>()> make;
+};
+
+inline std::string BackendName(const ::testing::TestParamInfo<BackendFactory>& info) {
+  return info.param.name;
+}
+
+}  // namespace contextd::store::testing
