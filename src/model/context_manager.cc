@@ -449,8 +449,10 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
                                                      const std::string& conversation_id,
                                                      const std::shared_ptr<ModelRequest>& request,
                                                      int64_t now_ms,
-                                                     std::optional<bool> auto_fold) {
+                                                     std::optional<bool> auto_fold,
+                                                     const std::string& project) {
   AppliedRequest applied;
+  applied.key.project = project;
   std::string first = request->transcript().messages.empty()
                           ? std::string("empty")
                           : Hex(request->FirstMessageKey());

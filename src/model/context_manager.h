@@ -145,6 +145,7 @@ class ContextManager {
   // Applies F(.) to `request` for `tenant`. `conversation_id`: the client's session id header
   // ("" when absent). `auto_fold`: this request's choice (the x-contextd-auto-fold header),
   // nullopt for options.auto_fold.enabled; stored auto-fold decisions are repeated either way.
+  // `project`: the request's (AppliedRequest::key.project; where its trail events go).
   // Errors only from the store (Internal/Unavailable): the request must then not be forwarded,
   // since its decisions could not be kept.
   // The request is kept as its conversation's last one (Parse takes over from it): the caller
@@ -152,7 +153,8 @@ class ContextManager {
   absl::StatusOr<AppliedRequest> Apply(const std::string& tenant,
                                        const std::string& conversation_id,
                                        const std::shared_ptr<ModelRequest>& request,
-                                       int64_t now_ms, std::optional<bool> auto_fold = {});
+                                       int64_t now_ms, std::optional<bool> auto_fold = {},
+                                       const std::string& project = "default");
 
   // Writes the frontier `applied` left to be written (AppliedRequest::deferred), unless a later
   // request of the thread came first (it writes its own). Call it once the request is

@@ -26,6 +26,10 @@ struct ConversationKey {
   // Hex hash of the first message: requests of one session that start differently (a title or
   // summary side request, a compacted restart) are separate threads with separate state.
   std::string thread;
+  // The project of the request (X-Contextd-Project, decision 0022), for where its trail events
+  // go. Not part of the thread's identity: the stores key on tenant, conversation and thread, so
+  // a header added or changed mid-conversation never changes a decision.
+  std::string project = "default";
 
   bool operator==(const ConversationKey&) const = default;
 };

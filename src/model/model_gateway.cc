@@ -376,7 +376,7 @@ void ModelGateway::Handle(transport::HttpRequest request,
     Forward(std::move(exchange));
     return;
   }
-  Post([this, exchange, tenant = *tenant, session, api = *api, auto_fold = *auto_fold] {
+  Post([this, exchange, tenant = *tenant, session, api = *api, auto_fold = *auto_fold, project] {
     auto parsed = context_.Parse(api, tenant, session, std::move(exchange->body));
     if (!parsed.ok()) {
       const char* name = api == ModelApi::kAnthropicMessages ? "Messages"
@@ -399,7 +399,7 @@ void ModelGateway::Handle(transport::HttpRequest request,
       Forward(exchange);
       return;
     }
-    auto applied = context_.Apply(tenant, session, messages, WallMs(), auto_fold);
+    auto applied = context_.Apply(tenant, session, messages, WallMs(), auto_fold, project);
     messages.reset();  // the context manager keeps it for the conversation's next request
     if (!applied.ok()) {
       base::LogError(

@@ -66,6 +66,9 @@ async function run({ thinking, script, ws }) {
   const result = await runClaude({
     prompt: 'Read every file.', modelUrl: origin, cwd: ws, timeoutMs: 150000,
     mcpConfig: writeMcpConfig(ws, { url: server.url }), allowedTools: ['Read', 'mcp__contextd'],
+    // The model requests' project is the checkout, as the MCP session's (its root) is: the
+    // trail events the gateway keeps are then the session's to unfold (decision 0022).
+    env: { ANTHROPIC_CUSTOM_HEADERS: `X-Contextd-Project: ${ws}` },
   });
   const metrics = await (await fetch(`${origin}/metrics`)).text();
   return { double, server, dataDir, result, metrics };

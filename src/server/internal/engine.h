@@ -1,0 +1,105 @@
+// Engine: everything `contextd serve` runs on, in construction order (destroyed in reverse), and
+// the parts of building it that live in their own files. Internal to server/: RunServer builds
+// one Engine and tears it down; members are used on the threads their comments name.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "base/executor.h"
+#include "events/publisher.h"
+#include "folding/branch_manager.h"
+#include "folding/events.h"
+#include "gateway/gateway.h"
+#include "memory/hnsw_index.h"
+#include "memory/memory_bank.h"
+#include "model/context_manager.h"
+#include "model/model_gateway.h"
+#include "protocol/mcp_server.h"
+#include "scrub/rule_scrubber.h"
+#include "server/config.h"
+#include "server/folding_tools.h"
+#include "server/group_commit.h"
+#include "server/memory_tools.h"
+#include "server/metrics.h"
+#include "server/openai_distiller.h"
+#include "server/openai_embedder.h"
+#include "server/trail_api.h"
+#include "server/trail_recorder.h"
+#include "server/trail_tools.h"
+#include "store/database.h"
+#include "store/pg_branch_store.h"
+#include "store/pg_database.h"
+#include "tokens/lazy_encoding.h"
+#include "trail/trail.h"
+#include "transport/http_client.h"
+
+namespace contextd::server::internal {
+
+// Everything the server runs on, in construction order (destroyed in reverse).
+struct Engine {
+  std::unique_ptr<base::ThreadExecutor> executor;
+  std::unique_ptr<tokens::LazyEncoding> counter;
+  // Loads the counter's vocabulary in the background at start (joined before `counter` goes).
+  std::jthread vocabulary_loader;
+  std::shared_ptr<const scrub::Scrubber> scrubber;
+  // The database: SQLite (one connection shared by the branch and trail stores, grouped commits)
+  // or PostgreSQL (one pool shared by every store; each write commits before its reply).
+  std::shared_ptr<store::Database> sqlite_db;
+  std::shared_ptr<store::PgDatabase> pg_db;
+  std::unique_ptr<folding::BranchStore> store;
+  store::PgBranchStore* pg_branches = nullptr;  // `store`, when it is PostgreSQL's
+  folding::EventBus events;
+  Metrics metrics;
+  // events.nats: publishes branch and memory events to NATS from its own thread (docs/events.md).
+  // Stopped by ShutdownEngine after the last session ended; destroyed after every publisher.
+  std::unique_ptr<events::Publisher> events_publisher;
+  // The ReasoningBank (memory.enabled): its own connection to the database, used off the executor;
+  // the optional model endpoints (memory.distiller, memory.embeddings) and the vector index.
+  std::unique_ptr<memory::MemoryStore> memory_store;
+  std::vector<std::unique_ptr<transport::HttpClient>> memory_clients;
+  std::unique_ptr<OpenAiDistiller> memory_distiller;
+  std::unique_ptr<OpenAiEmbedder> memory_embedder;
+  std::unique_ptr<memory::HnswIndex> memory_vectors;
+  std::unique_ptr<memory::MemoryBank> memory_bank;
+  std::unique_ptr<folding::BranchManager> manager;     // executor only
+  std::unique_ptr<FoldingTools> tools;                 // executor only
+  std::unique_ptr<trail::TrailStore> trail_store;
+  std::unique_ptr<trail::Trail> trail;                // executor only
+  std::unique_ptr<TrailTools> trail_tools;            // executor only
+  std::unique_ptr<TrailApi> trail_api;                // executor only: the viewer's /api/v1
+  std::unique_ptr<MemoryTools> memory_tools;          // executor only (and its own worker)
+  std::unique_ptr<TrailRecorder> trail_recorder;      // the gateway records through it
+  std::unique_ptr<gateway::Gateway> gateway;          // executor only
+  std::unique_ptr<GroupCommit> group_commit;  // the McpServer's outbound gate: outlives it
+  // The model gateway (HTTP only): its own connection to the database, so that a conversation's
+  // decisions are durable before its request leaves, independent of the engine's group commit.
+  std::unique_ptr<model::ConversationStore> conversations;
+  std::unique_ptr<model::ContextManager> context_manager;
+  // Declared after the clients: destroyed first. RunServer stops it, destroys the clients, then
+  // the gateway (see ModelGateway::Stop).
+  std::unique_ptr<transport::HttpClient> model_client;   // to the Anthropic upstream
+  std::unique_ptr<transport::HttpClient> openai_client;  // to the OpenAI upstream
+  std::unique_ptr<model::ModelGateway> model_gateway;
+  std::shared_ptr<protocol::McpServer> mcp;
+  // The stdio session as its project was fixed (executor only): the signal handler ends it.
+  std::shared_ptr<protocol::SessionInfo> stdio_session = [] {
+    auto info = std::make_shared<protocol::SessionInfo>();
+    info->session_id = "stdio";
+    info->transport = "stdio";
+    return info;
+  }();
+};
+
+// The model gateway (model_gateway_setup.cc): a ContextManager over the conversation store (the
+// engine's database), the outbound clients to the providers, and the routes' handler.
+// `bearer_tokens`: token -> tenant. FailedPrecondition for a team-mode key that cannot be used.
+absl::Status BuildModelGateway(const ServerConfig& config,
+                               const std::map<std::string, std::string>& bearer_tokens,
+                               Engine& engine);
+
+}  // namespace contextd::server::internal
