@@ -180,7 +180,12 @@ class GatewayTest : public ::testing::Test {
   folding::testing::FakeScrubber scrubber_;
   std::unique_ptr<folding::BranchManager> manager_;
   std::shared_ptr<protocol::McpServer> server_;
-  protocol::SessionInfo info_{.session_id = "s1", .tenant = "local", .transport = "stdio"};
+  protocol::SessionInfo info_ = [] {
+    protocol::SessionInfo info;
+    info.session_id = "s1";
+    info.transport = "stdio";
+    return info;
+  }();
   std::shared_ptr<Inbox> inbox_;
   std::shared_ptr<protocol::Session> session_;
   RecordingObserver observer_;
