@@ -75,17 +75,17 @@ class NatsPublisher final : public Publisher {
     natsOptions_Destroy(opts);
     if (s == NATS_OK) {
       ever_connected_ = true;
-      base::LogInfo(base::StrCat("events: connected to NATS at ", options_.url,
+      base::LogInfo(base::StrCat("events: connected to NATS at ", RedactNatsUrl(options_.url),
                                  options_.jetstream ? " (JetStream stream " : "",
                                  options_.jetstream ? options_.stream : "",
                                  options_.jetstream ? ")" : ""));
     } else if (s == NATS_NOT_YET_CONNECTED) {
-      base::LogWarn(base::StrCat("events: NATS at ", options_.url,
+      base::LogWarn(base::StrCat("events: NATS at ", RedactNatsUrl(options_.url),
                                  " is not reachable; retrying in the background (events are "
                                  "dropped and counted meanwhile)"));
     } else {
       return absl::UnavailableError(
-          base::StrCat("events: connecting to NATS at ", options_.url, ": ", NatsError(s)));
+          base::StrCat("events: connecting to NATS at ", RedactNatsUrl(options_.url), ": ", NatsError(s)));
     }
     if (options_.jetstream) {
       jsOptions jo;

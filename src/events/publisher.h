@@ -31,6 +31,10 @@ struct PublisherOptions {
   int64_t flush_timeout_ms = 2'000;  // Stop: longest wait for the queue and the socket to drain
 };
 
+// `url` (events.nats.url, a comma-separated list) as logs and errors may show it: each server's
+// userinfo (nats://user:password@host, nats://token@host) replaced by "***".
+std::string RedactNatsUrl(std::string_view url);
+
 // The connection as /healthz reports it.
 enum class ConnectionState { kConnecting, kConnected, kReconnecting, kClosed };
 // "connecting", "connected", "reconnecting", "closed".

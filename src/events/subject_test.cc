@@ -1,3 +1,4 @@
+#include "events/publisher.h"
 #include "events/subject.h"
 
 #include <gtest/gtest.h>
@@ -79,6 +80,15 @@ TEST(ValidateSubjectPrefix, AcceptsTokensAndRejectsWildcardsAndEmptyTokens) {
   EXPECT_FALSE(ValidateSubjectPrefix("a.*").ok());
   EXPECT_FALSE(ValidateSubjectPrefix("a.>").ok());
   EXPECT_FALSE(ValidateSubjectPrefix("a b").ok());
+}
+
+TEST(RedactNatsUrlTest, HidesUserinfoOfEveryServer) {
+  EXPECT_EQ(RedactNatsUrl("nats://127.0.0.1:4222"), "nats://127.0.0.1:4222");
+  EXPECT_EQ(RedactNatsUrl("nats://alice:s3cret@h:4222"), "nats://***@h:4222");
+  EXPECT_EQ(RedactNatsUrl("tls://tok3n@a:1,nats://b:2,nats://u:p@c:3"),
+            "tls://***@a:1,nats://b:2,nats://***@c:3");
+  EXPECT_EQ(RedactNatsUrl("user:pw@host"), "***@host");
+  EXPECT_EQ(RedactNatsUrl(""), "");
 }
 
 }  // namespace

@@ -71,11 +71,11 @@ AutoFoldStep PlanAutoFold(const Transcript& transcript, const AutoFoldOptions& o
   AutoFoldStep step;
   if (context.input_tokens <= options.trigger_tokens) return step;
   const std::vector<Message>& messages = transcript.messages;
-  // Calls by id, and the position of each call counted from the newest (0 = the last).
+  // Calls by id, with each call's position among the transcript's calls (0 = the first).
   struct Call {
     size_t message, block;
     const Block* block_ptr;
-    size_t from_end;
+    size_t index;
   };
   std::unordered_map<std::string, Call> calls;
   size_t total_calls = 0;
@@ -103,8 +103,8 @@ AutoFoldStep PlanAutoFold(const Transcript& transcript, const AutoFoldOptions& o
       if (block.kind != BlockKind::kToolResult) continue;
       auto call = calls.find(block.call_id);
       if (call == calls.end() || call->second.message >= m) continue;
-      // Among the last `keep` calls: kept. (from_end counts from the first call; flip it.)
-      if (total_calls - call->second.from_end <= keep) continue;
+      // Among the last `keep` calls: kept.
+      if (total_calls - call->second.index <= keep) continue;
       // contextd's own tools (branch results, trail_unfold's answers) stay.
       if (call->second.block_ptr->tool_name.find("contextd__") != std::string::npos) continue;
       int64_t tokens = context.tokens(m, b);

@@ -12,6 +12,7 @@
 #include "base/str_cat.h"
 
 #include "base/status_macros.h"
+#include "events/publisher.h"
 #include "events/subject.h"
 #include "yaml-cpp/yaml.h"
 
@@ -466,7 +467,7 @@ absl::Status ValidateNatsEvents(const NatsEventsConfig& nats) {
         one.find_first_of(" \t") != std::string_view::npos) {
       return Bad("events.nats.url",
                  StrCat("expected nats://HOST:PORT or tls://HOST:PORT (comma-separated for a "
-                        "cluster), got '", nats.url, "'"));
+                        "cluster), got '", events::RedactNatsUrl(nats.url), "'"));
     }
     start = comma + 1;
   }
