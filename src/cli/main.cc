@@ -134,7 +134,8 @@ int main(int argc, char** argv) {
 
   // trail
   CLI::App* trail = app.add_subcommand(
-      "trail", "Read the foldable trail from the SQLite file (also after a crash)");
+      "trail", "Read the foldable trail from the store: the SQLite file (also after a crash) or "
+               "PostgreSQL (store.backend: postgres)");
   trail->require_subcommand(1);
   contextd::server::TrailCommand trail_command;
   CLI::App* trail_list = trail->add_subcommand("list", "Sessions with their branches");
@@ -144,6 +145,8 @@ int main(int argc, char** argv) {
   for (CLI::App* sub : {trail_list, trail_show, trail_unfold, trail_export}) {
     sub->add_option("--data-dir", trail_command.data_dir,
                     "the server's data dir (default: XDG data dir)");
+    sub->add_option("--config", config_file, "YAML config file (its store: section)");
+    sub->add_option("--set", sets, "override a config key: section.key=value (repeatable)");
   }
   trail_show->add_option("id", trail_command.id, "session scope id (ses_...)")->required();
   trail_show->add_option("--depth", trail_command.depth,
@@ -221,9 +224,11 @@ int main(int argc, char** argv) {
 
   // usage
   CLI::App* usage = app.add_subcommand(
-      "usage", "Model gateway usage per tenant and project, from the SQLite file");
+      "usage", "Model gateway usage per tenant and project, from the store (SQLite or PostgreSQL)");
   contextd::server::UsageCommand usage_command;
   usage->add_option("--data-dir", usage_command.data_dir, "default: the XDG data dir");
+  usage->add_option("--config", config_file, "YAML config file (its store: section)");
+  usage->add_option("--set", sets, "override a config key: section.key=value (repeatable)");
   usage->add_option("--tenant", usage_command.tenant, "only this tenant");
   usage->add_option("--since", usage_command.since,
                     "only requests since: 30m, 24h, 7d, a date (2025-06-01, UTC) or unix seconds");
@@ -256,18 +261,6 @@ int main(int argc, char** argv) {
   if (*mem) {
     memory_command.command = mem->get_subcommands().front()->get_name();
     return contextd::server::RunMemoryCommand(memory_command, std::cin, std::cout, std::cerr);
-  }
-
-  if (*usage) {
-    usage_command.now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                               std::chrono::system_clock::now().time_since_epoch())
-                               .count();
-    return contextd::server::RunUsageCommand(usage_command, std::cout, std::cerr);
-  }
-
-  if (*trail) {
-    trail_command.command = trail->get_subcommands().front()->get_name();
-    return contextd::server::RunTrailCommand(trail_command, std::cout, std::cerr);
   }
 
   auto fail = [](const absl::Status& s) {
@@ -325,6 +318,18 @@ int main(int argc, char** argv) {
   if (conformance) config.conformance_fixtures = true;
   if (auto s = contextd::server::ValidateConfig(config); !s.ok()) return fail(s);
   if (*migrate) return contextd::server::RunMigrateCommand(config, std::cout, std::cerr);
+  if (*usage) {
+    usage_command.store = config.store;
+    usage_command.now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+    return contextd::server::RunUsageCommand(usage_command, std::cout, std::cerr);
+  }
+  if (*trail) {
+    trail_command.store = config.store;
+    trail_command.command = trail->get_subcommands().front()->get_name();
+    return contextd::server::RunTrailCommand(trail_command, std::cout, std::cerr);
+  }
   if (*export_cmd) return contextd::server::RunExportCommand(config, std::cout, std::cerr);
   if (*import_cmd) return contextd::server::RunImportCommand(config, std::cin, std::cerr);
 

@@ -57,7 +57,7 @@ bool VisibleTo(const MemoryItem& item, const Visibility& v) {
     case Scope::kTeam:
       return item.tenant == v.tenant;
     case Scope::kOrg:
-      return true;
+      return v.org_across_tenants || item.tenant == v.tenant;
   }
   return false;
 }
@@ -258,7 +258,8 @@ absl::StatusOr<std::vector<SearchHit>> MemoryBank::Search(const Caller& caller,
   if (limit < 1 || limit > 50) {
     return absl::InvalidArgumentError(absl::StrCat("limit must be 1..50, got ", limit));
   }
-  Visibility v{caller.tenant, caller.project, scope, /*include_pending=*/true};
+  Visibility v{caller.tenant, caller.project, scope, /*include_pending=*/true,
+               options_.org_across_tenants};
   ASSIGN_OR_RETURN(auto ranked, Rank(v, query, std::max(limit, options_.per_ranking)));
   if (static_cast<int>(ranked.size()) > limit) ranked.resize(limit);
   std::vector<std::string> ids;
@@ -275,7 +276,8 @@ absl::StatusOr<std::vector<SearchHit>> MemoryBank::Search(const Caller& caller,
 
 absl::StatusOr<std::vector<InjectionCandidate>> MemoryBank::Retrieve(const Caller& caller,
                                                                      std::string_view query) {
-  Visibility v{caller.tenant, caller.project, std::nullopt, /*include_pending=*/false};
+  Visibility v{caller.tenant, caller.project, std::nullopt, /*include_pending=*/false,
+               options_.org_across_tenants};
   ASSIGN_OR_RETURN(auto ranked, Rank(v, Utf8Head(query, kMaxQueryChars), options_.per_ranking));
   // Twice what may be injected: the greedy fit skips items too large for what is left, and each
   // candidate costs a token count.
@@ -320,7 +322,8 @@ absl::Status MemoryBank::NoteInjected(const Caller& caller, std::string_view bra
 absl::StatusOr<MemoryItem> MemoryBank::GetVisible(const Caller& caller, std::string_view id) {
   ASSIGN_OR_RETURN(std::optional<MemoryItem> item, parts_.store->Get(id));
   if (!item.has_value() ||
-      !VisibleTo(*item, Visibility{caller.tenant, caller.project, std::nullopt, true})) {
+      !VisibleTo(*item, Visibility{caller.tenant, caller.project, std::nullopt, true,
+                                   options_.org_across_tenants})) {
     return NotFound(id);
   }
   return *std::move(item);
@@ -405,7 +408,8 @@ absl::StatusOr<ExtractResult> MemoryBank::Extract(const BranchTrace& trace, Scop
     RETURN_IF_ERROR(candidates.status());
   }
   if (candidates->size() > kMaxCandidates) candidates->resize(kMaxCandidates);
-  Visibility v{trace.tenant, trace.project, std::nullopt, /*include_pending=*/true};
+  Visibility v{trace.tenant, trace.project, std::nullopt, /*include_pending=*/true,
+               options_.org_across_tenants};
   const std::string source_description = parts_.sanitize(trace.description);
   ASSIGN_OR_RETURN(std::vector<MemoryItem> same_task,
                    parts_.store->FindBySourceTask(v, source_description));

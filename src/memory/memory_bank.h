@@ -38,6 +38,9 @@ struct BankOptions {
   // Two candidates of the same source task whose word sets overlap at least this much (Jaccard)
   // are one memory: the newer one merges into the older.
   double merge_overlap = 0.6;
+  // Org-scoped items reach every tenant (true) or only the tenant that recorded them, in all its
+  // projects (false, the default: tenants of one deployment may be different customers).
+  bool org_across_tenants = false;
 };
 
 // Who is asking: the tenant and project every lookup is scoped by, and who acts (for history).

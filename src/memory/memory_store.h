@@ -16,12 +16,14 @@
 namespace contextd::memory {
 
 // Which items a reader may see: project-scoped items of (tenant, project), team-scoped items of
-// the tenant, and org-scoped items of every tenant; `scope` narrows that to one tier.
+// the tenant, and org-scoped items of the tenant, or of every tenant when the deployment shares
+// them (`org_across_tenants`, memory.org_across_tenants); `scope` narrows that to one tier.
 struct Visibility {
   std::string tenant;
   std::string project;
   std::optional<Scope> scope;
   bool include_pending = false;  // retired items are never visible to searches
+  bool org_across_tenants = false;
 };
 
 // One ranked match: the item id and its BM25 score (lower is better, as FTS5's bm25()).

@@ -165,6 +165,7 @@ const std::map<std::string, KeySpec>& Registry() {
     CONTEXTD_MEMORY_KEY("memory.extract_memory", extract_memory);
     CONTEXTD_MEMORY_KEY("memory.extract_scope", extract_scope);
     CONTEXTD_MEMORY_KEY("memory.auto_confirm", auto_confirm);
+    CONTEXTD_MEMORY_KEY("memory.org_across_tenants", org_across_tenants);
     CONTEXTD_MEMORY_KEY("memory.distiller.base_url", distiller.base_url);
     CONTEXTD_MEMORY_KEY("memory.distiller.model", distiller.model);
     CONTEXTD_MEMORY_KEY("memory.distiller.api_key_env", distiller.api_key_env);

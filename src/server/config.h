@@ -59,6 +59,7 @@ struct MemoryConfig {
   bool extract_memory = false;  // distil every returned branch, not only those that ask
   std::string extract_scope = "project";
   bool auto_confirm = false;
+  bool org_across_tenants = false;  // org-scoped items reach every tenant (docs/memory.md)
   MemoryEndpointConfig distiller;
   MemoryEndpointConfig embeddings{"", "", "", 5'000};
 };

@@ -201,6 +201,7 @@ absl::Status BuildMemoryBank(const ServerConfig& config, const std::string& db_p
   options.min_confidence = config.folding.memory_min_confidence;
   options.max_items = config.folding.memory_max_items;
   options.auto_confirm = config.memory.auto_confirm;
+  options.org_across_tenants = config.memory.org_across_tenants;
   engine.memory_bank = std::make_unique<memory::MemoryBank>(std::move(parts), options);
   return absl::OkStatus();
 }

@@ -10,6 +10,9 @@
 #include "folding/branch.h"
 #include "nlohmann/json.hpp"
 #include "server/config.h"
+#include "store/pg_branch_store.h"
+#include "store/pg_database.h"
+#include "store/pg_trail_store.h"
 #include "store/sqlite_branch_store.h"
 #include "store/sqlite_trail_store.h"
 #include "trail/trail.h"
@@ -20,14 +23,28 @@ namespace {
 using Json = nlohmann::json;
 
 struct Stores {
-  std::shared_ptr<store::Database> db;
-  std::unique_ptr<store::SqliteBranchStore> branches;
-  std::unique_ptr<store::SqliteTrailStore> trail;
+  std::shared_ptr<store::Database> db;       // SQLite
+  std::shared_ptr<store::PgDatabase> pg_db;  // PostgreSQL
+  std::unique_ptr<folding::BranchStore> branches;
+  std::unique_ptr<trail::TrailStore> trail;
 };
 
-absl::StatusOr<Stores> OpenStores(const std::string& data_dir) {
+absl::StatusOr<Stores> OpenStores(const TrailCommand& command) {
+  Stores s;
+  if (command.store.backend == "postgres") {
+    // Read-only use: a schema older than this binary is refused, not migrated.
+    store::PgOptions options;
+    options.conninfo = command.store.postgres_url;
+    options.pool_size = 1;
+    options.migrate = false;
+    ASSIGN_OR_RETURN(std::unique_ptr<store::PgDatabase> db, store::PgDatabase::Open(options));
+    s.pg_db = std::shared_ptr<store::PgDatabase>(std::move(db));
+    s.branches = store::PgBranchStore::Create(s.pg_db);
+    s.trail = store::PgTrailStore::Create(s.pg_db);
+    return s;
+  }
   ServerConfig config;
-  config.data_dir = data_dir;
+  config.data_dir = command.data_dir;
   std::string path = ResolveDataDir(config) + "/contextd.db";
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {
@@ -36,14 +53,17 @@ absl::StatusOr<Stores> OpenStores(const std::string& data_dir) {
   store::DatabaseOptions options;
   options.create_directories = false;
   options.background_checkpoint_ms = 0;
-  Stores s;
   ASSIGN_OR_RETURN(std::unique_ptr<store::Database> db, store::Database::Open(path, options));
   s.db = std::shared_ptr<store::Database>(std::move(db));
-  ASSIGN_OR_RETURN(s.branches, store::SqliteBranchStore::Create(s.db));
+  ASSIGN_OR_RETURN(std::unique_ptr<store::SqliteBranchStore> branches,
+                   store::SqliteBranchStore::Create(s.db));
+  s.branches = std::move(branches);
   // A one-shot command: no indexing thread; a search brings the index up to date itself.
   store::SearchIndexOptions search;
   search.interval_ms = 0;
-  ASSIGN_OR_RETURN(s.trail, store::SqliteTrailStore::Create(s.db, search));
+  ASSIGN_OR_RETURN(std::unique_ptr<store::SqliteTrailStore> trail,
+                   store::SqliteTrailStore::Create(s.db, search));
+  s.trail = std::move(trail);
   return s;
 }
 
@@ -141,7 +161,7 @@ absl::Status Export(Stores& s, const std::string& only, std::ostream& out) {
 }
 
 absl::Status Run(const TrailCommand& c, std::ostream& out) {
-  ASSIGN_OR_RETURN(Stores s, OpenStores(c.data_dir));
+  ASSIGN_OR_RETURN(Stores s, OpenStores(c));
   if (c.command == "list") return List(s, out);
   if (c.command == "export") return Export(s, c.id, out);
   base::RealClock clock;

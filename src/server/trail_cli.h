@@ -1,17 +1,22 @@
 // `contextd trail list|show|unfold|export`: reads the trail and the branches straight from the
-// SQLite file in the data dir (also after a crash, with branches still 'active' there; safe
-// while a server runs, thanks to WAL). Single-threaded; not for use inside the server.
+// configured store: the SQLite file in the data dir (also after a crash, with branches still
+// 'active' there; safe while a server runs, thanks to WAL), or the PostgreSQL database of
+// store.backend: postgres (read only; safe while instances run). Single-threaded; not for use
+// inside the server.
 #pragma once
 
 #include <cstdint>
 #include <ostream>
 #include <string>
 
+#include "server/config.h"
+
 namespace contextd::server {
 
 struct TrailCommand {
   std::string command;   // "list", "show", "unfold" or "export"
-  std::string data_dir;  // empty: the default data dir
+  std::string data_dir;  // empty: the default data dir (SQLite)
+  StoreConfig store;     // backend "postgres": read store.postgres_url instead of the data dir
   std::string id;        // show: session scope id; unfold: scope id; export: optional session
   int64_t offset = 0;    // unfold
   int64_t limit = 20;    // unfold

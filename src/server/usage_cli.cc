@@ -6,9 +6,11 @@
 #include <iomanip>
 #include <vector>
 
+#include "base/status_macros.h"
 #include "base/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "server/config.h"
+#include "store/pg_conversation_store.h"
 #include "store/sqlite_conversation_store.h"
 
 namespace contextd::server {
@@ -29,6 +31,34 @@ bool ParseInt(std::string_view s, int64_t* out) {
   if (s.empty()) return false;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
   return ec == std::errc() && end == s.data() + s.size();
+}
+
+// The usage rows from the configured store: PostgreSQL (read only, no migration) or the SQLite
+// file in the data dir.
+absl::StatusOr<std::vector<store::ProjectUsage>> ReadUsage(const UsageCommand& command,
+                                                           int64_t since_ms) {
+  if (command.store.backend == "postgres") {
+    store::PgOptions options;
+    options.conninfo = command.store.postgres_url;
+    options.pool_size = 1;
+    options.migrate = false;
+    ASSIGN_OR_RETURN(std::unique_ptr<store::PgConversationStore> store,
+                     store::PgConversationStore::Open(options));
+    return store->UsageByProject(command.tenant, since_ms);
+  }
+  ServerConfig config;
+  config.data_dir = command.data_dir;
+  const std::string path = ResolveDataDir(config) + "/contextd.db";
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    return absl::NotFoundError(base::StrCat("no contextd database at ", path));
+  }
+  store::DatabaseOptions options;
+  options.create_directories = false;
+  options.background_checkpoint_ms = 0;
+  ASSIGN_OR_RETURN(std::unique_ptr<store::SqliteConversationStore> store,
+                   store::SqliteConversationStore::Open(path, options));
+  return store->UsageByProject(command.tenant, since_ms);
 }
 
 }  // namespace
@@ -71,19 +101,7 @@ int RunUsageCommand(const UsageCommand& command, std::ostream& out, std::ostream
     if (!parsed.ok()) return fail(parsed.status());
     since_ms = *parsed;
   }
-  ServerConfig config;
-  config.data_dir = command.data_dir;
-  const std::string path = ResolveDataDir(config) + "/contextd.db";
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
-    return fail(absl::NotFoundError(base::StrCat("no contextd database at ", path)));
-  }
-  store::DatabaseOptions options;
-  options.create_directories = false;
-  options.background_checkpoint_ms = 0;
-  auto store = store::SqliteConversationStore::Open(path, options);
-  if (!store.ok()) return fail(store.status());
-  auto rows = (*store)->UsageByProject(command.tenant, since_ms);
+  auto rows = ReadUsage(command, since_ms);
   if (!rows.ok()) return fail(rows.status());
 
   if (command.json) {

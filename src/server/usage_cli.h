@@ -1,6 +1,7 @@
 // `contextd usage`: the model gateway's usage per tenant and project (requests; input, cache
-// read, cache write and output tokens), read straight from the SQLite file in the data dir (safe
-// while a server runs, thanks to WAL). Single-threaded; not for use inside the server.
+// read, cache write and output tokens), read straight from the configured store: the SQLite file
+// in the data dir (safe while a server runs, thanks to WAL) or, with store.backend: postgres, the
+// database every instance writes. Single-threaded; not for use inside the server.
 #pragma once
 
 #include <cstdint>
@@ -9,11 +10,13 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "server/config.h"
 
 namespace contextd::server {
 
 struct UsageCommand {
-  std::string data_dir;  // empty: the default data dir
+  std::string data_dir;  // empty: the default data dir (SQLite)
+  StoreConfig store;     // backend "postgres": read store.postgres_url instead
   std::string tenant;    // empty: every tenant
   std::string since;     // empty: all; else see ParseSince
   bool json = false;     // one JSON object {"usage":[...]} instead of a table

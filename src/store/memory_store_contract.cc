@@ -130,6 +130,7 @@ TEST_P(MemoryBankTest, ConfidenceFollowsFeedbackAndOutcomes) {
 }
 
 TEST_P(MemoryBankTest, RetrieveWalksProjectThenTeamThenOrg) {
+  MakeBank(memory::BankOptions{.org_across_tenants = true});
   MemoryItem org = Record(Caller{"globex", "x", "s"}, "Retry flaky network fetches",
                           "Retry with backoff on network fetch errors.", Scope::kOrg);
   MemoryItem team = Record(Caller{"acme", "api", "s"}, "Retry flaky fetches in tests",
@@ -144,6 +145,29 @@ TEST_P(MemoryBankTest, RetrieveWalksProjectThenTeamThenOrg) {
   ASSERT_TRUE(bank_->NoteInjected(alice_, "br_1", {project.id, org.id}, 40).ok());
   EXPECT_EQ((*store_->Get(project.id))->use_count, 1);
   EXPECT_EQ(events_.back(), "memory.injected");
+}
+
+TEST_P(MemoryBankTest, OrgItemsStayWithTheirTenantUnlessTheDeploymentSharesThem) {
+  // Default options: another tenant's org item is as invisible as its project items.
+  MemoryItem theirs = Record(Caller{"globex", "x", "s"}, "Retry flaky network fetches",
+                             "Retry with backoff on network fetch errors.", Scope::kOrg);
+  MemoryItem ours = Record(Caller{"acme", "other-project", "s"}, "Retry flaky network calls",
+                           "Retry with backoff on network errors, then give up.", Scope::kOrg);
+  const std::string query = "retry flaky network fetch errors with backoff";
+  auto got = bank_->Retrieve(alice_, query);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), 1u);
+  EXPECT_EQ((*got)[0].item.id, ours.id);
+  auto found = bank_->Search(alice_, query, 10, std::nullopt);
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_EQ(found->size(), 1u);
+  EXPECT_EQ((*found)[0].item.id, ours.id);
+  EXPECT_FALSE(bank_->Feedback(alice_, theirs.id, true).ok());  // "not found", as a missing id
+  // Shared by the deployment: both reach alice.
+  MakeBank(memory::BankOptions{.org_across_tenants = true});
+  got = bank_->Retrieve(alice_, query);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->size(), 2u);
 }
 
 TEST_P(MemoryBankTest, ExtractStructuralCandidatesPendingUntilConfirmedAndMergesDuplicates) {

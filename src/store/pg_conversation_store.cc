@@ -164,4 +164,38 @@ absl::StatusOr<model::UsageTotals> PgConversationStore::Totals(std::string_view 
   return t;
 }
 
+absl::StatusOr<std::vector<ProjectUsage>> PgConversationStore::UsageByProject(
+    std::string_view tenant, int64_t since_ms) {
+  std::vector<ProjectUsage> out;
+  RETURN_IF_ERROR(db_->Read([&](PgConn& c) -> absl::Status {
+    out.clear();
+    ASSIGN_OR_RETURN(
+        PgResult r,
+        c.Exec("SELECT tenant, project, COUNT(*), COALESCE(SUM(input_tokens), 0), "
+               "COALESCE(SUM(cache_read_input_tokens), 0), "
+               "COALESCE(SUM(cache_creation_input_tokens), 0), "
+               "COALESCE(SUM(output_tokens), 0), COALESCE(SUM(tokens_before), 0), "
+               "COALESCE(SUM(tokens_after), 0), COALESCE(MAX(at_ms), 0) FROM model_usage "
+               "WHERE ($1 = '' OR tenant = $1) AND at_ms >= $2 "
+               "GROUP BY tenant, project ORDER BY tenant, project",
+               {tenant, since_ms}));
+    for (int i = 0; i < r.rows(); ++i) {
+      ProjectUsage u;
+      u.tenant = r.Text(i, 0);
+      u.project = r.Text(i, 1);
+      u.totals.requests = r.Int(i, 2);
+      u.totals.input_tokens = r.Int(i, 3);
+      u.totals.cache_read_input_tokens = r.Int(i, 4);
+      u.totals.cache_creation_input_tokens = r.Int(i, 5);
+      u.totals.output_tokens = r.Int(i, 6);
+      u.totals.tokens_before = r.Int(i, 7);
+      u.totals.tokens_after = r.Int(i, 8);
+      u.totals.last_at_ms = r.Int(i, 9);
+      out.push_back(std::move(u));
+    }
+    return absl::OkStatus();
+  }));
+  return out;
+}
+
 }  // namespace contextd::store

@@ -8,11 +8,13 @@
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "model/conversation_store.h"
 #include "store/pg_database.h"
+#include "store/project_usage.h"
 
 namespace contextd::store {
 
@@ -31,6 +33,10 @@ class PgConversationStore final : public model::ConversationStore {
   absl::Status RecordUsage(const model::UsageRecord& record) override;
   absl::StatusOr<model::UsageTotals> Totals(std::string_view tenant,
                                             std::string_view branch_id) override;
+  // As SqliteConversationStore::UsageByProject: per (tenant, project) of `tenant` (every tenant
+  // when empty) since `since_ms`, ordered by tenant and project.
+  absl::StatusOr<std::vector<ProjectUsage>> UsageByProject(std::string_view tenant,
+                                                           int64_t since_ms);
 
  private:
   explicit PgConversationStore(std::shared_ptr<PgDatabase> db) : db_(std::move(db)) {}

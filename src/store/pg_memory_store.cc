@@ -24,15 +24,18 @@ constexpr char kColumns[] =
     "source_branch_id, source_description, source_prompt, origin, created_at_ms, updated_at_ms, "
     "use_count, helpful_count, unhelpful_count, success_count, failure_count, merged_into";
 
-// Items visible to ($1 tenant, $2 project), pending ones only if $3, one scope tier if $4 is not
-// NULL; retired items never.
+// Items visible to ($1 tenant, $2 project), one scope tier if $4 is not NULL; retired items
+// never. $3 holds flags, as in the SQLite store: 1 = pending items too, 2 = org items of every
+// tenant.
 constexpr char kVisible[] =
-    "(m.scope = 'org' OR (m.tenant = $1 AND (m.scope = 'team' OR m.project = $2))) AND "
-    "(m.status = 'active' OR ($3::boolean AND m.status = 'pending')) AND "
+    "((m.tenant = $1 AND (m.scope <> 'project' OR m.project = $2)) OR "
+    "(($3::integer & 2) = 2 AND m.scope = 'org')) AND "
+    "(m.status = 'active' OR (($3::integer & 1) = 1 AND m.status = 'pending')) AND "
     "($4::text IS NULL OR m.scope = $4::text)";
 
 std::vector<PgParam> VisibilityParams(const Visibility& v) {
-  return {v.tenant, v.project, v.include_pending,
+  const int flags = (v.include_pending ? 1 : 0) | (v.org_across_tenants ? 2 : 0);
+  return {v.tenant, v.project, flags,
           v.scope.has_value() ? PgParam(memory::ScopeName(*v.scope)) : PgParam::Null()};
 }
 

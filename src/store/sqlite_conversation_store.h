@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "model/conversation_store.h"
 #include "store/database.h"
+#include "store/project_usage.h"
 
 namespace contextd::store {
 
@@ -24,13 +25,6 @@ std::string EncodeFrontier(const std::vector<std::string>& hashes);
 // The inverse of EncodeFrontier. InvalidArgument (saying where) if `blob` is not such a list: a
 // truncated or over-long varint, or a length past the end of the blob.
 absl::StatusOr<std::vector<std::string>> DecodeFrontier(std::string_view blob);
-
-// The usage of one (tenant, project) pair (`contextd usage`).
-struct ProjectUsage {
-  std::string tenant;
-  std::string project;
-  model::UsageTotals totals;
-};
 
 class SqliteConversationStore final : public model::ConversationStore {
  public:

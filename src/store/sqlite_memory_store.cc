@@ -25,16 +25,22 @@ constexpr char kColumns[] =
     "source_branch_id, source_description, source_prompt, origin, created_at_ms, updated_at_ms, "
     "use_count, helpful_count, unhelpful_count, success_count, failure_count, merged_into";
 
-// Items visible to (?1 tenant, ?2 project), pending ones only if ?3, one scope tier if ?4 is not
-// NULL; retired items never.
+// Items visible to (?1 tenant, ?2 project), one scope tier if ?4 is not NULL; retired items
+// never. ?3 holds flags (VisibilityFlags): 1 = pending items too, 2 = org items of every tenant.
 constexpr char kVisible[] =
-    "(m.scope = 'org' OR (m.tenant = ?1 AND (m.scope = 'team' OR m.project = ?2))) AND "
-    "(m.status = 'active' OR (?3 AND m.status = 'pending')) AND (?4 IS NULL OR m.scope = ?4)";
+    "((m.tenant = ?1 AND (m.scope <> 'project' OR m.project = ?2)) OR "
+    "((?3 & 2) = 2 AND m.scope = 'org')) AND "
+    "(m.status = 'active' OR ((?3 & 1) = 1 AND m.status = 'pending')) AND "
+    "(?4 IS NULL OR m.scope = ?4)";
+
+int64_t VisibilityFlags(const Visibility& v) {
+  return (v.include_pending ? 1 : 0) | (v.org_across_tenants ? 2 : 0);
+}
 
 void BindVisibility(Statement& st, const Visibility& v) {
   st.Bind(1, v.tenant);
   st.Bind(2, v.project);
-  st.Bind(3, static_cast<int64_t>(v.include_pending ? 1 : 0));
+  st.Bind(3, VisibilityFlags(v));
   if (v.scope.has_value()) {
     st.Bind(4, std::string_view(memory::ScopeName(*v.scope)));
   } else {
