@@ -158,7 +158,8 @@ int main(int argc, char** argv) {
 
   // memory
   CLI::App* mem = app.add_subcommand(
-      "memory", "Read and manage the ReasoningBank in the SQLite file (JSONL export/import)");
+      "memory", "Read and manage the ReasoningBank in the store (SQLite file or PostgreSQL; JSONL "
+                "export/import)");
   mem->require_subcommand(1);
   contextd::server::MemoryCommand memory_command;
   CLI::App* mem_list = mem->add_subcommand("list", "Memories of a tenant and project");
@@ -171,6 +172,8 @@ int main(int argc, char** argv) {
   for (CLI::App* sub : {mem_list, mem_show, mem_search, mem_export, mem_import, mem_retire}) {
     sub->add_option("--data-dir", memory_command.data_dir,
                     "the server's data dir (default: XDG data dir)");
+    sub->add_option("--config", config_file, "YAML config file (its store: and memory: sections)");
+    sub->add_option("--set", sets, "override a config key: section.key=value (repeatable)");
   }
   for (CLI::App* sub : {mem_list, mem_search, mem_export}) {
     sub->add_option("--tenant", memory_command.tenant, "tenant (default: local)");
@@ -258,11 +261,6 @@ int main(int argc, char** argv) {
                                               std::cout, std::cerr);
   }
 
-  if (*mem) {
-    memory_command.command = mem->get_subcommands().front()->get_name();
-    return contextd::server::RunMemoryCommand(memory_command, std::cin, std::cout, std::cerr);
-  }
-
   auto fail = [](const absl::Status& s) {
     std::cerr << "contextd: " << s.message() << "\n";
     return 2;
@@ -324,6 +322,12 @@ int main(int argc, char** argv) {
                                std::chrono::system_clock::now().time_since_epoch())
                                .count();
     return contextd::server::RunUsageCommand(usage_command, std::cout, std::cerr);
+  }
+  if (*mem) {
+    memory_command.store = config.store;
+    memory_command.org_across_tenants = config.memory.org_across_tenants;
+    memory_command.command = mem->get_subcommands().front()->get_name();
+    return contextd::server::RunMemoryCommand(memory_command, std::cin, std::cout, std::cerr);
   }
   if (*trail) {
     trail_command.store = config.store;

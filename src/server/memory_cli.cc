@@ -12,6 +12,7 @@
 #include "scrub/private_spans.h"
 #include "scrub/rule_scrubber.h"
 #include "server/config.h"
+#include "store/pg_memory_store.h"
 #include "store/sqlite_memory_store.h"
 
 namespace contextd::server {
@@ -23,12 +24,23 @@ using Json = nlohmann::json;
 constexpr size_t kMaxLineBytes = 1 << 20;
 
 struct Bank {
-  std::unique_ptr<store::SqliteMemoryStore> store;
+  std::unique_ptr<memory::MemoryStore> store;
   std::shared_ptr<const scrub::RuleScrubber> scrubber;
   std::unique_ptr<memory::MemoryBank> bank;
 };
 
-absl::StatusOr<Bank> OpenBank(const MemoryCommand& command, bool create) {
+// The configured store: PostgreSQL (never migrated here: `contextd migrate` first), or the
+// SQLite file of the data dir (created by an import).
+absl::StatusOr<std::unique_ptr<memory::MemoryStore>> OpenStore(const MemoryCommand& command,
+                                                               bool create) {
+  if (command.store.backend == "postgres") {
+    store::PgOptions options;
+    options.conninfo = command.store.postgres_url;
+    options.pool_size = 1;
+    options.migrate = false;
+    ASSIGN_OR_RETURN(std::unique_ptr<store::PgMemoryStore> pg, store::PgMemoryStore::Open(options));
+    return std::unique_ptr<memory::MemoryStore>(std::move(pg));
+  }
   ServerConfig config;
   config.data_dir = command.data_dir;
   std::string path = ResolveDataDir(config) + "/contextd.db";
@@ -39,8 +51,14 @@ absl::StatusOr<Bank> OpenBank(const MemoryCommand& command, bool create) {
   store::DatabaseOptions options;
   options.create_directories = create;
   options.background_checkpoint_ms = 0;
+  ASSIGN_OR_RETURN(std::unique_ptr<store::SqliteMemoryStore> sqlite,
+                   store::SqliteMemoryStore::Open(path, options));
+  return std::unique_ptr<memory::MemoryStore>(std::move(sqlite));
+}
+
+absl::StatusOr<Bank> OpenBank(const MemoryCommand& command, bool create) {
   Bank b;
-  ASSIGN_OR_RETURN(b.store, store::SqliteMemoryStore::Open(path, options));
+  ASSIGN_OR_RETURN(b.store, OpenStore(command, create));
   scrub::ScrubConfig scrub_config;
   scrub_config.rules_file = command.rules_file;
   ASSIGN_OR_RETURN(b.scrubber, scrub::BuildScrubber(scrub_config));
@@ -53,7 +71,9 @@ absl::StatusOr<Bank> OpenBank(const MemoryCommand& command, bool create) {
   };
   // Only retrieval for a branch counts tokens, which the CLI never does.
   parts.count_tokens = [](std::string_view t) { return static_cast<int64_t>(t.size() / 4); };
-  b.bank = std::make_unique<memory::MemoryBank>(std::move(parts), memory::BankOptions{});
+  memory::BankOptions options;
+  options.org_across_tenants = command.org_across_tenants;
+  b.bank = std::make_unique<memory::MemoryBank>(std::move(parts), options);
   return b;
 }
 
@@ -229,7 +249,7 @@ int RunMemoryCommand(const MemoryCommand& c, std::istream& in, std::ostream& out
     return 2;
   }
   memory::MemoryBank& bank = *opened->bank;
-  store::SqliteMemoryStore& store = *opened->store;
+  memory::MemoryStore& store = *opened->store;
   auto fail = [&err](const absl::Status& s) {
     err << "contextd: " << s.message() << "\n";
     return 2;

@@ -1,5 +1,6 @@
 // `contextd memory list|show|search|export|import|retire`: the ReasoningBank straight from the
-// SQLite file in the data dir (safe while a server runs, thanks to WAL). export/import move a
+// configured store: the SQLite file in the data dir (safe while a server runs, thanks to WAL) or
+// PostgreSQL (store.backend: postgres; never migrated by these commands). export/import move a
 // bank as JSON Lines (one item per line, history not included), so a team can share one.
 // Single-threaded; not for use inside the server.
 #pragma once
@@ -8,6 +9,8 @@
 #include <istream>
 #include <ostream>
 #include <string>
+
+#include "server/config.h"
 
 namespace contextd::server {
 
@@ -22,6 +25,8 @@ struct MemoryCommand {
   std::string rules_file;  // import: scrub with these rules (gitleaks TOML) on top of the defaults
   int64_t limit = 50;    // list/search
   bool all_tenants = false;  // list/export: every tenant and project
+  StoreConfig store;         // backend "postgres": store.postgres_url instead of the data dir
+  bool org_across_tenants = false;  // search: as memory.org_across_tenants
 };
 
 // Runs `command`, printing to `out` and errors to `err` (import reads `in` for "-"). Returns the

@@ -1,4 +1,4 @@
-// `contextd trail` and `contextd usage` against PostgreSQL (store.backend: postgres): they read
+// `contextd trail`, `contextd usage` and `contextd memory` against PostgreSQL (store.backend: postgres): they read
 // what instances wrote to the shared database, and refuse a database this binary would have to
 // migrate. A real server (PgTestServer); skipped where PostgreSQL cannot start.
 #include <sstream>
@@ -8,9 +8,11 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "server/config.h"
+#include "server/memory_cli.h"
 #include "server/trail_cli.h"
 #include "server/usage_cli.h"
 #include "store/pg_conversation_store.h"
+#include "store/pg_database.h"
 #include "store/pg_trail_store.h"
 #include "store/testing/pg_test_server.h"
 
@@ -141,6 +143,60 @@ TEST_F(StoreCliPgTest, UsageSumsPerTenantAndProject) {
   EXPECT_EQ(j["usage"][1]["input_tokens"], 50);  // acme/web
 }
 
+TEST_F(StoreCliPgTest, MemoryImportsListsSearchesAndRetiresInTheSharedDatabase) {
+  {  // The schema, as `contextd migrate` (or a serving instance) leaves it.
+    auto db = store::PgDatabase::Open(Options());
+    ASSERT_TRUE(db.ok()) << db.status();
+  }
+  std::istringstream lines(
+      R"({"id":"mem_00000000000000000000000000000001","tenant":"acme","project":"web",)"
+      R"("title":"Cache the vocabulary","description":"Loading tokens is slow.",)"
+      R"("content":"Load the BPE vocabulary off the executor, once.","scope":"project"})"
+      "\n"
+      R"({"id":"mem_00000000000000000000000000000002","tenant":"globex","project":"x",)"
+      R"("title":"Vocabulary caching at globex","description":"Same lesson, other tenant.",)"
+      R"("content":"Cache the vocabulary per process.","scope":"org"})"
+      "\n");
+  MemoryCommand import;
+  import.command = "import";
+  import.arg = "-";
+  import.store = store_;
+  std::ostringstream out, err;
+  ASSERT_EQ(RunMemoryCommand(import, lines, out, err), 0) << err.str();
+  EXPECT_THAT(out.str(), HasSubstr("imported 2, refused 0"));
+
+  MemoryCommand list;
+  list.command = "list";
+  list.tenant = "acme";
+  list.project = "web";
+  list.store = store_;
+  std::istringstream none;
+  std::ostringstream out2, err2;
+  ASSERT_EQ(RunMemoryCommand(list, none, out2, err2), 0) << err2.str();
+  EXPECT_THAT(out2.str(), HasSubstr("mem_00000000000000000000000000000001"));
+  EXPECT_THAT(out2.str(), Not(HasSubstr("mem_00000000000000000000000000000002")));
+
+  // Search as acme: globex's org item only when the deployment shares org items.
+  MemoryCommand search = list;
+  search.command = "search";
+  search.arg = "cache the vocabulary";
+  std::ostringstream out3, err3;
+  ASSERT_EQ(RunMemoryCommand(search, none, out3, err3), 0) << err3.str();
+  EXPECT_THAT(out3.str(), HasSubstr("mem_00000000000000000000000000000001"));
+  EXPECT_THAT(out3.str(), Not(HasSubstr("mem_00000000000000000000000000000002")));
+  search.org_across_tenants = true;
+  std::ostringstream out4, err4;
+  ASSERT_EQ(RunMemoryCommand(search, none, out4, err4), 0) << err4.str();
+  EXPECT_THAT(out4.str(), HasSubstr("mem_00000000000000000000000000000002"));
+
+  MemoryCommand retire = list;
+  retire.command = "retire";
+  retire.arg = "mem_00000000000000000000000000000001";
+  std::ostringstream out5, err5;
+  ASSERT_EQ(RunMemoryCommand(retire, none, out5, err5), 0) << err5.str();
+  EXPECT_THAT(out5.str(), HasSubstr("retired"));
+}
+
 TEST_F(StoreCliPgTest, RefusesADatabaseWithoutTheSchemaInsteadOfMigratingIt) {
   // A read command never migrates: an empty database is an error naming the schema.
   UsageCommand usage;
@@ -154,6 +210,13 @@ TEST_F(StoreCliPgTest, RefusesADatabaseWithoutTheSchemaInsteadOfMigratingIt) {
   std::ostringstream out2, err2;
   EXPECT_EQ(RunTrailCommand(list, out2, err2), 2);
   EXPECT_THAT(err2.str(), HasSubstr("schema"));
+  MemoryCommand memories;
+  memories.command = "list";
+  memories.store = store_;
+  std::istringstream none;
+  std::ostringstream out3, err3;
+  EXPECT_EQ(RunMemoryCommand(memories, none, out3, err3), 2);
+  EXPECT_THAT(err3.str(), HasSubstr("schema"));
 }
 
 }  // namespace
