@@ -105,7 +105,32 @@ absl::Status PgConn::Error(std::string_view sql, PGresult* r) const {
   return absl::InternalError(text);
 }
 
+absl::Status PgConn::SendScript(std::string_view sql) {
+  RETURN_IF_ERROR(Drain());
+  std::string text(sql);
+  if (PQsendQuery(conn_, text.c_str()) == 0) {
+    deferred_ = Error(sql, nullptr);
+    return deferred_;
+  }
+  pending_ = std::move(text);
+  return absl::OkStatus();
+}
+
+absl::Status PgConn::Drain() {
+  if (pending_.empty()) return deferred_;
+  absl::Status st;
+  while (PGresult* r = PQgetResult(conn_)) {
+    ExecStatusType s = PQresultStatus(r);
+    if (st.ok() && s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) st = Error(pending_, r);
+    PQclear(r);
+  }
+  pending_.clear();
+  if (!st.ok()) deferred_ = st;
+  return deferred_;
+}
+
 absl::StatusOr<PgResult> PgConn::Exec(std::string_view sql, const std::vector<PgParam>& params) {
+  RETURN_IF_ERROR(Drain());
   std::string key(sql);
   auto it = prepared_.find(key);
   if (it == prepared_.end()) {
@@ -139,6 +164,7 @@ absl::StatusOr<PgResult> PgConn::Exec(std::string_view sql, const std::vector<Pg
 }
 
 absl::Status PgConn::ExecScript(std::string_view sql) {
+  RETURN_IF_ERROR(Drain());
   std::string text(sql);
   PGresult* r = PQexec(conn_, text.c_str());
   ExecStatusType s = PQresultStatus(r);
@@ -228,7 +254,8 @@ absl::StatusOr<std::unique_ptr<PgConn>> PgDatabase::Acquire() {
 void PgDatabase::Release(std::unique_ptr<PgConn> conn) {
   std::lock_guard<std::mutex> lock(mu_);
   // A connection left inside a transaction (an error while rolling back) is not reused.
-  if (conn->broken() || PQtransactionStatus(conn->conn_) != PQTRANS_IDLE) {
+  if (!conn->Drain().ok() || conn->broken() ||
+      PQtransactionStatus(conn->conn_) != PQTRANS_IDLE) {
     PQfinish(conn->conn_);
     --open_;
   } else {
@@ -262,6 +289,11 @@ absl::Status PgDatabase::Read(const std::function<absl::Status(PgConn&)>& body) 
     if (group_conn_ != nullptr) {
       // Inside the group, so that it sees the group's writes (as SQLite's one connection does).
       absl::Status st = body(*group_conn_);
+      absl::Status previous = group_conn_->Drain();  // the last write's end, if body ran nothing
+      if (!previous.ok()) {
+        FailGroupLocked(previous);
+        return st.ok() ? previous : st;
+      }
       if (!st.ok() && PQtransactionStatus(group_conn_->conn_) != PQTRANS_INTRANS) {
         // A failed statement aborted the transaction: back to the last write's end.
         absl::Status undone = group_conn_->ExecScript("ROLLBACK TO SAVEPOINT w");
@@ -313,12 +345,18 @@ absl::Status PgDatabase::GroupWriteLocked(const std::function<absl::Status(PgCon
     if (on_group_open_) on_group_open_();
   }
   absl::Status st = body(*group_conn_);
-  // Undo this write only (an error of a statement also aborted the transaction: the rollback to
-  // the savepoint clears that); the group's earlier writes stay.
-  absl::Status ended = group_conn_->ExecScript(st.ok() ? "RELEASE SAVEPOINT w; SAVEPOINT w"
-                                                       : "ROLLBACK TO SAVEPOINT w");
-  if (ended.ok() && PQtransactionStatus(group_conn_->conn_) != PQTRANS_INTRANS) {
-    ended = absl::AbortedError("postgres: the group transaction was rolled back");
+  absl::Status ended = group_conn_->Drain();  // the previous write's end
+  if (ended.ok() && st.ok()) {
+    // Sent without waiting: its answer is collected by the next statement on the connection
+    // (which fails, and with it the group, if this did), and the executor goes on meanwhile.
+    ended = group_conn_->SendScript("RELEASE SAVEPOINT w; SAVEPOINT w");
+  } else if (ended.ok()) {
+    // Undo this write only (an error of a statement also aborted the transaction: the rollback
+    // to the savepoint clears that); the group's earlier writes stay.
+    ended = group_conn_->ExecScript("ROLLBACK TO SAVEPOINT w");
+    if (ended.ok() && PQtransactionStatus(group_conn_->conn_) != PQTRANS_INTRANS) {
+      ended = absl::AbortedError("postgres: the group transaction was rolled back");
+    }
   }
   if (!ended.ok()) {
     // The group is in an unknown state: roll it all back, so that CommitGroup reports the loss
@@ -350,11 +388,12 @@ absl::Status PgDatabase::CommitGroup() {
   }
   if (group_conn_ == nullptr) return absl::OkStatus();
   std::unique_ptr<PgConn> conn = std::move(group_conn_);
-  absl::Status st;
+  absl::Status st = conn->Drain();  // the last write's end
   // COMMIT of an aborted transaction "succeeds" as a ROLLBACK: check the state and the tag.
-  if (PQtransactionStatus(conn->conn_) != PQTRANS_INTRANS) {
+  if (st.ok() && PQtransactionStatus(conn->conn_) != PQTRANS_INTRANS) {
     st = absl::AbortedError("postgres: the group transaction was rolled back before its commit");
-  } else {
+  }
+  if (st.ok()) {
     PGresult* r = PQexec(conn->conn_, "COMMIT");
     if (PQresultStatus(r) != PGRES_COMMAND_OK) {
       st = conn->Error("COMMIT", r);

@@ -103,6 +103,12 @@ class PgConn {
   absl::StatusOr<PgResult> Exec(std::string_view sql, const std::vector<PgParam>& params = {});
   // Runs `sql` (several statements allowed, no parameters) unprepared.
   absl::Status ExecScript(std::string_view sql);
+  // Sends `sql` (as ExecScript) without waiting for its answer: the next call on this connection
+  // collects it first. If it failed, that call and every later one returns its error (the
+  // connection is not reused).
+  absl::Status SendScript(std::string_view sql);
+  // Collects the answer of a SendScript, if any: its error, or the earlier one kept.
+  absl::Status Drain();
   bool broken() const;
   // The SQLSTATE of the last failed Exec ("23503": foreign key violation, ...), "" if none.
   const std::string& last_sqlstate() const { return last_sqlstate_; }
@@ -114,6 +120,8 @@ class PgConn {
   pg_conn* conn_;
   std::unordered_map<std::string, std::string> prepared_;  // sql -> statement name
   mutable std::string last_sqlstate_;
+  std::string pending_;     // the SendScript whose answer is not collected yet, or ""
+  absl::Status deferred_;   // a SendScript that failed: the connection is done
 };
 
 class PgDatabase {

@@ -159,6 +159,30 @@ TEST_F(PgGroupCommitTest, ABrokenGroupIsReportedOnceAndTakesLaterWritesWithIt) {
   EXPECT_EQ(Rows(*other_), Ids{});
 }
 
+// A write's end (release the savepoint, set it again) is sent without waiting for its answer; a
+// body that swallowed a statement's error left the transaction aborted, so that end fails, and
+// with it the group, at the next statement or at the commit: never a partial commit.
+TEST_F(PgGroupCommitTest, ABodyThatSwallowsAnErrorFailsTheGroup) {
+  ASSERT_TRUE(Insert(*db_, 1).ok());
+  EXPECT_TRUE(db_->Write([](PgConn& c) {
+                   (void)c.Exec("SELECT * FROM no_such_table");
+                   return absl::OkStatus();
+                 }).ok());
+  EXPECT_FALSE(db_->CommitGroup().ok());
+  EXPECT_EQ(Rows(*other_), Ids{});
+  // The same, found by the next write instead of the commit.
+  ASSERT_TRUE(db_->Write([](PgConn& c) {
+                   (void)c.Exec("SELECT * FROM no_such_table");
+                   return absl::OkStatus();
+                 }).ok());
+  EXPECT_FALSE(Insert(*db_, 2).ok());
+  EXPECT_FALSE(db_->group_open());
+  EXPECT_FALSE(db_->CommitGroup().ok());
+  ASSERT_TRUE(Insert(*db_, 3).ok());
+  ASSERT_TRUE(db_->CommitGroup().ok());
+  EXPECT_EQ(Rows(*other_), Ids{3});
+}
+
 TEST_F(PgGroupCommitTest, WritesOfOtherThreadsCommitOnTheirOwn) {
   ASSERT_TRUE(Insert(*db_, 1).ok());
   std::thread worker([this] {
