@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Scale-out benchmark (issue 21): durable branch_create + branch_return pairs on 1 contextd over
 # SQLite, then on 1, 2 and 3 contextd instances sharing one throwaway PostgreSQL 15, in the same
-# run; then a kill -9 of one of two instances under load, and a count in the database of what
-# the load generator saw acknowledged.
+# run, and on the same instances the foundation's HTTP load (bench/http/run.sh: tools/call of the
+# conformance fixture test_simple_text, which writes nothing); then a kill -9 of one of two
+# instances under load, and a count in the database of what the load generator saw acknowledged.
 #
 #   bench/scaleout/run.sh                 # RUNS=2 DURATION=5 WARMUP=1 CONC=12
+#                                         # HTTP_SESSIONS=16 HTTP_CONC=32 (HTTP=0: pairs only)
 #   BUILD=build/release CONTEXTD=... LOAD=... bench/scaleout/run.sh
 #
 # mcp_load drives one endpoint, so N instances get N mcp_load processes at once, each with CONC/N
@@ -22,6 +24,9 @@ RUNS=${RUNS:-2}
 DURATION=${DURATION:-5}
 WARMUP=${WARMUP:-1}
 CONC=${CONC:-12}
+HTTP=${HTTP:-1}
+HTTP_SESSIONS=${HTTP_SESSIONS:-16}
+HTTP_CONC=${HTTP_CONC:-32}
 KILL_DURATION=${KILL_DURATION:-8}
 KILL_AFTER=${KILL_AFTER:-3}
 for f in "$CONTEXTD" "$LOAD" "$PG_BIN/initdb" "$PG_BIN/postgres"; do
@@ -66,7 +71,7 @@ done
 "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" || { cat "$TMP/pg.log" >&2; exit 1; }
 sql() { psql -X -q -At -h 127.0.0.1 -p "$PG_PORT" -U "$PG_USER" -d "$1" -c "$2"; }
 echo "postgres $(sql postgres 'SHOW server_version') on 127.0.0.1:$PG_PORT, fsync=$(sql postgres 'SHOW fsync'), synchronous_commit=$(sql postgres 'SHOW synchronous_commit')"
-echo "contextd $CONTEXTD ($(git rev-parse --short HEAD)), $(nproc) cores, RUNS=$RUNS DURATION=$DURATION WARMUP=$WARMUP CONC=$CONC"
+echo "contextd $CONTEXTD ($(git rev-parse --short HEAD)), $(nproc) cores, RUNS=$RUNS DURATION=$DURATION WARMUP=$WARMUP CONC=$CONC HTTP=$HTTP HTTP_SESSIONS=$HTTP_SESSIONS HTTP_CONC=$HTTP_CONC"
 
 DB_SEQ=0
 # config BACKEND: writes a config file for a fresh store into CFG (and DB for postgres).
@@ -97,7 +102,7 @@ start() {
   rm -rf "$TMP/data$i"
   : >"$TMP/err$i"  # a previous instance's log would name its dead URL
   "$CONTEXTD" serve --config "$cfg" --data-dir "$TMP/data$i" --listen 127.0.0.1:0 \
-    --log-level warn 2>"$TMP/err$i" &
+    --conformance-fixtures --log-level warn 2>"$TMP/err$i" &
   PIDS[i]=$!
   for ((k = 0; k < 200; k++)); do
     url=$(grep -o 'http://[^ ]*/mcp' "$TMP/err$i" | head -1) && [[ -n $url ]] && break
@@ -114,15 +119,24 @@ stop_all() {
   URLS=()
 }
 
-# load N DURATION WARMUP LABEL: one mcp_load per instance 0..N-1 at once; RESULT lines in
-# $TMP/load<i>.
+# load N DURATION WARMUP LABEL [MODE]: one mcp_load per instance 0..N-1 at once; RESULT lines in
+# $TMP/load<i>. MODE pairs (default): CONC branch pairs in flight in all; http: HTTP_CONC calls
+# of test_simple_text over HTTP_SESSIONS sessions in all.
 load() {
-  local n=$1 d=$2 w=$3 label=$4 i c
-  local lp=()
+  local n=$1 d=$2 w=$3 label=$4 mode=${5:-pairs} i c s
+  local lp=() what
   for ((i = 0; i < n; i++)); do
-    c=$((CONC / n + (i < CONC % n ? 1 : 0)))
-    "$LOAD" --url "${URLS[i]}" --sessions "$c" --concurrency "$c" --duration "$d" --warmup "$w" \
-      --branch-pairs --label "$label/$i" >"$TMP/load$i" 2>"$TMP/load$i.err" &
+    if [[ $mode == http ]]; then
+      c=$((HTTP_CONC / n + (i < HTTP_CONC % n ? 1 : 0)))
+      s=$((HTTP_SESSIONS / n + (i < HTTP_SESSIONS % n ? 1 : 0)))
+      what=(--tool test_simple_text --args '{}')
+    else
+      c=$((CONC / n + (i < CONC % n ? 1 : 0)))
+      s=$c
+      what=(--branch-pairs)
+    fi
+    "$LOAD" --url "${URLS[i]}" --sessions "$s" --concurrency "$c" --duration "$d" --warmup "$w" \
+      "${what[@]}" --label "$label/$i" >"$TMP/load$i" 2>"$TMP/load$i.err" &
     lp+=($!)
   done
   for i in "${lp[@]}"; do wait "$i" || true; done
@@ -145,11 +159,18 @@ bench() {
   [[ $backend == postgres ]] && "$CONTEXTD" migrate --config "$cfg" >/dev/null
   for ((i = 0; i < n; i++)); do start "$cfg" "$i"; done
   load "$n" "$DURATION" "$WARMUP" "$backend-$n"
-  stop_all
   s=$(summary "$n")
   read -r rps p99 err p50 per <<<"$s"
   printf "RESULT run=%d backend=%s instances=%d pairs_per_s=%s p50_max_ms=%s p99_max_ms=%s errors=%s per_instance_pairs_per_s=%s\n" \
     "$3" "$backend" "$n" "$rps" "$p50" "$p99" "$err" "$(tr ' ' , <<<"$per")"
+  if [[ $HTTP == 1 ]]; then
+    load "$n" "$DURATION" "$WARMUP" "$backend-$n-http" http
+    s=$(summary "$n")
+    read -r rps p99 err p50 per <<<"$s"
+    printf "RESULT run=%d backend=%s instances=%d http_calls_per_s=%s p50_max_ms=%s p99_max_ms=%s errors=%s per_instance_calls_per_s=%s\n" \
+      "$3" "$backend" "$n" "$rps" "$p50" "$p99" "$err" "$(tr ' ' , <<<"$per")"
+  fi
+  stop_all
 }
 
 for ((r = 1; r <= RUNS; r++)); do

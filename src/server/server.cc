@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <iostream>
 #include <map>
@@ -420,11 +421,20 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
                                info.project_label.empty() ? "" : " ", info.project_label));
     if (info.transport == "stdio") *stdio = info;
   });
-  // SQLite only: PostgreSQL commits each write before it returns (decision 0023).
-  if (db) {
+  // Both backends: the writes the executor makes share one transaction per batch (SQLite:
+  // decision 0008; PostgreSQL: decision 0026, writes made on other threads commit on their own).
+  if (db || engine.pg_db) {
+    std::function<absl::Status()> commit;
+    std::function<void()> after_delivery;
+    if (db) {
+      commit = [db] { return db->CommitGroup(); };
+      after_delivery = [db] { db->RestartWalIfDue(); };
+    } else {
+      commit = [pg = engine.pg_db] { return pg->CommitGroup(); };
+    }
     engine.group_commit = std::make_unique<GroupCommit>(
-        *engine.executor, [db] { return db->CommitGroup(); },
-        [manager = engine.manager.get(), trail = engine.trail.get()](const absl::Status&) {
+        *engine.executor, std::move(commit),
+        [manager = engine.manager.get(), trail = engine.trail.get(), postgres](const absl::Status&) {
           absl::Status reloaded = manager->ReloadFromStore();
           if (!reloaded.ok()) {
             base::LogError(base::StrCat("reloading branches after a failed commit: ",
@@ -432,16 +442,25 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
           }
           trail->ForgetCachedScopes();
           // Auto-scopes the trail no longer tracks would stay open until the next start: fold them
-          // now from their recorded events, as start-up recovery does.
+          // now from their recorded events, as start-up recovery does. Not on a shared database,
+          // where open auto-scopes may be other instances' (as start-up recovery, decision 0023).
+          if (postgres) return;
           auto folded = trail->RecoverAutoScopes();
           if (!folded.ok()) {
             base::LogError(base::StrCat("folding auto-scopes after a failed commit: ",
                                         folded.status().message()));
           }
         },
-        &engine.metrics, [db] { db->RestartWalIfDue(); });
+        &engine.metrics, std::move(after_delivery));
     engine.mcp->SetOutboundGate(engine.group_commit.get());
-    db->EnableGroupCommit([gc = engine.group_commit.get()] { gc->OnGroupOpen(); });
+    auto on_group_open = [gc = engine.group_commit.get()] { gc->OnGroupOpen(); };
+    if (db) {
+      db->EnableGroupCommit(on_group_open);
+    } else {
+      std::thread::id executor_thread;
+      engine.executor->RunSync([&] { executor_thread = std::this_thread::get_id(); });
+      engine.pg_db->EnableGroupCommit(executor_thread, on_group_open);
+    }
   }
   if (config.conformance_fixtures) {
     RETURN_IF_ERROR(RegisterConformanceFixtures(*engine.mcp));

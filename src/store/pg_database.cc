@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <regex>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -104,7 +105,32 @@ absl::Status PgConn::Error(std::string_view sql, PGresult* r) const {
   return absl::InternalError(text);
 }
 
+absl::Status PgConn::SendScript(std::string_view sql) {
+  RETURN_IF_ERROR(Drain());
+  std::string text(sql);
+  if (PQsendQuery(conn_, text.c_str()) == 0) {
+    deferred_ = Error(sql, nullptr);
+    return deferred_;
+  }
+  pending_ = std::move(text);
+  return absl::OkStatus();
+}
+
+absl::Status PgConn::Drain() {
+  if (pending_.empty()) return deferred_;
+  absl::Status st;
+  while (PGresult* r = PQgetResult(conn_)) {
+    ExecStatusType s = PQresultStatus(r);
+    if (st.ok() && s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) st = Error(pending_, r);
+    PQclear(r);
+  }
+  pending_.clear();
+  if (!st.ok()) deferred_ = st;
+  return deferred_;
+}
+
 absl::StatusOr<PgResult> PgConn::Exec(std::string_view sql, const std::vector<PgParam>& params) {
+  RETURN_IF_ERROR(Drain());
   std::string key(sql);
   auto it = prepared_.find(key);
   if (it == prepared_.end()) {
@@ -138,6 +164,7 @@ absl::StatusOr<PgResult> PgConn::Exec(std::string_view sql, const std::vector<Pg
 }
 
 absl::Status PgConn::ExecScript(std::string_view sql) {
+  RETURN_IF_ERROR(Drain());
   std::string text(sql);
   PGresult* r = PQexec(conn_, text.c_str());
   ExecStatusType s = PQresultStatus(r);
@@ -155,6 +182,12 @@ PgDatabase::PgDatabase(PgOptions options)
 }
 
 PgDatabase::~PgDatabase() {
+  {
+    // A group never committed is rolled back with its connection: nobody heard of its writes.
+    std::lock_guard<std::mutex> group_lock(group_mu_);
+    if (group_conn_ != nullptr) PQfinish(group_conn_->conn_);
+    group_conn_.reset();
+  }
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& c : idle_) PQfinish(c->conn_);
   idle_.clear();
@@ -221,7 +254,8 @@ absl::StatusOr<std::unique_ptr<PgConn>> PgDatabase::Acquire() {
 void PgDatabase::Release(std::unique_ptr<PgConn> conn) {
   std::lock_guard<std::mutex> lock(mu_);
   // A connection left inside a transaction (an error while rolling back) is not reused.
-  if (conn->broken() || PQtransactionStatus(conn->conn_) != PQTRANS_IDLE) {
+  if (!conn->Drain().ok() || conn->broken() ||
+      PQtransactionStatus(conn->conn_) != PQTRANS_IDLE) {
     PQfinish(conn->conn_);
     --open_;
   } else {
@@ -231,6 +265,10 @@ void PgDatabase::Release(std::unique_ptr<PgConn> conn) {
 }
 
 absl::Status PgDatabase::Write(const std::function<absl::Status(PgConn&)>& body) {
+  if (OnGroupThread()) {
+    std::lock_guard<std::mutex> lock(group_mu_);
+    return GroupWriteLocked(body);
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<PgConn> conn, Acquire());
   absl::Status st = conn->ExecScript("BEGIN");
   if (st.ok()) {
@@ -246,6 +284,28 @@ absl::Status PgDatabase::Write(const std::function<absl::Status(PgConn&)>& body)
 }
 
 absl::Status PgDatabase::Read(const std::function<absl::Status(PgConn&)>& body) {
+  if (OnGroupThread()) {
+    std::lock_guard<std::mutex> lock(group_mu_);
+    if (group_conn_ != nullptr) {
+      // Inside the group, so that it sees the group's writes (as SQLite's one connection does).
+      absl::Status st = body(*group_conn_);
+      absl::Status previous = group_conn_->Drain();  // the last write's end, if body ran nothing
+      if (!previous.ok()) {
+        FailGroupLocked(previous);
+        return st.ok() ? previous : st;
+      }
+      if (!st.ok() && PQtransactionStatus(group_conn_->conn_) != PQTRANS_INTRANS) {
+        // A failed statement aborted the transaction: back to the last write's end.
+        absl::Status undone = group_conn_->ExecScript("ROLLBACK TO SAVEPOINT w");
+        if (!undone.ok() || PQtransactionStatus(group_conn_->conn_) != PQTRANS_INTRANS) {
+          FailGroupLocked(undone.ok() ? absl::AbortedError("postgres: the group transaction "
+                                                           "was rolled back")
+                                      : undone);
+        }
+      }
+      return st;
+    }
+  }
   absl::Status st;
   for (int attempt = 0; attempt < 2; ++attempt) {
     ASSIGN_OR_RETURN(std::unique_ptr<PgConn> conn, Acquire());
@@ -255,6 +315,104 @@ absl::Status PgDatabase::Read(const std::function<absl::Status(PgConn&)>& body) 
     if (!lost) return st;
   }
   return st;
+}
+
+bool PgDatabase::OnGroupThread() const {
+  return group_mode_.load(std::memory_order_acquire) &&
+         std::this_thread::get_id() == group_thread_;
+}
+
+void PgDatabase::EnableGroupCommit(std::thread::id group_thread,
+                                   std::function<void()> on_group_open) {
+  std::lock_guard<std::mutex> lock(group_mu_);
+  on_group_open_ = std::move(on_group_open);
+  group_thread_ = group_thread;
+  group_mode_.store(true, std::memory_order_release);
+}
+
+absl::Status PgDatabase::GroupWriteLocked(const std::function<absl::Status(PgConn&)>& body) {
+  if (group_conn_ == nullptr) {
+    ASSIGN_OR_RETURN(std::unique_ptr<PgConn> conn, Acquire());
+    // Savepoint `w` is always set at the end of the group's last write: a write's body runs
+    // inside it, and ends with one round trip (release it and set it again, or roll back to it).
+    absl::Status st = conn->ExecScript("BEGIN; SAVEPOINT w");
+    if (!st.ok()) {
+      if (!conn->broken()) conn->ExecScript("ROLLBACK").IgnoreError();
+      Release(std::move(conn));
+      return st;
+    }
+    group_conn_ = std::move(conn);
+    if (on_group_open_) on_group_open_();
+  }
+  absl::Status st = body(*group_conn_);
+  absl::Status ended = group_conn_->Drain();  // the previous write's end
+  if (ended.ok() && st.ok()) {
+    // Sent without waiting: its answer is collected by the next statement on the connection
+    // (which fails, and with it the group, if this did), and the executor goes on meanwhile.
+    ended = group_conn_->SendScript("RELEASE SAVEPOINT w; SAVEPOINT w");
+  } else if (ended.ok()) {
+    // Undo this write only (an error of a statement also aborted the transaction: the rollback
+    // to the savepoint clears that); the group's earlier writes stay.
+    ended = group_conn_->ExecScript("ROLLBACK TO SAVEPOINT w");
+    if (ended.ok() && PQtransactionStatus(group_conn_->conn_) != PQTRANS_INTRANS) {
+      ended = absl::AbortedError("postgres: the group transaction was rolled back");
+    }
+  }
+  if (!ended.ok()) {
+    // The group is in an unknown state: roll it all back, so that CommitGroup reports the loss
+    // to every writer in it instead of committing part of it.
+    FailGroupLocked(ended);
+    return st.ok() ? ended : st;
+  }
+  return st;
+}
+
+void PgDatabase::RollBackGroupLocked() {
+  if (group_conn_ == nullptr) return;
+  if (!group_conn_->broken()) group_conn_->ExecScript("ROLLBACK").IgnoreError();
+  Release(std::move(group_conn_));
+}
+
+void PgDatabase::FailGroupLocked(absl::Status why) {
+  RollBackGroupLocked();
+  if (group_failed_.ok()) group_failed_ = std::move(why);
+}
+
+absl::Status PgDatabase::CommitGroup() {
+  std::lock_guard<std::mutex> lock(group_mu_);
+  if (!group_failed_.ok()) {
+    // Writes since the failure went into a new group; they are lost with the earlier ones, so
+    // that everyone waiting on this commit hears the same answer.
+    RollBackGroupLocked();
+    return std::exchange(group_failed_, absl::OkStatus());
+  }
+  if (group_conn_ == nullptr) return absl::OkStatus();
+  std::unique_ptr<PgConn> conn = std::move(group_conn_);
+  absl::Status st = conn->Drain();  // the last write's end
+  // COMMIT of an aborted transaction "succeeds" as a ROLLBACK: check the state and the tag.
+  if (st.ok() && PQtransactionStatus(conn->conn_) != PQTRANS_INTRANS) {
+    st = absl::AbortedError("postgres: the group transaction was rolled back before its commit");
+  }
+  if (st.ok()) {
+    PGresult* r = PQexec(conn->conn_, "COMMIT");
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+      st = conn->Error("COMMIT", r);
+    } else if (std::strcmp(PQcmdStatus(r), "COMMIT") != 0) {
+      st = absl::AbortedError(
+          absl::StrCat("postgres: COMMIT of the group answered ", PQcmdStatus(r)));
+    }
+    PQclear(r);
+  }
+  if (!st.ok() && !conn->broken() && PQtransactionStatus(conn->conn_) != PQTRANS_IDLE) {
+    conn->ExecScript("ROLLBACK").IgnoreError();
+  }
+  Release(std::move(conn));
+  return st;
+}
+
+bool PgDatabase::group_open() {
+  std::lock_guard<std::mutex> lock(group_mu_);
+  return group_conn_ != nullptr;
 }
 
 absl::Status PgDatabase::Ping() {

@@ -1,11 +1,14 @@
 // PgDatabase: contextd's PostgreSQL database through libpq: a bounded pool of connections, each
 // with its statements prepared on first use (PQprepare, then PQexecPrepared), transactions
 // (Write: BEGIN ... COMMIT, ROLLBACK on any error, committed before it returns, so a reply that
-// follows is durable), reads with one retry on a lost connection, and the numbered migrations of
+// follows is durable), reads with one retry on a lost connection, the numbered migrations of
 // pg_migrations.h applied at open under an advisory lock (two instances starting at once migrate
-// once). Thread-safe: each call takes a connection of its own from the pool.
+// once), and group commit (decision 0026): the writes of one thread (the engine executor) share
+// one transaction on one connection until CommitGroup. Thread-safe: each call takes a connection
+// of its own from the pool, except the group thread's while a group is open (the group's).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -15,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -99,6 +103,12 @@ class PgConn {
   absl::StatusOr<PgResult> Exec(std::string_view sql, const std::vector<PgParam>& params = {});
   // Runs `sql` (several statements allowed, no parameters) unprepared.
   absl::Status ExecScript(std::string_view sql);
+  // Sends `sql` (as ExecScript) without waiting for its answer: the next call on this connection
+  // collects it first. If it failed, that call and every later one returns its error (the
+  // connection is not reused).
+  absl::Status SendScript(std::string_view sql);
+  // Collects the answer of a SendScript, if any: its error, or the earlier one kept.
+  absl::Status Drain();
   bool broken() const;
   // The SQLSTATE of the last failed Exec ("23503": foreign key violation, ...), "" if none.
   const std::string& last_sqlstate() const { return last_sqlstate_; }
@@ -110,6 +120,8 @@ class PgConn {
   pg_conn* conn_;
   std::unordered_map<std::string, std::string> prepared_;  // sql -> statement name
   mutable std::string last_sqlstate_;
+  std::string pending_;     // the SendScript whose answer is not collected yet, or ""
+  absl::Status deferred_;   // a SendScript that failed: the connection is done
 };
 
 class PgDatabase {
@@ -125,10 +137,33 @@ class PgDatabase {
 
   // Runs `body` in one transaction (BEGIN ... COMMIT): durable when it returns OK; on an error of
   // `body` or of COMMIT nothing of it stays. Not retried (the caller decides).
+  // On the group thread once EnableGroupCommit was called: the first write after a group commit
+  // takes a connection, opens the group transaction and calls `on_group_open`; each write is a
+  // savepoint inside it (an error of `body` undoes that write only). OK then means "applied,
+  // durable once CommitGroup returns OK": the caller must not acknowledge the write before that
+  // (server/group_commit.h holds the replies). If the group itself breaks (connection lost, a
+  // savepoint that cannot be released), it is rolled back, this write returns the error and
+  // CommitGroup reports it to every writer of the group.
   absl::Status Write(const std::function<absl::Status(PgConn&)>& body);
   // Runs `body` (reads only: it may run twice) outside a transaction; retried once on a fresh
-  // connection if the connection was lost.
+  // connection if the connection was lost. On the group thread while a group is open: inside the
+  // group (it sees the group's writes), not retried; an error of `body` leaves the group as it
+  // was.
   absl::Status Read(const std::function<absl::Status(PgConn&)>& body);
+
+  // Switches the writes and reads made on thread `group_thread` to group mode (above). Call
+  // before the writes that should be grouped, with no group open (a second call replaces the
+  // first; not while the group thread may be writing). `on_group_open` is called on the group thread,
+  // under this database's group lock: it must not use the database, only schedule CommitGroup.
+  // Writes on other threads keep committing on their own.
+  void EnableGroupCommit(std::thread::id group_thread, std::function<void()> on_group_open);
+  // Commits the open group, if any (OK if none), and returns its connection to the pool. On error
+  // (COMMIT refused, e.g. by a deferred constraint; connection lost) nothing of the group stays and
+  // the error says why; a group broken earlier reports that error here, once. Any thread (the
+  // group thread in contextd).
+  absl::Status CommitGroup();
+  // True while a group transaction is open. Any thread.
+  bool group_open();
 
   // The highest migration applied.
   absl::StatusOr<int> SchemaVersion();
@@ -147,6 +182,13 @@ class PgDatabase {
   void Release(std::unique_ptr<PgConn> conn);
   absl::StatusOr<std::unique_ptr<PgConn>> Connect();
   absl::Status Migrate(PgConn& conn);
+  bool OnGroupThread() const;
+  // Group mode's Write and Read. Caller holds group_mu_.
+  absl::Status GroupWriteLocked(const std::function<absl::Status(PgConn&)>& body);
+  // Rolls the open group back (if any) and returns its connection to the pool.
+  void RollBackGroupLocked();
+  // RollBackGroupLocked, and records `why` for CommitGroup (the first reason is kept).
+  void FailGroupLocked(absl::Status why);
 
   PgOptions options_;
   std::string redacted_;
@@ -158,6 +200,15 @@ class PgDatabase {
   std::mutex ready_mu_;
   absl::Status ready_;
   int64_t ready_at_ms_ = -1;
+  // Group commit. group_thread_ is written once before group_mode_ is set (release).
+  std::atomic<bool> group_mode_{false};
+  std::thread::id group_thread_;
+  // Held by the group thread across a grouped write or read (so CommitGroup from another thread
+  // waits for it); never while waiting for the pool's mu_ in a way mu_'s holders could need.
+  std::mutex group_mu_;
+  std::function<void()> on_group_open_;    // under group_mu_
+  std::unique_ptr<PgConn> group_conn_;     // the open group's connection, under group_mu_
+  absl::Status group_failed_;              // a group rolled back before its commit, group_mu_
 };
 
 }  // namespace contextd::store

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -296,14 +297,27 @@ absl::StatusOr<std::vector<Ranked>> PgMemoryStore::Search(bool tasks, const Visi
   absl::Status st = db_->Read([&](PgConn& c) -> absl::Status {
     out.clear();
     // Document frequency of each term; unknown terms match nothing and are dropped.
+    // One round trip for all the terms (a text[] literal; every element quoted).
+    std::string array = "{";
+    for (const std::string& t : terms) {
+      if (array.size() > 1) array.push_back(',');
+      array.push_back('"');
+      for (char ch : t) {
+        if (ch == '"' || ch == '\\') array.push_back('\\');
+        array.push_back(ch);
+      }
+      array.push_back('"');
+    }
+    array.push_back('}');
+    ASSIGN_OR_RETURN(PgResult freq, c.Exec("SELECT term, content_df, task_df FROM memory_terms "
+                                           "WHERE term = ANY($1::text[])",
+                                           {array}));
+    std::unordered_map<std::string, int64_t> frequency;
+    for (int i = 0; i < freq.rows(); ++i) frequency[freq.Text(i, 0)] = freq.Int(i, tasks ? 2 : 1);
     std::vector<std::pair<int64_t, const std::string*>> known;
     for (const std::string& t : terms) {
-      ASSIGN_OR_RETURN(PgResult r, c.Exec("SELECT content_df, task_df FROM memory_terms WHERE "
-                                          "term = $1",
-                                          {t}));
-      if (r.rows() > 0 && r.Int(0, tasks ? 1 : 0) > 0) {
-        known.emplace_back(r.Int(0, tasks ? 1 : 0), &t);
-      }
+      auto it = frequency.find(t);
+      if (it != frequency.end() && it->second > 0) known.emplace_back(it->second, &t);
     }
     if (known.empty()) return absl::OkStatus();
     std::stable_sort(known.begin(), known.end(),
