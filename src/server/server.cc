@@ -42,6 +42,7 @@
 #include "server/openai_distiller.h"
 #include "server/openai_embedder.h"
 #include "server/session_key.h"
+#include "server/shared_sessions.h"
 #include "server/trail_recorder.h"
 #include "server/trail_tools.h"
 #include "server/trail_api.h"
@@ -51,6 +52,7 @@
 #include "store/pg_branch_store.h"
 #include "store/pg_conversation_store.h"
 #include "store/pg_database.h"
+#include "store/pg_mcp_session_store.h"
 #include "store/pg_memory_store.h"
 #include "store/pg_trail_store.h"
 #include "store/sqlite_memory_store.h"
@@ -411,9 +413,17 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
   // 0008). If a commit fails, the engine drops what it cached and follows the store again.
   // A session's project: its client's first root, else X-Contextd-Project, else "default"
   // (decision 0022). The stdio session's is kept for the signal handler's EndSession.
-  engine.mcp->SetProjectResolver([stdio = engine.stdio_session](const protocol::Json& roots,
-                                                                protocol::SessionInfo& info) {
+  if (postgres && config.transport != "stdio") {
+    // Any instance serves any MCP session (decision 0025).
+    engine.shared_sessions = std::make_shared<SharedSessions>(
+        store::PgMcpSessionStore::Create(engine.pg_db),
+        std::chrono::seconds(config.folding.session_idle_timeout_seconds));
+  }
+  SharedSessions* shared = engine.shared_sessions.get();
+  engine.mcp->SetProjectResolver([stdio = engine.stdio_session, shared](
+                                     const protocol::Json& roots, protocol::SessionInfo& info) {
     ResolveSessionProject(roots, info);
+    if (shared != nullptr) shared->ProjectFixed(info);
     base::LogInfo(base::StrCat("session ", info.session_id, " (tenant ", info.tenant,
                                "): project ", info.project,
                                info.project_label.empty() ? "" : " ", info.project_label));
@@ -477,9 +487,15 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
   }
 
   folding::BranchManager* manager = engine.manager.get();
-  engine.mcp->SetSessionHooks(protocol::SessionHooks{
-      nullptr, [manager, trail = engine.trail.get(), tools = engine.tools.get()](
-                   const protocol::SessionInfo& info, std::string_view reason) {
+  protocol::SessionHooks hooks;
+  hooks.on_close = [manager, trail = engine.trail.get(), tools = engine.tools.get(), shared](
+                       const protocol::SessionInfo& info, std::string_view reason) {
+        if (shared != nullptr && !shared->EndsEverywhere(info, reason)) {
+          // Another instance may continue it: nothing ends, this one only stops caching it.
+          manager->ReleaseSession(SessionKeyFor(info));
+          tools->ForgetSession(info);
+          return;
+        }
         auto ended = manager->EndSession(SessionKeyFor(info), reason);
         // After: force-returns fold into its scopes. Also folds the session's auto-scope.
         absl::Status trail_ended = trail->EndSession(TrailSessionFor(info));
@@ -493,7 +509,14 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
           base::LogInfo(base::StrCat("session ended (", reason, "): force-returned ",
                                      ended->force_returned.size(), " branch(es)"));
         }
-      }});
+      };
+  if (shared != nullptr) {
+    hooks.on_initialized = [shared](const protocol::SessionInfo& info,
+                                    const protocol::SessionResume& resume) {
+      return shared->Record(info, resume);
+    };
+  }
+  engine.mcp->SetSessionHooks(std::move(hooks));
   return absl::OkStatus();
 }
 
@@ -579,6 +602,8 @@ absl::Status RunServer(const ServerConfig& config) {
   options.allowed_hosts = config.allowed_hosts;
   options.max_message_bytes = static_cast<size_t>(config.max_message_bytes);
   options.session_idle_timeout = std::chrono::seconds(config.folding.session_idle_timeout_seconds);
+  options.session_directory = engine.shared_sessions;
+  options.session_sync_interval = std::chrono::milliseconds(config.store.postgres_session_sync_ms);
   if (!config.auth_token_file.empty()) {
     ASSIGN_OR_RETURN(options.bearer_tokens, ReadTokens(config.auth_token_file));
   }
@@ -615,7 +640,11 @@ absl::Status RunServer(const ServerConfig& config) {
   int sig = 0;
   sigwait(&stop_signals, &sig);
   base::LogInfo(base::StrCat("signal ", sig, ": shutting down"));
-  (*http)->Stop();  // closes every session: their branches are force-returned ("shutdown")
+  // Closes every session: their branches are force-returned ("shutdown"), except where sessions
+  // are shared: they stay open for the other instances.
+  (*http)->Stop();
+  // No lookup or touch calls back into the stopped transport.
+  if (engine.shared_sessions) engine.shared_sessions->Stop();
   if (engine.model_gateway) engine.model_gateway->Stop();  // no new upstream calls
   // Ends the calls in flight (their callbacks use the gateway).
   engine.model_client.reset();

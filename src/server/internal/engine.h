@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "base/executor.h"
+#include "server/shared_sessions.h"
 #include "events/publisher.h"
 #include "folding/branch_manager.h"
 #include "folding/events.h"
@@ -86,6 +87,8 @@ struct Engine {
   std::unique_ptr<transport::HttpClient> openai_client;  // to the OpenAI upstream
   std::unique_ptr<model::ModelGateway> model_gateway;
   std::shared_ptr<protocol::McpServer> mcp;
+  // MCP sessions shared with other instances (postgres over HTTP only; decision 0025).
+  std::shared_ptr<SharedSessions> shared_sessions;
   // The stdio session as its project was fixed (executor only): the signal handler ends it.
   std::shared_ptr<protocol::SessionInfo> stdio_session = [] {
     auto info = std::make_shared<protocol::SessionInfo>();
