@@ -2,7 +2,9 @@
 // (Mcp-Session-Id -> protocol::Session and its HttpSink), routes each session's messages to the
 // POST waiting for them or to an SSE stream, keeps a bounded replay of SSE events for
 // Last-Event-ID (the standalone stream, and POST streams the engine closed before their answer),
-// ends idle sessions, and answers DELETE once the session's end is durable.
+// ends idle sessions, and answers DELETE once the session's end is durable. With a
+// SessionDirectory (sessions shared between instances, decision 0025) it resumes sessions other
+// instances initialized and keeps their shared last-seen time current.
 // Thread-safe: the route's handler runs on I/O threads, sinks are called from any thread.
 #pragma once
 
