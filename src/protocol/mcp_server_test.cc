@@ -235,8 +235,7 @@ TEST_F(McpServerTest, AResumedSessionIsInitializedAsNegotiatedElsewhere) {
   ASSERT_EQ(sent.size(), 1u);
   EXPECT_TRUE(sent[0].message.contains("result")) << sent[0].message.dump();
   // Its version's rules hold: 2025-03-26 allows batches; initialize is refused.
-  Feed(Serialize(MakeRequest(2, "initialize", {{"protocolVersion", "2025-03-26"}})),
-       resumed.get());
+  Feed(Serialize(MakeRequest(2, "initialize", {{"protocolVersion", "2025-03-26"}})), resumed.get());
   sent = sink->Take();
   ASSERT_EQ(sent.size(), 1u);
   EXPECT_EQ(sent[0].message["error"]["code"], kInvalidRequest);
@@ -252,8 +251,9 @@ TEST_F(McpServerTest, InitializeFailsWhenTheSessionCannotBeSaved) {
     return absl::OkStatus();
   };
   server_.SetSessionHooks(hooks);
-  Json r = Call(1, "initialize",
-                {{"protocolVersion", "2025-06-18"}, {"capabilities", {{"sampling", Json::object()}}}});
+  Json r =
+      Call(1, "initialize",
+           {{"protocolVersion", "2025-06-18"}, {"capabilities", {{"sampling", Json::object()}}}});
   EXPECT_EQ(r["error"]["code"], kInternalError) << r.dump();
   EXPECT_EQ(session_->protocol_version(), "");
   EXPECT_EQ(Call(2, "tools/list")["error"]["code"], kInvalidRequest);  // still uninitialized

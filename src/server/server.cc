@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -277,6 +278,22 @@ void ScheduleDueSweep(Engine& engine) {
   });
 }
 
+// Shared MCP sessions (decision 0025): every `period`, ends the sessions no instance saw for the
+// idle timeout, which no instance may hold any more (stopped, killed, or all released them), with
+// `end` (force-returns their branches, folds their trail). Several instances sweeping at once end
+// each session once (SharedSessions::EndIdle).
+void ScheduleIdleSessionSweep(
+    Engine& engine, std::chrono::milliseconds period,
+    std::function<void(const protocol::SessionInfo&, std::string_view)> end) {
+  engine.executor->PostAfter(period, [&engine, period, end = std::move(end)] {
+    if (!engine.manager || !engine.shared_sessions) return;  // shutting down
+    for (const protocol::SessionInfo& info : engine.shared_sessions->EndIdle(100)) {
+      end(info, transport::kCloseIdle);
+    }
+    ScheduleIdleSessionSweep(engine, period, end);
+  });
+}
+
 // The PostgreSQL store's options from the config (store.postgres.*).
 store::PgOptions PostgresOptions(const ServerConfig& config) {
   store::PgOptions o;
@@ -487,30 +504,41 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
   }
 
   folding::BranchManager* manager = engine.manager.get();
+  // Ends a session for good: force-returns its live branches, folds its trail.
+  auto end_session = [manager, trail = engine.trail.get(), tools = engine.tools.get()](
+                         const protocol::SessionInfo& info, std::string_view reason) {
+    auto ended = manager->EndSession(SessionKeyFor(info), reason);
+    // After: force-returns fold into its scopes. Also folds the session's auto-scope.
+    absl::Status trail_ended = trail->EndSession(TrailSessionFor(info));
+    if (!trail_ended.ok()) {
+      base::LogWarn(base::StrCat("trail: ending session: ", trail_ended.message()));
+    }
+    tools->ForgetSession(info);  // no reply will carry its warnings: do not keep them
+    if (!ended.ok()) {
+      base::LogError(base::StrCat("ending session: ", ended.status().message()));
+    } else if (!ended->force_returned.empty()) {
+      base::LogInfo(base::StrCat("session ended (", reason, "): force-returned ",
+                                 ended->force_returned.size(), " branch(es)"));
+    }
+  };
   protocol::SessionHooks hooks;
-  hooks.on_close = [manager, trail = engine.trail.get(), tools = engine.tools.get(), shared](
+  hooks.on_close = [manager, tools = engine.tools.get(), shared, end_session](
                        const protocol::SessionInfo& info, std::string_view reason) {
-        if (shared != nullptr && !shared->EndsEverywhere(info, reason)) {
-          // Another instance may continue it: nothing ends, this one only stops caching it.
-          manager->ReleaseSession(SessionKeyFor(info));
-          tools->ForgetSession(info);
-          return;
-        }
-        auto ended = manager->EndSession(SessionKeyFor(info), reason);
-        // After: force-returns fold into its scopes. Also folds the session's auto-scope.
-        absl::Status trail_ended = trail->EndSession(TrailSessionFor(info));
-        if (!trail_ended.ok()) {
-          base::LogWarn(base::StrCat("trail: ending session: ", trail_ended.message()));
-        }
-        tools->ForgetSession(info);  // no reply will carry its warnings: do not keep them
-        if (!ended.ok()) {
-          base::LogError(base::StrCat("ending session: ", ended.status().message()));
-        } else if (!ended->force_returned.empty()) {
-          base::LogInfo(base::StrCat("session ended (", reason, "): force-returned ",
-                                     ended->force_returned.size(), " branch(es)"));
-        }
-      };
+    if (shared != nullptr && !shared->EndsEverywhere(info, reason)) {
+      // Another instance may continue it: nothing ends, this one only stops caching it.
+      manager->ReleaseSession(SessionKeyFor(info));
+      tools->ForgetSession(info);
+      return;
+    }
+    end_session(info, reason);
+  };
   if (shared != nullptr) {
+    ScheduleIdleSessionSweep(
+        engine,
+        std::clamp<std::chrono::milliseconds>(
+            std::chrono::seconds(config.folding.session_idle_timeout_seconds) / 4,
+            std::chrono::milliseconds(500), std::chrono::milliseconds(10'000)),
+        end_session);
     hooks.on_initialized = [shared](const protocol::SessionInfo& info,
                                     const protocol::SessionResume& resume) {
       return shared->Record(info, resume);

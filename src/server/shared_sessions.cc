@@ -44,8 +44,7 @@ void SharedSessions::Lookup(std::string id, std::string tenant,
     found.info.project_label = r.project_label;
     found.info.project_header = r.project_header;
     found.resume.protocol_version = r.protocol_version;
-    found.resume.client_capabilities =
-        ParseOr(r.client_capabilities, protocol::Json::object());
+    found.resume.client_capabilities = ParseOr(r.client_capabilities, protocol::Json::object());
     found.resume.client_info = ParseOr(r.client_info, nullptr);
     done(std::optional<Found>(std::move(found)));
   });
@@ -56,8 +55,8 @@ void SharedSessions::Touch(std::vector<std::string> ids,
   worker_.Post([this, ids = std::move(ids), done = std::move(done)] {
     auto open = store_->Touch(ids, NowMs());
     if (!open.ok()) {
-      base::LogWarn(base::StrCat("sessions: touching ", ids.size(), " session(s): ",
-                                 std::string(open.status().message())));
+      base::LogWarn(base::StrCat("sessions: touching ", ids.size(),
+                                 " session(s): ", std::string(open.status().message())));
     }
     done(std::move(open));
   });
@@ -79,8 +78,8 @@ absl::Status SharedSessions::Record(const protocol::SessionInfo& info,
   r.last_seen_ms = r.created_ms;
   absl::Status created = store_->Create(r);
   if (!created.ok()) {
-    base::LogError(base::StrCat("session ", info.session_id, ": saving it: ",
-                                std::string(created.message())));
+    base::LogError(
+        base::StrCat("session ", info.session_id, ": saving it: ", std::string(created.message())));
   }
   return created;
 }
@@ -89,8 +88,8 @@ void SharedSessions::ProjectFixed(const protocol::SessionInfo& info) {
   if (info.transport != "http") return;
   absl::Status set = store_->SetProject(info.session_id, info.project, info.project_label);
   if (!set.ok()) {
-    base::LogWarn(base::StrCat("session ", info.session_id, ": saving its project: ",
-                               std::string(set.message())));
+    base::LogWarn(base::StrCat("session ", info.session_id,
+                               ": saving its project: ", std::string(set.message())));
   }
 }
 
@@ -102,8 +101,8 @@ bool SharedSessions::EndsEverywhere(const protocol::SessionInfo& info, std::stri
     // touch). Its branches end here even if marking the record failed.
     auto ended = store_->End(info.session_id, now, reason);
     if (!ended.ok()) {
-      base::LogError(base::StrCat("session ", info.session_id, ": recording its end: ",
-                                  std::string(ended.status().message())));
+      base::LogError(base::StrCat("session ", info.session_id,
+                                  ": recording its end: ", std::string(ended.status().message())));
     }
     return true;
   }
@@ -111,8 +110,8 @@ bool SharedSessions::EndsEverywhere(const protocol::SessionInfo& info, std::stri
     // Idle here; ended only if no instance has seen it for the idle timeout either.
     auto ended = store_->End(info.session_id, now, reason, now - idle_timeout_.count());
     if (!ended.ok()) {
-      base::LogError(base::StrCat("session ", info.session_id, ": ending it (idle): ",
-                                  std::string(ended.status().message())));
+      base::LogError(base::StrCat("session ", info.session_id,
+                                  ": ending it (idle): ", std::string(ended.status().message())));
       return false;  // when in doubt, leave it to the instance serving it
     }
     if (!*ended) {
@@ -126,6 +125,30 @@ bool SharedSessions::EndsEverywhere(const protocol::SessionInfo& info, std::stri
   base::LogInfo(base::StrCat("session ", info.session_id, " released (", reason,
                              "); it stays open for the other instances"));
   return false;
+}
+
+std::vector<protocol::SessionInfo> SharedSessions::EndIdle(int limit) {
+  std::vector<protocol::SessionInfo> ended;
+  const int64_t now = NowMs();
+  const int64_t idle_before = now - idle_timeout_.count();
+  auto idle = store_->ListIdle(idle_before, limit);
+  if (!idle.ok()) {
+    base::LogWarn(base::StrCat("sessions: idle sweep: ", std::string(idle.status().message())));
+    return ended;
+  }
+  for (const store::McpSessionRecord& r : *idle) {
+    auto done = store_->End(r.id, now, transport::kCloseIdle, idle_before);
+    if (!done.ok() || !*done) continue;  // seen meanwhile, or another instance ended it
+    protocol::SessionInfo info;
+    info.session_id = r.id;
+    info.tenant = r.tenant;
+    info.transport = "http";
+    info.project = r.project;
+    info.project_label = r.project_label;
+    info.project_header = r.project_header;
+    ended.push_back(std::move(info));
+  }
+  return ended;
 }
 
 }  // namespace contextd::server

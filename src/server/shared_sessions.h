@@ -50,6 +50,12 @@ class SharedSessions final : public transport::SessionDirectory {
   // when the session stays open for the others (shutdown, ended elsewhere, seen elsewhere).
   bool EndsEverywhere(const protocol::SessionInfo& info, std::string_view reason);
 
+  // Idle expiry of the sessions no instance holds (their instance stopped or died, their client
+  // left): ends (as EndsEverywhere does for an idle one) up to `limit` open sessions that no
+  // instance saw for the idle timeout and returns those this call ended, for the caller to end
+  // their branches and trail. Errors are logged (nothing is returned).
+  std::vector<protocol::SessionInfo> EndIdle(int limit);
+
   // Stops the worker now (before the transport that calls back into it goes away).
   void Stop();
 

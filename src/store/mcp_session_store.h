@@ -57,6 +57,11 @@ class McpSessionStore {
   // instance served recently).
   virtual absl::StatusOr<bool> End(std::string_view id, int64_t now_ms, std::string_view reason,
                                    int64_t idle_before_ms = 0) = 0;
+  // Open sessions last seen before `idle_before_ms`, oldest first, at most `limit`: the sessions
+  // no instance holds any more (their instance stopped or died, their client left) that idle
+  // expiry ends with End(..., idle_before_ms).
+  virtual absl::StatusOr<std::vector<McpSessionRecord>> ListIdle(int64_t idle_before_ms,
+                                                                 int limit) = 0;
 };
 
 }  // namespace contextd::store

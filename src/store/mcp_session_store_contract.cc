@@ -99,6 +99,21 @@ TEST_P(McpSessionStoreContractTest, EndIsOnceAndIdleEndSparesASessionSeenSince) 
   EXPECT_FALSE(*store_->End("unknown", 800, "client deleted session"));
 }
 
+TEST_P(McpSessionStoreContractTest, ListIdleNamesOpenSessionsNotSeenSinceOldestFirst) {
+  ASSERT_TRUE(store_->Create(MakeRecord("recent", 900)).ok());
+  ASSERT_TRUE(store_->Create(MakeRecord("old", 100)).ok());
+  ASSERT_TRUE(store_->Create(MakeRecord("older", 50)).ok());
+  ASSERT_TRUE(store_->Create(MakeRecord("ended", 10)).ok());
+  ASSERT_TRUE(*store_->End("ended", 20, "client deleted session"));
+  auto idle = store_->ListIdle(500, 10);
+  ASSERT_TRUE(idle.ok()) << idle.status();
+  ASSERT_EQ(idle->size(), 2u);
+  EXPECT_EQ((*idle)[0].id, "older");
+  EXPECT_EQ((*idle)[1].id, "old");
+  EXPECT_EQ((*idle)[1].client_capabilities, MakeRecord("x", 0).client_capabilities);
+  EXPECT_EQ(store_->ListIdle(500, 1)->size(), 1u);
+}
+
 TEST_P(McpSessionStoreContractTest, OfInstancesEndingAtOnceExactlyOneEnds) {
   ASSERT_TRUE(store_->Create(MakeRecord("sid1", 100)).ok());
   constexpr int kInstances = 4;

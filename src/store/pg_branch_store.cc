@@ -82,8 +82,8 @@ absl::Status PgBranchStore::CommitIn(PgConn& c, const folding::BranchWrite& writ
       if (known.rows() == 0) {
         return absl::NotFoundError(absl::StrCat("update of unknown branch ", u.id));
       }
-      return absl::AbortedError(absl::StrCat("branch ", u.id,
-                                             " was changed by another instance; reload and retry"));
+      return absl::AbortedError(
+          absl::StrCat("branch ", u.id, " was changed by another instance; reload and retry"));
     }
   }
   for (const folding::ChargeRow& ch : write.charges) {
@@ -149,10 +149,9 @@ absl::StatusOr<std::vector<Branch>> PgBranchStore::ReadBranches(PgConn& c, const
 absl::StatusOr<std::optional<Branch>> PgBranchStore::Get(std::string_view id) {
   std::optional<Branch> out;
   RETURN_IF_ERROR(db_->Read([&](PgConn& c) -> absl::Status {
-    ASSIGN_OR_RETURN(
-        PgResult r,
-        c.Exec(absl::StrCat("SELECT ", kBranchColumns, ", version FROM branches WHERE id = $1"),
-               {id}));
+    ASSIGN_OR_RETURN(PgResult r, c.Exec(absl::StrCat("SELECT ", kBranchColumns,
+                                                     ", version FROM branches WHERE id = $1"),
+                                        {id}));
     ASSIGN_OR_RETURN(std::vector<Branch> rows, ReadBranches(c, r));
     out.reset();
     if (!rows.empty()) out = std::move(rows.front());
@@ -164,10 +163,9 @@ absl::StatusOr<std::optional<Branch>> PgBranchStore::Get(std::string_view id) {
 absl::StatusOr<int64_t> PgBranchStore::SessionStamp(const folding::SessionKey& session) {
   int64_t stamp = 0;
   const absl::Status read = db_->Read([&](PgConn& c) -> absl::Status {
-    ASSIGN_OR_RETURN(PgResult r,
-                     c.Exec("SELECT COUNT(*) + COALESCE(SUM(version), 0) FROM branches "
-                            "WHERE tenant = $1 AND project = $2 AND session_id = $3",
-                            {session.tenant, session.project, session.session_id}));
+    ASSIGN_OR_RETURN(PgResult r, c.Exec("SELECT COUNT(*) + COALESCE(SUM(version), 0) FROM branches "
+                                        "WHERE tenant = $1 AND project = $2 AND session_id = $3",
+                                        {session.tenant, session.project, session.session_id}));
     stamp = r.Int(0, 0);
     return absl::OkStatus();
   });

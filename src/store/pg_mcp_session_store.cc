@@ -11,6 +11,23 @@ constexpr char kColumns[] =
     "id, tenant, project, project_label, project_header, protocol_version, "
     "client_capabilities, client_info, created_ms, last_seen_ms, ended_ms, end_reason";
 
+McpSessionRecord ReadRow(const PgResult& res, int i) {
+  McpSessionRecord r;
+  r.id = res.Text(i, 0);
+  r.tenant = res.Text(i, 1);
+  r.project = res.Text(i, 2);
+  r.project_label = res.Text(i, 3);
+  r.project_header = res.Text(i, 4);
+  r.protocol_version = res.Text(i, 5);
+  r.client_capabilities = res.Text(i, 6);
+  r.client_info = res.Text(i, 7);
+  r.created_ms = res.Int(i, 8);
+  r.last_seen_ms = res.Int(i, 9);
+  r.ended_ms = res.IsNull(i, 10) ? 0 : res.Int(i, 10);
+  r.end_reason = res.Text(i, 11);
+  return r;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<PgMcpSessionStore>> PgMcpSessionStore::Open(
@@ -25,11 +42,11 @@ std::unique_ptr<PgMcpSessionStore> PgMcpSessionStore::Create(std::shared_ptr<PgD
 
 absl::Status PgMcpSessionStore::Create(const McpSessionRecord& r) {
   return db_->Write([&](PgConn& c) -> absl::Status {
-    auto done = c.Exec(absl::StrCat("INSERT INTO mcp_sessions (", kColumns,
-                                    ") VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,NULL,'')"),
-                       {r.id, r.tenant, r.project, r.project_label, r.project_header,
-                        r.protocol_version, r.client_capabilities, r.client_info, r.created_ms,
-                        r.last_seen_ms});
+    auto done =
+        c.Exec(absl::StrCat("INSERT INTO mcp_sessions (", kColumns,
+                            ") VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,NULL,'')"),
+               {r.id, r.tenant, r.project, r.project_label, r.project_header, r.protocol_version,
+                r.client_capabilities, r.client_info, r.created_ms, r.last_seen_ms});
     if (!done.ok() && done.status().code() == absl::StatusCode::kAlreadyExists) {
       return absl::AlreadyExistsError(absl::StrCat("MCP session ", r.id, " exists"));
     }
@@ -45,20 +62,7 @@ absl::StatusOr<std::optional<McpSessionRecord>> PgMcpSessionStore::Get(std::stri
                             {std::string(id)}));
     out.reset();
     if (res.rows() == 0) return absl::OkStatus();
-    McpSessionRecord r;
-    r.id = res.Text(0, 0);
-    r.tenant = res.Text(0, 1);
-    r.project = res.Text(0, 2);
-    r.project_label = res.Text(0, 3);
-    r.project_header = res.Text(0, 4);
-    r.protocol_version = res.Text(0, 5);
-    r.client_capabilities = res.Text(0, 6);
-    r.client_info = res.Text(0, 7);
-    r.created_ms = res.Int(0, 8);
-    r.last_seen_ms = res.Int(0, 9);
-    r.ended_ms = res.IsNull(0, 10) ? 0 : res.Int(0, 10);
-    r.end_reason = res.Text(0, 11);
-    out = std::move(r);
+    out = ReadRow(res, 0);
     return absl::OkStatus();
   });
   if (!read.ok()) return read;
@@ -116,6 +120,23 @@ absl::StatusOr<bool> PgMcpSessionStore::End(std::string_view id, int64_t now_ms,
   });
   if (!written.ok()) return written;
   return ended;
+}
+
+absl::StatusOr<std::vector<McpSessionRecord>> PgMcpSessionStore::ListIdle(int64_t idle_before_ms,
+                                                                          int limit) {
+  std::vector<McpSessionRecord> out;
+  const absl::Status read = db_->Read([&](PgConn& c) -> absl::Status {
+    ASSIGN_OR_RETURN(PgResult res,
+                     c.Exec(absl::StrCat("SELECT ", kColumns,
+                                         " FROM mcp_sessions WHERE ended_ms IS NULL AND "
+                                         "last_seen_ms < $1 ORDER BY last_seen_ms LIMIT $2"),
+                            {idle_before_ms, static_cast<int64_t>(limit)}));
+    out.clear();
+    for (int i = 0; i < res.rows(); ++i) out.push_back(ReadRow(res, i));
+    return absl::OkStatus();
+  });
+  if (!read.ok()) return read;
+  return out;
 }
 
 }  // namespace contextd::store

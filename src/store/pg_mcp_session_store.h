@@ -29,6 +29,8 @@ class PgMcpSessionStore final : public McpSessionStore {
                                                  int64_t now_ms) override;
   absl::StatusOr<bool> End(std::string_view id, int64_t now_ms, std::string_view reason,
                            int64_t idle_before_ms) override;
+  absl::StatusOr<std::vector<McpSessionRecord>> ListIdle(int64_t idle_before_ms,
+                                                         int limit) override;
 
  private:
   explicit PgMcpSessionStore(std::shared_ptr<PgDatabase> db) : db_(std::move(db)) {}

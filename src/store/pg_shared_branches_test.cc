@@ -154,7 +154,7 @@ TEST_F(SharedBranchesTest, ChargesOnTwoInstancesAddUpOnBoth) {
   ASSERT_TRUE(Charge(exec_a_, *a_, id, 100).ok());
   auto on_b = Charge(exec_b_, *b_, id, 100);  // b loads the session from the store
   ASSERT_TRUE(on_b.ok()) << on_b.status();
-  EXPECT_EQ(on_b->used, 201);  // prompt + 100 + 100
+  EXPECT_EQ(on_b->used, 201);                 // prompt + 100 + 100
   auto on_a = Charge(exec_a_, *a_, id, 100);  // a's cache is stale: it reloads first
   ASSERT_TRUE(on_a.ok()) << on_a.status();
   EXPECT_EQ(on_a->used, 301);

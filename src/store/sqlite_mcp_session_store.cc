@@ -10,6 +10,23 @@ constexpr char kColumns[] =
     "id, tenant, project, project_label, project_header, protocol_version, "
     "client_capabilities, client_info, created_ms, last_seen_ms, ended_ms, end_reason";
 
+McpSessionRecord ReadRow(const Statement& st) {
+  McpSessionRecord r;
+  r.id = st.Text(0);
+  r.tenant = st.Text(1);
+  r.project = st.Text(2);
+  r.project_label = st.Text(3);
+  r.project_header = st.Text(4);
+  r.protocol_version = st.Text(5);
+  r.client_capabilities = st.Text(6);
+  r.client_info = st.Text(7);
+  r.created_ms = st.Int(8);
+  r.last_seen_ms = st.Int(9);
+  r.ended_ms = st.IsNull(10) ? 0 : st.Int(10);
+  r.end_reason = st.Text(11);
+  return r;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SqliteMcpSessionStore>> SqliteMcpSessionStore::Open(
@@ -18,8 +35,7 @@ absl::StatusOr<std::unique_ptr<SqliteMcpSessionStore>> SqliteMcpSessionStore::Op
   return Create(std::shared_ptr<Database>(std::move(db)));
 }
 
-std::unique_ptr<SqliteMcpSessionStore> SqliteMcpSessionStore::Create(
-    std::shared_ptr<Database> db) {
+std::unique_ptr<SqliteMcpSessionStore> SqliteMcpSessionStore::Create(std::shared_ptr<Database> db) {
   return std::unique_ptr<SqliteMcpSessionStore>(new SqliteMcpSessionStore(std::move(db)));
 }
 
@@ -59,19 +75,7 @@ absl::StatusOr<std::optional<McpSessionRecord>> SqliteMcpSessionStore::Get(std::
   st.Bind(1, id);
   ASSIGN_OR_RETURN(bool row, st.Step());
   if (!row) return std::optional<McpSessionRecord>();
-  McpSessionRecord r;
-  r.id = st.Text(0);
-  r.tenant = st.Text(1);
-  r.project = st.Text(2);
-  r.project_label = st.Text(3);
-  r.project_header = st.Text(4);
-  r.protocol_version = st.Text(5);
-  r.client_capabilities = st.Text(6);
-  r.client_info = st.Text(7);
-  r.created_ms = st.Int(8);
-  r.last_seen_ms = st.Int(9);
-  r.ended_ms = st.IsNull(10) ? 0 : st.Int(10);
-  r.end_reason = st.Text(11);
+  McpSessionRecord r = ReadRow(st);
   return std::optional<McpSessionRecord>(std::move(r));
 }
 
@@ -117,8 +121,7 @@ absl::StatusOr<std::vector<std::string>> SqliteMcpSessionStore::Touch(
 }
 
 absl::StatusOr<bool> SqliteMcpSessionStore::End(std::string_view id, int64_t now_ms,
-                                                std::string_view reason,
-                                                int64_t idle_before_ms) {
+                                                std::string_view reason, int64_t idle_before_ms) {
   bool ended = false;
   const absl::Status written = InWrite([&]() -> absl::Status {
     ASSIGN_OR_RETURN(Statement st,
@@ -136,6 +139,24 @@ absl::StatusOr<bool> SqliteMcpSessionStore::End(std::string_view id, int64_t now
   });
   if (!written.ok()) return written;
   return ended;
+}
+
+absl::StatusOr<std::vector<McpSessionRecord>> SqliteMcpSessionStore::ListIdle(
+    int64_t idle_before_ms, int limit) {
+  std::lock_guard<std::mutex> lock(db_->mutex());
+  ASSIGN_OR_RETURN(Statement st, db_->Prepare(absl::StrCat(
+                                     "SELECT ", kColumns,
+                                     " FROM mcp_sessions WHERE ended_ms IS NULL AND last_seen_ms "
+                                     "< ? ORDER BY last_seen_ms LIMIT ?")));
+  st.Bind(1, idle_before_ms);
+  st.Bind(2, static_cast<int64_t>(limit));
+  std::vector<McpSessionRecord> out;
+  for (;;) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    out.push_back(ReadRow(st));
+  }
+  return out;
 }
 
 }  // namespace contextd::store

@@ -78,8 +78,8 @@ void Fill(testing::StoreBackend& b) {
 
   auto sessions = b.OpenMcpSessionStore();
   ASSERT_TRUE(sessions.ok()) << sessions.status();
-  McpSessionRecord open{"sid_open", "local", "default", "", "", "2025-06-18", "{\"roots\":{}}",
-                        "{}", 1, 2};
+  McpSessionRecord open{"sid_open",   "local",          "default", "", "",
+                        "2025-06-18", "{\"roots\":{}}", "{}",      1,  2};
   ASSERT_TRUE((*sessions)->Create(open).ok());
   McpSessionRecord ended = open;
   ended.id = "sid_ended";

@@ -11,7 +11,6 @@
 
 #include "absl/status/status.h"
 #include "base/executor.h"
-#include "server/shared_sessions.h"
 #include "events/publisher.h"
 #include "folding/branch_manager.h"
 #include "folding/events.h"
@@ -29,6 +28,7 @@
 #include "server/metrics.h"
 #include "server/openai_distiller.h"
 #include "server/openai_embedder.h"
+#include "server/shared_sessions.h"
 #include "server/trail_api.h"
 #include "server/trail_recorder.h"
 #include "server/trail_tools.h"

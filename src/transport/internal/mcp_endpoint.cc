@@ -51,16 +51,16 @@ void McpExchange::Handle(HttpRequest req) {
   if (ep_->shared() && (m == "POST" || m == "GET" || m == "DELETE") &&
       !req.Header("Mcp-Session-Id").empty()) {
     auto held = std::make_shared<HttpRequest>(std::move(req));
-    const auto state = ep_->Revalidate(
-        std::string(held->Header("Mcp-Session-Id")), held->tenant(),
-        [self = shared_from_this(), held](bool answered) {
-          self->responder_->Post([self, held, answered] {
-            if (!answered) {
-              return self->RespondError(503, "the session store does not answer; retry");
-            }
-            self->Dispatch(*held);
-          });
-        });
+    const auto state = ep_->Revalidate(std::string(held->Header("Mcp-Session-Id")), held->tenant(),
+                                       [self = shared_from_this(), held](bool answered) {
+                                         self->responder_->Post([self, held, answered] {
+                                           if (!answered) {
+                                             return self->RespondError(
+                                                 503, "the session store does not answer; retry");
+                                           }
+                                           self->Dispatch(*held);
+                                         });
+                                       });
     if (state == McpEndpoint::Revalidation::kBusy) {
       return RespondError(503, "too many session lookups in flight; retry");
     }
@@ -473,8 +473,7 @@ bool McpEndpoint::CloseSession(const std::string& id, std::string_view reason,
   return true;
 }
 
-McpEndpoint::Revalidation McpEndpoint::Revalidate(const std::string& id,
-                                                  const std::string& tenant,
+McpEndpoint::Revalidation McpEndpoint::Revalidate(const std::string& id, const std::string& tenant,
                                                   std::function<void(bool)> then) {
   SessionDirectory& directory = *opts_.session_directory;
   const SteadyNanos now = NowNanos();
@@ -502,34 +501,33 @@ McpEndpoint::Revalidation McpEndpoint::Revalidate(const std::string& id,
     const SteadyNanos synced = entry->last_synced.load(std::memory_order_relaxed);
     if (now - synced < interval) return Revalidation::kReady;
     entry->last_synced.store(now, std::memory_order_relaxed);
-    directory.Touch({id}, [this, id, then = std::move(then)](
-                              absl::StatusOr<std::vector<std::string>> open) {
-      // A store error: serve from what this instance holds (the next request asks again).
-      if (open.ok() && open->empty()) CloseSession(id, kCloseEndedElsewhere);
-      then(true);
-    });
+    directory.Touch(
+        {id}, [this, id, then = std::move(then)](absl::StatusOr<std::vector<std::string>> open) {
+          // A store error: serve from what this instance holds (the next request asks again).
+          if (open.ok() && open->empty()) CloseSession(id, kCloseEndedElsewhere);
+          then(true);
+        });
     return Revalidation::kPending;
   }
-  directory.Lookup(
-      id, tenant,
-      [this, key, then = std::move(then)](
-          absl::StatusOr<std::optional<SessionDirectory::Found>> found) {
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          --lookups_in_flight_;
-        }
-        if (!found.ok()) {
-          base::LogWarn(std::string("session lookup failed: ") +
-                        std::string(found.status().message()));
-          return then(false);
-        }
-        if (!found->has_value()) {
-          RememberUnknown(key);
-        } else {
-          AdoptSession(std::move(**found));
-        }
-        then(true);
-      });
+  directory.Lookup(id, tenant,
+                   [this, key, then = std::move(then)](
+                       absl::StatusOr<std::optional<SessionDirectory::Found>> found) {
+                     {
+                       std::lock_guard<std::mutex> lock(mu_);
+                       --lookups_in_flight_;
+                     }
+                     if (!found.ok()) {
+                       base::LogWarn(std::string("session lookup failed: ") +
+                                     std::string(found.status().message()));
+                       return then(false);
+                     }
+                     if (!found->has_value()) {
+                       RememberUnknown(key);
+                     } else {
+                       AdoptSession(std::move(**found));
+                     }
+                     then(true);
+                   });
   return Revalidation::kPending;
 }
 
@@ -583,14 +581,13 @@ void McpEndpoint::SyncSessions() {
     }
   }
   if (ids.empty()) return;
-  opts_.session_directory->Touch(
-      ids, [this, ids](absl::StatusOr<std::vector<std::string>> open) {
-        if (!open.ok()) return;
-        std::unordered_set<std::string> still(open->begin(), open->end());
-        for (const auto& id : ids) {
-          if (still.count(id) == 0) CloseSession(id, kCloseEndedElsewhere);
-        }
-      });
+  opts_.session_directory->Touch(ids, [this, ids](absl::StatusOr<std::vector<std::string>> open) {
+    if (!open.ok()) return;
+    std::unordered_set<std::string> still(open->begin(), open->end());
+    for (const auto& id : ids) {
+      if (still.count(id) == 0) CloseSession(id, kCloseEndedElsewhere);
+    }
+  });
 }
 
 bool McpEndpoint::VersionSupported(std::string_view v) const {
