@@ -89,6 +89,9 @@ struct Branch {
   std::string finish_reason;   // why it ended, e.g. "returned", "server restarted"
   bool memory_queued = false;
   std::vector<InjectedContext> injected_context;
+  // How many times the stored row was updated, where the store counts (BranchStore::shared():
+  // PostgreSQL); 0 elsewhere. Not part of the branch's meaning: the engine's staleness check.
+  int64_t version = 0;
 
   // Tokens still available to the branch itself: allocated - used - reserved (may be 0).
   int64_t Remaining() const { return budget_allocated - tokens_used - reserved_for_children; }

@@ -271,6 +271,16 @@ void BranchManager::OnDeadline(const std::string& id) {
   absl::Status st =
       ForceReturn(id, BranchStatus::kTimeout,
                   absl::StrCat("deadline passed (timeout ", timeout_s, " s)"), nullptr);
+  if (st.code() == absl::StatusCode::kAborted) {
+    // Another instance changed the session since it was cached: reload it; the branch's timer,
+    // armed again, fires at once if it is still live and past its deadline.
+    SessionKey session = nodes_.at(id).branch.session;
+    ForgetSession(session);
+    if (absl::Status loaded = EnsureSession(session).status(); !loaded.ok()) {
+      base::LogError(absl::StrCat("branch ", id, ": reloading its session: ", loaded.ToString()));
+    }
+    return;
+  }
   if (!st.ok()) {
     // The store failed: try again shortly rather than leave a branch past its deadline.
     base::LogError(absl::StrCat("branch ", id, ": timeout not recorded: ", st.ToString()));

@@ -78,6 +78,7 @@ void BranchManager::AddNode(Branch branch, SessionState& state) {
   node.branch = std::move(branch);
   node.warned = CrossesWarning(node.branch);
   if (top_level) state.branches.push_back(id);
+  state.stamp += 1 + node.branch.version;
   if (live) {
     state.active.push_back(id);
     ++active_count_;
@@ -98,7 +99,14 @@ void BranchManager::ArmTimer(Node& node) {
 absl::StatusOr<BranchManager::SessionState*> BranchManager::EnsureSession(
     const SessionKey& session) {
   auto it = sessions_.find(session);
-  if (it != sessions_.end()) return &it->second;
+  if (it != sessions_.end()) {
+    if (!store_.shared()) return &it->second;
+    // Another instance may have written the session's branches since they were cached: one
+    // indexed read tells (decision 0025); when it did, reload them.
+    ASSIGN_OR_RETURN(int64_t stamp, store_.SessionStamp(session));
+    if (stamp == it->second.stamp) return &it->second;
+    ForgetSession(session);
+  }
   ASSIGN_OR_RETURN(std::vector<Branch> stored, store_.ListSession(session));
   SessionState& state = sessions_[session];
   const base::Clock& clock = executor_.clock();
@@ -163,9 +171,50 @@ const PreparedText& BranchManager::Prepared(const PreparedText* prepared, const 
   return own.emplace(PrepareText(raw));
 }
 
+// Where the store is shared, an update computed from a cache another instance made stale fails
+// with Aborted and changes nothing: the session is reloaded and the operation runs again on
+// what the store holds (decision 0025). A bounded number of times: instances racing on one
+// session each win in turn.
+template <typename Fn>
+auto BranchManager::Retrying(const SessionKey& session, Fn fn) -> decltype(fn()) {
+  constexpr int kAttempts = 5;
+  for (int attempt = 1;; ++attempt) {
+    auto result = fn();
+    if (result.ok() || result.status().code() != absl::StatusCode::kAborted ||
+        attempt == kAttempts) {
+      return result;
+    }
+    ForgetSession(session);
+  }
+}
+
 absl::StatusOr<CreateResult> BranchManager::Create(const SessionKey& session,
                                                    const CreateRequest& request) {
   CheckOnExecutor();
+  return Retrying(session, [&] { return CreateOnce(session, request); });
+}
+
+absl::StatusOr<ReturnResult> BranchManager::Return(const SessionKey& session,
+                                                   const ReturnRequest& request) {
+  CheckOnExecutor();
+  return Retrying(session, [&] { return ReturnOnce(session, request); });
+}
+
+absl::StatusOr<ChargeOutcome> BranchManager::Charge(const SessionKey& session,
+                                                    std::string_view branch_id,
+                                                    const ChargeRecord& record) {
+  CheckOnExecutor();
+  return Retrying(session, [&] { return ChargeOnce(session, branch_id, record); });
+}
+
+absl::StatusOr<EndSessionResult> BranchManager::EndSession(const SessionKey& session,
+                                                           std::string_view reason) {
+  CheckOnExecutor();
+  return Retrying(session, [&] { return EndSessionOnce(session, reason); });
+}
+
+absl::StatusOr<CreateResult> BranchManager::CreateOnce(const SessionKey& session,
+                                                       const CreateRequest& request) {
   size_t desc_len = Utf8Length(request.description);
   if (desc_len < 1 || desc_len > kMaxDescriptionChars) {
     return absl::InvalidArgumentError(absl::StrCat("description must be 1-", kMaxDescriptionChars,
@@ -315,9 +364,8 @@ absl::StatusOr<CreateResult> BranchManager::Create(const SessionKey& session,
   return result;
 }
 
-absl::StatusOr<ReturnResult> BranchManager::Return(const SessionKey& session,
-                                                   const ReturnRequest& request) {
-  CheckOnExecutor();
+absl::StatusOr<ReturnResult> BranchManager::ReturnOnce(const SessionKey& session,
+                                                       const ReturnRequest& request) {
   size_t len = Utf8Length(request.message);
   if (len > kMaxReturnMessageChars) {
     return absl::InvalidArgumentError(
@@ -380,10 +428,9 @@ absl::StatusOr<ReturnResult> BranchManager::Return(const SessionKey& session,
   return result;
 }
 
-absl::StatusOr<ChargeOutcome> BranchManager::Charge(const SessionKey& session,
-                                                    std::string_view branch_id,
-                                                    const ChargeRecord& record) {
-  CheckOnExecutor();
+absl::StatusOr<ChargeOutcome> BranchManager::ChargeOnce(const SessionKey& session,
+                                                        std::string_view branch_id,
+                                                        const ChargeRecord& record) {
   ASSIGN_OR_RETURN(SessionState * state, EnsureSession(session));
   std::string id = branch_id.empty() ? InnermostActive(*state) : std::string(branch_id);
   ChargeOutcome out;
@@ -487,10 +534,14 @@ absl::StatusOr<StatusResult> BranchManager::Status(const SessionKey& session,
   return result;
 }
 
-absl::StatusOr<EndSessionResult> BranchManager::EndSession(const SessionKey& session,
-                                                           std::string_view reason) {
-  CheckOnExecutor();
+absl::StatusOr<EndSessionResult> BranchManager::EndSessionOnce(const SessionKey& session,
+                                                               std::string_view reason) {
   EndSessionResult result;
+  if (store_.shared()) {
+    // The session may have been served (and its branches created) by another instance: end
+    // what the store holds, not what this one happens to cache.
+    RETURN_IF_ERROR(EnsureSession(session).status());
+  }
   auto it = sessions_.find(session);
   if (it == sessions_.end()) return result;
   std::string why = absl::StrCat("session ended: ", Sv(reason));
@@ -525,6 +576,11 @@ void BranchManager::ForgetSession(const SessionKey& session) {
     nodes_.erase(nit);
   }
   sessions_.erase(it);
+}
+
+void BranchManager::ReleaseSession(const SessionKey& session) {
+  CheckOnExecutor();
+  ForgetSession(session);
 }
 
 absl::Status BranchManager::LoadSession(const SessionKey& session) {

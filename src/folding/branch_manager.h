@@ -254,6 +254,11 @@ class BranchManager {
   // sessions not reloaded load on their next use).
   absl::Status ReloadFromStore();
 
+  // Drops `session`'s in-memory state (timers cancelled) without ending anything: its branches
+  // stay live in the store. For a store several instances share, when this instance stops
+  // serving a session another one may continue (shutdown, an idle session seen elsewhere).
+  void ReleaseSession(const SessionKey& session);
+
   // Loads `session`'s branches from the store if it is not in memory, arming the deadline timers
   // of its live ones (those already past their deadline fire at once). For a store several
   // instances share: a sweep loads the sessions whose branches no instance timed out (their
@@ -286,6 +291,9 @@ class BranchManager {
     bool warned = false;
   };
   struct SessionState {
+    // What BranchStore::SessionStamp answers while the cache matches the store: branches
+    // loaded or inserted, plus their versions, plus the updates this instance committed.
+    int64_t stamp = 0;
     std::vector<std::string> branches;             // top-level branch ids, creation order
     std::vector<std::string> active;               // live branch ids, creation order
     std::deque<base::Clock::TimePoint> creations;  // for the rate limit
@@ -294,6 +302,16 @@ class BranchManager {
   friend class Txn;
 
   void CheckOnExecutor() const;
+  // Runs `fn` (an operation on `session` returning StatusOr), again after reloading the session
+  // when it failed with Aborted (a shared store's row moved on), a bounded number of times.
+  template <typename Fn>
+  auto Retrying(const SessionKey& session, Fn fn) -> decltype(fn());
+  absl::StatusOr<CreateResult> CreateOnce(const SessionKey& session, const CreateRequest& request);
+  absl::StatusOr<ReturnResult> ReturnOnce(const SessionKey& session, const ReturnRequest& request);
+  absl::StatusOr<ChargeOutcome> ChargeOnce(const SessionKey& session, std::string_view branch_id,
+                                           const ChargeRecord& record);
+  absl::StatusOr<EndSessionResult> EndSessionOnce(const SessionKey& session,
+                                                  std::string_view reason);
   // Loads the session's branches from the store on first use.
   absl::StatusOr<SessionState*> EnsureSession(const SessionKey& session);
   // Finds `id` in `session`; NotFound otherwise (same text for another session's branch).

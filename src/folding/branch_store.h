@@ -26,6 +26,10 @@ struct BranchUpdate {
   std::string finish_reason;
   int64_t finished_at_ms = 0;
   bool memory_queued = false;
+  // For a shared store: the row's version this update was computed from (Branch::version); the
+  // Commit fails with Aborted, applying nothing, when the row has moved on (another instance
+  // wrote it). -1: unconditional. Stores that are not shared ignore it.
+  int64_t expected_version = -1;
 };
 
 // One thing charged to or recorded in a branch: a tool call, its result, a child's return.
@@ -93,6 +97,16 @@ class BranchStore {
     (void)now_ms;
     (void)lease_ms;
     return DeadlineClaim::kClaimed;
+  }
+  // True when other processes may write the same branches (PostgreSQL): the engine then checks
+  // SessionStamp before it trusts what it cached and sends expected_version with its updates.
+  virtual bool shared() const { return false; }
+  // For a shared store: a number that changes whenever a branch of `session` is inserted or
+  // updated (PostgreSQL: the count of its branches plus the sum of their versions). 0 where not
+  // shared. Unavailable/Internal on a database error.
+  virtual absl::StatusOr<int64_t> SessionStamp(const SessionKey& session) {
+    (void)session;
+    return 0;
   }
 };
 

@@ -64,6 +64,16 @@ void McpSession::CloseThen(std::string_view reason, std::function<void(const abs
         });
 }
 
+void McpSession::Restore(const SessionResume& resume) {
+  version_ = resume.protocol_version;
+  initialized_ = true;
+  client_initialized_ = true;  // it sent notifications/initialized to the other instance
+  batches_allowed_ = version_ == wire::kVersion2025_03_26;
+  if (resume.client_capabilities.is_object()) client_capabilities_ = resume.client_capabilities;
+  client_info_ = resume.client_info;
+  if (!info_->project.empty()) project_fixed_.store(true);
+}
+
 void McpSession::Register() {
   server_.sessions_[this] = weak_from_this();
   SessionHooks hooks;
@@ -468,6 +478,25 @@ void McpSession::OnInitialize(Message& m) {
   if (!server_.info_.instructions.empty()) {
     result[wire::kInstructions] = server_.info_.instructions;
   }
+  SessionHooks hooks;
+  {
+    std::lock_guard<std::mutex> lock(server_.mu_);
+    hooks = server_.hooks_;
+  }
+  if (hooks.on_initialized) {
+    SessionResume resume;
+    resume.protocol_version = version;
+    resume.client_capabilities = client_capabilities_;
+    resume.client_info = client_info_;
+    absl::Status saved = hooks.on_initialized(*Info(), resume);
+    if (!saved.ok()) {
+      // The storage error itself goes to the server log (the hook's job), not to a client.
+      ReplyError(m.id, kInternalError,
+                 "contextd could not save the new session (a storage error; see the server "
+                 "log): retry initialize");
+      return;
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(version_mu_);
     version_ = version;
@@ -580,6 +609,14 @@ Json McpServer::Capabilities() const {
 std::shared_ptr<Session> McpServer::CreateSession(SessionInfo info,
                                                   std::shared_ptr<MessageSink> sink) {
   auto session = std::make_shared<McpSession>(*this, std::move(info), std::move(sink));
+  RunOn(executor_, [session] { session->Register(); });
+  return session;
+}
+
+std::shared_ptr<Session> McpServer::ResumeSession(SessionInfo info, const SessionResume& resume,
+                                                  std::shared_ptr<MessageSink> sink) {
+  auto session = std::make_shared<McpSession>(*this, std::move(info), std::move(sink));
+  session->Restore(resume);
   RunOn(executor_, [session] { session->Register(); });
   return session;
 }

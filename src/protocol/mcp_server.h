@@ -133,10 +133,14 @@ class OutboundGate {
   virtual void Hold(std::function<void(const absl::Status&)> deliver) = 0;
 };
 
-// Called on the executor when a session is initialized (on_open) and when it ends (on_close).
+// Called on the executor when a session is created or resumed (on_open), when initialize
+// succeeded, before its reply (on_initialized: an error fails the initialize with -32603 and the
+// session stays uninitialized; what it writes is durable before the reply, through the outbound
+// gate where there is one), and when it ends (on_close).
 struct SessionHooks {
   std::function<void(const SessionInfo&)> on_open;
   std::function<void(const SessionInfo&, std::string_view reason)> on_close;
+  std::function<absl::Status(const SessionInfo&, const SessionResume&)> on_initialized;
 };
 
 class McpServer final : public SessionFactory {
@@ -199,6 +203,10 @@ class McpServer final : public SessionFactory {
 
   // ---- SessionFactory. The session registers itself on the executor.
   std::shared_ptr<Session> CreateSession(SessionInfo info,
+                                         std::shared_ptr<MessageSink> sink) override;
+  // A session initialized by another process: initialized with `resume`'s version and client
+  // capabilities, its project fixed when `info.project` is set (else fixed as for a new one).
+  std::shared_ptr<Session> ResumeSession(SessionInfo info, const SessionResume& resume,
                                          std::shared_ptr<MessageSink> sink) override;
 
   // Sessions alive (created and not closed). Executor only.

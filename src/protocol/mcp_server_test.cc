@@ -149,7 +149,8 @@ TEST_F(McpServerTest, CloseCancelsWorkRunsHooksAndDropsLaterMessages) {
   server_.SetSessionHooks({[&](const SessionInfo& i) { events.push_back("open " + i.session_id); },
                            [&](const SessionInfo& i, std::string_view why) {
                              events.push_back("close " + i.session_id + " " + std::string(why));
-                           }});
+                           },
+                           nullptr});
   std::shared_ptr<ToolCall> held;
   bool cancelled = false;
   ASSERT_TRUE(server_
@@ -183,7 +184,8 @@ TEST_F(McpServerTest, CloseCancelsWorkRunsHooksAndDropsLaterMessages) {
 TEST_F(McpServerTest, DroppedSessionIsUnregistered) {
   std::vector<std::string> closed;
   server_.SetSessionHooks(
-      {nullptr, [&](const SessionInfo& i, std::string_view) { closed.push_back(i.session_id); }});
+      {nullptr, [&](const SessionInfo& i, std::string_view) { closed.push_back(i.session_id); },
+       nullptr});
   auto sink2 = std::shared_ptr<RecordingSink>();
   auto s2 = NewSession("s2", &sink2);
   EXPECT_EQ(server_.session_count(), 2u);
@@ -208,6 +210,58 @@ TEST_F(McpServerTest, ListChangedGoesToInitializedSessionsWithNullRelatedId) {
   EXPECT_EQ(sent[2].message["method"], "notifications/resources/list_changed");
   EXPECT_TRUE(sent[0].related.is_null());
   EXPECT_TRUE(sink2->Take().empty());
+}
+
+// Another instance initialized the session (decision 0025): this one continues it as it was
+// negotiated there, without initialize.
+TEST_F(McpServerTest, AResumedSessionIsInitializedAsNegotiatedElsewhere) {
+  std::vector<std::string> opened;
+  SessionHooks hooks;
+  hooks.on_open = [&](const SessionInfo& i) { opened.push_back(i.session_id + " " + i.project); };
+  server_.SetSessionHooks(hooks);
+  auto sink = std::make_shared<RecordingSink>();
+  SessionInfo info;
+  info.session_id = "s_resumed";
+  info.project = "p_1";
+  SessionResume resume;
+  resume.protocol_version = "2025-03-26";
+  resume.client_capabilities = {{"roots", Json::object()}};
+  auto resumed = server_.ResumeSession(info, resume, sink);
+  executor_.RunUntilIdle();
+  EXPECT_EQ(resumed->protocol_version(), "2025-03-26");
+  EXPECT_EQ(opened, (std::vector<std::string>{"s_resumed p_1"}));
+  Feed(Serialize(MakeRequest(1, "tools/list", nullptr)), resumed.get());
+  std::vector<Sent> sent = sink->Take();
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_TRUE(sent[0].message.contains("result")) << sent[0].message.dump();
+  // Its version's rules hold: 2025-03-26 allows batches; initialize is refused.
+  Feed(Serialize(MakeRequest(2, "initialize", {{"protocolVersion", "2025-03-26"}})), resumed.get());
+  sent = sink->Take();
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].message["error"]["code"], kInvalidRequest);
+}
+
+TEST_F(McpServerTest, InitializeFailsWhenTheSessionCannotBeSaved) {
+  std::vector<std::string> saved;
+  SessionHooks hooks;
+  bool fail = true;
+  hooks.on_initialized = [&](const SessionInfo& i, const SessionResume& r) {
+    if (fail) return absl::UnavailableError("database down");
+    saved.push_back(i.session_id + " " + r.protocol_version + " " + r.client_capabilities.dump());
+    return absl::OkStatus();
+  };
+  server_.SetSessionHooks(hooks);
+  Json r =
+      Call(1, "initialize",
+           {{"protocolVersion", "2025-06-18"}, {"capabilities", {{"sampling", Json::object()}}}});
+  EXPECT_EQ(r["error"]["code"], kInternalError) << r.dump();
+  EXPECT_EQ(session_->protocol_version(), "");
+  EXPECT_EQ(Call(2, "tools/list")["error"]["code"], kInvalidRequest);  // still uninitialized
+  fail = false;
+  r = Call(3, "initialize",
+           {{"protocolVersion", "2025-06-18"}, {"capabilities", {{"sampling", Json::object()}}}});
+  EXPECT_EQ(r["result"]["protocolVersion"], "2025-06-18") << r.dump();
+  EXPECT_EQ(saved, (std::vector<std::string>{"s1 2025-06-18 {\"sampling\":{}}"}));
 }
 
 }  // namespace

@@ -52,6 +52,14 @@ inline bool ValidProjectHeader(std::string_view value) {
   return true;
 }
 
+// What initialize negotiated: enough for another process sharing the session's store to continue
+// it without a new initialize (Streamable HTTP across instances, decision 0025).
+struct SessionResume {
+  std::string protocol_version;
+  Json client_capabilities = Json::object();
+  Json client_info;
+};
+
 // Where a session's outbound messages go. Implemented by transports.
 class MessageSink {
  public:
@@ -100,6 +108,16 @@ class SessionFactory {
   // A new session that will send through `sink`. Never returns null.
   virtual std::shared_ptr<Session> CreateSession(SessionInfo info,
                                                  std::shared_ptr<MessageSink> sink) = 0;
+  // A session initialized elsewhere (`info` with its project if one was fixed), continued here in
+  // the initialized state with what `resume` says initialize negotiated; no initialize is
+  // expected. nullptr where sessions cannot be resumed.
+  virtual std::shared_ptr<Session> ResumeSession(SessionInfo info, const SessionResume& resume,
+                                                 std::shared_ptr<MessageSink> sink) {
+    (void)info;
+    (void)resume;
+    (void)sink;
+    return nullptr;
+  }
 };
 
 }  // namespace contextd::protocol

@@ -192,6 +192,9 @@ const std::map<std::string, KeySpec>& Registry() {
         Scalar("store.postgres.url", [](ServerConfig* c) { return &c->store.postgres_url; });
     m["store.postgres.pool_size"] = Scalar(
         "store.postgres.pool_size", [](ServerConfig* c) { return &c->store.postgres_pool_size; });
+    m["store.postgres.session_sync_ms"] =
+        Scalar("store.postgres.session_sync_ms",
+               [](ServerConfig* c) { return &c->store.postgres_session_sync_ms; });
     return r;
   }();
   return *registry;
@@ -520,6 +523,10 @@ absl::Status ValidateConfig(const ServerConfig& config) {
   }
   if (config.store.postgres_pool_size < 1 || config.store.postgres_pool_size > 1000) {
     return Bad("store.postgres.pool_size", "must be between 1 and 1000");
+  }
+  if (config.store.postgres_session_sync_ms < 0 ||
+      config.store.postgres_session_sync_ms > 60'000) {
+    return Bad("store.postgres.session_sync_ms", "must be between 0 and 60000");
   }
   if (config.http_threads < 1 || config.http_threads > 64) {
     return Bad("server.http_threads", "must be between 1 and 64");

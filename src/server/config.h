@@ -84,6 +84,9 @@ struct StoreConfig {
   // redacted form); prefer PGPASSWORD/PGPASSFILE or CONTEXTD_STORE_POSTGRES_URL in production.
   std::string postgres_url;
   int64_t postgres_pool_size = 8;  // connections per instance
+  // How often at most an instance writes a shared MCP session's last-seen time and checks that
+  // no other instance ended it (decision 0025), in ms; 0: on every request.
+  int64_t postgres_session_sync_ms = 2000;
 };
 
 struct ServerConfig {

@@ -214,7 +214,8 @@ TEST_F(GroupCommitTest, ASessionsEndIsConfirmedAfterTheCommitOfWhatItWrote) {
                                              std::to_string(next_version_++) + ", 'gc', 0)"));
                              }
                              EXPECT_TRUE(st.ok()) << st;
-                           }});
+                           },
+                           nullptr});
   std::vector<absl::Status> outcomes;
   std::vector<int64_t> durable_at_confirmation;
   auto done = [&](const absl::Status& st) {

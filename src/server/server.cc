@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -43,6 +44,7 @@
 #include "server/openai_distiller.h"
 #include "server/openai_embedder.h"
 #include "server/session_key.h"
+#include "server/shared_sessions.h"
 #include "server/trail_recorder.h"
 #include "server/trail_tools.h"
 #include "server/trail_api.h"
@@ -52,6 +54,7 @@
 #include "store/pg_branch_store.h"
 #include "store/pg_conversation_store.h"
 #include "store/pg_database.h"
+#include "store/pg_mcp_session_store.h"
 #include "store/pg_memory_store.h"
 #include "store/pg_trail_store.h"
 #include "store/sqlite_memory_store.h"
@@ -277,6 +280,22 @@ void ScheduleDueSweep(Engine& engine) {
   });
 }
 
+// Shared MCP sessions (decision 0025): every `period`, ends the sessions no instance saw for the
+// idle timeout, which no instance may hold any more (stopped, killed, or all released them), with
+// `end` (force-returns their branches, folds their trail). Several instances sweeping at once end
+// each session once (SharedSessions::EndIdle).
+void ScheduleIdleSessionSweep(
+    Engine& engine, std::chrono::milliseconds period,
+    std::function<void(const protocol::SessionInfo&, std::string_view)> end) {
+  engine.executor->PostAfter(period, [&engine, period, end = std::move(end)] {
+    if (!engine.manager || !engine.shared_sessions) return;  // shutting down
+    for (const protocol::SessionInfo& info : engine.shared_sessions->EndIdle(100)) {
+      end(info, transport::kCloseIdle);
+    }
+    ScheduleIdleSessionSweep(engine, period, end);
+  });
+}
+
 // The PostgreSQL store's options from the config (store.postgres.*).
 store::PgOptions PostgresOptions(const ServerConfig& config) {
   store::PgOptions o;
@@ -413,9 +432,17 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
   // 0008). If a commit fails, the engine drops what it cached and follows the store again.
   // A session's project: its client's first root, else X-Contextd-Project, else "default"
   // (decision 0022). The stdio session's is kept for the signal handler's EndSession.
-  engine.mcp->SetProjectResolver([stdio = engine.stdio_session](const protocol::Json& roots,
-                                                                protocol::SessionInfo& info) {
+  if (postgres && config.transport != "stdio") {
+    // Any instance serves any MCP session (decision 0025).
+    engine.shared_sessions = std::make_shared<SharedSessions>(
+        store::PgMcpSessionStore::Create(engine.pg_db),
+        std::chrono::seconds(config.folding.session_idle_timeout_seconds));
+  }
+  SharedSessions* shared = engine.shared_sessions.get();
+  engine.mcp->SetProjectResolver([stdio = engine.stdio_session, shared](
+                                     const protocol::Json& roots, protocol::SessionInfo& info) {
     ResolveSessionProject(roots, info);
+    if (shared != nullptr) shared->ProjectFixed(info);
     base::LogInfo(base::StrCat("session ", info.session_id, " (tenant ", info.tenant,
                                "): project ", info.project,
                                info.project_label.empty() ? "" : " ", info.project_label));
@@ -497,23 +524,47 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
   }
 
   folding::BranchManager* manager = engine.manager.get();
-  engine.mcp->SetSessionHooks(protocol::SessionHooks{
-      nullptr, [manager, trail = engine.trail.get(), tools = engine.tools.get()](
-                   const protocol::SessionInfo& info, std::string_view reason) {
-        auto ended = manager->EndSession(SessionKeyFor(info), reason);
-        // After: force-returns fold into its scopes. Also folds the session's auto-scope.
-        absl::Status trail_ended = trail->EndSession(TrailSessionFor(info));
-        if (!trail_ended.ok()) {
-          base::LogWarn(base::StrCat("trail: ending session: ", trail_ended.message()));
-        }
-        tools->ForgetSession(info);  // no reply will carry its warnings: do not keep them
-        if (!ended.ok()) {
-          base::LogError(base::StrCat("ending session: ", ended.status().message()));
-        } else if (!ended->force_returned.empty()) {
-          base::LogInfo(base::StrCat("session ended (", reason, "): force-returned ",
-                                     ended->force_returned.size(), " branch(es)"));
-        }
-      }});
+  // Ends a session for good: force-returns its live branches, folds its trail.
+  auto end_session = [manager, trail = engine.trail.get(), tools = engine.tools.get()](
+                         const protocol::SessionInfo& info, std::string_view reason) {
+    auto ended = manager->EndSession(SessionKeyFor(info), reason);
+    // After: force-returns fold into its scopes. Also folds the session's auto-scope.
+    absl::Status trail_ended = trail->EndSession(TrailSessionFor(info));
+    if (!trail_ended.ok()) {
+      base::LogWarn(base::StrCat("trail: ending session: ", trail_ended.message()));
+    }
+    tools->ForgetSession(info);  // no reply will carry its warnings: do not keep them
+    if (!ended.ok()) {
+      base::LogError(base::StrCat("ending session: ", ended.status().message()));
+    } else if (!ended->force_returned.empty()) {
+      base::LogInfo(base::StrCat("session ended (", reason, "): force-returned ",
+                                 ended->force_returned.size(), " branch(es)"));
+    }
+  };
+  protocol::SessionHooks hooks;
+  hooks.on_close = [manager, tools = engine.tools.get(), shared, end_session](
+                       const protocol::SessionInfo& info, std::string_view reason) {
+    if (shared != nullptr && !shared->EndsEverywhere(info, reason)) {
+      // Another instance may continue it: nothing ends, this one only stops caching it.
+      manager->ReleaseSession(SessionKeyFor(info));
+      tools->ForgetSession(info);
+      return;
+    }
+    end_session(info, reason);
+  };
+  if (shared != nullptr) {
+    ScheduleIdleSessionSweep(
+        engine,
+        std::clamp<std::chrono::milliseconds>(
+            std::chrono::seconds(config.folding.session_idle_timeout_seconds) / 4,
+            std::chrono::milliseconds(500), std::chrono::milliseconds(10'000)),
+        end_session);
+    hooks.on_initialized = [shared](const protocol::SessionInfo& info,
+                                    const protocol::SessionResume& resume) {
+      return shared->Record(info, resume);
+    };
+  }
+  engine.mcp->SetSessionHooks(std::move(hooks));
   return absl::OkStatus();
 }
 
@@ -599,6 +650,8 @@ absl::Status RunServer(const ServerConfig& config) {
   options.allowed_hosts = config.allowed_hosts;
   options.max_message_bytes = static_cast<size_t>(config.max_message_bytes);
   options.session_idle_timeout = std::chrono::seconds(config.folding.session_idle_timeout_seconds);
+  options.session_directory = engine.shared_sessions;
+  options.session_sync_interval = std::chrono::milliseconds(config.store.postgres_session_sync_ms);
   if (!config.auth_token_file.empty()) {
     ASSIGN_OR_RETURN(options.bearer_tokens, ReadTokens(config.auth_token_file));
   }
@@ -635,7 +688,11 @@ absl::Status RunServer(const ServerConfig& config) {
   int sig = 0;
   sigwait(&stop_signals, &sig);
   base::LogInfo(base::StrCat("signal ", sig, ": shutting down"));
-  (*http)->Stop();  // closes every session: their branches are force-returned ("shutdown")
+  // Closes every session: their branches are force-returned ("shutdown"), except where sessions
+  // are shared: they stay open for the other instances.
+  (*http)->Stop();
+  // No lookup or touch calls back into the stopped transport.
+  if (engine.shared_sessions) engine.shared_sessions->Stop();
   if (engine.model_gateway) engine.model_gateway->Stop();  // no new upstream calls
   // Ends the calls in flight (their callbacks use the gateway).
   engine.model_client.reset();

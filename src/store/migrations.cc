@@ -508,6 +508,26 @@ constexpr char k0012UsageProject[] = R"sql(
 ALTER TABLE model_usage ADD COLUMN project TEXT NOT NULL DEFAULT 'default';
 )sql";
 
+// 0013: the durable record of each MCP session (decision 0025): what initialize negotiated, the
+// project once fixed, last seen and how it ended, so that instances sharing a store can continue
+// a session another one initialized. ended_ms is NULL while the session is open.
+constexpr char k0013McpSessions[] = R"sql(
+CREATE TABLE mcp_sessions (
+  id                  TEXT PRIMARY KEY,
+  tenant              TEXT NOT NULL,
+  project             TEXT NOT NULL DEFAULT '',
+  project_label       TEXT NOT NULL DEFAULT '',
+  project_header      TEXT NOT NULL DEFAULT '',
+  protocol_version    TEXT NOT NULL,
+  client_capabilities TEXT NOT NULL DEFAULT '{}',
+  client_info         TEXT NOT NULL DEFAULT '{}',
+  created_ms          INTEGER NOT NULL,
+  last_seen_ms        INTEGER NOT NULL,
+  ended_ms            INTEGER,
+  end_reason          TEXT NOT NULL DEFAULT ''
+);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
@@ -524,6 +544,7 @@ const std::vector<Migration>& Migrations() {
       {10, "0010_memory.sql", k0010Memory},
       {11, "0011_auto_fold_rewrites.sql", k0011AutoFoldRewrites},
       {12, "0012_usage_project.sql", k0012UsageProject},
+      {13, "0013_mcp_sessions.sql", k0013McpSessions},
   };
   return kAll;
 }

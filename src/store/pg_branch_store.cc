@@ -11,6 +11,7 @@ namespace {
 
 using folding::Branch;
 
+// Inserted and read; reads append `version` (column 18), which only updates set.
 constexpr char kBranchColumns[] =
     "id, tenant, project, session_id, parent_id, depth, description, prompt, status, "
     "budget_allocated, tokens_used, reserved_for_children, deadline_ms, created_at_ms, "
@@ -65,15 +66,24 @@ absl::Status PgBranchStore::CommitIn(PgConn& c, const folding::BranchWrite& writ
     }
   }
   for (const folding::BranchUpdate& u : write.updates) {
+    // Conditional on the version the engine computed the update from (decision 0025): an
+    // instance whose cache is stale writes nothing and reloads.
     ASSIGN_OR_RETURN(
         PgResult r,
         c.Exec("UPDATE branches SET status = $1, tokens_used = $2, "
                "reserved_for_children = $3, summary = $4, finish_reason = $5, "
-               "finished_at_ms = $6, memory_queued = $7 WHERE id = $8",
+               "finished_at_ms = $6, memory_queued = $7, version = version + 1 WHERE id = $8 "
+               "AND ($9::bigint < 0 OR version = $9::bigint)",
                {folding::BranchStatusName(u.status), u.tokens_used, u.reserved_for_children,
-                u.summary, u.finish_reason, NullIfZero(u.finished_at_ms), u.memory_queued, u.id}));
+                u.summary, u.finish_reason, NullIfZero(u.finished_at_ms), u.memory_queued, u.id,
+                u.expected_version}));
     if (r.affected() != 1) {
-      return absl::NotFoundError(absl::StrCat("update of unknown branch ", u.id));
+      ASSIGN_OR_RETURN(PgResult known, c.Exec("SELECT 1 FROM branches WHERE id = $1", {u.id}));
+      if (known.rows() == 0) {
+        return absl::NotFoundError(absl::StrCat("update of unknown branch ", u.id));
+      }
+      return absl::AbortedError(
+          absl::StrCat("branch ", u.id, " was changed by another instance; reload and retry"));
     }
   }
   for (const folding::ChargeRow& ch : write.charges) {
@@ -117,6 +127,7 @@ absl::StatusOr<std::vector<Branch>> PgBranchStore::ReadBranches(PgConn& c, const
     b.summary = r.Text(i, 15);
     b.finish_reason = r.Text(i, 16);
     b.memory_queued = r.Bool(i, 17);
+    b.version = r.Int(i, 18);
     out.push_back(std::move(b));
   }
   for (Branch& b : out) {
@@ -138,9 +149,9 @@ absl::StatusOr<std::vector<Branch>> PgBranchStore::ReadBranches(PgConn& c, const
 absl::StatusOr<std::optional<Branch>> PgBranchStore::Get(std::string_view id) {
   std::optional<Branch> out;
   RETURN_IF_ERROR(db_->Read([&](PgConn& c) -> absl::Status {
-    ASSIGN_OR_RETURN(
-        PgResult r,
-        c.Exec(absl::StrCat("SELECT ", kBranchColumns, " FROM branches WHERE id = $1"), {id}));
+    ASSIGN_OR_RETURN(PgResult r, c.Exec(absl::StrCat("SELECT ", kBranchColumns,
+                                                     ", version FROM branches WHERE id = $1"),
+                                        {id}));
     ASSIGN_OR_RETURN(std::vector<Branch> rows, ReadBranches(c, r));
     out.reset();
     if (!rows.empty()) out = std::move(rows.front());
@@ -149,11 +160,24 @@ absl::StatusOr<std::optional<Branch>> PgBranchStore::Get(std::string_view id) {
   return out;
 }
 
+absl::StatusOr<int64_t> PgBranchStore::SessionStamp(const folding::SessionKey& session) {
+  int64_t stamp = 0;
+  const absl::Status read = db_->Read([&](PgConn& c) -> absl::Status {
+    ASSIGN_OR_RETURN(PgResult r, c.Exec("SELECT COUNT(*) + COALESCE(SUM(version), 0) FROM branches "
+                                        "WHERE tenant = $1 AND project = $2 AND session_id = $3",
+                                        {session.tenant, session.project, session.session_id}));
+    stamp = r.Int(0, 0);
+    return absl::OkStatus();
+  });
+  if (!read.ok()) return read;
+  return stamp;
+}
+
 absl::StatusOr<std::vector<Branch>> PgBranchStore::ListSession(const folding::SessionKey& session) {
   std::vector<Branch> out;
   RETURN_IF_ERROR(db_->Read([&](PgConn& c) -> absl::Status {
     ASSIGN_OR_RETURN(PgResult r,
-                     c.Exec(absl::StrCat("SELECT ", kBranchColumns,
+                     c.Exec(absl::StrCat("SELECT ", kBranchColumns, ", version",
                                          " FROM branches WHERE tenant = $1 AND project = $2 AND "
                                          "session_id = $3 ORDER BY pos"),
                             {session.tenant, session.project, session.session_id}));
@@ -166,7 +190,7 @@ absl::StatusOr<std::vector<Branch>> PgBranchStore::ListSession(const folding::Se
 absl::StatusOr<std::vector<Branch>> PgBranchStore::ListLive() {
   std::vector<Branch> out;
   RETURN_IF_ERROR(db_->Read([&](PgConn& c) -> absl::Status {
-    ASSIGN_OR_RETURN(PgResult r, c.Exec(absl::StrCat("SELECT ", kBranchColumns,
+    ASSIGN_OR_RETURN(PgResult r, c.Exec(absl::StrCat("SELECT ", kBranchColumns, ", version",
                                                      " FROM branches WHERE status IN "
                                                      "('created', 'active') ORDER BY pos")));
     ASSIGN_OR_RETURN(out, ReadBranches(c, r));

@@ -28,6 +28,11 @@ class PgBranchStore final : public folding::BranchStore {
       const folding::SessionKey& session) override;
   absl::StatusOr<std::vector<folding::Branch>> ListLive() override;
   absl::StatusOr<RecentCharges> GetRecentCharges(std::string_view branch_id, int limit) override;
+  // Shared: updates are conditional on BranchUpdate::expected_version (Aborted when the row moved
+  // on), and SessionStamp is COUNT(*) + SUM(version) of the session's rows (one index scan of
+  // branches_by_session).
+  bool shared() const override { return true; }
+  absl::StatusOr<int64_t> SessionStamp(const folding::SessionKey& session) override;
 
   // Claims live branch `id` for its deadline (see BranchStore): in one statement, the row is
   // locked with FOR UPDATE SKIP LOCKED (a claimer racing another skips instead of waiting) and

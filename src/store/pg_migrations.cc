@@ -222,11 +222,37 @@ CREATE TABLE memory_vectors (
 );
 )sql";
 
+// 0002: sessions shared between instances (decision 0025).
+// - mcp_sessions: the durable record of each MCP session (SQLite's migration 13); ended_ms is NULL
+//   while open. Every read and write is by id (the primary key): no other index.
+// - branches.version: bumped by every update of the row; an update names the version it read
+//   (BranchUpdate::expected_version), so two instances holding one session cannot overwrite
+//   each other's budget accounting, and a session's count + sum of versions tells an instance
+//   cheaply whether its cached branches are stale (BranchStore::SessionStamp).
+constexpr char k0002SharedSessions[] = R"sql(
+CREATE TABLE mcp_sessions (
+  id                  TEXT PRIMARY KEY,
+  tenant              TEXT NOT NULL,
+  project             TEXT NOT NULL DEFAULT '',
+  project_label       TEXT NOT NULL DEFAULT '',
+  project_header      TEXT NOT NULL DEFAULT '',
+  protocol_version    TEXT NOT NULL,
+  client_capabilities TEXT NOT NULL DEFAULT '{}',
+  client_info         TEXT NOT NULL DEFAULT '{}',
+  created_ms          BIGINT NOT NULL,
+  last_seen_ms        BIGINT NOT NULL,
+  ended_ms            BIGINT,
+  end_reason          TEXT NOT NULL DEFAULT ''
+);
+ALTER TABLE branches ADD COLUMN version BIGINT NOT NULL DEFAULT 0;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& PgMigrations() {
   static const std::vector<Migration> kAll = {
       {1, "0001_init.sql", k0001Init},
+      {2, "0002_shared_sessions.sql", k0002SharedSessions},
   };
   return kAll;
 }

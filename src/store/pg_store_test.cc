@@ -16,6 +16,7 @@
 #include "folding/testing/fakes.h"
 #include "store/branch_store_contract.h"
 #include "store/conversation_store_contract.h"
+#include "store/mcp_session_store_contract.h"
 #include "store/memory_store_contract.h"
 #include "store/pg_branch_store.h"
 #include "store/pg_conversation_store.h"
@@ -29,6 +30,7 @@ namespace contextd::store {
 namespace {
 
 using testing::BranchStoreContractTest;
+using testing::McpSessionStoreContractTest;
 using testing::MemoryBankTest;
 using testing::PgBackend;
 using testing::TrailStoreContractTest;
@@ -38,6 +40,9 @@ INSTANTIATE_TEST_SUITE_P(Postgres, BranchStoreContractTest, ::testing::Values(te
 
 INSTANTIATE_TEST_SUITE_P(Postgres, MemoryBankTest, ::testing::Values(testing::PgFactory()),
                          testing::BackendName);
+
+INSTANTIATE_TEST_SUITE_P(Postgres, McpSessionStoreContractTest,
+                         ::testing::Values(testing::PgFactory()), testing::BackendName);
 
 INSTANTIATE_TEST_SUITE_P(Postgres, TrailStoreContractTest, ::testing::Values(testing::PgFactory()),
                          testing::BackendName);

@@ -195,6 +195,21 @@ const std::vector<Table>& Tables() {
         {"model", Kind::kText},
         {"dim", Kind::kInt},
         {"vector", Kind::kBytes}}},
+      {"mcp_sessions",
+       "created_ms, id",
+       "",
+       {{"id", Kind::kText},
+        {"tenant", Kind::kText},
+        {"project", Kind::kText},
+        {"project_label", Kind::kText},
+        {"project_header", Kind::kText},
+        {"protocol_version", Kind::kText},
+        {"client_capabilities", Kind::kText},
+        {"client_info", Kind::kText},
+        {"created_ms", Kind::kInt},
+        {"last_seen_ms", Kind::kInt},
+        {"ended_ms", Kind::kInt, true},
+        {"end_reason", Kind::kText}}},
   };
   return kTables;
 }

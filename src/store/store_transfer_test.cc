@@ -75,6 +75,16 @@ void Fill(testing::StoreBackend& b) {
   h.action = "recorded";
   ASSERT_TRUE((*mem)->Insert(item, h).ok());
   ASSERT_TRUE((*mem)->PutVector("mem_1", "m", {1.0f, -2.5f}).ok());
+
+  auto sessions = b.OpenMcpSessionStore();
+  ASSERT_TRUE(sessions.ok()) << sessions.status();
+  McpSessionRecord open{"sid_open",   "local",          "default", "", "",
+                        "2025-06-18", "{\"roots\":{}}", "{}",      1,  2};
+  ASSERT_TRUE((*sessions)->Create(open).ok());
+  McpSessionRecord ended = open;
+  ended.id = "sid_ended";
+  ASSERT_TRUE((*sessions)->Create(ended).ok());
+  ASSERT_TRUE(*(*sessions)->End("sid_ended", 3, "client deleted session"));
 }
 
 // Reads it all back through the interfaces of `b`.
@@ -126,6 +136,17 @@ void Check(testing::StoreBackend& b) {
   ASSERT_TRUE(vectors.ok());
   ASSERT_EQ(vectors->size(), 1u);
   EXPECT_EQ((*vectors)[0].vector[1], -2.5f);
+
+  auto sessions = b.OpenMcpSessionStore();
+  ASSERT_TRUE(sessions.ok());
+  auto open = (*sessions)->Get("sid_open");
+  ASSERT_TRUE(open.ok() && open->has_value());
+  EXPECT_EQ((*open)->client_capabilities, "{\"roots\":{}}");
+  EXPECT_EQ((*open)->ended_ms, 0);
+  auto ended = (*sessions)->Get("sid_ended");
+  ASSERT_TRUE(ended.ok() && ended->has_value());
+  EXPECT_EQ((*ended)->ended_ms, 3);
+  EXPECT_EQ((*ended)->end_reason, "client deleted session");
 }
 
 TEST(StoreTransferTest, SqliteToPostgresAndBackKeepsEverything) {

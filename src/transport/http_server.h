@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "protocol/session.h"
 #include "transport/http_route.h"
+#include "transport/session_directory.h"
 
 namespace contextd::transport {
 
@@ -78,6 +79,16 @@ struct HttpServerOptions {
   // A session with no request for this long and no open GET stream is closed (Session::Close).
   // Zero disables.
   std::chrono::milliseconds session_idle_timeout{30 * 60'000};
+  // Sessions shared with other instances (decision 0025; null: this instance owns its sessions).
+  // With a directory, a request naming an Mcp-Session-Id this instance does not hold is looked
+  // up there (well-formed ids only, unknown ones remembered, at most 32 lookups in flight: a
+  // flood of made-up ids cannot become a flood of queries) and continued if the session is open;
+  // and a session held here is touched there (its last-seen time, which idle expiry on every
+  // instance reads) at most once per `session_sync_interval`, when a request for it arrives and
+  // by the idle sweep, which drops sessions that ended elsewhere. Must outlive the server's
+  // I/O threads and every callback it has in flight.
+  std::shared_ptr<SessionDirectory> session_directory;
+  std::chrono::milliseconds session_sync_interval{2'000};
   // SSE events kept per session for Last-Event-ID resumption (of the standalone stream, and of
   // POST streams the engine closed before their answer: MessageSink::CloseStream), at most this
   // many and at most 8 MiB of them.

@@ -113,6 +113,7 @@ class BranchManager::Txn {
       u.finish_reason = b.finish_reason;
       u.finished_at_ms = b.finished_at_ms;
       u.memory_queued = b.memory_queued;
+      u.expected_version = b.version;
       write.updates.push_back(std::move(u));
     }
     write.charges = charges_;
@@ -123,7 +124,12 @@ class BranchManager::Txn {
       SessionState& state = m_.sessions_[b.session];
       m_.AddNode(std::move(b), state);
     }
-    for (auto& [id, b] : touched_) m_.nodes_.at(id).branch = std::move(b);
+    for (auto& [id, b] : touched_) {
+      ++b.version;  // as the store counted the update (where it counts)
+      auto sit = m_.sessions_.find(b.session);
+      if (sit != m_.sessions_.end()) ++sit->second.stamp;
+      m_.nodes_.at(id).branch = std::move(b);
+    }
     for (auto& [id, list] : added_) {
       Node& node = m_.nodes_.at(id);
       for (Excerpt& e : list) {

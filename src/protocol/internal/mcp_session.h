@@ -71,6 +71,9 @@ class McpSession final : public Session, public std::enable_shared_from_this<Mcp
 
   void CloseThen(std::string_view reason, std::function<void(const absl::Status&)> done) override;
 
+  // Before the session is shared with any thread: the initialized state negotiated elsewhere.
+  void Restore(const SessionResume& resume);
+
   // ---- Executor only.
   void Register();
 

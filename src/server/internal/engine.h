@@ -28,6 +28,7 @@
 #include "server/metrics.h"
 #include "server/openai_distiller.h"
 #include "server/openai_embedder.h"
+#include "server/shared_sessions.h"
 #include "server/trail_api.h"
 #include "server/trail_recorder.h"
 #include "server/trail_tools.h"
@@ -86,6 +87,8 @@ struct Engine {
   std::unique_ptr<transport::HttpClient> openai_client;  // to the OpenAI upstream
   std::unique_ptr<model::ModelGateway> model_gateway;
   std::shared_ptr<protocol::McpServer> mcp;
+  // MCP sessions shared with other instances (postgres over HTTP only; decision 0025).
+  std::shared_ptr<SharedSessions> shared_sessions;
   // The stdio session as its project was fixed (executor only): the signal handler ends it.
   std::shared_ptr<protocol::SessionInfo> stdio_session = [] {
     auto info = std::make_shared<protocol::SessionInfo>();

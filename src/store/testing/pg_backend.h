@@ -9,6 +9,7 @@
 
 #include "store/pg_branch_store.h"
 #include "store/pg_conversation_store.h"
+#include "store/pg_mcp_session_store.h"
 #include "store/pg_memory_store.h"
 #include "store/pg_trail_store.h"
 #include "store/testing/pg_test_server.h"
@@ -63,6 +64,11 @@ class PgBackend final : public StoreBackend {
     auto s = PgMemoryStore::Open(options());
     if (!s.ok()) return s.status();
     return std::unique_ptr<memory::MemoryStore>(std::move(*s));
+  }
+  absl::StatusOr<std::unique_ptr<McpSessionStore>> OpenMcpSessionStore() override {
+    auto s = PgMcpSessionStore::Open(options());
+    if (!s.ok()) return s.status();
+    return std::unique_ptr<McpSessionStore>(std::move(*s));
   }
   const std::string& conninfo() const { return conninfo_; }
   const std::string& dbname() const { return dbname_; }

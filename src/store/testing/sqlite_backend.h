@@ -7,6 +7,7 @@
 
 #include "store/sqlite_branch_store.h"
 #include "store/sqlite_conversation_store.h"
+#include "store/sqlite_mcp_session_store.h"
 #include "store/sqlite_memory_store.h"
 #include "store/sqlite_trail_store.h"
 #include "store/test_util.h"
@@ -35,6 +36,11 @@ class SqliteBackend final : public StoreBackend {
     auto s = SqliteMemoryStore::Open(path());
     if (!s.ok()) return s.status();
     return std::unique_ptr<memory::MemoryStore>(std::move(*s));
+  }
+  absl::StatusOr<std::unique_ptr<McpSessionStore>> OpenMcpSessionStore() override {
+    auto s = SqliteMcpSessionStore::Open(path());
+    if (!s.ok()) return s.status();
+    return std::unique_ptr<McpSessionStore>(std::move(*s));
   }
   std::string path() const { return tmp_.File("contextd.db"); }
 

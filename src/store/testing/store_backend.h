@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "folding/branch_store.h"
 #include "memory/memory_store.h"
+#include "store/mcp_session_store.h"
 #include "model/conversation_store.h"
 #include "trail/trail_store.h"
 
@@ -25,6 +26,7 @@ class StoreBackend {
   virtual absl::StatusOr<std::unique_ptr<trail::TrailStore>> OpenTrailStore() = 0;
   virtual absl::StatusOr<std::unique_ptr<model::ConversationStore>> OpenConversationStore() = 0;
   virtual absl::StatusOr<std::unique_ptr<memory::MemoryStore>> OpenMemoryStore() = 0;
+  virtual absl::StatusOr<std::unique_ptr<McpSessionStore>> OpenMcpSessionStore() = 0;
 };
 
 // A named way to make a backend with a fresh database (a test parameter).

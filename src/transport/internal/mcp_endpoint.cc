@@ -28,11 +28,49 @@ SteadyNanos NowNanos() {
 
 constexpr std::string_view kEventStream = "text/event-stream";
 
+// Shared sessions: lookups in flight at once, and unknown ids remembered.
+constexpr int kMaxLookupsInFlight = 32;
+constexpr size_t kUnknownRemembered = 4096;
+
+// The shape of the ids CreateSession issues (base::RandomId of 16 bytes: 32 lowercase hex
+// characters). Anything else is not looked up.
+bool LooksLikeSessionId(std::string_view id) {
+  if (id.size() != 32) return false;
+  for (char c : id) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 // ---- McpExchange.
 
 void McpExchange::Handle(HttpRequest req) {
+  const std::string_view m = req.method();
+  if (ep_->shared() && (m == "POST" || m == "GET" || m == "DELETE") &&
+      !req.Header("Mcp-Session-Id").empty()) {
+    auto held = std::make_shared<HttpRequest>(std::move(req));
+    const auto state = ep_->Revalidate(std::string(held->Header("Mcp-Session-Id")), held->tenant(),
+                                       [self = shared_from_this(), held](bool answered) {
+                                         self->responder_->Post([self, held, answered] {
+                                           if (!answered) {
+                                             return self->RespondError(
+                                                 503, "the session store does not answer; retry");
+                                           }
+                                           self->Dispatch(*held);
+                                         });
+                                       });
+    if (state == McpEndpoint::Revalidation::kBusy) {
+      return RespondError(503, "too many session lookups in flight; retry");
+    }
+    if (state == McpEndpoint::Revalidation::kReady) Dispatch(*held);
+    return;
+  }
+  Dispatch(req);
+}
+
+void McpExchange::Dispatch(HttpRequest& req) {
   const std::string_view m = req.method();
   if (m == "POST") return HandlePost(req);
   if (m == "GET") return HandleGet(req);
@@ -208,7 +246,7 @@ void McpExchange::HandleDelete(HttpRequest& req) {
   // error Status's shared representation is released inside the (uninstrumented) absl library,
   // which ThreadSanitizer reports as a race.
   bool closed = ep_->CloseSession(
-      entry->id, "client deleted session", [self = shared_from_this()](const absl::Status& ended) {
+      entry->id, kCloseDeleted, [self = shared_from_this()](const absl::Status& ended) {
         self->responder_->Post([self, saved = ended.ok()] { self->OnSessionEnded(saved); });
       });
   if (!closed) {  // ended meanwhile (idle timeout, another DELETE)
@@ -390,6 +428,7 @@ std::shared_ptr<SessionEntry> McpEndpoint::CreateSession(const std::string& tena
   entry->tenant = tenant;
   entry->sink = std::make_shared<HttpSink>(opts_.replay_events);
   entry->last_active.store(NowNanos());
+  entry->last_synced.store(NowNanos());  // initialize writes its record
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_ || sessions_.size() >= opts_.max_sessions) return nullptr;
@@ -434,6 +473,123 @@ bool McpEndpoint::CloseSession(const std::string& id, std::string_view reason,
   return true;
 }
 
+McpEndpoint::Revalidation McpEndpoint::Revalidate(const std::string& id, const std::string& tenant,
+                                                  std::function<void(bool)> then) {
+  SessionDirectory& directory = *opts_.session_directory;
+  const SteadyNanos now = NowNanos();
+  const SteadyNanos interval =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(opts_.session_sync_interval).count();
+  std::shared_ptr<SessionEntry> entry;
+  const std::string key = tenant + "\n" + id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sessions_.find(id);
+    if (it != sessions_.end()) {
+      entry = it->second;
+    } else {
+      if (!LooksLikeSessionId(id) || unknown_.count(key) > 0 || stopping_) {
+        return Revalidation::kReady;  // answered 404 by the handler
+      }
+      if (lookups_in_flight_ >= kMaxLookupsInFlight) return Revalidation::kBusy;
+      ++lookups_in_flight_;
+    }
+  }
+  if (entry) {
+    if (entry->tenant != tenant) return Revalidation::kReady;  // 404
+    // Throttled: at most one write per session and interval, and the answer says whether the
+    // session ended on another instance (DELETE there, or idle everywhere).
+    const SteadyNanos synced = entry->last_synced.load(std::memory_order_relaxed);
+    if (now - synced < interval) return Revalidation::kReady;
+    entry->last_synced.store(now, std::memory_order_relaxed);
+    directory.Touch(
+        {id}, [this, id, then = std::move(then)](absl::StatusOr<std::vector<std::string>> open) {
+          // A store error: serve from what this instance holds (the next request asks again).
+          if (open.ok() && open->empty()) CloseSession(id, kCloseEndedElsewhere);
+          then(true);
+        });
+    return Revalidation::kPending;
+  }
+  directory.Lookup(id, tenant,
+                   [this, key, then = std::move(then)](
+                       absl::StatusOr<std::optional<SessionDirectory::Found>> found) {
+                     {
+                       std::lock_guard<std::mutex> lock(mu_);
+                       --lookups_in_flight_;
+                     }
+                     if (!found.ok()) {
+                       base::LogWarn(std::string("session lookup failed: ") +
+                                     std::string(found.status().message()));
+                       return then(false);
+                     }
+                     if (!found->has_value()) {
+                       RememberUnknown(key);
+                     } else {
+                       AdoptSession(std::move(**found));
+                     }
+                     then(true);
+                   });
+  return Revalidation::kPending;
+}
+
+void McpEndpoint::RememberUnknown(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!unknown_.insert(key).second) return;
+  unknown_order_.push_back(key);
+  if (unknown_order_.size() > kUnknownRemembered) {
+    unknown_.erase(unknown_order_.front());
+    unknown_order_.pop_front();
+  }
+}
+
+void McpEndpoint::AdoptSession(SessionDirectory::Found found) {
+  auto entry = std::make_shared<SessionEntry>();
+  entry->id = found.info.session_id;
+  entry->tenant = found.info.tenant;
+  entry->sink = std::make_shared<HttpSink>(opts_.replay_events);
+  const SteadyNanos now = NowNanos();
+  entry->last_active.store(now);
+  entry->last_synced.store(now);  // the lookup just read it open
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ || sessions_.size() >= opts_.max_sessions) return;
+    if (!sessions_.emplace(entry->id, entry).second) return;  // resumed by a concurrent request
+    // Created under the lock: a concurrent FindSession must not see it without its session.
+    found.info.transport = "http";
+    entry->session = factory_->ResumeSession(std::move(found.info), found.resume, entry->sink);
+  }
+  if (!entry->session) {
+    std::lock_guard<std::mutex> lock(mu_);
+    sessions_.erase(entry->id);
+    return;
+  }
+  base::LogInfo("session " + entry->id + " (tenant " + entry->tenant +
+                ") continued from the shared store");
+}
+
+void McpEndpoint::SyncSessions() {
+  std::vector<std::string> ids;
+  const SteadyNanos now = NowNanos();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, entry] : sessions_) {
+      const SteadyNanos synced = entry->last_synced.load(std::memory_order_relaxed);
+      if (entry->last_active.load(std::memory_order_relaxed) <= synced && !entry->sink->Busy()) {
+        continue;
+      }
+      entry->last_synced.store(now, std::memory_order_relaxed);
+      ids.push_back(id);
+    }
+  }
+  if (ids.empty()) return;
+  opts_.session_directory->Touch(ids, [this, ids](absl::StatusOr<std::vector<std::string>> open) {
+    if (!open.ok()) return;
+    std::unordered_set<std::string> still(open->begin(), open->end());
+    for (const auto& id : ids) {
+      if (still.count(id) == 0) CloseSession(id, kCloseEndedElsewhere);
+    }
+  });
+}
+
 bool McpEndpoint::VersionSupported(std::string_view v) const {
   return std::find(opts_.supported_protocol_versions.begin(),
                    opts_.supported_protocol_versions.end(),
@@ -455,6 +611,11 @@ void McpEndpoint::ScheduleSweep() {
   auto period = std::clamp<std::chrono::milliseconds>(opts_.session_idle_timeout / 4,
                                                       std::chrono::milliseconds(5),
                                                       std::chrono::milliseconds(10'000));
+  if (shared()) {
+    // Sessions with an open stream and no requests keep their shared last-seen time current.
+    period = std::min(period, std::max<std::chrono::milliseconds>(opts_.session_sync_interval,
+                                                                  std::chrono::milliseconds(500)));
+  }
   sweep_timer_->expires_after(period);
   sweep_timer_->async_wait([this](const boost::system::error_code& ec) {
     if (ec) return;
@@ -476,7 +637,8 @@ void McpEndpoint::SweepIdleSessions() {
       expired.push_back(id);
     }
   }
-  for (const auto& id : expired) CloseSession(id, "idle timeout");
+  for (const auto& id : expired) CloseSession(id, kCloseIdle);
+  if (shared()) SyncSessions();
 }
 
 void McpEndpoint::BeginStop() {
@@ -493,7 +655,7 @@ void McpEndpoint::AfterThreadsStopped() {
   // No sink may post to the io_context once it is being destroyed.
   for (auto& [id, entry] : sessions) entry->sink->Detach(/*notify=*/false);
   for (auto& [id, entry] : sessions) {
-    if (entry->session) entry->session->Close("server shutdown");
+    if (entry->session) entry->session->Close(kCloseShutdown);
   }
   sweep_timer_.reset();
 }

@@ -2,16 +2,21 @@
 // (Mcp-Session-Id -> protocol::Session and its HttpSink), routes each session's messages to the
 // POST waiting for them or to an SSE stream, keeps a bounded replay of SSE events for
 // Last-Event-ID (the standalone stream, and POST streams the engine closed before their answer),
-// ends idle sessions, and answers DELETE once the session's end is durable.
+// ends idle sessions, and answers DELETE once the session's end is durable. With a
+// SessionDirectory (sessions shared between instances, decision 0025) it resumes sessions other
+// instances initialized and keeps their shared last-seen time current.
 // Thread-safe: the route's handler runs on I/O threads, sinks are called from any thread.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/steady_timer.hpp"
@@ -58,10 +63,26 @@ class McpEndpoint {
                     std::function<void(const absl::Status&)> done = nullptr);
   bool VersionSupported(std::string_view v) const;
 
+  // With a SessionDirectory: makes what this instance holds of session `id` current before a
+  // request for it is served. kReady: nothing to wait for. kPending: `then` is called (any
+  // thread) once the session was resumed from the directory, found unknown or ended elsewhere
+  // (dropped here), with false if the directory could not answer (503). kBusy: too many lookups
+  // in flight (503).
+  enum class Revalidation { kReady, kPending, kBusy };
+  Revalidation Revalidate(const std::string& id, const std::string& tenant,
+                          std::function<void(bool answered)> then);
+  bool shared() const { return opts_.session_directory != nullptr; }
+
  private:
   void Handle(HttpRequest request, std::shared_ptr<HttpResponder> responder);
   void ScheduleSweep();
   void SweepIdleSessions();
+  // Adds a session resumed from the directory (no-op if one with its id is held already).
+  void AdoptSession(transport::SessionDirectory::Found found);
+  // Touches the sessions used since their last sync (and those with a stream open); drops those
+  // that ended elsewhere.
+  void SyncSessions();
+  void RememberUnknown(const std::string& key);
 
   const HttpServerOptions& opts_;
   std::shared_ptr<protocol::SessionFactory> factory_;
@@ -69,6 +90,11 @@ class McpEndpoint {
   bool stopping_ = false;
   std::unordered_map<std::string, std::shared_ptr<SessionEntry>> sessions_;
   std::unique_ptr<boost::asio::steady_timer> sweep_timer_;
+  // Shared sessions: "tenant\nid" of ids the directory did not know (bounded, oldest evicted),
+  // and lookups in flight. Guarded by mu_.
+  std::unordered_set<std::string> unknown_;
+  std::deque<std::string> unknown_order_;
+  int lookups_in_flight_ = 0;
 };
 
 }  // namespace contextd::transport::internal

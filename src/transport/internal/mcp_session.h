@@ -120,6 +120,8 @@ struct SessionEntry {
   std::shared_ptr<protocol::Session> session;
   std::shared_ptr<HttpSink> sink;
   std::atomic<SteadyNanos> last_active{0};
+  // When the session's last-seen time was last written to the SessionDirectory (shared only).
+  std::atomic<SteadyNanos> last_synced{0};
 };
 
 // One request to the MCP endpoint. Confined to its connection's I/O thread: created by the
@@ -129,6 +131,8 @@ class McpExchange : public std::enable_shared_from_this<McpExchange> {
   McpExchange(McpEndpoint* ep, std::shared_ptr<HttpResponder> responder)
       : ep_(ep), responder_(std::move(responder)) {}
 
+  // Shared sessions first: resumes the named session from the directory, or drops it if it ended
+  // elsewhere (asynchronously), then dispatches.
   void Handle(HttpRequest req);
 
   // ---- From the sink (any thread): posted to the I/O thread.
@@ -161,6 +165,7 @@ class McpExchange : public std::enable_shared_from_this<McpExchange> {
   // the session's end to be durable.
   enum class Mode { kNew, kWaiting, kPostStream, kGetStream, kResumed, kEnding, kDone };
 
+  void Dispatch(HttpRequest& req);
   void HandlePost(HttpRequest& req);
   void HandleGet(HttpRequest& req);
   void HandleDelete(HttpRequest& req);
