@@ -8,7 +8,10 @@
 # branch.force_returned per otherwise ended branch), seen, missing, duplicates, phantom (in the
 # stream, not in the database).
 #
-#   bench/scaleout/events.sh     # DURATION=8 KILL_AFTER=3 CONC=12 BUILD=build/release
+# PAUSE_NATS=1 (the default) stalls nats-server (SIGSTOP) for the second before the kill, so that
+# the killed instance certainly leaves unpublished rows; PAUSE_NATS=0 kills under normal flow.
+#
+#   bench/scaleout/events.sh     # DURATION=8 KILL_AFTER=3 CONC=12 PAUSE_NATS=1 BUILD=build/release
 #                                # (or CONTEXTD=..., LOAD=...), PG_BIN=/usr/lib/postgresql/15/bin
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -20,6 +23,7 @@ NATS_SERVER=${NATS_SERVER:-$(command -v nats-server || echo /usr/sbin/nats-serve
 DURATION=${DURATION:-8}
 KILL_AFTER=${KILL_AFTER:-3}
 CONC=${CONC:-12}
+PAUSE_NATS=${PAUSE_NATS:-1}
 for f in "$CONTEXTD" "$LOAD" "$PG_BIN/initdb" "$PG_BIN/postgres" "$NATS_SERVER"; do
   [[ -x $f ]] || { echo "missing $f" >&2; exit 1; }
 done
@@ -102,16 +106,26 @@ for i in 0 1; do
     --warmup 0 --branch-pairs --label "events/$i" >"$TMP/load$i" 2>"$TMP/load$i.err" &
   LP[i]=$!
 done
-sleep "$KILL_AFTER"
+if ((PAUSE_NATS)); then
+  # NATS stalls for the last second before the kill (SIGSTOP): acks stop coming, so the killed
+  # instance certainly leaves unpublished rows behind for the survivor to take over.
+  sleep $((KILL_AFTER - 1))
+  kill -STOP "$NATS_PID"
+  sleep 1
+else
+  sleep "$KILL_AFTER"
+fi
 kill -9 "${PIDS[1]}"
 wait "${PIDS[1]}" 2>/dev/null || true
 killed_at=$(date +%s)
-echo "kill -9 instance 1 at ${KILL_AFTER}s of ${DURATION}s"
+at_kill=$(sql events "SELECT count(*) FROM event_outbox")
+((PAUSE_NATS)) && kill -CONT "$NATS_PID"
+echo "kill -9 instance 1 at ${KILL_AFTER}s of ${DURATION}s (NATS stalled the second before: $PAUSE_NATS); outbox rows at the kill: $at_kill"
 wait "${LP[0]}" "${LP[1]}" || true
 left_at_kill=$(sql events "SELECT count(*) FROM event_outbox")
 # The survivor takes the killed instance's rows over once their lease (15 s) ran out: wait until
-# the outbox is empty (at most 60 s).
-for ((k = 0; k < 600; k++)); do
+# the outbox is empty (at most 300 checks).
+for ((k = 0; k < 300; k++)); do
   [[ $(sql events "SELECT count(*) FROM event_outbox") == 0 ]] && break
   sleep 0.1
 done
@@ -120,6 +134,11 @@ taken=$(curl -sf "${URLS[0]%/mcp}/metrics" | awk '/^contextd_events_outbox_taken
 kill "${PIDS[0]}"; wait "${PIDS[0]}" 2>/dev/null || true
 PIDS=()
 left=$(sql events "SELECT count(*) FROM event_outbox")
+if ((left > 0)); then
+  echo "left in the outbox (owner, lease_until_ms, created_ms, type), now $(date +%s%3N):"
+  sql events "SELECT owner, lease_until_ms, created_ms, type FROM event_outbox ORDER BY seq" | sed 's/^/  /'
+  grep -i "outbox\|events" "$TMP/err0" | tail -5 | sed 's/^/  survivor: /'
+fi
 created=$(sql events "SELECT count(*) FROM branches")
 completed=$(sql events "SELECT count(*) FROM branches WHERE status = 'completed'")
 forced=$(sql events "SELECT count(*) FROM branches WHERE status NOT IN ('created', 'active', 'completed')")
