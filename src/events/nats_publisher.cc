@@ -115,6 +115,55 @@ class NatsPublisher final : public Publisher {
     Drop(stopping_requested_.load() ? "shutdown" : "queue_full");
   }
 
+  absl::Status Send(const EventMessage& m) override {
+    if (stopping_requested_.load()) return absl::UnavailableError("events: stopped");
+    if (!Connected()) return absl::UnavailableError("events: not connected to NATS");
+    natsMsg* msg = MakeMsg(m);
+    if (msg == nullptr) return absl::ResourceExhaustedError("events: cannot build a NATS message");
+    natsStatus s = NATS_OK;
+    if (!options_.jetstream) {
+      s = natsConnection_PublishMsg(nc_, msg);
+      natsMsg_Destroy(msg);
+      if (s != NATS_OK) return absl::UnavailableError(base::StrCat("events: publish: ", NatsError(s)));
+      Published();
+      return absl::OkStatus();
+    }
+    if (!EnsureStream()) {
+      natsMsg_Destroy(msg);
+      return absl::UnavailableError(
+          base::StrCat("events: JetStream stream ", options_.stream, " is not available"));
+    }
+    jsPubOptions po;
+    jsPubOptions_Init(&po);
+    po.MsgId = m.id.c_str();
+    po.MaxWait = options_.ack_timeout_ms;
+    jsPubAck* ack = nullptr;
+    jsErrCode jerr = static_cast<jsErrCode>(0);
+    s = js_PublishMsg(&ack, js_, msg, &po, &jerr);
+    natsMsg_Destroy(msg);
+    const bool duplicate = s == NATS_OK && ack != nullptr && ack->Duplicate;
+    if (ack != nullptr) jsPubAck_Destroy(ack);
+    if (s != NATS_OK) {
+      if (s == NATS_NO_RESPONDERS) stream_ready_ = false;  // look for the stream again
+      ++retries_;
+      return absl::UnavailableError(
+          base::StrCat("events: JetStream publish of ", m.type, ": ", NatsError(s)));
+    }
+    if (duplicate) {
+      ++duplicates_;
+      if (hooks_.duplicate) hooks_.duplicate();
+    }
+    Published();
+    return absl::OkStatus();
+  }
+
+  absl::Status Flush() override {
+    if (options_.jetstream) return absl::OkStatus();
+    natsStatus s = natsConnection_FlushTimeout(nc_, options_.flush_timeout_ms);
+    if (s != NATS_OK) return absl::UnavailableError(base::StrCat("events: flush: ", NatsError(s)));
+    return absl::OkStatus();
+  }
+
   ConnectionState state() const override {
     if (nc_ == nullptr) return ConnectionState::kClosed;
     switch (natsConnection_Status(nc_)) {
@@ -340,8 +389,8 @@ class NatsPublisher final : public Publisher {
   natsConnection* nc_ = nullptr;
   jsCtx* js_ = nullptr;
   std::thread worker_;
-  bool stream_ready_ = false;  // worker only
-  std::string last_log_;       // worker only
+  bool stream_ready_ = false;  // the worker's, or Send's caller's
+  std::string last_log_;       // the worker's, or Send's caller's
   std::atomic<bool> ever_connected_{false};
   std::atomic<bool> stopping_requested_{false};
   std::atomic<uint64_t> enqueued_{0}, published_{0}, dropped_{0}, duplicates_{0}, retries_{0};

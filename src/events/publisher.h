@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "events/event_message.h"
 
@@ -68,6 +69,18 @@ class Publisher {
   // Drains the queue for at most flush_timeout_ms, flushes and closes the connection; what is
   // left is dropped ("shutdown"). Enqueue after Stop drops ("shutdown"). Idempotent.
   virtual void Stop() = 0;
+
+  // The outbox relay's way (decision 0027), instead of Enqueue: the caller keeps the event until
+  // this says NATS has it, so nothing is dropped or counted as dropped here. Send and Flush are
+  // called from one thread, and a publisher fed by Send is not fed by Enqueue.
+  // Sends `message` now: JetStream: one publish with Nats-Msg-Id = its id, waiting for the
+  // stream's ack (OK also when the stream already held it: a duplicate, counted); plain NATS:
+  // handed to the client library (Flush makes sure it reached the server). Unavailable while
+  // disconnected, when the ack does not come in time, or after Stop.
+  virtual absl::Status Send(const EventMessage& message) = 0;
+  // Plain NATS: waits (up to flush_timeout_ms) until what Send handed over reached the server;
+  // Unavailable if it cannot tell. JetStream: OK (each Send was acked).
+  virtual absl::Status Flush() = 0;
 };
 
 // True if this binary was built with libnats.

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -199,6 +200,13 @@ class BranchManager {
   BranchManager(const BranchManager&) = delete;
   BranchManager& operator=(const BranchManager&) = delete;
 
+  // Turns an event into an outbox row (nullopt: not published), or null.
+  using OutboxEncoder = std::function<std::optional<OutboxEvent>(const BranchEvent&)>;
+  // With an encoder, every event an operation produces is encoded before its store write and
+  // written with it (BranchWrite::events): the event is durable exactly when its change is. The
+  // event's `branch` is the branch as it is being written. Set before Recover(); executor only.
+  void SetOutboxEncoder(OutboxEncoder encoder) { outbox_encoder_ = std::move(encoder); }
+
   // Call once at startup, before any other method: force-returns every branch the store still
   // has live (status failed, reason "server restarted", automatic partial summary), children
   // first, giving unused budgets back. They stay in the store and visible to their session.
@@ -349,6 +357,7 @@ class BranchManager {
   const tokens::TokenCounter& counter_;
   const scrub::Scrubber& scrubber_;
   EventBus* events_;
+  OutboxEncoder outbox_encoder_;
   std::unordered_map<std::string, Node> nodes_;
   std::unordered_map<SessionKey, SessionState, SessionKeyHash> sessions_;
   int active_count_ = 0;

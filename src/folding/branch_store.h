@@ -43,11 +43,26 @@ struct ChargeRow {
   int64_t tokens = 0;   // tokens this record counted (0 for records that charge nothing)
 };
 
+// An event for the transactional outbox (decision 0027), written in the same transaction as the
+// change it reports and published from there after the commit. Opaque to the folding engine:
+// the encoder the server gives the BranchManager builds it from a BranchEvent.
+struct OutboxEvent {
+  std::string id;           // the event id: unique, also the JetStream Nats-Msg-Id
+  std::string type;         // "branch.created", "memory.recorded", ...
+  std::string subject;      // the NATS subject
+  std::string payload;      // the JSON message
+  int64_t created_ms = 0;   // when it was written
+  int64_t lease_until_ms = 0;  // until then only the writing instance publishes it
+};
+
 // Everything one engine operation changes, written in one transaction.
 struct BranchWrite {
   std::vector<Branch> inserts;
   std::vector<BranchUpdate> updates;
   std::vector<ChargeRow> charges;
+  // Outbox rows of the operation's events: stores that keep an outbox write them in the same
+  // transaction; the others ignore them. Never written without changes (see empty()).
+  std::vector<OutboxEvent> events = {};
 
   bool empty() const { return inserts.empty() && updates.empty() && charges.empty(); }
 };

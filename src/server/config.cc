@@ -186,6 +186,8 @@ const std::map<std::string, KeySpec>& Registry() {
     CONTEXTD_NATS_KEY(tls_ca_file);
     CONTEXTD_NATS_KEY(queue_size);
     CONTEXTD_NATS_KEY(reconnect_wait_ms);
+    CONTEXTD_NATS_KEY(outbox_max_age_s);
+    CONTEXTD_NATS_KEY(outbox_max_rows);
 #undef CONTEXTD_NATS_KEY
     m["store.backend"] = Scalar("store.backend", [](ServerConfig* c) { return &c->store.backend; });
     m["store.postgres.url"] =
@@ -489,6 +491,12 @@ absl::Status ValidateNatsEvents(const NatsEventsConfig& nats) {
   }
   if (nats.queue_size < 1 || nats.queue_size > 1'000'000) {
     return Bad("events.nats.queue_size", "must be between 1 and 1000000");
+  }
+  if (nats.outbox_max_age_s < 60 || nats.outbox_max_age_s > 30 * 86'400) {
+    return Bad("events.nats.outbox_max_age_s", "must be between 60 and 2592000 (30 days)");
+  }
+  if (nats.outbox_max_rows < 1'000 || nats.outbox_max_rows > 100'000'000) {
+    return Bad("events.nats.outbox_max_rows", "must be between 1000 and 100000000");
   }
   if (nats.reconnect_wait_ms < 10 || nats.reconnect_wait_ms > 60'000) {
     return Bad("events.nats.reconnect_wait_ms", "must be between 10 and 60000");

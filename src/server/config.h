@@ -74,6 +74,10 @@ struct NatsEventsConfig {
   std::string tls_ca_file;                  // PEM CA to verify the server (turns TLS on)
   int64_t queue_size = 10'000;              // events waiting to be published; more are dropped
   int64_t reconnect_wait_ms = 1'000;        // between reconnect attempts
+  // The outbox (decision 0027): events not published for this long, or beyond this many rows,
+  // are given up (counted as dropped, reason outbox_trimmed).
+  int64_t outbox_max_age_s = 86'400;
+  int64_t outbox_max_rows = 1'000'000;
 };
 
 // store: where contextd keeps its state (docs/postgres.md). SQLite (one file in the data

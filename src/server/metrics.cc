@@ -241,17 +241,34 @@ void Metrics::EventsEnabled() {
   events_dropped_ = &prometheus::BuildCounter()
                          .Name("contextd_events_dropped_total")
                          .Help("Events not delivered to NATS, by reason (queue_full, "
-                               "disconnected, publish_error, retries_exhausted, shutdown)")
+                               "disconnected, publish_error, retries_exhausted, shutdown, "
+                               "outbox_trimmed, outbox_error)")
                          .Register(*registry_);
   events_duplicates_ = &prometheus::BuildCounter()
                             .Name("contextd_events_jetstream_duplicates_total")
                             .Help("JetStream publishes acked as duplicates (a retry of an event "
                                   "the stream already held)")
                             .Register(*registry_);
+  events_outbox_rows_ = &prometheus::BuildGauge()
+                            .Name("contextd_events_outbox_rows")
+                            .Help("Events in the outbox not yet published (every instance's)")
+                            .Register(*registry_);
+  events_outbox_age_ = &prometheus::BuildGauge()
+                           .Name("contextd_events_outbox_oldest_age_seconds")
+                           .Help("Age of the oldest event in the outbox (0 when empty)")
+                           .Register(*registry_);
+  events_taken_over_ = &prometheus::BuildCounter()
+                           .Name("contextd_events_outbox_taken_over_total")
+                           .Help("Outbox events another instance left unpublished (its lease ran "
+                                 "out) that this instance took over")
+                           .Register(*registry_);
   events_published_->Add({});
   events_duplicates_->Add({});
-  for (const char* reason :
-       {"queue_full", "disconnected", "publish_error", "retries_exhausted", "shutdown"}) {
+  events_outbox_rows_->Add({});
+  events_outbox_age_->Add({});
+  events_taken_over_->Add({});
+  for (const char* reason : {"queue_full", "disconnected", "publish_error", "retries_exhausted",
+                             "shutdown", "outbox_trimmed", "outbox_error"}) {
     events_dropped_->Add({{"reason", reason}});
   }
 }
@@ -260,8 +277,20 @@ void Metrics::EventPublished() {
   if (events_published_ != nullptr) events_published_->Add({}).Increment();
 }
 
-void Metrics::EventDropped(std::string_view reason) {
-  if (events_dropped_ != nullptr) events_dropped_->Add({{"reason", std::string(reason)}}).Increment();
+void Metrics::EventDropped(std::string_view reason, int64_t n) {
+  if (events_dropped_ != nullptr) {
+    events_dropped_->Add({{"reason", std::string(reason)}}).Increment(static_cast<double>(n));
+  }
+}
+
+void Metrics::EventOutboxDepth(int64_t rows, double oldest_age_seconds) {
+  if (events_outbox_rows_ == nullptr) return;
+  events_outbox_rows_->Add({}).Set(static_cast<double>(rows));
+  events_outbox_age_->Add({}).Set(oldest_age_seconds);
+}
+
+void Metrics::EventsTakenOver(int64_t n) {
+  if (events_taken_over_ != nullptr) events_taken_over_->Add({}).Increment(static_cast<double>(n));
 }
 
 void Metrics::EventDuplicate() {

@@ -3,6 +3,7 @@
 // Thread-safe (prometheus-cpp metrics are atomic; Render may run on any thread).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -85,8 +86,12 @@ class Metrics {
   // JetStream retry was acked as a duplicate.
   void EventsEnabled();
   void EventPublished();
-  void EventDropped(std::string_view reason);
+  void EventDropped(std::string_view reason, int64_t n = 1);
   void EventDuplicate();
+  // The transactional outbox (decision 0027): its rows (every instance's) and the age of the
+  // oldest, reported after each sweep; `n` rows another instance left were taken over.
+  void EventOutboxDepth(int64_t rows, double oldest_age_seconds);
+  void EventsTakenOver(int64_t n);
 
   // The Prometheus text exposition format (version 0.0.4).
   std::string Render() const;
@@ -127,6 +132,9 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* events_published_ = nullptr;
   prometheus::Family<prometheus::Counter>* events_dropped_ = nullptr;
   prometheus::Family<prometheus::Counter>* events_duplicates_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* events_outbox_rows_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* events_outbox_age_ = nullptr;
+  prometheus::Family<prometheus::Counter>* events_taken_over_ = nullptr;
 };
 
 }  // namespace contextd::server

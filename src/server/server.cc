@@ -56,8 +56,10 @@
 #include "store/pg_database.h"
 #include "store/pg_mcp_session_store.h"
 #include "store/pg_memory_store.h"
+#include "store/pg_outbox_store.h"
 #include "store/pg_trail_store.h"
 #include "store/sqlite_memory_store.h"
+#include "store/sqlite_outbox_store.h"
 #include "store/sqlite_trail_store.h"
 #include "trail/trail.h"
 #include "server/metrics.h"
@@ -97,6 +99,27 @@ absl::Status SplitListen(const std::string& listen, std::string* host, uint16_t*
   }
   *port = static_cast<uint16_t>(p);
   return absl::OkStatus();
+}
+
+int64_t WallMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// How long an outbox row is its writer's alone: a killed instance's events are taken over by
+// another this long after they were written (or last renewed). Renewed while the writer lives.
+constexpr int64_t kOutboxLeaseMs = 15'000;
+
+folding::OutboxEvent ToOutboxEvent(events::EventMessage m, int64_t at_ms) {
+  folding::OutboxEvent o;
+  o.id = std::move(m.id);
+  o.type = std::move(m.type);
+  o.subject = std::move(m.subject);
+  o.payload = std::move(m.payload);
+  o.created_ms = at_ms;
+  o.lease_until_ms = at_ms + kOutboxLeaseMs;
+  return o;
 }
 
 // Reads bearer tokens: one per line, "token" (tenant "default") or "tenant:token"; '#' comments.
@@ -154,11 +177,22 @@ absl::Status BuildMemoryBank(const ServerConfig& config, const std::string& db_p
     return static_cast<int64_t>(counter->Count(text));
   };
   parts.events = [metrics = &engine.metrics, publisher = engine.events_publisher.get(),
+                  outbox = engine.outbox.get(), relay = engine.outbox_relay.get(),
                   prefix = config.nats_events.subject_prefix](const memory::MemoryEvent& e) {
-    if (publisher != nullptr) {
-      int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                           std::chrono::system_clock::now().time_since_epoch())
-                           .count();
+    if (outbox != nullptr) {
+      // Appended after the bank's own write (its own connection): a crash in between loses the
+      // event, never announces a change that was lost (decision 0027).
+      int64_t now_ms = WallMillis();
+      absl::Status st = outbox->Append({ToOutboxEvent(
+          events::MemoryEventMessage(e, prefix, events::NewEventId(), now_ms), now_ms)});
+      if (st.ok()) {
+        relay->Wake();
+      } else {
+        metrics->EventDropped("outbox_error");
+        base::LogWarn(base::StrCat("events outbox: ", e.type, ": ", st.message()));
+      }
+    } else if (publisher != nullptr) {
+      int64_t now_ms = WallMillis();
       publisher->Enqueue(events::MemoryEventMessage(e, prefix, events::NewEventId(), now_ms));
     }
     constexpr std::string_view kFallback = "memory.fallback.";
@@ -244,12 +278,42 @@ absl::Status StartEvents(const ServerConfig& config, Engine& engine) {
   hooks.dropped = [metrics](std::string_view reason) { metrics->EventDropped(reason); };
   hooks.duplicate = [metrics] { metrics->EventDuplicate(); };
   ASSIGN_OR_RETURN(engine.events_publisher, events::StartNatsPublisher(options, std::move(hooks)));
-  engine.events.Subscribe([publisher = engine.events_publisher.get(),
-                           prefix = nats.subject_prefix](const folding::BranchEvent& e) {
-    auto message = events::BranchEventMessage(e, prefix, events::NewEventId());
-    if (message) publisher->Enqueue(std::move(*message));
-  });
+
+  // The transactional outbox (decision 0027): the BranchManager writes each branch event in its
+  // change's transaction (its encoder is set in BuildEngine); the relay publishes committed rows.
+  if (engine.pg_db) {
+    engine.outbox = store::PgOutboxStore::Create(engine.pg_db, engine.pg_branches->owner());
+  } else {
+    ASSIGN_OR_RETURN(engine.outbox, store::SqliteOutboxStore::Create(engine.sqlite_db));
+  }
+  events::OutboxRelayOptions relay_options;
+  relay_options.lease_ms = kOutboxLeaseMs;
+  relay_options.max_age_ms = nats.outbox_max_age_s * 1000;
+  relay_options.max_rows = nats.outbox_max_rows;
+  events::OutboxRelayHooks relay_hooks;
+  relay_hooks.dropped = [metrics](std::string_view reason, int64_t n) {
+    metrics->EventDropped(reason, n);
+  };
+  relay_hooks.taken_over = [metrics](int64_t n) { metrics->EventsTakenOver(n); };
+  relay_hooks.depth = [metrics](int64_t rows, double age) {
+    metrics->EventOutboxDepth(rows, age);
+  };
+  engine.outbox_relay = std::make_unique<events::OutboxRelay>(
+      *engine.outbox, *engine.events_publisher, relay_options, std::move(relay_hooks),
+      [] { return WallMillis(); });
+  // Rows written on the executor become readable when their group commits (both backends,
+  // decisions 0008 and 0026): the group commit's after-delivery hook wakes the relay.
   return absl::OkStatus();
+}
+
+// The encoder of the BranchManager's outbox rows: the event's NATS message, leased to this
+// instance (branch.charged stays in-process: nullopt).
+folding::BranchManager::OutboxEncoder OutboxEncoder(const std::string& prefix) {
+  return [prefix](const folding::BranchEvent& e) -> std::optional<folding::OutboxEvent> {
+    auto message = events::BranchEventMessage(e, prefix, events::NewEventId());
+    if (!message) return std::nullopt;
+    return ToOutboxEvent(std::move(*message), e.at_ms);
+  };
 }
 
 // With a shared PostgreSQL database: how often, and how long past a deadline, this instance looks
@@ -363,6 +427,7 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
     engine.manager = std::make_unique<folding::BranchManager>(
         config.folding, *engine.executor, *engine.store, *counter, *engine.scrubber,
         &engine.events);
+    if (engine.outbox) engine.manager->SetOutboxEncoder(OutboxEncoder(config.nats_events.subject_prefix));
     // Before Recover(): branches force-returned at startup fold their trail scopes.
     trail::TrailOptions trail_options;
     trail_options.auto_scope_upstreams = config.trail_auto_scope_upstreams;
@@ -453,11 +518,19 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
   if (db || engine.pg_db) {
     std::function<absl::Status()> commit;
     std::function<void()> after_delivery;
+    // After a group's replies: its outbox rows are committed, so readable by the relay.
+    events::OutboxRelay* relay = engine.outbox_relay.get();
     if (db) {
       commit = [db] { return db->CommitGroup(); };
-      after_delivery = [db] { db->RestartWalIfDue(); };
+      after_delivery = [db, relay] {
+        if (relay != nullptr) relay->Wake();
+        db->RestartWalIfDue();
+      };
     } else {
       commit = [pg = engine.pg_db] { return pg->CommitGroup(); };
+      after_delivery = [relay] {
+        if (relay != nullptr) relay->Wake();
+      };
     }
     engine.group_commit = std::make_unique<GroupCommit>(
         *engine.executor, std::move(commit),
@@ -565,13 +638,29 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
     };
   }
   engine.mcp->SetSessionHooks(std::move(hooks));
+  // After recovery: what it force-returned, and what the last run left, is published first.
+  if (engine.outbox_relay) engine.outbox_relay->Start();
   return absl::OkStatus();
+}
+
+// Stops the outbox relay (it publishes what is committed for up to 2 s; the rest stays for the
+// next start or another instance), commits its last deletions (SQLite: a group nobody else will
+// flush once the executor stopped), then the publisher.
+void StopEvents(Engine& engine) {
+  if (engine.outbox_relay) engine.outbox_relay->Stop();
+  if (engine.outbox_relay && engine.sqlite_db) {
+    absl::Status committed = engine.sqlite_db->CommitGroup();
+    if (!committed.ok()) {
+      base::LogWarn(base::StrCat("events outbox: last deletions: ", committed.message()));
+    }
+  }
+  if (engine.events_publisher) engine.events_publisher->Stop();
 }
 
 // Tears the engine down on its executor, then stops the executor.
 void ShutdownEngine(Engine& engine) {
   if (!engine.executor) {
-    if (engine.events_publisher) engine.events_publisher->Stop();
+    StopEvents(engine);
     return;
   }
   engine.executor->RunSync([&] {
@@ -589,8 +678,8 @@ void ShutdownEngine(Engine& engine) {
     engine.manager.reset();
   });
   engine.executor->Stop();
-  // After the last session ended (its force-returns are queued): drained within its bound.
-  if (engine.events_publisher) engine.events_publisher->Stop();
+  // After the last session ended (its force-returns are committed): drained within its bound.
+  StopEvents(engine);
 }
 
 // Blocks SIGINT/SIGTERM in every thread created from now on; a dedicated thread waits for them.
@@ -632,7 +721,7 @@ absl::Status RunServer(const ServerConfig& config) {
         if (engine.trail) (void)engine.trail->EndSession(TrailSessionFor(stdio));
         if (engine.group_commit) engine.group_commit->Flush();
       });
-      if (engine.events_publisher) engine.events_publisher->Stop();
+      StopEvents(engine);
       std::_Exit(0);
     });
     signals.detach();

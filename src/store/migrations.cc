@@ -528,6 +528,23 @@ CREATE TABLE mcp_sessions (
 );
 )sql";
 
+// 0014: the transactional outbox of events (decision 0027): a row per event, written in the
+// branch write (or memory event) it reports and deleted once NATS has it. AUTOINCREMENT: a seq is
+// never reused after the table emptied (the relay reads rows above its cursor). No index but the
+// key: the relay reads by seq, and every extra index would be a page written per event.
+constexpr char k0014EventOutbox[] = R"sql(
+CREATE TABLE event_outbox (
+  seq            INTEGER PRIMARY KEY AUTOINCREMENT,
+  id             TEXT NOT NULL,
+  type           TEXT NOT NULL,
+  subject        TEXT NOT NULL,
+  payload        TEXT NOT NULL,
+  created_ms     INTEGER NOT NULL,
+  owner          TEXT NOT NULL,
+  lease_until_ms INTEGER NOT NULL
+);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
@@ -545,6 +562,7 @@ const std::vector<Migration>& Migrations() {
       {11, "0011_auto_fold_rewrites.sql", k0011AutoFoldRewrites},
       {12, "0012_usage_project.sql", k0012UsageProject},
       {13, "0013_mcp_sessions.sql", k0013McpSessions},
+      {14, "0014_event_outbox.sql", k0014EventOutbox},
   };
   return kAll;
 }

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "store/pg_outbox_store.h"
 
 namespace contextd::store {
 namespace {
@@ -39,10 +40,11 @@ std::unique_ptr<PgBranchStore> PgBranchStore::Create(std::shared_ptr<PgDatabase>
 
 absl::Status PgBranchStore::Commit(const folding::BranchWrite& write) {
   if (write.empty()) return absl::OkStatus();
-  return db_->Write([&](PgConn& c) { return CommitIn(c, write); });
+  return db_->Write([&](PgConn& c) { return CommitIn(c, write, owner_); });
 }
 
-absl::Status PgBranchStore::CommitIn(PgConn& c, const folding::BranchWrite& write) {
+absl::Status PgBranchStore::CommitIn(PgConn& c, const folding::BranchWrite& write,
+                                     const std::string& owner) {
   static const std::string kInsert =
       absl::StrCat("INSERT INTO branches (", kBranchColumns,
                    ") VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18)");
@@ -96,6 +98,8 @@ absl::Status PgBranchStore::CommitIn(PgConn& c, const folding::BranchWrite& writ
                                                           r.status().message()));
     }
   }
+  // The events of this change, in its transaction (decision 0027).
+  for (const folding::OutboxEvent& e : write.events) RETURN_IF_ERROR(PgInsertOutboxRow(c, e, owner));
   return absl::OkStatus();
 }
 

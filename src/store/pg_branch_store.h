@@ -54,7 +54,9 @@ class PgBranchStore final : public folding::BranchStore {
 
  private:
   explicit PgBranchStore(std::shared_ptr<PgDatabase> db);
-  static absl::Status CommitIn(PgConn& c, const folding::BranchWrite& write);
+  // Writes `write` (and its outbox rows, as `owner`'s) on `c`, inside the caller's transaction.
+  static absl::Status CommitIn(PgConn& c, const folding::BranchWrite& write,
+                               const std::string& owner);
   // Reads the rows of `r` (kBranchColumns) and, on `c`, their injected context.
   static absl::StatusOr<std::vector<folding::Branch>> ReadBranches(PgConn& c, const PgResult& r);
 

@@ -247,12 +247,31 @@ CREATE TABLE mcp_sessions (
 ALTER TABLE branches ADD COLUMN version BIGINT NOT NULL DEFAULT 0;
 )sql";
 
+// 3: the transactional outbox of events (decision 0027; SQLite's 0014). `owner` is the instance
+// that publishes a row; another takes it over once `lease_until_ms` passed (the owner renews it
+// while alive).
+constexpr char k0003EventOutbox[] = R"sql(
+CREATE TABLE event_outbox (
+  seq            BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  id             TEXT NOT NULL,
+  type           TEXT NOT NULL,
+  subject        TEXT NOT NULL,
+  payload        TEXT NOT NULL,
+  created_ms     BIGINT NOT NULL,
+  owner          TEXT NOT NULL,
+  lease_until_ms BIGINT NOT NULL
+);
+CREATE INDEX event_outbox_by_owner ON event_outbox (owner, seq);
+CREATE INDEX event_outbox_by_lease ON event_outbox (lease_until_ms);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& PgMigrations() {
   static const std::vector<Migration> kAll = {
       {1, "0001_init.sql", k0001Init},
       {2, "0002_shared_sessions.sql", k0002SharedSessions},
+      {3, "0003_event_outbox.sql", k0003EventOutbox},
   };
   return kAll;
 }

@@ -21,6 +21,7 @@
 #include "store/pg_branch_store.h"
 #include "store/pg_conversation_store.h"
 #include "store/pg_database.h"
+#include "store/outbox_store_contract.h"
 #include "store/pg_migrations.h"
 #include "store/pg_trail_store.h"
 #include "store/testing/pg_backend.h"
@@ -32,10 +33,14 @@ namespace {
 using testing::BranchStoreContractTest;
 using testing::McpSessionStoreContractTest;
 using testing::MemoryBankTest;
+using testing::OutboxStoreContractTest;
 using testing::PgBackend;
 using testing::TrailStoreContractTest;
 
 INSTANTIATE_TEST_SUITE_P(Postgres, BranchStoreContractTest, ::testing::Values(testing::PgFactory()),
+                         testing::BackendName);
+
+INSTANTIATE_TEST_SUITE_P(Postgres, OutboxStoreContractTest, ::testing::Values(testing::PgFactory()),
                          testing::BackendName);
 
 INSTANTIATE_TEST_SUITE_P(Postgres, MemoryBankTest, ::testing::Values(testing::PgFactory()),

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "store/sqlite_outbox_store.h"
 
 namespace contextd::store {
 namespace {
@@ -43,6 +44,7 @@ absl::Status SqliteBranchStore::PrepareAll() {
                    db_->Prepare("UPDATE branches SET status = ?, tokens_used = ?, "
                                 "reserved_for_children = ?, summary = ?, finish_reason = ?, "
                                 "finished_at_ms = ?, memory_queued = ? WHERE id = ?"));
+  ASSIGN_OR_RETURN(insert_outbox_, db_->Prepare(kSqliteInsertOutboxSql));
   ASSIGN_OR_RETURN(insert_charge_,
                    db_->Prepare("INSERT INTO branch_charges (branch_id, at_ms, kind, label, "
                                 "excerpt, tokens) VALUES (?,?,?,?,?,?)"));
@@ -151,6 +153,11 @@ absl::Status SqliteBranchStore::CommitLocked(const folding::BranchWrite& write) 
       return absl::Status(st.code(),
                           absl::StrCat("charge to branch ", c.branch_id, ": ", st.message()));
     }
+  }
+  // The events of this change, in its transaction (decision 0027). One process writes a SQLite
+  // file: the rows need no owner.
+  for (const folding::OutboxEvent& e : write.events) {
+    RETURN_IF_ERROR(InsertOutboxRow(insert_outbox_, e, ""));
   }
   return absl::OkStatus();
 }

@@ -43,6 +43,7 @@ class SqliteBranchStore final : public folding::BranchStore {
   Statement insert_injection_;
   Statement update_;
   Statement insert_charge_;
+  Statement insert_outbox_;
   Statement get_;
   Statement list_session_;
   Statement list_live_;

@@ -200,7 +200,7 @@ test('JetStream: every event exactly once in the stream across a NATS restart', 
   }
 });
 
-test('NATS down at start: contextd serves, counts drops, /healthz says so, then reconnects', { skip }, async () => {
+test('NATS down at start: contextd serves, keeps the events in its outbox, /healthz says so, then publishes them', { skip }, async () => {
   const ns = await natsServer();
   const server = await startHttpServer({ env: natsEnv(ns.url) });
   try {
@@ -212,9 +212,11 @@ test('NATS down at start: contextd serves, counts drops, /healthz says so, then 
     const { client } = await connectHttp(server.url, 'agent-down');
     const b = await call(client, 'branch_create', { description: 'while down', prompt: 'p', budget: 500 });
     await call(client, 'branch_return', { branch_id: b.branch_id, message: 'ok' });
-    await until('2 drops counted', async () => await metric(server, 'contextd_events_dropped_total{reason="disconnected"}') >= 2);
     await ns.start();
     await until('healthz ready', async () => (await health(server)).status === 200);
+    // Kept in the outbox while NATS was down (decision 0027), published once it is back.
+    await until('the 2 kept events published', async () => await metric(server, 'contextd_events_published_total') >= 2);
+    assert.equal(await metric(server, 'contextd_events_dropped_total{reason="disconnected"}'), 0);
     h = await health(server);
     assert.equal(h.body.checks.nats.status, 'connected');
     const nc = await nats.connect({ servers: ns.url });

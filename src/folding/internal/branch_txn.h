@@ -5,6 +5,7 @@
 
 #include <deque>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -117,6 +118,16 @@ class BranchManager::Txn {
       write.updates.push_back(std::move(u));
     }
     write.charges = charges_;
+    if (m_.outbox_encoder_ && !write.empty()) {
+      for (BranchEvent& e : events_) {
+        const bool with_branch =
+            e.type != BranchEventType::kCharged && e.type != BranchEventType::kWarning;
+        e.branch = with_branch ? WorkingCopy(e.branch_id) : nullptr;
+        std::optional<OutboxEvent> row = m_.outbox_encoder_(e);
+        e.branch = nullptr;
+        if (row) write.events.push_back(std::move(*row));
+      }
+    }
     if (!write.empty()) RETURN_IF_ERROR(m_.store_.Commit(write));
 
     // Durable: apply to memory.
@@ -166,6 +177,17 @@ class BranchManager::Txn {
   }
 
  private:
+  // The branch `id` as this transaction writes it (null for kCharged/kWarning, like Publish).
+  const Branch* WorkingCopy(const std::string& id) const {
+    auto t = touched_.find(id);
+    if (t != touched_.end()) return &t->second;
+    for (const Branch& b : inserts_) {
+      if (b.id == id) return &b;
+    }
+    auto n = m_.nodes_.find(id);
+    return n != m_.nodes_.end() ? &n->second.branch : nullptr;
+  }
+
   BranchManager& m_;
   int64_t now_ms_;
   std::map<std::string, Branch> touched_;

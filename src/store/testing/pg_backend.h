@@ -11,6 +11,7 @@
 #include "store/pg_conversation_store.h"
 #include "store/pg_mcp_session_store.h"
 #include "store/pg_memory_store.h"
+#include "store/pg_outbox_store.h"
 #include "store/pg_trail_store.h"
 #include "store/testing/pg_test_server.h"
 #include "store/testing/store_backend.h"
@@ -69,6 +70,14 @@ class PgBackend final : public StoreBackend {
     auto s = PgMcpSessionStore::Open(options());
     if (!s.ok()) return s.status();
     return std::unique_ptr<McpSessionStore>(std::move(*s));
+  }
+  absl::StatusOr<std::unique_ptr<events::OutboxStore>> OpenOutboxStore(
+      folding::BranchStore& writer) override {
+    auto db = PgDatabase::Open(options());
+    if (!db.ok()) return db.status();
+    return std::unique_ptr<events::OutboxStore>(
+        PgOutboxStore::Create(std::shared_ptr<PgDatabase>(std::move(*db)),
+                              static_cast<PgBranchStore&>(writer).owner()));
   }
   const std::string& conninfo() const { return conninfo_; }
   const std::string& dbname() const { return dbname_; }

@@ -9,6 +9,7 @@
 #include "store/sqlite_conversation_store.h"
 #include "store/sqlite_mcp_session_store.h"
 #include "store/sqlite_memory_store.h"
+#include "store/sqlite_outbox_store.h"
 #include "store/sqlite_trail_store.h"
 #include "store/test_util.h"
 #include "store/testing/store_backend.h"
@@ -41,6 +42,12 @@ class SqliteBackend final : public StoreBackend {
     auto s = SqliteMcpSessionStore::Open(path());
     if (!s.ok()) return s.status();
     return std::unique_ptr<McpSessionStore>(std::move(*s));
+  }
+  absl::StatusOr<std::unique_ptr<events::OutboxStore>> OpenOutboxStore(
+      folding::BranchStore&) override {
+    auto s = SqliteOutboxStore::Open(path());
+    if (!s.ok()) return s.status();
+    return std::unique_ptr<events::OutboxStore>(std::move(*s));
   }
   std::string path() const { return tmp_.File("contextd.db"); }
 
