@@ -3,10 +3,12 @@
 # SQLite, then on 1, 2 and 3 contextd instances sharing one throwaway PostgreSQL 15, in the same
 # run, and on the same instances the foundation's HTTP load (bench/http/run.sh: tools/call of the
 # conformance fixture test_simple_text, which writes nothing); then a kill -9 of one of two
-# instances under load, and a count in the database of what the load generator saw acknowledged.
+# instances under load, and a count in the database of what the load generator saw acknowledged;
+# then the same kill with sessions failing over to the survivor (failover.mjs, node).
 #
 #   bench/scaleout/run.sh                 # RUNS=2 DURATION=5 WARMUP=1 CONC=12
 #                                         # HTTP_SESSIONS=16 HTTP_CONC=32 (HTTP=0: pairs only)
+#                                         # FAILOVER_SESSIONS=12 (FAILOVER=0: no failover run)
 #   BUILD=build/release CONTEXTD=... LOAD=... bench/scaleout/run.sh
 #
 # mcp_load drives one endpoint, so N instances get N mcp_load processes at once, each with CONC/N
@@ -25,6 +27,8 @@ DURATION=${DURATION:-5}
 WARMUP=${WARMUP:-1}
 CONC=${CONC:-12}
 HTTP=${HTTP:-1}
+FAILOVER=${FAILOVER:-1}
+FAILOVER_SESSIONS=${FAILOVER_SESSIONS:-12}
 HTTP_SESSIONS=${HTTP_SESSIONS:-16}
 HTTP_CONC=${HTTP_CONC:-32}
 KILL_DURATION=${KILL_DURATION:-8}
@@ -220,3 +224,32 @@ verdict=ok
 ((db_completed >= ack0 + ack1 - 2 * half)) || verdict=LOST
 ((killed_in_db >= ack1 - half)) || verdict=LOST
 echo "RESULT kill: db completed $db_completed >= acknowledged ~$((ack0 + ack1)) (+-$((2 * half))): $verdict; live (unreturned) branches left $live"
+
+# --- kill -9 with session failover (decision 0025): FAILOVER_SESSIONS MCP sessions doing branch
+# pairs, half initialized on each of 2 instances (bench/scaleout/failover.mjs); instance 1 is
+# killed KILL_AFTER s in, and its sessions move to instance 0 with the same Mcp-Session-Id. The
+# client lists every pair it saw acknowledged; each must be completed in the database.
+if [[ $FAILOVER == 1 ]]; then
+  config postgres
+  cfg=$CFG
+  "$CONTEXTD" migrate --config "$cfg" >/dev/null
+  start "$cfg" 0
+  start "$cfg" 1
+  node bench/scaleout/failover.mjs --urls "${URLS[0]},${URLS[1]}" --sessions "$FAILOVER_SESSIONS" \
+    --duration "$KILL_DURATION" --out "$TMP/failover.json" >"$TMP/failover.out" 2>&1 &
+  LOADER=$!
+  sleep "$KILL_AFTER"
+  kill -9 "${PIDS[1]}"
+  wait "${PIDS[1]}" 2>/dev/null || true
+  wait "$LOADER" || true
+  stop_all
+  echo "RESULT failover: client $(cat "$TMP/failover.out")"
+  # The acknowledged ids go to PostgreSQL as a file (too many for one command line).
+  node -e 'const r = require(process.argv[1]);
+    const rows = r.completed.map((i) => `(${JSON.stringify(i).replace(/"/g, "\x27")})`);
+    console.log(`SELECT ${r.completed.length}, count(*) FROM branches b JOIN (VALUES ${rows.join(",") || "(NULL)"}) AS a(id) ON a.id = b.id WHERE b.status = \x27completed\x27;`)' \
+    "$TMP/failover.json" >"$TMP/failover.sql"
+  IFS='|' read -r acked found < <(psql -X -q -At -h 127.0.0.1 -p "$PG_PORT" -U "$PG_USER" -d "$DB" -f "$TMP/failover.sql")
+  echo "RESULT failover: acknowledged pairs $acked, completed in the database $found, lost $((acked - found))"
+  echo "RESULT failover: db branches by status: $(sql "$DB" "SELECT status || '=' || count(*) FROM branches GROUP BY status ORDER BY status" | tr '\n' ' ')"
+fi

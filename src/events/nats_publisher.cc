@@ -93,6 +93,7 @@ class NatsPublisher final : public Publisher {
       jo.Wait = options_.ack_timeout_ms;
       s = natsConnection_JetStream(&js_, nc_, &jo);
       if (s != NATS_OK) {
+        CloseAndWait();
         natsConnection_Destroy(nc_);
         nc_ = nullptr;
         return absl::InternalError(base::StrCat("events: JetStream context: ", NatsError(s)));
@@ -211,7 +212,7 @@ class NatsPublisher final : public Publisher {
       }
       // Closed, not destroyed: state() may still be read (it answers "closed"); the destructor
       // frees it.
-      natsConnection_Close(nc_);
+      CloseAndWait();
     }
     PublisherStats s = stats();
     base::LogInfo(base::StrCat("events: stopped; ", s.published, " published, ", s.dropped,
@@ -229,7 +230,22 @@ class NatsPublisher final : public Publisher {
                   "meanwhile, or retried with JetStream)");
   }
   static void OnReconnected(natsConnection*, void*) { base::LogInfo("events: reconnected to NATS"); }
-  static void OnClosed(natsConnection*, void*) {}
+  static void OnClosed(natsConnection*, void* self) {
+    auto* p = static_cast<NatsPublisher*>(self);
+    std::lock_guard<std::mutex> lock(p->closed_mu_);
+    p->closed_ = true;
+    p->closed_cv_.notify_all();
+  }
+
+  // Closes the connection and waits (up to 5 s) for libnats' closed callback: its callbacks run
+  // on a thread of its own and receive `this`, so the object must outlive the last of them (the
+  // disconnected callback comes before the closed one). The UBSan build of the fuzz preset saw
+  // OnDisconnected run on a destroyed publisher before this wait existed.
+  void CloseAndWait() {
+    natsConnection_Close(nc_);
+    std::unique_lock<std::mutex> lock(closed_mu_);
+    closed_cv_.wait_for(lock, std::chrono::seconds(5), [this] { return closed_; });
+  }
 
   void Drop(std::string_view reason) {
     ++dropped_;
@@ -393,6 +409,10 @@ class NatsPublisher final : public Publisher {
   std::string last_log_;       // the worker's, or Send's caller's
   std::atomic<bool> ever_connected_{false};
   std::atomic<bool> stopping_requested_{false};
+  // Set by OnClosed (libnats' callback thread); CloseAndWait waits for it.
+  std::mutex closed_mu_;
+  std::condition_variable closed_cv_;
+  bool closed_ = false;
   std::atomic<uint64_t> enqueued_{0}, published_{0}, dropped_{0}, duplicates_{0}, retries_{0};
   mutable std::mutex mu_;
   std::condition_variable cv_;
