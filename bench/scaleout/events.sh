@@ -32,33 +32,18 @@ done
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/contextd-events.XXXXXX")
 chmod 755 "$TMP"
 PIDS=()
-PG_PID="" NATS_PID=""
-as_pg() { if [[ $(id -u) == 0 ]]; then runuser -u nobody -- "$@"; else "$@"; fi; }
+NATS_PID=""
+source bench/scaleout/lib.sh
 cleanup() {
   local p
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
   [[ -n $NATS_PID ]] && { kill "$NATS_PID" 2>/dev/null || true; wait "$NATS_PID" 2>/dev/null || true; }
-  if [[ -n $PG_PID ]]; then
-    as_pg "$PG_BIN/pg_ctl" -D "$TMP/pg" -m fast -w stop >/dev/null 2>&1 || true
-    wait "$PG_PID" 2>/dev/null || true
-  fi
+  stop_postgres
   rm -rf "$TMP"
 }
 trap cleanup EXIT
-PG_USER=$(if [[ $(id -u) == 0 ]]; then echo nobody; else id -un; fi)
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-mkdir -p "$TMP/pg" "$TMP/sock"
-[[ $(id -u) == 0 ]] && chown nobody "$TMP/pg" "$TMP/sock"
-as_pg "$PG_BIN/initdb" -D "$TMP/pg" --auth=trust -U "$PG_USER" -E UTF8 --locale=C.UTF-8 >"$TMP/initdb.log" 2>&1 ||
-  { cat "$TMP/initdb.log" >&2; exit 1; }
-PG_PORT=$(free_port)
-as_pg "$PG_BIN/postgres" -D "$TMP/pg" -p "$PG_PORT" -c listen_addresses=127.0.0.1 \
-  -c unix_socket_directories="$TMP/sock" -c max_connections=200 >"$TMP/pg.log" 2>&1 &
-PG_PID=$!
-for ((i = 0; i < 100; i++)); do "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" && break; sleep 0.1; done
-sql() { psql -X -q -At -h 127.0.0.1 -p "$PG_PORT" -U "$PG_USER" -d "$1" -c "$2"; }
+start_postgres
 sql postgres "CREATE DATABASE events" >/dev/null
 
 NATS_PORT=$(free_port)

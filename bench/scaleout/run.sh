@@ -40,40 +40,17 @@ done
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/contextd-scaleout.XXXXXX")
 chmod 755 "$TMP"
 PIDS=()
-PG_PID=""
+source bench/scaleout/lib.sh
 cleanup() {
   local p
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-  if [[ -n $PG_PID ]]; then
-    # PG_PID is the subshell around runuser: stop the postmaster itself (fast shutdown).
-    as_pg "$PG_BIN/pg_ctl" -D "$TMP/pg" -m fast -w stop >/dev/null 2>&1 || true
-    wait "$PG_PID" 2>/dev/null || true
-  fi
+  stop_postgres
   rm -rf "$TMP"
 }
 trap cleanup EXIT
 
-# as_pg CMD...: PostgreSQL refuses to run as root.
-as_pg() { if [[ $(id -u) == 0 ]]; then runuser -u nobody -- "$@"; else "$@"; fi; }
-PG_USER=$(if [[ $(id -u) == 0 ]]; then echo nobody; else id -un; fi)
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-# --- PostgreSQL: trust auth on loopback, fsync on (the default), socket in the temp dir.
-mkdir -p "$TMP/pg" "$TMP/sock"
-[[ $(id -u) == 0 ]] && chown nobody "$TMP/pg" "$TMP/sock"
-as_pg "$PG_BIN/initdb" -D "$TMP/pg" --auth=trust -U "$PG_USER" -E UTF8 --locale=C.UTF-8 >"$TMP/initdb.log" 2>&1 ||
-  { cat "$TMP/initdb.log" >&2; exit 1; }
-PG_PORT=$(free_port)
-as_pg "$PG_BIN/postgres" -D "$TMP/pg" -p "$PG_PORT" -c listen_addresses=127.0.0.1 \
-  -c unix_socket_directories="$TMP/sock" -c max_connections=200 >"$TMP/pg.log" 2>&1 &
-PG_PID=$!
-for ((i = 0; i < 100; i++)); do
-  "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" && break
-  sleep 0.1
-done
-"$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" || { cat "$TMP/pg.log" >&2; exit 1; }
-sql() { psql -X -q -At -h 127.0.0.1 -p "$PG_PORT" -U "$PG_USER" -d "$1" -c "$2"; }
+start_postgres
 echo "postgres $(sql postgres 'SHOW server_version') on 127.0.0.1:$PG_PORT, fsync=$(sql postgres 'SHOW fsync'), synchronous_commit=$(sql postgres 'SHOW synchronous_commit')"
 echo "contextd $CONTEXTD ($(git rev-parse --short HEAD)), $(nproc) cores, RUNS=$RUNS DURATION=$DURATION WARMUP=$WARMUP CONC=$CONC HTTP=$HTTP HTTP_SESSIONS=$HTTP_SESSIONS HTTP_CONC=$HTTP_CONC"
 

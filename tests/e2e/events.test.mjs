@@ -4,69 +4,10 @@
 // the client is missing. docs/events.md is the contract checked here.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
-import { createServer, connect as tcpConnect } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { startHttpServer, connectHttp, cleanup, textOf } from './harness.mjs';
+import { nats, natsMissing, natsServer, until } from './nats_harness.mjs';
 
-const NATS_SERVER = process.env.CONTEXTD_NATS_SERVER ??
-  ['/usr/sbin/nats-server', '/usr/bin/nats-server', '/usr/local/bin/nats-server'].find((p) => existsSync(p));
-let nats = null;
-try {
-  // CommonJS: imported through its file.
-  const mod = await import(new URL('../../tools/npm/events/node_modules/nats/index.js', import.meta.url));
-  nats = mod.default ?? mod;
-} catch { /* skipped below */ }
-const skip = !NATS_SERVER ? 'nats-server not installed (scripts/install-deps.sh installs it)'
-  : !nats ? 'the nats npm client is not installed (tools/npm/events; scripts/install-deps.sh)' : false;
-
-async function freePort() {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
-  });
-}
-
-async function until(what, fn, ms = 15000) {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-// A nats-server owned by the test: start(), kill() (an outage; the store stays), close().
-async function natsServer({ jetstream = false } = {}) {
-  const dir = mkdtempSync(join(tmpdir(), 'contextd-nats-'));
-  const port = await freePort();
-  let proc = null;
-  const accepting = () => new Promise((resolve) => {
-    const c = tcpConnect(port, '127.0.0.1', () => { c.destroy(); resolve(true); });
-    c.on('error', () => resolve(false));
-  });
-  const server = {
-    url: `nats://127.0.0.1:${port}`,
-    async start() {
-      const args = ['-a', '127.0.0.1', '-p', String(port), '-l', join(dir, 'nats.log')];
-      if (jetstream) args.push('-js', '-sd', join(dir, 'js'));
-      proc = spawn(NATS_SERVER, args, { stdio: 'ignore' });
-      await until('nats-server to accept connections', accepting);
-    },
-    async kill() {
-      if (!proc) return;
-      const exited = new Promise((r) => proc.on('exit', r));
-      proc.kill('SIGTERM');
-      await exited;
-      proc = null;
-    },
-    async close() { await server.kill(); cleanup(dir); },
-  };
-  return server;
-}
+const skip = natsMissing || false;
 
 function natsEnv(url, extra = {}) {
   return { CONTEXTD_EVENTS_NATS_URL: url, CONTEXTD_EVENTS_NATS_RECONNECT_WAIT_MS: '100',
@@ -170,7 +111,7 @@ test('JetStream: every event exactly once in the stream across a NATS restart', 
     const { client } = await connectHttp(server.url, 'agent-js');
     await lifecycle(client);
     await until('6 events acked', async () => await metric(server, 'contextd_events_published_total') >= 6);
-    await ns.kill();  // an outage: the next events are retried with the same Nats-Msg-Id
+    await ns.stop();  // an outage: the next events are retried with the same Nats-Msg-Id
     await lifecycle(client);
     await ns.start();
     await until('12 events acked', async () => await metric(server, 'contextd_events_published_total') >= 12, 30000);

@@ -8,71 +8,24 @@
 // CONTEXTD_REQUIRE_NATS=1.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
-import { createServer, connect as tcpConnect } from 'node:net';
-import { tmpdir } from 'node:os';
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { startHttpServer, connectHttp, cleanup, tempDataDir } from './harness.mjs';
+import { nats, natsMissing, natsServer, until as untilMs } from './nats_harness.mjs';
 
-const NATS_SERVER = process.env.CONTEXTD_NATS_SERVER ??
-  ['/usr/sbin/nats-server', '/usr/bin/nats-server', '/usr/local/bin/nats-server'].find((p) => existsSync(p));
 const SQLITE3 = ['/usr/bin/sqlite3', '/usr/local/bin/sqlite3'].find((p) => existsSync(p));
-let nats = null;
-try {
-  const mod = await import(new URL('../../tools/npm/events/node_modules/nats/index.js', import.meta.url));
-  nats = mod.default ?? mod;
-} catch { /* skipped below */ }
-const missing = !NATS_SERVER ? 'nats-server not installed (scripts/install-deps.sh installs it)'
-  : !nats ? 'the nats npm client is not installed (tools/npm/events)'
-  : !SQLITE3 ? 'the sqlite3 CLI is not installed' : '';
+const missing = natsMissing || (!SQLITE3 ? 'the sqlite3 CLI is not installed' : '');
 if (missing && process.env.CONTEXTD_REQUIRE_NATS === '1') {
   test('NATS is required (CONTEXTD_REQUIRE_NATS=1)', () => assert.fail(missing));
 }
 const skip = missing || false;
+// Draining after a kill waits for leases and reconnects: a longer default than the harness's.
+const until = (what, fn, ms = 30000) => untilMs(what, fn, ms);
 
-async function freePort() {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
-  });
-}
-
-async function until(what, fn, ms = 30000) {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-// A `nats-server -js` owned by the test: start(), stop() (an outage; the stream stays), close().
+// A started `nats-server -js` owned by the test.
 async function jetStreamServer() {
-  const dir = mkdtempSync(join(tmpdir(), 'contextd-nats-'));
-  const port = await freePort();
-  let proc = null;
-  const accepting = () => new Promise((resolve) => {
-    const c = tcpConnect(port, '127.0.0.1', () => { c.destroy(); resolve(true); });
-    c.on('error', () => resolve(false));
-  });
-  const server = {
-    url: `nats://127.0.0.1:${port}`,
-    async start() {
-      proc = spawn(NATS_SERVER, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', join(dir, 'js'),
-        '-l', join(dir, 'nats.log')], { stdio: 'ignore' });
-      await until('nats-server to accept connections', accepting);
-    },
-    async stop() {
-      if (!proc) return;
-      const exited = new Promise((r) => proc.on('exit', r));
-      proc.kill('SIGTERM');
-      await exited;
-      proc = null;
-    },
-    async close() { await server.stop(); cleanup(dir); },
-  };
+  const server = await natsServer({ jetstream: true });
   await server.start();
   return server;
 }
