@@ -23,7 +23,10 @@ class ConformanceFixturesTest : public ::testing::Test {
 
   void SetUp() override {
     ASSERT_TRUE(RegisterConformanceFixtures(server_).ok());
-    session_ = server_.CreateSession({"s", "local", "test"}, sink_);
+    protocol::SessionInfo info;
+    info.session_id = "s";
+    info.transport = "test";
+    session_ = server_.CreateSession(info, sink_);
     Json init = Call("initialize", {{"protocolVersion", "2025-11-25"},
                                     {"capabilities", {{"sampling", Json::object()}, {"elicitation", Json::object()}}},
                                     {"clientInfo", {{"name", "t"}, {"version", "1"}}}});

@@ -93,7 +93,10 @@ class GroupCommitTest : public ::testing::Test {
                                call->Finish(protocol::TextResult(st.ok() ? "written" : "failed"));
                              })
                     .ok());
-    session_ = server_.CreateSession({"s1", "local", "test"}, sink_);
+    protocol::SessionInfo info;
+    info.session_id = "s1";
+    info.transport = "test";
+    session_ = server_.CreateSession(info, sink_);
     executor_.RunUntilIdle();
     Send(protocol::MakeRequest("init", "initialize",
                                {{"protocolVersion", "2025-11-25"},
@@ -236,7 +239,10 @@ TEST_F(GroupCommitTest, ASessionsEndIsConfirmedAfterTheCommitOfWhatItWrote) {
   EXPECT_EQ(gate_->commits(), 1);
 
   // An end whose commit fails is confirmed with the error.
-  auto other = server_.CreateSession({"s2", "local", "test"}, sink_);
+  protocol::SessionInfo second;
+  second.session_id = "s2";
+  second.transport = "test";
+  auto other = server_.CreateSession(second, sink_);
   other->CloseThen("orphan", done);
   executor_.RunUntilIdle();
   ASSERT_EQ(outcomes.size(), 3u);

@@ -34,7 +34,10 @@ class TrailToolsTest : public ::testing::Test {
     tools_ = std::make_unique<TrailTools>(*trail_, events_, *branches_, counter_);
     ASSERT_TRUE(tools_->Register(server_).ok());
     sink_ = std::make_shared<protocol::testing::RecordingSink>();
-    session_ = server_.CreateSession({"s1", "local", "test"}, sink_);
+    protocol::SessionInfo info;
+    info.session_id = "s1";
+    info.transport = "test";
+    session_ = server_.CreateSession(info, sink_);
     executor_.RunUntilIdle();
     Json init = Call("initialize", {{"protocolVersion", "2025-11-25"},
                                     {"capabilities", Json::object()},

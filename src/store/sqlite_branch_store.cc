@@ -203,8 +203,12 @@ absl::StatusOr<std::vector<Branch>> SqliteBranchStore::ReadBranches(Statement& s
     for (;;) {
       ASSIGN_OR_RETURN(bool row, injections_.Step());
       if (!row) break;
-      b.injected_context.push_back(folding::InjectedContext{
-          injections_.Text(0), injections_.Text(1), injections_.Text(2), injections_.Int(3)});
+      folding::InjectedContext injected;
+      injected.kind = injections_.Text(0);
+      injected.ref = injections_.Text(1);
+      injected.text = injections_.Text(2);
+      injected.tokens = injections_.Int(3);
+      b.injected_context.push_back(std::move(injected));
     }
   }
   return out;

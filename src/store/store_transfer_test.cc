@@ -78,8 +78,15 @@ void Fill(testing::StoreBackend& b) {
 
   auto sessions = b.OpenMcpSessionStore();
   ASSERT_TRUE(sessions.ok()) << sessions.status();
-  McpSessionRecord open{"sid_open",   "local",          "default", "", "",
-                        "2025-06-18", "{\"roots\":{}}", "{}",      1,  2};
+  McpSessionRecord open;
+  open.id = "sid_open";
+  open.tenant = "local";
+  open.project = "default";
+  open.protocol_version = "2025-06-18";
+  open.client_capabilities = "{\"roots\":{}}";
+  open.client_info = "{}";
+  open.created_ms = 1;
+  open.last_seen_ms = 2;
   ASSERT_TRUE((*sessions)->Create(open).ok());
   McpSessionRecord ended = open;
   ended.id = "sid_ended";
