@@ -21,7 +21,7 @@ ALLOWED = {
     "events": {"folding", "memory", "trail", "tokens", "scrub", "base"},
     "gateway": {"protocol", "transport", "folding", "trail", "scrub", "tokens", "base"},
     "model": {"protocol", "transport", "folding", "trail", "memory", "scrub", "tokens", "base"},
-    "store": {"trail", "folding", "memory", "model", "events", "base"},
+    "store": {"trail", "folding", "memory", "model", "base"},
     "server": {"base", "protocol", "transport", "tokens", "scrub", "trail", "folding", "memory",
                "gateway", "model", "store", "events"},
     "cli": {"server", "base", "protocol", "transport", "tokens", "scrub", "trail", "folding",

@@ -9,7 +9,7 @@
 
 namespace contextd::events {
 
-OutboxRelay::OutboxRelay(OutboxStore& store, Publisher& publisher, OutboxRelayOptions options,
+OutboxRelay::OutboxRelay(folding::OutboxStore& store, Publisher& publisher, OutboxRelayOptions options,
                          OutboxRelayHooks hooks, std::function<int64_t()> now_ms)
     : store_(store),
       publisher_(publisher),
@@ -103,7 +103,7 @@ void OutboxRelay::Sweep() {
 void OutboxRelay::Run() {
   // Rows above the cursor are unsent; it restarts from 0 after each sweep, so rows committed out
   // of seq order (PostgreSQL: two writers of one instance) or taken over are read too. Removed
-  // rows are never listed again (OutboxStore::ListOwn), so a restart of the cursor resends none.
+  // rows are never listed again (folding::OutboxStore::ListOwn), so a restart of the cursor resends none.
   int64_t cursor = 0;
   Clock::time_point next_sweep = Clock::now();
   std::chrono::milliseconds backoff(options_.retry_min_ms);
@@ -135,7 +135,7 @@ void OutboxRelay::Run() {
     }
     std::vector<int64_t> sent;
     bool failed = false;
-    for (const OutboxRow& row : *rows) {
+    for (const folding::OutboxRow& row : *rows) {
       EventMessage m{row.event.id, row.event.type, row.event.subject, row.event.payload};
       absl::Status s = publisher_.Send(m);
       if (!s.ok()) {

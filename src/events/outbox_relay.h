@@ -17,8 +17,8 @@
 #include <string_view>
 #include <thread>
 
-#include "events/outbox_store.h"
 #include "events/publisher.h"
+#include "folding/outbox_store.h"
 
 namespace contextd::events {
 
@@ -54,7 +54,7 @@ class OutboxRelay {
  public:
   // `store` and `publisher` must outlive the relay. `now_ms` is the wall clock (ms since the
   // epoch) the rows' created_ms and leases are in.
-  OutboxRelay(OutboxStore& store, Publisher& publisher, OutboxRelayOptions options,
+  OutboxRelay(folding::OutboxStore& store, Publisher& publisher, OutboxRelayOptions options,
               OutboxRelayHooks hooks, std::function<int64_t()> now_ms);
   ~OutboxRelay();
   OutboxRelay(const OutboxRelay&) = delete;
@@ -79,7 +79,7 @@ class OutboxRelay {
   bool Expired();  // Stop's deadline passed. Caller holds mu_.
   void LogOnce(std::string line);
 
-  OutboxStore& store_;
+  folding::OutboxStore& store_;
   Publisher& publisher_;
   const OutboxRelayOptions options_;
   const OutboxRelayHooks hooks_;

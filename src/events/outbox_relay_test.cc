@@ -1,4 +1,4 @@
-// OutboxRelay against an in-memory OutboxStore and a Publisher fake that can refuse: order, rows
+// OutboxRelay against an in-memory folding::OutboxStore and a Publisher fake that can refuse: order, rows
 // deleted only after NATS has them, retries, waking without polling, Stop leaving unsent rows,
 // and the sweep (take-over, trim, depth). No sleeps: every wait has a condition and a deadline.
 #include "events/outbox_relay.h"
@@ -27,7 +27,7 @@ struct Signal {
   }
 };
 
-class FakeOutbox final : public OutboxStore {
+class FakeOutbox final : public folding::OutboxStore {
  public:
   explicit FakeOutbox(Signal& signal) : signal_(signal) {}
   absl::Status Append(const std::vector<folding::OutboxEvent>& events) override {
@@ -38,13 +38,13 @@ class FakeOutbox final : public OutboxStore {
     signal_.Changed();
     return absl::OkStatus();
   }
-  absl::StatusOr<std::vector<OutboxRow>> ListOwn(int64_t after_seq, int limit) override {
+  absl::StatusOr<std::vector<folding::OutboxRow>> ListOwn(int64_t after_seq, int limit) override {
     std::lock_guard<std::mutex> lock(signal_.mu);
     ++lists_;
-    std::vector<OutboxRow> out;
+    std::vector<folding::OutboxRow> out;
     for (auto it = rows_.upper_bound(after_seq); it != rows_.end() && out.size() < size_t(limit);
          ++it) {
-      out.push_back(OutboxRow{it->first, it->second});
+      out.push_back(folding::OutboxRow{it->first, it->second});
     }
     return out;
   }
@@ -64,9 +64,9 @@ class FakeOutbox final : public OutboxStore {
     return n;
   }
   absl::StatusOr<int64_t> Trim(int64_t, int64_t) override { return trim_; }
-  absl::StatusOr<OutboxStats> Stats() override {
+  absl::StatusOr<folding::OutboxStats> Stats() override {
     std::lock_guard<std::mutex> lock(signal_.mu);
-    OutboxStats s;
+    folding::OutboxStats s;
     s.rows = static_cast<int64_t>(rows_.size());
     s.oldest_created_ms = rows_.empty() ? 0 : rows_.begin()->second.created_ms;
     return s;

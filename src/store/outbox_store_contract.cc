@@ -1,4 +1,4 @@
-// The contract of events::OutboxStore (decision 0027), run against every backend (SQLite,
+// The contract of folding::OutboxStore (decision 0027), run against every backend (SQLite,
 // PostgreSQL): rows written with a branch write commit with it, are listed in order, stay hidden
 // once removed, are trimmed by age and count, and (a shared database) pass to another instance
 // only once their lease ran out. Instantiated by each backend's test binary.
@@ -40,15 +40,15 @@ folding::Branch MakeBranch(std::string id) {
   return b;
 }
 
-std::vector<std::string> Ids(const std::vector<events::OutboxRow>& rows) {
+std::vector<std::string> Ids(const std::vector<folding::OutboxRow>& rows) {
   std::vector<std::string> out;
-  for (const events::OutboxRow& r : rows) out.push_back(r.event.id);
+  for (const folding::OutboxRow& r : rows) out.push_back(r.event.id);
   return out;
 }
 
-std::vector<int64_t> Seqs(const std::vector<events::OutboxRow>& rows) {
+std::vector<int64_t> Seqs(const std::vector<folding::OutboxRow>& rows) {
   std::vector<int64_t> out;
-  for (const events::OutboxRow& r : rows) out.push_back(r.seq);
+  for (const folding::OutboxRow& r : rows) out.push_back(r.seq);
   return out;
 }
 
@@ -66,11 +66,11 @@ void OutboxStoreContractTest::SetUp() {
   outbox_ = std::move(*o);
 }
 
-std::vector<events::OutboxRow> OutboxStoreContractTest::List(events::OutboxStore& store,
+std::vector<folding::OutboxRow> OutboxStoreContractTest::List(folding::OutboxStore& store,
                                                              int64_t after, int limit) {
   auto rows = store.ListOwn(after, limit);
   EXPECT_TRUE(rows.ok()) << rows.status();
-  return rows.ok() ? *rows : std::vector<events::OutboxRow>{};
+  return rows.ok() ? *rows : std::vector<folding::OutboxRow>{};
 }
 
 TEST_P(OutboxStoreContractTest, EventsCommitWithTheirBranchWrite) {
@@ -78,7 +78,7 @@ TEST_P(OutboxStoreContractTest, EventsCommitWithTheirBranchWrite) {
   w.inserts.push_back(MakeBranch("br_1"));
   w.events = {Event(1), Event(2)};
   ASSERT_TRUE(branches_->Commit(w).ok());
-  std::vector<events::OutboxRow> rows = List(*outbox_);
+  std::vector<folding::OutboxRow> rows = List(*outbox_);
   ASSERT_EQ(Ids(rows), (std::vector<std::string>{"ev_1", "ev_2"}));
   EXPECT_LT(rows[0].seq, rows[1].seq);
   EXPECT_EQ(rows[1].event.type, "branch.created");
@@ -96,7 +96,7 @@ TEST_P(OutboxStoreContractTest, EventsCommitWithTheirBranchWrite) {
 
 TEST_P(OutboxStoreContractTest, ListsInOrderAfterACursorAndHidesRemovedRows) {
   ASSERT_TRUE(outbox_->Append({Event(1), Event(2), Event(3)}).ok());
-  std::vector<events::OutboxRow> first = List(*outbox_, 0, 2);
+  std::vector<folding::OutboxRow> first = List(*outbox_, 0, 2);
   ASSERT_EQ(Ids(first), (std::vector<std::string>{"ev_1", "ev_2"}));
   EXPECT_EQ(Ids(List(*outbox_, first.back().seq)), (std::vector<std::string>{"ev_3"}));
   ASSERT_TRUE(outbox_->Remove(Seqs(first)).ok());
@@ -106,7 +106,7 @@ TEST_P(OutboxStoreContractTest, ListsInOrderAfterACursorAndHidesRemovedRows) {
   ASSERT_TRUE(outbox_->Remove({last}).ok());
   EXPECT_TRUE(List(*outbox_).empty());
   ASSERT_TRUE(outbox_->Append({Event(4)}).ok());
-  std::vector<events::OutboxRow> after = List(*outbox_, last);
+  std::vector<folding::OutboxRow> after = List(*outbox_, last);
   ASSERT_EQ(Ids(after), (std::vector<std::string>{"ev_4"}));
   EXPECT_GT(after[0].seq, last);
 }

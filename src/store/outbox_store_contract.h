@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "events/outbox_store.h"
+#include "folding/outbox_store.h"
 #include "folding/branch_store.h"
 #include "store/testing/store_backend.h"
 
@@ -16,12 +16,12 @@ namespace contextd::store::testing {
 class OutboxStoreContractTest : public ::testing::TestWithParam<BackendFactory> {
  protected:
   void SetUp() override;
-  std::vector<events::OutboxRow> List(events::OutboxStore& store, int64_t after = 0,
+  std::vector<folding::OutboxRow> List(folding::OutboxStore& store, int64_t after = 0,
                                       int limit = 100);
 
   std::unique_ptr<StoreBackend> backend_;
   std::unique_ptr<folding::BranchStore> branches_;  // writes rows as outbox_'s owner
-  std::unique_ptr<events::OutboxStore> outbox_;
+  std::unique_ptr<folding::OutboxStore> outbox_;
 };
 
 }  // namespace contextd::store::testing

@@ -30,9 +30,9 @@ absl::Status PgOutboxStore::Append(const std::vector<folding::OutboxEvent>& even
   });
 }
 
-absl::StatusOr<std::vector<events::OutboxRow>> PgOutboxStore::ListOwn(int64_t after_seq,
+absl::StatusOr<std::vector<folding::OutboxRow>> PgOutboxStore::ListOwn(int64_t after_seq,
                                                                       int limit) {
-  std::vector<events::OutboxRow> out;
+  std::vector<folding::OutboxRow> out;
   absl::Status read = db_->Read([&](PgConn& c) -> absl::Status {
     out.clear();
     ASSIGN_OR_RETURN(PgResult r,
@@ -41,7 +41,7 @@ absl::StatusOr<std::vector<events::OutboxRow>> PgOutboxStore::ListOwn(int64_t af
                             "LIMIT $3",
                             {owner_, after_seq, static_cast<int64_t>(limit)}));
     for (int i = 0; i < r.rows(); ++i) {
-      events::OutboxRow row;
+      folding::OutboxRow row;
       row.seq = r.Int(i, 0);
       row.event.id = r.Text(i, 1);
       row.event.type = r.Text(i, 2);
@@ -109,8 +109,8 @@ absl::StatusOr<int64_t> PgOutboxStore::Trim(int64_t created_before_ms, int64_t m
   return deleted;
 }
 
-absl::StatusOr<events::OutboxStats> PgOutboxStore::Stats() {
-  events::OutboxStats out;
+absl::StatusOr<folding::OutboxStats> PgOutboxStore::Stats() {
+  folding::OutboxStats out;
   absl::Status read = db_->Read([&](PgConn& c) -> absl::Status {
     ASSIGN_OR_RETURN(PgResult r, c.Exec("SELECT COUNT(*), (SELECT created_ms FROM event_outbox "
                                         "ORDER BY seq LIMIT 1) FROM event_outbox"));

@@ -1,4 +1,4 @@
-// PgOutboxStore: the events::OutboxStore in PostgreSQL (table event_outbox, migration 3). Rows
+// PgOutboxStore: the folding::OutboxStore in PostgreSQL (table event_outbox, migration 3). Rows
 // belong to the instance that wrote them (`owner`, the PgBranchStore's owner name, so rows
 // written inside branch writes are this instance's); an instance renews its rows' lease while it
 // is alive, and another takes over rows whose lease ran out (a killed instance's) with FOR
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "events/outbox_store.h"
+#include "folding/outbox_store.h"
 #include "store/pg_database.h"
 
 namespace contextd::store {
@@ -19,17 +19,17 @@ namespace contextd::store {
 // Runs the INSERT of one outbox row on `c` (inside the caller's transaction).
 absl::Status PgInsertOutboxRow(PgConn& c, const folding::OutboxEvent& e, const std::string& owner);
 
-class PgOutboxStore final : public events::OutboxStore {
+class PgOutboxStore final : public folding::OutboxStore {
  public:
   // Rows are written and listed as `owner`'s.
   static std::unique_ptr<PgOutboxStore> Create(std::shared_ptr<PgDatabase> db, std::string owner);
 
   absl::Status Append(const std::vector<folding::OutboxEvent>& events) override;
-  absl::StatusOr<std::vector<events::OutboxRow>> ListOwn(int64_t after_seq, int limit) override;
+  absl::StatusOr<std::vector<folding::OutboxRow>> ListOwn(int64_t after_seq, int limit) override;
   absl::Status Remove(const std::vector<int64_t>& seqs) override;
   absl::StatusOr<int64_t> TakeOver(int64_t now_ms, int64_t lease_ms, int limit) override;
   absl::StatusOr<int64_t> Trim(int64_t created_before_ms, int64_t max_rows) override;
-  absl::StatusOr<events::OutboxStats> Stats() override;
+  absl::StatusOr<folding::OutboxStats> Stats() override;
   const std::string& owner() const override { return owner_; }
 
  private:

@@ -52,9 +52,9 @@ absl::Status SqliteOutboxStore::Append(const std::vector<folding::OutboxEvent>& 
   return db_->EndWrite(body());
 }
 
-absl::StatusOr<std::vector<events::OutboxRow>> SqliteOutboxStore::ListOwn(int64_t after_seq,
+absl::StatusOr<std::vector<folding::OutboxRow>> SqliteOutboxStore::ListOwn(int64_t after_seq,
                                                                           int limit) {
-  std::vector<events::OutboxRow> raw;
+  std::vector<folding::OutboxRow> raw;
   {
     std::lock_guard<std::mutex> lock(reader_->mutex());
     ASSIGN_OR_RETURN(Statement st,
@@ -68,7 +68,7 @@ absl::StatusOr<std::vector<events::OutboxRow>> SqliteOutboxStore::ListOwn(int64_
     while (true) {
       ASSIGN_OR_RETURN(bool row, st.Step());
       if (!row) break;
-      events::OutboxRow r;
+      folding::OutboxRow r;
       r.seq = st.Int(0);
       r.event.id = st.Text(1);
       r.event.type = st.Text(2);
@@ -84,7 +84,7 @@ absl::StatusOr<std::vector<events::OutboxRow>> SqliteOutboxStore::ListOwn(int64_
     for (auto it = removed_.lower_bound(after_seq + 1); it != removed_.end();) {
       const bool covered = complete || (!raw.empty() && *it < raw.back().seq);
       const bool seen = std::any_of(raw.begin(), raw.end(),
-                                    [&](const events::OutboxRow& r) { return r.seq == *it; });
+                                    [&](const folding::OutboxRow& r) { return r.seq == *it; });
       if (covered && !seen) {
         it = removed_.erase(it);
       } else {
@@ -92,7 +92,7 @@ absl::StatusOr<std::vector<events::OutboxRow>> SqliteOutboxStore::ListOwn(int64_
       }
     }
     raw.erase(std::remove_if(raw.begin(), raw.end(),
-                             [&](const events::OutboxRow& r) { return removed_.count(r.seq) > 0; }),
+                             [&](const folding::OutboxRow& r) { return removed_.count(r.seq) > 0; }),
               raw.end());
   }
   if (raw.size() > static_cast<size_t>(limit)) raw.resize(static_cast<size_t>(limit));
@@ -144,14 +144,14 @@ absl::StatusOr<int64_t> SqliteOutboxStore::Trim(int64_t created_before_ms, int64
   return deleted;
 }
 
-absl::StatusOr<events::OutboxStats> SqliteOutboxStore::Stats() {
+absl::StatusOr<folding::OutboxStats> SqliteOutboxStore::Stats() {
   std::lock_guard<std::mutex> lock(reader_->mutex());
   ASSIGN_OR_RETURN(Statement st,
                    reader_->Prepare("SELECT COUNT(*), (SELECT created_ms FROM event_outbox "
                                     "ORDER BY seq LIMIT 1) FROM event_outbox"));
   ResetOnExit reset(st);
   ASSIGN_OR_RETURN(bool row, st.Step());
-  events::OutboxStats out;
+  folding::OutboxStats out;
   if (row) {
     out.rows = st.Int(0);
     out.oldest_created_ms = st.IsNull(1) ? 0 : st.Int(1);

@@ -1,4 +1,4 @@
-// SqliteOutboxStore: the events::OutboxStore in contextd's SQLite database (table event_outbox,
+// SqliteOutboxStore: the folding::OutboxStore in contextd's SQLite database (table event_outbox,
 // migration 0014). Writes (Append, Remove, Trim) go through the engine's Database, so they join
 // its group commit; reads (ListOwn, Stats) use a connection of their own, which sees committed
 // rows only: an event is never read before the change it reports is durable. One process writes
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "events/outbox_store.h"
+#include "folding/outbox_store.h"
 #include "store/database.h"
 
 namespace contextd::store {
@@ -30,7 +30,7 @@ inline constexpr char kSqliteInsertOutboxSql[] =
 absl::Status InsertOutboxRow(Statement& insert, const folding::OutboxEvent& e,
                              std::string_view owner);
 
-class SqliteOutboxStore final : public events::OutboxStore {
+class SqliteOutboxStore final : public folding::OutboxStore {
  public:
   // Writes through `db` (shared with the engine's stores); reads through a new connection to the
   // same file. Unavailable if that connection cannot be opened.
@@ -39,11 +39,11 @@ class SqliteOutboxStore final : public events::OutboxStore {
   static absl::StatusOr<std::unique_ptr<SqliteOutboxStore>> Open(const std::string& path);
 
   absl::Status Append(const std::vector<folding::OutboxEvent>& events) override;
-  absl::StatusOr<std::vector<events::OutboxRow>> ListOwn(int64_t after_seq, int limit) override;
+  absl::StatusOr<std::vector<folding::OutboxRow>> ListOwn(int64_t after_seq, int limit) override;
   absl::Status Remove(const std::vector<int64_t>& seqs) override;
   absl::StatusOr<int64_t> TakeOver(int64_t now_ms, int64_t lease_ms, int limit) override;
   absl::StatusOr<int64_t> Trim(int64_t created_before_ms, int64_t max_rows) override;
-  absl::StatusOr<events::OutboxStats> Stats() override;
+  absl::StatusOr<folding::OutboxStats> Stats() override;
   const std::string& owner() const override { return owner_; }
 
  private:

@@ -12,7 +12,7 @@
 #include "absl/status/status.h"
 #include "base/executor.h"
 #include "events/outbox_relay.h"
-#include "events/outbox_store.h"
+#include "folding/outbox_store.h"
 #include "events/publisher.h"
 #include "folding/branch_manager.h"
 #include "folding/events.h"
@@ -64,7 +64,7 @@ struct Engine {
   // events.nats: the transactional outbox (decision 0027): branch events are written in their
   // change's transaction, memory events appended; the relay publishes them through
   // events_publisher. Stopped by ShutdownEngine before the publisher.
-  std::unique_ptr<events::OutboxStore> outbox;
+  std::unique_ptr<folding::OutboxStore> outbox;
   std::unique_ptr<events::OutboxRelay> outbox_relay;
   // The ReasoningBank (memory.enabled): its own connection to the database, used off the executor;
   // the optional model endpoints (memory.distiller, memory.embeddings) and the vector index.

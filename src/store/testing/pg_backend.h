@@ -71,11 +71,11 @@ class PgBackend final : public StoreBackend {
     if (!s.ok()) return s.status();
     return std::unique_ptr<McpSessionStore>(std::move(*s));
   }
-  absl::StatusOr<std::unique_ptr<events::OutboxStore>> OpenOutboxStore(
+  absl::StatusOr<std::unique_ptr<folding::OutboxStore>> OpenOutboxStore(
       folding::BranchStore& writer) override {
     auto db = PgDatabase::Open(options());
     if (!db.ok()) return db.status();
-    return std::unique_ptr<events::OutboxStore>(
+    return std::unique_ptr<folding::OutboxStore>(
         PgOutboxStore::Create(std::shared_ptr<PgDatabase>(std::move(*db)),
                               static_cast<PgBranchStore&>(writer).owner()));
   }

@@ -43,11 +43,11 @@ class SqliteBackend final : public StoreBackend {
     if (!s.ok()) return s.status();
     return std::unique_ptr<McpSessionStore>(std::move(*s));
   }
-  absl::StatusOr<std::unique_ptr<events::OutboxStore>> OpenOutboxStore(
+  absl::StatusOr<std::unique_ptr<folding::OutboxStore>> OpenOutboxStore(
       folding::BranchStore&) override {
     auto s = SqliteOutboxStore::Open(path());
     if (!s.ok()) return s.status();
-    return std::unique_ptr<events::OutboxStore>(std::move(*s));
+    return std::unique_ptr<folding::OutboxStore>(std::move(*s));
   }
   std::string path() const { return tmp_.File("contextd.db"); }
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "events/outbox_store.h"
+#include "folding/outbox_store.h"
 #include "folding/branch_store.h"
 #include "memory/memory_store.h"
 #include "store/mcp_session_store.h"
@@ -30,7 +30,7 @@ class StoreBackend {
   virtual absl::StatusOr<std::unique_ptr<McpSessionStore>> OpenMcpSessionStore() = 0;
   // The outbox that publishes the rows `writer` (a store this backend opened) writes in its
   // branch writes: the same owner (PostgreSQL), the same file (SQLite).
-  virtual absl::StatusOr<std::unique_ptr<events::OutboxStore>> OpenOutboxStore(
+  virtual absl::StatusOr<std::unique_ptr<folding::OutboxStore>> OpenOutboxStore(
       folding::BranchStore& writer) = 0;
 };
 

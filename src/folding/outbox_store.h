@@ -1,5 +1,6 @@
-// OutboxStore: the transactional outbox of events (decision 0027) as an interface; store/
-// implements it for SQLite and PostgreSQL. Rows are written in the same transaction as the change
+// OutboxStore: the transactional outbox of events (decision 0027) as an interface, beside
+// BranchStore whose writes carry the rows; store/ implements it for SQLite and PostgreSQL, and
+// events/ (OutboxRelay) publishes what it holds. Rows are written in the same transaction as the change
 // they report (folding::BranchWrite::events) or appended (memory events), read by the
 // OutboxRelay once committed, and deleted after NATS has them. Implementations are thread-safe.
 #pragma once
@@ -12,12 +13,12 @@
 #include "absl/status/statusor.h"
 #include "folding/branch_store.h"
 
-namespace contextd::events {
+namespace contextd::folding {
 
 // One stored event and its position (increasing in commit order per writer; never reused).
 struct OutboxRow {
   int64_t seq = 0;
-  folding::OutboxEvent event;
+  OutboxEvent event;
 };
 
 struct OutboxStats {
@@ -31,7 +32,7 @@ class OutboxStore {
 
   // Appends `events` as this instance's rows, in one write with the store's usual durability
   // (SQLite: part of the open group commit, if any). Unavailable/Internal on a database error.
-  virtual absl::Status Append(const std::vector<folding::OutboxEvent>& events) = 0;
+  virtual absl::Status Append(const std::vector<OutboxEvent>& events) = 0;
 
   // Up to `limit` committed rows this instance publishes, with seq > `after_seq`, in seq order.
   // Rows passed to Remove are not listed again even while that removal is not yet committed.
@@ -58,4 +59,4 @@ class OutboxStore {
   virtual const std::string& owner() const = 0;
 };
 
-}  // namespace contextd::events
+}  // namespace contextd::folding
