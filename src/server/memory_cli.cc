@@ -12,6 +12,7 @@
 #include "scrub/private_spans.h"
 #include "scrub/rule_scrubber.h"
 #include "server/config.h"
+#include "server/store_cli.h"
 #include "store/pg_memory_store.h"
 #include "store/sqlite_memory_store.h"
 
@@ -34,11 +35,8 @@ struct Bank {
 absl::StatusOr<std::unique_ptr<memory::MemoryStore>> OpenStore(const MemoryCommand& command,
                                                                bool create) {
   if (command.store.backend == "postgres") {
-    store::PgOptions options;
-    options.conninfo = command.store.postgres_url;
-    options.pool_size = 1;
-    options.migrate = false;
-    ASSIGN_OR_RETURN(std::unique_ptr<store::PgMemoryStore> pg, store::PgMemoryStore::Open(options));
+    ASSIGN_OR_RETURN(std::unique_ptr<store::PgMemoryStore> pg,
+                     store::PgMemoryStore::Open(CommandPgOptions(command.store)));
     return std::unique_ptr<memory::MemoryStore>(std::move(pg));
   }
   ServerConfig config;

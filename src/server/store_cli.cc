@@ -46,6 +46,14 @@ int PgVersionBefore(const std::string& conninfo) {
 
 }  // namespace
 
+store::PgOptions CommandPgOptions(const StoreConfig& store) {
+  store::PgOptions o;
+  o.conninfo = store.postgres_url;
+  o.pool_size = 1;
+  o.migrate = false;
+  return o;
+}
+
 int RunMigrateCommand(const ServerConfig& config, std::ostream& out, std::ostream& err) {
   if (config.store.backend == "postgres") {
     store::PgOptions o;

@@ -10,6 +10,7 @@
 #include <ostream>
 
 #include "server/config.h"
+#include "store/pg_database.h"
 
 namespace contextd::server {
 
@@ -20,6 +21,11 @@ int RunMigrateCommand(const ServerConfig& config, std::ostream& out, std::ostrea
 
 // Writes the store's state to `out`; a line on `err` says how many rows. 0, or 2 with the reason.
 int RunExportCommand(const ServerConfig& config, std::ostream& out, std::ostream& err);
+
+// The PostgreSQL options of a one-shot command that reads (and writes rows) but must not change
+// the schema: store.postgres.url, one connection, no migration (an older schema is refused,
+// FailedPrecondition naming the versions: run `contextd migrate`). For trail, usage and memory.
+store::PgOptions CommandPgOptions(const StoreConfig& store);
 
 // Reads an export from `in` into the configured (empty) store, all or nothing; a line on `err`
 // says how many rows. 0, or 2 with the reason (a store that already holds state, a bad line).

@@ -10,6 +10,7 @@
 #include "folding/branch.h"
 #include "nlohmann/json.hpp"
 #include "server/config.h"
+#include "server/store_cli.h"
 #include "store/pg_branch_store.h"
 #include "store/pg_database.h"
 #include "store/pg_trail_store.h"
@@ -33,11 +34,8 @@ absl::StatusOr<Stores> OpenStores(const TrailCommand& command) {
   Stores s;
   if (command.store.backend == "postgres") {
     // Read-only use: a schema older than this binary is refused, not migrated.
-    store::PgOptions options;
-    options.conninfo = command.store.postgres_url;
-    options.pool_size = 1;
-    options.migrate = false;
-    ASSIGN_OR_RETURN(std::unique_ptr<store::PgDatabase> db, store::PgDatabase::Open(options));
+    ASSIGN_OR_RETURN(std::unique_ptr<store::PgDatabase> db,
+                     store::PgDatabase::Open(CommandPgOptions(command.store)));
     s.pg_db = std::shared_ptr<store::PgDatabase>(std::move(db));
     s.branches = store::PgBranchStore::Create(s.pg_db);
     s.trail = store::PgTrailStore::Create(s.pg_db);

@@ -10,6 +10,7 @@
 #include "base/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "server/config.h"
+#include "server/store_cli.h"
 #include "store/pg_conversation_store.h"
 #include "store/sqlite_conversation_store.h"
 
@@ -38,12 +39,8 @@ bool ParseInt(std::string_view s, int64_t* out) {
 absl::StatusOr<std::vector<store::ProjectUsage>> ReadUsage(const UsageCommand& command,
                                                            int64_t since_ms) {
   if (command.store.backend == "postgres") {
-    store::PgOptions options;
-    options.conninfo = command.store.postgres_url;
-    options.pool_size = 1;
-    options.migrate = false;
     ASSIGN_OR_RETURN(std::unique_ptr<store::PgConversationStore> store,
-                     store::PgConversationStore::Open(options));
+                     store::PgConversationStore::Open(CommandPgOptions(command.store)));
     return store->UsageByProject(command.tenant, since_ms);
   }
   ServerConfig config;
