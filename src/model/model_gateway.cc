@@ -113,6 +113,8 @@ transport::HttpResponse ErrorResponse(Provider provider, int status, std::string
   response.content_type = "application/json";
   if (provider == Provider::kAnthropic) {
     std::string_view type = status == 401   ? "authentication_error"
+                            : status == 403 ? "permission_error"
+                            : status == 404 ? "not_found_error"
                             : status == 413 ? "request_too_large"
                             : status == 504 ? "timeout_error"
                             : status >= 500 ? "api_error"
@@ -121,7 +123,10 @@ transport::HttpResponse ErrorResponse(Provider provider, int status, std::string
   } else {
     std::string_view type = status >= 500 ? "server_error" : "invalid_request_error";
     std::string_view code = status == 401   ? "invalid_api_key"
+                            : status == 403 ? "forbidden"
+                            : status == 408 ? "request_timeout"
                             : status == 413 ? "request_too_large"
+                            : status == 431 ? "request_header_fields_too_large"
                             : status == 502 ? "upstream_unreachable"
                             : status == 504 ? "upstream_timeout"
                                             : "";
@@ -216,8 +221,9 @@ void ModelGateway::WorkerLoop() {
 
 std::vector<transport::HttpRoute> ModelGateway::Routes() {
   std::vector<transport::HttpRoute> routes;
-  // The listener's own refusals (413) before the handler sees the request: in the shape of the
-  // route's API (the shared /v1/ route cannot tell, and answers the Anthropic way).
+  // The listener's own refusals (400, 403, 405, 408, 413, 431, 500) before or instead of the
+  // handler: in the shape of the route's API (the shared /v1/ route cannot tell, and answers the
+  // Anthropic way).
   auto error_response = [](Provider provider) {
     return [provider](int status, std::string_view message) {
       return ErrorResponse(provider, status, absl::StrCat("contextd: ", std::string(message)));

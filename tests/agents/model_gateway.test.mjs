@@ -8,6 +8,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
+import net from 'node:net';
 import { startAnthropicDouble } from './lib/anthropic_double.mjs';
 import { startUpstream, closedPort, makeCa, startGateway, within, sse } from './lib/model_upstream.mjs';
 import { BINARY, cleanup } from '../e2e/harness.mjs';
@@ -408,6 +409,75 @@ test('a body over max_body_bytes gets 413 in the Anthropic error shape', {
       assert.equal(error.type, 'request_too_large', text);
       assert.match(error.message, /2048/);
     }
+  } finally {
+    await gw.stop();
+    await upstream.close();
+  }
+});
+
+// One raw HTTP exchange on a fresh connection (the listener's refusals come before any HTTP client
+// would send them): resolves with {status, headers, body} once the server has closed.
+function rawExchange(origin, bytes) {
+  const { hostname, port } = new URL(origin);
+  return within(new Promise((resolve, reject) => {
+    const socket = net.connect({ host: hostname, port: Number(port) }, () => socket.end(bytes));
+    const chunks = [];
+    socket.on('data', (c) => chunks.push(c));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const text = Buffer.concat(chunks).toString('latin1');
+      const cut = text.indexOf('\r\n\r\n');
+      const head = text.slice(0, cut).split('\r\n');
+      const headers = Object.fromEntries(head.slice(1).map((l) => {
+        const i = l.indexOf(':');
+        return [l.slice(0, i).toLowerCase(), l.slice(i + 1).trim()];
+      }));
+      resolve({ status: Number(head[0].split(' ')[1]), headers, body: text.slice(cut + 4) });
+    });
+  }), 10000, `an answer to ${JSON.stringify(bytes.slice(0, 40))}`);
+}
+
+test('the listener\'s own refusals on /v1/messages and /v1/chat/completions come in the provider\'s error shape', {
+  ...opts(30000),
+}, async () => {
+  const upstream = await startUpstream({ handle: (req, res) => { res.writeHead(200, { 'content-type': 'application/json' }); res.end('{}'); } });
+  const gw = await startGateway({ anthropic: { base_url: upstream.url }, openai: { base_url: upstream.url } });
+  const { host } = new URL(gw.origin);
+  const body = JSON.stringify({ model: MODEL, max_tokens: 8, messages: hello });
+  const request = (method, path, headers) =>
+    `${method} ${path} HTTP/1.1\r\n${headers}Content-Type: application/json\r\nConnection: close\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  const cases = [
+    { name: 'Host not allowed', status: 403, bytes: (p) => request('POST', p, 'Host: evil.example\r\n') },
+    { name: 'Origin not allowed', status: 403, bytes: (p) => request('POST', p, `Host: ${host}\r\nOrigin: https://evil.example\r\n`) },
+    { name: 'headers too large', status: 431, bytes: (p) => request('POST', p, `Host: ${host}\r\nX-Big: ${'a'.repeat(70000)}\r\n`) },
+    { name: 'malformed headers', status: 400, bytes: (p) => request('POST', p, `Host: ${host}\r\nNot A Header\r\n`) },
+  ];
+  try {
+    for (const path of ['/v1/messages', '/v1/chat/completions']) {
+      for (const c of cases) {
+        const res = await rawExchange(gw.origin, c.bytes(path));
+        const what = `${path}, ${c.name}: ${res.body}`;
+        assert.equal(res.status, c.status, what);
+        assert.equal(res.headers['content-type'], 'application/json', what);
+        const parsed = JSON.parse(res.body);
+        if (path === '/v1/messages') {
+          assert.equal(parsed.type, 'error', what);
+          assert.equal(parsed.error.type, c.status === 403 ? 'permission_error' : 'invalid_request_error', what);
+          assert.equal(typeof parsed.error.message, 'string', what);
+        } else {
+          assert.equal(parsed.jsonrpc, undefined, what);
+          assert.equal(parsed.error.type, 'invalid_request_error', what);
+          assert.equal(typeof parsed.error.message, 'string', what);
+        }
+      }
+    }
+    // A GET on the POST-only Messages route: 405 with Allow, in the Anthropic shape.
+    const res = await rawExchange(gw.origin, `GET /v1/messages HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+    assert.equal(res.status, 405, res.body);
+    assert.equal(res.headers.allow, 'POST');
+    assert.equal(JSON.parse(res.body).type, 'error', res.body);
+    assert.equal(upstream.requests.length, 0);
   } finally {
     await gw.stop();
     await upstream.close();

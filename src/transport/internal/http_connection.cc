@@ -156,7 +156,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (gen != gen_) return;
     if (mode_ == Mode::kHandling) {
       base::LogWarn("http: a route released its responder without answering");
-      RespondError(500, "internal error: the request was not answered");
+      Refuse(route_, 500, "internal error: the request was not answered", "", false);
     } else if (mode_ == Mode::kStreaming) {
       Close();  // an unfinished body must not look complete
     }
@@ -280,7 +280,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     ParseBuffered(ec);
     if (ec) return OnReadError(ec);
     if (parser_->is_header_done()) return OnHeader({});
-    stream_.expires_after(srv_->opts().header_timeout);
+    ArmReadDeadline(srv_->opts().header_timeout);
     http::async_read_header(stream_, buffer_, *parser_,
                             [self = shared_from_this()](beast::error_code e, size_t n) {
                               self->srv_->bytes_received.fetch_add(n, std::memory_order_relaxed);
@@ -310,7 +310,21 @@ class Connection : public std::enable_shared_from_this<Connection> {
     return srv_->BodyLimit(srv_->Match(t.substr(0, t.find('?'))));
   }
 
+  // A request that is not read in full within `limit` gets 408 in its route's shape. The stream's
+  // own timeout would close the socket before an answer could be written, so this timer cancels
+  // the read instead (OnReadError answers).
+  void ArmReadDeadline(std::chrono::milliseconds limit) {
+    timer_.expires_after(limit);
+    timer_.async_wait([self = shared_from_this(), gen = gen_](beast::error_code ec) {
+      if (ec || gen != self->gen_ || self->mode_ != Mode::kReading) return;
+      self->read_timed_out_ = true;
+      beast::error_code ignored;
+      self->stream_.socket().cancel(ignored);
+    });
+  }
+
   void OnHeader(beast::error_code ec) {
+    timer_.cancel();
     if (ec) return OnReadError(ec);
     const size_t limit = BodyLimitFor(parser_->get().target());
     const auto length = parser_->content_length();
@@ -328,7 +342,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
         beast::iequals(expect->value(), beast::string_view("100-continue"))) {
       QueueRaw("HTTP/1.1 100 Continue\r\n\r\n");
     }
-    stream_.expires_after(srv_->opts().body_timeout);
+    ArmReadDeadline(srv_->opts().body_timeout);
     http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code e, size_t n) {
                        self->srv_->bytes_received.fetch_add(n, std::memory_order_relaxed);
@@ -337,8 +351,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void OnBody(beast::error_code ec) {
+    timer_.cancel();
     if (ec) return OnReadError(ec);
-    stream_.expires_never();
     srv_->requests_total.fetch_add(1, std::memory_order_relaxed);
     auto raw = std::make_unique<RawRequest>();
     raw->msg = parser_->release();
@@ -347,8 +361,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void OnReadError(beast::error_code ec) {
-    stream_.expires_never();  // the error response must not inherit an expired read deadline
     const bool started = parser_ && parser_->got_some();
+    const bool timed_out = std::exchange(read_timed_out_, false);
     if (parser_ && parser_->is_header_done()) {
       keep_alive_ = false;
       http10_ = parser_->get().version() < 11;
@@ -359,7 +373,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     if (ec == http::error::header_limit) {
       srv_->requests_total.fetch_add(1, std::memory_order_relaxed);
-      return RespondError(431, "request header fields too large", /*drain=*/true);
+      return Refuse(RouteOfRefused(), 431, "request header fields too large", "", /*drain=*/true);
     }
     if (ec == http::error::body_limit) {
       srv_->requests_total.fetch_add(1, std::memory_order_relaxed);
@@ -368,18 +382,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
       // headers end, before is_header_done()).
       const size_t limit =
           parser_ ? BodyLimitFor(parser_->get().target()) : srv_->opts().max_message_bytes;
-      const std::string message = "message exceeds " + std::to_string(limit) + " bytes";
-      if (parser_) {
-        std::string_view target(parser_->get().target().data(), parser_->get().target().size());
-        const RouteEntry* entry = srv_->Match(target.substr(0, target.find('?')));
-        if (entry != nullptr && entry->route.error_response) {
-          // The route's own protocol shapes the error (e.g. the model API's error object).
-          HttpResponse r = entry->route.error_response(413, message);
-          return WriteResponse(r.status, r.content_type, r.body, &r.headers, "", true,
-                               /*drain=*/true);
-        }
-      }
-      return RespondError(413, message, /*drain=*/true);
+      return Refuse(RouteOfRefused(), 413, "message exceeds " + std::to_string(limit) + " bytes",
+                    "", /*drain=*/true);
+    }
+    if (timed_out && started && ec == net::error::operation_aborted) {
+      // Part of a request came, the rest did not in time: answered, then closed (not drained:
+      // the client has stopped sending).
+      srv_->requests_total.fetch_add(1, std::memory_order_relaxed);
+      keep_alive_ = false;
+      return Refuse(RouteOfRefused(), 408, "request not received in time", "", /*drain=*/false);
     }
     if (ec == beast::error::timeout || ec == http::error::end_of_stream || ec == net::error::eof ||
         ec == net::error::connection_reset || ec == net::error::operation_aborted ||
@@ -388,7 +399,21 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     // Malformed HTTP.
     srv_->requests_total.fetch_add(1, std::memory_order_relaxed);
-    RespondError(400, "malformed HTTP request: " + ec.message(), /*drain=*/true);
+    Refuse(RouteOfRefused(), 400, "malformed HTTP request: " + ec.message(), "", /*drain=*/true);
+  }
+
+  // The route a request refused while it was being read was meant for: by its parsed target, or
+  // by the raw request line (a header block over the limit is refused before it is parsed).
+  // nullptr when it names none.
+  const RouteEntry* RouteOfRefused() {
+    std::string_view target;
+    if (parser_) target = {parser_->get().target().data(), parser_->get().target().size()};
+    if (target.empty()) {
+      target = RequestLineTarget(
+          {static_cast<const char*>(buffer_.data().data()), buffer_.data().size()});
+    }
+    if (target.empty()) return nullptr;
+    return srv_->Match(target.substr(0, target.find('?')));
   }
 
   // ---- Dispatch.
@@ -410,12 +435,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (entry == nullptr || entry->route.check_host_and_origin) {
       if (!srv_->host_policy().HostAllowed(header(http::field::host))) {
         srv_->forbidden.fetch_add(1, std::memory_order_relaxed);
-        return RespondError(403, "forbidden: Host not allowed");
+        return Refuse(entry, 403, "forbidden: Host not allowed", "", false);
       }
       if (msg.find(http::field::origin) != msg.end() &&
           !srv_->host_policy().OriginAllowed(header(http::field::origin))) {
         srv_->forbidden.fetch_add(1, std::memory_order_relaxed);
-        return RespondError(403, "forbidden: Origin not allowed");
+        return Refuse(entry, 403, "forbidden: Origin not allowed", "", false);
       }
     }
     if (entry == nullptr) return RespondError(404, "not found");
@@ -429,8 +454,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
           www += ", error=\"invalid_token\"";
         }
         www += "\r\n";
-        return WriteResponse(401, "application/json", ErrorBody(-32001, "unauthorized"), nullptr,
-                             www, false, false);
+        return Refuse(entry, 401, "unauthorized", www, false);
       }
       tenant = std::move(*t);
     }
@@ -438,8 +462,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
       std::string_view m(msg.method_string().data(), msg.method_string().size());
       if (std::find(entry->route.methods.begin(), entry->route.methods.end(), m) ==
           entry->route.methods.end()) {
-        return WriteResponse(405, "application/json", ErrorBody(-32000, "method not allowed"),
-                             nullptr, "Allow: " + Listener::AllowOf(*entry) + "\r\n", false, false);
+        return Refuse(entry, 405, "method not allowed",
+                      "Allow: " + Listener::AllowOf(*entry) + "\r\n", false);
       }
     }
     // The exchange is open: the responder reaches this connection through the link.
@@ -454,7 +478,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       entry->route.handler(HttpRequest(std::move(raw), std::move(tenant)), std::move(responder));
     } catch (const std::exception& e) {
       base::LogError(std::string("http: route handler failed: ") + e.what());
-      if (mode_ == Mode::kHandling) RespondError(500, "internal error");
+      if (mode_ == Mode::kHandling) Refuse(entry, 500, "internal error", "", false);
       if (mode_ == Mode::kStreaming) Close();
     }
     // While the route works, a read watch tells it when the client leaves.
@@ -489,8 +513,23 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void RespondError(int status, std::string_view message, bool drain = false) {
-    WriteResponse(status, "application/json", ErrorBody(status == 404 ? -32001 : -32000, message),
-                  nullptr, "", drain, drain);
+    Refuse(nullptr, status, message, "", drain);
+  }
+
+  // The listener's own refusal of a request meant for `entry` (nullptr: none): in the route's
+  // protocol when it has an error shape (the model API's error object), else a JSON-RPC error.
+  // `raw_headers` (WWW-Authenticate, Allow) are kept either way; `drain` closes after a lingering
+  // read of what the client still sends.
+  void Refuse(const RouteEntry* entry, int status, std::string_view message,
+              std::string_view raw_headers, bool drain) {
+    if (entry != nullptr && entry->route.error_response) {
+      HttpResponse r = entry->route.error_response(status, message);
+      return WriteResponse(r.status, r.content_type, r.body, &r.headers, raw_headers,
+                           drain || r.close, drain);
+    }
+    const int code = status == 404 || status == 401 ? -32001 : -32000;
+    WriteResponse(status, "application/json", ErrorBody(code, message), nullptr, raw_headers, drain,
+                  drain);
   }
 
   // Writes a complete response; then reads the next request, closes, or drains then closes.
@@ -750,6 +789,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool writing_ = false;
   bool watch_pending_ = false;
   bool awaiting_first_byte_ = false;
+  bool read_timed_out_ = false;  // ArmReadDeadline cancelled the read
 };
 
 void StartConnection(Listener* srv, tcp::socket socket, Strand strand) {

@@ -1,5 +1,6 @@
 #include "transport/internal/http_util.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 
@@ -165,6 +166,20 @@ const char* StatusText(int code) {
 
 std::string ErrorBody(int code, std::string_view message) {
   return protocol::Serialize(protocol::MakeError(nullptr, code, message));
+}
+
+std::string_view RequestLineTarget(std::string_view raw) {
+  constexpr size_t kMaxLine = 8u << 10;
+  raw = raw.substr(0, std::min(raw.size(), kMaxLine));
+  raw = raw.substr(0, raw.find_first_of("\r\n"));
+  const size_t method_end = raw.find(' ');
+  if (method_end == std::string_view::npos || method_end == 0) return {};
+  std::string_view rest = raw.substr(method_end + 1);
+  const size_t target_end = rest.find(' ');
+  if (target_end == std::string_view::npos) return {};  // no version: not a request line
+  std::string_view target = rest.substr(0, target_end);
+  if (target.empty() || target.front() != '/') return {};
+  return target;
 }
 
 std::string ChunkOf(std::string_view data) {

@@ -46,6 +46,11 @@ const char* StatusText(int code);
 // The JSON-RPC error body used for HTTP-level failures (as the reference SDK does).
 std::string ErrorBody(int code, std::string_view message);
 
+// The request target of the request line at the start of `raw` ("POST /v1/messages HTTP/1.1"
+// gives "/v1/messages"), looked at within its first 8 KiB; empty when there is no such line. For
+// refusals made before the parser has read the request line (a header block over the limit).
+std::string_view RequestLineTarget(std::string_view raw);
+
 // `data` framed as one HTTP/1.1 chunk.
 std::string ChunkOf(std::string_view data);
 
