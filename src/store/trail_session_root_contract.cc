@@ -143,6 +143,30 @@ TEST_P(TrailStoreContractTest, ARestartedTrailContinuesTheSessionsTree) {
   EXPECT_EQ(sessions->size(), 1u);
 }
 
+TEST_P(TrailStoreContractTest, AfterACrashRecoveryFoldsTheAutoScopeAndTheSessionGoesOn) {
+  SessionRef s = Session("model:conv-2");
+  std::string root, left_open;
+  {
+    trail::Trail crashed(*store_, clock_, AutoOn());
+    auto r = crashed.RecordUpstreamCall(s, "fs", "fs__read", "{}", "text", 1, 1, false);
+    ASSERT_TRUE(r.ok());
+    left_open = r->scope_id;
+    root = *crashed.RootScope(s);
+  }  // the process dies: nothing folds the auto-scope
+  trail::Trail restarted(*store_, clock_, AutoOn());
+  auto recovered = restarted.RecoverAutoScopes();
+  ASSERT_TRUE(recovered.ok());
+  EXPECT_EQ(*recovered, 1);
+  auto next = restarted.RecordUpstreamCall(s, "fs", "fs__read", "{}", "more", 1, 1, false);
+  ASSERT_TRUE(next.ok());
+  EXPECT_NE(next->scope_id, left_open);
+  auto view = restarted.View(s, -1);
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ(view->root_scope_id, root);  // one tree: the recovered scope and the new one in it
+  EXPECT_EQ(view->auto_scopes_folded, 1);
+  EXPECT_EQ(view->auto_scopes_open, 1);
+}
+
 TEST_P(TrailStoreContractTest, AProcessSessionGetsARootPerTrail) {
   trail::TrailOptions options;
   options.process_sessions = {"stdio"};
