@@ -436,6 +436,9 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
     };
     // <private> spans never reach the trail (its blobs, scopes and search index).
     trail_options.withhold = [](std::string_view text) { return scrub::WithholdPrivate(text); };
+    // One root per session in the store (decision 0028), but the stdio session's id names the
+    // process: each stdio run keeps a trail of its own.
+    trail_options.process_sessions = {"stdio"};
     engine.trail = std::make_unique<trail::Trail>(*engine.trail_store, engine.executor->clock(),
                                                   std::move(trail_options));
     engine.trail_tools = std::make_unique<TrailTools>(*engine.trail, engine.events, *engine.store,
@@ -615,11 +618,12 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
     }
   };
   protocol::SessionHooks hooks;
-  hooks.on_close = [manager, tools = engine.tools.get(), shared, end_session](
-                       const protocol::SessionInfo& info, std::string_view reason) {
+  hooks.on_close = [manager, tools = engine.tools.get(), trail = engine.trail.get(), shared,
+                    end_session](const protocol::SessionInfo& info, std::string_view reason) {
     if (shared != nullptr && !shared->EndsEverywhere(info, reason)) {
       // Another instance may continue it: nothing ends, this one only stops caching it.
       manager->ReleaseSession(SessionKeyFor(info));
+      trail->ReleaseSession(TrailSessionFor(info));
       tools->ForgetSession(info);
       return;
     }

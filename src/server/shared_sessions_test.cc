@@ -1,7 +1,8 @@
 // Two real contextd processes on one real PostgreSQL (decision 0025): an Mcp-Session-Id issued by
 // one is valid on the other. initialize on A, branches created on A, continued and returned on B;
 // DELETE on B ends the session for A too; A's idle sweep does not end a session B keeps using;
-// after kill -9 of A its session continues on B with its live branch. Plain HTTP/1.1 on
+// after kill -9 of A its session continues on B with its live branch; the session's trail is one
+// tree on both (decision 0028), also after kill -9 of A. Plain HTTP/1.1 on
 // 127.0.0.1 (Connection: close), the binary built beside this test. Skips when PostgreSQL cannot
 // start (fails instead under CONTEXTD_REQUIRE_POSTGRES=1).
 #include <fcntl.h>
@@ -140,9 +141,9 @@ struct Reply {
   Json json() const { return Json::parse(body, nullptr, false); }
 };
 
-// One HTTP/1.1 request on a new connection (Connection: close), read to EOF.
-Reply Request(int port, const std::string& method, const std::string& token, const std::string& sid,
-              const std::string& body) {
+// One HTTP/1.1 request for `path` on a new connection (Connection: close), read to EOF.
+Reply RequestPath(int port, const std::string& method, const std::string& path,
+                  const std::string& token, const std::string& sid, const std::string& body) {
   Reply out;
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
@@ -153,7 +154,7 @@ Reply Request(int port, const std::string& method, const std::string& token, con
     close(fd);
     return out;
   }
-  std::string req = method + " /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" +
+  std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" +
                     "Accept: application/json, text/event-stream\r\n" +
                     "Content-Type: application/json\r\nAuthorization: Bearer " + token + "\r\n";
   if (!sid.empty()) req += "Mcp-Session-Id: " + sid + "\r\nMCP-Protocol-Version: 2025-06-18\r\n";
@@ -192,6 +193,19 @@ Reply Request(int port, const std::string& method, const std::string& token, con
   return out;
 }
 
+// A request to /mcp.
+Reply Request(int port, const std::string& method, const std::string& token, const std::string& sid,
+              const std::string& body) {
+  return RequestPath(port, method, "/mcp", token, sid, body);
+}
+
+// GET `path` of the trail viewer's API (/api/v1/...) as tenant acme: its JSON (null on failure).
+Json ApiGet(int port, const std::string& path) {
+  Reply r = RequestPath(port, "GET", path, kTokenA, "", "");
+  EXPECT_EQ(r.status, 200) << path << ": " << r.body;
+  return r.json();
+}
+
 class SharedSessionsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -203,8 +217,10 @@ class SharedSessionsTest : public ::testing::Test {
     std::ofstream(tmp_.File("tokens")) << "acme:" << kTokenA << "\nglobex:" << kTokenB << "\n";
   }
 
-  std::unique_ptr<Contextd> Start(const std::string& name, int idle_seconds = 1800) {
-    auto c = std::make_unique<Contextd>(std::vector<std::string>{
+  // `config`: a YAML file for --config ("" for none).
+  std::unique_ptr<Contextd> Start(const std::string& name, int idle_seconds = 1800,
+                                  const std::string& config = "") {
+    std::vector<std::string> args{
         "serve",
         "--transport",
         "http",
@@ -225,10 +241,24 @@ class SharedSessionsTest : public ::testing::Test {
         "--set",
         "store.postgres.session_sync_ms=0",
         "--set",
-        "context_folding.session_idle_timeout_seconds=" + std::to_string(idle_seconds)});
+        "context_folding.session_idle_timeout_seconds=" + std::to_string(idle_seconds)};
+    if (!config.empty()) {
+      args.push_back("--config");
+      args.push_back(config);
+    }
+    auto c = std::make_unique<Contextd>(args);
     EXPECT_GT(c->port(), 0) << c->log();
     return c;
   }
+#ifdef GATEWAY_TEST_UPSTREAM
+  // A config whose one upstream, "t", is the gateway tests' MCP server (tool t__echo).
+  std::string UpstreamConfig() {
+    const std::string path = tmp_.File("upstream.yaml");
+    std::ofstream(path) << "upstreams:\n  - name: t\n    stdio:\n      command: "
+                        << GATEWAY_TEST_UPSTREAM << "\n";
+    return path;
+  }
+#endif
 
   // initialize + notifications/initialized on `c`; the session id.
   std::string Initialize(Contextd& c, const char* token = kTokenA) {
@@ -377,6 +407,70 @@ TEST_F(SharedSessionsTest, ShutdownLeavesSessionsToTheOtherInstances) {
   Json status = Result(Call(*b, sid, "branch_status", Json::object()));
   EXPECT_EQ(status.value("active_branch_id", ""), branch) << status.dump();
 }
+
+#ifdef GATEWAY_TEST_UPSTREAM
+// One trail per session (decision 0028): a branch opened on A with a proxied call in it, returned
+// on B, is one folded branch with its events in B's context_view, trail_unfold and viewer API;
+// after kill -9 of A, B still shows the same tree and appends to it.
+TEST_F(SharedSessionsTest, ASessionsTrailIsOneTreeOnEveryInstanceAlsoAfterKill9) {
+  const std::string config = UpstreamConfig();
+  auto a = Start("a", 1800, config);
+  auto b = Start("b", 1800, config);
+  const std::string sid = Initialize(*a);
+  const std::string branch = CreateBranch(*a, sid);
+  ASSERT_FALSE(branch.empty());
+  Reply echoed = Call(*a, sid, "t__echo", {{"text", "the lexer overflows at line 42"}});
+  ASSERT_EQ(echoed.status, 200) << echoed.body;
+  ASSERT_TRUE(echoed.json().contains("result")) << echoed.body;
+  ASSERT_FALSE(echoed.json()["result"].value("isError", false)) << echoed.body;
+  Result(Call(*b, sid, "branch_return", {{"branch_id", branch}, {"message", "overflow in lex"}}));
+
+  // context_view on B: the branch A opened, folded, with the call A recorded.
+  Json view = Result(Call(*b, sid, "context_view", Json::object()));
+  EXPECT_EQ(view.value("scopes_folded", 0), 1) << view.dump();
+  EXPECT_EQ(view.value("scopes_open", -1), 0) << view.dump();
+  EXPECT_EQ(view.value("events", 0), 4) << view.dump();  // created; call, result; returned
+  const std::string view_text = view.value("view", "");
+  EXPECT_NE(view_text.find("= branch " + branch + " [folded: "), std::string::npos) << view_text;
+  const std::string root = view.value("session_scope_id", "");
+  ASSERT_FALSE(root.empty());
+
+  // The viewer on B: one session, its scopes, the branch's events; the handle unfolds there.
+  Json sessions = ApiGet(b->port(), "/api/v1/sessions");
+  ASSERT_EQ(sessions["sessions"].size(), 1u) << sessions.dump();
+  EXPECT_EQ(sessions["sessions"][0].value("root_id", ""), root);
+  EXPECT_EQ(sessions["sessions"][0].value("session_id", ""), sid);
+  EXPECT_EQ(sessions["sessions"][0].value("branches", 0), 1);
+  Json scopes = ApiGet(b->port(), "/api/v1/sessions/" + root + "/scopes");
+  ASSERT_EQ(scopes["scopes"].size(), 2u) << scopes.dump();
+  EXPECT_EQ(scopes["scopes"][1].value("id", ""), branch);
+  EXPECT_EQ(scopes["scopes"][1].value("status", ""), "folded");
+  EXPECT_EQ(scopes["scopes"][1].value("summary", ""), "overflow in lex");
+  Json events = ApiGet(b->port(), "/api/v1/scopes/" + branch + "/events");
+  ASSERT_EQ(events["events"].size(), 3u) << events.dump();  // call, result, returned
+  EXPECT_EQ(events["events"][1].value("kind", ""), "tool_result");
+  const int64_t result_seq = events["events"][1].value("seq", int64_t{0});
+  Json handle =
+      Result(Call(*b, sid, "trail_unfold", {{"scope_id", branch}, {"event", result_seq}}));
+  ASSERT_EQ(handle["events"].size(), 2u) << handle.dump();  // the result and its call
+  EXPECT_EQ(handle["events"][0].value("kind", ""), "tool_call");
+  EXPECT_NE(handle["events"][1].value("payload", "").find("line 42"), std::string::npos)
+      << handle.dump();
+
+  // A dies; B still shows that tree and appends to it (a call outside any branch: the root).
+  a->Kill9();
+  Reply later = Call(*b, sid, "t__echo", {{"text", "after the crash"}});
+  ASSERT_EQ(later.status, 200) << later.body;
+  view = Result(Call(*b, sid, "context_view", Json::object()));
+  EXPECT_EQ(view.value("session_scope_id", ""), root);
+  EXPECT_EQ(view.value("scopes_folded", 0), 1) << view.dump();
+  EXPECT_EQ(view.value("events", 0), 6) << view.dump();
+  EXPECT_NE(view.value("view", "").find("after the crash"), std::string::npos) << view.dump();
+  sessions = ApiGet(b->port(), "/api/v1/sessions");
+  ASSERT_EQ(sessions["sessions"].size(), 1u) << sessions.dump();
+  EXPECT_EQ(sessions["sessions"][0].value("events", 0), 6);
+}
+#endif  // GATEWAY_TEST_UPSTREAM
 
 }  // namespace
 }  // namespace contextd::server

@@ -545,6 +545,20 @@ CREATE TABLE event_outbox (
 );
 )sql";
 
+// 0015: one trail root per session (decision 0028). session_root = 1 marks the root scope that
+// TrailStore::OpenSessionRoot finds for its (tenant, project, session_id); the unique partial
+// index makes opening it race-free (an insert-or-get). Stores written before held a root per
+// session per process run: the oldest of them (lowest pos) becomes the session's root, the others
+// stay as they are (0: listed, viewable and unfoldable by their ids, never written to again).
+// Session scopes opened with OpenScope (a root per process, the stdio session) stay 0 as well.
+constexpr char k0015OneTrailPerSession[] = R"sql(
+ALTER TABLE trail_scopes ADD COLUMN session_root INTEGER NOT NULL DEFAULT 0;
+UPDATE trail_scopes SET session_root = 1 WHERE pos IN (
+  SELECT MIN(pos) FROM trail_scopes WHERE kind = 'session' GROUP BY tenant, project, session_id);
+CREATE UNIQUE INDEX trail_root_by_session ON trail_scopes (tenant, project, session_id)
+  WHERE session_root = 1;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
@@ -563,6 +577,7 @@ const std::vector<Migration>& Migrations() {
       {12, "0012_usage_project.sql", k0012UsageProject},
       {13, "0013_mcp_sessions.sql", k0013McpSessions},
       {14, "0014_event_outbox.sql", k0014EventOutbox},
+      {15, "0015_one_trail_per_session.sql", k0015OneTrailPerSession},
   };
   return kAll;
 }

@@ -265,6 +265,19 @@ CREATE INDEX event_outbox_by_owner ON event_outbox (owner, seq);
 CREATE INDEX event_outbox_by_lease ON event_outbox (lease_until_ms);
 )sql";
 
+// 4: one trail root per session across instances (decision 0028; SQLite's 0015). session_root
+// marks the root TrailStore::OpenSessionRoot finds for its (tenant, project, session_id); the
+// unique partial index makes two instances opening it at once agree (INSERT ... ON CONFLICT DO
+// NOTHING, then read). Of the roots a session already has (one per instance that served it), the
+// oldest (lowest pos) becomes the session's; the others stay, listed and readable, unwritten.
+constexpr char k0004OneTrailPerSession[] = R"sql(
+ALTER TABLE trail_scopes ADD COLUMN session_root BOOLEAN NOT NULL DEFAULT false;
+UPDATE trail_scopes SET session_root = true WHERE pos IN (
+  SELECT MIN(pos) FROM trail_scopes WHERE kind = 'session' GROUP BY tenant, project, session_id);
+CREATE UNIQUE INDEX trail_root_by_session ON trail_scopes (tenant, project, session_id)
+  WHERE session_root;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& PgMigrations() {
@@ -272,6 +285,7 @@ const std::vector<Migration>& PgMigrations() {
       {1, "0001_init.sql", k0001Init},
       {2, "0002_shared_sessions.sql", k0002SharedSessions},
       {3, "0003_event_outbox.sql", k0003EventOutbox},
+      {4, "0004_one_trail_per_session.sql", k0004OneTrailPerSession},
   };
   return kAll;
 }

@@ -167,6 +167,43 @@ TEST_F(PgDatabaseTest, ANewerSchemaIsRefusedAndAnOlderOneWithoutMigrateToo) {
   EXPECT_NE(older.status().message().find("contextd migrate"), std::string::npos);
 }
 
+// Migration 4 on a database whose sessions already have several roots (one per instance that
+// served them, as before it): it does not fail, and the oldest root becomes the session's.
+TEST_F(PgDatabaseTest, Migration4MakesTheOldestOfASessionsRootsItsRoot) {
+  {
+    auto db = PgDatabase::Open(backend_->options(1));
+    ASSERT_TRUE(db.ok()) << db.status();
+    // Back to version 3, with the rows an older contextd wrote.
+    ASSERT_TRUE((*db)
+                    ->Write([](PgConn& c) {
+                      return c.ExecScript(
+                          "ALTER TABLE trail_scopes DROP COLUMN session_root; "
+                          "DELETE FROM schema_version WHERE version >= 4; "
+                          "INSERT INTO trail_scopes (id, tenant, project, session_id, kind, "
+                          "root_id, description, status, created_at_ms) VALUES "
+                          "('ses_old', 'acme', 'default', 'mcp-1', 'session', 'ses_old', 's', "
+                          "'open', 1), "
+                          "('ses_new', 'acme', 'default', 'mcp-1', 'session', 'ses_new', 's', "
+                          "'open', 2), "
+                          "('ses_b', 'globex', 'default', 'mcp-1', 'session', 'ses_b', 's', "
+                          "'open', 3)");
+                    })
+                    .ok());
+  }
+  auto store = PgTrailStore::Open(backend_->options(1));
+  ASSERT_TRUE(store.ok()) << store.status();
+  trail::Scope candidate;
+  candidate.id = "ses_x";
+  candidate.kind = trail::ScopeKind::kSession;
+  candidate.session = {"acme", "default", "mcp-1"};
+  EXPECT_EQ(*(*store)->OpenSessionRoot(candidate), "ses_old");
+  candidate.session.tenant = "globex";
+  EXPECT_EQ(*(*store)->OpenSessionRoot(candidate), "ses_b");
+  auto sessions = (*store)->ListSessions("", 10);
+  ASSERT_TRUE(sessions.ok());
+  EXPECT_EQ(sessions->size(), 3u);  // the newer root stays, readable
+}
+
 TEST_F(PgDatabaseTest, UnreachableServerIsUnavailableWithoutThePassword) {
   PgOptions o;
   o.conninfo = "postgresql://ctx:topsecret@127.0.0.1:1/contextd";

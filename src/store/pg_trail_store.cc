@@ -190,6 +190,54 @@ absl::Status PgTrailStore::OpenScope(const Scope& scope) {
   return db_->Write([&](PgConn& c) { return OpenScopeIn(c, scope); });
 }
 
+absl::StatusOr<std::string> PgTrailStore::OpenSessionRoot(const Scope& root) {
+  if (root.kind != ScopeKind::kSession || !root.parent_id.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("scope ", root.id, " is not a session root (a session scope, no parent)"));
+  }
+  constexpr char kFind[] =
+      "SELECT id FROM trail_scopes WHERE tenant = $1 AND project = $2 AND session_id = $3 AND "
+      "session_root";
+  const std::vector<PgParam> key = {root.session.tenant, root.session.project,
+                                    root.session.session_id};
+  std::string id;
+  absl::Status st = db_->Write([&](PgConn& c) -> absl::Status {
+    ASSIGN_OR_RETURN(PgResult found, c.Exec(kFind, key));
+    if (found.rows() > 0) {
+      id = found.Text(0, 0);
+      return absl::OkStatus();
+    }
+    // Another instance inserting the same session's root at once: the unique index makes this
+    // insert wait for its transaction, then do nothing; the read after it (a statement of its
+    // own, so a snapshot of its own under READ COMMITTED) sees the committed root.
+    auto inserted = c.Exec(
+        "INSERT INTO trail_scopes (id, tenant, project, session_id, kind, parent_id, root_id, "
+        "description, status, created_at_ms, session_root) VALUES "
+        "($1,$2,$3,$4,'session',NULL,$1,$5,'open',$6,true) "
+        "ON CONFLICT (tenant, project, session_id) WHERE session_root DO NOTHING RETURNING id",
+        {root.id, root.session.tenant, root.session.project, root.session.session_id,
+         root.description, root.created_at_ms});
+    if (inserted.status().code() == absl::StatusCode::kAlreadyExists) {
+      return absl::AlreadyExistsError(absl::StrCat("scope ", root.id, " already exists"));
+    }
+    RETURN_IF_ERROR(inserted.status());
+    if (inserted->rows() > 0) {
+      id = root.id;
+      return absl::OkStatus();
+    }
+    ASSIGN_OR_RETURN(PgResult winner, c.Exec(kFind, key));
+    if (winner.rows() == 0) {
+      return absl::UnavailableError(
+          absl::StrCat("the root scope of session ", root.session.session_id,
+                       " was being opened by another instance and is gone: retry"));
+    }
+    id = winner.Text(0, 0);
+    return absl::OkStatus();
+  });
+  if (!st.ok()) return st;
+  return id;
+}
+
 absl::Status PgTrailStore::OpenScopeWithEvents(const Scope& scope,
                                                const std::vector<trail::NewEvent>& events) {
   std::vector<std::string> hashes = HashPayloads(events);
@@ -291,6 +339,14 @@ absl::StatusOr<std::optional<Event>> PgTrailStore::GetEvent(int64_t seq) {
   return QueryEvent(absl::StrCat("SELECT ", kEventColumns, " WHERE e.seq = $1"), {seq});
 }
 
+absl::StatusOr<std::optional<Event>> PgTrailStore::PreviousEvent(std::string_view scope_id,
+                                                                 int64_t seq) {
+  return QueryEvent(absl::StrCat("SELECT ", kEventColumns,
+                                 " WHERE e.scope_id = $1 AND e.seq < $2 ORDER BY e.seq DESC "
+                                 "LIMIT 1"),
+                    {scope_id, seq});
+}
+
 absl::StatusOr<std::optional<Event>> PgTrailStore::FindEvent(std::string_view root_scope_id,
                                                              std::string_view payload_hash,
                                                              trail::EventKind kind) {
@@ -343,6 +399,14 @@ absl::StatusOr<std::vector<Scope>> PgTrailStore::ListOpenScopes(ScopeKind kind, 
                                   " FROM trail_scopes s WHERE s.status = 'open' AND s.kind = $1 "
                                   "ORDER BY s.pos LIMIT $2"),
                      {trail::ScopeKindName(kind), limit});
+}
+
+absl::StatusOr<std::vector<Scope>> PgTrailStore::ListOpenScopesOf(std::string_view root_scope_id,
+                                                                  ScopeKind kind) {
+  return QueryScopes(absl::StrCat("SELECT ", kScopeColumns,
+                                  " FROM trail_scopes s WHERE s.status = 'open' AND s.kind = $1 "
+                                  "AND s.root_id = $2 ORDER BY s.pos"),
+                     {trail::ScopeKindName(kind), root_scope_id});
 }
 
 absl::StatusOr<std::vector<trail::SearchHit>> PgTrailStore::Search(std::string_view tenant,

@@ -29,6 +29,7 @@ class PgTrailStore final : public trail::TrailStore {
   static std::unique_ptr<PgTrailStore> Create(std::shared_ptr<PgDatabase> db);
 
   absl::Status OpenScope(const trail::Scope& scope) override;
+  absl::StatusOr<std::string> OpenSessionRoot(const trail::Scope& root) override;
   absl::StatusOr<std::vector<int64_t>> AppendEvents(
       const std::vector<trail::NewEvent>& events) override;
   absl::Status FoldScope(std::string_view id, std::string_view summary, int64_t summary_tokens,
@@ -42,6 +43,8 @@ class PgTrailStore final : public trail::TrailStore {
   absl::StatusOr<trail::EventPage> ListEvents(std::string_view scope_id, int64_t offset,
                                               int64_t limit) override;
   absl::StatusOr<std::optional<trail::Event>> GetEvent(int64_t seq) override;
+  absl::StatusOr<std::optional<trail::Event>> PreviousEvent(std::string_view scope_id,
+                                                            int64_t seq) override;
   absl::StatusOr<std::optional<trail::Event>> FindEvent(std::string_view root_scope_id,
                                                         std::string_view payload_hash,
                                                         trail::EventKind kind) override;
@@ -50,10 +53,15 @@ class PgTrailStore final : public trail::TrailStore {
   absl::StatusOr<std::vector<trail::Scope>> ListScopes(std::string_view root_scope_id) override;
   absl::StatusOr<std::vector<trail::Scope>> ListOpenScopes(trail::ScopeKind kind,
                                                            int64_t limit) override;
+  absl::StatusOr<std::vector<trail::Scope>> ListOpenScopesOf(std::string_view root_scope_id,
+                                                             trail::ScopeKind kind) override;
   absl::StatusOr<std::vector<trail::SearchHit>> Search(std::string_view tenant,
                                                        std::string_view project,
                                                        std::string_view query,
                                                        int64_t limit) override;
+
+  // Other instances share the database.
+  bool shared() const override { return true; }
 
   // Blobs stored (distinct payloads), for tests and stats.
   absl::StatusOr<int64_t> BlobCount();

@@ -127,8 +127,11 @@ absl::Status SqliteTrailStore::PrepareAll() {
   std::lock_guard<std::mutex> lock(db_->mutex());
   ASSIGN_OR_RETURN(insert_scope_,
                    db_->Prepare("INSERT INTO trail_scopes (id, tenant, project, session_id, kind, "
-                                "parent_id, root_id, description, status, created_at_ms) VALUES "
-                                "(?,?,?,?,?,?,?,?,'open',?)"));
+                                "parent_id, root_id, description, status, created_at_ms, "
+                                "session_root) VALUES (?,?,?,?,?,?,?,?,'open',?,?)"));
+  ASSIGN_OR_RETURN(find_root_,
+                   db_->Prepare("SELECT id FROM trail_scopes WHERE tenant = ? AND project = ? AND "
+                                "session_id = ? AND session_root = 1"));
   ASSIGN_OR_RETURN(log_fts_, db_->Prepare("INSERT INTO trail_fts_log (pos) VALUES (?)"));
   ASSIGN_OR_RETURN(trim_fts_log_, db_->Prepare("DELETE FROM trail_fts_log WHERE seq < ?"));
   ASSIGN_OR_RETURN(scope_root_,
@@ -149,6 +152,10 @@ absl::Status SqliteTrailStore::PrepareAll() {
                                              "OFFSET ?")));
   ASSIGN_OR_RETURN(get_event_,
                    db_->Prepare(base::StrCat("SELECT ", kEventColumns, " WHERE e.seq = ?")));
+  ASSIGN_OR_RETURN(previous_event_,
+                   db_->Prepare(base::StrCat("SELECT ", kEventColumns,
+                                             " WHERE e.scope_id = ? AND e.seq < ? ORDER BY e.seq "
+                                             "DESC LIMIT 1")));
   ASSIGN_OR_RETURN(find_event_,
                    db_->Prepare(base::StrCat("SELECT ", kEventColumns,
                                              " JOIN trail_scopes s ON s.id = e.scope_id WHERE "
@@ -172,6 +179,10 @@ absl::Status SqliteTrailStore::PrepareAll() {
                    db_->Prepare(base::StrCat("SELECT ", kScopeColumns,
                                              " FROM trail_scopes s WHERE s.status = 'open' AND "
                                              "s.kind = ? ORDER BY s.rowid LIMIT ?")));
+  ASSIGN_OR_RETURN(list_open_of_,
+                   db_->Prepare(base::StrCat("SELECT ", kScopeColumns,
+                                             " FROM trail_scopes s WHERE s.status = 'open' AND "
+                                             "s.kind = ? AND s.root_id = ? ORDER BY s.pos")));
   ASSIGN_OR_RETURN(blob_count_, db_->Prepare("SELECT COUNT(*) FROM trail_blobs"));
   return absl::OkStatus();
 }
@@ -202,7 +213,7 @@ absl::Status SqliteTrailStore::InTransaction(Fn fn) {
   return db_->EndWrite(fn());
 }
 
-absl::Status SqliteTrailStore::OpenScopeLocked(const Scope& scope) {
+absl::Status SqliteTrailStore::OpenScopeLocked(const Scope& scope, bool session_root) {
   std::string root_id = scope.id;
   if (!scope.parent_id.empty()) {
     ResetOnExit reset(scope_root_);
@@ -228,6 +239,7 @@ absl::Status SqliteTrailStore::OpenScopeLocked(const Scope& scope) {
     insert_scope_.Bind(7, root_id);
     insert_scope_.Bind(8, scope.description);
     insert_scope_.Bind(9, scope.created_at_ms);
+    insert_scope_.Bind(10, static_cast<int64_t>(session_root ? 1 : 0));
     absl::Status st = insert_scope_.Run();
     if (st.code() == absl::StatusCode::kAlreadyExists) {
       return absl::AlreadyExistsError(base::StrCat("scope ", scope.id, " already exists"));
@@ -305,7 +317,36 @@ absl::Status SqliteTrailStore::FoldScopeLocked(std::string_view id, std::string_
 
 absl::Status SqliteTrailStore::OpenScope(const Scope& scope) {
   std::lock_guard<std::mutex> lock(db_->mutex());
-  return InTransaction([&] { return OpenScopeLocked(scope); });
+  return InTransaction([&] { return OpenScopeLocked(scope, false); });
+}
+
+absl::StatusOr<std::string> SqliteTrailStore::OpenSessionRoot(const Scope& root) {
+  if (root.kind != ScopeKind::kSession || !root.parent_id.empty()) {
+    return absl::InvalidArgumentError(
+        base::StrCat("scope ", root.id, " is not a session root (a session scope, no parent)"));
+  }
+  std::string id;
+  std::lock_guard<std::mutex> lock(db_->mutex());
+  // The lookup and the insert share one write transaction: SQLite has one writer at a time, so
+  // no other process can insert the session's root between them.
+  absl::Status st = InTransaction([&]() -> absl::Status {
+    {
+      ResetOnExit reset(find_root_);
+      find_root_.Bind(1, root.session.tenant);
+      find_root_.Bind(2, root.session.project);
+      find_root_.Bind(3, root.session.session_id);
+      ASSIGN_OR_RETURN(bool found, find_root_.Step());
+      if (found) {
+        id = find_root_.Text(0);
+        return absl::OkStatus();
+      }
+    }
+    RETURN_IF_ERROR(OpenScopeLocked(root, true));
+    id = root.id;
+    return absl::OkStatus();
+  });
+  if (!st.ok()) return st;
+  return id;
 }
 
 absl::Status SqliteTrailStore::OpenScopeWithEvents(const Scope& scope,
@@ -314,7 +355,7 @@ absl::Status SqliteTrailStore::OpenScopeWithEvents(const Scope& scope,
   std::vector<std::string> hashes = HashPayloads(events);
   std::lock_guard<std::mutex> lock(db_->mutex());
   return InTransaction([&]() -> absl::Status {
-    RETURN_IF_ERROR(OpenScopeLocked(scope));
+    RETURN_IF_ERROR(OpenScopeLocked(scope, false));
     return AppendEventsLocked(events, hashes, nullptr);
   });
 }
@@ -405,6 +446,18 @@ absl::StatusOr<std::optional<Event>> SqliteTrailStore::GetEvent(int64_t seq) {
   return std::optional<Event>(std::move(e));
 }
 
+absl::StatusOr<std::optional<Event>> SqliteTrailStore::PreviousEvent(std::string_view scope_id,
+                                                                     int64_t seq) {
+  std::lock_guard<std::mutex> lock(db_->mutex());
+  ResetOnExit reset(previous_event_);
+  previous_event_.Bind(1, scope_id);
+  previous_event_.Bind(2, seq);
+  ASSIGN_OR_RETURN(bool row, previous_event_.Step());
+  if (!row) return std::optional<Event>();
+  ASSIGN_OR_RETURN(Event e, ReadEvent(previous_event_));
+  return std::optional<Event>(std::move(e));
+}
+
 absl::StatusOr<std::optional<Event>> SqliteTrailStore::FindEvent(std::string_view root_scope_id,
                                                                 std::string_view payload_hash,
                                                                 trail::EventKind kind) {
@@ -467,6 +520,15 @@ absl::StatusOr<std::vector<Scope>> SqliteTrailStore::ListOpenScopes(ScopeKind ki
   list_open_.Bind(1, std::string_view(trail::ScopeKindName(kind)));
   list_open_.Bind(2, limit);
   return ReadScopes(list_open_, 0, nullptr);
+}
+
+absl::StatusOr<std::vector<Scope>> SqliteTrailStore::ListOpenScopesOf(
+    std::string_view root_scope_id, ScopeKind kind) {
+  std::lock_guard<std::mutex> lock(db_->mutex());
+  ResetOnExit reset(list_open_of_);
+  list_open_of_.Bind(1, std::string_view(trail::ScopeKindName(kind)));
+  list_open_of_.Bind(2, root_scope_id);
+  return ReadScopes(list_open_of_, 0, nullptr);
 }
 
 absl::StatusOr<std::vector<trail::SearchHit>> SqliteTrailStore::Search(std::string_view tenant,

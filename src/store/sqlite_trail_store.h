@@ -39,6 +39,7 @@ class SqliteTrailStore final : public trail::TrailStore {
       std::shared_ptr<Database> db, const SearchIndexOptions& search_options = {});
 
   absl::Status OpenScope(const trail::Scope& scope) override;
+  absl::StatusOr<std::string> OpenSessionRoot(const trail::Scope& root) override;
   absl::StatusOr<std::vector<int64_t>> AppendEvents(
       const std::vector<trail::NewEvent>& events) override;
   absl::Status FoldScope(std::string_view id, std::string_view summary, int64_t summary_tokens,
@@ -52,6 +53,8 @@ class SqliteTrailStore final : public trail::TrailStore {
   absl::StatusOr<trail::EventPage> ListEvents(std::string_view scope_id, int64_t offset,
                                               int64_t limit) override;
   absl::StatusOr<std::optional<trail::Event>> GetEvent(int64_t seq) override;
+  absl::StatusOr<std::optional<trail::Event>> PreviousEvent(std::string_view scope_id,
+                                                            int64_t seq) override;
   absl::StatusOr<std::optional<trail::Event>> FindEvent(std::string_view root_scope_id,
                                                         std::string_view payload_hash,
                                                         trail::EventKind kind) override;
@@ -60,6 +63,8 @@ class SqliteTrailStore final : public trail::TrailStore {
   absl::StatusOr<std::vector<trail::Scope>> ListScopes(std::string_view root_scope_id) override;
   absl::StatusOr<std::vector<trail::Scope>> ListOpenScopes(trail::ScopeKind kind,
                                                            int64_t limit) override;
+  absl::StatusOr<std::vector<trail::Scope>> ListOpenScopesOf(std::string_view root_scope_id,
+                                                             trail::ScopeKind kind) override;
   absl::StatusOr<std::vector<trail::SearchHit>> Search(std::string_view tenant,
                                                        std::string_view project,
                                                        std::string_view query,
@@ -78,9 +83,10 @@ class SqliteTrailStore final : public trail::TrailStore {
   template <typename Fn>
   absl::Status InTransaction(Fn fn);
   absl::StatusOr<std::optional<trail::Scope>> GetScopeLocked(std::string_view id);
-  // The bodies of OpenScope, AppendEvents (`seqs` may be null; `hashes` are the payloads'
+  // The bodies of OpenScope (`session_root`: the row is its session's root, OpenSessionRoot),
+  // AppendEvents (`seqs` may be null; `hashes` are the payloads'
   // ContentHash) and FoldScope. Caller holds the mutex, inside a write.
-  absl::Status OpenScopeLocked(const trail::Scope& scope);
+  absl::Status OpenScopeLocked(const trail::Scope& scope, bool session_root);
   absl::Status AppendEventsLocked(const std::vector<trail::NewEvent>& events,
                                   const std::vector<std::string>& hashes,
                                   std::vector<int64_t>* seqs);
@@ -97,6 +103,7 @@ class SqliteTrailStore final : public trail::TrailStore {
 
   std::shared_ptr<Database> db_;
   Statement insert_scope_;
+  Statement find_root_;
   Statement log_fts_;
   Statement trim_fts_log_;
   int64_t logged_since_trim_ = 0;  // under the mutex
@@ -108,10 +115,12 @@ class SqliteTrailStore final : public trail::TrailStore {
   Statement list_events_;
   Statement count_events_;
   Statement get_event_;
+  Statement previous_event_;
   Statement find_event_;
   Statement list_sessions_;
   Statement list_scopes_;
   Statement list_open_;
+  Statement list_open_of_;
   Statement blob_count_;
   // Declared last: destroyed (its thread stopped) first.
   std::unique_ptr<SearchIndex> index_;

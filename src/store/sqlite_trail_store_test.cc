@@ -525,5 +525,33 @@ TEST_F(TrailTest, EveryStoredTextPassesThroughWithhold) {
   }
 }
 
+// A store from before migration 15 holds a root per session per run: the migration does not
+// fail on them, and the oldest becomes the session's root (decision 0028); the others stay.
+TEST(SqliteTrailMigrationTest, TheOldestOfASessionsRootsBecomesItsRoot) {
+  TempDir dir;
+  const std::string path = dir.File("v14.db");
+  RawExec(path, SchemaUpTo(14) + R"sql(
+    INSERT INTO trail_scopes (pos, id, tenant, project, session_id, kind, parent_id, root_id,
+                              description, status, created_at_ms) VALUES
+      (5, 'ses_new', 'local', 'default', 'model:c', 'session', NULL, 'ses_new', 's', 'open', 2),
+      (3, 'ses_old', 'local', 'default', 'model:c', 'session', NULL, 'ses_old', 's', 'open', 1),
+      (4, 'ses_other', 'acme', 'default', 'model:c', 'session', NULL, 'ses_other', 's', 'open', 1),
+      (6, 'br_1', 'local', 'default', 'model:c', 'branch', 'ses_new', 'ses_new', 'b', 'open', 3);
+  )sql");
+  auto store = SqliteTrailStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  Scope candidate = MakeScope("ses_x", "", "s", Session("model:c"));
+  EXPECT_EQ(*(*store)->OpenSessionRoot(candidate), "ses_old");
+  candidate.session.tenant = "acme";
+  EXPECT_EQ(*(*store)->OpenSessionRoot(candidate), "ses_other");
+  // The newer root keeps its tree, readable as before.
+  auto scopes = (*store)->ListScopes("ses_new");
+  ASSERT_TRUE(scopes.ok());
+  EXPECT_EQ(scopes->size(), 2u);
+  auto sessions = (*store)->ListSessions("", 10);
+  ASSERT_TRUE(sessions.ok());
+  EXPECT_EQ(sessions->size(), 3u);
+}
+
 }  // namespace
 }  // namespace contextd::store

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "base/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "store/database.h"
@@ -438,6 +439,13 @@ absl::StatusOr<std::vector<Line>> ReadStream(std::istream& in) {
   return lines;
 }
 
+// After an import: the oldest root scope of each session becomes the one OpenSessionRoot finds,
+// as SQLite migration 15 and PostgreSQL migration 4 decide for older stores (decision 0028). The
+// export does not carry the mark: a stream from before it imports the same way.
+constexpr char kClaimSessionRoots[] =
+    "UPDATE trail_scopes SET session_root = %s WHERE pos IN (SELECT MIN(pos) FROM trail_scopes "
+    "WHERE kind = 'session' GROUP BY tenant, project, session_id)";
+
 constexpr char kNotEmpty[] =
     "SELECT (SELECT COUNT(*) FROM branches) + (SELECT COUNT(*) FROM trail_scopes) + "
     "(SELECT COUNT(*) FROM model_threads) + (SELECT COUNT(*) FROM memories)";
@@ -493,7 +501,7 @@ absl::StatusOr<int64_t> ImportSqlite(const std::string& path, const std::vector<
                             absl::StrCat("import into ", t.name, ": ", inserted.message()));
       }
     }
-    return absl::OkStatus();
+    return db->Exec(absl::StrReplaceAll(kClaimSessionRoots, {{"%s", "1"}}));
   };
   RETURN_IF_ERROR(db->EndWrite(body()));
   return static_cast<int64_t>(lines.size());
@@ -541,6 +549,7 @@ absl::StatusOr<int64_t> ImportPostgres(const PgOptions& options, const std::vect
                             absl::StrCat("import into ", t.name, ": ", r.status().message()));
       }
     }
+    RETURN_IF_ERROR(c.ExecScript(absl::StrReplaceAll(kClaimSessionRoots, {{"%s", "true"}})));
     // Identity columns go on from the highest imported value.
     for (const Table& t : Tables()) {
       if (*t.identity == '\0') continue;

@@ -125,6 +125,12 @@ void Check(testing::StoreBackend& b) {
   auto seq = (*trail)->AppendEvents({{"br_c", trail::EventKind::kWarning, "", "w", 0, false, 8}});
   ASSERT_TRUE(seq.ok()) << seq.status();
   EXPECT_GT(seq->front(), page->events[0].seq);
+  // The session's oldest root is the one its next use finds (decision 0028).
+  trail::SessionRef s;
+  s.session_id = "s1";
+  auto root = (*trail)->OpenSessionRoot(testing::MakeScope("ses_new", "", "session", s));
+  ASSERT_TRUE(root.ok()) << root.status();
+  EXPECT_EQ(*root, "ses_1");
 
   auto conv = b.OpenConversationStore();
   ASSERT_TRUE(conv.ok());

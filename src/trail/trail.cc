@@ -190,19 +190,32 @@ absl::Status Trail::WriteFoldAfterEvents(std::vector<NewEvent> events, std::stri
   return store_.FoldScopeAfterEvents(events, id, Kept(summary), summary_tokens, at_ms);
 }
 
+bool Trail::IsProcessSession(const SessionRef& session) const {
+  return std::find(options_.process_sessions.begin(), options_.process_sessions.end(),
+                   session.session_id) != options_.process_sessions.end();
+}
+
 absl::StatusOr<std::string> Trail::RootScope(const SessionRef& session) {
   std::string key = session.ToString();
+  // A session's root never changes once the store has it: cached for as long as this process
+  // serves the session (EndSession, ReleaseSession and ForgetCachedScopes drop it).
   if (auto it = roots_.find(key); it != roots_.end()) return it->second;
   Scope root;
   root.id = base::TimeOrderedId("ses_");
   root.session = session;
   root.kind = ScopeKind::kSession;
-  root.description = base::StrCat("session ", session.session_id);
+  root.description = Kept(base::StrCat("session ", session.session_id));
   root.created_at_ms = clock_.WallMillis();
-  RETURN_IF_ERROR(WriteScope(root));
-  roots_[key] = root.id;
-  open_scopes_[root.id] = session;
-  return root.id;
+  std::string id;
+  if (IsProcessSession(session)) {
+    RETURN_IF_ERROR(WriteScope(root));
+    id = root.id;
+  } else {
+    ASSIGN_OR_RETURN(id, store_.OpenSessionRoot(root));
+  }
+  roots_[key] = id;
+  open_scopes_[id] = session;
+  return id;
 }
 
 absl::Status Trail::OnBranchCreated(const SessionRef& session, std::string_view branch_id,
@@ -255,7 +268,10 @@ absl::Status Trail::OnBranchFolded(std::string_view branch_id, std::string_view 
   end.payload = forced ? base::StrCat(reason, "\n", summary) : std::string(summary);
   end.tokens = summary_tokens;
   end.at_ms = clock_.WallMillis();
-  RETURN_IF_ERROR(WriteFoldAfterEvents({end}, branch_id, summary, summary_tokens, end.at_ms));
+  absl::Status folded = WriteFoldAfterEvents({end}, branch_id, summary, summary_tokens, end.at_ms);
+  // Folded meanwhile by another process sharing the store: it recorded the end (nothing of
+  // this write applied), and what matters, that the scope is folded, holds.
+  if (!folded.ok() && folded.code() != absl::StatusCode::kFailedPrecondition) return folded;
   open_scopes_.erase(std::string(branch_id));
   return absl::OkStatus();
 }
@@ -305,8 +321,8 @@ absl::StatusOr<RecordedCall> Trail::FindOrRecordToolCall(
     RecordedCall recorded;
     recorded.scope_id = found->scope_id;
     recorded.result_seq = found->seq;
-    ASSIGN_OR_RETURN(std::optional<Event> call, store_.GetEvent(found->seq - 1));
-    if (call && call->scope_id == found->scope_id && call->kind == EventKind::kToolCall) {
+    ASSIGN_OR_RETURN(std::optional<Event> call, store_.PreviousEvent(found->scope_id, found->seq));
+    if (call && call->kind == EventKind::kToolCall) {
       recorded.call_seq = call->seq;
     }
     return recorded;
@@ -323,10 +339,11 @@ absl::StatusOr<RecordedCall> Trail::RecordUpstreamCall(
     return RecordToolCall(session, "", tool, arguments_text, result_text, tokens_args,
                           tokens_result, is_error);
   }
+  RETURN_IF_ERROR(SyncAutoScope(session));
   std::string key = session.ToString();
   auto open = autos_.find(key);
   if (open != autos_.end() && open->second.digest.upstream() != upstream) {
-    RETURN_IF_ERROR(FoldAutoScope(session));
+    RETURN_IF_ERROR(FoldCachedAuto(session));
     open = autos_.end();
   }
   if (open == autos_.end()) {
@@ -341,7 +358,7 @@ absl::StatusOr<RecordedCall> Trail::RecordUpstreamCall(
     RETURN_IF_ERROR(WriteScope(scope));
     // Tracked at once, so that it folds even if the marker below cannot be written.
     open_scopes_[scope.id] = session;
-    open = autos_.emplace(key, OpenAuto{scope.id, AutoScopeDigest(std::string(upstream))}).first;
+    open = autos_.emplace(key, OpenAuto{scope.id, AutoScopeDigest(std::string(upstream)), 0}).first;
     NewEvent opened;
     opened.scope_id = root;
     opened.kind = EventKind::kAutoScopeOpened;
@@ -358,6 +375,7 @@ absl::StatusOr<RecordedCall> Trail::RecordUpstreamCall(
                    RecordToolCall(session, open->second.scope_id, tool, args, result, tokens_args,
                                   tokens_result, is_error));
   open->second.digest.Add(tool, args, result, is_error, tokens_args + tokens_result);
+  open->second.events += 2;
   return recorded;
 }
 
@@ -372,6 +390,11 @@ absl::Status Trail::FoldAuto(const std::string& scope_id, const AutoScopeDigest&
 }
 
 absl::Status Trail::FoldAutoScope(const SessionRef& session) {
+  RETURN_IF_ERROR(SyncAutoScope(session));
+  return FoldCachedAuto(session);
+}
+
+absl::Status Trail::FoldCachedAuto(const SessionRef& session) {
   auto open = autos_.find(session.ToString());
   if (open == autos_.end()) return absl::OkStatus();
   RETURN_IF_ERROR(FoldAuto(open->second.scope_id, open->second.digest));
@@ -384,6 +407,61 @@ std::string Trail::OpenAutoScope(const SessionRef& session) const {
   return open == autos_.end() ? "" : open->second.scope_id;
 }
 
+absl::StatusOr<AutoScopeDigest> Trail::DigestOf(const Scope& scope) {
+  std::string_view upstream = scope.description;
+  if (upstream.substr(0, kAutoDescriptionPrefix.size()) == kAutoDescriptionPrefix) {
+    upstream.remove_prefix(kAutoDescriptionPrefix.size());
+  }
+  AutoScopeDigest digest{std::string(upstream)};
+  // Calls are recorded as tool_call + tool_result pairs in one transaction (a pair may
+  // straddle two pages).
+  std::optional<Event> call;
+  for (int64_t offset = 0; offset < scope.event_count; offset += kRecoveryPage) {
+    ASSIGN_OR_RETURN(EventPage page, store_.ListEvents(scope.id, offset, kRecoveryPage));
+    if (page.events.empty()) break;
+    for (Event& e : page.events) {
+      if (e.kind == EventKind::kToolCall) {
+        call = std::move(e);
+      } else if (e.kind == EventKind::kToolResult) {
+        bool paired = call.has_value() && call->label == e.label;
+        digest.Add(e.label, paired ? std::string_view(call->payload) : std::string_view(),
+                   e.payload, e.is_error, e.tokens + (paired ? call->tokens : 0));
+        call.reset();
+      }
+    }
+  }
+  return digest;
+}
+
+absl::Status Trail::SyncAutoScope(const SessionRef& session) {
+  if (!store_.shared() || !options_.auto_scope_upstreams) return absl::OkStatus();
+  const std::string key = session.ToString();
+  ASSIGN_OR_RETURN(std::string root, RootScope(session));
+  ASSIGN_OR_RETURN(std::vector<Scope> open, store_.ListOpenScopesOf(root, ScopeKind::kAuto));
+  auto cached = autos_.find(key);
+  if (cached != autos_.end() && (open.empty() || cached->second.scope_id != open.back().id)) {
+    // Folded by another process (or superseded below): this one no longer tracks it.
+    open_scopes_.erase(cached->second.scope_id);
+    autos_.erase(cached);
+    cached = autos_.end();
+  }
+  if (open.empty()) return absl::OkStatus();
+  // Two processes that opened one at the same moment: all but the newest fold now.
+  for (size_t i = 0; i + 1 < open.size(); ++i) {
+    ASSIGN_OR_RETURN(AutoScopeDigest older, DigestOf(open[i]));
+    RETURN_IF_ERROR(FoldAuto(open[i].id, older));
+  }
+  const Scope& newest = open.back();
+  // Unchanged since this process last wrote it: its digest is whole.
+  if (cached != autos_.end() && cached->second.events == newest.event_count) {
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(AutoScopeDigest digest, DigestOf(newest));
+  autos_.insert_or_assign(key, OpenAuto{newest.id, std::move(digest), newest.event_count});
+  open_scopes_[newest.id] = session;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<int64_t> Trail::RecoverAutoScopes() {
   int64_t folded = 0;
   while (true) {
@@ -391,28 +469,7 @@ absl::StatusOr<int64_t> Trail::RecoverAutoScopes() {
                      store_.ListOpenScopes(ScopeKind::kAuto, kRecoveryBatch));
     if (open.empty()) return folded;
     for (const Scope& scope : open) {
-      std::string_view upstream = scope.description;
-      if (upstream.substr(0, kAutoDescriptionPrefix.size()) == kAutoDescriptionPrefix) {
-        upstream.remove_prefix(kAutoDescriptionPrefix.size());
-      }
-      AutoScopeDigest digest{std::string(upstream)};
-      // Calls are recorded as tool_call + tool_result pairs in one transaction (a pair may
-      // straddle two pages).
-      std::optional<Event> call;
-      for (int64_t offset = 0; offset < scope.event_count; offset += kRecoveryPage) {
-        ASSIGN_OR_RETURN(EventPage page, store_.ListEvents(scope.id, offset, kRecoveryPage));
-        if (page.events.empty()) break;
-        for (Event& e : page.events) {
-          if (e.kind == EventKind::kToolCall) {
-            call = std::move(e);
-          } else if (e.kind == EventKind::kToolResult) {
-            bool paired = call.has_value() && call->label == e.label;
-            digest.Add(e.label, paired ? std::string_view(call->payload) : std::string_view(),
-                       e.payload, e.is_error, e.tokens + (paired ? call->tokens : 0));
-            call.reset();
-          }
-        }
-      }
+      ASSIGN_OR_RETURN(AutoScopeDigest digest, DigestOf(scope));
       RETURN_IF_ERROR(FoldAuto(scope.id, digest));
       ++folded;
     }
@@ -487,8 +544,8 @@ absl::StatusOr<std::vector<Event>> Trail::UnfoldEvent(const SessionRef& session,
   }
   std::vector<Event> events;
   if (event->kind == EventKind::kToolResult && seq > 1) {
-    ASSIGN_OR_RETURN(std::optional<Event> call, store_.GetEvent(seq - 1));
-    if (call && call->scope_id == scope_id && call->kind == EventKind::kToolCall) {
+    ASSIGN_OR_RETURN(std::optional<Event> call, store_.PreviousEvent(scope_id, seq));
+    if (call && call->kind == EventKind::kToolCall) {
       events.push_back(*std::move(call));
     }
   }
@@ -503,13 +560,18 @@ absl::StatusOr<std::vector<SearchHit>> Trail::Search(const SessionRef& session,
 
 absl::Status Trail::EndSession(const SessionRef& session) {
   absl::Status folded = FoldAutoScope(session);
-  autos_.erase(session.ToString());
-  auto it = roots_.find(session.ToString());
-  if (it != roots_.end()) {
-    open_scopes_.erase(it->second);
-    roots_.erase(it);
-  }
+  ReleaseSession(session);
   return folded;
+}
+
+void Trail::ReleaseSession(const SessionRef& session) {
+  const std::string key = session.ToString();
+  autos_.erase(key);
+  roots_.erase(key);
+  // Its branch scopes still open here (another process may fold them): no longer tracked.
+  for (auto it = open_scopes_.begin(); it != open_scopes_.end();) {
+    it = it->second == session ? open_scopes_.erase(it) : std::next(it);
+  }
 }
 
 void Trail::ForgetCachedScopes() {

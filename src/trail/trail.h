@@ -5,8 +5,9 @@
 // fold by themselves (when enabled), and builds the folded view the model should see.
 // Every text handed in must already be scrubbed by the caller (the server scrubs before calling);
 // the trail stores it with TrailOptions::withhold applied (private spans withheld) and nothing
-// else changed. Thread-safety: none of its own; every method runs on the engine executor, like
-// the BranchManager.
+// else changed. One root per session in the store, whichever process opened it (decision 0028).
+// Thread-safety: none of its own; every method runs on the engine executor, like the
+// BranchManager.
 #pragma once
 
 #include <cstdint>
@@ -61,6 +62,11 @@ struct TrailOptions {
   // that <private> spans are never stored. Token counts are stored as the caller charged them.
   // Must be idempotent. Null: texts are stored as given.
   std::function<std::string(std::string_view)> withhold;
+  // Session ids that name a process rather than a conversation (the server passes "stdio", the
+  // id of every stdio session): for them each Trail opens a root of its own (TrailStore::
+  // OpenScope), so that each run of a stdio server has its own trail. Every other session has
+  // one root in the store (TrailStore::OpenSessionRoot), whichever process or run opened it.
+  std::vector<std::string> process_sessions;
 };
 
 class Trail {
@@ -70,9 +76,12 @@ class Trail {
   Trail(const Trail&) = delete;
   Trail& operator=(const Trail&) = delete;
 
-  // The id of the session's root scope, opening it ("ses_" + a time-ordered id) on first use in
-  // this process. A session seen again after a restart gets a new root. Unavailable/Internal
-  // from the store.
+  // The id of the session's root scope: the one the store holds for its tenant, project and
+  // session id, opened ("ses_" + a time-ordered id) if there is none yet. Every process sharing
+  // the store, and every run of this one, gets the same root, so a session served by several
+  // instances, or resumed after a restart (a model-gateway conversation), continues one tree.
+  // TrailOptions::process_sessions are the exception: a root per Trail. Cached while the
+  // session is served here. Unavailable/Internal from the store.
   absl::StatusOr<std::string> RootScope(const SessionRef& session);
 
   // A branch was created: opens scope `branch_id` under `parent_branch_id` (or the session root
@@ -126,7 +135,11 @@ class Trail {
                                                   int64_t tokens_result, bool is_error);
   // Folds the session's open auto-scope, if any, with its structural summary (AutoScopeDigest;
   // bounds in auto_scope.h). OK when there is none or when it was already folded (by another
-  // process's recovery). Unavailable/Internal from the store (it stays open then).
+  // process's recovery). Unavailable/Internal from the store (it stays open then). On a shared
+  // store (TrailStore::shared) with auto_scope_upstreams, the session's open auto-scope is read
+  // from the store first (here and in RecordUpstreamCall): one another instance opened is
+  // adopted, one it folded is forgotten, and the digest is rebuilt from the recorded events
+  // when another instance appended to it.
   absl::Status FoldAutoScope(const SessionRef& session);
   // The id of the session's open auto-scope, or "" (tests, status).
   std::string OpenAutoScope(const SessionRef& session) const;
@@ -160,14 +173,20 @@ class Trail {
   absl::StatusOr<std::vector<SearchHit>> Search(const SessionRef& session, std::string_view query,
                                                 int64_t limit);
 
-  // The session ended: folds its open auto-scope (FoldAutoScope) and forgets its root scope id
-  // (its trail stays in the store). The session is forgotten even when the fold fails, whose
-  // status is returned (recovery at the next start folds what stayed open).
+  // The session ended: folds its open auto-scope (FoldAutoScope) and forgets it
+  // (ReleaseSession; its trail stays in the store). The session is forgotten even when the fold
+  // fails, whose status is returned (recovery at the next start folds what stayed open).
   absl::Status EndSession(const SessionRef& session);
+  // The session continues elsewhere (another instance sharing the store): forgets its root
+  // scope id, open auto-scope and scope owners without folding anything. Its next use here
+  // finds them in the store again.
+  void ReleaseSession(const SessionRef& session);
 
   // Forgets every cached root scope id, scope owner and open auto-scope, so that the trail
   // follows the store again after it lost writes (a failed group commit): a session's next event
-  // opens a new root. Auto-scopes still open in the store stay so until RecoverAutoScopes.
+  // finds its root in the store again (or opens it, if its opening was lost). Auto-scopes still
+  // open in the store stay so until RecoverAutoScopes (or, on a shared store, until the
+  // session's next upstream call or contextd tool adopts them).
   void ForgetCachedScopes();
 
   bool auto_scope_upstreams() const { return options_.auto_scope_upstreams; }
@@ -178,7 +197,17 @@ class Trail {
   struct OpenAuto {
     std::string scope_id;
     AutoScopeDigest digest;
+    int64_t events = 0;  // events the digest holds (the scope's own: 2 per call)
   };
+  bool IsProcessSession(const SessionRef& session) const;
+  // Shared store and auto_scope_upstreams only (else OK at once): makes autos_[session] what the
+  // store holds open for the session (see FoldAutoScope); folds all but the newest when two
+  // processes opened one each. Unavailable/Internal from the store.
+  absl::Status SyncAutoScope(const SessionRef& session);
+  // Folds the auto-scope autos_ holds for the session, if any (FoldAutoScope without the sync).
+  absl::Status FoldCachedAuto(const SessionRef& session);
+  // The digest of auto-scope `scope`, rebuilt from its recorded events.
+  absl::StatusOr<AutoScopeDigest> DigestOf(const Scope& scope);
   // Folds auto-scope `scope_id` with `digest`'s summary (already folded: OK).
   absl::Status FoldAuto(const std::string& scope_id, const AutoScopeDigest& digest);
   int64_t CountTokens(std::string_view text) const;
@@ -202,7 +231,9 @@ class Trail {
   std::unordered_map<std::string, OpenAuto> autos_;     // SessionRef::ToString() -> open auto-scope
   std::unordered_map<std::string, std::string> roots_;  // SessionRef::ToString() -> root id
   // Owners of the scopes still open that this process opened, so that RecordToolCall checks
-  // ownership without a read (unknown scopes fall back to the store).
+  // ownership without a read (unknown scopes fall back to the store). An owner never changes, so
+  // another process's writes cannot make an entry wrong; one it folded meanwhile is still
+  // listed here (OnBranchFolded then finds it folded in the store; appending stays allowed).
   std::unordered_map<std::string, SessionRef> open_scopes_;
 };
 

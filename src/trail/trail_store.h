@@ -123,8 +123,17 @@ class TrailStore {
  public:
   virtual ~TrailStore() = default;
   // Inserts an open scope (folded fields ignored). AlreadyExists if the id is taken; NotFound if
-  // `parent_id` is set and unknown; Unavailable/Internal if the database fails.
+  // `parent_id` is set and unknown; Unavailable/Internal if the database fails. A session scope
+  // inserted here is a root of its own, not the one OpenSessionRoot finds (the server opens
+  // those for sessions that name a process, not a conversation: TrailOptions::process_sessions).
   virtual absl::Status OpenScope(const Scope& scope) = 0;
+  // The id of the root scope of `root.session` (tenant, project and session id): the session's
+  // root if the store holds one, else `root.id` after inserting `root` as it. One root per
+  // session for every process sharing the store: of concurrent calls for one session, all get
+  // the id of the one inserted first (a unique index and an insert-or-get). InvalidArgument
+  // unless `root` is a session scope without a parent; AlreadyExists if `root.id` is taken by
+  // another scope; Unavailable/Internal if the database fails.
+  virtual absl::StatusOr<std::string> OpenSessionRoot(const Scope& root) = 0;
   // Appends `events` in order, in one transaction; returns their sequence numbers. NotFound if a
   // scope is unknown (nothing is written). Identical payloads share one blob.
   virtual absl::StatusOr<std::vector<int64_t>> AppendEvents(const std::vector<NewEvent>& events) = 0;
@@ -148,6 +157,11 @@ class TrailStore {
                                                int64_t limit) = 0;
   // The event with sequence number `seq`, or nullopt.
   virtual absl::StatusOr<std::optional<Event>> GetEvent(int64_t seq) = 0;
+  // The newest event of scope `scope_id` older than `seq` (a tool_result's call), or nullopt.
+  // Sequence numbers are increasing, not consecutive per scope: writers sharing a database
+  // interleave theirs.
+  virtual absl::StatusOr<std::optional<Event>> PreviousEvent(std::string_view scope_id,
+                                                             int64_t seq) = 0;
   // The newest event of `kind` whose payload hashes to `payload_hash` (ContentHash) in any scope
   // of the session rooted at `root_scope_id`, or nullopt.
   virtual absl::StatusOr<std::optional<Event>> FindEvent(std::string_view root_scope_id,
@@ -161,12 +175,19 @@ class TrailStore {
   // Open scopes of `kind` in every session of every tenant, oldest first, at most `limit` (restart
   // recovery: auto-scopes a crashed process left open).
   virtual absl::StatusOr<std::vector<Scope>> ListOpenScopes(ScopeKind kind, int64_t limit) = 0;
+  // Open scopes of `kind` of the session rooted at `root_scope_id`, oldest first (the open
+  // auto-scope of a session another process may have opened).
+  virtual absl::StatusOr<std::vector<Scope>> ListOpenScopesOf(std::string_view root_scope_id,
+                                                              ScopeKind kind) = 0;
   // Full-text search over scope descriptions and summaries of one tenant and project, best
   // first. Any word may match (scopes matching more words rank higher); a trailing '*' matches a
   // prefix; FTS syntax is never interpreted. InvalidArgument if the query holds no word.
   virtual absl::StatusOr<std::vector<SearchHit>> Search(std::string_view tenant,
                                                         std::string_view project,
                                                         std::string_view query, int64_t limit) = 0;
+  // True when other processes may write the same store at the same time (PostgreSQL): the Trail
+  // then checks what it caches about a session's open auto-scope against the store.
+  virtual bool shared() const { return false; }
 };
 
 }  // namespace contextd::trail
