@@ -18,6 +18,8 @@ namespace {
 
 // nlohmann's verdict: nullopt when it refuses the input, else whether some object repeats a name.
 std::optional<bool> ReferenceHasDuplicate(std::string_view input) {
+  // nlohmann stops reading at a NUL byte ("2\0{...}" is 2): no reference for what follows.
+  if (input.find('\0') != std::string_view::npos) return std::nullopt;
   std::vector<std::set<std::string>> open;
   bool duplicate = false;
   auto callback = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
