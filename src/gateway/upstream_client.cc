@@ -296,8 +296,8 @@ void UpstreamClient::OnLine(uint64_t generation, std::string line) {
     auto* message = std::get_if<protocol::Message>(&item);
     if (message == nullptr) {
       const auto& error = std::get<protocol::ParseError>(item);
-      base::LogWarn(base::StrCat("upstream ", config_.name, ": unparseable message: ",
-                                 error.message));
+      base::LogWarn(
+          base::StrCat("upstream ", config_.name, ": unparseable message: ", error.message));
       // An answer to one of our requests that cannot be read as one document (a duplicate key:
       // decision 0028) fails that request now rather than at its timeout.
       if (error.id.is_number_integer() && pending_.contains(error.id.get<int64_t>())) {
