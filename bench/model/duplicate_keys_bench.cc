@@ -1,4 +1,4 @@
-// The cost of one reading of every JSON document (decision 0028) on a real request: a Messages
+// The cost of one reading of every JSON document (decision 0029) on a real request: a Messages
 // body of several MB built from the recorded trajectories (../shared/workloads: every run's task,
 // commands and tool outputs as one long conversation, as a long session resends it), parsed by
 // the span parser with the duplicate-key check in its walk (as AnthropicRequest::Parse calls it),

@@ -1,7 +1,7 @@
 // One reading of every JSON document: refuses an object that names a member twice, the shape
 // that lets a reader which keeps the first of two members (contextd's span parser) and one which
 // keeps the last (Python, Go, JavaScript, nlohmann) read two different documents from one body
-// (decision 0028). Names are compared after JSON unescaping. Used inside a parser's own walk
+// (decision 0029). Names are compared after JSON unescaping. Used inside a parser's own walk
 // (JsonKeyTracker) or as a separate linear scan (FindDuplicateJsonKey).
 // Thread-safety: JsonKeyTracker is a plain value (one per parse); the functions are pure.
 #pragma once

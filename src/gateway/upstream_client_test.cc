@@ -62,7 +62,7 @@ TEST(UpstreamClient, InitializesAndListsTheCatalog) {
   });
 }
 
-// An answer that names a member twice is refused (decision 0028): the request fails at once with
+// An answer that names a member twice is refused (decision 0029): the request fails at once with
 // the path, not at its timeout.
 TEST(UpstreamClient, AnswerWithDuplicateKeyFailsTheRequestAtOnce) {
   base::ThreadExecutor executor;

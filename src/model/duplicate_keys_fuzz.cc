@@ -1,4 +1,4 @@
-// Fuzz target for the duplicate-key detectors (decision 0028): the span parser's own walk
+// Fuzz target for the duplicate-key detectors (decision 0029): the span parser's own walk
 // (ParseRawJson) and the separate scan (base::FindDuplicateJsonKey) must both agree with a
 // reference, nlohmann's parser with a callback collecting the names of each object, on every
 // input nlohmann accepts; and report the same path. Aborts on a disagreement.

@@ -53,7 +53,7 @@ int NestingDepth(std::string_view raw) {
 }
 
 // A payload that names a member twice: contextd reads the last of the two (nlohmann), a peer may
-// read the first; one reading is all contextd accepts (decision 0028). The id is echoed when the
+// read the first; one reading is all contextd accepts (decision 0029). The id is echoed when the
 // message's own id is a valid one.
 ParseError DuplicateKeyError(const Json& value, const base::DuplicateJsonKey& dup) {
   Json id = nullptr;

@@ -1,4 +1,4 @@
-// One reading of every JSON document (decision 0028): a model request whose body names a member
+// One reading of every JSON document (decision 0029): a model request whose body names a member
 // twice, at the top level (`messages` twice) or deep inside a tool result (`content` twice, also
 // spelled with an escape), is refused by the model gateway with a 400 in the provider's shape
 // naming the path, and nothing reaches the upstream; the same body without the duplicate goes

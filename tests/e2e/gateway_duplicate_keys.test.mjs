@@ -1,4 +1,4 @@
-// One reading of every JSON document (decision 0028), MCP side: a tools/call whose arguments name
+// One reading of every JSON document (decision 0029), MCP side: a tools/call whose arguments name
 // a member twice is refused with -32600 naming the path, and the upstream receives nothing (the
 // upstream, a small stdio MCP server written here, logs every line it reads); the same call
 // without the duplicate reaches it. contextd over real HTTP on 127.0.0.1, driven by the official
