@@ -295,8 +295,15 @@ void UpstreamClient::OnLine(uint64_t generation, std::string line) {
   for (auto& item : incoming.items) {
     auto* message = std::get_if<protocol::Message>(&item);
     if (message == nullptr) {
-      base::LogWarn(base::StrCat("upstream ", config_.name, ": unparseable message: ",
-                                 std::get<protocol::ParseError>(item).message));
+      const auto& error = std::get<protocol::ParseError>(item);
+      base::LogWarn(
+          base::StrCat("upstream ", config_.name, ": unparseable message: ", error.message));
+      // An answer to one of our requests that cannot be read as one document (a duplicate key:
+      // decision 0029) fails that request now rather than at its timeout.
+      if (error.id.is_number_integer() && pending_.contains(error.id.get<int64_t>())) {
+        Complete(error.id.get<int64_t>(),
+                 absl::DataLossError(base::StrCat("its answer was refused: ", error.message)));
+      }
       continue;
     }
     switch (message->kind) {

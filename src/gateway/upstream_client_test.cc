@@ -62,6 +62,42 @@ TEST(UpstreamClient, InitializesAndListsTheCatalog) {
   });
 }
 
+// An answer that names a member twice is refused (decision 0029): the request fails at once with
+// the path, not at its timeout.
+TEST(UpstreamClient, AnswerWithDuplicateKeyFailsTheRequestAtOnce) {
+  base::ThreadExecutor executor;
+  UpstreamConfig config;
+  config.name = "t";
+  config.stdio = StdioUpstream{GATEWAY_TEST_UPSTREAM, {}, {}, ""};
+  config.call_timeout = 600s;
+  std::promise<void> ready;
+  std::promise<absl::Status> result;
+  std::shared_ptr<UpstreamClient> client;
+  executor.RunSync([&] {
+    UpstreamClient::Listener listener;
+    listener.on_catalog = [&] { ready.set_value(); };
+    client =
+        std::make_shared<UpstreamClient>(executor, config, listener, UpstreamClient::Backoff{});
+    client->Start();
+  });
+  ASSERT_EQ(ready.get_future().wait_for(15s), std::future_status::ready);
+  executor.RunSync([&] {
+    client->Request("tools/call",
+                    protocol::Json{{"name", "dupe"}, {"arguments", protocol::Json::object()}},
+                    [&](absl::StatusOr<protocol::Json> r) { result.set_value(r.status()); });
+  });
+  auto done = result.get_future();
+  ASSERT_EQ(done.wait_for(15s), std::future_status::ready);
+  absl::Status s = done.get();
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  EXPECT_NE(s.message().find("result.content.0: duplicate key \"text\""), std::string::npos) << s;
+  EXPECT_EQ(s.message().find("AKIA"), std::string::npos) << s;
+  executor.RunSync([&] {
+    client->Stop();
+    client.reset();
+  });
+}
+
 // An https upstream (a scripted server with a certificate made here): trusted through ca_file
 // it becomes ready; with the system trust store, requests fail with the TLS reason.
 TEST(UpstreamClient, HttpsUpstreamVerifiesTheServerCertificate) {

@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/json_keys.h"
 
 namespace contextd::model {
 namespace {
@@ -32,7 +33,12 @@ class Parser {
   }
 
  private:
-  absl::Status Error() const {
+  absl::Status Error() {
+    if (duplicate_) {
+      // The path was collected innermost first, as the walk unwound.
+      std::reverse(duplicate_->path.begin(), duplicate_->path.end());
+      return absl::InvalidArgumentError(duplicate_->Describe());
+    }
     return absl::InvalidArgumentError(
         absl::StrCat("invalid JSON at byte ", error_at_, ": ", error_));
   }
@@ -153,6 +159,12 @@ class Parser {
     }
   }
 
+  // A member name as a path shows it (decoded; the raw token if it cannot be).
+  static std::string KeyName(std::string_view token) {
+    auto name = base::UnescapeJsonKey(token);
+    return name ? *std::move(name) : std::string(token.substr(1, token.size() - 2));
+  }
+
   bool Enter(int depth) {
     if (depth + 1 > max_depth_) return Fail("nested too deeply");
     return true;
@@ -167,6 +179,7 @@ class Parser {
       return true;
     }
     const bool record = depth < limit;
+    size_t index = 0;  // of the element being read, for a duplicate key's path
     if (record && reuse_ != nullptr && reuse_->count > 0 && node.begin == reuse_->begin &&
         reuse_->count <= reuse_->donor->size()) {
       // The first elements are those of an earlier parse, byte for byte: take them as they are.
@@ -185,16 +198,21 @@ class Parser {
       }
       if (*p_ != ',') return Fail("',' or ']' expected");
       ++p_;
+      index = node.children.size();
     }
     while (true) {
       SkipSpace();
       RawNode scratch;
       RawNode& child = record ? node.children.emplace_back() : scratch;
-      if (!Value(child, depth + 1, limit)) return false;
+      if (!Value(child, depth + 1, limit)) {
+        if (duplicate_) duplicate_->path.push_back(std::to_string(index));
+        return false;
+      }
       SkipSpace();
       if (p_ == end_) return Fail("unterminated array");
       if (*p_ == ',') {
         ++p_;
+        ++index;
         continue;
       }
       if (*p_ == ']') {
@@ -214,12 +232,24 @@ class Parser {
       return true;
     }
     const bool record = depth < limit;
+    keys_.Open();
     while (true) {
       SkipSpace();
       if (p_ == end_ || *p_ != '"') return Fail("member name expected");
       uint32_t key_begin = Offset();
       if (!String()) return false;
       uint32_t key_end = Offset();
+      // One reading of the document: a second member of the same name is refused, whatever the
+      // depth (readers differ on which of the two they keep).
+      const std::string_view key_token = doc_.substr(key_begin, key_end - key_begin);
+      if (base::JsonKeyVerdict verdict = keys_.Add(key_token);
+          verdict != base::JsonKeyVerdict::kNew) {
+        duplicate_.emplace();
+        duplicate_->key = KeyName(key_token);
+        duplicate_->valid_name = verdict == base::JsonKeyVerdict::kDuplicate;
+        p_ = doc_.data() + key_begin;
+        return Fail("duplicate key");
+      }
       SkipSpace();
       if (p_ == end_ || *p_ != ':') return Fail("':' expected");
       ++p_;
@@ -232,7 +262,10 @@ class Parser {
       if (record && policy_ != nullptr) {
         child_limit = (*policy_)(depth, doc_.substr(key_begin, key_end - key_begin), limit);
       }
-      if (!Value(child, depth + 1, child_limit)) return false;
+      if (!Value(child, depth + 1, child_limit)) {
+        if (duplicate_) duplicate_->path.push_back(KeyName(key_token));
+        return false;
+      }
       SkipSpace();
       if (p_ == end_) return Fail("unterminated object");
       if (*p_ == ',') {
@@ -241,6 +274,7 @@ class Parser {
       }
       if (*p_ == '}') {
         ++p_;
+        keys_.Close();
         return true;
       }
       return Fail("',' or '}' expected");
@@ -256,6 +290,8 @@ class Parser {
   ArrayReuse* reuse_;
   std::string error_;
   size_t error_at_ = 0;
+  base::JsonKeyTracker keys_;
+  std::optional<base::DuplicateJsonKey> duplicate_;  // set when the walk stopped at one
 };
 
 void AppendUtf8(uint32_t cp, std::string& out) {

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "base/json_keys.h"
 #include "protocol/json_writer.h"
 #include "protocol/mcp_constants.h"
 
@@ -49,6 +50,18 @@ int NestingDepth(std::string_view raw) {
     }
   }
   return max_depth;
+}
+
+// A payload that names a member twice: contextd reads the last of the two (nlohmann), a peer may
+// read the first; one reading is all contextd accepts (decision 0029). The id is echoed when the
+// message's own id is a valid one.
+ParseError DuplicateKeyError(const Json& value, const base::DuplicateJsonKey& dup) {
+  Json id = nullptr;
+  if (value.is_object()) {
+    auto it = value.find(wire::kId);
+    if (it != value.end() && IsValidId(*it)) id = *it;
+  }
+  return Invalid("invalid request: " + dup.Describe(), std::move(id));
 }
 
 }  // namespace
@@ -151,6 +164,12 @@ Incoming ParseIncoming(std::string_view raw, size_t max_bytes) {
   if (value.is_discarded()) {
     in.items.emplace_back(
         ParseError{kParseError, "parse error: the payload is not valid JSON (UTF-8)", nullptr});
+    return in;
+  }
+  if (auto dup = base::FindDuplicateJsonKey(raw)) {
+    // A batch is refused as a whole: only the first duplicate is located.
+    in.batch = value.is_array();
+    in.items.emplace_back(DuplicateKeyError(value, *dup));
     return in;
   }
   if (value.is_array()) {

@@ -57,7 +57,9 @@ struct Incoming {
 // Parses one payload. Never throws. Malformed JSON, invalid UTF-8 or a payload larger than
 // `max_bytes` yield a single ParseError (-32700, or -32600 for oversize); an empty batch yields a
 // single -32600; each bad item of a batch yields its own ParseError. A request whose id is null is
-// invalid (-32600), not a notification.
+// invalid (-32600), not a notification. A payload whose objects name a member twice (after
+// unescaping, at any depth) yields a single -32600 naming the path
+// ("invalid request: params.arguments: duplicate key \"path\""), with the message's id if valid.
 Incoming ParseIncoming(std::string_view raw, size_t max_bytes = 4 << 20);
 
 // Builders for outgoing messages.

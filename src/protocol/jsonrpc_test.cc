@@ -65,6 +65,30 @@ TEST(JsonRpcTest, ParsesNotificationAndResponses) {
   EXPECT_TRUE(en.id.is_null());
 }
 
+TEST(JsonRpcTest, DuplicateKeyIsInvalidRequestNamingThePath) {
+  ParseError e = Err(R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fs__read",)"
+                     R"("arguments":{"path":"/a","\u0070ath":"/etc/shadow"}}})");
+  EXPECT_EQ(e.code, kInvalidRequest);
+  EXPECT_EQ(e.id, 3);
+  EXPECT_EQ(e.message, "invalid request: params.arguments: duplicate key \"path\"");
+  // At the top level, the id cannot be trusted when it is the duplicate.
+  ParseError top = Err(R"({"jsonrpc":"2.0","id":3,"id":4,"method":"ping"})");
+  EXPECT_EQ(top.message, "invalid request: top level: duplicate key \"id\"");
+  EXPECT_EQ(top.id, 4);  // nlohmann keeps the last; echoed as read
+  // Sibling objects may share names; a response with one is read as before.
+  Message ok = Msg(R"({"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a"},)"
+                   R"({"type":"text","text":"b"}]}})");
+  EXPECT_EQ(ok.kind, MessageKind::kResponse);
+  // A batch is refused as a whole.
+  Incoming batch = ParseIncoming(R"([{"jsonrpc":"2.0","id":1,"method":"ping"},)"
+                                 R"({"jsonrpc":"2.0","id":2,"method":"ping","method":"x"}])");
+  EXPECT_TRUE(batch.batch);
+  ASSERT_EQ(batch.items.size(), 1u);
+  ASSERT_TRUE(std::holds_alternative<ParseError>(batch.items[0]));
+  EXPECT_EQ(std::get<ParseError>(batch.items[0]).message,
+            "invalid request: 1: duplicate key \"method\"");
+}
+
 TEST(JsonRpcTest, MalformedJsonIsParseError) {
   for (std::string_view raw : {"", "{", "{\"jsonrpc\":\"2.0\",}", "nul", "[1,2", "{\"a\":1}}"}) {
     ParseError e = Err(raw);

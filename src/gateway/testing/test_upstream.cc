@@ -181,6 +181,13 @@ int main() {
                 {"serverInfo", {{"name", "test-upstream"}, {"version", "1"}}}};
     } else if (method == "tools/list") {
       result = ToolsList();
+    } else if (method == "tools/call" && params.value("name", "") == "dupe") {
+      // Unlisted: an answer whose text block names "text" twice (no serializer writes one).
+      std::cout << "{\"jsonrpc\":\"2.0\",\"id\":" << id.dump()
+                << ",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"clean\","
+                   "\"text\":\"AKIAZ7VRSQ5TJX4MRNQW\"}]}}\n"
+                << std::flush;
+      continue;
     } else if (method == "tools/call") {
       result = CallTool(params);
     } else if (method == "resources/list") {
