@@ -2,6 +2,8 @@
 
 #include <pthread.h>
 
+#include "base/internal_errors.h"
+
 namespace contextd::base {
 
 void QueueExecutorBase::Post(Task task) {
@@ -49,9 +51,7 @@ ThreadExecutor::ThreadExecutor() {
 
 ThreadExecutor::~ThreadExecutor() { Stop(); }
 
-bool ThreadExecutor::InExecutor() const {
-  return std::this_thread::get_id() == thread_id_;
-}
+bool ThreadExecutor::InExecutor() const { return std::this_thread::get_id() == thread_id_; }
 
 void ThreadExecutor::Post(Task task) {
   QueueExecutorBase::Post(std::move(task));
@@ -69,7 +69,7 @@ void ThreadExecutor::RunSync(const Task& task) {
   std::condition_variable done_cv;
   bool done = false;
   Post([&] {
-    task();
+    RunCatching("executor", task);
     std::lock_guard<std::mutex> lock(done_mu);
     done = true;
     done_cv.notify_one();
@@ -100,7 +100,10 @@ void ThreadExecutor::Loop() {
       Task task = std::move(queue_.front());
       queue_.pop_front();
       lock.unlock();
-      task();
+      // A task that throws is reported and dropped; the executor goes on with the next one.
+      // Destroying the task releases what it held (an HTTP responder answers 500 then).
+      RunCatching("executor", task);
+      task = nullptr;
       lock.lock();
       continue;
     }
@@ -140,8 +143,9 @@ int ManualExecutor::RunUntilIdle() {
     queue_.pop_front();
     lock.unlock();
     running_ = true;
-    task();
+    RunCatching("executor", task);
     running_ = false;
+    task = nullptr;
     ++ran;
     lock.lock();
   }

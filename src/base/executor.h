@@ -1,7 +1,8 @@
 // Executor: the single owner of engine state. Work is posted to it from any thread and runs one
 // task at a time, in order; timers fire on it by its Clock. ThreadExecutor runs on its own thread
 // with the real clock; ManualExecutor runs only when a test drives it (with a FakeClock).
-// All methods are thread-safe unless noted.
+// A task that throws is logged and counted (base/internal_errors.h, where="executor"), then
+// destroyed; the executor goes on. All methods are thread-safe unless noted.
 #pragma once
 
 #include <condition_variable>
