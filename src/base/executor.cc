@@ -51,7 +51,9 @@ ThreadExecutor::ThreadExecutor() {
 
 ThreadExecutor::~ThreadExecutor() { Stop(); }
 
-bool ThreadExecutor::InExecutor() const { return std::this_thread::get_id() == thread_id_; }
+bool ThreadExecutor::InExecutor() const {
+  return std::this_thread::get_id() == thread_id_;
+}
 
 void ThreadExecutor::Post(Task task) {
   QueueExecutorBase::Post(std::move(task));
