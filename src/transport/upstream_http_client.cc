@@ -3,15 +3,15 @@
 #include <sys/socket.h>
 
 #include <algorithm>
-#include <limits>
-#include <optional>
-
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <limits>
+#include <optional>
 
+#include "base/foreign_text.h"
 #include "base/logging.h"
 #include "base/str_cat.h"
 #include "nlohmann/json.hpp"
@@ -185,7 +185,7 @@ void UpstreamHttpChannel::FailRequest(const std::string& body, const std::string
   nlohmann::json error = {{"jsonrpc", "2.0"},
                           {"id", json["id"]},
                           {"error", {{"code", -32603}, {"message", why}}}};
-  Deliver(error.dump());
+  Deliver(base::DumpJson(error));
 }
 
 void UpstreamHttpChannel::Closed(const std::string& reason) {

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/internal_errors.h"
 #include "base/logging.h"
 #include "boost/asio/post.hpp"
 #include "boost/asio/steady_timer.hpp"
@@ -144,7 +145,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     timer_.expires_after(delay);
     timer_.async_wait([self = shared_from_this(), gen, fn = std::move(fn)](beast::error_code ec) {
       if (ec || !self->ExchangeOpen(gen)) return;
-      fn();
+      self->RunRouteTask(fn);
     });
   }
 
@@ -156,7 +157,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (gen != gen_) return;
     if (mode_ == Mode::kHandling) {
       base::LogWarn("http: a route released its responder without answering");
-      RespondError(500, "internal error: the request was not answered");
+      RespondRouteError(500, "internal error: the request was not answered");
     } else if (mode_ == Mode::kStreaming) {
       Close();  // an unfinished body must not look complete
     }
@@ -164,6 +165,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void RouteOnGone(uint64_t gen, std::function<void()> fn) {
     if (ExchangeOpen(gen)) on_gone_ = std::move(fn);
+  }
+
+  // Runs work a route posted to this connection's thread. A throw is reported (where="http")
+  // and answered as a throwing handler is.
+  void RunRouteTask(const std::function<void()>& fn) {
+    if (!base::RunCatching("http", fn)) AnswerFailedRoute();
   }
 
  private:
@@ -450,12 +457,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
       link_->gen = gen_;
     }
     auto responder = std::make_shared<ConnResponder>(link_, gen_);
-    try {
-      entry->route.handler(HttpRequest(std::move(raw), std::move(tenant)), std::move(responder));
-    } catch (const std::exception& e) {
-      base::LogError(std::string("http: route handler failed: ") + e.what());
-      if (mode_ == Mode::kHandling) RespondError(500, "internal error");
-      if (mode_ == Mode::kStreaming) Close();
+    // A handler that throws is reported (where="http") and its request answered 500.
+    if (!base::RunCatching("http", [&] {
+          entry->route.handler(HttpRequest(std::move(raw), std::move(tenant)),
+                               std::move(responder));
+        })) {
+      AnswerFailedRoute();
     }
     // While the route works, a read watch tells it when the client leaves.
     if ((mode_ == Mode::kHandling || mode_ == Mode::kStreaming) && !watch_pending_ &&
@@ -486,6 +493,25 @@ class Connection : public std::enable_shared_from_this<Connection> {
     out += StatusText(status);
     out += "\r\n";
     return out;
+  }
+
+  // The answer to a route whose handler (or work it posted here) threw: 500 in the route's
+  // protocol before a response started, a closed connection mid-stream.
+  void AnswerFailedRoute() {
+    if (mode_ == Mode::kHandling) RespondRouteError(500, "internal error");
+    if (mode_ == Mode::kStreaming) Close();
+  }
+
+  // An error answer shaped by the open exchange's route (its error_response, e.g. the model
+  // API's error object), or the JSON-RPC error body when the route has none.
+  void RespondRouteError(int status, std::string_view message) {
+    if (route_ != nullptr && route_->route.error_response) {
+      HttpResponse r;
+      if (base::RunCatching("http", [&] { r = route_->route.error_response(status, message); })) {
+        return WriteResponse(r.status, r.content_type, r.body, &r.headers, "", false, false);
+      }
+    }
+    RespondError(status, message);
   }
 
   void RespondError(int status, std::string_view message, bool drain = false) {
@@ -635,7 +661,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     auto written = std::move(written_);
     written_.clear();
     for (auto& [at, cb] : written) cb(false);
-    if (gone) gone();
+    if (gone) base::RunCatching("http", gone);
   }
 
   // The HttpResponder of one exchange (any thread).
@@ -675,7 +701,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     void Post(std::function<void()> fn) override {
       Run(
           [fn = std::move(fn)](Connection& c, uint64_t gen) {
-            if (c.ExchangeOpen(gen)) fn();
+            if (c.ExchangeOpen(gen)) c.RunRouteTask(fn);
           },
           /*allow_inline=*/false);
     }
