@@ -43,7 +43,7 @@ void QueueExecutorBase::MoveDueTimersLocked(Clock::TimePoint now) {
   }
 }
 
-ThreadExecutor::ThreadExecutor() {
+ThreadExecutor::ThreadExecutor(std::string where) : where_(std::move(where)) {
   thread_ = std::thread([this] { Loop(); });
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [this] { return thread_id_ != std::thread::id(); });
@@ -71,7 +71,7 @@ void ThreadExecutor::RunSync(const Task& task) {
   std::condition_variable done_cv;
   bool done = false;
   Post([&] {
-    RunCatching("executor", task);
+    RunCatching(where_, task);
     std::lock_guard<std::mutex> lock(done_mu);
     done = true;
     done_cv.notify_one();
@@ -104,7 +104,7 @@ void ThreadExecutor::Loop() {
       lock.unlock();
       // A task that throws is reported and dropped; the executor goes on with the next one.
       // Destroying the task releases what it held (an HTTP responder answers 500 then).
-      RunCatching("executor", task);
+      RunCatching(where_, task);
       task = nullptr;
       lock.lock();
       continue;

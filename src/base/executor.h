@@ -7,11 +7,12 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
+#include <string>
 #include <thread>
-#include <deque>
 #include <utility>
 
 #include "base/clock.h"
@@ -66,7 +67,9 @@ class QueueExecutorBase : public Executor {
 // further work: tasks still queued are dropped, timers are discarded.
 class ThreadExecutor final : public QueueExecutorBase {
  public:
-  ThreadExecutor();
+  // `where` labels the tasks that throw in contextd_internal_errors_total (base/internal_errors.h):
+  // the engine's is "executor"; a worker names its job ("memory_worker").
+  explicit ThreadExecutor(std::string where = "executor");
   ~ThreadExecutor() override;
   ThreadExecutor(const ThreadExecutor&) = delete;
   ThreadExecutor& operator=(const ThreadExecutor&) = delete;
@@ -82,6 +85,7 @@ class ThreadExecutor final : public QueueExecutorBase {
 
  private:
   void Loop();
+  const std::string where_;
   bool stopping_ = false;
   std::thread thread_;
   std::thread::id thread_id_;

@@ -38,4 +38,20 @@ bool RunCatching(std::string_view where, Fn&& fn) noexcept {
   return false;
 }
 
+// How often RunLoopCatching starts a loop again before it lets its thread end.
+inline constexpr int kMaxLoopRestarts = 100;
+
+// The body of a worker thread: runs `loop()` until it returns normally. When it throws, the
+// exception is reported under `where` and the loop starts again from its top (where each loop
+// waits for work or for its interval), at most kMaxLoopRestarts times.
+template <typename Fn>
+void RunLoopCatching(std::string_view where, Fn&& loop) noexcept {
+  for (int restarts = 0; !RunCatching(where, loop); ++restarts) {
+    if (restarts == kMaxLoopRestarts) {
+      ReportInternalError(where, "the thread's loop failed too often; the thread ends");
+      return;
+    }
+  }
+}
+
 }  // namespace contextd::base

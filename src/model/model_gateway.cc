@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/ids.h"
+#include "base/internal_errors.h"
 #include "base/logging.h"
 #include "model/usage_parser.h"
 
@@ -210,7 +211,9 @@ void ModelGateway::WorkerLoop() {
       task = std::move(queue_.front());
       queue_.pop_front();
     }
-    task();
+    // A request whose work throws is reported; destroying the task releases its responder,
+    // which answers 500 in the route's (the provider's) shape. The worker goes on.
+    base::RunCatching("model_worker", task);
   }
 }
 

@@ -77,7 +77,7 @@ MemoryTools::MemoryTools(memory::MemoryBank& bank, folding::BranchManager& manag
       executor_(executor),
       metrics_(metrics),
       config_(config),
-      worker_(std::make_unique<base::ThreadExecutor>()) {
+      worker_(std::make_unique<base::ThreadExecutor>("memory_worker")) {
   auto scope = memory::ParseScope(config_.extract_scope);
   if (scope.ok()) extract_scope_ = *scope;
   subscription_ = events_.Subscribe([this](const folding::BranchEvent& e) { OnBranchEvent(e); });

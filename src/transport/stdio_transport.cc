@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/foreign_text.h"
+#include "base/internal_errors.h"
 #include "base/logging.h"
 #include "transport/internal/message_shape.h"
 #include "transport/ndjson_framer.h"
@@ -38,7 +39,7 @@ struct Batch {
 class StdioSink final : public protocol::MessageSink {
  public:
   explicit StdioSink(int out_fd) : out_fd_(out_fd) {
-    writer_ = std::thread([this] { WriterLoop(); });
+    writer_ = std::thread([this] { base::RunLoopCatching("stdio", [this] { WriterLoop(); }); });
   }
   ~StdioSink() override { StopWriter(); }
 
