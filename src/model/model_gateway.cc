@@ -10,6 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/foreign_text.h"
 #include "base/ids.h"
 #include "base/internal_errors.h"
 #include "base/logging.h"
@@ -109,6 +110,9 @@ Provider ProviderOf(const transport::HttpRequest& request) {
 
 // The gateway's own error for `status`, in `provider`'s shape (its error type, and OpenAI's code).
 transport::HttpResponse ErrorResponse(Provider provider, int status, std::string_view message) {
+  // The message may echo what a client sent (a header, a path): the body stays valid UTF-8.
+  const std::string clean = base::ToValidUtf8(message);
+  message = clean;
   transport::HttpResponse response;
   response.status = status;
   response.content_type = "application/json";
