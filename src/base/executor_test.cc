@@ -4,6 +4,8 @@
 #include <future>
 #include <memory>
 #include <stdexcept>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "base/foreign_text.h"
@@ -124,6 +126,38 @@ TEST(ManualExecutorTest, ATaskThatThrowsIsCountedAndTheRestRun) {
   EXPECT_EQ(ex.AdvanceAndRun(seconds(1)), 1);
   EXPECT_EQ(order, (std::vector<int>{1, 2}));
   EXPECT_EQ(ExecutorErrors(), before + 2);
+}
+
+int64_t ErrorsIn(const std::string& where) {
+  for (const auto& [w, n] : InternalErrorCounts()) {
+    if (w == where) return n;
+  }
+  return 0;
+}
+
+TEST(RunLoopCatchingTest, AThrowingLoopStartsAgainUntilItReturns) {
+  int runs = 0;
+  std::thread worker([&] {
+    RunLoopCatching("test_loop", [&] {
+      if (++runs < 3) throw std::runtime_error("loop bug");
+    });
+  });
+  worker.join();
+  EXPECT_EQ(runs, 3);
+  EXPECT_EQ(ErrorsIn("test_loop"), 2);
+}
+
+TEST(RunLoopCatchingTest, ALoopThatAlwaysThrowsEndsItsThreadAfterTheLimit) {
+  int runs = 0;
+  std::thread worker([&] {
+    RunLoopCatching("test_loop_always", [&] {
+      ++runs;
+      throw std::runtime_error("always");
+    });
+  });
+  worker.join();
+  EXPECT_EQ(runs, kMaxLoopRestarts + 1);
+  EXPECT_EQ(ErrorsIn("test_loop_always"), kMaxLoopRestarts + 2);  // each failure, then the end
 }
 
 TEST(ForeignTextTest, ReplacesEveryIllFormedByte) {
