@@ -2,6 +2,8 @@
 
 #include <pthread.h>
 
+#include "base/internal_errors.h"
+
 namespace contextd::base {
 
 void QueueExecutorBase::Post(Task task) {
@@ -41,7 +43,7 @@ void QueueExecutorBase::MoveDueTimersLocked(Clock::TimePoint now) {
   }
 }
 
-ThreadExecutor::ThreadExecutor() {
+ThreadExecutor::ThreadExecutor(std::string where) : where_(std::move(where)) {
   thread_ = std::thread([this] { Loop(); });
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [this] { return thread_id_ != std::thread::id(); });
@@ -69,7 +71,7 @@ void ThreadExecutor::RunSync(const Task& task) {
   std::condition_variable done_cv;
   bool done = false;
   Post([&] {
-    task();
+    RunCatching(where_, task);
     std::lock_guard<std::mutex> lock(done_mu);
     done = true;
     done_cv.notify_one();
@@ -100,7 +102,10 @@ void ThreadExecutor::Loop() {
       Task task = std::move(queue_.front());
       queue_.pop_front();
       lock.unlock();
-      task();
+      // A task that throws is reported and dropped; the executor goes on with the next one.
+      // Destroying the task releases what it held (an HTTP responder answers 500 then).
+      RunCatching(where_, task);
+      task = nullptr;
       lock.lock();
       continue;
     }
@@ -140,8 +145,9 @@ int ManualExecutor::RunUntilIdle() {
     queue_.pop_front();
     lock.unlock();
     running_ = true;
-    task();
+    RunCatching("executor", task);
     running_ = false;
+    task = nullptr;
     ++ran;
     lock.lock();
   }

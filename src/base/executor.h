@@ -1,16 +1,18 @@
 // Executor: the single owner of engine state. Work is posted to it from any thread and runs one
 // task at a time, in order; timers fire on it by its Clock. ThreadExecutor runs on its own thread
 // with the real clock; ManualExecutor runs only when a test drives it (with a FakeClock).
-// All methods are thread-safe unless noted.
+// A task that throws is logged and counted (base/internal_errors.h, where="executor"), then
+// destroyed; the executor goes on. All methods are thread-safe unless noted.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
+#include <string>
 #include <thread>
-#include <deque>
 #include <utility>
 
 #include "base/clock.h"
@@ -65,7 +67,9 @@ class QueueExecutorBase : public Executor {
 // further work: tasks still queued are dropped, timers are discarded.
 class ThreadExecutor final : public QueueExecutorBase {
  public:
-  ThreadExecutor();
+  // `where` labels the tasks that throw in contextd_internal_errors_total (base/internal_errors.h):
+  // the engine's is "executor"; a worker names its job ("memory_worker").
+  explicit ThreadExecutor(std::string where = "executor");
   ~ThreadExecutor() override;
   ThreadExecutor(const ThreadExecutor&) = delete;
   ThreadExecutor& operator=(const ThreadExecutor&) = delete;
@@ -81,6 +85,7 @@ class ThreadExecutor final : public QueueExecutorBase {
 
  private:
   void Loop();
+  const std::string where_;
   bool stopping_ = false;
   std::thread thread_;
   std::thread::id thread_id_;

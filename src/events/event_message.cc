@@ -1,9 +1,9 @@
 #include "events/event_message.h"
 
 #include <ctime>
-
 #include <nlohmann/json.hpp>
 
+#include "base/foreign_text.h"
 #include "base/ids.h"
 #include "events/subject.h"
 
@@ -31,7 +31,7 @@ nlohmann::json Envelope(const std::string& id, const std::string& type, int64_t 
 
 std::string Dump(const nlohmann::json& j) {
   // Invalid UTF-8 (never expected: texts are scrubbed UTF-8) is replaced rather than thrown.
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return base::DumpJson(j);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "base/internal_errors.h"
 #include "base/logging.h"
 #include "base/str_cat.h"
 #include "events/publisher.h"
@@ -99,7 +100,7 @@ class NatsPublisher final : public Publisher {
         return absl::InternalError(base::StrCat("events: JetStream context: ", NatsError(s)));
       }
     }
-    worker_ = std::thread([this] { Run(); });
+    worker_ = std::thread([this] { base::RunLoopCatching("nats_publisher", [this] { Run(); }); });
     return absl::OkStatus();
   }
 

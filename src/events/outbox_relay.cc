@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/internal_errors.h"
 #include "base/logging.h"
 #include "base/str_cat.h"
 
@@ -20,7 +21,7 @@ OutboxRelay::OutboxRelay(folding::OutboxStore& store, Publisher& publisher, Outb
 OutboxRelay::~OutboxRelay() { Stop(); }
 
 void OutboxRelay::Start() {
-  thread_ = std::thread([this] { Run(); });
+  thread_ = std::thread([this] { base::RunLoopCatching("outbox_relay", [this] { Run(); }); });
 }
 
 void OutboxRelay::Wake() {

@@ -3,6 +3,7 @@
 #include <optional>
 #include <utility>
 
+#include "base/foreign_text.h"
 #include "base/logging.h"
 #include "base/str_cat.h"
 #include "folding/text.h"
@@ -109,7 +110,7 @@ std::string ScrubToolResult(const scrub::Scrubber& scrubber, protocol::ToolResul
   }
   if (!result.structured_content.is_null()) {
     ScrubStrings(scrubber, result.structured_content);
-    append(result.structured_content.dump(-1, ' ', false, Json::error_handler_t::replace));
+    append(base::DumpJson(result.structured_content));
   }
   return joined;
 }
@@ -467,8 +468,7 @@ void Gateway::GetPrompt(Upstream& upstream, const std::string& upstream_prompt,
 void Gateway::CallTool(Upstream& upstream, const std::string& upstream_tool,
                        const std::shared_ptr<protocol::ToolCall>& call) {
   const std::string& name = upstream.client->config().name;
-  std::string args_text = deps_.scrubber->Scrub(
-      call->arguments().dump(-1, ' ', false, Json::error_handler_t::replace));
+  std::string args_text = deps_.scrubber->Scrub(base::DumpJson(call->arguments()));
   auto args_tokens = static_cast<int64_t>(deps_.counter->Count(args_text));
   folding::SessionKey key = deps_.session_key(call->session());
   auto charged = deps_.manager->Charge(

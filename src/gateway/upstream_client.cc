@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "base/foreign_text.h"
 #include "base/logging.h"
 #include "base/str_cat.h"
 #include "protocol/mcp_constants.h"
@@ -317,7 +318,7 @@ void UpstreamClient::OnLine(uint64_t generation, std::string line) {
           const Json& e = message->error;
           std::string text = e.is_object() && e.contains(w::kMessage) && e[w::kMessage].is_string()
                                  ? e[w::kMessage].get<std::string>()
-                                 : e.dump();
+                                 : base::DumpJson(e);
           int code = e.is_object() && e.contains(w::kCode) && e[w::kCode].is_number_integer()
                          ? e[w::kCode].get<int>()
                          : 0;
@@ -350,7 +351,7 @@ void UpstreamClient::HandleNotification(const protocol::Message& message) {
   if (message.method == w::kNotifProgress) {
     if (!params.is_object() || !params.contains(w::kProgressToken)) return;
     const Json& token = params[w::kProgressToken];
-    std::string key = token.is_string() ? token.get<std::string>() : token.dump();
+    std::string key = token.is_string() ? token.get<std::string>() : base::DumpJson(token);
     auto it = progress_tokens_.find(key);
     if (it == progress_tokens_.end()) return;
     auto p = pending_.find(it->second);
@@ -360,7 +361,7 @@ void UpstreamClient::HandleNotification(const protocol::Message& message) {
     if (target != nullptr) {
       target->hooks.on_log(params);
     } else {
-      base::LogInfo(base::StrCat("upstream ", config_.name, " log: ", params.dump()));
+      base::LogInfo(base::StrCat("upstream ", config_.name, " log: ", base::DumpJson(params)));
     }
   } else if (message.method == w::kNotifToolsListChanged) {
     if (state_ == State::kReady) RelistTools();

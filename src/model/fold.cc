@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/foreign_text.h"
 #include "nlohmann/json.hpp"
 
 namespace contextd::model {
@@ -108,7 +109,7 @@ std::string FoldRecord::Serialize() const {
   j["end_call_id"] = end_call_id;
   j["end_message_key"] = Hex(end_message_key);
   j["result_text"] = result_text;
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return base::DumpJson(j);
 }
 
 absl::StatusOr<FoldRecord> FoldRecord::Parse(std::string_view text) {

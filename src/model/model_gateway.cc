@@ -10,7 +10,9 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/foreign_text.h"
 #include "base/ids.h"
+#include "base/internal_errors.h"
 #include "base/logging.h"
 #include "model/usage_parser.h"
 
@@ -108,6 +110,9 @@ Provider ProviderOf(const transport::HttpRequest& request) {
 
 // The gateway's own error for `status`, in `provider`'s shape (its error type, and OpenAI's code).
 transport::HttpResponse ErrorResponse(Provider provider, int status, std::string_view message) {
+  // The message may echo what a client sent (a header, a path): the body stays valid UTF-8.
+  const std::string clean = base::ToValidUtf8(message);
+  message = clean;
   transport::HttpResponse response;
   response.status = status;
   response.content_type = "application/json";
@@ -215,7 +220,9 @@ void ModelGateway::WorkerLoop() {
       task = std::move(queue_.front());
       queue_.pop_front();
     }
-    task();
+    // A request whose work throws is reported; destroying the task releases its responder,
+    // which answers 500 in the route's (the provider's) shape. The worker goes on.
+    base::RunCatching("model_worker", task);
   }
 }
 

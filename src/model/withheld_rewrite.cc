@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/foreign_text.h"
 #include "model/transcript.h"
 #include "nlohmann/json.hpp"
 #include "scrub/rule_scrubber.h"
@@ -176,7 +177,7 @@ std::string WithheldRewrite::Serialize() const {
   } else {
     j["spans"] = nullptr;
   }
-  return std::string(kValuePrefix) + j.dump();
+  return std::string(kValuePrefix) + base::DumpJson(j);
 }
 
 bool WithheldRewrite::Is(std::string_view value) {

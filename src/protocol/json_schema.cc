@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "base/foreign_text.h"
 #include "protocol/internal/strings.h"
 
 namespace contextd::protocol {
@@ -61,7 +62,7 @@ bool Count(const Json& schema, const char* keyword, uint64_t* out) {
 
 // A short rendering of a value for error messages.
 std::string Short(const Json& v) {
-  std::string s = v.dump(-1, ' ', false, Json::error_handler_t::replace);
+  std::string s = base::DumpJson(v);
   if (s.size() > 60) s = s.substr(0, 57) + "...";
   return s;
 }

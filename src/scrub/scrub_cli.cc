@@ -2,10 +2,10 @@
 
 #include <iostream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
-
+#include "base/foreign_text.h"
 #include "scrub/rule_scrubber.h"
 
 namespace contextd::scrub {
@@ -45,7 +45,7 @@ int RunScrubCommand(const std::string& rules_file, bool with_defaults, bool repo
   }
   nlohmann::json doc = {{"findings", findings}, {"redacted_bytes", redacted}};
   // Never let invalid UTF-8 in rule ids throw: replace it.
-  out << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  out << base::DumpJson(doc, 2) << "\n";
   return 0;
 }
 

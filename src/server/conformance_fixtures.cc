@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/foreign_text.h"
+
 namespace contextd::server {
 namespace {
 
@@ -71,8 +73,9 @@ void Elicit(std::shared_ptr<ToolCall> call, Json params, const char* prefix) {
                         return;
                       }
                       const Json content = r->value("content", Json::object());
-                      call->Finish(protocol::TextResult(prefix + "action=" + r->value("action", std::string("?")) +
-                                                        ", content=" + content.dump()));
+                      call->Finish(protocol::TextResult(
+                          prefix + "action=" + r->value("action", std::string("?")) +
+                          ", content=" + base::DumpJson(content)));
                     });
 }
 
@@ -212,8 +215,8 @@ absl::Status AddTools(protocol::McpServer& server) {
                "Elicitation completed: ");
       }));
 
-  add(server.AddTool({"json_schema_2020_12_tool", "", "Tool with JSON Schema 2020-12 features (SEP-1613)",
-                      Json::parse(R"json({
+  add(server.AddTool({"json_schema_2020_12_tool", "",
+                      "Tool with JSON Schema 2020-12 features (SEP-1613)", Json::parse(R"json({
                         "$schema": "https://json-schema.org/draft/2020-12/schema",
                         "type": "object",
                         "$defs": {"address": {"type": "object",
@@ -223,7 +226,7 @@ absl::Status AddTools(protocol::McpServer& server) {
                       nullptr, nullptr},
                      [](std::shared_ptr<ToolCall> call) {
                        call->Finish(protocol::TextResult("JSON Schema 2020-12 tool called with: " +
-                                                         call->arguments().dump()));
+                                                         base::DumpJson(call->arguments())));
                      }));
   return st;
 }
@@ -258,7 +261,9 @@ absl::Status AddResources(protocol::McpServer& server) {
       [](const protocol::ResourceRead& read, protocol::ResourceDone done) {
         const std::string id = read.variables.at("id");
         Json text = {{"id", id}, {"templateTest", true}, {"data", "Data for ID: " + id}};
-        done(Json::array({{{"uri", read.uri}, {"mimeType", "application/json"}, {"text", text.dump()}}}));
+        done(Json::array({{{"uri", read.uri},
+                           {"mimeType", "application/json"},
+                           {"text", base::DumpJson(text)}}}));
       }));
   return st;
 }

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "base/foreign_text.h"
 #include "base/status_macros.h"
 #include "base/str_cat.h"
 #include "nlohmann/json.hpp"
@@ -77,8 +78,8 @@ absl::Status Connect(const ConnectCommand& c, ClaudeCodeScope scope, const std::
     if (local.ok() && local->contains(kEnv) && (*local)[kEnv].is_object() &&
         (*local)[kEnv].contains(kBaseUrlVar) && (*local)[kEnv][kBaseUrlVar] != OJson(url)) {
       out << "warning: " << local_path << " sets " << kBaseUrlVar << " = "
-          << (*local)[kEnv][kBaseUrlVar].dump() << ", which overrides " << files.settings_file
-          << "\n";
+          << base::DumpJson((*local)[kEnv][kBaseUrlVar]) << ", which overrides "
+          << files.settings_file << "\n";
     }
   }
   out << "next: start contextd: contextd serve; then run claude"

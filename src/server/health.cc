@@ -1,8 +1,9 @@
 #include "server/health.h"
 
 #include <mutex>
-
 #include <nlohmann/json.hpp>
+
+#include "base/foreign_text.h"
 
 namespace contextd::server {
 
@@ -23,7 +24,7 @@ HealthMember DatabaseHealth(store::Database& db) {
     j["status"] = "error";
     j["error"] = std::string(version.status().message());
   }
-  m.detail_json = j.dump();
+  m.detail_json = base::DumpJson(j);
   return m;
 }
 
@@ -39,7 +40,7 @@ HealthMember PostgresHealth(store::PgDatabase& db) {
     j["status"] = "error";
     j["error"] = std::string(ready.message());  // the conninfo in it is redacted
   }
-  m.detail_json = j.dump();
+  m.detail_json = base::DumpJson(j);
   return m;
 }
 
@@ -48,7 +49,7 @@ HealthMember NatsHealth(const events::Publisher* publisher, bool jetstream) {
   nlohmann::json j;
   if (publisher == nullptr) {
     j["status"] = "disabled";
-    m.detail_json = j.dump();
+    m.detail_json = base::DumpJson(j);
     return m;
   }
   events::ConnectionState state = publisher->state();
@@ -60,7 +61,7 @@ HealthMember NatsHealth(const events::Publisher* publisher, bool jetstream) {
   j["dropped"] = stats.dropped;
   j["queued"] = stats.queued;
   if (jetstream) j["duplicates"] = stats.duplicates;
-  m.detail_json = j.dump();
+  m.detail_json = base::DumpJson(j);
   return m;
 }
 
@@ -76,7 +77,7 @@ transport::HealthAnswer RenderHealth(const std::vector<HealthMember>& members,
   j["status"] = answer.ready ? "ok" : "unavailable";
   j["version"] = version;
   j["checks"] = std::move(checks);
-  answer.json = j.dump();
+  answer.json = base::DumpJson(j);
   return answer;
 }
 

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "base/clock.h"
+#include "base/foreign_text.h"
 #include "base/status_macros.h"
 #include "base/str_cat.h"
 #include "memory/memory_bank.h"
@@ -272,7 +273,7 @@ int RunMemoryCommand(const MemoryCommand& c, std::istream& in, std::ostream& out
       auto page = store.List(filter);
       if (!page.ok()) return fail(page.status());
       for (const memory::MemoryItem& m : *page) {
-        out << (is_export ? ToJson(m).dump() : Line(m)) << "\n";
+        out << (is_export ? base::DumpJson(ToJson(m)) : Line(m)) << "\n";
       }
       left -= static_cast<int64_t>(page->size());
       if (static_cast<int>(page->size()) < filter.limit) break;
@@ -294,7 +295,7 @@ int RunMemoryCommand(const MemoryCommand& c, std::istream& in, std::ostream& out
                        {"detail", e.detail}, {"at_ms", e.at_ms}});
     }
     j["history"] = std::move(h);
-    out << j.dump(2) << "\n";
+    out << base::DumpJson(j, 2) << "\n";
     return 0;
   }
   if (c.command == "search") {

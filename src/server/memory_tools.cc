@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "base/internal_errors.h"
 #include "base/logging.h"
 #include "protocol/mcp_constants.h"
 #include "protocol/tool_call.h"
@@ -77,7 +78,7 @@ MemoryTools::MemoryTools(memory::MemoryBank& bank, folding::BranchManager& manag
       executor_(executor),
       metrics_(metrics),
       config_(config),
-      worker_(std::make_unique<base::ThreadExecutor>()) {
+      worker_(std::make_unique<base::ThreadExecutor>("memory_worker")) {
   auto scope = memory::ParseScope(config_.extract_scope);
   if (scope.ok()) extract_scope_ = *scope;
   subscription_ = events_.Subscribe([this](const folding::BranchEvent& e) { OnBranchEvent(e); });
@@ -275,7 +276,7 @@ void MemoryTools::Search(const std::shared_ptr<ToolCall>& call) {
   auto limit_it = args.find("limit");
   int limit = limit_it != args.end() && limit_it->is_number_integer() ? limit_it->get<int>() : 5;
   memory::Caller caller = CallerFor(SessionKeyFor(call->session()), call->session().session_id);
-  worker_->Post([this, call, caller, query = StringArg(args, "query"), limit, scope] {
+  OnWorker(call, [this, call, caller, query = StringArg(args, "query"), limit, scope] {
     auto hits = bank_.Search(caller, query, limit, scope);
     if (!hits.ok()) return FinishError(*call, hits.status());
     std::string text = hits->empty() ? "No memories match."
@@ -290,6 +291,17 @@ void MemoryTools::Search(const std::shared_ptr<ToolCall>& call) {
     ToolResult result = protocol::TextResult(std::move(text));
     result.structured_content = Json{{"memories", std::move(list)}};
     call->Finish(std::move(result));
+  });
+}
+
+void MemoryTools::OnWorker(std::shared_ptr<ToolCall> call, std::function<void()> fn) {
+  worker_->Post([call = std::move(call), fn = std::move(fn)] {
+    // The call holds its session's request open: a throw still answers it (Finish is once-only).
+    if (!base::RunCatching("memory_worker", fn)) {
+      call->Finish(protocol::ErrorResult(
+          "internal error in contextd's memory worker; the call did nothing you can rely on: "
+          "try it again"));
+    }
   });
 }
 
@@ -321,7 +333,7 @@ void MemoryTools::Record(const std::shared_ptr<ToolCall>& call) {
     }
   }
   memory::Caller caller = CallerFor(key, call->session().session_id);
-  worker_->Post([this, call, caller, req = std::move(req)] {
+  OnWorker(call, [this, call, caller, req = std::move(req)] {
     auto item = bank_.Record(caller, req);
     if (!item.ok()) return FinishError(*call, item.status());
     ToolResult result = protocol::TextResult(
@@ -338,7 +350,7 @@ void MemoryTools::Rate(const std::shared_ptr<ToolCall>& call, bool outcome) {
   auto flag = args.find(outcome ? "succeeded" : "helpful");
   const bool positive = flag != args.end() && flag->is_boolean() && flag->get<bool>();
   memory::Caller caller = CallerFor(SessionKeyFor(call->session()), call->session().session_id);
-  worker_->Post([this, call, caller, id = std::move(id), positive, outcome] {
+  OnWorker(call, [this, call, caller, id = std::move(id), positive, outcome] {
     auto item = outcome ? bank_.RecordOutcome(caller, id, positive)
                         : bank_.Feedback(caller, id, positive);
     if (!item.ok()) return FinishError(*call, item.status());

@@ -7,6 +7,7 @@
 // thread.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -59,6 +60,9 @@ class MemoryTools {
   void LoadVectors();
 
  private:
+  // Runs `fn` (which finishes `call`) on the worker; if it throws, `call` finishes with an error
+  // result instead of staying unanswered.
+  void OnWorker(std::shared_ptr<protocol::ToolCall> call, std::function<void()> fn);
   void OnBranchEvent(const folding::BranchEvent& event);
   // Reads the branch's trail events (executor) and queues its distillation (worker).
   void QueueExtraction(folding::SessionKey session, folding::Branch branch, bool succeeded);

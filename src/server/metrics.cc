@@ -1,5 +1,6 @@
 #include "server/metrics.h"
 
+#include "base/internal_errors.h"
 #include "prometheus/counter.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
@@ -9,6 +10,13 @@
 namespace contextd::server {
 
 Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
+  internal_errors_ = &prometheus::BuildCounter()
+                          .Name("contextd_internal_errors_total")
+                          .Help(
+                              "Exceptions caught where they would have ended the process (a "
+                              "task, a route handler, a worker thread's loop), by where")
+                          .Register(*registry_);
+  for (const char* where : kInternalErrorPlaces) base::RegisterInternalErrorPlace(where);
   finished_ = &prometheus::BuildCounter()
                    .Name("contextd_branches_finished_total")
                    .Help("Branches that reached a final status, by status")
@@ -210,6 +218,14 @@ void Metrics::GroupCommitted(bool ok, double seconds, double held) {
 }
 
 std::string Metrics::Render() const {
+  {
+    // base counts them process-wide (it cannot see this registry); bring the counters level.
+    std::lock_guard<std::mutex> lock(internal_errors_mu_);
+    for (const auto& [where, n] : base::InternalErrorCounts()) {
+      prometheus::Counter& c = internal_errors_->Add({{"where", where}});
+      if (static_cast<double>(n) > c.Value()) c.Increment(static_cast<double>(n) - c.Value());
+    }
+  }
   prometheus::TextSerializer serializer;
   return serializer.Serialize(registry_->Collect());
 }

@@ -93,11 +93,20 @@ class Metrics {
   void EventOutboxDepth(int64_t rows, double oldest_age_seconds);
   void EventsTakenOver(int64_t n);
 
-  // The Prometheus text exposition format (version 0.0.4).
+  // The places whose contextd_internal_errors_total{where} counters show from the start (at 0);
+  // another place reported to base::ReportInternalError shows from its first error.
+  static constexpr const char* kInternalErrorPlaces[] = {
+      "executor",     "http",         "model_worker",   "memory_worker",  "upstream",
+      "search_index", "outbox_relay", "nats_publisher", "wal_checkpoint", "stdio"};
+
+  // The Prometheus text exposition format (version 0.0.4), with
+  // contextd_internal_errors_total{where} read from base/internal_errors.h.
   std::string Render() const;
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Counter>* internal_errors_;
+  mutable std::mutex internal_errors_mu_;
   prometheus::Family<prometheus::Counter>* finished_;
   prometheus::Gauge* active_;
   prometheus::Counter* tokens_;

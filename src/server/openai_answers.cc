@@ -7,6 +7,7 @@
 #include <optional>
 #include <utility>
 
+#include "base/foreign_text.h"
 #include "base/str_cat.h"
 #include "nlohmann/json.hpp"
 
@@ -18,7 +19,7 @@ using Json = nlohmann::json;
 constexpr std::string_view kCutMark = " [...]";
 
 // Serialises without throwing: invalid UTF-8 becomes U+FFFD.
-std::string Dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+std::string Dump(const Json& j) { return base::DumpJson(j); }
 
 // Parses without throwing; nullopt when `text` is not one JSON value.
 std::optional<Json> ParseJson(std::string_view text) {

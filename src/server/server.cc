@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -16,20 +17,22 @@
 #include <map>
 #include <thread>
 
-#include <cctype>
 #include "absl/strings/numbers.h"
-#include "base/str_cat.h"
 #include "base/executor.h"
+#include "base/internal_errors.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "base/str_cat.h"
+#include "events/event_message.h"
+#include "events/publisher.h"
 #include "folding/branch_manager.h"
 #include "folding/events.h"
 #include "folding/text.h"
-#include "events/event_message.h"
-#include "events/publisher.h"
 #include "gateway/gateway.h"
-#include "model/model_gateway.h"
+#include "memory/hnsw_index.h"
+#include "memory/memory_bank.h"
 #include "model/context_manager.h"
+#include "model/model_gateway.h"
 #include "protocol/mcp_server.h"
 #include "protocol/tool_notices.h"
 #include "scrub/originals_archive.h"
@@ -41,16 +44,15 @@
 #include "server/health.h"
 #include "server/internal/engine.h"
 #include "server/memory_tools.h"
+#include "server/metrics.h"
 #include "server/openai_distiller.h"
 #include "server/openai_embedder.h"
 #include "server/session_key.h"
 #include "server/shared_sessions.h"
+#include "server/trail_api.h"
 #include "server/trail_recorder.h"
 #include "server/trail_tools.h"
-#include "server/trail_api.h"
 #include "server/ui_routes.h"
-#include "memory/hnsw_index.h"
-#include "memory/memory_bank.h"
 #include "store/pg_branch_store.h"
 #include "store/pg_conversation_store.h"
 #include "store/pg_database.h"
@@ -58,14 +60,13 @@
 #include "store/pg_memory_store.h"
 #include "store/pg_outbox_store.h"
 #include "store/pg_trail_store.h"
+#include "store/sqlite_branch_store.h"
+#include "store/sqlite_conversation_store.h"
 #include "store/sqlite_memory_store.h"
 #include "store/sqlite_outbox_store.h"
 #include "store/sqlite_trail_store.h"
-#include "trail/trail.h"
-#include "server/metrics.h"
-#include "store/sqlite_branch_store.h"
-#include "store/sqlite_conversation_store.h"
 #include "tokens/lazy_encoding.h"
+#include "trail/trail.h"
 #include "transport/http_client.h"
 #include "transport/http_server.h"
 #include "transport/stdio_transport.h"
@@ -383,7 +384,9 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
   // The vocabulary (~15 MB of rank tables) loads on the first count. A server counts on its first
   // branch_create, so it is loaded now, off the executor: loading it there held every session's
   // first requests for ~70 ms.
-  engine.vocabulary_loader = std::jthread([loading = engine.counter.get()] { loading->Get(); });
+  engine.vocabulary_loader = std::jthread([loading = engine.counter.get()] {
+    base::RunCatching("tokens", [loading] { loading->Get(); });
+  });
   ASSIGN_OR_RETURN(engine.scrubber, MakeScrubber(config, data_dir));
   std::shared_ptr<const scrub::Scrubber> scrubber = engine.scrubber;
   // Logs may go to a file: private spans are withheld there too (before the scrub, so that a

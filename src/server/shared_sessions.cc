@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "base/foreign_text.h"
 #include "base/logging.h"
 #include "base/str_cat.h"
 #include "nlohmann/json.hpp"
@@ -72,8 +73,8 @@ absl::Status SharedSessions::Record(const protocol::SessionInfo& info,
   r.project_label = info.project_label;
   r.project_header = info.project_header;
   r.protocol_version = resume.protocol_version;
-  r.client_capabilities = resume.client_capabilities.dump();
-  r.client_info = resume.client_info.dump();
+  r.client_capabilities = base::DumpJson(resume.client_capabilities);
+  r.client_info = base::DumpJson(resume.client_info);
   r.created_ms = NowMs();
   r.last_seen_ms = r.created_ms;
   absl::Status created = store_->Create(r);

@@ -62,7 +62,7 @@ class SharedSessions final : public transport::SessionDirectory {
  private:
   std::shared_ptr<store::McpSessionStore> store_;
   const std::chrono::milliseconds idle_timeout_;
-  base::ThreadExecutor worker_;
+  base::ThreadExecutor worker_{"shared_sessions"};
 };
 
 }  // namespace contextd::server

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/foreign_text.h"
 #include "base/str_cat.h"
 #include "nlohmann/json.hpp"
 
@@ -27,7 +28,7 @@ constexpr int64_t kMsPerDay = 86'400'000;
 constexpr std::string_view kMarker = "[REDACTED:";
 
 ApiResponse Reply(int status, const Json& body) {
-  return ApiResponse{status, body.dump(-1, ' ', false, Json::error_handler_t::replace)};
+  return ApiResponse{status, base::DumpJson(body)};
 }
 
 ApiResponse Error(int status, std::string_view message) {

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "base/clock.h"
+#include "base/foreign_text.h"
 #include "base/status_macros.h"
 #include "base/str_cat.h"
 #include "folding/branch.h"
@@ -153,8 +154,7 @@ absl::Status Export(Stores& s, const std::string& only, std::ostream& out) {
                         {"scopes", std::move(scopes)}});
   }
   if (!found) return absl::NotFoundError(base::StrCat("session ", only, " not found"));
-  out << Json{{"sessions", std::move(list)}}.dump(2, ' ', false, Json::error_handler_t::replace)
-      << "\n";
+  out << base::DumpJson(Json{{"sessions", std::move(list)}}, 2) << "\n";
   return absl::OkStatus();
 }
 

@@ -2,11 +2,12 @@
 
 #include <optional>
 
+#include "base/foreign_text.h"
 #include "base/logging.h"
 #include "base/str_cat.h"
 #include "folding/text.h"
-#include "server/session_key.h"
 #include "server/folding_tools.h"
+#include "server/session_key.h"
 
 namespace contextd::server {
 namespace {
@@ -251,9 +252,8 @@ absl::Status TrailTools::Register(protocol::McpServer& server) {
                   {"tokens_unfolded", view->tokens_unfolded},
                   {"tokens_folded", view->tokens_folded},
                   {"view", view->text}};
-        done(Json::array({Json{{"uri", read.uri},
-                               {"mimeType", "application/json"},
-                               {"text", body.dump(-1, ' ', false, Json::error_handler_t::replace)}}}));
+        done(Json::array({Json{
+            {"uri", read.uri}, {"mimeType", "application/json"}, {"text", base::DumpJson(body)}}}));
       });
   if (!s.ok()) return s;
   return server.AddResourceTemplate(
@@ -277,9 +277,8 @@ absl::Status TrailTools::Register(protocol::McpServer& server) {
         for (const auto& e : page->events) events.push_back(EventToJson(e));
         Json body{{"scope", ScopeToJson(*scope)}, {"total_events", page->total},
                   {"events", std::move(events)}};
-        done(Json::array({Json{{"uri", read.uri},
-                               {"mimeType", "application/json"},
-                               {"text", body.dump(-1, ' ', false, Json::error_handler_t::replace)}}}));
+        done(Json::array({Json{
+            {"uri", read.uri}, {"mimeType", "application/json"}, {"text", base::DumpJson(body)}}}));
       });
 }
 

@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "base/foreign_text.h"
 #include "base/str_cat.h"
 #include "nlohmann/json.hpp"
 
@@ -36,7 +37,7 @@ HttpResponse JsonError(int status, std::string_view message) {
   HttpResponse r;
   r.status = status;
   r.content_type = std::string(kJson);
-  r.body = nlohmann::json{{"error", std::string(message)}}.dump();
+  r.body = base::DumpJson(nlohmann::json{{"error", std::string(message)}});
   r.headers = {{"Cache-Control", "no-store"}, {"X-Content-Type-Options", "nosniff"}};
   return r;
 }
@@ -79,7 +80,7 @@ struct Stream {
 };
 
 std::string Event(std::string_view name, const nlohmann::json& data) {
-  return base::StrCat("event: ", name, "\ndata: ", data.dump(), "\n\n");
+  return base::StrCat("event: ", name, "\ndata: ", base::DumpJson(data), "\n\n");
 }
 
 // Looks for a change of the stream's session now (on the executor), then again after the poll

@@ -6,6 +6,7 @@
 #include <iomanip>
 #include <vector>
 
+#include "base/foreign_text.h"
 #include "base/status_macros.h"
 #include "base/str_cat.h"
 #include "nlohmann/json.hpp"
@@ -113,7 +114,7 @@ int RunUsageCommand(const UsageCommand& command, std::ostream& out, std::ostream
                       {"output_tokens", u.totals.output_tokens},
                       {"last_at_ms", u.totals.last_at_ms}});
     }
-    out << nlohmann::json{{"since_ms", since_ms}, {"usage", list}}.dump(2) << "\n";
+    out << base::DumpJson(nlohmann::json{{"since_ms", since_ms}, {"usage", list}}, 2) << "\n";
     return 0;
   }
   if (rows->empty()) {

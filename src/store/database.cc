@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
+#include "base/internal_errors.h"
 #include "base/status_macros.h"
 #include "store/migrations.h"
 #include "store/wal_gather_vfs.h"
@@ -230,7 +231,9 @@ Database::~Database() {
 
 void Database::StartCheckpointer(sqlite3* conn, int interval_ms) {
   ckpt_db_ = conn;
-  ckpt_thread_ = std::thread([this, interval_ms] { CheckpointLoop(interval_ms); });
+  ckpt_thread_ = std::thread([this, interval_ms] {
+    base::RunLoopCatching("wal_checkpoint", [&] { CheckpointLoop(interval_ms); });
+  });
 }
 
 void Database::CheckpointLoop(int interval_ms) {

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "base/internal_errors.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "base/str_cat.h"
@@ -49,7 +50,8 @@ absl::StatusOr<std::unique_ptr<SearchIndex>> SearchIndex::Open(const std::string
       std::lock_guard<std::mutex> lock(index->mu_);
       RETURN_IF_ERROR(index->AttachLocked());
     }
-    index->thread_ = std::thread([raw = index.get()] { raw->Loop(); });
+    index->thread_ = std::thread(
+        [raw = index.get()] { base::RunLoopCatching("search_index", [raw] { raw->Loop(); }); });
   }
   return index;
 }

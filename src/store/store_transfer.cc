@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "base/foreign_text.h"
 #include "base/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "store/database.h"
@@ -250,7 +251,7 @@ absl::StatusOr<std::string> Unhex(std::string_view hex) {
 
 absl::Status WriteLine(std::ostream& out, const json& j) {
   try {
-    out << j.dump() << "\n";
+    out << base::DumpJson(j) << "\n";
   } catch (const json::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("export: ", e.what()));
   }
@@ -402,7 +403,7 @@ absl::StatusOr<std::vector<Line>> ReadStream(std::istream& in) {
       return bad("expected {\"table\":...,\"row\":{...}}");
     }
     auto it = by_name.find(j["table"].get<std::string>());
-    if (it == by_name.end()) return bad(absl::StrCat("unknown table ", j["table"].dump()));
+    if (it == by_name.end()) return bad(absl::StrCat("unknown table ", base::DumpJson(j["table"])));
     Line line;
     line.table = it->second;
     const json& row = j["row"];

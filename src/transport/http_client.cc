@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/internal_errors.h"
 #include "base/str_cat.h"
 #include "transport/http_url.h"
 #include "transport/internal/tls_client.h"
@@ -272,7 +273,10 @@ std::shared_ptr<ClientCall> HttpClient::Start(ClientRequest request, ClientCallb
     } else {
       auto done = std::make_shared<std::atomic<bool>>(false);
       try {
-        workers_.push_back(Worker{std::thread([this, done] { WorkerLoop(done); }), done});
+        workers_.push_back(Worker{std::thread([this, done] {
+                                    base::RunLoopCatching("http_client", [&] { WorkerLoop(done); });
+                                  }),
+                                  done});
       } catch (const std::system_error& e) {
         tasks_.pop_back();
         in_flight_.erase(call);

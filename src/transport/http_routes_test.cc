@@ -11,10 +11,13 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/executor.h"
+#include "base/internal_errors.h"
 #include "gtest/gtest.h"
 #include "transport/http_server.h"
 #include "transport/testing/echo_session.h"
@@ -25,6 +28,7 @@ namespace {
 
 using testing::EchoSessionFactory;
 using testing::InitBody;
+using testing::Json;
 using testing::RawClient;
 using testing::Response;
 
@@ -186,6 +190,80 @@ TEST_F(HttpRoutesTest, AResponderReleasedWithoutAnAnswerGets500) {
   EXPECT_EQ(c.ReadResponse().status, 500);
   c.Send(Get(server_->port(), "GET", "/healthz"));  // and the connection serves the next one
   EXPECT_EQ(c.ReadResponse().status, 200);
+}
+
+int64_t InternalErrors(const std::string& where) {
+  for (const auto& [w, n] : base::InternalErrorCounts()) {
+    if (w == where) return n;
+  }
+  return 0;
+}
+
+// A route whose handler fails in `how`: "throw" in the handler, "executor" in work it posted to
+// the engine executor before answering, "io" in work it posted to the connection's thread.
+HttpRoute FailingRoute(std::string path, std::string how, base::Executor* executor, bool shaped) {
+  HttpRoute r;
+  r.path = std::move(path);
+  r.auth = RouteAuth::kNone;
+  if (shaped) {
+    r.error_response = [](int status, std::string_view message) {
+      return HttpResponse{
+          status,
+          "application/json",
+          {{"X-Shape", "provider"}},
+          R"({"type":"error","error":{"message":")" + std::string(message) + R"("}})"};
+    };
+  }
+  r.handler = [how = std::move(how), executor](HttpRequest,
+                                               std::shared_ptr<HttpResponder> responder) {
+    if (how == "throw") throw std::runtime_error("handler bug");
+    if (how == "nonstd") throw 7;
+    if (how == "executor") {
+      executor->Post([responder] { throw std::out_of_range("engine bug"); });
+    } else {
+      responder->Post([] { throw std::runtime_error("io bug"); });
+    }
+  };
+  return r;
+}
+
+TEST_F(HttpRoutesTest, AHandlerThatThrowsGets500InItsRoutesShapeAndTheServerGoesOn) {
+  base::ThreadExecutor executor;
+  HttpServerOptions o;
+  o.routes.push_back(FailingRoute("/throw", "throw", &executor, false));
+  o.routes.push_back(FailingRoute("/nonstd", "nonstd", &executor, false));
+  o.routes.push_back(FailingRoute("/v1/throw", "throw", &executor, true));
+  o.routes.push_back(FailingRoute("/v1/executor", "executor", &executor, true));
+  o.routes.push_back(FailingRoute("/executor", "executor", &executor, false));
+  o.routes.push_back(FailingRoute("/v1/io", "io", &executor, true));
+  Start(o);
+  const int64_t http_before = InternalErrors("http");
+  const int64_t executor_before = InternalErrors("executor");
+  RawClient c(server_->port());
+  for (const char* target : {"/throw", "/nonstd", "/executor"}) {
+    c.Send(Get(server_->port(), "GET", target));
+    Response r = c.ReadResponse();
+    EXPECT_EQ(r.status, 500) << target;
+    EXPECT_EQ(r.header("x-shape"), "") << target;
+    Json body = Json::parse(r.body, nullptr, false);  // a JSON-RPC error
+    ASSERT_TRUE(body.is_object()) << r.body;
+    EXPECT_TRUE(body["error"].is_object()) << r.body;
+    EXPECT_EQ(body["jsonrpc"], "2.0") << r.body;
+  }
+  for (const char* target : {"/v1/throw", "/v1/executor", "/v1/io"}) {
+    c.Send(Get(server_->port(), "GET", target));
+    Response r = c.ReadResponse();
+    EXPECT_EQ(r.status, 500) << target;
+    EXPECT_EQ(r.header("x-shape"), "provider") << target;
+    Json body = Json::parse(r.body, nullptr, false);
+    ASSERT_TRUE(body.is_object()) << r.body;
+    EXPECT_EQ(body["type"], "error") << r.body;
+  }
+  c.Send(Get(server_->port(), "GET", "/healthz"));  // the same connection serves the next one
+  EXPECT_EQ(c.ReadResponse().status, 200);
+  EXPECT_EQ(InternalErrors("http"), http_before + 4);
+  executor.RunSync([] {});
+  EXPECT_EQ(InternalErrors("executor"), executor_before + 2);
 }
 
 TEST_F(HttpRoutesTest, HealthzReportsReadiness) {

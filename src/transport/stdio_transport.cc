@@ -1,9 +1,11 @@
 #include "transport/stdio_transport.h"
 
+#include <unistd.h>
+
 #include <cerrno>
+#include <condition_variable>
 #include <csignal>
 #include <cstring>
-#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -12,11 +14,11 @@
 #include <utility>
 #include <vector>
 
-#include <unistd.h>
-
+#include "base/foreign_text.h"
+#include "base/internal_errors.h"
 #include "base/logging.h"
-#include "transport/ndjson_framer.h"
 #include "transport/internal/message_shape.h"
+#include "transport/ndjson_framer.h"
 
 namespace contextd::transport {
 namespace {
@@ -37,7 +39,7 @@ struct Batch {
 class StdioSink final : public protocol::MessageSink {
  public:
   explicit StdioSink(int out_fd) : out_fd_(out_fd) {
-    writer_ = std::thread([this] { WriterLoop(); });
+    writer_ = std::thread([this] { base::RunLoopCatching("stdio", [this] { WriterLoop(); }); });
   }
   ~StdioSink() override { StopWriter(); }
 
@@ -47,7 +49,7 @@ class StdioSink final : public protocol::MessageSink {
     std::unique_lock<std::mutex> lock(mu_);
     if (response) {
       if (!batch_routes_.empty()) {
-        auto it = batch_routes_.find(related_request_id.dump());
+        auto it = batch_routes_.find(base::DumpJson(related_request_id));
         if (it != batch_routes_.end()) {
           std::shared_ptr<Batch> batch = std::move(it->second);
           batch_routes_.erase(it);
@@ -86,7 +88,7 @@ class StdioSink final : public protocol::MessageSink {
       }
       auto& msg = std::get<protocol::Message>(item);
       if (msg.kind == protocol::MessageKind::kRequest) {
-        auto [it, inserted] = batch_routes_.try_emplace(msg.id.dump(), batch);
+        auto [it, inserted] = batch_routes_.try_emplace(base::DumpJson(msg.id), batch);
         if (!inserted) {
           batch->responses.push_back(protocol::Serialize(protocol::MakeError(
               msg.id, protocol::kInvalidRequest,
@@ -106,7 +108,7 @@ class StdioSink final : public protocol::MessageSink {
   // it) if its id collides with a batched request still in flight.
   bool StartRequest(const protocol::Message& msg) {
     std::unique_lock<std::mutex> lock(mu_);
-    if (!batch_routes_.empty() && batch_routes_.count(msg.id.dump()) != 0) {
+    if (!batch_routes_.empty() && batch_routes_.count(base::DumpJson(msg.id)) != 0) {
       std::string line = protocol::Serialize(protocol::MakeError(
           msg.id, protocol::kInvalidRequest,
           "invalid request: duplicate request id in a batch in flight"));

@@ -3,15 +3,16 @@
 #include <sys/socket.h>
 
 #include <algorithm>
-#include <limits>
-#include <optional>
-
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <limits>
+#include <optional>
 
+#include "base/foreign_text.h"
+#include "base/internal_errors.h"
 #include "base/logging.h"
 #include "base/str_cat.h"
 #include "nlohmann/json.hpp"
@@ -140,7 +141,10 @@ absl::Status UpstreamHttpChannel::Send(std::string_view line) {
   auto done = std::make_shared<std::atomic<bool>>(false);
   std::string body(line);
   workers_.push_back(Worker{std::thread([this, body = std::move(body), done]() mutable {
-                              Post(std::move(body));
+                              // A request that failed inside gets an error answer, not none.
+                              if (!base::RunCatching("upstream", [&] { Post(body); })) {
+                                FailRequest(body, "contextd: internal error sending the request");
+                              }
                               done->store(true);
                             }),
                             done});
@@ -185,7 +189,7 @@ void UpstreamHttpChannel::FailRequest(const std::string& body, const std::string
   nlohmann::json error = {{"jsonrpc", "2.0"},
                           {"id", json["id"]},
                           {"error", {{"code", -32603}, {"message", why}}}};
-  Deliver(error.dump());
+  Deliver(base::DumpJson(error));
 }
 
 void UpstreamHttpChannel::Closed(const std::string& reason) {
@@ -357,7 +361,8 @@ void UpstreamHttpChannel::StartStream() {
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_ || stream_started_) return;
   stream_started_ = true;
-  stream_thread_ = std::thread([this] { StreamLoop(); });
+  stream_thread_ =
+      std::thread([this] { base::RunLoopCatching("upstream", [this] { StreamLoop(); }); });
 }
 
 void UpstreamHttpChannel::StreamLoop() {

@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstdlib>
 
+#include "base/internal_errors.h"
 #include "base/logging.h"
 #include "base/str_cat.h"
 #include "transport/ndjson_framer.h"
@@ -143,8 +144,10 @@ absl::StatusOr<std::unique_ptr<UpstreamStdioChannel>> UpstreamStdioChannel::Star
   channel->stdout_fd_ = out_pipe[0];
   channel->stderr_fd_ = err_pipe[0];
   UpstreamStdioChannel* self = channel.get();
-  channel->stdout_thread_ = std::thread([self] { self->ReadStdout(); });
-  channel->stderr_thread_ = std::thread([self] { self->ReadStderr(); });
+  channel->stdout_thread_ =
+      std::thread([self] { base::RunLoopCatching("upstream", [&] { self->ReadStdout(); }); });
+  channel->stderr_thread_ =
+      std::thread([self] { base::RunLoopCatching("upstream", [&] { self->ReadStderr(); }); });
   return channel;
 }
 

@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/foreign_text.h"
 #include "base/status_macros.h"
 #include "base/str_cat.h"
 #include "server/config.h"
@@ -23,9 +24,7 @@ namespace fs = std::filesystem;
 
 std::string ErrnoText() { return std::strerror(errno); }
 
-std::string Compact(const OJson& v) {
-  return v.dump(-1, ' ', false, OJson::error_handler_t::replace);
-}
+std::string Compact(const OJson& v) { return base::DumpJson(v); }
 
 // The record of previous values: <data_dir>/connect/<client>.json, shaped
 //   {"version": 1, "files": {"<path>": {"created": bool, "keys": [
@@ -55,7 +54,9 @@ absl::StatusOr<Record> LoadRecord(const std::string& data_dir, const std::string
   return r;
 }
 
-absl::Status SaveRecord(const Record& r) { return WriteTextFile(r.file, r.doc.dump(2) + "\n"); }
+absl::Status SaveRecord(const Record& r) {
+  return WriteTextFile(r.file, base::DumpJson(r.doc, 2) + "\n");
+}
 
 OJson* FindKeyRecord(OJson& file_record, const std::string& parent, const std::string& key) {
   if (!file_record.contains("keys") || !file_record["keys"].is_array()) return nullptr;
@@ -194,11 +195,13 @@ void JsonDocument::Erase(const std::string& parent, const std::string& key, bool
   if (parent_created && doc_[parent].empty()) doc_.erase(parent);
 }
 
-absl::StatusOr<std::string> JsonDocument::Serialize() const { return doc_.dump(2) + "\n"; }
+absl::StatusOr<std::string> JsonDocument::Serialize() const {
+  return base::DumpJson(doc_, 2) + "\n";
+}
 
 // Same JSON value, ignoring the order of object keys.
 bool JsonDocument::Same(const OJson& a, const OJson& b) const {
-  return nlohmann::json::parse(a.dump()) == nlohmann::json::parse(b.dump());
+  return nlohmann::json::parse(base::DumpJson(a)) == nlohmann::json::parse(base::DumpJson(b));
 }
 
 std::string JsonDocument::Show(const OJson& value) const { return Compact(value); }

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "base/foreign_text.h"
 #include "base/status_macros.h"
 #include "base/str_cat.h"
 
@@ -259,7 +260,7 @@ absl::Status TomlDocument::CheckEditable(const std::string& parent, const std::s
 }
 
 void TomlDocument::Set(const std::string& parent, const std::string& key, const OJson& value) {
-  std::string v = value.is_string() ? value.get<std::string>() : value.dump();
+  std::string v = value.is_string() ? value.get<std::string>() : base::DumpJson(value);
   if (auto span = Find(parent, key)) {
     text_.replace(span->first, span->second - span->first, v);
     return;
@@ -319,7 +320,7 @@ absl::StatusOr<std::string> TomlDocument::Serialize() const {
 bool TomlDocument::Empty() const { return Trim(text_).empty(); }
 
 std::string TomlDocument::Show(const OJson& value) const {
-  std::string s = value.is_string() ? value.get<std::string>() : value.dump();
+  std::string s = value.is_string() ? value.get<std::string>() : base::DumpJson(value);
   std::string t = Trim(s);
   if (t.empty() || t[0] != '[') {
     size_t eq = t.find('=');

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/internal_errors.h"
 #include "base/logging.h"
 #include "boost/asio/post.hpp"
 #include "boost/asio/steady_timer.hpp"
@@ -144,7 +145,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     timer_.expires_after(delay);
     timer_.async_wait([self = shared_from_this(), gen, fn = std::move(fn)](beast::error_code ec) {
       if (ec || !self->ExchangeOpen(gen)) return;
-      fn();
+      self->RunRouteTask(fn);
     });
   }
 
@@ -164,6 +165,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void RouteOnGone(uint64_t gen, std::function<void()> fn) {
     if (ExchangeOpen(gen)) on_gone_ = std::move(fn);
+  }
+
+  // Runs work a route posted to this connection's thread. A throw is reported (where="http")
+  // and answered as a throwing handler is.
+  void RunRouteTask(const std::function<void()>& fn) {
+    if (!base::RunCatching("http", fn)) AnswerFailedRoute();
   }
 
  private:
@@ -474,12 +481,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
       link_->gen = gen_;
     }
     auto responder = std::make_shared<ConnResponder>(link_, gen_);
-    try {
-      entry->route.handler(HttpRequest(std::move(raw), std::move(tenant)), std::move(responder));
-    } catch (const std::exception& e) {
-      base::LogError(std::string("http: route handler failed: ") + e.what());
-      if (mode_ == Mode::kHandling) Refuse(entry, 500, "internal error", "", false);
-      if (mode_ == Mode::kStreaming) Close();
+    // A handler that throws is reported (where="http") and its request answered 500.
+    if (!base::RunCatching("http", [&] {
+          entry->route.handler(HttpRequest(std::move(raw), std::move(tenant)),
+                               std::move(responder));
+        })) {
+      AnswerFailedRoute();
     }
     // While the route works, a read watch tells it when the client leaves.
     if ((mode_ == Mode::kHandling || mode_ == Mode::kStreaming) && !watch_pending_ &&
@@ -512,6 +519,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
     return out;
   }
 
+  // The answer to a route whose handler (or work it posted here) threw: 500 in the route's
+  // protocol before a response started, a closed connection mid-stream.
+  void AnswerFailedRoute() {
+    if (mode_ == Mode::kHandling) Refuse(route_, 500, "internal error", "", false);
+    if (mode_ == Mode::kStreaming) Close();
+  }
+
   void RespondError(int status, std::string_view message, bool drain = false) {
     Refuse(nullptr, status, message, "", drain);
   }
@@ -519,11 +533,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // The listener's own refusal of a request meant for `entry` (nullptr: none): in the route's
   // protocol when it has an error shape (the model API's error object), else a JSON-RPC error.
   // `raw_headers` (WWW-Authenticate, Allow) are kept either way; `drain` closes after a lingering
-  // read of what the client still sends.
+  // read of what the client still sends. A shape that throws falls back to JSON-RPC.
   void Refuse(const RouteEntry* entry, int status, std::string_view message,
               std::string_view raw_headers, bool drain) {
-    if (entry != nullptr && entry->route.error_response) {
-      HttpResponse r = entry->route.error_response(status, message);
+    HttpResponse r;
+    if (entry != nullptr && entry->route.error_response &&
+        base::RunCatching("http", [&] { r = entry->route.error_response(status, message); })) {
       return WriteResponse(r.status, r.content_type, r.body, &r.headers, raw_headers,
                            drain || r.close, drain);
     }
@@ -674,7 +689,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     auto written = std::move(written_);
     written_.clear();
     for (auto& [at, cb] : written) cb(false);
-    if (gone) gone();
+    if (gone) base::RunCatching("http", gone);
   }
 
   // The HttpResponder of one exchange (any thread).
@@ -714,7 +729,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     void Post(std::function<void()> fn) override {
       Run(
           [fn = std::move(fn)](Connection& c, uint64_t gen) {
-            if (c.ExchangeOpen(gen)) fn();
+            if (c.ExchangeOpen(gen)) c.RunRouteTask(fn);
           },
           /*allow_inline=*/false);
     }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "base/internal_errors.h"
 #include "base/logging.h"
 #include "boost/asio/ip/tcp.hpp"
 #include "boost/asio/strand.hpp"
@@ -98,7 +99,9 @@ void Listener::Start() {
           ioc_->run();
           return;
         } catch (const std::exception& e) {
-          base::LogError(std::string("http: I/O handler failed: ") + e.what());
+          base::ReportInternalError("http", std::string("I/O handler failed: ") + e.what());
+        } catch (...) {
+          base::ReportInternalError("http", "I/O handler failed: unknown exception");
         }
       }
     });

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/foreign_text.h"
 #include "base/ids.h"
 #include "base/logging.h"
 #include "boost/asio/strand.hpp"
@@ -173,7 +174,7 @@ void McpExchange::HandlePost(HttpRequest& req) {
     }
     auto& msg = std::get<protocol::Message>(item);
     if (msg.kind == protocol::MessageKind::kRequest) {
-      std::string key = msg.id.dump();
+      std::string key = base::DumpJson(msg.id);
       const auto added = entry->sink->AddRoute(key, self, &stream_, accept_sse_);
       if (added == HttpSink::AddResult::kSessionEnded) {
         // Deleted or expired between lookup and now.

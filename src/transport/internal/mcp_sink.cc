@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "base/foreign_text.h"
 #include "transport/internal/mcp_session.h"
 #include "transport/internal/message_shape.h"
 
@@ -21,7 +22,7 @@ void HttpSink::Send(Json message, const Json& related_request_id) {
   const bool response = IsResponse(message);
   std::lock_guard<std::mutex> lock(mu_);
   if (detached_) return;
-  auto it = routes_.find(related_request_id.dump());
+  auto it = routes_.find(base::DumpJson(related_request_id));
   if (it != routes_.end()) {
     if (std::shared_ptr<McpExchange> ex = it->second.ex) {
       if (response) routes_.erase(it);
@@ -58,7 +59,7 @@ void HttpSink::Send(Json message, const Json& related_request_id) {
 void HttpSink::CloseStream(const Json& related_request_id) {
   std::lock_guard<std::mutex> lock(mu_);
   if (detached_) return;
-  auto it = routes_.find(related_request_id.dump());
+  auto it = routes_.find(base::DumpJson(related_request_id));
   if (it == routes_.end() || !it->second.ex || !it->second.sse) return;
   std::shared_ptr<McpExchange> ex = it->second.ex;
   size_t owed = 0;
