@@ -265,6 +265,29 @@ CREATE INDEX event_outbox_by_owner ON event_outbox (owner, seq);
 CREATE INDEX event_outbox_by_lease ON event_outbox (lease_until_ms);
 )sql";
 
+
+// 5: retention (decision 0028; SQLite's 0016; 4 is left to the session index on trail_scopes).
+// model_usage_daily as in SQLite. trail_scopes_by_parent: deleting a scope checks its
+// self-reference (parent_id), which without an index is a scan of trail_scopes per row.
+constexpr char k0005Retention[] = R"sql(
+CREATE TABLE model_usage_daily (
+  tenant                      TEXT NOT NULL,
+  project                     TEXT NOT NULL,
+  day                         BIGINT NOT NULL,
+  requests                    BIGINT NOT NULL,
+  input_tokens                BIGINT NOT NULL,
+  cache_read_input_tokens     BIGINT NOT NULL,
+  cache_creation_input_tokens BIGINT NOT NULL,
+  output_tokens               BIGINT NOT NULL,
+  tokens_before               BIGINT NOT NULL,
+  tokens_after                BIGINT NOT NULL,
+  duration_ms                 BIGINT NOT NULL,
+  last_at_ms                  BIGINT NOT NULL,
+  PRIMARY KEY (tenant, project, day)
+);
+CREATE INDEX trail_scopes_by_parent ON trail_scopes (parent_id);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& PgMigrations() {
@@ -272,6 +295,7 @@ const std::vector<Migration>& PgMigrations() {
       {1, "0001_init.sql", k0001Init},
       {2, "0002_shared_sessions.sql", k0002SharedSessions},
       {3, "0003_event_outbox.sql", k0003EventOutbox},
+      {5, "0005_retention.sql", k0005Retention},
   };
   return kAll;
 }

@@ -13,6 +13,7 @@
 #include "base/executor.h"
 #include "folding/branch_manager.h"
 #include "folding/events.h"
+#include "store/retention_store_contract.h"
 #include "folding/testing/fakes.h"
 #include "store/branch_store_contract.h"
 #include "store/conversation_store_contract.h"
@@ -35,6 +36,7 @@ using testing::McpSessionStoreContractTest;
 using testing::MemoryBankTest;
 using testing::OutboxStoreContractTest;
 using testing::PgBackend;
+using testing::RetentionStoreContractTest;
 using testing::TrailStoreContractTest;
 
 INSTANTIATE_TEST_SUITE_P(Postgres, BranchStoreContractTest, ::testing::Values(testing::PgFactory()),
@@ -49,6 +51,8 @@ INSTANTIATE_TEST_SUITE_P(Postgres, MemoryBankTest, ::testing::Values(testing::Pg
 INSTANTIATE_TEST_SUITE_P(Postgres, McpSessionStoreContractTest,
                          ::testing::Values(testing::PgFactory()), testing::BackendName);
 
+INSTANTIATE_TEST_SUITE_P(Postgres, RetentionStoreContractTest,
+                         ::testing::Values(testing::PgFactory()), testing::BackendName);
 INSTANTIATE_TEST_SUITE_P(Postgres, TrailStoreContractTest, ::testing::Values(testing::PgFactory()),
                          testing::BackendName);
 
