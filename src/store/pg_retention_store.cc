@@ -66,7 +66,8 @@ class PgRetentionStore::Sweeper {
     report_.batch_us_total += us;
     report_.batch_us_max = std::max(report_.batch_us_max, us);
     if (!locked) report_.skipped = true;
-    if (policy_.pause_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(policy_.pause_us));
+    if (policy_.pause_us > 0)
+      std::this_thread::sleep_for(std::chrono::microseconds(policy_.pause_us));
     return locked;
   }
 
@@ -118,43 +119,44 @@ class PgRetentionStore::Sweeper {
   absl::Status DeleteSession(const std::string& id, int64_t cutoff) {
     bool done = false;
     while (!done) {
-      ASSIGN_OR_RETURN(bool locked, Batch([&](PgConn& c) -> absl::Status {
-        ASSIGN_OR_RETURN(PgResult last, c.Exec(kLastActivity, {id}));
-        if (last.Int(0, 0) >= cutoff) {
-          done = true;
-          return absl::OkStatus();
-        }
-        ASSIGN_OR_RETURN(PgResult events,
-                         c.Exec("DELETE FROM trail_events WHERE seq IN (SELECT seq FROM "
-                                "trail_events WHERE scope_id IN (SELECT id FROM trail_scopes "
-                                "WHERE root_id = $1) LIMIT $2) RETURNING blob_hash",
-                                {id, policy_.batch_rows}));
-        report_.events.rows += events.rows();
-        if (events.rows() > 0) {
-          std::vector<std::string> hashes;
-          for (int i = 0; i < events.rows(); ++i) hashes.push_back(events.Text(i, 0));
-          std::sort(hashes.begin(), hashes.end());
-          hashes.erase(std::unique(hashes.begin(), hashes.end()), hashes.end());
-          // FOR UPDATE of the blob rows first: an event inserted meanwhile waits for this
-          // transaction (its foreign key check locks the blob row) or is seen by NOT EXISTS.
-          ASSIGN_OR_RETURN(PgResult blobs,
-                           c.Exec("DELETE FROM trail_blobs b WHERE b.hash IN (SELECT hash FROM "
-                                  "trail_blobs WHERE hash = ANY($1::text[]) ORDER BY hash FOR "
-                                  "UPDATE) AND NOT EXISTS (SELECT 1 FROM trail_events e WHERE "
-                                  "e.blob_hash = b.hash) RETURNING size",
-                                  {HashArray(hashes)}));
-          report_.blobs.rows += blobs.rows();
-          for (int i = 0; i < blobs.rows(); ++i) report_.blobs.bytes += blobs.Int(i, 0);
-        }
-        if (events.rows() == policy_.batch_rows) return absl::OkStatus();
-        ASSIGN_OR_RETURN(PgResult scopes,
-                         c.Exec("DELETE FROM trail_scopes WHERE pos IN (SELECT pos FROM "
-                                "trail_scopes WHERE root_id = $1 ORDER BY pos DESC LIMIT $2)",
-                                {id, policy_.batch_rows - events.rows()}));
-        report_.scopes.rows += scopes.affected();
-        done = scopes.affected() == 0 && events.rows() == 0;
-        return absl::OkStatus();
-      }));
+      ASSIGN_OR_RETURN(
+          bool locked, Batch([&](PgConn& c) -> absl::Status {
+            ASSIGN_OR_RETURN(PgResult last, c.Exec(kLastActivity, {id}));
+            if (last.Int(0, 0) >= cutoff) {
+              done = true;
+              return absl::OkStatus();
+            }
+            ASSIGN_OR_RETURN(PgResult events,
+                             c.Exec("DELETE FROM trail_events WHERE seq IN (SELECT seq FROM "
+                                    "trail_events WHERE scope_id IN (SELECT id FROM trail_scopes "
+                                    "WHERE root_id = $1) LIMIT $2) RETURNING blob_hash",
+                                    {id, policy_.batch_rows}));
+            report_.events.rows += events.rows();
+            if (events.rows() > 0) {
+              std::vector<std::string> hashes;
+              for (int i = 0; i < events.rows(); ++i) hashes.push_back(events.Text(i, 0));
+              std::sort(hashes.begin(), hashes.end());
+              hashes.erase(std::unique(hashes.begin(), hashes.end()), hashes.end());
+              // FOR UPDATE of the blob rows first: an event inserted meanwhile waits for this
+              // transaction (its foreign key check locks the blob row) or is seen by NOT EXISTS.
+              ASSIGN_OR_RETURN(PgResult blobs,
+                               c.Exec("DELETE FROM trail_blobs b WHERE b.hash IN (SELECT hash FROM "
+                                      "trail_blobs WHERE hash = ANY($1::text[]) ORDER BY hash FOR "
+                                      "UPDATE) AND NOT EXISTS (SELECT 1 FROM trail_events e WHERE "
+                                      "e.blob_hash = b.hash) RETURNING size",
+                                      {HashArray(hashes)}));
+              report_.blobs.rows += blobs.rows();
+              for (int i = 0; i < blobs.rows(); ++i) report_.blobs.bytes += blobs.Int(i, 0);
+            }
+            if (events.rows() == policy_.batch_rows) return absl::OkStatus();
+            ASSIGN_OR_RETURN(PgResult scopes,
+                             c.Exec("DELETE FROM trail_scopes WHERE pos IN (SELECT pos FROM "
+                                    "trail_scopes WHERE root_id = $1 ORDER BY pos DESC LIMIT $2)",
+                                    {id, policy_.batch_rows - events.rows()}));
+            report_.scopes.rows += scopes.affected();
+            done = scopes.affected() == 0 && events.rows() == 0;
+            return absl::OkStatus();
+          }));
       if (!locked) return absl::OkStatus();
     }
     return absl::OkStatus();
@@ -173,34 +175,36 @@ class PgRetentionStore::Sweeper {
     }
     while (true) {
       int64_t n = 0;
-      ASSIGN_OR_RETURN(bool locked, Batch([&](PgConn& c) -> absl::Status {
-        ASSIGN_OR_RETURN(
-            PgResult r,
-            c.Exec("WITH gone AS (DELETE FROM model_usage WHERE seq IN (SELECT seq FROM "
-                   "model_usage WHERE at_ms < $1 ORDER BY seq LIMIT $2) RETURNING *), "
-                   "days AS (INSERT INTO model_usage_daily AS d (tenant, project, day, requests, "
-                   "input_tokens, cache_read_input_tokens, cache_creation_input_tokens, "
-                   "output_tokens, tokens_before, tokens_after, duration_ms, last_at_ms) SELECT "
-                   "tenant, project, at_ms / 86400000, COUNT(*), SUM(input_tokens), "
-                   "SUM(cache_read_input_tokens), SUM(cache_creation_input_tokens), "
-                   "SUM(output_tokens), SUM(tokens_before), SUM(tokens_after), SUM(duration_ms), "
-                   "MAX(at_ms) FROM gone GROUP BY tenant, project, at_ms / 86400000 ON CONFLICT "
-                   "(tenant, project, day) DO UPDATE SET requests = d.requests + "
-                   "excluded.requests, input_tokens = d.input_tokens + excluded.input_tokens, "
-                   "cache_read_input_tokens = d.cache_read_input_tokens + "
-                   "excluded.cache_read_input_tokens, cache_creation_input_tokens = "
-                   "d.cache_creation_input_tokens + excluded.cache_creation_input_tokens, "
-                   "output_tokens = d.output_tokens + excluded.output_tokens, tokens_before = "
-                   "d.tokens_before + excluded.tokens_before, tokens_after = d.tokens_after + "
-                   "excluded.tokens_after, duration_ms = d.duration_ms + excluded.duration_ms, "
-                   "last_at_ms = GREATEST(d.last_at_ms, excluded.last_at_ms) RETURNING 1) "
-                   "SELECT (SELECT COUNT(*) FROM gone), (SELECT COUNT(*) FROM days)",
-                   {cutoff, policy_.batch_rows}));
-        n = r.Int(0, 0);
-        report_.usage_rows.rows += n;
-        report_.usage_days += r.Int(0, 1);
-        return absl::OkStatus();
-      }));
+      ASSIGN_OR_RETURN(
+          bool locked, Batch([&](PgConn& c) -> absl::Status {
+            ASSIGN_OR_RETURN(
+                PgResult r,
+                c.Exec(
+                    "WITH gone AS (DELETE FROM model_usage WHERE seq IN (SELECT seq FROM "
+                    "model_usage WHERE at_ms < $1 ORDER BY seq LIMIT $2) RETURNING *), "
+                    "days AS (INSERT INTO model_usage_daily AS d (tenant, project, day, requests, "
+                    "input_tokens, cache_read_input_tokens, cache_creation_input_tokens, "
+                    "output_tokens, tokens_before, tokens_after, duration_ms, last_at_ms) SELECT "
+                    "tenant, project, at_ms / 86400000, COUNT(*), SUM(input_tokens), "
+                    "SUM(cache_read_input_tokens), SUM(cache_creation_input_tokens), "
+                    "SUM(output_tokens), SUM(tokens_before), SUM(tokens_after), SUM(duration_ms), "
+                    "MAX(at_ms) FROM gone GROUP BY tenant, project, at_ms / 86400000 ON CONFLICT "
+                    "(tenant, project, day) DO UPDATE SET requests = d.requests + "
+                    "excluded.requests, input_tokens = d.input_tokens + excluded.input_tokens, "
+                    "cache_read_input_tokens = d.cache_read_input_tokens + "
+                    "excluded.cache_read_input_tokens, cache_creation_input_tokens = "
+                    "d.cache_creation_input_tokens + excluded.cache_creation_input_tokens, "
+                    "output_tokens = d.output_tokens + excluded.output_tokens, tokens_before = "
+                    "d.tokens_before + excluded.tokens_before, tokens_after = d.tokens_after + "
+                    "excluded.tokens_after, duration_ms = d.duration_ms + excluded.duration_ms, "
+                    "last_at_ms = GREATEST(d.last_at_ms, excluded.last_at_ms) RETURNING 1) "
+                    "SELECT (SELECT COUNT(*) FROM gone), (SELECT COUNT(*) FROM days)",
+                    {cutoff, policy_.batch_rows}));
+            n = r.Int(0, 0);
+            report_.usage_rows.rows += n;
+            report_.usage_days += r.Int(0, 1);
+            return absl::OkStatus();
+          }));
       if (!locked || n < policy_.batch_rows) return absl::OkStatus();
     }
   }
@@ -221,26 +225,28 @@ class PgRetentionStore::Sweeper {
     }
     while (true) {
       int64_t n = 0;
-      ASSIGN_OR_RETURN(bool locked, Batch([&](PgConn& c) -> absl::Status {
-        // The threads and their decisions go together; a thread seen meanwhile is locked by its
-        // Save's upsert or has a new last_ms, and stays.
-        ASSIGN_OR_RETURN(
-            PgResult r,
-            c.Exec("WITH t AS (DELETE FROM model_threads WHERE (tenant, conversation, thread) IN "
-                   "(SELECT tenant, conversation, thread FROM model_threads WHERE last_ms < $1 "
-                   "LIMIT $2 FOR UPDATE SKIP LOCKED) AND last_ms < $1 RETURNING tenant, "
-                   "conversation, thread), w AS (DELETE FROM model_rewrites r USING t WHERE "
-                   "r.tenant = t.tenant AND r.conversation = t.conversation AND r.thread = "
-                   "t.thread RETURNING length(r.key) + length(r.value) AS b) SELECT (SELECT "
-                   "COUNT(*) FROM t), (SELECT COUNT(*) FROM w), (SELECT COALESCE(SUM(b), 0) FROM "
-                   "w)",
-                   {cutoff, std::max<int64_t>(1, policy_.batch_rows / 50)}));
-        n = r.Int(0, 0);
-        report_.threads.rows += n;
-        report_.rewrites.rows += r.Int(0, 1);
-        report_.rewrites.bytes += r.Int(0, 2);
-        return absl::OkStatus();
-      }));
+      ASSIGN_OR_RETURN(
+          bool locked, Batch([&](PgConn& c) -> absl::Status {
+            // The threads and their decisions go together; a thread seen meanwhile is locked by its
+            // Save's upsert or has a new last_ms, and stays.
+            ASSIGN_OR_RETURN(
+                PgResult r,
+                c.Exec(
+                    "WITH t AS (DELETE FROM model_threads WHERE (tenant, conversation, thread) IN "
+                    "(SELECT tenant, conversation, thread FROM model_threads WHERE last_ms < $1 "
+                    "LIMIT $2 FOR UPDATE SKIP LOCKED) AND last_ms < $1 RETURNING tenant, "
+                    "conversation, thread), w AS (DELETE FROM model_rewrites r USING t WHERE "
+                    "r.tenant = t.tenant AND r.conversation = t.conversation AND r.thread = "
+                    "t.thread RETURNING length(r.key) + length(r.value) AS b) SELECT (SELECT "
+                    "COUNT(*) FROM t), (SELECT COUNT(*) FROM w), (SELECT COALESCE(SUM(b), 0) FROM "
+                    "w)",
+                    {cutoff, std::max<int64_t>(1, policy_.batch_rows / 50)}));
+            n = r.Int(0, 0);
+            report_.threads.rows += n;
+            report_.rewrites.rows += r.Int(0, 1);
+            report_.rewrites.bytes += r.Int(0, 2);
+            return absl::OkStatus();
+          }));
       if (!locked || n == 0) return absl::OkStatus();
     }
   }
@@ -258,15 +264,16 @@ class PgRetentionStore::Sweeper {
     while (true) {
       int64_t n = 0;
       ASSIGN_OR_RETURN(bool locked, Batch([&](PgConn& c) -> absl::Status {
-        ASSIGN_OR_RETURN(PgResult r,
-                         c.Exec(absl::StrCat("DELETE FROM memory_history WHERE seq IN (SELECT "
-                                             "h.seq ",
-                                             kOld, " ORDER BY h.seq LIMIT $2)"),
-                                {cutoff, policy_.batch_rows}));
-        n = r.affected();
-        report_.memory_history.rows += n;
-        return absl::OkStatus();
-      }));
+                         ASSIGN_OR_RETURN(
+                             PgResult r,
+                             c.Exec(absl::StrCat("DELETE FROM memory_history WHERE seq IN (SELECT "
+                                                 "h.seq ",
+                                                 kOld, " ORDER BY h.seq LIMIT $2)"),
+                                    {cutoff, policy_.batch_rows}));
+                         n = r.affected();
+                         report_.memory_history.rows += n;
+                         return absl::OkStatus();
+                       }));
       if (!locked || n < policy_.batch_rows) return absl::OkStatus();
     }
   }
@@ -277,8 +284,7 @@ class PgRetentionStore::Sweeper {
   RetentionReport report_;
 };
 
-absl::StatusOr<std::unique_ptr<PgRetentionStore>> PgRetentionStore::Open(
-    const PgOptions& options) {
+absl::StatusOr<std::unique_ptr<PgRetentionStore>> PgRetentionStore::Open(const PgOptions& options) {
   ASSIGN_OR_RETURN(std::unique_ptr<PgDatabase> db, PgDatabase::Open(options));
   return Create(std::shared_ptr<PgDatabase>(std::move(db)));
 }
@@ -307,8 +313,8 @@ absl::StatusOr<RetentionKept> PgRetentionStore::Kept() {
                "COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN "
                "pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'r' AND n.nspname = "
                "current_schema())"));
-    int64_t* fields[] = {&k.scopes,        &k.events,        &k.blobs,     &k.blob_bytes,
-                         &k.usage_rows,    &k.usage_days,    &k.threads,   &k.rewrites,
+    int64_t* fields[] = {&k.scopes,        &k.events,         &k.blobs,         &k.blob_bytes,
+                         &k.usage_rows,    &k.usage_days,     &k.threads,       &k.rewrites,
                          &k.rewrite_bytes, &k.memory_history, &k.database_bytes};
     for (int i = 0; i < 11; ++i) *fields[i] = r.Int(0, i);
     return absl::OkStatus();

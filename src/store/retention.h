@@ -17,14 +17,14 @@ inline constexpr int64_t kDayMs = 86'400'000;
 
 // How long each kind of row is kept, in milliseconds (0: forever), and how a sweep runs.
 struct RetentionPolicy {
-  int64_t trail_ms = 30 * kDayMs;              // a session's trail after its last activity
-  int64_t usage_detail_ms = 30 * kDayMs;       // model_usage rows (then daily totals, forever)
-  int64_t conversation_ms = 90 * kDayMs;       // a conversation thread's decisions after last seen
-  int64_t memory_history_ms = 180 * kDayMs;    // memory_history rows (an item keeps its newest)
-  int64_t batch_rows = 500;                    // rows deleted per transaction (about)
-  int64_t vacuum_pages = 1024;                 // pages returned per incremental_vacuum step
-  int64_t pause_us = 2'000;                    // between two batches, so that writers go first
-  bool dry_run = false;                        // count what would go, delete nothing
+  int64_t trail_ms = 30 * kDayMs;            // a session's trail after its last activity
+  int64_t usage_detail_ms = 30 * kDayMs;     // model_usage rows (then daily totals, forever)
+  int64_t conversation_ms = 90 * kDayMs;     // a conversation thread's decisions after last seen
+  int64_t memory_history_ms = 180 * kDayMs;  // memory_history rows (an item keeps its newest)
+  int64_t batch_rows = 500;                  // rows deleted per transaction (about)
+  int64_t vacuum_pages = 1024;               // pages returned per incremental_vacuum step
+  int64_t pause_us = 2'000;                  // between two batches, so that writers go first
+  bool dry_run = false;                      // count what would go, delete nothing
 };
 
 // Rows (and bytes, where the store knows them) of one kind.
@@ -36,14 +36,14 @@ struct RetentionCount {
 // What one sweep removed (or, in a dry run, would remove; blobs are then not counted).
 struct RetentionReport {
   RetentionCount sessions, scopes, events, blobs, usage_rows, threads, rewrites, memory_history;
-  int64_t usage_days = 0;        // daily totals created or added to
-  int64_t vacuumed_pages = 0;    // pages given back to the file system (SQLite)
-  int64_t batches = 0;           // write transactions
-  int64_t batch_us_total = 0;    // time inside them (holding the writer)
+  int64_t usage_days = 0;      // daily totals created or added to
+  int64_t vacuumed_pages = 0;  // pages given back to the file system (SQLite)
+  int64_t batches = 0;         // write transactions
+  int64_t batch_us_total = 0;  // time inside them (holding the writer)
   int64_t batch_us_max = 0;
   int64_t elapsed_ms = 0;
-  bool skipped = false;          // another instance is sweeping (PostgreSQL)
-  std::string vacuum_note;       // e.g. why the file could not give space back yet
+  bool skipped = false;     // another instance is sweeping (PostgreSQL)
+  std::string vacuum_note;  // e.g. why the file could not give space back yet
 };
 
 // What is kept, for the contextd_retention_*_kept gauges.

@@ -141,7 +141,8 @@ TEST_P(RetentionStoreContractTest, IdleSessionsGoWithTheirBlobsSharedBlobsStay) 
 TEST_P(RetentionStoreContractTest, DryRunCountsAndDeletesNothing) {
   const int64_t day0 = clock_.WallMillis();
   ASSERT_TRUE(trail_->OpenScope(Root("ses_old", day0)).ok());
-  ASSERT_TRUE(trail_->AppendEvents({Event("ses_old", "x", day0), Event("ses_old", "y", day0)}).ok());
+  ASSERT_TRUE(
+      trail_->AppendEvents({Event("ses_old", "x", day0), Event("ses_old", "y", day0)}).ok());
   ASSERT_TRUE(conversations_->RecordUsage(Usage(day0, 1)).ok());
   clock_.Advance(hours(24 * 100));
   auto before = retention_->Kept();

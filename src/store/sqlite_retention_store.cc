@@ -217,7 +217,8 @@ class SqliteRetentionStore::Sweeper {
     std::unordered_set<std::string> referenced;
     int64_t snapshot_end = 0;
     {
-      ASSIGN_OR_RETURN(Statement any, db_.Prepare("SELECT COUNT(*) FROM retention_blob_candidates"));
+      ASSIGN_OR_RETURN(Statement any,
+                       db_.Prepare("SELECT COUNT(*) FROM retention_blob_candidates"));
       ASSIGN_OR_RETURN(int64_t candidates, ScalarInt(any));
       if (candidates == 0) return absl::OkStatus();
       RETURN_IF_ERROR(db_.Exec("BEGIN"));
@@ -459,8 +460,9 @@ class SqliteRetentionStore::Sweeper {
       ASSIGN_OR_RETURN(int64_t free, ScalarInt(free_pages));
       if (free > 0) {
         report_.vacuum_note = absl::StrCat(
-            free, " free pages stay in the file (reused by later writes): it predates "
-                  "incremental vacuum; `contextd trail prune --vacuum` switches it (one VACUUM)");
+            free,
+            " free pages stay in the file (reused by later writes): it predates "
+            "incremental vacuum; `contextd trail prune --vacuum` switches it (one VACUUM)");
       }
       return absl::OkStatus();
     }
@@ -519,8 +521,8 @@ absl::StatusOr<RetentionKept> SqliteRetentionStore::Kept() {
   ASSIGN_OR_RETURN(bool row, st.Step());
   RetentionKept k;
   if (!row) return k;
-  int64_t* fields[] = {&k.scopes,   &k.events,        &k.blobs,          &k.blob_bytes,
-                       &k.usage_rows, &k.usage_days, &k.threads,        &k.rewrites,
+  int64_t* fields[] = {&k.scopes,        &k.events,         &k.blobs,         &k.blob_bytes,
+                       &k.usage_rows,    &k.usage_days,     &k.threads,       &k.rewrites,
                        &k.rewrite_bytes, &k.memory_history, &k.database_bytes};
   for (int i = 0; i < 11; ++i) *fields[i] = st.Int(i);
   return k;

@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "base/executor.h"
 #include "events/outbox_relay.h"
+#include "server/retention_runner.h"
 #include "folding/outbox_store.h"
 #include "events/publisher.h"
 #include "folding/branch_manager.h"
@@ -103,6 +104,8 @@ struct Engine {
     info->transport = "stdio";
     return info;
   }();
+  // The retention sweep's thread (decision 0028); last, so that it stops first.
+  std::unique_ptr<RetentionRunner> retention;
 };
 
 // The model gateway (model_gateway_setup.cc): a ContextManager over the conversation store (the
