@@ -157,7 +157,7 @@ class SqliteRetentionStore::Sweeper {
     ASSIGN_OR_RETURN(Statement last, db_.Prepare(kLastActivity));
     bool done = false;
     while (!done) {
-      RETURN_IF_ERROR(Batch([&]() -> absl::Status {
+      absl::Status batch = Batch([&]() -> absl::Status {
         last.Bind(1, id);
         ASSIGN_OR_RETURN(int64_t at, ScalarInt(last));
         if (at >= cutoff) {  // the session came back
@@ -205,7 +205,8 @@ class SqliteRetentionStore::Sweeper {
         report_.scopes.rows += static_cast<int64_t>(positions.size());
         done = positions.empty() && rows.empty();
         return absl::OkStatus();
-      }));
+      });
+      RETURN_IF_ERROR(batch);
     }
     return absl::OkStatus();
   }
@@ -264,7 +265,7 @@ class SqliteRetentionStore::Sweeper {
       }
       if (hashes.empty()) return absl::OkStatus();
       after = hashes.back();
-      RETURN_IF_ERROR(Batch([&]() -> absl::Status {
+      absl::Status batch = Batch([&]() -> absl::Status {
         for (const std::string& h : hashes) {
           if (!referenced.contains(h)) {
             ResetOnExit reset(del);
@@ -281,7 +282,8 @@ class SqliteRetentionStore::Sweeper {
           RETURN_IF_ERROR(drop.Run());
         }
         return absl::OkStatus();
-      }));
+      });
+      RETURN_IF_ERROR(batch);
     }
   }
 
@@ -342,7 +344,7 @@ class SqliteRetentionStore::Sweeper {
         old = range.Int(1);
       }
       if (old == 0) return absl::OkStatus();
-      RETURN_IF_ERROR(Batch([&]() -> absl::Status {
+      absl::Status batch = Batch([&]() -> absl::Status {
         for (Statement* st : {&rollup, &del}) {
           ResetOnExit reset(*st);
           st->Bind(1, after);
@@ -353,7 +355,8 @@ class SqliteRetentionStore::Sweeper {
           if (st == &del) report_.usage_rows.rows += db_.Changes();
         }
         return absl::OkStatus();
-      }));
+      });
+      RETURN_IF_ERROR(batch);
       after = end;
     }
   }
@@ -415,7 +418,8 @@ class SqliteRetentionStore::Sweeper {
         RETURN_IF_ERROR(each());
         return absl::OkStatus();
       }
-      RETURN_IF_ERROR(Batch(each));
+      absl::Status batch = Batch(each);
+      RETURN_IF_ERROR(batch);
     }
   }
 
@@ -437,14 +441,15 @@ class SqliteRetentionStore::Sweeper {
                                               kOld, " ORDER BY h.seq LIMIT ?2)")));
     while (true) {
       int64_t n = 0;
-      RETURN_IF_ERROR(Batch([&]() -> absl::Status {
+      absl::Status batch = Batch([&]() -> absl::Status {
         ResetOnExit reset(del);
         del.Bind(1, cutoff);
         del.Bind(2, policy_.batch_rows);
         RETURN_IF_ERROR(del.Run());
         n = db_.Changes();
         return absl::OkStatus();
-      }));
+      });
+      RETURN_IF_ERROR(batch);
       report_.memory_history.rows += n;
       if (n < policy_.batch_rows) return absl::OkStatus();
     }
@@ -470,7 +475,8 @@ class SqliteRetentionStore::Sweeper {
     while (true) {
       ASSIGN_OR_RETURN(int64_t before, ScalarInt(free_pages));
       if (before == 0) return absl::OkStatus();
-      RETURN_IF_ERROR(Batch([&]() -> absl::Status { return db_.Exec(step); }));
+      absl::Status batch = Batch([&]() -> absl::Status { return db_.Exec(step); });
+      RETURN_IF_ERROR(batch);
       ASSIGN_OR_RETURN(int64_t after, ScalarInt(free_pages));
       report_.vacuumed_pages += before - after;
       if (after >= before) return absl::OkStatus();
