@@ -6,6 +6,8 @@
 // size after incremental vacuum. Not part of ctest.
 //
 //   retention_bench --workload FILE [--agents 100] [--days 7] [--sessions 10] [--dir DIR]
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -13,6 +15,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -156,10 +159,14 @@ void Session(contextd::store::SqliteTrailStore& trail,
           {model::RewriteKind::kAutoFold, absl::StrCat("k", i), std::string(220, 'h')});
     }
     Check(conv.Save(key, up), "save");
-    if (i % 8 == 7) Check(db.CommitGroup(), "commit");  // an engine batch
+    if (i % 8 == 7) {  // an engine batch, then the WAL restart the server does after it
+      Check(db.CommitGroup(), "commit");
+      db.RestartWalIfDue();
+    }
   }
   if (!branch.empty()) Check(trail.FoldScope(branch, "summary", 20, t), "fold");
   Check(db.CommitGroup(), "commit");
+  db.RestartWalIfDue();
 }
 
 }  // namespace
@@ -209,7 +216,7 @@ int main(int argc, char** argv) {
           ++sessions;
         }
       }
-      std::fprintf(stderr, "day %d: %lld sessions, %lld events, %.1f MB\n", d + 1,
+      std::fprintf(stderr, "day %d: %lld sessions, %lld events, %.1f MB with the WAL\n", d + 1,
                    static_cast<long long>(sessions), static_cast<long long>(events),
                    static_cast<double>(Size(path)) / 1e6);
     }
@@ -227,7 +234,11 @@ int main(int argc, char** argv) {
       "(database, WAL and search index)\n",
       args.days, static_cast<double>(week_bytes) / 1e6);
 
-  auto retention = store::SqliteRetentionStore::Open(path);
+  // As in the server: the engine's Database (its background checkpointer) stays open, and the
+  // sweep's connection leaves checkpoints to it.
+  auto engine_db = store::Database::Open(path);
+  Check(engine_db.status(), "engine database");
+  auto retention = store::SqliteRetentionStore::Open(path, /*checkpoints=*/false);
   Check(retention.status(), "retention");
   auto kept = (*retention)->Kept();
   Check(kept.status(), "kept");
@@ -242,8 +253,36 @@ int main(int argc, char** argv) {
   // usage windows (the default policy, as the server runs it, pauses included).
   const int64_t now = day0 + (args.days / 2) * kDayMs + 30 * kDayMs;
   store::RetentionPolicy policy;
+  // A writer beside the sweep, as the engine: an event appended every 5 ms to a live session
+  // (its own connection, plain commits), each write's latency recorded.
+  std::atomic<bool> sweeping{true};
+  std::vector<double> write_ms;
+  std::thread writer([&] {
+    auto live = store::SqliteTrailStore::Open(path);
+    Check(live.status(), "writer");
+    trail::Scope root;
+    root.id = "ses_live";
+    root.session = trail::SessionRef{"team", "proj", "live"};
+    root.kind = trail::ScopeKind::kSession;
+    root.created_at_ms = now;
+    Check((*live)->OpenScope(root), "live root");
+    for (int n = 0; sweeping.load(); ++n) {
+      const auto t0 = std::chrono::steady_clock::now();
+      trail::NewEvent e{"ses_live", trail::EventKind::kToolResult,
+                        "bash",     absl::StrCat("live output ", n),
+                        3,          false,
+                        now};
+      Check((*live)->AppendEvents({e}).status(), "live append");
+      write_ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  });
   auto report = (*retention)->Sweep(policy, now);
+  sweeping.store(false);
+  writer.join();
   Check(report.status(), "sweep");
+  std::sort(write_ms.begin(), write_ms.end());
   const auto& r = *report;
   const int64_t rows = r.scopes.rows + r.events.rows + r.blobs.rows + r.usage_rows.rows +
                        r.threads.rows + r.rewrites.rows;
@@ -256,7 +295,13 @@ int main(int argc, char** argv) {
       static_cast<long long>(r.batches),
       r.batches > 0 ? static_cast<double>(r.batch_us_total) / r.batches / 1000.0 : 0.0,
       static_cast<double>(r.batch_us_max) / 1000.0, static_cast<long long>(policy.pause_us));
+  if (!write_ms.empty()) {
+    std::printf("a writer beside the sweep: %zu appends, p50 %.2f ms, p99 %.2f ms, max %.2f ms\n",
+                write_ms.size(), write_ms[write_ms.size() / 2],
+                write_ms[write_ms.size() * 99 / 100], write_ms.back());
+  }
   retention->reset();
+  engine_db->reset();
   std::printf("store after the sweep and incremental vacuum: %.1f MB (was %.1f MB)\n",
               static_cast<double>(Size(path)) / 1e6, static_cast<double>(week_bytes) / 1e6);
   return 0;

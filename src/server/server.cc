@@ -169,7 +169,8 @@ absl::Status StartRetention(const ServerConfig& config, const std::string& db_pa
   if (engine.pg_db) {
     retention = store::PgRetentionStore::Create(engine.pg_db);
   } else {
-    ASSIGN_OR_RETURN(retention, store::SqliteRetentionStore::Open(db_path));
+    // The engine's Database checkpoints the WAL on its own thread.
+    ASSIGN_OR_RETURN(retention, store::SqliteRetentionStore::Open(db_path, /*checkpoints=*/false));
   }
   engine.retention = std::make_unique<RetentionRunner>(
       std::move(retention), RetentionPolicyFrom(config.retention), base::RealClock::Get(),

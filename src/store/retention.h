@@ -22,7 +22,7 @@ struct RetentionPolicy {
   int64_t conversation_ms = 90 * kDayMs;     // a conversation thread's decisions after last seen
   int64_t memory_history_ms = 180 * kDayMs;  // memory_history rows (an item keeps its newest)
   int64_t batch_rows = 500;                  // rows deleted per transaction (about)
-  int64_t vacuum_pages = 1024;               // pages returned per incremental_vacuum step
+  int64_t vacuum_pages = 256;                // pages returned per incremental_vacuum step
   int64_t pause_us = 2'000;                  // between two batches, so that writers go first
   bool dry_run = false;                      // count what would go, delete nothing
 };

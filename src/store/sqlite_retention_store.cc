@@ -490,7 +490,7 @@ class SqliteRetentionStore::Sweeper {
 };
 
 absl::StatusOr<std::unique_ptr<SqliteRetentionStore>> SqliteRetentionStore::Open(
-    const std::string& path, int busy_timeout_ms) {
+    const std::string& path, bool checkpoints, int busy_timeout_ms) {
   DatabaseOptions options;
   options.background_checkpoint_ms = 0;
   options.busy_timeout_ms = busy_timeout_ms;
@@ -499,6 +499,7 @@ absl::StatusOr<std::unique_ptr<SqliteRetentionStore>> SqliteRetentionStore::Open
   {
     std::lock_guard<std::mutex> lock(db->mutex());
     RETURN_IF_ERROR(db->Exec("PRAGMA foreign_keys=OFF"));
+    if (!checkpoints) RETURN_IF_ERROR(db->Exec("PRAGMA wal_autocheckpoint=0"));
   }
   return std::unique_ptr<SqliteRetentionStore>(new SqliteRetentionStore(std::move(db)));
 }
