@@ -234,11 +234,10 @@ int main(int argc, char** argv) {
       "(database, WAL and search index)\n",
       args.days, static_cast<double>(week_bytes) / 1e6);
 
-  // As in the server: the engine's Database (its background checkpointer) stays open, and the
-  // sweep's connection leaves checkpoints to it.
+  // As in the server: the engine's Database (its background checkpointer) stays open.
   auto engine_db = store::Database::Open(path);
   Check(engine_db.status(), "engine database");
-  auto retention = store::SqliteRetentionStore::Open(path, /*checkpoints=*/false);
+  auto retention = store::SqliteRetentionStore::Open(path);
   Check(retention.status(), "retention");
   auto kept = (*retention)->Kept();
   Check(kept.status(), "kept");

@@ -169,8 +169,7 @@ absl::Status StartRetention(const ServerConfig& config, const std::string& db_pa
   if (engine.pg_db) {
     retention = store::PgRetentionStore::Create(engine.pg_db);
   } else {
-    // The engine's Database checkpoints the WAL on its own thread.
-    ASSIGN_OR_RETURN(retention, store::SqliteRetentionStore::Open(db_path, /*checkpoints=*/false));
+    ASSIGN_OR_RETURN(retention, store::SqliteRetentionStore::Open(db_path));
   }
   engine.retention = std::make_unique<RetentionRunner>(
       std::move(retention), RetentionPolicyFrom(config.retention), base::RealClock::Get(),

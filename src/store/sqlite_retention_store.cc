@@ -20,6 +20,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Batches between two checkpoints of the sweep's own WAL frames.
+constexpr int64_t kCheckpointEvery = 8;
+
 int64_t Cutoff(int64_t now_ms, int64_t window_ms) { return window_ms > 0 ? now_ms - window_ms : 0; }
 
 // The newest activity of a session's trail: a scope opened or folded, an event appended.
@@ -65,6 +68,11 @@ class SqliteRetentionStore::Sweeper {
     ++report_.batches;
     report_.batch_us_total += us;
     report_.batch_us_max = std::max(report_.batch_us_max, us);
+    if (report_.batches % kCheckpointEvery == 0) {
+      // Copies this sweep's frames back (no write lock: writers go on meanwhile); BUSY when the
+      // engine's checkpointer is running, which copies them as well.
+      db_.Exec("PRAGMA wal_checkpoint(PASSIVE)").IgnoreError();
+    }
     if (policy_.pause_us > 0) {
       db_.mutex().unlock();
       std::this_thread::sleep_for(std::chrono::microseconds(policy_.pause_us));
@@ -490,7 +498,7 @@ class SqliteRetentionStore::Sweeper {
 };
 
 absl::StatusOr<std::unique_ptr<SqliteRetentionStore>> SqliteRetentionStore::Open(
-    const std::string& path, bool checkpoints, int busy_timeout_ms) {
+    const std::string& path, int busy_timeout_ms) {
   DatabaseOptions options;
   options.background_checkpoint_ms = 0;
   options.busy_timeout_ms = busy_timeout_ms;
@@ -499,7 +507,7 @@ absl::StatusOr<std::unique_ptr<SqliteRetentionStore>> SqliteRetentionStore::Open
   {
     std::lock_guard<std::mutex> lock(db->mutex());
     RETURN_IF_ERROR(db->Exec("PRAGMA foreign_keys=OFF"));
-    if (!checkpoints) RETURN_IF_ERROR(db->Exec("PRAGMA wal_autocheckpoint=0"));
+    RETURN_IF_ERROR(db->Exec("PRAGMA wal_autocheckpoint=0"));
   }
   return std::unique_ptr<SqliteRetentionStore>(new SqliteRetentionStore(std::move(db)));
 }

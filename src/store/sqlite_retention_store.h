@@ -18,12 +18,13 @@ namespace contextd::store {
 class SqliteRetentionStore final : public RetentionStore {
  public:
   // Opens its own connection to the database at `path` (migrated at open, as every store).
-  // `checkpoints`: whether this connection's commits checkpoint the WAL (SQLite's automatic
-  // checkpoint; for a command-line run). A server passes false: its own Database's background
-  // checkpointer copies the WAL, and a checkpoint inside a sweep's commit would hold the writer
-  // for its whole copy and sync. Unavailable/Internal if SQLite fails.
+  // Its commits never checkpoint the WAL (a checkpoint inside a batch's commit would make the
+  // batch wait for the copy and sync); instead the sweep copies its own frames after every few
+  // batches with a PASSIVE checkpoint, outside any transaction, so that the WAL a large sweep
+  // writes never piles up for the engine's writer, which waits for the checkpointer once the
+  // WAL is past twice its restart size (Database::RestartWalIfDue). Unavailable/Internal if
+  // SQLite fails.
   static absl::StatusOr<std::unique_ptr<SqliteRetentionStore>> Open(const std::string& path,
-                                                                    bool checkpoints = true,
                                                                     int busy_timeout_ms = 5000);
 
   absl::StatusOr<RetentionReport> Sweep(const RetentionPolicy& policy, int64_t now_ms) override;
