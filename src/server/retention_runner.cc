@@ -3,11 +3,16 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 
 #include "base/logging.h"
+#include "base/status_macros.h"
 #include "base/str_cat.h"
+#include "server/internal/engine.h"
+#include "store/pg_retention_store.h"
+#include "store/sqlite_retention_store.h"
 
 namespace contextd::server {
 
@@ -84,4 +89,26 @@ void RetentionRunner::Loop(int64_t first_delay_ms, int64_t interval_ms) {
   }
 }
 
+namespace internal {
+
+// SQLite on a connection of its own, PostgreSQL on the pool; the first sweep a minute after start
+// (not in the way of start-up), then every interval.
+absl::Status StartRetention(const ServerConfig& config, const std::string& db_path,
+                            Engine& engine) {
+  if (config.retention.sweep_interval_s <= 0) return absl::OkStatus();
+  std::unique_ptr<store::RetentionStore> retention;
+  if (engine.pg_db) {
+    retention = store::PgRetentionStore::Create(engine.pg_db);
+  } else {
+    ASSIGN_OR_RETURN(retention, store::SqliteRetentionStore::Open(db_path));
+  }
+  engine.retention =
+      std::make_unique<RetentionRunner>(std::move(retention), RetentionPolicyFrom(config.retention),
+                                        base::RealClock::Get(), &engine.metrics);
+  const int64_t interval_ms = config.retention.sweep_interval_s * 1000;
+  engine.retention->Start(std::min<int64_t>(60'000, interval_ms), interval_ms);
+  return absl::OkStatus();
+}
+
+}  // namespace internal
 }  // namespace contextd::server

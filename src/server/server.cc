@@ -63,8 +63,6 @@
 #include "store/sqlite_trail_store.h"
 #include "trail/trail.h"
 #include "server/metrics.h"
-#include "store/pg_retention_store.h"
-#include "store/sqlite_retention_store.h"
 #include "store/sqlite_branch_store.h"
 #include "store/sqlite_conversation_store.h"
 #include "tokens/lazy_encoding.h"
@@ -76,6 +74,7 @@ namespace contextd::server {
 namespace {
 
 using internal::BuildModelGateway;
+using internal::StartRetention;
 using internal::Engine;
 
 constexpr char kVersion[] = "0.1.0";
@@ -160,25 +159,6 @@ absl::StatusOr<std::map<std::string, std::string>> ReadTokens(const std::string&
 // The ReasoningBank over its own connection to the engine's database. Texts are scrubbed before
 // they are stored; retrieval uses the engine's token counter and the folding config's injection
 // settings.
-// The retention sweep (decision 0028): SQLite on a connection of its own, PostgreSQL on the pool.
-// A first sweep a minute after start (not in the way of start-up), then every interval.
-absl::Status StartRetention(const ServerConfig& config, const std::string& db_path,
-                            Engine& engine) {
-  if (config.retention.sweep_interval_s <= 0) return absl::OkStatus();
-  std::unique_ptr<store::RetentionStore> retention;
-  if (engine.pg_db) {
-    retention = store::PgRetentionStore::Create(engine.pg_db);
-  } else {
-    ASSIGN_OR_RETURN(retention, store::SqliteRetentionStore::Open(db_path));
-  }
-  engine.retention = std::make_unique<RetentionRunner>(
-      std::move(retention), RetentionPolicyFrom(config.retention), base::RealClock::Get(),
-      &engine.metrics);
-  const int64_t interval_ms = config.retention.sweep_interval_s * 1000;
-  engine.retention->Start(std::min<int64_t>(60'000, interval_ms), interval_ms);
-  return absl::OkStatus();
-}
-
 absl::Status BuildMemoryBank(const ServerConfig& config, const std::string& db_path,
                              Engine& engine) {
   if (engine.pg_db) {

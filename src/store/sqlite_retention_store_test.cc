@@ -79,8 +79,8 @@ TEST(SqliteRetentionTest, AFileWithoutIncrementalVacuumIsSwitchedByOneVacuum) {
   {  // A file as an older contextd made it: auto_vacuum NONE.
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db, "PRAGMA page_size=1024; CREATE TABLE t (x); DROP TABLE t;",
-                           nullptr, nullptr, nullptr),
+    ASSERT_EQ(sqlite3_exec(db, "PRAGMA page_size=1024; CREATE TABLE t (x); DROP TABLE t;", nullptr,
+                           nullptr, nullptr),
               SQLITE_OK);
     sqlite3_close(db);
   }

@@ -115,4 +115,11 @@ absl::Status BuildModelGateway(const ServerConfig& config,
                                const std::map<std::string, std::string>& bearer_tokens,
                                Engine& engine);
 
+// The retention sweep (retention_runner.cc, decision 0028): unless retention.sweep_interval_s is
+// 0, a RetentionRunner over the engine's store (SQLite: a connection of its own to `db_path`;
+// PostgreSQL: the pool) in `engine.retention`, its first sweep a minute after start.
+// Unavailable/Internal if the SQLite connection cannot be opened.
+absl::Status StartRetention(const ServerConfig& config, const std::string& db_path,
+                            Engine& engine);
+
 }  // namespace contextd::server::internal
