@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "memory/memory_item.h"
 
 namespace contextd::store::testing {
 namespace {
@@ -233,6 +234,54 @@ TEST_P(RetentionStoreContractTest, ConversationsSeenWithinTheWindowKeepEveryDeci
   auto gone_after = conversations_->Load(gone);
   ASSERT_TRUE(gone_after.ok());
   EXPECT_FALSE(gone_after->has_value());
+}
+
+TEST_P(RetentionStoreContractTest, OldMemoryHistoryGoesEachMemoryKeepsItsNewest) {
+  auto memories = backend_->OpenMemoryStore();
+  ASSERT_TRUE(memories.ok()) << memories.status();
+  const int64_t day0 = clock_.WallMillis();
+  auto item = [&](const std::string& id) {
+    memory::MemoryItem m;
+    m.id = id;
+    m.tenant = "local";
+    m.project = "default";
+    m.title = "t " + id;
+    m.description = "d";
+    m.content = "c";
+    m.origin = "recorded";
+    m.created_at_ms = m.updated_at_ms = day0;
+    return m;
+  };
+  auto entry = [](const std::string& id, const std::string& action, int64_t at) {
+    memory::HistoryEntry e;
+    e.memory_id = id;
+    e.action = action;
+    e.actor = "cli";
+    e.detail = action;
+    e.at_ms = at;
+    return e;
+  };
+  ASSERT_TRUE((*memories)->Insert(item("mem_a"), entry("mem_a", "recorded", day0)).ok());
+  ASSERT_TRUE(
+      (*memories)->Update(item("mem_a"), {entry("mem_a", "confirmed", day0 + kDayMs)}).ok());
+  ASSERT_TRUE(
+      (*memories)->Update(item("mem_a"), {entry("mem_a", "feedback", day0 + 190 * kDayMs)}).ok());
+  ASSERT_TRUE((*memories)->Insert(item("mem_b"), entry("mem_b", "recorded", day0)).ok());
+  clock_.Advance(hours(24 * 200));
+  RetentionPolicy policy;
+  policy.pause_us = 0;
+  auto report = retention_->Sweep(policy, clock_.WallMillis());
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->memory_history.rows, 2);
+  auto a = (*memories)->History("mem_a");
+  ASSERT_TRUE(a.ok());
+  ASSERT_EQ(a->size(), 1u);
+  EXPECT_EQ((*a)[0].action, "feedback");
+  auto b = (*memories)->History("mem_b");
+  ASSERT_TRUE(b.ok());
+  ASSERT_EQ(b->size(), 1u);  // its only entry is its newest
+  auto item_a = (*memories)->Get("mem_a");
+  ASSERT_TRUE(item_a.ok() && item_a->has_value());  // memories themselves stay
 }
 
 }  // namespace contextd::store::testing
