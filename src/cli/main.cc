@@ -142,7 +142,15 @@ int main(int argc, char** argv) {
   CLI::App* trail_show = trail->add_subcommand("show", "A session's folded view");
   CLI::App* trail_unfold = trail->add_subcommand("unfold", "A scope's events in full");
   CLI::App* trail_export = trail->add_subcommand("export", "Every session (or one) as JSON");
-  for (CLI::App* sub : {trail_list, trail_show, trail_unfold, trail_export}) {
+  CLI::App* trail_prune = trail->add_subcommand(
+      "prune", "Delete what the retention: settings no longer keep (one sweep now)");
+  trail_prune->add_flag("--dry-run", trail_command.dry_run, "print what would go, delete nothing");
+  trail_prune->add_option("--older-than", trail_command.older_than,
+                          "sessions idle this long go (30m, 24h, 7d; default retention.trail_days)");
+  trail_prune->add_flag("--vacuum", trail_command.vacuum,
+                        "SQLite: switch a file made before incremental vacuum (one VACUUM; stop "
+                        "the server first)");
+  for (CLI::App* sub : {trail_list, trail_show, trail_unfold, trail_export, trail_prune}) {
     sub->add_option("--data-dir", trail_command.data_dir,
                     "the server's data dir (default: XDG data dir)");
     sub->add_option("--config", config_file, "YAML config file (its store: section)");
@@ -331,6 +339,10 @@ int main(int argc, char** argv) {
   }
   if (*trail) {
     trail_command.store = config.store;
+    trail_command.retention = config.retention;
+    trail_command.now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
     trail_command.command = trail->get_subcommands().front()->get_name();
     return contextd::server::RunTrailCommand(trail_command, std::cout, std::cerr);
   }

@@ -81,7 +81,8 @@ struct MemoryItem {
 
 // One change to an item. `action`: recorded, extracted, imported, confirmed, feedback, outcome,
 // merged (the absorbing item: `detail` names the candidate), retired, injected (`actor` the
-// branch). Append-only: nothing is ever deleted.
+// branch). Append-only; the retention sweep deletes entries older than
+// retention.memory_history_days except each item's newest (decision 0031).
 struct HistoryEntry {
   int64_t seq = 0;  // set by the store
   std::string memory_id;

@@ -189,6 +189,16 @@ const std::map<std::string, KeySpec>& Registry() {
     CONTEXTD_NATS_KEY(outbox_max_age_s);
     CONTEXTD_NATS_KEY(outbox_max_rows);
 #undef CONTEXTD_NATS_KEY
+#define CONTEXTD_RETENTION_KEY(name) \
+  m["retention." #name] =             \
+      Scalar("retention." #name, [](ServerConfig* c) { return &c->retention.name; })
+    CONTEXTD_RETENTION_KEY(trail_days);
+    CONTEXTD_RETENTION_KEY(usage_detail_days);
+    CONTEXTD_RETENTION_KEY(conversation_days);
+    CONTEXTD_RETENTION_KEY(memory_history_days);
+    CONTEXTD_RETENTION_KEY(sweep_interval_s);
+    CONTEXTD_RETENTION_KEY(batch_rows);
+#undef CONTEXTD_RETENTION_KEY
     m["store.backend"] = Scalar("store.backend", [](ServerConfig* c) { return &c->store.backend; });
     m["store.postgres.url"] =
         Scalar("store.postgres.url", [](ServerConfig* c) { return &c->store.postgres_url; });
@@ -614,6 +624,19 @@ absl::Status ValidateConfig(const ServerConfig& config) {
                                              "must be positive");
   }
   RETURN_IF_ERROR(ValidateNatsEvents(config.nats_events));
+  const RetentionConfig& keep = config.retention;
+  for (const auto& [name, value] : {std::pair<const char*, int64_t>{"trail_days", keep.trail_days},
+                                    {"usage_detail_days", keep.usage_detail_days},
+                                    {"conversation_days", keep.conversation_days},
+                                    {"memory_history_days", keep.memory_history_days},
+                                    {"sweep_interval_s", keep.sweep_interval_s}}) {
+    if (value < 0 || value > 36'500) {
+      return Bad(StrCat("retention.", name), "must be between 0 (forever / never) and 36500");
+    }
+  }
+  if (keep.batch_rows < 1 || keep.batch_rows > 100'000) {
+    return Bad("retention.batch_rows", "must be between 1 and 100000");
+  }
   absl::Status folding = config.folding.Validate();
   if (!folding.ok()) return folding;
   return absl::OkStatus();

@@ -93,6 +93,18 @@ struct StoreConfig {
   int64_t postgres_session_sync_ms = 2000;
 };
 
+// retention: how long contextd keeps what it stores (decision 0031, docs/configuration.md), in
+// days; 0 keeps it forever. The sweep runs on a thread of its own every sweep_interval_s (0: only
+// `contextd trail prune`), in transactions of about batch_rows rows.
+struct RetentionConfig {
+  int64_t trail_days = 30;           // a session's trail after its last activity
+  int64_t usage_detail_days = 30;    // per-request usage; daily totals are kept forever
+  int64_t conversation_days = 90;    // a model conversation's decisions after it was last seen
+  int64_t memory_history_days = 180; // memory_history rows (each item keeps its newest)
+  int64_t sweep_interval_s = 3600;
+  int64_t batch_rows = 500;
+};
+
 struct ServerConfig {
   // server:
   std::string transport = "http";      // "stdio" or "http"
@@ -125,6 +137,8 @@ struct ServerConfig {
   NatsEventsConfig nats_events;
   // store: (nested: store.backend, store.postgres.url, store.postgres.pool_size)
   StoreConfig store;
+  // retention: (retention.trail_days, ...)
+  RetentionConfig retention;
   // upstreams: the MCP servers contextd fronts (a YAML list; file only).
   std::vector<gateway::UpstreamConfig> upstreams;
 };

@@ -69,6 +69,30 @@ events:
   EXPECT_TRUE(ValidateConfig(c).ok());
 }
 
+TEST(ConfigTest, RetentionFromYamlEnvironmentAndValidation) {
+  std::string path = WriteTemp("cfg_retention", R"(
+retention:
+  trail_days: 7
+  usage_detail_days: 0
+  sweep_interval_s: 600
+)");
+  ServerConfig c;
+  ASSERT_TRUE(LoadConfigFile(path, &c).ok());
+  EXPECT_EQ(c.retention.trail_days, 7);
+  EXPECT_EQ(c.retention.usage_detail_days, 0);
+  EXPECT_EQ(c.retention.conversation_days, 90);  // default kept
+  EXPECT_EQ(c.retention.sweep_interval_s, 600);
+  ASSERT_TRUE(SetConfigValue("retention.batch_rows", "50", &c).ok());
+  EXPECT_EQ(c.retention.batch_rows, 50);
+  EXPECT_TRUE(ValidateConfig(c).ok());
+  c.retention.memory_history_days = -1;
+  absl::Status bad = ValidateConfig(c);
+  EXPECT_NE(bad.message().find("retention.memory_history_days"), std::string::npos) << bad;
+  c.retention.memory_history_days = 1;
+  c.retention.batch_rows = 0;
+  EXPECT_NE(ValidateConfig(c).message().find("retention.batch_rows"), std::string::npos);
+}
+
 TEST(ConfigTest, NatsEventsValidationNamesTheKey) {
   auto bad = [](const std::function<void(NatsEventsConfig&)>& edit) {
     ServerConfig c;

@@ -17,6 +17,7 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                               "task, a route handler, a worker thread's loop), by where")
                           .Register(*registry_);
   for (const char* where : kInternalErrorPlaces) base::RegisterInternalErrorPlace(where);
+  BuildRetentionMetrics();
   finished_ = &prometheus::BuildCounter()
                    .Name("contextd_branches_finished_total")
                    .Help("Branches that reached a final status, by status")
@@ -311,6 +312,73 @@ void Metrics::EventsTakenOver(int64_t n) {
 
 void Metrics::EventDuplicate() {
   if (events_duplicates_ != nullptr) events_duplicates_->Add({}).Increment();
+}
+
+void Metrics::BuildRetentionMetrics() {
+  retention_rows_ = &prometheus::BuildCounter()
+                         .Name("contextd_retention_swept_rows_total")
+                         .Help("Rows the retention sweep deleted, by kind (sessions, scopes, "
+                               "events, blobs, usage_rows, threads, rewrites, memory_history)")
+                         .Register(*registry_);
+  retention_bytes_ = &prometheus::BuildCounter()
+                          .Name("contextd_retention_swept_bytes_total")
+                          .Help("Bytes of the rows the retention sweep deleted, by kind (blobs, "
+                                "rewrites)")
+                          .Register(*registry_);
+  retention_kept_rows_ = &prometheus::BuildGauge()
+                              .Name("contextd_retention_kept_rows")
+                              .Help("Rows kept after the last sweep, by kind")
+                              .Register(*registry_);
+  retention_kept_bytes_ = &prometheus::BuildGauge()
+                               .Name("contextd_retention_kept_bytes")
+                               .Help("Bytes kept after the last sweep, by kind (blobs, rewrites, "
+                                     "database)")
+                               .Register(*registry_);
+  retention_sweeps_ = &prometheus::BuildCounter()
+                           .Name("contextd_retention_sweeps_total")
+                           .Help("Retention sweeps, by outcome (ok, skipped, failed)")
+                           .Register(*registry_);
+  retention_last_seconds_ = &prometheus::BuildGauge()
+                                 .Name("contextd_retention_last_sweep_seconds")
+                                 .Help("How long the last retention sweep ran")
+                                 .Register(*registry_)
+                                 .Add({});
+  retention_batch_max_seconds_ =
+      &prometheus::BuildGauge()
+           .Name("contextd_retention_last_batch_max_seconds")
+           .Help("The longest write transaction of the last retention sweep")
+           .Register(*registry_)
+           .Add({});
+}
+
+void Metrics::RetentionSwept(const store::RetentionReport& r) {
+  retention_sweeps_->Add({{"outcome", r.skipped ? "skipped" : "ok"}}).Increment();
+  const std::pair<const char*, const store::RetentionCount*> kinds[] = {
+      {"sessions", &r.sessions}, {"scopes", &r.scopes},     {"events", &r.events},
+      {"blobs", &r.blobs},       {"usage_rows", &r.usage_rows}, {"threads", &r.threads},
+      {"rewrites", &r.rewrites}, {"memory_history", &r.memory_history}};
+  for (const auto& [kind, count] : kinds) {
+    retention_rows_->Add({{"kind", kind}}).Increment(static_cast<double>(count->rows));
+  }
+  retention_bytes_->Add({{"kind", "blobs"}}).Increment(static_cast<double>(r.blobs.bytes));
+  retention_bytes_->Add({{"kind", "rewrites"}}).Increment(static_cast<double>(r.rewrites.bytes));
+  retention_last_seconds_->Set(static_cast<double>(r.elapsed_ms) / 1e3);
+  retention_batch_max_seconds_->Set(static_cast<double>(r.batch_us_max) / 1e6);
+}
+
+void Metrics::RetentionFailed() { retention_sweeps_->Add({{"outcome", "failed"}}).Increment(); }
+
+void Metrics::RetentionKept(const store::RetentionKept& k) {
+  const std::pair<const char*, int64_t> rows[] = {
+      {"scopes", k.scopes},         {"events", k.events},     {"blobs", k.blobs},
+      {"usage_rows", k.usage_rows}, {"usage_days", k.usage_days}, {"threads", k.threads},
+      {"rewrites", k.rewrites},     {"memory_history", k.memory_history}};
+  for (const auto& [kind, n] : rows) {
+    retention_kept_rows_->Add({{"kind", kind}}).Set(static_cast<double>(n));
+  }
+  retention_kept_bytes_->Add({{"kind", "blobs"}}).Set(static_cast<double>(k.blob_bytes));
+  retention_kept_bytes_->Add({{"kind", "rewrites"}}).Set(static_cast<double>(k.rewrite_bytes));
+  retention_kept_bytes_->Add({{"kind", "database"}}).Set(static_cast<double>(k.database_bytes));
 }
 
 }  // namespace contextd::server

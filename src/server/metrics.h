@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "store/retention.h"
+
 namespace prometheus {
 class Registry;
 class Counter;
@@ -99,6 +101,12 @@ class Metrics {
       "executor",     "http",         "model_worker",   "memory_worker",  "upstream",
       "search_index", "outbox_relay", "nats_publisher", "wal_checkpoint", "stdio"};
 
+  // The retention sweep (decision 0031): one ended (what it removed, its duration and longest
+  // batch, or skipped because another instance sweeps), failed, or counted what is kept.
+  void RetentionSwept(const store::RetentionReport& report);
+  void RetentionFailed();
+  void RetentionKept(const store::RetentionKept& kept);
+
   // The Prometheus text exposition format (version 0.0.4), with
   // contextd_internal_errors_total{where} read from base/internal_errors.h.
   std::string Render() const;
@@ -144,6 +152,14 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>* events_outbox_rows_ = nullptr;
   prometheus::Family<prometheus::Gauge>* events_outbox_age_ = nullptr;
   prometheus::Family<prometheus::Counter>* events_taken_over_ = nullptr;
+  prometheus::Family<prometheus::Counter>* retention_rows_ = nullptr;
+  prometheus::Family<prometheus::Counter>* retention_bytes_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* retention_kept_rows_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* retention_kept_bytes_ = nullptr;
+  prometheus::Family<prometheus::Counter>* retention_sweeps_ = nullptr;
+  prometheus::Gauge* retention_last_seconds_ = nullptr;
+  prometheus::Gauge* retention_batch_max_seconds_ = nullptr;
+  void BuildRetentionMetrics();
 };
 
 }  // namespace contextd::server

@@ -75,6 +75,7 @@ namespace contextd::server {
 namespace {
 
 using internal::BuildModelGateway;
+using internal::StartRetention;
 using internal::Engine;
 
 constexpr char kVersion[] = "0.1.0";
@@ -416,6 +417,7 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
     base::LogInfo(base::StrCat("data in ", db_path, "; tokens counted with ", counter->name()));
   }
   std::shared_ptr<store::Database> db = engine.sqlite_db;
+  RETURN_IF_ERROR(StartRetention(config, db_path, engine));
 
   // Before the memory bank (its event sink) and recovery (branches it force-returns publish).
   if (!config.nats_events.url.empty()) RETURN_IF_ERROR(StartEvents(config, engine));

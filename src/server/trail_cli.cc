@@ -11,10 +11,14 @@
 #include "folding/branch.h"
 #include "nlohmann/json.hpp"
 #include "server/config.h"
+#include "server/retention_runner.h"
 #include "server/store_cli.h"
+#include "server/usage_cli.h"
 #include "store/pg_branch_store.h"
 #include "store/pg_database.h"
+#include "store/pg_retention_store.h"
 #include "store/pg_trail_store.h"
+#include "store/sqlite_retention_store.h"
 #include "store/sqlite_branch_store.h"
 #include "store/sqlite_trail_store.h"
 #include "trail/trail.h"
@@ -158,7 +162,56 @@ absl::Status Export(Stores& s, const std::string& only, std::ostream& out) {
   return absl::OkStatus();
 }
 
+// One retention sweep, printed as one line (a dry run: what would go).
+absl::Status Prune(const TrailCommand& c, std::ostream& out) {
+  store::RetentionPolicy policy = RetentionPolicyFrom(c.retention);
+  policy.dry_run = c.dry_run;
+  policy.pause_us = 0;  // nothing else to make way for but a server, which waits its busy timeout
+  if (!c.older_than.empty()) {
+    const char unit = c.older_than.back();
+    absl::StatusOr<int64_t> since = ParseSince(c.older_than, c.now_ms);
+    if (!since.ok() || (unit != 'm' && unit != 'h' && unit != 'd')) {
+      return absl::InvalidArgumentError(
+          base::StrCat("--older-than '", c.older_than, "': expected a duration (30m, 24h, 7d)"));
+    }
+    policy.trail_ms = std::max<int64_t>(1, c.now_ms - *since);
+  }
+  std::unique_ptr<store::RetentionStore> retention;
+  store::SqliteRetentionStore* sqlite = nullptr;
+  std::string path;
+  if (c.store.backend == "postgres") {
+    ASSIGN_OR_RETURN(retention, store::PgRetentionStore::Open(CommandPgOptions(c.store)));
+  } else {
+    ServerConfig config;
+    config.data_dir = c.data_dir;
+    path = ResolveDataDir(config) + "/contextd.db";
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) {
+      return absl::NotFoundError(base::StrCat("no contextd database at ", path));
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<store::SqliteRetentionStore> opened,
+                     store::SqliteRetentionStore::Open(path));
+    sqlite = opened.get();
+    retention = std::move(opened);
+  }
+  ASSIGN_OR_RETURN(store::RetentionReport report, retention->Sweep(policy, c.now_ms));
+  out << (c.dry_run ? "would have " : "") << store::RetentionSummary(report) << "\n";
+  if (c.vacuum && !c.dry_run) {
+    if (sqlite == nullptr) {
+      out << "--vacuum: PostgreSQL gives space back by its own autovacuum\n";
+      return absl::OkStatus();
+    }
+    std::error_code ec;
+    const auto before = std::filesystem::file_size(path, ec);
+    RETURN_IF_ERROR(sqlite->SwitchToIncrementalVacuum());
+    out << "vacuumed " << path << " (" << before << " bytes before); later sweeps give space back "
+        << "by themselves\n";
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Run(const TrailCommand& c, std::ostream& out) {
+  if (c.command == "prune") return Prune(c, out);
   ASSIGN_OR_RETURN(Stores s, OpenStores(c));
   if (c.command == "list") return List(s, out);
   if (c.command == "export") return Export(s, c.id, out);

@@ -170,8 +170,12 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
   sqlite3_extended_result_codes(db, 1);
   std::unique_ptr<Database> out(new Database(db, path));
   std::lock_guard<std::mutex> lock(out->mu_);
-  // Before anything writes the file; a no-op on an existing file.
+  // Before anything writes the file; a no-op on an existing file. Incremental vacuum lets the
+  // retention sweep give freed pages back (decision 0031); a file made before keeps
+  // auto_vacuum=NONE until `contextd trail prune --vacuum` (one VACUUM) switches it.
+  // After page_size: setting auto_vacuum first would fix SQLite's default page size.
   RETURN_IF_ERROR(out->Exec(absl::StrCat("PRAGMA page_size=", options.page_size)));
+  RETURN_IF_ERROR(out->Exec("PRAGMA auto_vacuum=INCREMENTAL"));
   RETURN_IF_ERROR(out->Exec("PRAGMA journal_mode=WAL"));
   RETURN_IF_ERROR(out->Exec(options.synchronous_full ? "PRAGMA synchronous=FULL"
                                                      : "PRAGMA synchronous=NORMAL"));

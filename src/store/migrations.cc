@@ -559,6 +559,32 @@ CREATE UNIQUE INDEX trail_root_by_session ON trail_scopes (tenant, project, sess
   WHERE session_root = 1;
 )sql";
 
+// 0016: retention (decision 0031, retention.* in docs/configuration.md).
+// - model_usage_daily: model_usage rolled up per (tenant, project, UTC day) by the sweep, in the
+//   transaction that deletes the detail rows, so that `contextd usage` keeps its history.
+// - retention_blob_candidates: blobs whose events the sweep deleted, to be deleted once no event
+//   references them (durable, so that a sweep interrupted between the two loses no candidate).
+//   No index on trail_events.blob_hash: it would cost a page write on every append; the sweep
+//   scans the events once per run instead.
+constexpr char k0016Retention[] = R"sql(
+CREATE TABLE model_usage_daily (
+  tenant                      TEXT NOT NULL,
+  project                     TEXT NOT NULL,
+  day                         INTEGER NOT NULL,  -- days since 1970-01-01 (UTC)
+  requests                    INTEGER NOT NULL,
+  input_tokens                INTEGER NOT NULL,
+  cache_read_input_tokens     INTEGER NOT NULL,
+  cache_creation_input_tokens INTEGER NOT NULL,
+  output_tokens               INTEGER NOT NULL,
+  tokens_before               INTEGER NOT NULL,
+  tokens_after                INTEGER NOT NULL,
+  duration_ms                 INTEGER NOT NULL,
+  last_at_ms                  INTEGER NOT NULL,
+  PRIMARY KEY (tenant, project, day)
+) WITHOUT ROWID;
+CREATE TABLE retention_blob_candidates (hash TEXT PRIMARY KEY) WITHOUT ROWID;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
@@ -578,6 +604,7 @@ const std::vector<Migration>& Migrations() {
       {13, "0013_mcp_sessions.sql", k0013McpSessions},
       {14, "0014_event_outbox.sql", k0014EventOutbox},
       {15, "0015_one_trail_per_session.sql", k0015OneTrailPerSession},
+      {16, "0016_retention.sql", k0016Retention},
   };
   return kAll;
 }

@@ -171,13 +171,19 @@ absl::StatusOr<std::vector<ProjectUsage>> PgConversationStore::UsageByProject(
     out.clear();
     ASSIGN_OR_RETURN(
         PgResult r,
-        c.Exec("SELECT tenant, project, COUNT(*), COALESCE(SUM(input_tokens), 0), "
+        c.Exec("SELECT tenant, project, SUM(n), COALESCE(SUM(input_tokens), 0), "
                "COALESCE(SUM(cache_read_input_tokens), 0), "
                "COALESCE(SUM(cache_creation_input_tokens), 0), "
                "COALESCE(SUM(output_tokens), 0), COALESCE(SUM(tokens_before), 0), "
-               "COALESCE(SUM(tokens_after), 0), COALESCE(MAX(at_ms), 0) FROM model_usage "
+               "COALESCE(SUM(tokens_after), 0), COALESCE(MAX(at_ms), 0) FROM (SELECT tenant, "
+               "project, 1 AS n, input_tokens, cache_read_input_tokens, cache_creation_input_tokens, "
+               "output_tokens, tokens_before, tokens_after, at_ms FROM model_usage "
                "WHERE ($1 = '' OR tenant = $1) AND at_ms >= $2 "
-               "GROUP BY tenant, project ORDER BY tenant, project",
+               // Days whose detail the retention sweep rolled up (decision 0031): whole days.
+               "UNION ALL SELECT tenant, project, requests, input_tokens, cache_read_input_tokens, "
+               "cache_creation_input_tokens, output_tokens, tokens_before, tokens_after, last_at_ms "
+               "FROM model_usage_daily WHERE ($1 = '' OR tenant = $1) AND (day + 1) * 86400000 > $2"
+               ") u GROUP BY tenant, project ORDER BY tenant, project",
                {tenant, since_ms}));
     for (int i = 0; i < r.rows(); ++i) {
       ProjectUsage u;

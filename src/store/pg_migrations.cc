@@ -278,6 +278,28 @@ CREATE UNIQUE INDEX trail_root_by_session ON trail_scopes (tenant, project, sess
   WHERE session_root;
 )sql";
 
+// 5: retention (decision 0031; SQLite's 0016).
+// model_usage_daily as in SQLite. trail_scopes_by_parent: deleting a scope checks its
+// self-reference (parent_id), which without an index is a scan of trail_scopes per row.
+constexpr char k0005Retention[] = R"sql(
+CREATE TABLE model_usage_daily (
+  tenant                      TEXT NOT NULL,
+  project                     TEXT NOT NULL,
+  day                         BIGINT NOT NULL,
+  requests                    BIGINT NOT NULL,
+  input_tokens                BIGINT NOT NULL,
+  cache_read_input_tokens     BIGINT NOT NULL,
+  cache_creation_input_tokens BIGINT NOT NULL,
+  output_tokens               BIGINT NOT NULL,
+  tokens_before               BIGINT NOT NULL,
+  tokens_after                BIGINT NOT NULL,
+  duration_ms                 BIGINT NOT NULL,
+  last_at_ms                  BIGINT NOT NULL,
+  PRIMARY KEY (tenant, project, day)
+);
+CREATE INDEX trail_scopes_by_parent ON trail_scopes (parent_id);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& PgMigrations() {
@@ -286,6 +308,7 @@ const std::vector<Migration>& PgMigrations() {
       {2, "0002_shared_sessions.sql", k0002SharedSessions},
       {3, "0003_event_outbox.sql", k0003EventOutbox},
       {4, "0004_one_trail_per_session.sql", k0004OneTrailPerSession},
+      {5, "0005_retention.sql", k0005Retention},
   };
   return kAll;
 }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <set>
 #include <thread>
 #include <vector>
@@ -13,6 +14,8 @@
 #include "base/executor.h"
 #include "folding/branch_manager.h"
 #include "folding/events.h"
+#include "store/pg_retention_store.h"
+#include "store/retention_store_contract.h"
 #include "folding/testing/fakes.h"
 #include "store/branch_store_contract.h"
 #include "store/conversation_store_contract.h"
@@ -35,6 +38,7 @@ using testing::McpSessionStoreContractTest;
 using testing::MemoryBankTest;
 using testing::OutboxStoreContractTest;
 using testing::PgBackend;
+using testing::RetentionStoreContractTest;
 using testing::TrailStoreContractTest;
 
 INSTANTIATE_TEST_SUITE_P(Postgres, BranchStoreContractTest, ::testing::Values(testing::PgFactory()),
@@ -49,6 +53,8 @@ INSTANTIATE_TEST_SUITE_P(Postgres, MemoryBankTest, ::testing::Values(testing::Pg
 INSTANTIATE_TEST_SUITE_P(Postgres, McpSessionStoreContractTest,
                          ::testing::Values(testing::PgFactory()), testing::BackendName);
 
+INSTANTIATE_TEST_SUITE_P(Postgres, RetentionStoreContractTest,
+                         ::testing::Values(testing::PgFactory()), testing::BackendName);
 INSTANTIATE_TEST_SUITE_P(Postgres, TrailStoreContractTest, ::testing::Values(testing::PgFactory()),
                          testing::BackendName);
 
@@ -178,6 +184,7 @@ TEST_F(PgDatabaseTest, Migration4MakesTheOldestOfASessionsRootsItsRoot) {
                     ->Write([](PgConn& c) {
                       return c.ExecScript(
                           "ALTER TABLE trail_scopes DROP COLUMN session_root; "
+                          "DROP TABLE model_usage_daily; DROP INDEX trail_scopes_by_parent; "
                           "DELETE FROM schema_version WHERE version >= 4; "
                           "INSERT INTO trail_scopes (id, tenant, project, session_id, kind, "
                           "root_id, description, status, created_at_ms) VALUES "
@@ -202,6 +209,43 @@ TEST_F(PgDatabaseTest, Migration4MakesTheOldestOfASessionsRootsItsRoot) {
   auto sessions = (*store)->ListSessions("", 10);
   ASSERT_TRUE(sessions.ok());
   EXPECT_EQ(sessions->size(), 3u);  // the newer root stays, readable
+}
+
+// Two instances sweeping at once: the one that finds the sweep's advisory lock taken stops
+// (skipped) and deletes nothing; the other one sweeps.
+TEST_F(PgDatabaseTest, ASweepWhileAnotherInstanceSweepsIsSkipped) {
+  base::FakeClock clock;
+  auto trail = backend_->OpenTrailStore();
+  ASSERT_TRUE(trail.ok()) << trail.status();
+  trail::Scope root;
+  root.id = "ses_old";
+  root.session = trail::SessionRef{"local", "default", "old"};
+  root.kind = trail::ScopeKind::kSession;
+  root.created_at_ms = clock.WallMillis();
+  ASSERT_TRUE((*trail)->OpenScope(root).ok());
+  clock.Advance(std::chrono::hours(24 * 31));
+  auto first = PgDatabase::Open(backend_->options());
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second = PgRetentionStore::Open(backend_->options());
+  ASSERT_TRUE(second.ok()) << second.status();
+  RetentionPolicy policy;
+  policy.pause_us = 0;
+  absl::StatusOr<RetentionReport> during;
+  ASSERT_TRUE((*first)
+                  ->Write([&](PgConn& c) -> absl::Status {
+                    auto locked = c.Exec("SELECT pg_advisory_xact_lock($1)", {kRetentionLockKey});
+                    if (!locked.ok()) return locked.status();
+                    during = (*second)->Sweep(policy, clock.WallMillis());
+                    return absl::OkStatus();
+                  })
+                  .ok());
+  ASSERT_TRUE(during.ok()) << during.status();
+  EXPECT_TRUE(during->skipped);
+  EXPECT_EQ(during->scopes.rows, 0);
+  auto after = (*second)->Sweep(policy, clock.WallMillis());
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_FALSE(after->skipped);
+  EXPECT_EQ(after->scopes.rows, 1);
 }
 
 TEST_F(PgDatabaseTest, UnreachableServerIsUnavailableWithoutThePassword) {

@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "base/executor.h"
 #include "events/outbox_relay.h"
+#include "server/retention_runner.h"
 #include "folding/outbox_store.h"
 #include "events/publisher.h"
 #include "folding/branch_manager.h"
@@ -103,6 +104,8 @@ struct Engine {
     info->transport = "stdio";
     return info;
   }();
+  // The retention sweep's thread (decision 0031); last, so that it stops first.
+  std::unique_ptr<RetentionRunner> retention;
 };
 
 // The model gateway (model_gateway_setup.cc): a ContextManager over the conversation store (the
@@ -111,5 +114,12 @@ struct Engine {
 absl::Status BuildModelGateway(const ServerConfig& config,
                                const std::map<std::string, std::string>& bearer_tokens,
                                Engine& engine);
+
+// The retention sweep (retention_runner.cc, decision 0031): unless retention.sweep_interval_s is
+// 0, a RetentionRunner over the engine's store (SQLite: a connection of its own to `db_path`;
+// PostgreSQL: the pool) in `engine.retention`, its first sweep a minute after start.
+// Unavailable/Internal if the SQLite connection cannot be opened.
+absl::Status StartRetention(const ServerConfig& config, const std::string& db_path,
+                            Engine& engine);
 
 }  // namespace contextd::server::internal

@@ -12,6 +12,7 @@
 #include "store/pg_mcp_session_store.h"
 #include "store/pg_memory_store.h"
 #include "store/pg_outbox_store.h"
+#include "store/pg_retention_store.h"
 #include "store/pg_trail_store.h"
 #include "store/testing/pg_test_server.h"
 #include "store/testing/store_backend.h"
@@ -65,6 +66,17 @@ class PgBackend final : public StoreBackend {
     auto s = PgMemoryStore::Open(options());
     if (!s.ok()) return s.status();
     return std::unique_ptr<memory::MemoryStore>(std::move(*s));
+  }
+  absl::StatusOr<std::unique_ptr<RetentionStore>> OpenRetentionStore() override {
+    auto s = PgRetentionStore::Open(options());
+    if (!s.ok()) return s.status();
+    return std::unique_ptr<RetentionStore>(std::move(*s));
+  }
+  absl::StatusOr<std::vector<ProjectUsage>> UsageByProject(std::string_view tenant,
+                                                           int64_t since_ms) override {
+    auto s = PgConversationStore::Open(options());
+    if (!s.ok()) return s.status();
+    return (*s)->UsageByProject(tenant, since_ms);
   }
   absl::StatusOr<std::unique_ptr<McpSessionStore>> OpenMcpSessionStore() override {
     auto s = PgMcpSessionStore::Open(options());

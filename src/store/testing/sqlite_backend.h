@@ -10,6 +10,7 @@
 #include "store/sqlite_mcp_session_store.h"
 #include "store/sqlite_memory_store.h"
 #include "store/sqlite_outbox_store.h"
+#include "store/sqlite_retention_store.h"
 #include "store/sqlite_trail_store.h"
 #include "store/test_util.h"
 #include "store/testing/store_backend.h"
@@ -37,6 +38,17 @@ class SqliteBackend final : public StoreBackend {
     auto s = SqliteMemoryStore::Open(path());
     if (!s.ok()) return s.status();
     return std::unique_ptr<memory::MemoryStore>(std::move(*s));
+  }
+  absl::StatusOr<std::unique_ptr<RetentionStore>> OpenRetentionStore() override {
+    auto s = SqliteRetentionStore::Open(path());
+    if (!s.ok()) return s.status();
+    return std::unique_ptr<RetentionStore>(std::move(*s));
+  }
+  absl::StatusOr<std::vector<ProjectUsage>> UsageByProject(std::string_view tenant,
+                                                           int64_t since_ms) override {
+    auto s = SqliteConversationStore::Open(path());
+    if (!s.ok()) return s.status();
+    return (*s)->UsageByProject(tenant, since_ms);
   }
   absl::StatusOr<std::unique_ptr<McpSessionStore>> OpenMcpSessionStore() override {
     auto s = SqliteMcpSessionStore::Open(path());

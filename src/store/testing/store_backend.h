@@ -7,11 +7,15 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "folding/outbox_store.h"
 #include "folding/branch_store.h"
 #include "memory/memory_store.h"
+#include "store/project_usage.h"
+#include "store/retention.h"
 #include "store/mcp_session_store.h"
 #include "model/conversation_store.h"
 #include "trail/trail_store.h"
@@ -28,6 +32,11 @@ class StoreBackend {
   virtual absl::StatusOr<std::unique_ptr<model::ConversationStore>> OpenConversationStore() = 0;
   virtual absl::StatusOr<std::unique_ptr<memory::MemoryStore>> OpenMemoryStore() = 0;
   virtual absl::StatusOr<std::unique_ptr<McpSessionStore>> OpenMcpSessionStore() = 0;
+  // The retention sweep over this backend's database (store/retention.h).
+  virtual absl::StatusOr<std::unique_ptr<RetentionStore>> OpenRetentionStore() = 0;
+  // What `contextd usage` reads (the conversation store's UsageByProject).
+  virtual absl::StatusOr<std::vector<ProjectUsage>> UsageByProject(std::string_view tenant,
+                                                                   int64_t since_ms) = 0;
   // The outbox that publishes the rows `writer` (a store this backend opened) writes in its
   // branch writes: the same owner (PostgreSQL), the same file (SQLite).
   virtual absl::StatusOr<std::unique_ptr<folding::OutboxStore>> OpenOutboxStore(
