@@ -28,8 +28,12 @@ store::RetentionPolicy RetentionPolicyFrom(const RetentionConfig& config) {
 
 RetentionRunner::RetentionRunner(std::unique_ptr<store::RetentionStore> store,
                                  store::RetentionPolicy policy, const base::Clock& clock,
-                                 Metrics* metrics)
-    : store_(std::move(store)), policy_(policy), clock_(clock), metrics_(metrics) {}
+                                 Metrics* metrics, std::function<void()> on_sessions_swept)
+    : store_(std::move(store)),
+      policy_(policy),
+      clock_(clock),
+      metrics_(metrics),
+      on_sessions_swept_(std::move(on_sessions_swept)) {}
 
 RetentionRunner::~RetentionRunner() {
   {
@@ -53,6 +57,7 @@ absl::StatusOr<store::RetentionReport> RetentionRunner::RunOnce() {
     return report;
   }
   base::LogInfo(base::StrCat("retention: ", store::RetentionSummary(*report)));
+  if (report->sessions.rows > 0 && !policy_.dry_run && on_sessions_swept_) on_sessions_swept_();
   if (metrics_ != nullptr) {
     metrics_->RetentionSwept(*report);
     absl::StatusOr<store::RetentionKept> kept = store_->Kept();
@@ -102,9 +107,22 @@ absl::Status StartRetention(const ServerConfig& config, const std::string& db_pa
   } else {
     ASSIGN_OR_RETURN(retention, store::SqliteRetentionStore::Open(db_path));
   }
-  engine.retention =
-      std::make_unique<RetentionRunner>(std::move(retention), RetentionPolicyFrom(config.retention),
-                                        base::RealClock::Get(), &engine.metrics);
+  // A swept session may still be cached by the trail (a long-lived model conversation): it must
+  // open a new root rather than append to the deleted one.
+  // (The trail is built after this; the engine outlives its retention runner.)
+  auto forget = [&engine] {
+    engine.executor->Post([&engine] {
+      if (!engine.trail) return;
+      absl::StatusOr<int> forgotten = engine.trail->ForgetSweptSessions();
+      if (!forgotten.ok()) {
+        base::LogWarn(base::StrCat("retention: the trail could not forget swept sessions: ",
+                                   forgotten.status().message()));
+      }
+    });
+  };
+  engine.retention = std::make_unique<RetentionRunner>(
+      std::move(retention), RetentionPolicyFrom(config.retention), base::RealClock::Get(),
+      &engine.metrics, std::move(forget));
   const int64_t interval_ms = config.retention.sweep_interval_s * 1000;
   engine.retention->Start(std::min<int64_t>(60'000, interval_ms), interval_ms);
   return absl::OkStatus();

@@ -8,6 +8,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -27,8 +28,11 @@ class RetentionRunner {
  public:
   // Sweeps `store` with `policy` at `clock`'s wall time; `metrics` may be null. The thread starts
   // with Start.
+  // `on_sessions_swept`, if set, runs on the sweep's thread after a sweep that deleted sessions'
+  // trails (the server posts Trail::ForgetSweptSessions to the engine from it).
   RetentionRunner(std::unique_ptr<store::RetentionStore> store, store::RetentionPolicy policy,
-                  const base::Clock& clock, Metrics* metrics);
+                  const base::Clock& clock, Metrics* metrics,
+                  std::function<void()> on_sessions_swept = nullptr);
   ~RetentionRunner();  // stops the thread (waiting for the batch in progress)
   RetentionRunner(const RetentionRunner&) = delete;
   RetentionRunner& operator=(const RetentionRunner&) = delete;
@@ -46,6 +50,7 @@ class RetentionRunner {
   const store::RetentionPolicy policy_;
   const base::Clock& clock_;
   Metrics* metrics_;
+  std::function<void()> on_sessions_swept_;
   std::mutex run_mu_;  // one sweep at a time
   std::mutex mu_;
   std::condition_variable cv_;

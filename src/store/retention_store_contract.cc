@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "memory/memory_item.h"
+#include "trail/trail.h"
 
 namespace contextd::store::testing {
 namespace {
@@ -137,6 +138,38 @@ TEST_P(RetentionStoreContractTest, IdleSessionsGoWithTheirBlobsSharedBlobsStay) 
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->sessions.rows, 0);
   EXPECT_EQ(again->blobs.rows, 0);
+}
+
+// A Trail that still caches the root of a session the sweep deleted (a long-lived model
+// conversation) forgets it when told (the server tells it after each sweep that deleted
+// sessions): the session's next call opens a new root instead of failing on the deleted one.
+TEST_P(RetentionStoreContractTest, ATrailForgetsTheRootsOfSweptSessions) {
+  trail::Trail t(*trail_, clock_);
+  const trail::SessionRef old_session{"local", "default", "model:old"};
+  const trail::SessionRef live_session{"local", "default", "model:live"};
+  auto old_root = t.RootScope(old_session);
+  ASSERT_TRUE(old_root.ok()) << old_root.status();
+  ASSERT_TRUE(t.RecordToolCall(old_session, "", "fs__read", "{}", "old", 1, 1, false).ok());
+  clock_.Advance(hours(24 * 31));
+  auto live_root = t.RootScope(live_session);
+  ASSERT_TRUE(live_root.ok());
+  ASSERT_TRUE(t.RecordToolCall(live_session, "", "fs__read", "{}", "live", 1, 1, false).ok());
+  RetentionPolicy policy;
+  policy.pause_us = 0;
+  auto report = retention_->Sweep(policy, clock_.WallMillis());
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->sessions.rows, 1);
+  auto forgotten = t.ForgetSweptSessions();
+  ASSERT_TRUE(forgotten.ok()) << forgotten.status();
+  EXPECT_EQ(*forgotten, 1);
+  auto again = t.RootScope(old_session);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_NE(*again, *old_root);
+  EXPECT_TRUE(t.RecordToolCall(old_session, "", "fs__read", "{}", "new", 1, 1, false).ok());
+  EXPECT_EQ(*t.RootScope(live_session), *live_root);
+  auto view = t.View(old_session, 0);
+  ASSERT_TRUE(view.ok()) << view.status();
+  EXPECT_EQ(view->root_scope_id, *again);
 }
 
 TEST_P(RetentionStoreContractTest, DryRunCountsAndDeletesNothing) {

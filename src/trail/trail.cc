@@ -574,6 +574,22 @@ void Trail::ReleaseSession(const SessionRef& session) {
   }
 }
 
+absl::StatusOr<int> Trail::ForgetSweptSessions() {
+  std::vector<std::string> gone;
+  for (const auto& [key, root] : roots_) {
+    ASSIGN_OR_RETURN(std::optional<Scope> scope, store_.GetScope(root));
+    if (!scope.has_value()) gone.push_back(key);
+  }
+  for (const std::string& key : gone) {
+    autos_.erase(key);
+    roots_.erase(key);
+    for (auto it = open_scopes_.begin(); it != open_scopes_.end();) {
+      it = it->second.ToString() == key ? open_scopes_.erase(it) : std::next(it);
+    }
+  }
+  return static_cast<int>(gone.size());
+}
+
 void Trail::ForgetCachedScopes() {
   roots_.clear();
   open_scopes_.clear();

@@ -181,6 +181,11 @@ class Trail {
   // scope id, open auto-scope and scope owners without folding anything. Its next use here
   // finds them in the store again.
   void ReleaseSession(const SessionRef& session);
+  // The retention sweep deleted sessions' trails: forgets (as ReleaseSession does) every cached
+  // session whose root scope is no longer in the store, so that its next use opens a new root
+  // instead of appending to a deleted one. One read per cached session; returns how many were
+  // forgotten. Unavailable/Internal from the store (nothing is forgotten then).
+  absl::StatusOr<int> ForgetSweptSessions();
 
   // Forgets every cached root scope id, scope owner and open auto-scope, so that the trail
   // follows the store again after it lost writes (a failed group commit): a session's next event
