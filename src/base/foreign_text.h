@@ -4,6 +4,7 @@
 // serialises JSON that may hold foreign strings. Header functions are pure; thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -16,6 +17,9 @@ std::string ToValidUtf8(std::string_view bytes);
 
 // True when `bytes` is well-formed UTF-8.
 bool IsValidUtf8(std::string_view bytes);
+
+// Appends code point `cp` (at most U+10FFFF; the caller has checked it) to `out` as UTF-8.
+void AppendUtf8(uint32_t cp, std::string& out);
 
 // The JSON text of `value` (an nlohmann::json or ordered_json), compact by default or indented
 // by `indent` spaces; invalid UTF-8 in its strings is replaced by U+FFFD instead of throwing.

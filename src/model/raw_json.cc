@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/foreign_text.h"
 #include "base/json_keys.h"
 
 namespace contextd::model {
@@ -294,24 +295,6 @@ class Parser {
   std::optional<base::DuplicateJsonKey> duplicate_;  // set when the walk stopped at one
 };
 
-void AppendUtf8(uint32_t cp, std::string& out) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
 uint32_t Hex4(const char* p) {
   uint32_t v = 0;
   for (int i = 0; i < 4; ++i) {
@@ -367,7 +350,7 @@ std::string DecodeJsonString(std::string_view token, size_t max_bytes) {
             if (lo >= 0xDC00 && lo <= 0xDFFF) {
               cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
               i += 6;
-              AppendUtf8(cp, out);
+              base::AppendUtf8(cp, out);
               break;
             }
           }
@@ -375,7 +358,7 @@ std::string DecodeJsonString(std::string_view token, size_t max_bytes) {
         } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
           cp = 0xFFFD;
         }
-        AppendUtf8(cp, out);
+        base::AppendUtf8(cp, out);
         break;
       }
       default: out.push_back(e); break;  // " \ /
