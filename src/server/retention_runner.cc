@@ -57,7 +57,9 @@ absl::StatusOr<store::RetentionReport> RetentionRunner::RunOnce() {
     return report;
   }
   base::LogInfo(base::StrCat("retention: ", store::RetentionSummary(*report)));
-  if (report->sessions.rows > 0 && !policy_.dry_run && on_sessions_swept_) on_sessions_swept_();
+  // Also when nothing was deleted here: on PostgreSQL another instance may have swept (this one
+  // was skipped) sessions this one still caches. One read per cached session, once a sweep.
+  if (!policy_.dry_run && on_sessions_swept_) on_sessions_swept_();
   if (metrics_ != nullptr) {
     metrics_->RetentionSwept(*report);
     absl::StatusOr<store::RetentionKept> kept = store_->Kept();
@@ -120,9 +122,9 @@ absl::Status StartRetention(const ServerConfig& config, const std::string& db_pa
       }
     });
   };
-  engine.retention = std::make_unique<RetentionRunner>(
-      std::move(retention), RetentionPolicyFrom(config.retention), base::RealClock::Get(),
-      &engine.metrics, std::move(forget));
+  engine.retention =
+      std::make_unique<RetentionRunner>(std::move(retention), RetentionPolicyFrom(config.retention),
+                                        base::RealClock::Get(), &engine.metrics, std::move(forget));
   const int64_t interval_ms = config.retention.sweep_interval_s * 1000;
   engine.retention->Start(std::min<int64_t>(60'000, interval_ms), interval_ms);
   return absl::OkStatus();

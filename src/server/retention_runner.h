@@ -28,8 +28,9 @@ class RetentionRunner {
  public:
   // Sweeps `store` with `policy` at `clock`'s wall time; `metrics` may be null. The thread starts
   // with Start.
-  // `on_sessions_swept`, if set, runs on the sweep's thread after a sweep that deleted sessions'
-  // trails (the server posts Trail::ForgetSweptSessions to the engine from it).
+  // `on_sessions_swept`, if set, runs on the sweep's thread after each sweep (not a dry run),
+  // also one skipped because another instance sweeps: the server posts
+  // Trail::ForgetSweptSessions to the engine from it.
   RetentionRunner(std::unique_ptr<store::RetentionStore> store, store::RetentionPolicy policy,
                   const base::Clock& clock, Metrics* metrics,
                   std::function<void()> on_sessions_swept = nullptr);

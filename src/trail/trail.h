@@ -181,9 +181,9 @@ class Trail {
   // scope id, open auto-scope and scope owners without folding anything. Its next use here
   // finds them in the store again.
   void ReleaseSession(const SessionRef& session);
-  // The retention sweep deleted sessions' trails: forgets (as ReleaseSession does) every cached
-  // session whose root scope is no longer in the store, so that its next use opens a new root
-  // instead of appending to a deleted one. One read per cached session; returns how many were
+  // After a retention sweep (here or on another instance): forgets (as ReleaseSession does)
+  // every cached session whose root scope is no longer in the store, so that its next use opens
+  // a new root instead of appending to a deleted one. One read per cached session; returns how many were
   // forgotten. Unavailable/Internal from the store (nothing is forgotten then).
   absl::StatusOr<int> ForgetSweptSessions();
 
