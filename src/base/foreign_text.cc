@@ -7,9 +7,9 @@ namespace {
 
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
 
-// The length of the well-formed UTF-8 sequence at `s[i]`, or 0 when none starts there
-// (RFC 3629, Unicode table 3-7).
-size_t SequenceLength(std::string_view s, size_t i) {
+}  // namespace
+
+size_t Utf8SequenceLength(std::string_view s, size_t i) {
   const auto byte = [&](size_t k) { return static_cast<uint8_t>(s[k]); };
   const uint8_t b0 = byte(i);
   if (b0 < 0x80) return 1;
@@ -36,11 +36,9 @@ size_t SequenceLength(std::string_view s, size_t i) {
   return n;
 }
 
-}  // namespace
-
 bool IsValidUtf8(std::string_view bytes) {
   for (size_t i = 0; i < bytes.size();) {
-    const size_t n = SequenceLength(bytes, i);
+    const size_t n = Utf8SequenceLength(bytes, i);
     if (n == 0) return false;
     i += n;
   }
@@ -52,7 +50,7 @@ std::string ToValidUtf8(std::string_view bytes) {
   std::string out;
   out.reserve(bytes.size() + 8);
   for (size_t i = 0; i < bytes.size();) {
-    const size_t n = SequenceLength(bytes, i);
+    const size_t n = Utf8SequenceLength(bytes, i);
     if (n == 0) {
       out += kReplacement;
       ++i;

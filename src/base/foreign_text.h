@@ -15,6 +15,10 @@ namespace contextd::base {
 // U+FFFD. Valid UTF-8 comes back unchanged.
 std::string ToValidUtf8(std::string_view bytes);
 
+// The length of the well-formed UTF-8 sequence that starts at `s[i]` (1 for ASCII), or 0 when
+// none does (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF). i < s.size().
+size_t Utf8SequenceLength(std::string_view s, size_t i);
+
 // True when `bytes` is well-formed UTF-8.
 bool IsValidUtf8(std::string_view bytes);
 

@@ -32,28 +32,6 @@ int32_t Escape4(std::string_view s, size_t i) {
   return v;
 }
 
-// Length of the valid UTF-8 sequence at s[i] (s[i] >= 0x80), or 0 (RFC 3629: no overlongs, no
-// surrogates, nothing past U+10FFFF).
-size_t Utf8Length(std::string_view s, size_t i) {
-  auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  auto cont = [&](size_t k) { return k < s.size() && (b(k) & 0xC0) == 0x80; };
-  const unsigned char c = b(i);
-  if (c >= 0xC2 && c <= 0xDF) return cont(i + 1) ? 2 : 0;
-  if (c >= 0xE0 && c <= 0xEF) {
-    if (!cont(i + 1) || !cont(i + 2)) return 0;
-    if (c == 0xE0 && b(i + 1) < 0xA0) return 0;   // overlong
-    if (c == 0xED && b(i + 1) >= 0xA0) return 0;  // surrogate
-    return 3;
-  }
-  if (c >= 0xF0 && c <= 0xF4) {
-    if (!cont(i + 1) || !cont(i + 2) || !cont(i + 3)) return 0;
-    if (c == 0xF0 && b(i + 1) < 0x90) return 0;   // overlong
-    if (c == 0xF4 && b(i + 1) >= 0x90) return 0;  // past U+10FFFF
-    return 4;
-  }
-  return 0;
-}
-
 // True if the name inside `token` needs no decoding (plain ASCII, no escape).
 bool Plain(std::string_view inner) {
   for (char c : inner) {
@@ -93,7 +71,7 @@ std::optional<std::string> UnescapeJsonKey(std::string_view token) {
   while (i < s.size()) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
     if (c >= 0x80) {
-      size_t n = Utf8Length(s, i);
+      size_t n = Utf8SequenceLength(s, i);
       if (n == 0) return std::nullopt;
       out.append(s.substr(i, n));
       i += n;

@@ -123,7 +123,9 @@ TEST_P(ViewerHttpTest, InvalidUtf8IdsOnEveryApiPathGetJsonAndTheServerGoesOn) {
       EXPECT_TRUE(base::IsValidUtf8(r.body)) << target;
       Json body = Json::parse(r.body, nullptr, false);
       ASSERT_FALSE(body.is_discarded()) << target << " -> " << r.body;
-      if (r.status >= 400) EXPECT_TRUE(body["error"].is_string()) << target << " -> " << r.body;
+      if (r.status >= 400) {
+        EXPECT_TRUE(body["error"].is_string()) << target << " -> " << r.body;
+      }
       // The server still answers.
       Response next = Get(c, "/api/v1/sessions/" + root_ + "/scopes");
       EXPECT_EQ(next.status, 200) << "after " << target;
@@ -178,8 +180,8 @@ TEST_P(ViewerHttpTest, AnEngineTaskThatThrowsIsCountedOnMetricsAndTheServerGoesO
 }
 
 INSTANTIATE_TEST_SUITE_P(WithAndWithoutTokens, ViewerHttpTest, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool>& info) {
-                           return info.param ? "TokenFile" : "NoTokens";
+                         [](const ::testing::TestParamInfo<bool>& tokens) {
+                           return tokens.param ? "TokenFile" : "NoTokens";
                          });
 
 }  // namespace

@@ -564,13 +564,14 @@ absl::Status Trail::EndSession(const SessionRef& session) {
   return folded;
 }
 
-void Trail::ReleaseSession(const SessionRef& session) {
-  const std::string key = session.ToString();
+void Trail::ReleaseSession(const SessionRef& session) { Forget(session.ToString()); }
+
+void Trail::Forget(const std::string& key) {
   autos_.erase(key);
   roots_.erase(key);
   // Its branch scopes still open here (another process may fold them): no longer tracked.
   for (auto it = open_scopes_.begin(); it != open_scopes_.end();) {
-    it = it->second == session ? open_scopes_.erase(it) : std::next(it);
+    it = it->second.ToString() == key ? open_scopes_.erase(it) : std::next(it);
   }
 }
 
@@ -580,13 +581,7 @@ absl::StatusOr<int> Trail::ForgetSweptSessions() {
     ASSIGN_OR_RETURN(std::optional<Scope> scope, store_.GetScope(root));
     if (!scope.has_value()) gone.push_back(key);
   }
-  for (const std::string& key : gone) {
-    autos_.erase(key);
-    roots_.erase(key);
-    for (auto it = open_scopes_.begin(); it != open_scopes_.end();) {
-      it = it->second.ToString() == key ? open_scopes_.erase(it) : std::next(it);
-    }
-  }
+  for (const std::string& key : gone) Forget(key);
   return static_cast<int>(gone.size());
 }
 

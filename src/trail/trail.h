@@ -205,6 +205,8 @@ class Trail {
     int64_t events = 0;  // events the digest holds (the scope's own: 2 per call)
   };
   bool IsProcessSession(const SessionRef& session) const;
+  // Drops everything cached of the session whose SessionRef::ToString() is `key`.
+  void Forget(const std::string& key);
   // Shared store and auto_scope_upstreams only (else OK at once): makes autos_[session] what the
   // store holds open for the session (see FoldAutoScope); folds all but the newest when two
   // processes opened one each. Unavailable/Internal from the store.

@@ -1,6 +1,7 @@
-// The listener's own refusals (Host and Origin 403, 401, 405, 408, 413, 431, malformed 400, 500)
+// The listener's own refusals (Host and Origin 403, 401, 405, 408, 413, 431, malformed 400)
 // answered in the shape of the route the request was meant for (HttpRoute::error_response), and
-// in JSON-RPC shape where the route has none or no route matches. Real sockets on 127.0.0.1.
+// in JSON-RPC shape where the route has none or no route matches (a failing handler's 500:
+// http_routes_test). Real sockets on 127.0.0.1.
 #include <chrono>
 #include <memory>
 #include <string>
@@ -34,9 +35,7 @@ HttpRoute ShapedRoute(std::string path, RouteAuth auth = RouteAuth::kNone) {
                         {{"X-Shape", "route"}},
                         Json{{"shape", "route"}, {"status", status}, {"message", message}}.dump()};
   };
-  r.handler = [](HttpRequest req, std::shared_ptr<HttpResponder> responder) {
-    if (req.body() == "throw") throw std::runtime_error("handler failed");
-    if (req.body() == "drop") return;  // released unanswered
+  r.handler = [](HttpRequest, std::shared_ptr<HttpResponder> responder) {
     responder->Respond({200, "text/plain", {}, "ok"});
   };
   return r;
@@ -108,14 +107,6 @@ TEST_F(HttpRefusalsTest, RefusalsBeforeTheHandlerTakeTheRoutesShape) {
       431);
   ExpectShaped(Send(Request("/v1/shaped", host + "Bad Header Line\r\n", "{}")), 400);
   // The route's handler is still reached by a good request.
-  EXPECT_EQ(Send(Request("/v1/shaped", host, "{}")).status, 200);
-}
-
-TEST_F(HttpRefusalsTest, AHandlerThatThrowsOrDropsTheRequestGets500InTheRoutesShape) {
-  Start({});
-  const std::string host = "Host: 127.0.0.1\r\n";
-  ExpectShaped(Send(Request("/v1/shaped", host, "throw")), 500);
-  ExpectShaped(Send(Request("/v1/shaped", host, "drop")), 500);
   EXPECT_EQ(Send(Request("/v1/shaped", host, "{}")).status, 200);
 }
 

@@ -450,7 +450,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
         return Refuse(entry, 403, "forbidden: Origin not allowed", "", false);
       }
     }
-    if (entry == nullptr) return RespondError(404, "not found");
+    if (entry == nullptr) return Refuse(nullptr, 404, "not found", "", false);
     std::string tenant;
     if (entry->route.auth == RouteAuth::kBearer) {
       std::optional<std::string> t = srv_->Authenticate(header(http::field::authorization));
@@ -524,10 +524,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void AnswerFailedRoute() {
     if (mode_ == Mode::kHandling) Refuse(route_, 500, "internal error", "", false);
     if (mode_ == Mode::kStreaming) Close();
-  }
-
-  void RespondError(int status, std::string_view message, bool drain = false) {
-    Refuse(nullptr, status, message, "", drain);
   }
 
   // The listener's own refusal of a request meant for `entry` (nullptr: none): in the route's
