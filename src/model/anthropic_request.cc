@@ -32,6 +32,7 @@ BlockKind KindOf(std::string_view type) {
 Role RoleOf(std::string_view role) {
   if (role == "user") return Role::kUser;
   if (role == "assistant") return Role::kAssistant;
+  if (role == "system") return Role::kSystem;
   return Role::kOther;
 }
 
@@ -103,9 +104,10 @@ absl::Status AnthropicRequest::Index(AnthropicRequest* previous, size_t reused) 
     return absl::InvalidArgumentError("messages: an array is required");
   }
   if (auto model = StringMember(doc, root_, "model")) model_ = *model;
+  const RawNode* tools = FindMember(doc, root_, "tools");
   markers_outside_messages_ =
-      CountMarkers(doc, FindMember(doc, root_, "system")) +
-      CountMarkers(doc, FindMember(doc, root_, "tools"));
+      CountMarkers(doc, FindMember(doc, root_, "system")) + CountMarkers(doc, tools);
+  names_.DeclareFrom(doc, tools);
 
   refs_.reserve(messages_->children.size());
   transcript_.messages.reserve(messages_->children.size());
@@ -135,11 +137,11 @@ absl::Status AnthropicRequest::Index(AnthropicRequest* previous, size_t reused) 
           block.cache_control = FindMember(doc, *block.node, "cache_control");
         }
       }
+      const Message& taken = transcript_.messages.back();
+      if (taken.role == Role::kSystem || taken.role == Role::kOther) continue;
       branch_calls.clear();
-      for (const Block& block : transcript_.messages.back().blocks) {
-        if (block.kind == BlockKind::kToolCall && IsBranchTool(block.tool_name)) {
-          branch_calls.push_back(block.call_id);
-        }
+      for (const Block& block : taken.blocks) {
+        if (IsBranchCall(block)) branch_calls.push_back(block.call_id);
       }
       continue;
     }
@@ -182,7 +184,8 @@ absl::Status AnthropicRequest::Index(AnthropicRequest* previous, size_t reused) 
           case BlockKind::kToolCall: {
             block.call_id = StringMember(doc, element, "id").value_or("");
             block.tool_name = StringMember(doc, element, "name").value_or("");
-            if (IsBranchTool(block.tool_name)) {
+            block.contextd_tool = names_.Resolve(block.tool_name);
+            if (IsBranchCall(block)) {
               if (const RawNode* input = FindMember(doc, element, "input")) {
                 block.text = std::string(input->Text(doc));
               }
@@ -221,7 +224,10 @@ absl::Status AnthropicRequest::Index(AnthropicRequest* previous, size_t reused) 
         }
       }
     }
-    branch_calls = std::move(calls_here);
+    // A system message between a turn and its answer leaves the pairing as it was.
+    if (message.role != Role::kSystem && message.role != Role::kOther) {
+      branch_calls = std::move(calls_here);
+    }
   }
   return absl::OkStatus();
 }
@@ -259,15 +265,36 @@ std::string AnthropicRequest::BlockKey(const BlockRef& ref, bool string_content)
   return Digest({"block", ref.node->Text(doc)});
 }
 
+std::string AnthropicRequest::SystemBlockKey(const BlockRef& ref, bool string_content) const {
+  std::string_view doc = body_;
+  // Claude Code sends its newest system message as a text block (with the breakpoint) and the
+  // same message as a string on later requests: both are one text, and keyed as such.
+  bool plain_text = string_content;
+  if (!string_content && ref.node->type == JsonType::kObject && ref.texts.size() == 1 &&
+      StringMember(doc, *ref.node, "type").value_or("") == "text") {
+    plain_text = std::all_of(ref.node->children.begin(), ref.node->children.end(),
+                             [&](const RawNode& member) {
+                               return KeyIs(doc, member, "type") || KeyIs(doc, member, "text") ||
+                                      KeyIs(doc, member, "cache_control");
+                             });
+  }
+  if (!plain_text) return BlockKey(ref, string_content);
+  const TextSpan& text = ref.texts.front();
+  return Digest({"system-text", DecodeJsonString(doc.substr(text.begin, text.end - text.begin))});
+}
+
 void AnthropicRequest::ComputeKey(size_t m) {
   const MessageRef& ref = refs_[m];
   Message& message = transcript_.messages[m];
-  std::string key_input = absl::StrCat(static_cast<int>(message.role), ":");
+  const bool other = message.role == Role::kOther || message.role == Role::kSystem;
+  std::string key_input = absl::StrCat(KeyRole(message.role), ":");
   for (size_t b = 0; b < ref.blocks.size(); ++b) {
-    message.blocks[b].key = BlockKey(ref.blocks[b], ref.string_content);
+    message.blocks[b].key = message.role == Role::kSystem
+                                ? SystemBlockKey(ref.blocks[b], ref.string_content)
+                                : BlockKey(ref.blocks[b], ref.string_content);
     key_input += message.blocks[b].key;
   }
-  if (message.role == Role::kOther) {
+  if (other) {
     key_input += Digest({"role", StringMember(body_, *ref.node, "role").value_or("")});
   }
   message.key = Digest({"message", key_input});
@@ -405,7 +432,9 @@ int AnthropicRequest::MarkerCount(const RenderPlan& plan) const {
   for (size_t m = 0; m < refs_.size(); ++m) {
     if (fold < plan.folds.size() && m > plan.folds[fold].create_message) {
       const FoldEdit& edit = plan.folds[fold];
-      for (size_t b : edit.kept_end_blocks) count += refs_[edit.end_message].blocks[b].cache_control != nullptr;
+      for (const auto& [km, kb] : edit.kept_blocks) {
+        count += refs_[km].blocks[kb].cache_control != nullptr;
+      }
       m = edit.end_message;
       ++fold;
       continue;
@@ -427,10 +456,17 @@ bool AnthropicRequest::RenderFold(const FoldEdit& edit, const RenderPlan& plan, 
                                   QuoteJsonString(StubResultText(edit.branch_id)), "}"));
   }
   bool kept_marker = false;
-  for (size_t b : edit.kept_end_blocks) {
+  for (const auto& [km, kb] : edit.kept_blocks) {
     std::string text;
-    RenderBlock(edit.end_message, b, plan, text);
-    kept_marker |= refs_[edit.end_message].blocks[b].cache_control != nullptr;
+    if (refs_[km].string_content) {
+      // A message whose content is a string: its text as a block.
+      text = "{\"type\":\"text\",\"text\":";
+      RenderBlock(km, kb, plan, text);
+      text.push_back('}');
+    } else {
+      RenderBlock(km, kb, plan, text);
+    }
+    kept_marker |= refs_[km].blocks[kb].cache_control != nullptr;
     blocks.push_back(std::move(text));
   }
   // A breakpoint on a removed block moves to the block that replaces it (the last one here).
@@ -438,9 +474,8 @@ bool AnthropicRequest::RenderFold(const FoldEdit& edit, const RenderPlan& plan, 
   for (size_t m = edit.create_message + 1; m <= edit.end_message && moved == nullptr; ++m) {
     for (size_t b = 0; b < refs_[m].blocks.size(); ++b) {
       const BlockRef& ref = refs_[m].blocks[b];
-      bool kept = m == edit.end_message &&
-                  std::find(edit.kept_end_blocks.begin(), edit.kept_end_blocks.end(), b) !=
-                      edit.kept_end_blocks.end();
+      bool kept = std::find(edit.kept_blocks.begin(), edit.kept_blocks.end(),
+                            std::make_pair(m, b)) != edit.kept_blocks.end();
       if (ref.cache_control != nullptr && !kept) {
         moved = ref.cache_control;
         break;

@@ -16,6 +16,7 @@
 #include "model/fold.h"
 #include "model/model_request.h"
 #include "model/raw_json.h"
+#include "model/tool_names.h"
 #include "model/transcript.h"
 
 namespace contextd::model {
@@ -85,6 +86,9 @@ class AnthropicRequest : public ModelRequest {
   // The block's bytes without its cache_control member.
   std::string Normalized(const BlockRef& ref) const;
   std::string BlockKey(const BlockRef& ref, bool string_content) const;
+  // A system message's block: its text alone when it is nothing but text, whether sent as a
+  // string or as a text block (with or without a breakpoint).
+  std::string SystemBlockKey(const BlockRef& ref, bool string_content) const;
   void ComputeKey(size_t m);
   std::string RewriteBlockRef(const BlockRef& ref,
                               const std::vector<std::pair<TextSpan, std::string>>& replacements) const;
@@ -103,6 +107,7 @@ class AnthropicRequest : public ModelRequest {
   std::vector<MessageRef> refs_;
   Transcript transcript_;
   std::string model_;
+  ContextdToolNames names_;  // declared by the request's tool definitions
   int markers_outside_messages_ = 0;
   size_t reused_messages_ = 0;
 };

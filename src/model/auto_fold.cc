@@ -106,7 +106,7 @@ AutoFoldStep PlanAutoFold(const Transcript& transcript, const AutoFoldOptions& o
       // Among the last `keep` calls: kept.
       if (total_calls - call->second.index <= keep) continue;
       // contextd's own tools (branch results, trail_unfold's answers) stay.
-      if (call->second.block_ptr->tool_name.find("contextd__") != std::string::npos) continue;
+      if (!call->second.block_ptr->contextd_tool.empty()) continue;
       int64_t tokens = context.tokens(m, b);
       if (tokens < options.min_result_tokens || !context.foldable(m, b)) continue;
       int64_t gain = std::max<int64_t>(0, tokens - context.handle_tokens);

@@ -101,6 +101,7 @@ TEST(PlanAutoFold, WaitsUntilTheStepIsWorthARewrite) {
 TEST(PlanAutoFold, SmallRemovedUnfoldableAndOwnToolResultsStay) {
   Transcript t = Calls(8);
   t.messages[3].blocks[0].tool_name = "mcp__contextd__trail_unfold";  // call c1
+  t.messages[3].blocks[0].contextd_tool = "trail_unfold";
   AutoFoldContext c = Context(t, 9000);
   c.removed[6] = true;  // c2's result: inside a folded branch
   c.tokens = [](size_t m, size_t) -> int64_t { return m == 8 ? 99 : 1000; };  // c3's is small

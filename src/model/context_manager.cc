@@ -1,6 +1,7 @@
 #include "model/context_manager.h"
 
 #include <algorithm>
+#include <set>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -248,8 +249,7 @@ void ContextManager::RecordCalls(const ConversationKey& key, const ModelRequest&
       if (block.kind != BlockKind::kToolResult) continue;
       auto call = calls.find(block.call_id);
       // contextd's own tools and proxied upstreams are recorded by the MCP side.
-      if (call == calls.end() ||
-          call->second.block->tool_name.find("contextd__") != std::string::npos) {
+      if (call == calls.end() || !call->second.block->contextd_tool.empty()) {
         continue;
       }
       ModelToolCall record;
@@ -377,6 +377,18 @@ void ContextManager::RunAutoFold(const ModelRequest& request, const FoldPlan& fo
   }
 }
 
+void ContextManager::ReportSkips(const ConversationKey& key, const FoldPlan& folds,
+                                 ThreadState& state, AppliedRequest& applied) {
+  for (const FoldSkip& skip : folds.skipped) {
+    // Counted and logged once per branch: later requests leave it whole without asking again.
+    if (!state.settled.insert(skip.create_call_id).second) continue;
+    applied.skipped.push_back(skip.reason);
+    base::LogWarn(absl::StrCat("model gateway: branch ", skip.branch_id, " of conversation ",
+                               key.conversation, " was not folded (", SkipReasonName(skip.reason),
+                               ")"));
+  }
+}
+
 void ContextManager::ChargeSpan(const std::string& tenant, const ModelRequest& request, size_t old,
                                 ThreadState& state, FoldPlan& folds, ConversationUpdate& update,
                                 AppliedRequest& applied) {
@@ -387,7 +399,7 @@ void ContextManager::ChargeSpan(const std::string& tenant, const ModelRequest& r
   for (const Message& message : t.messages) {
     for (const Block& block : message.blocks) {
       if (block.kind == BlockKind::kToolCall) {
-        contextd_call[block.call_id] = block.tool_name.find("contextd__") != std::string::npos;
+        contextd_call[block.call_id] = !block.contextd_tool.empty();
       }
     }
   }
@@ -429,9 +441,10 @@ void ContextManager::ChargeSpan(const std::string& tenant, const ModelRequest& r
   if (charged->exhausted) {
     // Force-returned now: fold it at this tail, with the notice, as its store entry now says.
     applied.exhausted = true;
-    folds = PlanFolds(t, state.folds, [&](const std::string& id) {
-      return lookup_ ? lookup_(tenant, id) : std::nullopt;
-    });
+    folds = PlanFolds(
+        t, state.folds,
+        [&](const std::string& id) { return lookup_ ? lookup_(tenant, id) : std::nullopt; },
+        &state.settled);
     return;
   }
   if (!charged->warning.empty() && tail.role == Role::kUser &&
@@ -478,27 +491,31 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
 
   ConversationUpdate update;
   update.at_ms = now_ms;
-  FoldPlan folds = PlanFolds(t, state->folds, [&](const std::string& id) {
-    return lookup_ ? lookup_(tenant, id) : std::nullopt;
-  });
+  FoldPlan folds = PlanFolds(
+      t, state->folds,
+      [&](const std::string& id) { return lookup_ ? lookup_(tenant, id) : std::nullopt; },
+      &state->settled);
   const FoldPlan before_charge = folds;  // where the new calls were made
   ChargeSpan(tenant, *request, old, *state, folds, update, applied);
+  ReportSkips(applied.key, folds, *state, applied);
   for (const FoldRecord& record : folds.new_records) {
     update.new_rewrites.push_back({RewriteKind::kFold, record.create_call_id, record.Serialize()});
     state->folds.emplace(record.create_call_id, record);
   }
   applied.folds_new = static_cast<int>(folds.new_records.size());
   applied.folds_applied = static_cast<int>(folds.edits.size());
-  applied.skipped = folds.skipped;
   applied.open_branch_id = folds.open_branch_id;
   applied.open_branch_create_message = folds.open_branch_create_message;
 
   RenderPlan plan;
   plan.folds = folds.edits;
-  // Messages a fold removes are not sent: no decision is needed for them.
+  // Messages a fold removes are not sent: no decision is needed for them, but for the blocks
+  // that stay (what a person typed inside the span).
   std::vector<bool> removed(t.messages.size(), false);
+  std::set<std::pair<size_t, size_t>> kept_in_folds;
   for (const FoldEdit& edit : plan.folds) {
     for (size_t m = edit.create_message + 1; m < edit.end_message; ++m) removed[m] = true;
+    kept_in_folds.insert(edit.kept_blocks.begin(), edit.kept_blocks.end());
   }
   std::map<std::pair<size_t, size_t>, std::string> scrubbed_texts;  // new blocks, scrubbed
   size_t auto_point = 0;        // one past the last message holding an auto-folded result
@@ -538,7 +555,7 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
         state->blocks.emplace(block.key, std::move(value));  // later requests take it as it is
         continue;
       }
-      if (m < old || removed[m]) continue;
+      if (m < old || (removed[m] && !kept_in_folds.count({m, b}))) continue;
       std::vector<std::pair<TextSpan, std::string>> replacements;
       std::string joined;
       bool has_private = false;
@@ -585,16 +602,10 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
   // the appended notices add (redactions change a block's count little and are not recounted).
   applied.tokens_after = applied.tokens_before;
   for (const FoldEdit& edit : plan.folds) {
-    for (size_t m = edit.create_message + 1; m < edit.end_message; ++m) {
+    for (size_t m = edit.create_message + 1; m <= edit.end_message; ++m) {
       applied.tokens_after -= MessageTokens(*state, *request, m);
     }
-    const Message& end = t.messages[edit.end_message];
-    for (size_t b = 0; b < end.blocks.size(); ++b) {
-      if (std::find(edit.kept_end_blocks.begin(), edit.kept_end_blocks.end(), b) ==
-          edit.kept_end_blocks.end()) {
-        applied.tokens_after -= Tokens(*state, *request, edit.end_message, b);
-      }
-    }
+    for (const auto& [m, b] : edit.kept_blocks) applied.tokens_after += Tokens(*state, *request, m, b);
     applied.tokens_after += TextTokens(*state, edit.result_text);
     if (!edit.stub_call_ids.empty()) {
       applied.tokens_after += static_cast<int64_t>(edit.stub_call_ids.size()) *

@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -102,7 +103,7 @@ struct AppliedRequest {
   size_t new_messages = 0;     // messages past the frontier
   int folds_applied = 0;       // folds in this request (stored or new)
   int folds_new = 0;           // decided by this request
-  std::vector<SkipReason> skipped;
+  std::vector<SkipReason> skipped;  // branches left whole, each reported once
   int redactions_new = 0;      // blocks redacted for the first time
   int64_t tokens_charged = 0;  // charged to the open branch by this request
   bool warned = false;         // a budget warning was added to the tail
@@ -177,6 +178,9 @@ class ContextManager {
     std::unordered_map<std::string, std::string> auto_folds;  // RewriteKind::kAutoFold
     std::unordered_map<std::string, int64_t> tokens;       // block key -> tokens
     std::unordered_map<std::string, int64_t> message_tokens;  // message key -> tokens
+    // Create call ids of branches whose skip was reported (FoldPlan::skipped): left whole without
+    // a lookup on later requests, and reported once.
+    std::set<std::string> settled;
     uint64_t sequence = 0;  // requests applied
   };
   struct Entry {
@@ -212,6 +216,9 @@ class ContextManager {
   void RunAutoFold(const ModelRequest& request, const FoldPlan& folds,
                     const std::vector<bool>& removed, size_t first_message, ThreadState& state,
                     RenderPlan& plan, ConversationUpdate& update, AppliedRequest& applied);
+  // Counts and logs the skips of `folds` not reported before (AppliedRequest::skipped).
+  void ReportSkips(const ConversationKey& key, const FoldPlan& folds, ThreadState& state,
+                   AppliedRequest& applied);
   void ChargeSpan(const std::string& tenant, const ModelRequest& request, size_t old,
                   ThreadState& state, FoldPlan& folds, ConversationUpdate& update,
                   AppliedRequest& applied);

@@ -219,6 +219,46 @@ TEST(ContextManagerTest, FoldsAReturnedBranchAndKeepsFoldingItAfterARestart) {
   EXPECT_EQ(later.body.substr(0, prefix.size()), prefix);
 }
 
+TEST(ContextManagerTest, TextTypedInsideAFoldedBranchIsRedactedAndStays) {
+  Fixture f;
+  Conversation c;
+  c.Assistant(json::array({Use("c1", "mcp__contextd__branch_create"), Use("r1", "Read")}));
+  c.User(json::array({Result("c1", "{\"branch_id\":\"" + kBranch + "\"}"),
+                      Result("r1", std::string(400, 'q'))}));
+  f.facts = BranchFacts{kBranch, false, "active", "", "", 0, 0};
+  f.Apply(c);
+  c.Assistant(json::array({{{"type", "text"}, {"text", "reading"}}}));
+  c.User(json::array({{{"type", "text"}, {"text", "use key SECRET77 too"}}}));
+  c.Assistant(json::array({Use("ret", "mcp__contextd__branch_return")}));
+  c.User(json::array({Result("ret", "{}")}));
+  f.facts = BranchFacts{kBranch, true, "completed", "", "done", 500, 490};
+  AppliedRequest folded = f.Apply(c);
+  EXPECT_EQ(folded.folds_new, 1);
+  EXPECT_THAT(folded.body, HasSubstr("use key [REDACTED] too"));
+  EXPECT_THAT(folded.body, Not(HasSubstr("SECRET77")));
+  EXPECT_THAT(folded.body, Not(HasSubstr("qqqq")));
+}
+
+TEST(ContextManagerTest, ABranchTheModelAlreadyAnsweredIsReportedOnce) {
+  Fixture f;
+  Conversation c;
+  c.Assistant(json::array({Use("c1", "mcp__contextd__branch_create")}));
+  c.User(json::array({Result("c1", "{\"branch_id\":\"" + kBranch + "\"}")}));
+  c.Assistant(json::array({Use("ret", "mcp__contextd__branch_return")}));
+  c.User(json::array({Result("ret", "{}")}));
+  c.Assistant(json::array({{{"type", "text"}, {"text", "answered unfolded"}}}));
+  c.User(json::array({{{"type", "text"}, {"text", "next"}}}));
+  f.facts = BranchFacts{kBranch, true, "completed", "", "done", 500, 490};
+  AppliedRequest first = f.Apply(c);
+  EXPECT_EQ(first.folds_applied, 0);
+  EXPECT_THAT(first.skipped, ::testing::ElementsAre(SkipReason::kAnswered));
+  c.Assistant(json::array({{{"type", "text"}, {"text", "ok"}}}));
+  c.User(json::array({{{"type", "text"}, {"text", "more"}}}));
+  AppliedRequest second = f.Apply(c);
+  EXPECT_EQ(second.folds_applied, 0);
+  EXPECT_TRUE(second.skipped.empty());
+}
+
 TEST(ContextManagerTest, ChargesTheBranchSpanWarnsOnceAndFoldsItWhenExhausted) {
   Fixture f;
   f.budget = 2000;

@@ -6,13 +6,17 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/foreign_text.h"
+#include "model/tool_names.h"
 #include "nlohmann/json.hpp"
+#include "protocol/contextd_tools.h"
 
 namespace contextd::model {
 namespace {
 
-constexpr std::string_view kBranchCreate = "branch_create";
-constexpr std::string_view kBranchReturn = "branch_return";
+using protocol::kBranchCreateTool;
+using protocol::kBranchReturnTool;
+constexpr std::string_view kBranchCreate = kBranchCreateTool;
+constexpr std::string_view kBranchReturn = kBranchReturnTool;
 
 bool IsHexLower(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
 
@@ -30,6 +34,16 @@ std::string FindBranchId(std::string_view text) {
   return "";
 }
 
+// The message answering assistant message `index`'s calls: the first user message after it
+// (system messages between are skipped); size() when an assistant message or the end comes first.
+size_t AnswerOf(const Transcript& t, size_t index) {
+  for (size_t k = index + 1; k < t.messages.size(); ++k) {
+    if (t.messages[k].role == Role::kUser) return k;
+    if (t.messages[k].role == Role::kAssistant) break;
+  }
+  return t.messages.size();
+}
+
 // The result block answering `call_id` in message `index`, or nullptr.
 const Block* FindResult(const Transcript& t, size_t index, const std::string& call_id) {
   if (index >= t.messages.size() || t.messages[index].role != Role::kUser) return nullptr;
@@ -39,35 +53,34 @@ const Block* FindResult(const Transcript& t, size_t index, const std::string& ca
   return nullptr;
 }
 
-bool IsSystemReminder(std::string_view text) {
-  size_t i = 0;
-  while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
-  return text.substr(i).starts_with("<system-reminder>");
+// Whether the model answered after message `end`.
+bool AnsweredAfter(const Transcript& t, size_t end) {
+  for (size_t k = end + 1; k < t.messages.size(); ++k) {
+    if (t.messages[k].role == Role::kAssistant) return true;
+  }
+  return false;
+}
+
+// Where a force-returned branch created in message `create` ends now: the answer to the last
+// assistant turn; nullopt while the model's turn is the tail (the client prefilled it).
+std::optional<size_t> ForcedEnd(const Transcript& t, size_t create) {
+  for (size_t k = t.messages.size(); k-- > create;) {
+    if (t.messages[k].role != Role::kAssistant) continue;
+    size_t end = AnswerOf(t, k);
+    if (end == t.messages.size()) return std::nullopt;
+    return end;
+  }
+  return std::nullopt;
 }
 
 struct Candidate {
   std::string branch_id;
   std::string create_call_id;
   size_t create_message = 0;
-  bool returned = false;      // a successful branch_return in the transcript
+  bool returned = false;  // a successful branch_return in the transcript
   std::string end_call_id;
   size_t end_message = 0;
 };
-
-// Whether messages (create, end] may be folded; the reason otherwise.
-std::optional<SkipReason> Unsafe(const Transcript& t, size_t create, size_t end) {
-  for (size_t i = create + 1; i <= end; ++i) {
-    for (const Block& block : t.messages[i].blocks) {
-      if (block.kind == BlockKind::kOther) return SkipReason::kUnknownBlock;
-      if (i < end && t.messages[i].role == Role::kUser && block.kind == BlockKind::kText &&
-          !IsSystemReminder(block.text)) {
-        return SkipReason::kInterleaved;
-      }
-    }
-    if (t.messages[i].role == Role::kOther) return SkipReason::kUnknownBlock;
-  }
-  return std::nullopt;
-}
 
 FoldEdit MakeEdit(const Transcript& t, size_t create, size_t end, const FoldRecord& record) {
   FoldEdit edit;
@@ -81,22 +94,44 @@ FoldEdit MakeEdit(const Transcript& t, size_t create, size_t end, const FoldReco
       edit.stub_call_ids.push_back(block.call_id);
     }
   }
+  // What a person typed inside the span stays, in order; then what the end holds besides results.
+  for (size_t m = create + 1; m < end; ++m) {
+    if (t.messages[m].role != Role::kUser) continue;
+    const std::vector<Block>& blocks = t.messages[m].blocks;
+    for (size_t b = 0; b < blocks.size(); ++b) {
+      if (blocks[b].kind == BlockKind::kText && !IsHarnessText(blocks[b].text)) {
+        edit.kept_blocks.emplace_back(m, b);
+      }
+    }
+  }
   const std::vector<Block>& end_blocks = t.messages[end].blocks;
   for (size_t b = 0; b < end_blocks.size(); ++b) {
-    if (end_blocks[b].kind != BlockKind::kToolResult) edit.kept_end_blocks.push_back(b);
+    if (end_blocks[b].kind != BlockKind::kToolResult) edit.kept_blocks.emplace_back(end, b);
   }
   return edit;
 }
 
 }  // namespace
 
+bool IsHarnessText(std::string_view prefix) {
+  size_t i = 0;
+  while (i < prefix.size() && std::isspace(static_cast<unsigned char>(prefix[i]))) ++i;
+  std::string_view text = prefix.substr(i);
+  for (std::string_view tag :
+       {"<system-reminder>", "<environment_context>", "<turn_aborted>", "<user_instructions>"}) {
+    if (text.starts_with(tag)) return true;
+  }
+  return false;
+}
+
 const char* SkipReasonName(SkipReason reason) {
   switch (reason) {
-    case SkipReason::kInterleaved: return "interleaved";
-    case SkipReason::kUnknownBlock: return "unknown_block";
-    case SkipReason::kOverlap: return "overlap";
-    case SkipReason::kNotAtTail: return "not_at_tail";
-    case SkipReason::kMissingEnd: return "missing_end";
+    case SkipReason::kAnswered:
+      return "answered";
+    case SkipReason::kMissingEnd:
+      return "missing_end";
+    case SkipReason::kOverlap:
+      return "overlap";
   }
   return "unknown";
 }
@@ -162,7 +197,7 @@ std::string FoldedResultText(const BranchFacts& facts, bool forced) {
 std::string StubResultText(const std::string&) { return "(folded with the branch)"; }
 
 FoldPlan PlanFolds(const Transcript& t, const std::map<std::string, FoldRecord>& records,
-                   const BranchLookup& lookup) {
+                   const BranchLookup& lookup, const std::set<std::string>* settled) {
   FoldPlan plan;
   std::vector<Candidate> stack;
   std::vector<Candidate> ended;
@@ -170,13 +205,12 @@ FoldPlan PlanFolds(const Transcript& t, const std::map<std::string, FoldRecord>&
   for (size_t i = 0; i < n; ++i) {
     const Message& m = t.messages[i];
     if (m.role != Role::kAssistant) continue;
+    const size_t answer = AnswerOf(t, i);
     for (const Block& block : m.blocks) {
-      if (block.kind != BlockKind::kToolCall) continue;
-      std::string_view name = BareToolName(block.tool_name);
-      if (name != kBranchCreate && name != kBranchReturn) continue;
-      const Block* result = FindResult(t, i + 1, block.call_id);
+      if (!IsBranchCall(block)) continue;
+      const Block* result = FindResult(t, answer, block.call_id);
       if (result == nullptr || result->is_error) continue;
-      if (name == kBranchCreate) {
+      if (block.contextd_tool == kBranchCreate) {
         std::string id = FindBranchId(result->text);
         if (!id.empty()) stack.push_back({id, block.call_id, i, false, "", 0});
         continue;
@@ -193,7 +227,7 @@ FoldPlan PlanFolds(const Transcript& t, const std::map<std::string, FoldRecord>&
       Candidate done = *it;
       done.returned = true;
       done.end_call_id = block.call_id;
-      done.end_message = i + 1;
+      done.end_message = answer;
       stack.erase(it, stack.end());  // its live children ended with it
       ended.push_back(std::move(done));
     }
@@ -206,7 +240,10 @@ FoldPlan PlanFolds(const Transcript& t, const std::map<std::string, FoldRecord>&
     }
     return std::nullopt;
   };
-  // Stored decisions first; then new ones for what ends at the tail.
+  auto skip = [&](const Candidate& c, SkipReason reason) {
+    plan.skipped.push_back({reason, c.branch_id, c.create_call_id});
+  };
+  // Stored decisions first; then new ones for the ends the model has not answered yet.
   auto consider = [&](const Candidate& c, bool open) {
     auto rec = records.find(c.create_call_id);
     if (rec != records.end()) {
@@ -218,23 +255,25 @@ FoldPlan PlanFolds(const Transcript& t, const std::map<std::string, FoldRecord>&
         end = c.end_message;
       }
       if (!end) {
-        plan.skipped.push_back(SkipReason::kMissingEnd);
+        if (settled == nullptr || !settled->count(c.create_call_id))
+          skip(c, SkipReason::kMissingEnd);
         return false;
       }
       edits.push_back(MakeEdit(t, c.create_message, *end, r));
       return true;
     }
-    if (n == 0 || t.messages[n - 1].role != Role::kUser) return false;
-    if (!open && c.end_message != n - 1) {
-      plan.skipped.push_back(SkipReason::kNotAtTail);
-      return false;
+    if (settled != nullptr && settled->count(c.create_call_id)) return false;
+    std::optional<size_t> end;
+    if (open) {
+      end = ForcedEnd(t, c.create_message);
+    } else {
+      end = c.end_message;
     }
+    if (!end || *end <= c.create_message) return false;
     std::optional<BranchFacts> facts = lookup ? lookup(c.branch_id) : std::nullopt;
     if (!facts || !facts->ended) return false;
-    const size_t end = n - 1;
-    if (end <= c.create_message) return false;
-    if (std::optional<SkipReason> why = Unsafe(t, c.create_message, end)) {
-      plan.skipped.push_back(*why);
+    if (AnsweredAfter(t, *end)) {
+      skip(c, SkipReason::kAnswered);
       return false;
     }
     FoldRecord r;
@@ -242,12 +281,12 @@ FoldPlan PlanFolds(const Transcript& t, const std::map<std::string, FoldRecord>&
     r.branch_id = c.branch_id;
     r.forced = open;
     if (open) {
-      r.end_message_key = t.messages[end].key;
+      r.end_message_key = t.messages[*end].key;
     } else {
       r.end_call_id = c.end_call_id;
     }
     r.result_text = FoldedResultText(*facts, open);
-    edits.push_back(MakeEdit(t, c.create_message, end, r));
+    edits.push_back(MakeEdit(t, c.create_message, *end, r));
     plan.new_records.push_back(std::move(r));
     return true;
   };
@@ -265,7 +304,10 @@ FoldPlan PlanFolds(const Transcript& t, const std::map<std::string, FoldRecord>&
     if (!plan.edits.empty()) {
       const FoldEdit& last = plan.edits.back();
       if (edit.create_message < last.end_message) {
-        if (edit.end_message > last.end_message) plan.skipped.push_back(SkipReason::kOverlap);
+        if (edit.end_message > last.end_message &&
+            (settled == nullptr || !settled->count(edit.create_call_id))) {
+          plan.skipped.push_back({SkipReason::kOverlap, edit.branch_id, edit.create_call_id});
+        }
         continue;  // nested in a fold already applied
       }
     }
@@ -286,52 +328,60 @@ FoldPlan PlanFolds(const Transcript& t, const std::map<std::string, FoldRecord>&
 }
 
 absl::Status ValidateTranscript(const Transcript& t) {
+  // The message before `i` that is not a system message (size() when none).
+  auto previous = [&](size_t i) {
+    while (i-- > 0) {
+      if (t.messages[i].role != Role::kSystem) return i;
+    }
+    return t.messages.size();
+  };
   for (size_t i = 0; i < t.messages.size(); ++i) {
     const Message& m = t.messages[i];
-    if (m.role == Role::kOther) return absl::InvalidArgumentError(absl::StrCat("message ", i, ": unknown role"));
+    if (m.role == Role::kOther) {
+      return absl::InvalidArgumentError(absl::StrCat("message ", i, ": unknown role"));
+    }
     if (i == 0 && m.role != Role::kUser) {
       return absl::InvalidArgumentError("message 0: the first message must be the user's");
     }
-    if (i > 0 && t.messages[i - 1].role == m.role) {
-      return absl::InvalidArgumentError(absl::StrCat("message ", i, ": two messages of one role"));
-    }
-    // Results: first in a user message, each answering a call of the previous message.
+    // Results: first in a user message, each answering a call of the message before it.
     std::vector<std::string> calls;
-    if (i > 0) {
-      for (const Block& b : t.messages[i - 1].blocks) {
+    if (size_t p = previous(i); p < t.messages.size() && t.messages[p].role == Role::kAssistant) {
+      for (const Block& b : t.messages[p].blocks) {
         if (b.kind == BlockKind::kToolCall) calls.push_back(b.call_id);
       }
     }
     bool past_results = false;
-    std::vector<std::string> answered;
     for (const Block& b : m.blocks) {
       if (b.kind != BlockKind::kToolResult) {
         past_results = true;
         continue;
       }
       if (m.role != Role::kUser) {
-        return absl::InvalidArgumentError(absl::StrCat("message ", i, ": a tool result outside a user message"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("message ", i, ": a tool result outside a user message"));
       }
       if (past_results) {
-        return absl::InvalidArgumentError(absl::StrCat("message ", i, ": a tool result after other content"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("message ", i, ": a tool result after other content"));
       }
       if (std::find(calls.begin(), calls.end(), b.call_id) == calls.end()) {
         return absl::InvalidArgumentError(
             absl::StrCat("message ", i, ": result for unknown call ", b.call_id));
       }
-      answered.push_back(b.call_id);
     }
-    if (m.role == Role::kAssistant && i + 1 < t.messages.size()) {
-      for (const Block& b : m.blocks) {
-        if (b.kind != BlockKind::kToolCall) continue;
-        const std::vector<Block>& next = t.messages[i + 1].blocks;
-        bool found = std::any_of(next.begin(), next.end(), [&](const Block& r) {
-          return r.kind == BlockKind::kToolResult && r.call_id == b.call_id;
-        });
-        if (!found) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("message ", i, ": call ", b.call_id, " has no result next"));
-        }
+    if (m.role != Role::kAssistant) continue;
+    const size_t answer = AnswerOf(t, i);
+    for (const Block& b : m.blocks) {
+      if (b.kind != BlockKind::kToolCall) continue;
+      if (answer == t.messages.size()) {
+        // The tail: a prefilled turn, or calls the client has not answered yet.
+        bool tail = std::all_of(t.messages.begin() + i + 1, t.messages.end(),
+                                [](const Message& x) { return x.role == Role::kSystem; });
+        if (tail) break;
+      }
+      if (FindResult(t, answer, b.call_id) == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("message ", i, ": call ", b.call_id, " has no result next"));
       }
     }
   }

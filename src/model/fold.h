@@ -1,16 +1,22 @@
 // The fold core, F(.) for branches: finds the branches of a transcript (a branch_create call, the
 // branch id in its result, the matching branch_return), decides which are folded and where, and
-// says which messages go. Provider-neutral: an adapter renders the plan. A fold is decided once,
-// in the request that carries its end (branch_return's result, or the tail at which contextd
-// force-returned the branch), as a FoldRecord the caller stores; every later request applies the
-// stored records, so the same transcript always folds the same way. Pure functions.
+// says which messages go. Provider-neutral: an adapter renders the plan. Everything between the
+// create turn and the end folds, whatever the client put there (system messages, reminders, any
+// tool, media, thinking) but for the text a person typed, which stays after the folded result.
+// A fold is decided once, in the first request that carries its end (branch_return's result, or
+// the answer at which contextd force-returned the branch), as a FoldRecord the caller stores;
+// every later request applies the stored records, so the same transcript always folds the same
+// way. Pure functions.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -46,8 +52,9 @@ struct FoldRecord {
 
 // One fold applied to a transcript: messages (create_message, end_message] are replaced by one
 // user message: the tool_result for create_call_id (result_text), a stub result for each other
-// call of the create message (stub_call_ids, in order), then the blocks of end_message that are
-// not tool results (kept_end_blocks, indexes).
+// call of the create message (stub_call_ids, in order), then the blocks of the span that stay
+// (kept_blocks, (message, block) in transcript order): the text a person typed inside the span,
+// and the blocks of end_message that are not tool results.
 struct FoldEdit {
   size_t create_message = 0;
   size_t end_message = 0;
@@ -55,17 +62,31 @@ struct FoldEdit {
   std::string branch_id;
   std::string result_text;
   std::vector<std::string> stub_call_ids;
-  std::vector<size_t> kept_end_blocks;
+  std::vector<std::pair<size_t, size_t>> kept_blocks;
 };
 
-// Why a branch was left whole (a metric label).
-enum class SkipReason { kInterleaved, kUnknownBlock, kOverlap, kNotAtTail, kMissingEnd };
+// Why a branch that ended was left whole (a metric label; docs/decisions/0032). Each is a case
+// where folding would change what the model already answered to, or lose a stored decision:
+//   kAnswered    the model has answered since the branch ended, so its later turns (and their
+//                thinking) were produced on the unfolded prefix: the end was never in a request
+//                contextd could decide in (contextd learnt of the branch's end too late, or the
+//                conversation's state was lost)
+//   kMissingEnd  a stored fold's end is not in the transcript (the client edited its history)
+//   kOverlap     the branch straddles another fold's edge (its create before, its end after)
+enum class SkipReason { kAnswered, kMissingEnd, kOverlap };
 const char* SkipReasonName(SkipReason reason);
 
+// A branch left whole by a plan.
+struct FoldSkip {
+  SkipReason reason = SkipReason::kAnswered;
+  std::string branch_id;
+  std::string create_call_id;
+};
+
 struct FoldPlan {
-  std::vector<FoldEdit> edits;           // disjoint, in transcript order
-  std::vector<FoldRecord> new_records;   // decided by this request: store before forwarding
-  std::vector<SkipReason> skipped;       // branches left whole now
+  std::vector<FoldEdit> edits;          // disjoint, in transcript order
+  std::vector<FoldRecord> new_records;  // decided by this request: store before forwarding
+  std::vector<FoldSkip> skipped;        // branches left whole now
   // The innermost branch still open at the end of the transcript ("" = root), with the index of
   // the message that created it (its span runs from there to the tail).
   std::string open_branch_id;
@@ -73,20 +94,28 @@ struct FoldPlan {
   std::vector<std::string> open_branch_ids;  // all open at the tail, outermost first
 };
 
+// Whether a text block of a user message is the client's own (a `<system-reminder>`, Codex's
+// `<environment_context>`): folded with its span. Anything else a user message holds inside a
+// span is what the person typed, and stays. `prefix`: the text's opening (Block::text).
+bool IsHarnessText(std::string_view prefix);
+
 // The text of the tool_result that stands for a folded branch.
 std::string FoldedResultText(const BranchFacts& facts, bool forced);
 // The stub result of another call made in the create turn (it keeps the call paired).
 std::string StubResultText(const std::string& branch_id);
 
 // Plans the folds of `transcript`. `records`: the stored decisions (by create call id).
-// `lookup` is called for branches that end at the tail and have no record. Branches whose
-// store entry ended without a return in the transcript (force-returned) fold at the tail.
+// A returned branch without a record is decided now if the model has not answered since its
+// return's result (wherever that result stands: what follows it stays); one whose store entry
+// ended without a return in the transcript (force-returned) folds up to the answer to the last
+// assistant turn. `lookup` is called for those. `settled`: create call ids whose skip was
+// reported before: left whole again without a lookup and not reported again.
 FoldPlan PlanFolds(const Transcript& transcript, const std::map<std::string, FoldRecord>& records,
-                   const BranchLookup& lookup);
+                   const BranchLookup& lookup, const std::set<std::string>* settled = nullptr);
 
-// Checks a transcript as a provider would: roles valid (user first, user and assistant
-// alternating), every tool call answered first in the next user message, no result without its
-// call. InvalidArgument naming the message otherwise.
+// Checks a transcript as a provider would: the first message is the user's, every tool call is
+// answered first in the next user message, no result without its call; system messages between
+// them are allowed. InvalidArgument naming the message otherwise.
 absl::Status ValidateTranscript(const Transcript& transcript);
 
 }  // namespace contextd::model

@@ -1,5 +1,6 @@
 #include "model/fold.h"
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -188,13 +189,28 @@ TEST(FoldTest, ABreakpointOnARemovedBlockMovesToTheBlockThatReplacesIt) {
   EXPECT_TRUE(ValidateTranscript(request2->RenderedTranscript(render2)).ok());
 }
 
-TEST(FoldTest, ReturnNotAtTheTailStaysWhole) {
+TEST(FoldTest, AReturnTheModelAnsweredWithoutARecordStaysWhole) {
+  // The model answered after the return: its later turns were produced on the unfolded prefix.
   auto request = Parse(Conversation(true, true));
   FoldPlan plan = PlanFolds(request->transcript(), {}, [](const std::string&) {
     return std::optional<BranchFacts>(Returned());
   });
   EXPECT_TRUE(plan.edits.empty());
-  EXPECT_THAT(plan.skipped, testing::ElementsAre(SkipReason::kNotAtTail));
+  ASSERT_EQ(plan.skipped.size(), 1u);
+  EXPECT_EQ(plan.skipped[0].reason, SkipReason::kAnswered);
+  EXPECT_EQ(plan.skipped[0].branch_id, kBranch);
+  EXPECT_EQ(plan.skipped[0].create_call_id, "c1");
+  // Once reported, it is left whole without a lookup and not reported again.
+  std::set<std::string> settled{"c1"};
+  FoldPlan again = PlanFolds(
+      request->transcript(), {},
+      [](const std::string&) {
+        ADD_FAILURE() << "a settled skip needs no lookup";
+        return std::optional<BranchFacts>();
+      },
+      &settled);
+  EXPECT_TRUE(again.edits.empty());
+  EXPECT_TRUE(again.skipped.empty());
 }
 
 TEST(FoldTest, ForceReturnedBranchFoldsAtTheTailWithItsNotice) {
@@ -232,26 +248,38 @@ TEST(FoldTest, OpenBranchIsReportedForCharging) {
   EXPECT_EQ(plan.open_branch_create_message, 1u);
 }
 
-TEST(FoldTest, UserTextInsideTheBranchKeepsItWhole) {
+TEST(FoldTest, UserTextInsideTheBranchStaysAfterTheFoldedResult) {
   json body = Conversation(true, false);
-  body["messages"][4]["content"].push_back(Text("actually, stop"));
+  body["messages"][4]["content"].push_back(Text("actually, also check b.py"));
   auto request = Parse(body);
   FoldPlan plan = PlanFolds(request->transcript(), {}, [](const std::string&) {
     return std::optional<BranchFacts>(Returned());
   });
-  EXPECT_TRUE(plan.edits.empty());
-  EXPECT_THAT(plan.skipped, testing::ElementsAre(SkipReason::kInterleaved));
+  ASSERT_EQ(plan.edits.size(), 1u);
+  EXPECT_TRUE(plan.skipped.empty());
+  // The typed text first (in order), then what the end holds besides results.
+  EXPECT_THAT(plan.edits[0].kept_blocks,
+              testing::ElementsAre(std::make_pair(size_t{4}, size_t{1}),
+                                   std::make_pair(size_t{6}, size_t{1})));
+  RenderPlan render;
+  render.folds = plan.edits;
+  json sent = json::parse(request->Render(render));
+  json folded = sent["messages"][2]["content"];
+  ASSERT_EQ(folded.size(), 4u);
+  EXPECT_EQ(folded[2]["text"], "actually, also check b.py");
+  EXPECT_EQ(folded[3]["text"], "<system-reminder>todo</system-reminder>");
+  EXPECT_TRUE(ValidateTranscript(request->RenderedTranscript(render)).ok());
 }
 
-TEST(FoldTest, UnknownBlockInsideTheBranchKeepsItWhole) {
+TEST(FoldTest, UnknownBlockInsideTheBranchFoldsWithIt) {
   json body = Conversation(true, false);
   body["messages"][3]["content"].push_back({{"type", "a_block_from_the_future"}, {"id", "s1"}});
   auto request = Parse(body);
   FoldPlan plan = PlanFolds(request->transcript(), {}, [](const std::string&) {
     return std::optional<BranchFacts>(Returned());
   });
-  EXPECT_TRUE(plan.edits.empty());
-  EXPECT_THAT(plan.skipped, testing::ElementsAre(SkipReason::kUnknownBlock));
+  EXPECT_EQ(plan.edits.size(), 1u);
+  EXPECT_TRUE(plan.skipped.empty());
 }
 
 TEST(FoldTest, ProviderToolsInsideTheBranchFoldWithIt) {

@@ -102,6 +102,18 @@ enum class Provider { kAnthropic, kOpenAI };
 // A request on the shared /v1/ routes is an Anthropic one when it carries the header every
 // Anthropic client sends (`anthropic-version`; Claude Code under OAuth sends it beside an
 // `authorization: Bearer`) or an Anthropic key header; OpenAI clients send neither.
+// The conversation a request belongs to, as its client names it: Claude Code's session header,
+// OpenCode's `x-session-id`, Codex's `session_id`; "" when it names none (its threads are then
+// told apart by their first message alone).
+std::string ConversationHeader(const transport::HttpRequest& request) {
+  for (std::string_view name :
+       {"x-claude-code-session-id", "x-session-id", "session_id", "session-id"}) {
+    std::string_view value = request.Header(name);
+    if (!value.empty()) return std::string(value);
+  }
+  return "";
+}
+
 Provider ProviderOf(const transport::HttpRequest& request) {
   return request.HasHeader("anthropic-version") || request.HasHeader("x-api-key")
              ? Provider::kAnthropic
@@ -357,11 +369,7 @@ void ModelGateway::Handle(transport::HttpRequest request,
       exchange->headers.emplace_back("Authorization", absl::StrCat("Bearer ", provider_key));
     }
   }
-  // Chat Completions and Responses name no conversation: their threads are told apart by their
-  // first message.
-  std::string session(api == ModelApi::kAnthropicMessages
-                          ? request.Header("x-claude-code-session-id")
-                          : std::string_view());
+  std::string session(ConversationHeader(request));
   exchange->body = request.TakeBody();
   exchange->report.usage.key.tenant = *tenant;
   exchange->report.usage.project = project;

@@ -14,11 +14,6 @@ const char* ModelApiName(ModelApi api) {
   return "unknown";
 }
 
-bool IsBranchTool(std::string_view name) {
-  std::string_view bare = BareToolName(name);
-  return bare == "branch_create" || bare == "branch_return";
-}
-
 Transcript ModelRequest::RenderedTranscript(const RenderPlan& plan) const {
   const Transcript& in = transcript();
   Transcript out;
@@ -44,8 +39,8 @@ Transcript ModelRequest::RenderedTranscript(const RenderPlan& plan) const {
         result.text = StubResultText(edit.branch_id);
         folded.blocks.push_back(result);
       }
-      for (size_t b : edit.kept_end_blocks) {
-        folded.blocks.push_back(in.messages[edit.end_message].blocks[b]);
+      for (const auto& [km, kb] : edit.kept_blocks) {
+        folded.blocks.push_back(in.messages[km].blocks[kb]);
       }
       out.messages.push_back(std::move(folded));
       m = edit.end_message;

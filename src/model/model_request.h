@@ -28,9 +28,6 @@ const char* ModelApiName(ModelApi api);
 // client's <system-reminder> from text a person wrote; the rest is read on demand.
 inline constexpr size_t kTextPrefixBytes = 64;
 
-// Whether a tool call's name is contextd's branch_create or branch_return (MCP prefix aside).
-bool IsBranchTool(std::string_view name);
-
 // A JSON string token of the body: [begin, end) in bytes, quotes included.
 struct TextSpan {
   uint32_t begin = 0;

@@ -73,8 +73,12 @@ absl::StatusOr<std::unique_ptr<OpenAIChatRequest>> OpenAIChatRequest::Parse(std:
   // Only `messages` is navigated deeply: in a message its content and tool calls, in a tool call
   // its function. Tools, response formats and the rest are validated but not listed.
   static const RecordPolicy policy = [](int depth, std::string_view key, int limit) {
-    if (depth == 0) return key == "\"messages\"" ? limit : 1;
-    if (depth == 2) return key == "\"content\"" || key == "\"tool_calls\"" ? limit : 3;
+    // Tools down to each function's name and description (ContextdToolNames).
+    if (depth == 0) return key == "\"messages\"" ? limit : key == "\"tools\"" ? 4 : 1;
+    if (depth == 2) {
+      return key == "\"content\"" || key == "\"tool_calls\"" || key == "\"function\"" ? limit
+                                                                                      : 3;
+    }
     if (depth == 4) return key == "\"function\"" || key == "\"custom\"" ? limit : 5;
     return limit;
   };
@@ -95,6 +99,7 @@ absl::Status OpenAIChatRequest::Index() {
     return absl::InvalidArgumentError("messages: an array is required");
   }
   if (auto model = StringMember(doc, root_, "model")) model_ = *model;
+  names_.DeclareFrom(doc, FindMember(doc, root_, "tools"));
   const std::vector<RawNode>& wires = messages_->children;
   wire_roles_.reserve(wires.size());
   for (size_t w = 0; w < wires.size(); ++w) {
@@ -112,7 +117,7 @@ absl::Status OpenAIChatRequest::Index() {
   while (w < wires.size()) {
     const std::string& role = wire_roles_[w];
     size_t end = w + 1;
-    Role neutral = Role::kOther;
+    Role neutral = IsPreambleRole(role) ? Role::kSystem : Role::kOther;
     if (role == "assistant") {
       neutral = Role::kAssistant;
     } else if (role == "user" || role == "tool") {
@@ -128,7 +133,8 @@ absl::Status OpenAIChatRequest::Index() {
     transcript_.messages.emplace_back().role = neutral;
     std::vector<std::string> calls_here;
     for (size_t k = w; k < end; ++k) IndexWire(m, k, branch_calls, calls_here);
-    branch_calls = std::move(calls_here);
+    // A system message between a turn and its answer leaves the pairing as it was.
+    if (neutral != Role::kSystem) branch_calls = std::move(calls_here);
     w = end;
   }
   return absl::OkStatus();
@@ -199,7 +205,8 @@ void OpenAIChatRequest::IndexWire(size_t m, size_t wire,
       block.call_id = StringMember(doc, call, "id").value_or("");
       CallParts parts = CallOf(doc, call);
       block.tool_name = std::move(parts.name);
-      if (IsBranchTool(block.tool_name)) {
+      block.contextd_tool = names_.Resolve(block.tool_name);
+      if (IsBranchCall(block)) {
         block.text = ArgumentsText(doc, parts.arguments);
         calls_here.push_back(block.call_id);
       }
@@ -241,7 +248,7 @@ std::string OpenAIChatRequest::BlockKey(const BlockRef& ref, const Block& block)
 void OpenAIChatRequest::ComputeKey(size_t m) {
   const MessageRef& ref = refs_[m];
   Message& message = transcript_.messages[m];
-  std::string key_input = absl::StrCat(static_cast<int>(message.role), ":");
+  std::string key_input = absl::StrCat(KeyRole(message.role), ":");
   size_t b = 0;
   for (size_t wire = ref.first_wire; wire < ref.end_wire; ++wire) {
     // Each element's role marks where it starts (a run of user and tool messages is one message).
@@ -287,6 +294,16 @@ void OpenAIChatRequest::RenderFold(const FoldEdit& edit, const RenderPlan& plan,
   };
   tool_message(edit.create_call_id, edit.result_text);
   for (const std::string& id : edit.stub_call_ids) tool_message(id, StubResultText(edit.branch_id));
+  // The user messages a person wrote inside the span stay, in order, after them.
+  size_t last_wire = messages_->children.size();
+  for (const auto& [m, b] : edit.kept_blocks) {
+    if (m == edit.end_message) continue;
+    const size_t wire = refs_[m].blocks[b].wire;
+    if (wire == last_wire) continue;
+    last_wire = wire;
+    out.push_back(',');
+    internal::RenderWireItem(body_, *messages_, refs_[m], m, wire, plan, out);
+  }
   // What the end's run holds besides tool results (its user messages) stays after them.
   const MessageRef& end = refs_[edit.end_message];
   for (size_t wire = end.first_wire; wire < end.end_wire; ++wire) {

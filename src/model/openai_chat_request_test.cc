@@ -173,7 +173,7 @@ TEST(OpenAIChatRequestTest, RenderingEveryBlockUnchangedGivesTheSameBytes) {
   EXPECT_EQ(t.messages[1].blocks[1].tool_name, "apply_patch");
   EXPECT_EQ(request->BlockText(1, 1), "*** x");
   EXPECT_EQ(request->BlockText(2, 0), "a\nb");
-  EXPECT_EQ(t.messages[3].role, Role::kOther);
+  EXPECT_EQ(t.messages[3].role, Role::kSystem);
   EXPECT_EQ(request->BlockText(4, 1), "no");
 
   EXPECT_EQ(request->Render(RenderPlan{}), body);
@@ -202,7 +202,7 @@ TEST(OpenAIChatRequestTest, AReturnedBranchFoldsToOneToolMessagePerCall) {
   EXPECT_EQ(plan.edits[0].create_message, 1u);
   EXPECT_EQ(plan.edits[0].end_message, 6u);
   EXPECT_THAT(plan.edits[0].stub_call_ids, ElementsAre("b1"));
-  EXPECT_THAT(plan.edits[0].kept_end_blocks, ElementsAre(1u));
+  EXPECT_THAT(plan.edits[0].kept_blocks, ElementsAre(std::make_pair(size_t{6}, size_t{1})));
 
   RenderPlan render;
   render.folds = plan.edits;
@@ -250,27 +250,26 @@ TEST(OpenAIChatRequestTest, AReturnedBranchFoldsToOneToolMessagePerCall) {
   EXPECT_EQ(next->Render(render2), out2);
 }
 
-TEST(OpenAIChatRequestTest, UserTextInsideTheBranchKeepsItWhole) {
+TEST(OpenAIChatRequestTest, UserTextAndSystemMessagesInsideTheBranchFoldAroundWhatStays) {
   json body = Conversation(true, false);
-  // A person's words between the read's result and the return.
-  body["messages"].insert(body["messages"].begin() + 7, User("actually, stop"));
+  // A person's words between the read's result and the return, and a system message.
+  body["messages"].insert(body["messages"].begin() + 7, User("actually, also b.py"));
+  body["messages"].insert(body["messages"].begin() + 7, json{{"role", "system"}, {"content", "note"}});
   auto request = Parse(body.dump());
   FoldPlan plan = PlanFolds(request->transcript(), {}, [](const std::string&) {
     return std::optional<BranchFacts>(Returned());
   });
-  EXPECT_TRUE(plan.edits.empty());
-  EXPECT_THAT(plan.skipped, ElementsAre(SkipReason::kInterleaved));
-
-  // A system message inside the branch: a role the fold does not know; left whole too.
-  json system = Conversation(true, false);
-  system["messages"].insert(system["messages"].begin() + 7,
-                            json{{"role", "system"}, {"content", "note"}});
-  auto with_system = Parse(system.dump());
-  FoldPlan plan2 = PlanFolds(with_system->transcript(), {}, [](const std::string&) {
-    return std::optional<BranchFacts>(Returned());
-  });
-  EXPECT_TRUE(plan2.edits.empty());
-  EXPECT_THAT(plan2.skipped, ElementsAre(SkipReason::kUnknownBlock));
+  ASSERT_EQ(plan.edits.size(), 1u);
+  EXPECT_TRUE(plan.skipped.empty());
+  RenderPlan render;
+  render.folds = plan.edits;
+  std::string out = request->Render(render);
+  EXPECT_EQ(out.find("\"note\""), std::string::npos);
+  json sent = json::parse(out)["messages"];
+  ExpectPaired(sent);
+  bool kept = false;
+  for (const json& m : sent) kept |= m["role"] == "user" && m["content"] == "actually, also b.py";
+  EXPECT_TRUE(kept) << out;
 }
 
 TEST(OpenAIChatRequestTest, AppendedNoticesAreAUserMessageOfTheirOwn) {

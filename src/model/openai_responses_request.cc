@@ -13,12 +13,15 @@ namespace {
 constexpr int kRecordDepth = 5;
 
 // Which neutral message an `input` item belongs to.
-enum class Side { kUser, kAssistant, kOther };
+enum class Side { kUser, kAssistant, kSystem, kOther };
+
+bool IsPreambleRole(std::string_view role) { return role == "system" || role == "developer"; }
 
 Side SideOf(std::string_view type, std::string_view role) {
   if (type == "message") {
     if (role == "user") return Side::kUser;
     if (role == "assistant") return Side::kAssistant;
+    if (IsPreambleRole(role)) return Side::kSystem;  // past the preamble: a harness update
     return Side::kOther;
   }
   // The model's output: its reasoning and its calls (client tools and provider-run ones alike).
@@ -35,8 +38,6 @@ bool IsToolCall(std::string_view type) {
 bool IsToolOutput(std::string_view type) {
   return type == "function_call_output" || type == "custom_tool_call_output";
 }
-
-bool IsPreambleRole(std::string_view role) { return role == "system" || role == "developer"; }
 
 bool IsTextPart(std::string_view type) {
   return type == "input_text" || type == "output_text" || type == "text";
@@ -89,9 +90,13 @@ absl::StatusOr<std::unique_ptr<OpenAIResponsesRequest>> OpenAIResponsesRequest::
   // Only `input` is navigated deeply: in an item its content, output or summary parts. Tools,
   // instructions and the rest are validated but not listed.
   static const RecordPolicy policy = [](int depth, std::string_view key, int limit) {
-    if (depth == 0) return key == "\"input\"" ? limit : 1;
+    // Tools down to each one's name and description, in namespaces too (ContextdToolNames).
+    if (depth == 0) return key == "\"input\"" || key == "\"tools\"" ? limit : 1;
     if (depth == 2) {
-      return key == "\"content\"" || key == "\"output\"" || key == "\"summary\"" ? limit : 3;
+      return key == "\"content\"" || key == "\"output\"" || key == "\"summary\"" ||
+                     key == "\"tools\""
+                 ? limit
+                 : 3;
     }
     return limit;
   };
@@ -108,6 +113,7 @@ absl::Status OpenAIResponsesRequest::Index() {
     return absl::InvalidArgumentError("the request body must be a JSON object");
   }
   if (auto model = StringMember(doc, root_, "model")) model_ = *model;
+  names_.DeclareFrom(doc, FindMember(doc, root_, "tools"));
   // History kept by the provider: what the model reads is not in this body, so no rewrite of it
   // could keep the conversation consistent.
   for (const char* name : {"previous_response_id", "conversation"}) {
@@ -173,13 +179,15 @@ absl::Status OpenAIResponsesRequest::Index() {
     ref.end_wire = end;
     transcript_.messages.emplace_back().role = side == Side::kUser        ? Role::kUser
                                                : side == Side::kAssistant ? Role::kAssistant
+                                               : side == Side::kSystem    ? Role::kSystem
                                                                           : Role::kOther;
     std::vector<std::string> calls_here;
     // Tool outputs first, as a Messages user turn holds its results; then the rest, in order.
     for (bool results : {true, false}) {
       for (size_t k = w; k < end; ++k) IndexWire(m, k, results, branch_calls, calls_here);
     }
-    branch_calls = std::move(calls_here);
+    // A system message between a turn and its answer leaves the pairing as it was.
+    if (side != Side::kSystem) branch_calls = std::move(calls_here);
     w = end;
   }
   return absl::OkStatus();
@@ -219,10 +227,10 @@ void OpenAIResponsesRequest::IndexWire(size_t m, size_t wire, bool results,
     std::string name = StringMember(doc, node, "name").value_or("");
     // A tool offered inside a namespace (Codex: "mcp__contextd") is named with it, as MCP
     // clients name their tools.
-    std::string space = StringMember(doc, node, "namespace").value_or("");
-    if (!space.empty() && !space.ends_with("__")) space += "__";
-    block.tool_name = absl::StrCat(space, name);
-    if (IsBranchTool(block.tool_name)) {
+    block.tool_name =
+        NamespacedToolName(StringMember(doc, node, "namespace").value_or(""), name);
+    block.contextd_tool = names_.Resolve(block.tool_name);
+    if (IsBranchCall(block)) {
       block.text = ArgumentsText(doc, ArgumentsOf(doc, node, type));
       calls_here.push_back(block.call_id);
     }
@@ -320,7 +328,7 @@ void OpenAIResponsesRequest::ComputeKey(size_t m) {
   for (size_t b = 0; b < ref.blocks.size(); ++b) {
     message.blocks[b].key = BlockKey(ref.blocks[b], message.blocks[b]);
   }
-  std::string key_input = absl::StrCat(static_cast<int>(message.role), ":");
+  std::string key_input = absl::StrCat(KeyRole(message.role), ":");
   if (input_string_ != nullptr) {
     absl::StrAppend(&key_input, "|string|", message.blocks[0].key);
   }
@@ -392,6 +400,16 @@ void OpenAIResponsesRequest::RenderFold(const FoldEdit& edit, const RenderPlan& 
   };
   output_item(edit.create_call_id, edit.result_text);
   for (const std::string& id : edit.stub_call_ids) output_item(id, StubResultText(edit.branch_id));
+  // The user messages a person wrote inside the span stay, in order, after them.
+  size_t last_wire = input_->children.size();
+  for (const auto& [m, b] : edit.kept_blocks) {
+    if (m == edit.end_message) continue;
+    const size_t wire = refs_[m].blocks[b].wire;
+    if (wire == last_wire) continue;
+    last_wire = wire;
+    out.push_back(',');
+    internal::RenderWireItem(body_, *input_, refs_[m], m, wire, plan, out);
+  }
   // What the end's run holds besides tool outputs (its user messages) stays after them.
   const MessageRef& end = refs_[edit.end_message];
   for (size_t wire = end.first_wire; wire < end.end_wire; ++wire) {

@@ -24,6 +24,7 @@
 #include "model/internal/openai_wire_array.h"
 #include "model/model_request.h"
 #include "model/raw_json.h"
+#include "model/tool_names.h"
 #include "model/transcript.h"
 
 namespace contextd::model {
@@ -90,6 +91,7 @@ class OpenAIResponsesRequest : public ModelRequest {
   std::vector<MessageRef> refs_;
   Transcript transcript_;
   std::string model_;
+  ContextdToolNames names_;  // declared by the request's tool definitions
   std::string unfoldable_;
 };
 

@@ -184,7 +184,7 @@ TEST(OpenAIResponsesRequestTest, ToolOutputsComeFirstAndNamespacesNameTheTool) {
   const Transcript& t = request->transcript();
   ASSERT_EQ(t.messages.size(), 3u);
   EXPECT_EQ(t.messages[1].blocks[0].tool_name, "mcp__contextd__branch_create");
-  EXPECT_TRUE(IsBranchTool(t.messages[1].blocks[0].tool_name));
+  EXPECT_EQ(t.messages[1].blocks[0].contextd_tool, "branch_create");
   ASSERT_EQ(t.messages[2].blocks.size(), 2u);
   EXPECT_EQ(t.messages[2].blocks[0].kind, BlockKind::kToolResult);
   EXPECT_EQ(t.messages[2].blocks[0].text, kBranch);
@@ -234,7 +234,7 @@ TEST(OpenAIResponsesRequestTest, RenderingEveryBlockUnchangedGivesTheSameBytes) 
   EXPECT_EQ(request->BlockText(1, 2), "*** x");
   EXPECT_EQ(request->BlockText(2, 0), "a\nb");
   EXPECT_EQ(t.messages[3].role, Role::kOther);  // the item reference
-  EXPECT_EQ(t.messages[4].role, Role::kOther);  // a developer message mid-way
+  EXPECT_EQ(t.messages[4].role, Role::kSystem);  // a developer message mid-way
   EXPECT_EQ(request->BlockText(5, 1), "no");
 
   EXPECT_EQ(request->Render(RenderPlan{}), body);
@@ -297,7 +297,7 @@ TEST(OpenAIResponsesRequestTest, KeptUserTextFollowsTheOutputsAndLaterRequestsFo
   auto request = Parse(original);
   FoldPlan plan = PlanReturned(request->transcript());
   ASSERT_EQ(plan.edits.size(), 1u);
-  EXPECT_THAT(plan.edits[0].kept_end_blocks, ElementsAre(1u));
+  EXPECT_EQ(plan.edits[0].kept_blocks.size(), 1u);
   RenderPlan render;
   render.folds = plan.edits;
   std::string out = request->Render(render);
@@ -341,7 +341,7 @@ TEST(OpenAIResponsesRequestTest, ACustomToolCallOfTheCreateTurnGetsACustomOutput
   ExpectPaired(sent);
 }
 
-TEST(OpenAIResponsesRequestTest, UnknownItemsOrUserTextInsideTheBranchKeepItWhole) {
+TEST(OpenAIResponsesRequestTest, UnknownItemsInsideTheBranchFoldAndUserTextStays) {
   for (const json& inside :
        {json{{"type", "web_search_call"}, {"id", "ws_1"}, {"status", "completed"}},
         json{{"type", "item_reference"}, {"id", "msg_1"}},
@@ -352,17 +352,21 @@ TEST(OpenAIResponsesRequestTest, UnknownItemsOrUserTextInsideTheBranchKeepItWhol
     FoldPlan plan = PlanFolds(request->transcript(), {}, [](const std::string&) {
       return std::optional<BranchFacts>(Returned());
     });
-    EXPECT_TRUE(plan.edits.empty()) << inside.dump();
-    EXPECT_THAT(plan.skipped, ElementsAre(SkipReason::kUnknownBlock)) << inside.dump();
+    EXPECT_EQ(plan.edits.size(), 1u) << inside.dump();
+    EXPECT_TRUE(plan.skipped.empty()) << inside.dump();
   }
   json body = Conversation(true, false);
-  body["input"].insert(body["input"].begin() + 10, UserText("actually, stop"));
+  body["input"].insert(body["input"].begin() + 10, UserText("actually, also b.py"));
   auto request = Parse(body.dump());
   FoldPlan plan = PlanFolds(request->transcript(), {}, [](const std::string&) {
     return std::optional<BranchFacts>(Returned());
   });
-  EXPECT_TRUE(plan.edits.empty());
-  EXPECT_THAT(plan.skipped, ElementsAre(SkipReason::kInterleaved));
+  ASSERT_EQ(plan.edits.size(), 1u);
+  RenderPlan render;
+  render.folds = plan.edits;
+  std::string out = request->Render(render);
+  EXPECT_NE(out.find("actually, also b.py"), std::string::npos);
+  ExpectPaired(json::parse(out)["input"]);
 }
 
 TEST(OpenAIResponsesRequestTest, AppendedNoticesAreAUserMessageItemOfInputText) {

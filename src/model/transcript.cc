@@ -6,13 +6,6 @@
 
 namespace contextd::model {
 
-std::string_view BareToolName(std::string_view name) {
-  // Claude Code: mcp__<server>__<tool>; Codex and others: <server>__<tool>.
-  size_t at = name.rfind("__");
-  if (at == std::string_view::npos) return name;
-  return name.substr(at + 2);
-}
-
 std::string Digest(std::initializer_list<std::string_view> parts) {
   // EVP with the built-in SHA-256 cannot fail short of memory exhaustion. The algorithm is
   // fetched once and the context reused per thread: both cost more than hashing a short block.

@@ -11,7 +11,10 @@
 
 namespace contextd::model {
 
-enum class Role { kUser, kAssistant, kOther };
+// kSystem: a `system` (or `developer`) message in the middle of the conversation, which clients
+// add as harness nudges (Claude Code's mid-conversation system messages, Codex's developer
+// updates); the request's own system prompt is not a message.
+enum class Role { kUser, kAssistant, kOther, kSystem };
 
 enum class BlockKind {
   kText,        // text the model or the user wrote (or the client injected)
@@ -28,6 +31,9 @@ struct Block {
   std::string type;       // the provider's type name ("tool_use", ...)
   std::string call_id;    // kToolCall: its id; kToolResult: the call it answers
   std::string tool_name;  // kToolCall
+  // kToolCall to contextd: its tool without the client's prefix ("branch_create",
+  // "fs__read_file"; ContextdToolNames); "" for a call that does not go to contextd.
+  std::string contextd_tool;
   bool is_error = false;  // kToolResult
   // What the model reads of it: kText/kThinking text, kToolResult's text content, kToolCall's
   // arguments (raw JSON). Used to find branch ids, count tokens and scrub.
@@ -46,9 +52,11 @@ struct Transcript {
   std::vector<Message> messages;
 };
 
-// A tool call's name without the client's MCP prefix: "mcp__contextd__branch_create" and
-// "contextd__branch_create" -> "branch_create"; other names unchanged.
-std::string_view BareToolName(std::string_view name);
+// The role as message keys name it: a system message is keyed as every role but user and
+// assistant always was, so that keys stored before kSystem existed still match.
+inline int KeyRole(Role role) {
+  return static_cast<int>(role == Role::kSystem ? Role::kOther : role);
+}
 
 // 16-byte digest (SHA-256, truncated) of `parts` concatenated.
 std::string Digest(std::initializer_list<std::string_view> parts);

@@ -3,7 +3,9 @@
 #include <any>
 #include <chrono>
 
+#include "absl/strings/str_cat.h"
 #include "folding/text.h"
+#include "protocol/contextd_tools.h"
 #include "protocol/mcp_constants.h"
 #include "protocol/tool_notices.h"
 #include "server/memory_tools.h"
@@ -205,11 +207,12 @@ absl::Status FoldingTools::Register(protocol::McpServer& server) {
   const folding::FoldingConfig& config = manager_.config();
   absl::Status s = server.AddTool(
       protocol::ToolDefinition{
-          "branch_create", "Create a branch",
-          "Open a branch: an isolated sub-context for a subtask (exploring, searching, "
-          "debugging), with its own token budget and deadline. Call it in the same turn as the "
-          "subtask's first tool call. Then call branch_return with a short summary: the branch's "
-          "work is folded away and only the summary stays in your context.",
+          std::string(protocol::kBranchCreateTool), "Create a branch",
+          std::string(protocol::kBranchCreateDescriptionOpening) +
+              std::string(" (exploring, searching, debugging), with its own token budget and "
+                       "deadline. Call it in the same turn as the subtask's first tool call. Then "
+                       "call branch_return with a short summary: the branch's work is folded away "
+                       "and only the summary stays in your context."),
           CreateSchema(config), nullptr, Json{{"readOnlyHint", false}}, AlwaysLoad()},
       [this](std::shared_ptr<ToolCall> call) {
         if (before_call_) before_call_(call->session());
