@@ -139,6 +139,7 @@ export function scrub(text, paths) {
   return out
     .replace(/sk-ant-[A-Za-z0-9_-]+/g, 'sk-ant-REDACTED')
     .replace(/("signature":\s*")[^"]*"/g, '$1SIGNATURE"')
+    .replace(/-tmp-contextd-[A-Za-z0-9-]+-ws-[A-Za-z0-9]+/g, '-work-repo')
     .replace(/\/tmp\/[A-Za-z0-9._-]+/g, '/tmp/TMP');
 }
 
