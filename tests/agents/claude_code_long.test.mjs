@@ -147,7 +147,7 @@ test('Claude Code, 40+ turns through the gateway: every branch folds, nothing sk
       assert.ok(JSON.stringify(clientBodies.at(-1)).includes(m), `the client's transcript holds ${m}`);
     }
     saveCorpus('claude-code', [
-      { name: 'long-before-first-branch', body: modelBodies[Math.max(0, at.A - 11)] },
+      { name: 'long-before-first-branch', body: modelBodies[1] },
       { name: 'long-client-return-a', body: clientBodies[at.A] },
       { name: 'long-client-typed-in-b', body: clientBodies[at.B] },
       { name: 'long-client-budget-c', body: clientBodies[at.C] },

@@ -143,7 +143,7 @@ export function scrub(text, paths) {
     .replace(/\/tmp\/[A-Za-z0-9._-]+/g, '/tmp/TMP');
 }
 
-// Saves `bodies` (picked as {name, body}) under `dir`, scrubbed, each as <name>.json, when
+// Saves `picks` ({name, body}) under <dir>/<client>/, scrubbed, each as <name>.json, when
 // CONTEXTD_AGENT_CORPUS_DIR names a directory (tests/agents/corpus to refresh the corpus).
 export function saveCorpus(client, picks, paths) {
   const root = process.env.CONTEXTD_AGENT_CORPUS_DIR;
@@ -151,7 +151,11 @@ export function saveCorpus(client, picks, paths) {
   const dir = join(root, client);
   mkdirSync(dir, { recursive: true });
   for (const { name, body } of picks) {
-    writeFileSync(join(dir, `${name}.json`), `${scrub(JSON.stringify(body, null, 1), paths)}\n`);
+    if (!body) continue;
+    const text = `${scrub(JSON.stringify(body, null, 1), paths)}\n`;
+    // The corpus stays small: a body over 200 KB (an unfolded session's tail) is left out.
+    if (text.length > 200 * 1024) { console.log(`--- corpus: ${client}/${name} left out (${text.length} bytes)`); continue; }
+    writeFileSync(join(dir, `${name}.json`), text);
   }
 }
 
