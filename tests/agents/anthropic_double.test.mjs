@@ -116,3 +116,103 @@ test('a thinking block replayed after a changed prefix is refused with the provi
     await double.close();
   }
 });
+
+// What Claude Code 2.1.332 sends when the provider takes mid-conversation system messages
+// (CLAUDE_CODE_FORCE_MID_CONVERSATION_SYSTEM=1, or a model whose catalog entry allows them): an
+// environment message after the first user message, a token count after every tool result, its
+// nudges ("The user hasn't heard from you in a while"), the newest one as a text block with the
+// cache breakpoint and as a string on later requests.
+const kThinkingOn = { type: 'enabled', budget_tokens: 31999, display: 'omitted' };
+const kClearThinking = { edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] };
+
+test('mid-conversation role "system" messages are accepted where Claude Code puts them, and bound into the thinking prefix', async () => {
+  const double = await startAnthropicDouble({ script: [{ tools: [{ name: 'read', input: {} }] }, { text: 'a' }, { text: 'b' }, { text: 'c' }] });
+  try {
+    const base = { model: 'm', max_tokens: 10, system: kSystem, tools: kTools, thinking: kThinkingOn, context_management: kClearThinking };
+    const env = 'Environment: linux';
+    const first = await post(double, { ...base, messages: [kUser, { role: 'system', content: [{ type: 'text', text: env, cache_control: { type: 'ephemeral' } }] }] }, '/v1/messages');
+    assert.equal(first.status, 200, first.text);
+    const turn = JSON.parse(first.text);
+    const use = turn.content.find((b) => b.type === 'tool_use');
+    const history = (envContent) => [
+      kUser, { role: 'system', content: envContent },
+      { role: 'assistant', content: turn.content },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: 'x' }] },
+      { role: 'system', content: 'The user hasn\'t heard from you in a while.', clear_at: 'next_user_message' },
+      { role: 'system', content: [], output_config: { effort: 'high' } },
+    ];
+    // The environment message as a string now (the breakpoint moved on): the same prefix.
+    const again = await post(double, { ...base, messages: history(env) }, '/v1/messages');
+    assert.equal(again.status, 200, again.text);
+    // A changed system message before the assistant turn changes its prefix.
+    const changed = await post(double, { ...base, messages: history('Environment: darwin') }, '/v1/messages');
+    assert.equal(changed.status, 400);
+    assert.match(JSON.parse(changed.text).error.message, /^messages\.2\.content\.0: .*bound to a different conversation/);
+    // count_tokens takes them too.
+    const count = await post(double, { ...base, messages: history(env) }, '/v1/messages/count_tokens');
+    assert.equal(count.status, 200, count.text);
+    // Adaptive thinking is accepted.
+    const adaptive = await post(double, { ...base, thinking: { type: 'adaptive' }, messages: history(env) }, '/v1/messages');
+    assert.equal(adaptive.status, 200, adaptive.text);
+    assert.deepEqual(double.errors.length, 1);
+  } finally {
+    await double.close();
+  }
+});
+
+test('role "system" messages are refused where the API refuses them, and do not answer a tool_use', async () => {
+  const double = await startAnthropicDouble({ script: [] });
+  try {
+    const use = { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'read', input: {} }] };
+    const result = { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'x' }] };
+    const cases = [
+      [[{ role: 'system', content: 's' }, kUser], /^messages\.0: use the top-level `system` parameter/],
+      [[kUser, { role: 'assistant', content: 'a' }, { role: 'system', content: 's' }, kUser], /^messages\.2: role "system" must follow a user message/],
+      // Between a tool_use turn and its results: the call is unanswered.
+      [[kUser, use, { role: 'system', content: 's' }, result], /^messages\.2: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_1/],
+      [[kUser, { role: 'system' }], /needs content or output_config/],
+      [[kUser, { role: 'system', content: [] }], /needs content or output_config/],
+      [[kUser, { role: 'system', content: [{ type: 'image', source: {} }] }], /content\.0\.type: Input tag 'image'/],
+      [[kUser, { role: 'system', content: 's', clear_at: 'later' }], /clear_at: Input should be/],
+      [[kUser, { role: 'system', content: 's', output_config: { effort: 'huge' } }], /output_config\.effort/],
+      [[kUser, { role: 'system', content: 's', name: 'x' }], /messages\.1\.name: Extra inputs/],
+      [[{ ...kUser, clear_at: 'never' }], /only permitted on role "system"/],
+      [[kUser, { role: 'developer', content: 's' }], /messages\.1\.role: Input should be 'user', 'assistant' or 'system'/],
+    ];
+    for (const [messages, want] of cases) {
+      const res = await post(double, { model: 'm', max_tokens: 10, messages }, '/v1/messages');
+      assert.equal(res.status, 400, `${JSON.stringify(messages)} was accepted`);
+      assert.match(JSON.parse(res.text).error.message, want);
+    }
+    // The thinking and context_management shapes.
+    for (const [extra, want] of [[{ thinking: { type: 'enabled', budget_tokens: 10 } }, /budget_tokens/],
+      [{ thinking: { type: 'sometimes' } }, /thinking\.type/],
+      [{ context_management: { edits: [{ type: 'clear_everything' }] } }, /edits\.0\.type/]]) {
+      const res = await post(double, { model: 'm', max_tokens: 10, messages: [kUser], ...extra }, '/v1/messages');
+      assert.equal(res.status, 400);
+      assert.match(JSON.parse(res.text).error.message, want);
+    }
+    assert.equal(double.refused.length, cases.length + 3);
+    assert.ok(double.refused.every((r) => r.url === '/v1/messages'));
+  } finally {
+    await double.close();
+  }
+});
+
+test('a subagent\'s requests play their own script', async () => {
+  const double = await startAnthropicDouble({
+    script: [{ text: 'main 1' }, { text: 'main 2' }], subScript: [{ text: 'sub 1' }],
+    matchSub: (body) => JSON.stringify(body.system ?? '').includes('You are a subagent'),
+  });
+  try {
+    const ask = async (system) => JSON.parse((await post(double, { model: 'm', max_tokens: 10, system, tools: kTools, messages: [kUser] }, '/v1/messages')).text).content.at(-1).text;
+    assert.equal(await ask('main'), 'main 1');
+    assert.equal(await ask('You are a subagent'), 'sub 1');
+    assert.equal(await ask('You are a subagent'), 'Subagent done.');
+    assert.equal(await ask('main'), 'main 2');
+    assert.equal(double.mainRequests().length, 2);
+    assert.equal(double.subRequests().length, 2);
+  } finally {
+    await double.close();
+  }
+});

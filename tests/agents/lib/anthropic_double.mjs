@@ -4,11 +4,12 @@
 //
 // Served: POST /v1/messages (any query string, streaming SSE and non-streaming),
 // POST /v1/messages/count_tokens, GET /v1/models, HEAD /. Anything else is a 404 in the API's
-// error shape.
+// error shape. Requests are checked as the API checks them (lib/messages.mjs: pairing, roles,
+// mid-conversation `role: "system"` messages, thinking and context_management shapes).
 //
 // Like current Claude models, every assistant turn it returns starts with a thinking block whose
-// signature binds it to its prefix (system, tools and the messages before it, cache_control
-// markers aside). A later request that carries that block after a changed prefix gets the
+// signature binds it to its prefix (system, tools and the messages before it, mid-conversation
+// system messages included, cache_control markers aside). A later request that carries that block after a changed prefix gets the
 // provider's 400, so a client or gateway that rewrites history where it must not is caught.
 import { createServer } from 'node:http';
 import { createHmac, randomBytes } from 'node:crypto';
@@ -22,17 +23,27 @@ import { canonical, validate } from './messages.mjs';
 //                                                   that an earlier tool result carried)
 // When the script is exhausted, the double answers with `fallbackText`. `thinking: false` plays a
 // model without extended thinking: its turns carry no thinking block.
+// `subScript` plays the agent's subagents (Claude Code's Agent/Task tool): a request that carries
+// tools and for which `matchSub(body)` holds takes its turns from there (`subFallbackText` after),
+// so a subagent's loop does not use up the main script. Such requests are recorded with
+// `sub: true` and are not main requests.
 export async function startAnthropicDouble({ script = [], sideReply = 'ok', fallbackText = 'Done.',
-  matchMain = (body) => Array.isArray(body.tools) && body.tools.length > 0, thinking: think = true } = {}) {
+  matchMain = (body) => Array.isArray(body.tools) && body.tools.length > 0, thinking: think = true,
+  subScript = [], matchSub = () => false, subFallbackText = 'Subagent done.' } = {}) {
   const secret = randomBytes(32);
   const requests = [];
   let next = 0;
+  let nextSub = 0;
   let toolSeq = 0;
   const double = {
     requests,
     // The main-loop requests, in order, parsed.
     mainRequests: () => requests.filter((r) => r.main).map((r) => r.json),
+    // The subagents' requests, in order, parsed.
+    subRequests: () => requests.filter((r) => r.sub).map((r) => r.json),
+    // What the double refused (400 messages), in order; `refused` has {index, url, message}.
     errors: [],
+    refused: [],
     url: '',
     close: () => new Promise((resolve) => { server.closeAllConnections?.(); server.close(() => resolve()); }),
   };
@@ -66,6 +77,12 @@ export async function startAnthropicDouble({ script = [], sideReply = 'ok', fall
     if (typeof turn === 'function') turn = turn(body, double);
     return turn ?? { text: fallbackText };
   };
+  const subTurnFor = (body) => {
+    if (nextSub >= subScript.length) return { text: subFallbackText };
+    let turn = subScript[nextSub++];
+    if (typeof turn === 'function') turn = turn(body, double);
+    return turn ?? { text: subFallbackText };
+  };
 
   const server = createServer((req, res) => {
     const chunks = [];
@@ -86,13 +103,21 @@ export async function startAnthropicDouble({ script = [], sideReply = 'ok', fall
         let body;
         try { body = JSON.parse(record.raw); } catch (e) { return sendError(res, 400, 'invalid_request_error', `invalid JSON: ${e.message}`); }
         record.json = body;
+        // count_tokens takes the same messages as /v1/messages (system messages, context
+        // management and thinking included) and checks them the same way.
+        const bad = validate(body) ?? verify(body);
+        if (bad) {
+          double.errors.push(bad);
+          double.refused.push({ index: requests.length - 1, url: req.url, message: bad });
+          return sendError(res, 400, 'invalid_request_error', bad);
+        }
         if (path === '/v1/messages/count_tokens') {
           return sendJson(res, 200, { input_tokens: Math.ceil(record.raw.length / 4) });
         }
-        const bad = (path === '/v1/messages' ? validate(body) : null) ?? verify(body);
-        if (bad) { double.errors.push(bad); return sendError(res, 400, 'invalid_request_error', bad); }
-        record.main = matchMain(body);
-        const turn = record.main ? turnFor(body) : { text: sideReply };
+        const hasTools = Array.isArray(body.tools) && body.tools.length > 0;
+        record.sub = hasTools && matchSub(body);
+        record.main = !record.sub && matchMain(body);
+        const turn = record.main ? turnFor(body) : record.sub ? subTurnFor(body) : { text: sideReply };
         const content = [];
         const thinking = `Planning step ${requests.length}.`;
         if (think) content.push({ type: 'thinking', thinking, signature: sign({ system: body.system ?? null, tools: body.tools ?? null, messages: body.messages ?? [] }, thinking) });

@@ -77,3 +77,63 @@ export async function claudeCommand(args, { cwd, home, env = {}, timeoutMs = 600
   clearTimeout(timer);
   return { code, stdout, stderr };
 }
+
+// Runs `claude -p --input-format stream-json --output-format stream-json` in `cwd`: `prompt` is
+// the first user message; the returned `session.say(text)` writes another user message while
+// Claude Code runs (it reaches the model with the next request, as a message typed during a turn
+// does: Claude Code 2.1.332 appends it to the next tool results as "The user sent a new message
+// while you were working: ..."). stdin closes at the first `result` event, so the session ends. Resolves `session.done` with {code, signal, stdout, stderr, events} (the
+// parsed stdout lines). Kills the process group after `timeoutMs`. Options as runClaude's.
+export function startClaudeStream({ prompt, modelUrl, mcpConfig, allowedTools, cwd, timeoutMs = 180000, env = {}, maxTurns = 80, model = 'claude-sonnet-4-5' }) {
+  const home = mkdtempSync(join(tmpdir(), 'contextd-claude-home-'));
+  const args = ['-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose',
+    '--model', model, '--allowedTools', allowedTools.join(','), '--max-turns', String(maxTurns)];
+  if (mcpConfig) args.push('--mcp-config', mcpConfig, '--strict-mcp-config');
+  const child = spawn(CLAUDE, args, {
+    cwd,
+    detached: true,
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: {
+      PATH: process.env.PATH, HOME: home, TMPDIR: tmpdir(), LANG: 'C.UTF-8',
+      ...(modelUrl === undefined ? {} : { ANTHROPIC_BASE_URL: modelUrl }), ANTHROPIC_API_KEY: 'sk-ant-api03-model-double',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_AUTOUPDATER: '1', DISABLE_TELEMETRY: '1',
+      DISABLE_ERROR_REPORTING: '1', CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY: '1', NO_PROXY: '127.0.0.1',
+      MCP_TIMEOUT: '30000', MCP_TOOL_TIMEOUT: '60000',
+      ...env,
+    },
+  });
+  let stdout = '';
+  let stderr = '';
+  const events = [];
+  const write = (text) => {
+    if (child.stdin.writableEnded) return;
+    child.stdin.write(`${JSON.stringify({ type: 'user', message: { role: 'user', content: text } })}\n`);
+  };
+  child.stdout.on('data', (c) => {
+    stdout += c;
+    let nl;
+    while ((nl = stdout.indexOf('\n', session.parsed)) >= 0) {
+      const line = stdout.slice(session.parsed, nl);
+      session.parsed = nl + 1;
+      let event = null;
+      try { event = JSON.parse(line); } catch { continue; }
+      events.push(event);
+      if (event.type === 'result') child.stdin.end();
+    }
+  });
+  child.stderr.on('data', (c) => { stderr += c; });
+  child.stdin.on('error', () => {});
+  const timer = setTimeout(() => { try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ } }, timeoutMs);
+  const session = {
+    parsed: 0,
+    events,
+    say: (text) => write(text),
+    done: new Promise((resolve) => child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      rmSync(home, { recursive: true, force: true });
+      resolve({ code, signal, stdout, stderr, events });
+    })),
+  };
+  write(prompt);
+  return session;
+}

@@ -1,0 +1,168 @@
+// What the long-session tests (claude_code_long, opencode_long) share: the chain
+//   agent -> recorder -> contextd's model gateway -> Anthropic double
+// where the recorder keeps what the agent sent (its own, unfolded transcript) and the double keeps
+// what the model received (folded); the checks that every branch folded from the request that
+// carried its return (or its force-return) onward; the per-session numbers; and the scrubbed
+// request bodies saved as a corpus (tests/agents/corpus/<client>/).
+import { createServer, request as httpRequest } from 'node:http';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { startHttpServer } from '../../e2e/harness.mjs';
+
+// A pass-through HTTP proxy to `target` (an origin) that records every request body it forwards
+// ({method, url, headers, raw, json}) and streams the answer back unchanged.
+export async function startRecorder(target) {
+  const requests = [];
+  const server = createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const raw = Buffer.concat(chunks);
+      const record = { method: req.method, url: req.url, headers: req.headers, raw: raw.toString('utf8'), json: null };
+      try { record.json = JSON.parse(record.raw); } catch { /* not JSON */ }
+      requests.push(record);
+      const up = httpRequest(`${target}${req.url}`, { method: req.method, headers: { ...req.headers, host: new URL(target).host } }, (upRes) => {
+        res.writeHead(upRes.statusCode ?? 502, upRes.headers);
+        upRes.pipe(res);
+      });
+      up.on('error', (e) => { res.writeHead(502); res.end(String(e)); });
+      up.end(raw);
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    requests,
+    url: `http://127.0.0.1:${server.address().port}`,
+    close: () => new Promise((resolve) => { server.closeAllConnections?.(); server.close(() => resolve()); }),
+  };
+}
+
+// contextd (HTTP, port 0, `dataDir`) whose model gateway forwards Anthropic requests to
+// `double`, with a recorder in front of its model endpoint. Resolves with {server, origin (contextd),
+// mcpUrl, modelUrl (the recorder), recorder, stop()}.
+export async function startChain({ double, dataDir }) {
+  const config = join(dataDir, 'contextd.yaml');
+  writeFileSync(config, ['model_gateway:', '  anthropic:', `    base_url: ${double.url}`, ''].join('\n'));
+  const server = await startHttpServer({ dataDir, args: ['--config', config] });
+  const origin = new URL(server.url).origin;
+  const recorder = await startRecorder(origin);
+  return {
+    server, origin, mcpUrl: server.url, modelUrl: recorder.url, recorder,
+    async stop() { await recorder.close(); await server.stop(); },
+  };
+}
+
+// contextd's fold counters from /metrics: {folds, skipped: {reason: n}, text}.
+export async function foldMetrics(origin) {
+  const text = await (await fetch(`${origin}/metrics`)).text();
+  let folds = 0;
+  const skipped = {};
+  for (const line of text.split('\n')) {
+    let m = /^contextd_model_folds_total\{[^}]*\} (\d+)/.exec(line);
+    if (m) folds += Number(m[1]);
+    m = /^contextd_model_folds_skipped_total\{([^}]*)\} (\d+)/.exec(line);
+    if (m) {
+      const reason = /reason="([^"]*)"/.exec(m[1])?.[1] ?? '?';
+      skipped[reason] = (skipped[reason] ?? 0) + Number(m[2]);
+    }
+  }
+  return { folds, skipped, text };
+}
+
+// Tokens of a request body, estimated as characters / 4.
+export const tokensOf = (body) => Math.ceil(JSON.stringify(body).length / 4);
+
+// The index of the first body in `bodies` that carries a tool_result for a tool_use whose input
+// satisfies `match(name, input)` (Anthropic Messages), or -1.
+export function firstResultOf(bodies, match) {
+  for (let i = 0; i < bodies.length; i++) {
+    const ids = new Set();
+    for (const m of bodies[i].messages ?? []) {
+      if (!Array.isArray(m.content)) continue;
+      for (const b of m.content) {
+        if (m.role === 'assistant' && b.type === 'tool_use' && match(b.name, b.input ?? {})) ids.add(b.id);
+        if (m.role === 'user' && b.type === 'tool_result' && ids.has(b.tool_use_id)) return i;
+      }
+    }
+  }
+  return -1;
+}
+
+// Checks the branches of a session against what the model received. `branches`: [{name, id,
+// from (index of the first model request that must be folded), until (index from which a parent's
+// fold has taken this one's summary with it; Infinity), markers (text only the branch's work
+// holds), summary (text the folded result must carry), stands (RegExp on the folded result)}].
+// `bodies`: the double's main requests, in order. Returns a list of failures (empty when all hold).
+export function foldFailures(branches, bodies) {
+  const failures = [];
+  for (const b of branches) {
+    if (b.from < 0 || b.from >= bodies.length) { failures.push(`${b.name}: its return never reached the model (from=${b.from})`); continue; }
+    for (let j = b.from; j < bodies.length; j++) {
+      const text = JSON.stringify(bodies[j].messages);
+      for (const marker of b.markers) {
+        if (text.includes(marker)) { failures.push(`${b.name}: request ${j} still carries ${marker} (folded from ${b.from})`); break; }
+      }
+      if (j < (b.until ?? Infinity)) {
+        if (b.summary && !text.includes(b.summary)) failures.push(`${b.name}: request ${j} lacks the summary ${JSON.stringify(b.summary)}`);
+        if (b.stands && !b.stands.test(text)) failures.push(`${b.name}: request ${j} lacks ${b.stands}`);
+      }
+    }
+  }
+  return failures;
+}
+
+// The per-session numbers the issue asks for, printed and returned.
+export function report({ label, clientBodies, modelBodies, metrics }) {
+  const last = modelBodies.at(-1);
+  const unfolded = clientBodies.at(-1);
+  const largest = modelBodies.reduce((best, b, i) => (tokensOf(b) > best.tokens ? { tokens: tokensOf(b), index: i } : best), { tokens: 0, index: -1 });
+  const numbers = {
+    requests: modelBodies.length,
+    folds: metrics.folds,
+    skipped: metrics.skipped,
+    lastTokens: last ? tokensOf(last) : 0,
+    unfoldedTokens: unfolded ? tokensOf(unfolded) : 0,
+    largest,
+  };
+  numbers.ratio = numbers.unfoldedTokens ? numbers.lastTokens / numbers.unfoldedTokens : 1;
+  console.log(`--- ${label}: ${numbers.requests} model requests, ${numbers.folds} folds, skipped ${JSON.stringify(numbers.skipped)}; ` +
+    `last request ${numbers.lastTokens} tokens vs ${numbers.unfoldedTokens} unfolded (${(numbers.ratio * 100).toFixed(1)}%); ` +
+    `largest request #${largest.index}: ${largest.tokens} tokens (chars/4)`);
+  return numbers;
+}
+
+// Replaces what would tie a body to this machine or run: the given paths (temp workspaces, homes),
+// API keys, session ids and the thinking signatures (HMACs of this run's key).
+export function scrub(text, paths) {
+  let out = text;
+  for (const [path, name] of paths) out = out.split(path).join(name);
+  return out
+    .replace(/sk-ant-[A-Za-z0-9_-]+/g, 'sk-ant-REDACTED')
+    .replace(/("signature":\s*")[^"]*"/g, '$1SIGNATURE"')
+    .replace(/-tmp-contextd-[A-Za-z0-9-]+-ws-[A-Za-z0-9]+/g, '-work-repo')
+    .replace(/\/tmp\/[A-Za-z0-9._-]+/g, '/tmp/TMP');
+}
+
+// Saves `picks` ({name, body}) under <dir>/<client>/, scrubbed, each as <name>.json, when
+// CONTEXTD_AGENT_CORPUS_DIR names a directory (tests/agents/corpus to refresh the corpus).
+export function saveCorpus(client, picks, paths) {
+  const root = process.env.CONTEXTD_AGENT_CORPUS_DIR;
+  if (!root) return;
+  const dir = join(root, client);
+  mkdirSync(dir, { recursive: true });
+  for (const { name, body } of picks) {
+    if (!body) continue;
+    const text = `${scrub(JSON.stringify(body, null, 1), paths)}\n`;
+    // The corpus stays small: a body over 200 KB (an unfolded session's tail) is left out.
+    if (text.length > 200 * 1024) { console.log(`--- corpus: ${client}/${name} left out (${text.length} bytes)`); continue; }
+    writeFileSync(join(dir, `${name}.json`), text);
+  }
+}
+
+// Saves every request of the session (double and recorder) to $CONTEXTD_AGENT_DUMP_DIR/<label>-*.json.
+export function dumpSession(label, double, recorder) {
+  const dir = process.env.CONTEXTD_AGENT_DUMP_DIR;
+  if (!dir) return;
+  writeFileSync(join(dir, `${label}-model.json`), JSON.stringify(double.requests, null, 1));
+  writeFileSync(join(dir, `${label}-client.json`), JSON.stringify(recorder.requests.map(({ method, url, headers, raw }) => ({ method, url, headers, raw })), null, 1));
+}
