@@ -1,4 +1,4 @@
-// Runs the pinned OpenCode CLI (npm opencode-ai, tools/npm/agents) headless (`opencode run`)
+// Runs the pinned OpenCode CLI (npm opencode-ai, tools/npm/opencode) headless (`opencode run`)
 // against a model double, offline: a throwaway HOME and XDG dirs, models.dev never fetched
 // (OPENCODE_DISABLE_MODELS_FETCH: the catalog bundled in the binary is used), no autoupdate,
 // share, LSP downloads, default plugins, Claude Code compatibility, external skills or project
@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-export const OPENCODE = new URL('../../../tools/npm/agents/node_modules/.bin/opencode', import.meta.url).pathname;
+export const OPENCODE = new URL('../../../tools/npm/opencode/node_modules/.bin/opencode', import.meta.url).pathname;
 
 export function opencodeMissing() {
   return existsSync(OPENCODE) ? null : `OpenCode is not installed at ${OPENCODE} (run scripts/install-deps.sh)`;
