@@ -34,6 +34,25 @@ std::string FindBranchId(std::string_view text) {
   return "";
 }
 
+// The branch a branch_create result names as created: the id after its `"branch_id":` member
+// (the structured result clients show) or after "Created branch " (its text), or a result that
+// is the id alone; "" otherwise. Not the first id anywhere in it: a refused create's error can
+// carry notices about other branches ("branch br_… was force-returned").
+std::string CreatedBranchId(std::string_view text) {
+  for (std::string_view marker : {"\"branch_id\":", "Created branch "}) {
+    size_t at = text.find(marker);
+    if (at == std::string_view::npos) continue;
+    at += marker.size();
+    while (at < text.size() && (text[at] == ' ' || text[at] == '"')) ++at;
+    std::string id = FindBranchId(text.substr(at, 35));
+    if (!id.empty()) return id;
+  }
+  size_t i = 0;
+  while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+  std::string id = FindBranchId(text.substr(i, 35));
+  return id.size() == 35 && text.substr(i).size() <= 36 ? id : std::string();
+}
+
 // The message answering assistant message `index`'s calls: the first user message after it
 // (system messages between are skipped); size() when an assistant message or the end comes first.
 size_t AnswerOf(const Transcript& t, size_t index) {
@@ -201,6 +220,8 @@ FoldPlan PlanFolds(const Transcript& t, const std::map<std::string, FoldRecord>&
   FoldPlan plan;
   std::vector<Candidate> stack;
   std::vector<Candidate> ended;
+  std::vector<Candidate> orphans;  // returns without their create (create_call_id: the return's)
+  std::set<std::string> seen;      // branch ids claimed by a create
   const size_t n = t.messages.size();
   for (size_t i = 0; i < n; ++i) {
     const Message& m = t.messages[i];
@@ -211,8 +232,12 @@ FoldPlan PlanFolds(const Transcript& t, const std::map<std::string, FoldRecord>&
       const Block* result = FindResult(t, answer, block.call_id);
       if (result == nullptr || result->is_error) continue;
       if (block.contextd_tool == kBranchCreate) {
-        std::string id = FindBranchId(result->text);
-        if (!id.empty()) stack.push_back({id, block.call_id, i, false, "", 0});
+        std::string id = CreatedBranchId(result->text);
+        // A branch belongs to the first create that names it.
+        if (!id.empty() && !seen.count(id)) {
+          seen.insert(id);
+          stack.push_back({id, block.call_id, i, false, "", 0});
+        }
         continue;
       }
       std::string target = FindBranchId(block.text);
@@ -223,7 +248,15 @@ FoldPlan PlanFolds(const Transcript& t, const std::map<std::string, FoldRecord>&
         it = std::find_if(stack.begin(), stack.end(),
                           [&](const Candidate& c) { return c.branch_id == target; });
       }
-      if (it == stack.end()) continue;
+      if (it == stack.end()) {
+        // A return whose create is not in the transcript: the client compacted it away (or the
+        // branch was opened elsewhere). Nothing to fold it into; reported when it is contextd's.
+        std::string id = target.empty() ? CreatedBranchId(result->text) : target;
+        if (id.empty()) id = FindBranchId(result->text);
+        if (!id.empty() && !seen.count(id))
+          orphans.push_back({id, block.call_id, i, true, "", answer});
+        continue;
+      }
       Candidate done = *it;
       done.returned = true;
       done.end_call_id = block.call_id;
@@ -291,6 +324,12 @@ FoldPlan PlanFolds(const Transcript& t, const std::map<std::string, FoldRecord>&
     return true;
   };
   for (const Candidate& c : ended) consider(c, false);
+  for (const Candidate& c : orphans) {
+    if (settled != nullptr && settled->count(c.create_call_id)) continue;
+    if (AnsweredAfter(t, c.create_message)) continue;  // reported by the request that carried it
+    std::optional<BranchFacts> facts = lookup ? lookup(c.branch_id) : std::nullopt;
+    if (facts && facts->ended) skip(c, SkipReason::kNoCreate);
+  }
   std::vector<std::string> open_ids;
   for (const Candidate& c : stack) {
     if (!consider(c, true)) open_ids.push_back(c.branch_id);

@@ -73,7 +73,9 @@ struct FoldEdit {
 //                conversation's state was lost)
 //   kMissingEnd  a stored fold's end is not in the transcript (the client edited its history)
 //   kOverlap     the branch straddles another fold's edge (its create before, its end after)
-enum class SkipReason { kAnswered, kMissingEnd, kOverlap };
+//   kNoCreate    the branch returned in a transcript that no longer holds its create turn (the
+//                client compacted it away while the branch was open): nothing to fold into
+enum class SkipReason { kAnswered, kMissingEnd, kOverlap, kNoCreate };
 const char* SkipReasonName(SkipReason reason);
 
 // A branch left whole by a plan.

@@ -241,6 +241,38 @@ TEST(FoldTranscriptsTest, ForceReturnedBranchFoldsAtTheAnswerToTheLastTurn) {
   EXPECT_EQ(live.plan.open_branch_id, BranchId(1));
 }
 
+TEST(FoldTranscriptsTest, ARefusedCreateCarryingAnotherBranchsNoticeIsNotThatBranch) {
+  Conversation c;
+  c.Create("c1", 1).Work("r1", "Read").Return("ret1", 1);
+  std::map<std::string, FoldRecord> records;
+  for (const FoldRecord& r : FoldAll(*Parse(c.Body())).plan.new_records)
+    records.emplace(r.create_call_id, r);
+  // The next create is refused; its error carries a notice naming branch 1.
+  c.Assistant(json::array({Use("c2", "mcp__contextd__branch_create")}));
+  c.User(json::array({Result("c2",
+                             "branch_creation_rate_limit (5/minute) reached; retry in 5 s\n"
+                             "branch " +
+                                 BranchId(1) + " returned: done")}));
+  c.Work("r2", "Read");
+  Folded f = FoldAll(*Parse(c.Body()), {}, records);
+  ASSERT_EQ(f.plan.edits.size(), 1u);
+  EXPECT_EQ(f.plan.edits[0].create_call_id, "c1");
+  EXPECT_TRUE(f.plan.new_records.empty());
+  EXPECT_NE(f.body.find("wwww"), std::string::npos) << "the work after the refused create stays";
+}
+
+TEST(FoldTranscriptsTest, AReturnWhoseCreateWasCompactedAwayIsReported) {
+  // The client compacted while branch 1 was open: its create turn is gone, its return is not.
+  Conversation c;
+  c.User(json::array({Text("summary of the conversation so far")}));
+  c.Work("r1", "Read").Return("ret1", 1);
+  Folded f = FoldAll(*Parse(c.Body()));
+  EXPECT_TRUE(f.plan.edits.empty());
+  ASSERT_EQ(f.plan.skipped.size(), 1u);
+  EXPECT_EQ(f.plan.skipped[0].reason, SkipReason::kNoCreate);
+  EXPECT_EQ(f.plan.skipped[0].branch_id, BranchId(1));
+}
+
 TEST(FoldTranscriptsTest, ATurnPrefilledAtTheTailWaits) {
   Conversation c;
   c.Create("c1", 1).Work("r1", "Read").Assistant(json::array({Text("I will")}));

@@ -42,7 +42,9 @@ export async function startRecorder(target) {
 // mcpUrl, modelUrl (the recorder), recorder, stop()}.
 export async function startChain({ double, dataDir }) {
   const config = join(dataDir, 'contextd.yaml');
-  writeFileSync(config, ['model_gateway:', '  anthropic:', `    base_url: ${double.url}`, ''].join('\n'));
+  // A scripted session opens branches faster than a person would: the rate limit is raised.
+  writeFileSync(config, ['context_folding:', '  branch_creation_rate_limit: 60/minute',
+    'model_gateway:', '  anthropic:', `    base_url: ${double.url}`, ''].join('\n'));
   const server = await startHttpServer({ dataDir, args: ['--config', config] });
   const origin = new URL(server.url).origin;
   const recorder = await startRecorder(origin);
@@ -125,8 +127,15 @@ export function report({ label, clientBodies, modelBodies, metrics }) {
     largest,
   };
   numbers.ratio = numbers.unfoldedTokens ? numbers.lastTokens / numbers.unfoldedTokens : 1;
+  // The conversation alone (what folding acts on; the system prompt and tools are the same in both).
+  const conversation = (b) => (b ? Math.ceil(JSON.stringify(b.messages ?? b.input ?? []).length / 4) : 0);
+  numbers.lastConversationTokens = conversation(last);
+  numbers.unfoldedConversationTokens = conversation(unfolded);
+  numbers.conversationRatio = numbers.unfoldedConversationTokens
+    ? numbers.lastConversationTokens / numbers.unfoldedConversationTokens : 1;
   console.log(`--- ${label}: ${numbers.requests} model requests, ${numbers.folds} folds, skipped ${JSON.stringify(numbers.skipped)}; ` +
     `last request ${numbers.lastTokens} tokens vs ${numbers.unfoldedTokens} unfolded (${(numbers.ratio * 100).toFixed(1)}%); ` +
+    `its conversation ${numbers.lastConversationTokens} vs ${numbers.unfoldedConversationTokens} (${(numbers.conversationRatio * 100).toFixed(1)}%); ` +
     `largest request #${largest.index}: ${largest.tokens} tokens (chars/4)`);
   return numbers;
 }
