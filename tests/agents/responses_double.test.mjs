@@ -1,10 +1,13 @@
 // The Responses API double on its own (no agent): the SSE it streams, the JSON it answers without
-// streaming, its 404s, and the reasoning binding that refuses a replayed reasoning item whose
-// prefix (instructions, tools, earlier input items) changed. Run: node --test tests/agents/
+// streaming, its 404s, the reasoning binding that refuses a replayed reasoning item whose prefix
+// (instructions, tools, earlier input items) changed, and compaction as the API and Codex do it
+// (a tool-less summarisation request, /responses/compact, compaction_trigger, context_management).
+// Run: node --test tests/agents/
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { postJson, sseEvents } from './lib/http_client.mjs';
-import { startResponsesDouble, toolOutputFor, outputText, kExhaustedText } from './lib/responses_double.mjs';
+import { startResponsesDouble, toolOutputFor, outputText, kExhaustedText, isCompactionPrompt, kCodexCompactPrompt }
+  from './lib/responses_double.mjs';
 
 const post = (double, body, path = '/responses') => postJson(`${double.url}${path}`, body, { authorization: 'Bearer k' });
 
@@ -104,6 +107,82 @@ test('a replayed reasoning item is accepted behind its own prefix and refused (4
     tampered.input[1].encrypted_content = 'not-ours';
     await refused(tampered, 'the encrypted content is not the double\'s');
     assert.equal(double.problems.filter((p) => p.problem === 'reasoning signature mismatch').length, 5);
+  } finally {
+    await double.close();
+  }
+});
+
+test('compaction: a tool-less request may replay reasoning made with tools, behind the same items only', async () => {
+  const double = await startResponsesDouble({ script: [
+    { calls: [{ name: 'read', arguments: {}, call_id: 'c1' }] },
+    ({ body }) => ({ text: isCompactionPrompt(body) ? 'the summary' : 'not a compaction' }),
+    { text: 'unused' },
+  ] });
+  try {
+    const first = JSON.parse((await post(double, { model: 'm', input: kInput, tools: kTools })).text);
+    const prompt = { type: 'message', role: 'user', content: [{ type: 'input_text', text: `${kCodexCompactPrompt} Create a handoff summary.` }] };
+    const history = [...kInput, ...first.output, { type: 'function_call_output', call_id: 'c1', output: 'file a' }, prompt];
+    // Codex's client-side compaction: the whole history, `tools: []`, the prompt last.
+    const res = await post(double, { model: 'm', tools: [], input: history });
+    assert.equal(res.status, 200, res.text);
+    assert.equal(JSON.parse(res.text).output.at(-1).content[0].text, 'the summary');
+    // Without tools the items before the reasoning item still bind it.
+    const edited = structuredClone(history);
+    edited[0].content[0].text = 'hi (rewritten)';
+    const refused = await post(double, { model: 'm', tools: [], input: edited });
+    assert.equal(refused.status, 400);
+    assert.equal(JSON.parse(refused.text).error.code, 'invalid_encrypted_content');
+    assert.equal(double.compactions.length, 0, 'a client-side compaction is an ordinary turn');
+  } finally {
+    await double.close();
+  }
+});
+
+test('compaction: /responses/compact, a compaction_trigger item and context_management answer a sealed compaction item', async () => {
+  const double = await startResponsesDouble({ script: [
+    { calls: [{ name: 'read', arguments: {}, call_id: 'c1' }] },
+    { text: 'after the compaction' },
+    { text: 'over the threshold' },
+  ] });
+  try {
+    const first = JSON.parse((await post(double, { model: 'm', input: kInput, tools: kTools })).text);
+    const history = [...kInput, ...first.output, { type: 'function_call_output', call_id: 'c1', output: 'file a' }];
+
+    // The standalone endpoint: JSON, the user messages kept, one compaction item last.
+    const compact = await post(double, { model: 'm', tools: kTools, input: history }, '/responses/compact');
+    assert.equal(compact.status, 200, compact.text);
+    const compacted = JSON.parse(compact.text);
+    assert.equal(compacted.object, 'response.compaction');
+    assert.deepEqual(compacted.output.map((i) => i.type), ['message', 'compaction']);
+    assert.deepEqual(compacted.output[0], kInput[0]);
+    assert.ok(compacted.usage.input_tokens > 0);
+    assert.equal((await post(double, { tools: kTools, input: history }, '/responses/compact')).status, 400, 'model is required');
+
+    // Codex's remote_compaction_v2: the history and a compaction_trigger item, streamed; exactly one
+    // compaction item comes back, and no script turn is taken.
+    const trigger = await post(double, { model: 'm', stream: true, tools: kTools,
+      input: [...history, { type: 'compaction_trigger' }] });
+    assert.equal(trigger.status, 200);
+    const events = sse(trigger.text);
+    assert.equal(events.at(-1).type, 'response.completed');
+    const done = events.filter((e) => e.type === 'response.output_item.done').map((e) => e.item);
+    assert.deepEqual(done.map((i) => i.type), ['compaction']);
+    assert.equal(events.filter((e) => e.type === 'response.output_item.added').length, 1);
+
+    // The history after it starts from the compaction item: accepted, and the script goes on.
+    const next = await post(double, { model: 'm', tools: kTools, input: [...kInput, done[0]] });
+    assert.equal(next.status, 200, next.text);
+    assert.equal(JSON.parse(next.text).output.at(-1).content[0].text, 'after the compaction');
+    const forged = { ...done[0], encrypted_content: Buffer.from('{"v":1,"kind":"compaction"}').toString('base64url') };
+    const refused = await post(double, { model: 'm', tools: kTools, input: [...kInput, forged] });
+    assert.equal(refused.status, 400);
+    assert.equal(JSON.parse(refused.text).error.code, 'invalid_encrypted_content');
+
+    // Server-side compaction: over the threshold, a compaction item opens the output.
+    const over = JSON.parse((await post(double, { model: 'm', tools: kTools, input: history,
+      context_management: [{ type: 'compaction', compact_threshold: 10 }] })).text);
+    assert.deepEqual(over.output.map((i) => i.type), ['compaction', 'reasoning', 'message']);
+    assert.deepEqual(double.compactions.map((c) => c.how), ['compact', 'compaction_trigger', 'context_management']);
   } finally {
     await double.close();
   }

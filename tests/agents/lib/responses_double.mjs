@@ -19,6 +19,18 @@
 //                                            // number, and the double (for earlier requests)
 // `arguments` may be an object (sent as JSON) or a string (sent as is). When the script runs out,
 // the double answers a plain text turn saying so and records it in `double.problems`.
+//
+// Compaction, as the API does it (https://developers.openai.com/api/docs/guides/compaction), is
+// answered by the double itself, without taking a script turn, and recorded in `double.compactions`:
+// - `POST /v1/responses/compact` {model, input, instructions?, tools?}: JSON
+//   `{object: "response.compaction", output: [the input's user messages, one compaction item]}`;
+// - a `compaction_trigger` input item (Codex 0.171's `remote_compaction_v2`, the OpenAI provider
+//   only): the turn's output is exactly one `compaction` item;
+// - `context_management: [{type: "compaction", compact_threshold}]` (server-side compaction): when
+//   the input is over the threshold (bytes/4), a compaction item opens the turn's output.
+// A compaction item's `encrypted_content` is sealed by the double; one it did not seal is refused
+// (400 invalid_encrypted_content). Codex's own compaction for other providers is an ordinary
+// request with `tools: []` and its summarisation prompt: a script turn (see isCompactionPrompt).
 import { createServer } from 'node:http';
 import { createHmac, randomBytes } from 'node:crypto';
 import { gunzipSync, inflateSync, brotliDecompressSync } from 'node:zlib';
@@ -63,6 +75,7 @@ export async function startResponsesDouble({ script = [], secret = randomBytes(1
   const requests = [];     // every request: {seq, method, path, url, headers, rawBody, bodyText, json}
   const problems = [];     // things a test should fail on: script exhausted, bad bodies, 400s sent
   const turns = [];        // per POST /v1/responses: {request, turn, response}
+  const compactions = [];  // per compaction the double made: {request, how, item}
   let nextTurn = 0;
   let idCounter = 0;
   const newId = (prefix) => `${prefix}_${(++idCounter).toString(16).padStart(8, '0')}${randomBytes(8).toString('hex')}`;
@@ -70,12 +83,43 @@ export async function startResponsesDouble({ script = [], secret = randomBytes(1
   const mac = (body, prefixItems) => createHmac('sha256', secret).update(canonical({
     instructions: body.instructions ?? null, tools: body.tools ?? null, input: prefixItems,
   })).digest('base64url');
+  // The same binding without the tools: what a request offering no tools is checked against.
+  const macNoTools = (body, prefixItems) => createHmac('sha256', secret).update(canonical({
+    instructions: body.instructions ?? null, input: prefixItems,
+  })).digest('base64url');
+  const offersNoTools = (body) => !Array.isArray(body.tools) || body.tools.length === 0;
 
-  // Returns an error {status, body} if a replayed reasoning item is not bound to its prefix.
+  const unseal = (text) => {
+    try {
+      return JSON.parse(Buffer.from(String(text), 'base64url').toString('utf8'));
+    } catch {
+      return null;
+    }
+  };
+  const compactionMac = (itemId) => createHmac('sha256', secret).update(`compaction:${itemId}`).digest('base64url');
+  // A compaction item standing for `items` (what it summarised), sealed by the double.
+  function compactionItem(items) {
+    const id = newId('cmp');
+    return { type: 'compaction', id, encrypted_content: Buffer.from(JSON.stringify({
+      v: 1, kind: 'compaction', item_id: id, n: items.length, mac: compactionMac(id),
+    })).toString('base64url') };
+  }
+  const estimateTokens = (items) => Math.ceil(Buffer.byteLength(canonical(items)) / 4);
+
+  // Returns an error {status, body} if a replayed reasoning item is not bound to its prefix, or a
+  // compaction item was not made by the double.
   function verifyReasoning(body) {
     const input = Array.isArray(body.input) ? body.input : [];
     for (let i = 0; i < input.length; i++) {
       const item = input[i];
+      if (item?.type === 'compaction') {
+        const sealed = unseal(item.encrypted_content);
+        if (!sealed || sealed.kind !== 'compaction' || sealed.mac !== compactionMac(sealed.item_id)) {
+          return openAiError(400, `The encrypted content for compaction item ${item.id ?? `input[${i}]`} ` +
+            'could not be verified.', { code: 'invalid_encrypted_content', param: `input[${i}].encrypted_content` });
+        }
+        continue;
+      }
       if (item?.type !== 'reasoning' || typeof item.encrypted_content !== 'string') continue;
       let sealed;
       try {
@@ -87,7 +131,13 @@ export async function startResponsesDouble({ script = [], secret = randomBytes(1
         return openAiError(400, 'The encrypted content could not be decrypted or parsed.',
           { code: 'invalid_encrypted_content' });
       }
-      if (mac(body, input.slice(0, i)) !== sealed.mac) {
+      // A request that offers no tools (a client's compaction turn: Codex sends the whole history
+      // with `tools: []` and its summarisation prompt) may replay reasoning made with tools, as the
+      // API allows; the instructions and the items before it must still be the same.
+      const bound = offersNoTools(body) && typeof sealed.mac_no_tools === 'string'
+        ? macNoTools(body, input.slice(0, i)) === sealed.mac_no_tools
+        : mac(body, input.slice(0, i)) === sealed.mac;
+      if (!bound) {
         const origin = turns.find((t) => t.response?.id === sealed.response_id);
         return {
           ...openAiError(400, `The encrypted content for item ${item.id ?? sealed.item_id} could not ` +
@@ -101,9 +151,16 @@ export async function startResponsesDouble({ script = [], secret = randomBytes(1
     return null;
   }
 
-  function buildOutput(turn, body) {
+  function buildOutput(turn, body, record) {
     const output = [];
     const prefix = Array.isArray(body.input) ? body.input : [];
+    const threshold = (Array.isArray(body.context_management) ? body.context_management : [])
+      .find((c) => c?.type === 'compaction')?.compact_threshold;
+    if (typeof threshold === 'number' && estimateTokens(prefix) > threshold) {
+      const item = compactionItem(prefix);
+      compactions.push({ request: record, how: 'context_management', item });
+      output.push(item);
+    }
     const rsId = newId('rs');
     const response_id = newId('resp');
     output.push({
@@ -111,6 +168,7 @@ export async function startResponsesDouble({ script = [], secret = randomBytes(1
       summary: [{ type: 'summary_text', text: turn.reasoning ?? 'Following the script.' }],
       encrypted_content: Buffer.from(JSON.stringify({
         v: 1, item_id: rsId, response_id, n: prefix.length, mac: mac(body, prefix),
+        mac_no_tools: macNoTools(body, prefix),
       })).toString('base64url'),
     });
     for (const call of turn.calls ?? []) {
@@ -137,19 +195,26 @@ export async function startResponsesDouble({ script = [], secret = randomBytes(1
         content: [{ type: 'output_text', text: turn.text, annotations: [] }],
       });
     }
-    const inputTokens = turn.usage?.input_tokens ?? Math.ceil(Buffer.byteLength(canonical(prefix)) / 4);
-    const outputTokens = turn.usage?.output_tokens ?? Math.ceil(Buffer.byteLength(canonical(output)) / 4);
+    return { ...responseEnvelope(body, response_id), output, usage: usageOf(prefix, output, turn.usage) };
+  }
+
+  function responseEnvelope(body, id = newId('resp')) {
     return {
-      id: response_id, object: 'response', created_at: 1700000000 + turns.length, status: 'completed',
-      model: body.model ?? model, output, error: null, incomplete_details: null,
+      id, object: 'response', created_at: 1700000000 + turns.length, status: 'completed',
+      model: body.model ?? model, output: [], error: null, incomplete_details: null,
       instructions: body.instructions ?? null, parallel_tool_calls: body.parallel_tool_calls ?? true,
       previous_response_id: body.previous_response_id ?? null, store: body.store ?? false,
       reasoning: body.reasoning ?? null, tools: body.tools ?? [],
-      usage: {
-        input_tokens: inputTokens, input_tokens_details: { cached_tokens: 0 },
-        output_tokens: outputTokens, output_tokens_details: { reasoning_tokens: 8 },
-        total_tokens: inputTokens + outputTokens,
-      },
+    };
+  }
+
+  function usageOf(input, output, given = {}) {
+    const inputTokens = given.input_tokens ?? estimateTokens(input);
+    const outputTokens = given.output_tokens ?? estimateTokens(output);
+    return {
+      input_tokens: inputTokens, input_tokens_details: { cached_tokens: 0 },
+      output_tokens: outputTokens, output_tokens_details: { reasoning_tokens: 8 },
+      total_tokens: inputTokens + outputTokens,
     };
   }
 
@@ -185,6 +250,9 @@ export async function startResponsesDouble({ script = [], secret = randomBytes(1
         }
         yield { type: 'response.output_text.done', item_id: item.id, output_index, content_index, text, logprobs: [] };
         yield { type: 'response.content_part.done', item_id: item.id, output_index, content_index, part: item.content[0] };
+      } else {
+        // A compaction item (and any other item without deltas): added, then done.
+        yield { type: 'response.output_item.added', output_index, item };
       }
       yield { type: 'response.output_item.done', output_index, item };
     }
@@ -209,6 +277,14 @@ export async function startResponsesDouble({ script = [], secret = randomBytes(1
       turns.push({ request: record, error: bad });
       return sendJson(res, bad.status, bad.body);
     }
+    const input = Array.isArray(body.input) ? body.input : [];
+    if (input.some((it) => it?.type === 'compaction_trigger')) {
+      const item = compactionItem(input.filter((it) => it?.type !== 'compaction_trigger'));
+      compactions.push({ request: record, how: 'compaction_trigger', item });
+      const response = { ...responseEnvelope(body), output: [item], usage: usageOf(input, [item]) };
+      turns.push({ request: record, compaction: item, response });
+      return body.stream ? sendSse(res, response) : sendJson(res, 200, response);
+    }
     const index = nextTurn++;
     let turn = script[index];
     if (typeof turn === 'function') turn = await turn({ request: record, body, index, double });
@@ -220,9 +296,13 @@ export async function startResponsesDouble({ script = [], secret = randomBytes(1
       turns.push({ request: record, turn, error: turn.error });
       return sendJson(res, turn.error.status, turn.error.body);
     }
-    const response = buildOutput(turn, body);
+    const response = buildOutput(turn, body, record);
     turns.push({ request: record, turn, response });
     if (!body.stream) return sendJson(res, 200, response);
+    sendSse(res, response);
+  }
+
+  function sendSse(res, response) {
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache',
       'x-request-id': newId('req') });
     let sequence_number = 0;
@@ -231,6 +311,30 @@ export async function startResponsesDouble({ script = [], secret = randomBytes(1
       res.write(`event: ${event.type}\ndata: ${data}\n\n`);
     }
     res.end();
+  }
+
+  // POST /v1/responses/compact: the standalone compaction endpoint. The output keeps the input's
+  // user messages and ends with one compaction item standing for the rest.
+  function handleCompact(record, res) {
+    const body = record.json;
+    if (!body || typeof body !== 'object' || typeof body.model !== 'string') {
+      problems.push({ seq: record.seq, problem: 'compact body without a model' });
+      return sendJson(res, 400, openAiError(400, "Missing required parameter: 'model'.",
+        { code: 'missing_required_parameter', param: 'model' }).body);
+    }
+    const bad = verifyReasoning(body);
+    if (bad) {
+      problems.push({ seq: record.seq, problem: 'reasoning signature mismatch', error: bad.body.error, detail: bad.detail });
+      return sendJson(res, bad.status, bad.body);
+    }
+    const input = typeof body.input === 'string'
+      ? [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: body.input }] }]
+      : (Array.isArray(body.input) ? body.input : []);
+    const item = compactionItem(input);
+    compactions.push({ request: record, how: 'compact', item });
+    const output = [...input.filter((it) => it?.type === 'message' && it.role === 'user'), item];
+    sendJson(res, 200, { id: newId('resp'), object: 'response.compaction', created_at: 1700000000 + turns.length,
+      output, usage: usageOf(input, [item]) });
   }
 
   const server = createServer((req, res) => {
@@ -251,7 +355,14 @@ export async function startResponsesDouble({ script = [], secret = randomBytes(1
         record.decodeError = String(e);
       }
       const path = record.path.replace(/\/+$/, '');
-      if (req.method === 'POST' && path.endsWith('/responses')) {
+      if (req.method === 'POST' && path.endsWith('/responses/compact')) {
+        try {
+          handleCompact(record, res);
+        } catch (e) {
+          problems.push({ seq: record.seq, problem: `double failed: ${e.stack ?? e}` });
+          sendJson(res, 500, openAiError(500, String(e), { type: 'server_error' }).body);
+        }
+      } else if (req.method === 'POST' && path.endsWith('/responses')) {
         handleResponses(record, res).catch((e) => {
           problems.push({ seq: record.seq, problem: `double failed: ${e.stack ?? e}` });
           if (!res.headersSent) sendJson(res, 500, openAiError(500, String(e), { type: 'server_error' }).body);
@@ -274,7 +385,7 @@ export async function startResponsesDouble({ script = [], secret = randomBytes(1
   const { port } = server.address();
 
   const double = {
-    url: `http://127.0.0.1:${port}/v1`, port, requests, problems, turns,
+    url: `http://127.0.0.1:${port}/v1`, port, requests, problems, turns, compactions,
     // The POST /v1/responses requests that were answered with a turn, in order.
     responseRequests: () => turns.filter((t) => t.response).map((t) => t.request),
     close() {
@@ -298,4 +409,29 @@ export function outputText(item) {
   if (Array.isArray(out)) return out.map((p) => p.text ?? JSON.stringify(p)).join('\n');
   if (out && typeof out === 'object') return out.content ?? JSON.stringify(out);
   return '';
+}
+
+// Codex's own (client-side) compaction prompt, which opens the last input item of the request it
+// compacts with (Codex 0.171, every provider but OpenAI's; `tools` is empty in that request).
+export const kCodexCompactPrompt = 'You are performing a CONTEXT CHECKPOINT COMPACTION.';
+// What opens the user message that carries Codex's summary in the history after the compaction.
+export const kCodexSummaryPrefix = 'Another language model started to solve this problem';
+
+function textOfMessage(item) {
+  if (typeof item?.content === 'string') return item.content;
+  return (item?.content ?? []).map((p) => p?.text ?? '').join('');
+}
+
+// Whether a request body is Codex's client-side compaction request: no tools offered and the last
+// input item is a user message holding the compaction prompt.
+export function isCompactionPrompt(body) {
+  const last = Array.isArray(body?.input) ? body.input.at(-1) : undefined;
+  return (!Array.isArray(body?.tools) || body.tools.length === 0) && last?.type === 'message' &&
+    last.role === 'user' && textOfMessage(last).startsWith(kCodexCompactPrompt);
+}
+
+// The input item carrying Codex's post-compaction summary, or undefined.
+export function summaryItem(body) {
+  return (body?.input ?? []).find((it) => it?.type === 'message' && it.role === 'user' &&
+    textOfMessage(it).startsWith(kCodexSummaryPrefix));
 }
