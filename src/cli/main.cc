@@ -232,6 +232,9 @@ int main(int argc, char** argv) {
                      "contextd's base URL (default http://127.0.0.1:9090)");
   status->add_option("--token-file", status_command.token_file,
                      "bearer token for /metrics (the server's --auth-token-file)");
+  status->add_option("--conversations", status_command.conversations,
+                     "model conversations listed with their folds (default 10; 0: none)")
+      ->check(CLI::Range(0, 200));
 
   // usage
   CLI::App* usage = app.add_subcommand(

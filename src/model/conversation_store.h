@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -89,6 +90,10 @@ struct UsageRecord {
   int64_t tokens_before = 0;  // contextd's count of the messages as the client sent them
   int64_t tokens_after = 0;   // and as forwarded
   int64_t duration_ms = 0;    // from the request's arrival to the end of the answer
+  int folds_new = 0;          // branches folded for the first time by this request
+  // Branches this request left whole, per reason (SkipReasonName; an open set of names). A
+  // branch that cannot fold is counted again by each later request that still carries it.
+  std::map<std::string, int> folds_skipped;
 };
 
 // Totals for `contextd status` and per-branch reporting.
@@ -101,6 +106,24 @@ struct UsageTotals {
   int64_t tokens_before = 0;
   int64_t tokens_after = 0;
   int64_t last_at_ms = 0;  // 0 when there is none
+};
+
+// One conversation (all its threads) as `contextd status` and the viewer show it: what the
+// usage rows kept in detail say (rows the retention sweep rolled up into daily totals are not
+// in it).
+struct ConversationSummary {
+  std::string conversation;
+  std::string project;   // of its most recent request
+  int64_t requests = 0;
+  int64_t folds_new = 0;  // folds made (each fold is decided once)
+  // Skips summed over its requests, per reason (see UsageRecord::folds_skipped).
+  std::map<std::string, int64_t> folds_skipped;
+  int64_t tokens_before = 0;  // summed over its requests
+  int64_t tokens_after = 0;
+  int64_t first_at_ms = 0;
+  int64_t last_at_ms = 0;
+
+  bool operator==(const ConversationSummary&) const = default;
 };
 
 class ConversationStore {
@@ -123,6 +146,11 @@ class ConversationStore {
   // empty.
   virtual absl::StatusOr<UsageTotals> Totals(std::string_view tenant,
                                              std::string_view branch_id) = 0;
+
+  // `tenant`'s `limit` conversations with the most recent requests, most recent first (ties:
+  // by conversation), from their usage rows. Internal/Unavailable on a database error.
+  virtual absl::StatusOr<std::vector<ConversationSummary>> RecentConversations(
+      std::string_view tenant, int limit) = 0;
 };
 
 }  // namespace contextd::model

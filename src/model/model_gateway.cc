@@ -435,6 +435,10 @@ void ModelGateway::Handle(transport::HttpRequest request,
     exchange->report.usage.branch_id = applied->open_branch_id;
     exchange->report.usage.tokens_before = applied->tokens_before;
     exchange->report.usage.tokens_after = applied->tokens_after;
+    exchange->report.usage.folds_new = applied->folds_new;
+    for (SkipReason reason : applied->skipped) {
+      ++exchange->report.usage.folds_skipped[SkipReasonName(reason)];
+    }
     applied->body.clear();
     exchange->report.applied = std::move(*applied);
     std::optional<ConversationUpdate> deferred = std::move(exchange->report.applied.deferred);

@@ -770,6 +770,10 @@ absl::Status RunServer(const ServerConfig& config) {
     for (transport::HttpRoute& route : engine.model_gateway->Routes()) {
       options.routes.push_back(std::move(route));
     }
+    // /api/v1/conversations: the gateway's folds per conversation (the API lives on the
+    // executor; the store outlives it, reset in ShutdownEngine before the engine goes).
+    engine.executor->RunSync(
+        [&] { engine.trail_api->SetConversations(engine.conversations.get()); });
   }
   // The trail viewer (/ui, /api/v1): its reads run on the engine executor.
   for (transport::HttpRoute& route : UiRoutes(*engine.trail_api, *engine.executor)) {

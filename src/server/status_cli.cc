@@ -1,5 +1,6 @@
 #include "server/status_cli.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -272,6 +273,72 @@ void ReportModel(const std::vector<MetricSample>& samples, const BaseUrl& base, 
   }
 }
 
+// "12 s ago", "5 min ago", "3 h ago", "2 d ago".
+std::string Ago(double now, int64_t at_ms) {
+  const auto s = static_cast<long long>(std::max(0.0, now - static_cast<double>(at_ms) / 1000));
+  if (s < 120) return base::StrCat(s, " s ago");
+  if (s < 7200) return base::StrCat(s / 60, " min ago");
+  if (s < 172800) return base::StrCat(s / 3600, " h ago");
+  return base::StrCat(s / 86400, " d ago");
+}
+
+// `text` cut to `width` bytes, the cut marked with "..".
+std::string Fit(const std::string& text, size_t width) {
+  if (text.size() <= width) return text;
+  return text.substr(0, width - 2) + "..";
+}
+
+int64_t IntOf(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
+}
+
+// The model conversations' folds, from GET /api/v1/conversations. Prints nothing when the server
+// has no such endpoint (an older contextd), refuses it, or has no conversation to show: the rest
+// of the report stands on its own.
+void ReportConversations(const BaseUrl& base, const std::string& token, int limit, double now,
+                         std::ostream& out) {
+  if (limit <= 0) return;
+  auto got = HttpGet(base, base::StrCat("/api/v1/conversations?limit=", limit), token);
+  if (!got.ok() || got->status != 200) return;
+  nlohmann::json body = nlohmann::json::parse(got->body, nullptr, false);
+  if (!body.is_object() || !body.contains("conversations") || !body["conversations"].is_array() ||
+      body["conversations"].empty()) {
+    return;
+  }
+  out << "model conversations (most recent first; skips counted per request):\n";
+  out << "  " << std::left << std::setw(28) << "conversation" << std::right << std::setw(9)
+      << "requests" << std::setw(7) << "folds" << std::setw(9) << "skipped" << std::setw(15)
+      << "tokens saved" << "  last request\n";
+  for (const nlohmann::json& c : body["conversations"]) {
+    if (!c.is_object()) continue;
+    const std::string id = c.contains("conversation") && c["conversation"].is_string()
+                               ? c["conversation"].get<std::string>()
+                               : "?";
+    const int64_t before = IntOf(c, "tokens_before");
+    const int64_t saved = before - IntOf(c, "tokens_after");
+    std::string saved_text = base::StrCat(saved);
+    if (before > 0) {
+      saved_text += base::StrCat(" (", saved * 100 / before, "%)");
+    }
+    out << "  " << std::left << std::setw(28) << Fit(id, 28) << std::right << std::setw(9)
+        << IntOf(c, "requests") << std::setw(7) << IntOf(c, "folds_made") << std::setw(9)
+        << IntOf(c, "folds_skipped") << std::setw(15) << saved_text << "  "
+        << Ago(now, IntOf(c, "last_at_ms"));
+    auto reasons = c.find("folds_skipped_by_reason");
+    if (reasons != c.end() && reasons->is_object() && !reasons->empty()) {
+      out << "  skipped:";
+      bool first = true;
+      for (const auto& [reason, n] : reasons->items()) {
+        out << (first ? " " : ", ") << reason << " "
+            << (n.is_number_integer() ? n.get<int64_t>() : 0);
+        first = false;
+      }
+    }
+    out << "\n";
+  }
+}
+
 std::string Mark(const std::optional<std::string>& have, const std::string& want) {
   if (!have) return "not set";
   std::string h = *have;
@@ -415,6 +482,7 @@ int RunStatusCommand(const StatusCommand& command, const AgentEnvironment& env, 
             : std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
                   .count();
     ReportModel(samples, *base, now, out);
+    ReportConversations(*base, token, command.conversations, now, out);
   }
   ReportClaudeCode(*base, env, out);
   ReportCodex(*base, env, out);

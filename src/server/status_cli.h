@@ -1,6 +1,8 @@
 // `contextd status`: is agent traffic reaching a running contextd? Reads GET /healthz and
-// GET /metrics of the server (MCP sessions and requests, model requests of the gateway) and
-// whether Claude Code's configuration points at it. Also the Prometheus text parser it uses.
+// GET /metrics of the server (MCP sessions and requests, model requests of the gateway), the
+// most recent model conversations with their folds made and skipped (GET /api/v1/conversations;
+// nothing from a server without it) and whether Claude Code's configuration points at it. Also
+// the Prometheus text parser it uses.
 // Single-threaded; a CLI helper, not for use inside the server.
 #pragma once
 
@@ -31,6 +33,7 @@ std::vector<MetricSample> ParsePrometheusText(std::string_view text);
 struct StatusCommand {
   std::string url = "http://127.0.0.1:9090";  // contextd's base URL (http only)
   std::string token_file;  // bearer token for /metrics: first token of a `--auth-token-file`
+  int conversations = 10;  // model conversations listed, most recent first (0: none)
   // The current time in unix seconds (for "last model request N s ago").
   std::function<double()> now;
 };

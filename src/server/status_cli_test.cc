@@ -75,10 +75,27 @@ class StatusTest : public ::testing::Test {
     fs::remove_all(root_, ec);
   }
 
-  void Start(std::string model_metrics, std::map<std::string, std::string> tokens = {}) {
+  // `conversations`: the body of GET /api/v1/conversations, or "" for a server without it.
+  void Start(std::string model_metrics, std::map<std::string, std::string> tokens = {},
+             std::string conversations = "") {
     transport::HttpServerOptions o;
     o.port = 0;
     o.bearer_tokens = std::move(tokens);
+    if (!conversations.empty()) {
+      transport::HttpRoute route;
+      route.name = "conversations";
+      route.methods = {"GET"};
+      route.path = "/api/v1/conversations";
+      route.handler = [this, conversations](transport::HttpRequest request,
+                                            std::shared_ptr<transport::HttpResponder> responder) {
+        conversations_query_ = std::string(request.query());
+        transport::HttpResponse r;
+        r.content_type = "application/json";
+        r.body = conversations;
+        responder->Respond(std::move(r));
+      };
+      o.routes.push_back(std::move(route));
+    }
     o.metrics = [model_metrics] { return model_metrics; };
     auto s =
         transport::HttpServer::Start(o, std::make_shared<transport::testing::EchoSessionFactory>());
@@ -98,6 +115,7 @@ class StatusTest : public ::testing::Test {
   }
 
   std::string root_, url_;
+  std::string conversations_query_;  // written on the listener's thread, read after Run
   AgentEnvironment env_;
   std::unique_ptr<transport::HttpServer> server_;
   std::ostringstream out_, err_;
@@ -127,6 +145,47 @@ TEST_F(StatusTest, ReportsMcpAndModelRequests) {
               HasSubstr("model: 3 request(s) to OpenAI Chat Completions (status 200: 3)\n"));
   EXPECT_THAT(out_.str(), HasSubstr("model: 2 request(s) to OpenAI Responses (status 400: 2)\n"));
   EXPECT_THAT(out_.str(), HasSubstr("not connected: run `contextd connect claude-code`"));
+  // A server without /api/v1/conversations: nothing about conversations.
+  EXPECT_THAT(out_.str(), Not(HasSubstr("model conversations")));
+}
+
+TEST_F(StatusTest, ListsConversationsWithFoldsMadeAndSkipped) {
+  Start("contextd_model_requests_total{api=\"anthropic\",status=\"200\"} 7\n",
+        {{"status-conversations-token-0123456789", "local"}},
+        R"({"tenant":"local","model_gateway":true,"conversations":[
+          {"conversation":"0f3c2a9e-5b7d-4c1e-9a8b-2d6e4f1a3c5b","project":"web","requests":5,
+           "folds_made":2,"folds_skipped":3,
+           "folds_skipped_by_reason":{"not_at_tail":2,"unknown_block":1},
+           "tokens_before":10000,"tokens_after":7500,"tokens_saved":2500,
+           "first_at_ms":1700000000000,"last_at_ms":1700000088000},
+          {"conversation":"m:ab12","project":"default","requests":2,"folds_made":1,
+           "folds_skipped":0,"folds_skipped_by_reason":{},"tokens_before":0,"tokens_after":0,
+           "tokens_saved":0,"first_at_ms":1699990000000,"last_at_ms":1699990000000}]})");
+  std::string token_file = root_ + "/tokens";
+  std::ofstream(token_file) << "local:status-conversations-token-0123456789\n";
+  ASSERT_EQ(Run(token_file), 0) << err_.str();
+  EXPECT_EQ(conversations_query_, "limit=10");
+  const std::string out = out_.str();
+  EXPECT_THAT(out, HasSubstr("model conversations (most recent first"));
+  EXPECT_THAT(out, HasSubstr("conversation"));
+  EXPECT_THAT(out, HasSubstr("0f3c2a9e-5b7d-4c1e-9a8b-2d.."));  // cut to its column
+  EXPECT_THAT(out, HasSubstr("        5      2        3     2500 (25%)  12 s ago  skipped: "
+                             "not_at_tail 2, unknown_block 1\n"));
+  EXPECT_THAT(out, HasSubstr("m:ab12"));
+  EXPECT_THAT(out, HasSubstr("        2      1        0              0  2 h ago\n"));
+  // In the order the server gave (most recent first), after the model lines.
+  EXPECT_LT(out.find("model: 7 request(s)"), out.find("model conversations"));
+  EXPECT_LT(out.find("0f3c2a9e"), out.find("m:ab12"));
+}
+
+TEST_F(StatusTest, NoConversationsOrAnUnreadableAnswerPrintNothing) {
+  for (const char* body : {R"({"conversations":[]})", "not json", R"({"conversations":5})"}) {
+    Start("", {}, body);
+    ASSERT_EQ(Run(), 0) << err_.str();
+    EXPECT_THAT(out_.str(), Not(HasSubstr("model conversations"))) << body;
+    EXPECT_THAT(out_.str(), HasSubstr("Claude Code configuration:")) << body;
+    server_.reset();
+  }
 }
 
 TEST_F(StatusTest, NoModelMetricsSaysWhatToDo) {

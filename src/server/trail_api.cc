@@ -224,6 +224,7 @@ ApiResponse TrailApi::Get(std::string_view tenant, std::string_view path, std::s
     }
     if (seg.size() == 1 && seg[0] == "search") return Search(tenant, query);
     if (seg.size() == 1 && seg[0] == "stats") return Stats(tenant, query);
+    if (seg.size() == 1 && seg[0] == "conversations") return Conversations(tenant, query);
   } catch (const std::exception& e) {
     // nlohmann or std throwing on data we hold: a 500, never a crash of the listener.
     return Error(500, base::StrCat("internal error: ", e.what()));
@@ -449,6 +450,39 @@ ApiResponse TrailApi::Stats(std::string_view tenant, std::string_view query) {
                          {"tokens_unfolded", total.unfolded},
                          {"tokens_folded", total.folded},
                          {"tokens_saved", total.unfolded - total.folded}});
+}
+
+ApiResponse TrailApi::Conversations(std::string_view tenant, std::string_view query) {
+  auto limit = IntParam(query, "limit", kApiDefaultConversationLimit, 1,
+                        kApiMaxConversationLimit);
+  if (!limit.ok()) return FromStatus(limit.status());
+  Json list = Json::array();
+  if (conversations_ != nullptr) {
+    auto recent = conversations_->RecentConversations(tenant, static_cast<int>(*limit));
+    if (!recent.ok()) return FromStatus(recent.status());
+    for (const model::ConversationSummary& c : *recent) {
+      Json skipped = Json::object();
+      int64_t skips = 0;
+      for (const auto& [reason, n] : c.folds_skipped) {
+        skipped[reason] = n;
+        skips += n;
+      }
+      list.push_back(Json{{"conversation", c.conversation},
+                          {"project", c.project},
+                          {"requests", c.requests},
+                          {"folds_made", c.folds_new},
+                          {"folds_skipped", skips},
+                          {"folds_skipped_by_reason", std::move(skipped)},
+                          {"tokens_before", c.tokens_before},
+                          {"tokens_after", c.tokens_after},
+                          {"tokens_saved", c.tokens_before - c.tokens_after},
+                          {"first_at_ms", c.first_at_ms},
+                          {"last_at_ms", c.last_at_ms}});
+    }
+  }
+  return Reply(200, Json{{"tenant", std::string(tenant)},
+                         {"model_gateway", conversations_ != nullptr},
+                         {"conversations", std::move(list)}});
 }
 
 }  // namespace contextd::server

@@ -2,10 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 #include "base/clock.h"
 #include "nlohmann/json.hpp"
 #include "server/ui_routes.h"
 #include "store/sqlite_branch_store.h"
+#include "store/sqlite_conversation_store.h"
 #include "store/sqlite_trail_store.h"
 #include "store/test_util.h"
 
@@ -184,6 +188,64 @@ TEST_F(TrailApiTest, FingerprintChangesWithANewEvent) {
   auto after = api_->Fingerprint("acme", root);
   ASSERT_TRUE(after.ok());
   EXPECT_NE(*before, *after);
+}
+
+TEST_F(TrailApiTest, ConversationsShowFoldsMadeAndSkippedWithReasons) {
+  // Without the model gateway: an empty list, and says so.
+  Json off = Get("local", "/api/v1/conversations");
+  EXPECT_EQ(off["model_gateway"], false);
+  EXPECT_TRUE(off["conversations"].empty());
+
+  auto conversations = store::SqliteConversationStore::Create(db_);
+  ASSERT_TRUE(conversations.ok()) << conversations.status();
+  api_->SetConversations(conversations->get());
+  auto record = [&](const std::string& tenant, const std::string& conversation, int64_t at_ms,
+                    int folds_new, std::map<std::string, int> skipped) {
+    model::UsageRecord r;
+    r.key = model::ConversationKey{tenant, conversation, "th"};
+    r.project = "proj";
+    r.request_id = "mreq_" + std::to_string(at_ms);
+    r.at_ms = at_ms;
+    r.tokens_before = 1000;
+    r.tokens_after = folds_new > 0 ? 400 : 1000;
+    r.folds_new = folds_new;
+    r.folds_skipped = std::move(skipped);
+    ASSERT_TRUE((*conversations)->RecordUsage(r).ok());
+  };
+  record("local", "sess-old", 100, 0, {{"unknown_block", 2}});
+  record("local", "sess-new", 200, 1, {});
+  record("local", "sess-new", 300, 1, {{"not_at_tail", 1}, {"some_new_reason", 2}});
+  record("other", "sess-theirs", 400, 9, {});
+
+  Json all = Get("local", "/api/v1/conversations");
+  EXPECT_EQ(all["model_gateway"], true);
+  ASSERT_EQ(all["conversations"].size(), 2u);
+  const Json& newest = all["conversations"][0];
+  EXPECT_EQ(newest["conversation"], "sess-new");
+  EXPECT_EQ(newest["project"], "proj");
+  EXPECT_EQ(newest["requests"], 2);
+  EXPECT_EQ(newest["folds_made"], 2);
+  EXPECT_EQ(newest["folds_skipped"], 3);
+  EXPECT_EQ(newest["folds_skipped_by_reason"], (Json{{"not_at_tail", 1}, {"some_new_reason", 2}}));
+  EXPECT_EQ(newest["tokens_before"], 2000);
+  EXPECT_EQ(newest["tokens_after"], 800);
+  EXPECT_EQ(newest["tokens_saved"], 1200);
+  EXPECT_EQ(newest["first_at_ms"], 200);
+  EXPECT_EQ(newest["last_at_ms"], 300);
+  EXPECT_EQ(all["conversations"][1]["conversation"], "sess-old");
+  EXPECT_EQ(all["conversations"][1]["folds_made"], 0);
+  EXPECT_EQ(all["conversations"][1]["folds_skipped_by_reason"], (Json{{"unknown_block", 2}}));
+
+  Json one = Get("local", "/api/v1/conversations", "limit=1");
+  ASSERT_EQ(one["conversations"].size(), 1u);
+  EXPECT_EQ(one["conversations"][0]["conversation"], "sess-new");
+  // Another tenant's conversations are not listed.
+  Json theirs = Get("other", "/api/v1/conversations");
+  ASSERT_EQ(theirs["conversations"].size(), 1u);
+  EXPECT_EQ(theirs["conversations"][0]["conversation"], "sess-theirs");
+  Get("local", "/api/v1/conversations", "limit=0", 400);
+  Get("local", "/api/v1/conversations", "limit=abc", 400);
+  api_->SetConversations(nullptr);
 }
 
 TEST_F(TrailApiTest, UnknownPathsAre404) {

@@ -2,6 +2,7 @@
 // PostgreSQL, the in-memory fake). Instantiated by each backend's test binary.
 #include "store/conversation_store_contract.h"
 
+#include <map>
 #include <thread>
 
 namespace contextd::store {
@@ -149,6 +150,68 @@ TEST_P(ConversationStoreContractTest, UsageTotalsPerTenantAndPerBranch) {
   auto nobody = store_->Totals("local", "br_none");
   ASSERT_TRUE(nobody.ok());
   EXPECT_EQ(nobody->requests, 0);
+}
+
+TEST_P(ConversationStoreContractTest, RecentConversationsSumFoldsAndSkipsPerConversation) {
+  auto none = store_->RecentConversations("local", 10);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->empty());
+
+  auto record = [&](std::string tenant, std::string conversation, std::string thread,
+                    int64_t at_ms, int folds_new, std::map<std::string, int> skipped,
+                    std::string project = "default") {
+    UsageRecord r = Usage(std::move(tenant), "", at_ms, at_ms);
+    r.key.conversation = std::move(conversation);
+    r.key.thread = std::move(thread);
+    r.project = std::move(project);
+    r.folds_new = folds_new;
+    r.folds_skipped = std::move(skipped);
+    absl::Status st = store_->RecordUsage(r);
+    ASSERT_TRUE(st.ok()) << st;
+  };
+  // Two threads of one conversation count as one; reasons are open strings, summed by name.
+  record("local", "sess-a", "t1", 100, 1, {}, "web");
+  record("local", "sess-a", "t2", 300, 0, {{"not_at_tail", 2}, {"a reason \"quoted\"", 1}}, "api");
+  record("local", "sess-a", "t1", 200, 2, {{"not_at_tail", 1}, {"zero", 0}});
+  record("local", "sess-b", "t1", 400, 0, {{"unknown_block", 3}});
+  record("local", "sess-c", "t1", 50, 0, {});
+  record("acme", "sess-z", "t1", 900, 5, {{"overlap", 1}});
+
+  auto all = store_->RecentConversations("local", 10);
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 3u);
+  // Most recent first.
+  const model::ConversationSummary& b = (*all)[0];
+  EXPECT_EQ(b.conversation, "sess-b");
+  EXPECT_EQ(b.requests, 1);
+  EXPECT_EQ(b.folds_new, 0);
+  EXPECT_EQ(b.folds_skipped, (std::map<std::string, int64_t>{{"unknown_block", 3}}));
+  const model::ConversationSummary& a = (*all)[1];
+  EXPECT_EQ(a.conversation, "sess-a");
+  EXPECT_EQ(a.project, "api");  // of its latest request
+  EXPECT_EQ(a.requests, 3);
+  EXPECT_EQ(a.folds_new, 3);
+  EXPECT_EQ(a.folds_skipped,
+            (std::map<std::string, int64_t>{{"a reason \"quoted\"", 1}, {"not_at_tail", 3}}));
+  EXPECT_EQ(a.tokens_before, (100 + 4) + (300 + 4) + (200 + 4));
+  EXPECT_EQ(a.tokens_after, (100 + 5) + (300 + 5) + (200 + 5));
+  EXPECT_EQ(a.first_at_ms, 100);
+  EXPECT_EQ(a.last_at_ms, 300);
+  const model::ConversationSummary& c = (*all)[2];
+  EXPECT_EQ(c.conversation, "sess-c");
+  EXPECT_TRUE(c.folds_skipped.empty());
+
+  auto two = store_->RecentConversations("local", 2);
+  ASSERT_TRUE(two.ok()) << two.status();
+  ASSERT_EQ(two->size(), 2u);
+  EXPECT_EQ((*two)[0], b);
+  EXPECT_EQ((*two)[1], a);
+
+  auto acme = store_->RecentConversations("acme", 10);
+  ASSERT_TRUE(acme.ok()) << acme.status();
+  ASSERT_EQ(acme->size(), 1u);
+  EXPECT_EQ((*acme)[0].folds_new, 5);
+  EXPECT_EQ((*acme)[0].folds_skipped, (std::map<std::string, int64_t>{{"overlap", 1}}));
 }
 
 TEST_P(ConversationStoreContractTest, ConcurrentSavesToOneThreadAllCount) {

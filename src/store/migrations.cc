@@ -585,6 +585,19 @@ CREATE TABLE model_usage_daily (
 CREATE TABLE retention_blob_candidates (hash TEXT PRIMARY KEY) WITHOUT ROWID;
 )sql";
 
+// 0017: what each request's fold step did (issue 31: `contextd status` and the viewer show folds
+// per conversation). model_usage.folds_skipped is a JSON object of skip reason -> count, '' when
+// none (the common case costs no bytes; reasons are an open set of names). The daily rollup
+// keeps the folds made and the skips counted, without their reasons. No index for the
+// per-conversation summary: it scans the tenant's detail rows (bounded by retention), as
+// `contextd usage` does, rather than costing every request a second index entry.
+constexpr char k0017UsageFolds[] = R"sql(
+ALTER TABLE model_usage ADD COLUMN folds_new INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE model_usage ADD COLUMN folds_skipped TEXT NOT NULL DEFAULT '';
+ALTER TABLE model_usage_daily ADD COLUMN folds_new INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE model_usage_daily ADD COLUMN folds_skipped INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
@@ -605,6 +618,7 @@ const std::vector<Migration>& Migrations() {
       {14, "0014_event_outbox.sql", k0014EventOutbox},
       {15, "0015_one_trail_per_session.sql", k0015OneTrailPerSession},
       {16, "0016_retention.sql", k0016Retention},
+      {17, "0017_usage_folds.sql", k0017UsageFolds},
   };
   return kAll;
 }

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "store/sqlite_conversation_store.h"
+#include "store/usage_folds.h"
 
 namespace contextd::store {
 namespace {
@@ -130,13 +131,14 @@ absl::Status PgConversationStore::RecordUsage(const model::UsageRecord& record) 
             "INSERT INTO model_usage (tenant, conversation, thread, request_id, at_ms, api, "
             "model, branch_id, status, input_tokens, cache_read_input_tokens, "
             "cache_creation_input_tokens, output_tokens, tokens_before, tokens_after, "
-            "duration_ms, project) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,"
-            "$16,$17)",
+            "duration_ms, project, folds_new, folds_skipped) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,"
+            "$10,$11,$12,$13,$14,$15,$16,$17,$18,$19)",
             {record.key.tenant, record.key.conversation, record.key.thread, record.request_id,
              record.at_ms, record.api, record.model, record.branch_id, record.status,
              record.input_tokens, record.cache_read_input_tokens,
              record.cache_creation_input_tokens, record.output_tokens, record.tokens_before,
-             record.tokens_after, record.duration_ms, record.project})
+             record.tokens_after, record.duration_ms, record.project,
+             static_cast<int64_t>(record.folds_new), EncodeFoldsSkipped(record.folds_skipped)})
         .status();
   });
   if (!st.ok()) {
@@ -164,6 +166,37 @@ absl::StatusOr<model::UsageTotals> PgConversationStore::Totals(std::string_view 
   return t;
 }
 
+absl::StatusOr<std::vector<model::ConversationSummary>>
+PgConversationStore::RecentConversations(std::string_view tenant, int limit) {
+  std::vector<model::ConversationSummary> out;
+  RETURN_IF_ERROR(db_->Read([&](PgConn& c) -> absl::Status {
+    out.clear();
+    ASSIGN_OR_RETURN(
+        PgResult r,
+        c.Exec("SELECT conversation, (array_agg(project ORDER BY at_ms DESC, seq))[1], "
+               "MAX(at_ms), MIN(at_ms), COUNT(*), SUM(folds_new), SUM(tokens_before), "
+               "SUM(tokens_after), string_agg(NULLIF(folds_skipped, ''), E'\\n') "
+               "FROM model_usage WHERE tenant = $1 GROUP BY conversation "
+               "ORDER BY MAX(at_ms) DESC, conversation COLLATE \"C\" LIMIT $2",
+               {tenant, static_cast<int64_t>(limit)}));
+    for (int i = 0; i < r.rows(); ++i) {
+      model::ConversationSummary s;
+      s.conversation = r.Text(i, 0);
+      s.project = r.Text(i, 1);
+      s.last_at_ms = r.Int(i, 2);
+      s.first_at_ms = r.Int(i, 3);
+      s.requests = r.Int(i, 4);
+      s.folds_new = r.Int(i, 5);
+      s.tokens_before = r.Int(i, 6);
+      s.tokens_after = r.Int(i, 7);
+      if (!r.IsNull(i, 8)) MergeFoldsSkipped(r.Text(i, 8), s.folds_skipped);
+      out.push_back(std::move(s));
+    }
+    return absl::OkStatus();
+  }));
+  return out;
+}
+
 absl::StatusOr<std::vector<ProjectUsage>> PgConversationStore::UsageByProject(
     std::string_view tenant, int64_t since_ms) {
   std::vector<ProjectUsage> out;
@@ -175,14 +208,17 @@ absl::StatusOr<std::vector<ProjectUsage>> PgConversationStore::UsageByProject(
                "COALESCE(SUM(cache_read_input_tokens), 0), "
                "COALESCE(SUM(cache_creation_input_tokens), 0), "
                "COALESCE(SUM(output_tokens), 0), COALESCE(SUM(tokens_before), 0), "
-               "COALESCE(SUM(tokens_after), 0), COALESCE(MAX(at_ms), 0) FROM (SELECT tenant, "
+               "COALESCE(SUM(tokens_after), 0), COALESCE(MAX(at_ms), 0), "
+               "COALESCE(SUM(folds_new), 0), COALESCE(SUM(folds_skipped), 0) FROM (SELECT tenant, "
                "project, 1 AS n, input_tokens, cache_read_input_tokens, cache_creation_input_tokens, "
-               "output_tokens, tokens_before, tokens_after, at_ms FROM model_usage "
+               "output_tokens, tokens_before, tokens_after, at_ms, folds_new, (SELECT "
+               "COALESCE(SUM(value::bigint), 0) FROM json_each_text(NULLIF(model_usage.folds_skipped, "
+               "'')::json)) AS folds_skipped FROM model_usage "
                "WHERE ($1 = '' OR tenant = $1) AND at_ms >= $2 "
                // Days whose detail the retention sweep rolled up (decision 0031): whole days.
                "UNION ALL SELECT tenant, project, requests, input_tokens, cache_read_input_tokens, "
-               "cache_creation_input_tokens, output_tokens, tokens_before, tokens_after, last_at_ms "
-               "FROM model_usage_daily WHERE ($1 = '' OR tenant = $1) AND (day + 1) * 86400000 > $2"
+               "cache_creation_input_tokens, output_tokens, tokens_before, tokens_after, last_at_ms, "
+               "folds_new, folds_skipped FROM model_usage_daily WHERE ($1 = '' OR tenant = $1) AND (day + 1) * 86400000 > $2"
                ") u GROUP BY tenant, project ORDER BY tenant, project",
                {tenant, since_ms}));
     for (int i = 0; i < r.rows(); ++i) {
@@ -197,6 +233,8 @@ absl::StatusOr<std::vector<ProjectUsage>> PgConversationStore::UsageByProject(
       u.totals.tokens_before = r.Int(i, 7);
       u.totals.tokens_after = r.Int(i, 8);
       u.totals.last_at_ms = r.Int(i, 9);
+      u.folds_new = r.Int(i, 10);
+      u.folds_skipped = r.Int(i, 11);
       out.push_back(std::move(u));
     }
     return absl::OkStatus();

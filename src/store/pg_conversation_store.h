@@ -33,6 +33,9 @@ class PgConversationStore final : public model::ConversationStore {
   absl::Status RecordUsage(const model::UsageRecord& record) override;
   absl::StatusOr<model::UsageTotals> Totals(std::string_view tenant,
                                             std::string_view branch_id) override;
+  // As SqliteConversationStore::RecentConversations.
+  absl::StatusOr<std::vector<model::ConversationSummary>> RecentConversations(
+      std::string_view tenant, int limit) override;
   // As SqliteConversationStore::UsageByProject: per (tenant, project) of `tenant` (every tenant
   // when empty) since `since_ms`, ordered by tenant and project.
   absl::StatusOr<std::vector<ProjectUsage>> UsageByProject(std::string_view tenant,

@@ -300,6 +300,15 @@ CREATE TABLE model_usage_daily (
 CREATE INDEX trail_scopes_by_parent ON trail_scopes (parent_id);
 )sql";
 
+// 6: the folds of each request (SQLite's 17): folds_skipped a JSON object of reason -> count as
+// text, '' when none; the daily rollup keeps folds made and skips counted.
+constexpr char k0006UsageFolds[] = R"sql(
+ALTER TABLE model_usage ADD COLUMN folds_new BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE model_usage ADD COLUMN folds_skipped TEXT NOT NULL DEFAULT '';
+ALTER TABLE model_usage_daily ADD COLUMN folds_new BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE model_usage_daily ADD COLUMN folds_skipped BIGINT NOT NULL DEFAULT 0;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& PgMigrations() {
@@ -309,6 +318,7 @@ const std::vector<Migration>& PgMigrations() {
       {3, "0003_event_outbox.sql", k0003EventOutbox},
       {4, "0004_one_trail_per_session.sql", k0004OneTrailPerSession},
       {5, "0005_retention.sql", k0005Retention},
+      {6, "0006_usage_folds.sql", k0006UsageFolds},
   };
   return kAll;
 }

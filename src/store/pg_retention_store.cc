@@ -184,11 +184,15 @@ class PgRetentionStore::Sweeper {
                     "model_usage WHERE at_ms < $1 ORDER BY seq LIMIT $2) RETURNING *), "
                     "days AS (INSERT INTO model_usage_daily AS d (tenant, project, day, requests, "
                     "input_tokens, cache_read_input_tokens, cache_creation_input_tokens, "
-                    "output_tokens, tokens_before, tokens_after, duration_ms, last_at_ms) SELECT "
+                    "output_tokens, tokens_before, tokens_after, duration_ms, last_at_ms, "
+                    "folds_new, folds_skipped) SELECT "
                     "tenant, project, at_ms / 86400000, COUNT(*), SUM(input_tokens), "
                     "SUM(cache_read_input_tokens), SUM(cache_creation_input_tokens), "
                     "SUM(output_tokens), SUM(tokens_before), SUM(tokens_after), SUM(duration_ms), "
-                    "MAX(at_ms) FROM gone GROUP BY tenant, project, at_ms / 86400000 ON CONFLICT "
+                    "MAX(at_ms), SUM(folds_new), SUM(skips.n) FROM gone, LATERAL (SELECT "
+                    "COALESCE(SUM(value::bigint), 0) AS n FROM "
+                    "json_each_text(NULLIF(gone.folds_skipped, '')::json)) skips "
+                    "GROUP BY tenant, project, at_ms / 86400000 ON CONFLICT "
                     "(tenant, project, day) DO UPDATE SET requests = d.requests + "
                     "excluded.requests, input_tokens = d.input_tokens + excluded.input_tokens, "
                     "cache_read_input_tokens = d.cache_read_input_tokens + "
@@ -197,7 +201,9 @@ class PgRetentionStore::Sweeper {
                     "output_tokens = d.output_tokens + excluded.output_tokens, tokens_before = "
                     "d.tokens_before + excluded.tokens_before, tokens_after = d.tokens_after + "
                     "excluded.tokens_after, duration_ms = d.duration_ms + excluded.duration_ms, "
-                    "last_at_ms = GREATEST(d.last_at_ms, excluded.last_at_ms) RETURNING 1) "
+                    "last_at_ms = GREATEST(d.last_at_ms, excluded.last_at_ms), folds_new = "
+                    "d.folds_new + excluded.folds_new, folds_skipped = d.folds_skipped + "
+                    "excluded.folds_skipped RETURNING 1) "
                     "SELECT (SELECT COUNT(*) FROM gone), (SELECT COUNT(*) FROM days)",
                     {cutoff, policy_.batch_rows}));
             n = r.Int(0, 0);

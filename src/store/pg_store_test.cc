@@ -185,6 +185,8 @@ TEST_F(PgDatabaseTest, Migration4MakesTheOldestOfASessionsRootsItsRoot) {
                       return c.ExecScript(
                           "ALTER TABLE trail_scopes DROP COLUMN session_root; "
                           "DROP TABLE model_usage_daily; DROP INDEX trail_scopes_by_parent; "
+                          "ALTER TABLE model_usage DROP COLUMN folds_new, "
+                          "DROP COLUMN folds_skipped; "
                           "DELETE FROM schema_version WHERE version >= 4; "
                           "INSERT INTO trail_scopes (id, tenant, project, session_id, kind, "
                           "root_id, description, status, created_at_ms) VALUES "

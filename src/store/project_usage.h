@@ -3,6 +3,7 @@
 // value; no synchronisation.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "model/conversation_store.h"
@@ -14,6 +15,8 @@ struct ProjectUsage {
   std::string tenant;
   std::string project;
   model::UsageTotals totals;
+  int64_t folds_new = 0;      // folds made
+  int64_t folds_skipped = 0;  // skips counted, whatever their reasons (the rollup keeps no reasons)
 };
 
 }  // namespace contextd::store

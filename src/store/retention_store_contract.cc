@@ -58,6 +58,8 @@ model::UsageRecord Usage(int64_t at_ms, int64_t n) {
   r.cache_read_input_tokens = 2 * n;
   r.cache_creation_input_tokens = 3 * n;
   r.output_tokens = 4 * n;
+  r.folds_new = static_cast<int>(n % 2);
+  if (n % 3 != 0) r.folds_skipped = {{"not_at_tail", static_cast<int>(n)}, {"overlap", 1}};
   return r;
 }
 
@@ -229,6 +231,12 @@ TEST_P(RetentionStoreContractTest, UsageDetailRollsUpAndTotalsStay) {
   EXPECT_EQ(a.cache_creation_input_tokens, b.cache_creation_input_tokens);
   EXPECT_EQ(a.output_tokens, b.output_tokens);
   EXPECT_EQ(a.last_at_ms, b.last_at_ms);
+  // Folds made and skips counted (n = 1..5: odd n folded once; n not a multiple of 3 skipped
+  // n + 1 times) survive the rollup, without their reasons.
+  EXPECT_EQ((*all_before)[0].folds_new, 3);
+  EXPECT_EQ((*all_before)[0].folds_skipped, 2 + 3 + 5 + 6);
+  EXPECT_EQ((*all_after)[0].folds_new, 3);
+  EXPECT_EQ((*all_after)[0].folds_skipped, 2 + 3 + 5 + 6);
   // --since at a day boundary counts the same whole days.
   auto since_after = backend_->UsageByProject("", day0 + kDayMs);
   ASSERT_TRUE(since_after.ok());

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "store/usage_folds.h"
 
 namespace contextd::store {
 namespace {
@@ -137,7 +138,8 @@ absl::Status SqliteConversationStore::PrepareAll() {
       db_->Prepare("INSERT INTO model_usage (tenant, conversation, thread, request_id, at_ms, api, "
                    "model, branch_id, status, input_tokens, cache_read_input_tokens, "
                    "cache_creation_input_tokens, output_tokens, tokens_before, tokens_after, "
-                   "duration_ms, project) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+                   "duration_ms, project, folds_new, folds_skipped) "
+                   "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
   ASSIGN_OR_RETURN(totals_by_tenant_, db_->Prepare(kTotalsColumns));
   ASSIGN_OR_RETURN(totals_by_branch_,
                    db_->Prepare(absl::StrCat(kTotalsColumns, " AND branch_id = ?")));
@@ -252,6 +254,8 @@ absl::Status SqliteConversationStore::RecordUsageLocked(const UsageRecord& recor
   insert_usage_.Bind(15, record.tokens_after);
   insert_usage_.Bind(16, record.duration_ms);
   insert_usage_.Bind(17, record.project);
+  insert_usage_.Bind(18, static_cast<int64_t>(record.folds_new));
+  insert_usage_.Bind(19, EncodeFoldsSkipped(record.folds_skipped));
   return insert_usage_.Run();
 }
 
@@ -265,13 +269,17 @@ absl::StatusOr<std::vector<ProjectUsage>> SqliteConversationStore::UsageByProjec
                    "COALESCE(SUM(cache_read_input_tokens), 0), "
                    "COALESCE(SUM(cache_creation_input_tokens), 0), "
                    "COALESCE(SUM(output_tokens), 0), COALESCE(SUM(tokens_before), 0), "
-                   "COALESCE(SUM(tokens_after), 0), COALESCE(MAX(at_ms), 0) FROM (SELECT tenant, "
+                   "COALESCE(SUM(tokens_after), 0), COALESCE(MAX(at_ms), 0), "
+                   "COALESCE(SUM(folds_new), 0), COALESCE(SUM(folds_skipped), 0) FROM (SELECT tenant, "
                    "project, 1 AS n, input_tokens, cache_read_input_tokens, cache_creation_input_tokens, "
-                   "output_tokens, tokens_before, tokens_after, at_ms FROM model_usage "
+                   "output_tokens, tokens_before, tokens_after, at_ms, folds_new, CASE WHEN "
+                   "json_valid(folds_skipped) THEN (SELECT COALESCE(SUM(value), 0) FROM "
+                   "json_each(folds_skipped)) ELSE 0 END AS folds_skipped FROM model_usage "
                    "WHERE (?1 = '' OR tenant = ?1) AND at_ms >= ?2 "
                    // Days whose detail the retention sweep rolled up (decision 0031): whole days.
                    "UNION ALL SELECT tenant, project, requests, input_tokens, cache_read_input_tokens, "
-                   "cache_creation_input_tokens, output_tokens, tokens_before, tokens_after, last_at_ms "
+                   "cache_creation_input_tokens, output_tokens, tokens_before, tokens_after, last_at_ms, "
+                   "folds_new, folds_skipped "
                    "FROM model_usage_daily WHERE (?1 = '' OR tenant = ?1) AND (day + 1) * 86400000 > ?2"
                    ") u GROUP BY tenant, project ORDER BY tenant, project"));
   ResetOnExit reset(st);
@@ -292,7 +300,49 @@ absl::StatusOr<std::vector<ProjectUsage>> SqliteConversationStore::UsageByProjec
     u.totals.tokens_before = st.Int(7);
     u.totals.tokens_after = st.Int(8);
     u.totals.last_at_ms = st.Int(9);
+    u.folds_new = st.Int(10);
+    u.folds_skipped = st.Int(11);
     out.push_back(std::move(u));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<model::ConversationSummary>>
+SqliteConversationStore::RecentConversations(std::string_view tenant, int limit) {
+  std::lock_guard<std::mutex> lock(db_->mutex());
+  // Read by the viewer and `contextd status`, not per request: prepared per call. The project
+  // is a bare column beside the only aggregate MAX(at_ms) of `l`, which SQLite takes from a row
+  // holding the maximum (beside two aggregates it would come from any row).
+  ASSIGN_OR_RETURN(
+      Statement st,
+      db_->Prepare("SELECT a.conversation, l.project, a.last_ms, a.first_ms, a.n, a.folds, a.tb, "
+                   "a.ta, a.skipped FROM (SELECT conversation, MAX(at_ms) AS last_ms, "
+                   "MIN(at_ms) AS first_ms, COUNT(*) AS n, SUM(folds_new) AS folds, "
+                   "SUM(tokens_before) AS tb, SUM(tokens_after) AS ta, "
+                   "group_concat(NULLIF(folds_skipped, ''), char(10)) AS skipped "
+                   "FROM model_usage WHERE tenant = ?1 GROUP BY conversation "
+                   "ORDER BY last_ms DESC, conversation LIMIT ?2) a "
+                   "JOIN (SELECT conversation, project, MAX(at_ms) FROM model_usage "
+                   "WHERE tenant = ?1 GROUP BY conversation) l USING (conversation) "
+                   "ORDER BY a.last_ms DESC, a.conversation"));
+  ResetOnExit reset(st);
+  st.Bind(1, tenant);
+  st.Bind(2, static_cast<int64_t>(limit));
+  std::vector<model::ConversationSummary> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    model::ConversationSummary c;
+    c.conversation = st.Text(0);
+    c.project = st.Text(1);
+    c.last_at_ms = st.Int(2);
+    c.first_at_ms = st.Int(3);
+    c.requests = st.Int(4);
+    c.folds_new = st.Int(5);
+    c.tokens_before = st.Int(6);
+    c.tokens_after = st.Int(7);
+    if (!st.IsNull(8)) MergeFoldsSkipped(st.Text(8), c.folds_skipped);
+    out.push_back(std::move(c));
   }
   return out;
 }

@@ -46,6 +46,9 @@ class SqliteConversationStore final : public model::ConversationStore {
   absl::Status RecordUsage(const model::UsageRecord& record) override;
   absl::StatusOr<model::UsageTotals> Totals(std::string_view tenant,
                                             std::string_view branch_id) override;
+  // As the interface says; a folds_skipped value that does not decode is left out of the sums.
+  absl::StatusOr<std::vector<model::ConversationSummary>> RecentConversations(
+      std::string_view tenant, int limit) override;
 
   // Usage summed per (tenant, project) over the requests at or after `since_ms` (unix ms; 0:
   // all), of `tenant` only when it is not empty; ordered by tenant, then project. Internal or

@@ -321,10 +321,14 @@ class SqliteRetentionStore::Sweeper {
         db_.Prepare(
             "INSERT INTO model_usage_daily (tenant, project, day, requests, input_tokens, "
             "cache_read_input_tokens, cache_creation_input_tokens, output_tokens, tokens_before, "
-            "tokens_after, duration_ms, last_at_ms) SELECT tenant, project, at_ms / 86400000, "
-            "COUNT(*), SUM(input_tokens), SUM(cache_read_input_tokens), "
-            "SUM(cache_creation_input_tokens), SUM(output_tokens), SUM(tokens_before), "
-            "SUM(tokens_after), SUM(duration_ms), MAX(at_ms) FROM model_usage WHERE seq > ?1 AND "
+            "tokens_after, duration_ms, last_at_ms, folds_new, folds_skipped) SELECT tenant, "
+            "project, at_ms / 86400000, COUNT(*), SUM(input_tokens), "
+            "SUM(cache_read_input_tokens), SUM(cache_creation_input_tokens), SUM(output_tokens), "
+            "SUM(tokens_before), SUM(tokens_after), SUM(duration_ms), MAX(at_ms), "
+            // The skips of a row, whatever their reasons ('' and text that is not JSON: none).
+            "SUM(folds_new), SUM(CASE WHEN json_valid(folds_skipped) THEN (SELECT "
+            "COALESCE(SUM(value), 0) FROM json_each(folds_skipped)) ELSE 0 END) "
+            "FROM model_usage WHERE seq > ?1 AND "
             "seq <= ?2 AND at_ms < ?3 GROUP BY tenant, project, at_ms / 86400000 "
             "ON CONFLICT (tenant, project, day) DO UPDATE SET requests = requests + "
             "excluded.requests, input_tokens = input_tokens + excluded.input_tokens, "
@@ -334,7 +338,8 @@ class SqliteRetentionStore::Sweeper {
             "output_tokens + excluded.output_tokens, tokens_before = tokens_before + "
             "excluded.tokens_before, tokens_after = tokens_after + excluded.tokens_after, "
             "duration_ms = duration_ms + excluded.duration_ms, last_at_ms = MAX(last_at_ms, "
-            "excluded.last_at_ms)"));
+            "excluded.last_at_ms), folds_new = folds_new + excluded.folds_new, "
+            "folds_skipped = folds_skipped + excluded.folds_skipped"));
     ASSIGN_OR_RETURN(Statement del,
                      db_.Prepare("DELETE FROM model_usage WHERE seq > ?1 AND seq <= ?2 AND "
                                  "at_ms < ?3"));

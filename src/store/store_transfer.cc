@@ -13,6 +13,7 @@
 #include "base/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "store/database.h"
+#include "store/usage_folds.h"
 
 namespace contextd::store {
 namespace {
@@ -26,6 +27,9 @@ struct Column {
   const char* name;
   Kind kind;
   bool nullable = false;
+  // Added after exports existed: a row without it (an older stream) imports its zero value (0,
+  // ""), as the migration that added it gave older rows.
+  bool added_later = false;
 };
 struct Table {
   const char* name;
@@ -150,7 +154,9 @@ const std::vector<Table>& Tables() {
         {"tokens_before", Kind::kInt},
         {"tokens_after", Kind::kInt},
         {"duration_ms", Kind::kInt},
-        {"project", Kind::kText}}},
+        {"project", Kind::kText},
+        {"folds_new", Kind::kInt, false, true},
+        {"folds_skipped", Kind::kText, false, true}}},
       // The retention sweep's daily totals (decision 0031); retention_blob_candidates is a
       // sweep's work list, not state, and stays behind.
       {"model_usage_daily",
@@ -167,7 +173,9 @@ const std::vector<Table>& Tables() {
         {"tokens_before", Kind::kInt},
         {"tokens_after", Kind::kInt},
         {"duration_ms", Kind::kInt},
-        {"last_at_ms", Kind::kInt}}},
+        {"last_at_ms", Kind::kInt},
+        {"folds_new", Kind::kInt, false, true},
+        {"folds_skipped", Kind::kInt, false, true}}},
       {"memories",
        "pos",
        "pos",
@@ -431,7 +439,9 @@ absl::StatusOr<std::vector<Line>> ReadStream(std::istream& in) {
     }
     for (const Column& c : line.table->columns) {
       Cell cell;
-      if (!row.contains(c.name) || row[c.name].is_null()) {
+      if (!row.contains(c.name) && c.added_later) {
+        // The zero value of its kind (an int 0, text ""), which the cell already holds.
+      } else if (!row.contains(c.name) || row[c.name].is_null()) {
         if (!c.nullable) return bad(absl::StrCat("missing ", line.table->name, ".", c.name));
         cell.null = true;
       } else if (c.kind == Kind::kInt) {
@@ -448,6 +458,12 @@ absl::StatusOr<std::vector<Line>> ReadStream(std::istream& in) {
           if (!bytes.ok()) return bad(absl::StrCat(c.name, ": ", bytes.status().message()));
           cell.s = *std::move(bytes);
         }
+      }
+      // Read back as JSON by the stores' summaries and rollups: refused here, not there.
+      if (std::string_view(line.table->name) == "model_usage" &&
+          std::string_view(c.name) == "folds_skipped") {
+        auto decoded = DecodeFoldsSkipped(cell.s);
+        if (!decoded.ok()) return bad(std::string(decoded.status().message()));
       }
       line.cells.push_back(std::move(cell));
     }

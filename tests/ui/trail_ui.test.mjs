@@ -31,8 +31,11 @@ function setup() {
   writeFileSync(join(files, 'big.txt'), Array.from({ length: 3000 }, (_, i) => `line ${i} of a large log`).join('\n'));
   const dataDir = tempDataDir();
   const config = join(dataDir, 'contextd.yaml');
+  // The model gateway too, its upstream unreachable: a request still leaves a usage row, so its
+  // conversation is listed (with no folds).
   writeFileSync(config, ['upstreams:', '  - name: fs', '    stdio:', '      command: node',
-    `      args: [${JSON.stringify(FS_SERVER)}, ${JSON.stringify(files)}]`, '    timeout_seconds: 20', ''].join('\n'));
+    `      args: [${JSON.stringify(FS_SERVER)}, ${JSON.stringify(files)}]`, '    timeout_seconds: 20',
+    'model_gateway:', '  anthropic:', '    base_url: "http://127.0.0.1:9"', ''].join('\n'));
   return { files, dataDir, config };
 }
 
@@ -152,7 +155,23 @@ test('trail viewer: sessions, tree, unfold, event detail, search, live updates, 
     assert.ok(overflow <= 1, `no horizontal scroll at 420px (overflow ${overflow}px)`);
     console.log(`# ${await shot(page, shots, '5-narrow')}`);
 
-    // 7. Cross-origin requests are refused even from loopback.
+    // 7. The model gateway's conversations with their folds made and skipped.
+    await page.setViewportSize({ width: 1280, height: 800 });
+    const model = await fetch(`${base(server.url)}/v1/messages`, { method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': 'sk-test', 'anthropic-version': '2023-06-01',
+        'x-claude-code-session-id': 'ui-conversation' },
+      body: JSON.stringify({ model: 'm', max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] }) });
+    assert.ok(model.status >= 500, `the upstream is unreachable: ${model.status}`);
+    await page.goto(`${base(server.url)}/ui/`);
+    const conversation = page.locator('.conversation-row[data-conversation="ui-conversation"]');
+    await conversation.waitFor();
+    assert.ok(await page.locator('#conversations-view').isVisible());
+    assert.equal(await conversation.locator('td.folds-made').textContent(), '0');
+    assert.equal(await conversation.locator('td.folds-skipped').textContent(), '0');
+    assert.equal(await conversation.locator('td.skip-reasons').textContent(), 'none');
+    console.log(`# ${await shot(page, shots, '6-conversations')}`);
+
+    // 8. Cross-origin requests are refused even from loopback.
     const api = `${base(server.url)}/api/v1/sessions`;
     assert.equal((await fetch(api, { headers: { Origin: 'http://evil.test' } })).status, 403);
     const port = new URL(server.url).port;
@@ -191,11 +210,13 @@ test('trail viewer with bearer tokens: 401 without one, the page asks for it, #t
     await page.goto(`${base(server.url)}/ui/`);
     await page.locator('#token-form').waitFor();
     assert.ok(await page.locator('#token-input').isVisible());
-    console.log(`# ${await shot(page, shots, '6-token-form')}`);
+    console.log(`# ${await shot(page, shots, '7-token-form')}`);
     await page.locator('#token-input').fill(TOKEN);
     await page.keyboard.press('Enter');
     await page.locator('#sessions tbody tr').first().waitFor();
     assert.equal(await page.locator('#token-form').isVisible(), false);
+    // No model gateway: no conversations panel.
+    assert.equal(await page.locator('#conversations-view').isVisible(), false);
 
     const second = await browser.newPage();
     await second.goto(`${base(server.url)}/ui/#token=${TOKEN}`);

@@ -90,6 +90,41 @@ class InMemoryConversationStore final : public ConversationStore {
     return t;
   }
 
+  absl::StatusOr<std::vector<ConversationSummary>> RecentConversations(std::string_view tenant,
+                                                                        int limit) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::map<std::string, ConversationSummary> by_id;
+    for (const UsageRecord& r : usage_) {
+      if (r.key.tenant != tenant) continue;
+      ConversationSummary& c = by_id[r.key.conversation];
+      c.conversation = r.key.conversation;
+      if (c.requests == 0 || r.at_ms < c.first_at_ms) c.first_at_ms = r.at_ms;
+      // The project of the latest request (the first recorded of equal times).
+      if (c.requests == 0 || r.at_ms > c.last_at_ms) {
+        c.last_at_ms = r.at_ms;
+        c.project = r.project;
+      }
+      ++c.requests;
+      c.folds_new += r.folds_new;
+      for (const auto& [reason, n] : r.folds_skipped) {
+        if (n > 0) c.folds_skipped[reason] += n;  // as the stores keep them: no zero counts
+      }
+      c.tokens_before += r.tokens_before;
+      c.tokens_after += r.tokens_after;
+    }
+    std::vector<ConversationSummary> out;
+    for (auto& [id, c] : by_id) out.push_back(std::move(c));
+    std::sort(out.begin(), out.end(),
+              [](const ConversationSummary& a, const ConversationSummary& b) {
+                return a.last_at_ms != b.last_at_ms ? a.last_at_ms > b.last_at_ms
+                                                    : a.conversation < b.conversation;
+              });
+    if (limit >= 0 && out.size() > static_cast<size_t>(limit)) {
+      out.resize(static_cast<size_t>(limit));
+    }
+    return out;
+  }
+
   // Every usage row recorded, in order (for assertions).
   std::vector<UsageRecord> usage() {
     std::lock_guard<std::mutex> lock(mu_);

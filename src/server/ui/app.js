@@ -84,6 +84,7 @@ function route() {
   const p = new URLSearchParams(location.search);
   const root = p.get('session');
   $('#sessions-view').hidden = !!root;
+  $('#conversations-view').hidden = true;  // shown by loadSessions when there are some
   $('#session-view').hidden = !root;
   if (root) openSession(root, p.get('scope')).catch(showError);
   else loadSessions().catch(showError);
@@ -105,6 +106,32 @@ async function loadSessions() {
   }));
   if (!list.sessions.length) tbody.append(h('tr', {}, h('td', { colspan: 8 }, 'No sessions recorded yet.')));
   drawChart(stats);
+  await loadConversations(list.sessions).catch(showError);
+}
+
+// ---- The model gateway's conversations: folds made and skipped (GET /api/v1/conversations).
+async function loadConversations(sessions) {
+  const data = await api('conversations');
+  const section = $('#conversations-view');
+  section.hidden = !data.conversations || !data.conversations.length;
+  if (section.hidden) return;
+  // A conversation's trail session, when the trail has it ("model:<conversation>").
+  const roots = new Map(sessions.filter((x) => x.kind === 'model').map((x) => [x.session_id.slice(6), x.root_id]));
+  $('#conversations tbody').replaceChildren(...data.conversations.map((c) => {
+    const root = roots.get(c.conversation);
+    const name = root
+      ? h('a', { href: `/ui/?session=${encodeURIComponent(root)}`, onclick: (e) => { e.preventDefault(); go({ session: root }); } }, c.conversation)
+      : c.conversation;
+    const reasons = Object.entries(c.folds_skipped_by_reason || {})
+      .map(([reason, n]) => badge(`${reason} ${fmt(n)}`, 'skip'));
+    return h('tr', { class: 'conversation-row', 'data-conversation': c.conversation },
+      h('td', {}, when(c.last_at_ms)), h('td', {}, c.project), h('td', { class: 'conversation' }, name),
+      h('td', { class: 'num' }, fmt(c.requests)), h('td', { class: 'num folds-made' }, fmt(c.folds_made)),
+      h('td', { class: 'num folds-skipped' }, fmt(c.folds_skipped)),
+      h('td', { class: 'skip-reasons' }, reasons.length ? reasons : 'none'),
+      h('td', { class: 'num' }, `${fmt(c.tokens_after)} of ${fmt(c.tokens_before)}`),
+      h('td', { class: 'num' }, fmt(c.tokens_saved)));
+  }));
 }
 
 function bars(title, items, cls) {
