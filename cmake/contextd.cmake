@@ -63,7 +63,7 @@ endfunction()
 # With CONTEXTD_FUZZ (clang) it links libFuzzer; otherwise a small driver replays the seed corpus,
 # so every build runs the seeds as an ordinary test.
 function(contextd_fuzzer name)
-  cmake_parse_arguments(ARG "" "CORPUS" "SRCS;DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "SRCS;DEPS;CORPUS" ${ARGN})
   if(CONTEXTD_FUZZ)
     add_executable(${name} ${ARG_SRCS})
     target_compile_options(${name} PRIVATE -fsanitize=fuzzer)

@@ -1,5 +1,6 @@
 // Fuzz target for the model gateway's request rewriter: any body is parsed as a Messages request;
-// every branch found is taken as returned (or force-returned, by the input's first byte), folded,
+// every branch found is taken as returned (or force-returned, by the input's first byte unless
+// the input is a whole body starting with '{'), folded,
 // and redacted by a toy rule; the result must be JSON that parses again as a Messages request,
 // render the same bytes twice, and, when the input transcript was valid, stay valid.
 #include <cstddef>
@@ -22,8 +23,11 @@ void Check(bool ok, const char* what) { testing::FuzzCheck(ok, "fold fuzz", what
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  const bool forced = data[0] & 1;
-  std::string body(reinterpret_cast<const char*>(data) + 1, size - 1);
+  // A body recorded from a real agent (tests/agents/corpus) starts with '{' and is taken whole;
+  // otherwise the first byte says whether branches end by force.
+  const bool whole = data[0] == '{';
+  const bool forced = !whole && (data[0] & 1);
+  std::string body(reinterpret_cast<const char*>(data) + (whole ? 0 : 1), size - (whole ? 0 : 1));
   auto request = AnthropicRequest::Parse(body);
   if (!request.ok()) return 0;
   (*request)->ComputeKeys();
