@@ -76,7 +76,8 @@ TEST(AgentCorpusTest, RecordedBodiesFoldValidlyAndRepeat) {
     for (int round = 0; round < 2; ++round) {
       auto fresh = AnthropicRequest::Parse(body);
       ASSERT_TRUE(fresh.ok());
-      auto applied = manager.Apply("local", "corpus", std::shared_ptr<AnthropicRequest>(*std::move(fresh)), 1);
+      auto applied =
+          manager.Apply("local", "corpus", std::shared_ptr<AnthropicRequest>(*std::move(fresh)), 1);
       ASSERT_TRUE(applied.ok()) << applied.status();
       EXPECT_FALSE(applied->fallback);
       auto forwarded = AnthropicRequest::Parse(applied->body);

@@ -273,6 +273,40 @@ TEST(FoldTranscriptsTest, AReturnWhoseCreateWasCompactedAwayIsReported) {
   EXPECT_EQ(f.plan.skipped[0].branch_id, BranchId(1));
 }
 
+TEST(FoldTranscriptsTest, AStoredFoldWhoseEndTheClientNoLongerSendsIsReported) {
+  Conversation c;
+  c.Create("c1", 1).Work("r1", "Read");
+  Conversation edited = c;  // the client rewinds to before the return and goes another way
+  c.Return("ret1", 1);
+  std::map<std::string, FoldRecord> records;
+  for (const FoldRecord& r : FoldAll(*Parse(c.Body())).plan.new_records)
+    records.emplace(r.create_call_id, r);
+  ASSERT_EQ(records.size(), 1u);
+  edited.Work("r2", "Grep");
+  Folded f = FoldAll(*Parse(edited.Body()), {}, records);
+  EXPECT_TRUE(f.plan.edits.empty());
+  ASSERT_EQ(f.plan.skipped.size(), 1u);
+  EXPECT_EQ(f.plan.skipped[0].reason, SkipReason::kMissingEnd);
+}
+
+TEST(FoldTranscriptsTest, ABranchStraddlingAForcedFoldsEdgeIsReported) {
+  // Branch 1 is force-returned while branch 2, nested in it, runs on; branch 2 returns later.
+  Conversation c;
+  c.Create("c1", 1).Work("r1", "Read").Create("c2", 2).Work("r2", "Read");
+  std::map<std::string, FoldRecord> records;
+  for (const FoldRecord& r : FoldAll(*Parse(c.Body()), {BranchId(2)}).plan.new_records) {
+    records.emplace(r.create_call_id, r);
+  }
+  ASSERT_EQ(records.count("c1"), 1u);
+  c.Work("r3", "Read").Return("ret2", 2);
+  Folded f = FoldAll(*Parse(c.Body()), {}, records);
+  ASSERT_EQ(f.plan.edits.size(), 1u);
+  EXPECT_EQ(f.plan.edits[0].create_call_id, "c1");
+  ASSERT_EQ(f.plan.skipped.size(), 1u);
+  EXPECT_EQ(f.plan.skipped[0].reason, SkipReason::kOverlap);
+  EXPECT_EQ(f.plan.skipped[0].branch_id, BranchId(2));
+}
+
 TEST(FoldTranscriptsTest, ATurnPrefilledAtTheTailWaits) {
   Conversation c;
   c.Create("c1", 1).Work("r1", "Read").Assistant(json::array({Text("I will")}));

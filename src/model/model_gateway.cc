@@ -269,8 +269,11 @@ std::vector<transport::HttpRoute> ModelGateway::Routes() {
   add("/v1/messages/count_tokens", {"POST"}, transport::RouteMatch::kExact, Provider::kAnthropic);
   // Every method: POST is folded, the others (stored completions) pass through.
   add("/v1/chat/completions", {}, transport::RouteMatch::kExact, Provider::kOpenAI);
-  // POST is folded; /v1/responses/<id>, .../compact and the like take the /v1/ route.
+  // POST is folded; /v1/responses/<id> and the like take the /v1/ route.
   add("/v1/responses", {}, transport::RouteMatch::kExact, Provider::kOpenAI);
+  // The standalone compaction takes the conversation's input as /v1/responses does: it is folded
+  // the same way, so that the summary is written from what the model has been sent.
+  add("/v1/responses/compact", {"POST"}, transport::RouteMatch::kExact, Provider::kOpenAI);
   add("/v1/", {}, transport::RouteMatch::kPrefix, Provider::kAnthropic);
   transport::HttpRoute root;
   root.name = "/";
@@ -303,7 +306,7 @@ void ModelGateway::Handle(transport::HttpRequest request,
   } else if (request.path() == "/v1/chat/completions") {
     if (post) api = ModelApi::kOpenAIChat;
     exchange->provider = Provider::kOpenAI;
-  } else if (request.path() == "/v1/responses") {
+  } else if (request.path() == "/v1/responses" || request.path() == "/v1/responses/compact") {
     if (post) api = ModelApi::kOpenAIResponses;
     exchange->provider = Provider::kOpenAI;
   } else {

@@ -306,7 +306,7 @@ void ReportConversations(const BaseUrl& base, const std::string& token, int limi
       body["conversations"].empty()) {
     return;
   }
-  out << "model conversations (most recent first; skips counted per request):\n";
+  out << "model conversations (most recent first):\n";
   out << "  " << std::left << std::setw(28) << "conversation" << std::right << std::setw(9)
       << "requests" << std::setw(7) << "folds" << std::setw(9) << "skipped" << std::setw(15)
       << "tokens saved" << "  last request\n";

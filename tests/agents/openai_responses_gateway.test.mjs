@@ -249,6 +249,17 @@ test('previous_response_id and string inputs go as sent; /v1/models and /v1/resp
     assert.equal(metric(text, 'contextd_model_requests_total', { api: 'openai', status: '404' }), 1);
     assert.equal(metric(text, 'contextd_model_provider_tokens_total', { api: 'openai_responses', kind: 'input' }),
       double.turns.reduce((n, t) => n + t.response.usage.input_tokens, 0));
+
+    // The standalone compaction takes the conversation as /v1/responses does: redacted (and
+    // folded) the same way, so its summary is written from what the model was sent.
+    const compact = await fetch(`${gw.origin}/v1/responses/compact`, { method: 'POST', headers,
+      body: JSON.stringify({ model: MODEL, input: [{ role: 'user', content: 'task' },
+        { type: 'function_call', call_id: 'c9', name: 'read_file', arguments: '{}' },
+        { type: 'function_call_output', call_id: 'c9', output: `token ${SECRET}` }] }) });
+    assert.equal(compact.status, 200, await compact.clone().text());
+    assert.equal((await compact.json()).object, 'response.compaction');
+    assert.equal(double.requests.at(-1).url, '/v1/responses/compact');
+    assert.ok(!double.requests.at(-1).bodyText.includes(SECRET), 'the compaction carried the secret');
     assert.deepEqual(double.problems, []);
   } finally {
     await gw.stop();
