@@ -113,14 +113,18 @@ FoldEdit MakeEdit(const Transcript& t, size_t create, size_t end, const FoldReco
       edit.stub_call_ids.push_back(block.call_id);
     }
   }
-  // What a person typed inside the span stays, in order; then what the end holds besides results.
-  for (size_t m = create + 1; m < end; ++m) {
+  // What the answer to the create turn holds besides results (the client attaches its own
+  // context there: after a compaction, the environment and the servers' instructions), and what a
+  // person typed inside the span, stay in order; then what the end holds besides results.
+  const size_t opened = AnswerOf(t, create);
+  for (size_t m = create + 1; m < end && record.keep_rule >= 2; ++m) {
     if (t.messages[m].role != Role::kUser) continue;
     const std::vector<Block>& blocks = t.messages[m].blocks;
     for (size_t b = 0; b < blocks.size(); ++b) {
-      if (blocks[b].kind == BlockKind::kText && !IsHarnessText(blocks[b].text)) {
-        edit.kept_blocks.emplace_back(m, b);
-      }
+      const bool kept = m == opened ? blocks[b].kind != BlockKind::kToolResult
+                                    : blocks[b].kind == BlockKind::kText &&
+                                          !IsHarnessText(blocks[b].text);
+      if (kept) edit.kept_blocks.emplace_back(m, b);
     }
   }
   const std::vector<Block>& end_blocks = t.messages[end].blocks;
@@ -151,6 +155,8 @@ const char* SkipReasonName(SkipReason reason) {
       return "missing_end";
     case SkipReason::kOverlap:
       return "overlap";
+    case SkipReason::kNoCreate:
+      return "no_create";
   }
   return "unknown";
 }
@@ -163,6 +169,7 @@ std::string FoldRecord::Serialize() const {
   j["end_call_id"] = end_call_id;
   j["end_message_key"] = Hex(end_message_key);
   j["result_text"] = result_text;
+  j["keep_rule"] = keep_rule;
   return base::DumpJson(j);
 }
 
@@ -196,6 +203,14 @@ absl::StatusOr<FoldRecord> FoldRecord::Parse(std::string_view text) {
     r.end_message_key.push_back(static_cast<char>(hi * 16 + lo));
   }
   r.result_text = *str("result_text");
+  r.keep_rule = 1;
+  if (auto rule = j.find("keep_rule"); rule != j.end()) {
+    if (!rule->is_number_integer() || rule->get<int64_t>() < 1 ||
+        rule->get<int64_t>() > kCurrentKeepRule) {
+      return absl::InternalError("a stored fold record is malformed");
+    }
+    r.keep_rule = rule->get<int>();
+  }
   return r;
 }
 

@@ -45,6 +45,12 @@ struct FoldRecord {
   std::string end_call_id;      // !forced: the branch_return call whose result ends the branch
   std::string end_message_key;  // forced: key of the last message folded (the tail then)
   std::string result_text;      // what the tool_result standing for the branch says
+  // Which blocks of the span stay (FoldEdit::kept_blocks), as the rule was when the fold was
+  // decided, so that a stored fold renders the same bytes after an upgrade: 1 (decision 0015)
+  // keeps the end's blocks besides results; 2 (0033) also the create answer's blocks besides
+  // results and the text a person typed inside the span. A record stored without it is 1.
+  int keep_rule = kCurrentKeepRule;
+  static constexpr int kCurrentKeepRule = 2;
 
   std::string Serialize() const;
   static absl::StatusOr<FoldRecord> Parse(std::string_view text);

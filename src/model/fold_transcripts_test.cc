@@ -307,6 +307,32 @@ TEST(FoldTranscriptsTest, ABranchStraddlingAForcedFoldsEdgeIsReported) {
   EXPECT_EQ(f.plan.skipped[0].branch_id, BranchId(2));
 }
 
+TEST(FoldTranscriptsTest, WhatTheClientAttachesToTheCreatesAnswerStaysUnderTheCurrentRule) {
+  // After a compaction Claude Code keeps the create turn and attaches its context (environment,
+  // the servers' instructions) to that turn's answer.
+  Conversation c;
+  c.Assistant(json::array({Use("c1", "mcp__contextd__branch_create")}));
+  c.User(json::array({Result("c1", "{\"branch_id\":\"" + BranchId(1) + "\"}"),
+                      Text("<system-reminder># Environment ...</system-reminder>")}));
+  c.Work("r1", "Read").Return("ret1", 1);
+  auto request = Parse(c.Body());
+  Folded f = FoldAll(*request);
+  ASSERT_EQ(f.plan.edits.size(), 1u);
+  EXPECT_EQ(f.plan.new_records.at(0).keep_rule, FoldRecord::kCurrentKeepRule);
+  EXPECT_NE(f.body.find("# Environment"), std::string::npos);
+  // A fold stored before the rule (no keep_rule) renders as it did then: byte for byte.
+  json old = json::parse(f.plan.new_records[0].Serialize());
+  old.erase("keep_rule");
+  auto parsed = FoldRecord::Parse(old.dump());
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed->keep_rule, 1);
+  Folded before = FoldAll(*request, {}, {{"c1", *parsed}});
+  EXPECT_EQ(before.body.find("# Environment"), std::string::npos);
+  EXPECT_FALSE(FoldRecord::Parse(R"({"create_call_id":"c","branch_id":"b","forced":false,)"
+                                 R"("end_call_id":"e","end_message_key":"","result_text":"",)"
+                                 R"("keep_rule":9})").ok());
+}
+
 TEST(FoldTranscriptsTest, ATurnPrefilledAtTheTailWaits) {
   Conversation c;
   c.Create("c1", 1).Work("r1", "Read").Assistant(json::array({Text("I will")}));
