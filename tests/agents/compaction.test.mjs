@@ -56,7 +56,8 @@ const kContinued = 'This session is being continued';
 // Claude Code follows with its own reminders).
 function statusTokens(text, id) {
   let status;
-  try { status = JSON.parse(String(text).slice(text.indexOf('{'), text.lastIndexOf('}') + 1)); } catch { return NaN; }
+  const json = String(text).split('\n\n<system-reminder>')[0];
+  try { status = JSON.parse(json.slice(json.indexOf('{'))); } catch { return NaN; }
   const find = (list) => {
     for (const b of list ?? []) {
       if (b.branch_id === id) return b;
@@ -79,12 +80,23 @@ async function branchScope(origin, id) {
   return null;
 }
 
-test('Claude Code /compact through the gateway: a folded branch stays folded, an open one keeps its budget', { skip: missing ?? false, timeout: 120000 }, async () => {
+// One session through the chain. `mode`:
+//   'command'      B open, Claude Code idle; the user types /compact, then "Go on" (the last turn
+//                  before the compaction, kept verbatim after the summary, is the model's text)
+//   'auto'         auto-compact inside B, mid tool loop: the double reports a usage past the
+//                  threshold on the turn that calls branch_status in B (kept verbatim after the
+//                  summary with its result: B's create turn is not)
+//   'auto-create'  auto-compact on the turn that creates B: that turn and its result are the ones
+//                  kept verbatim, so B's create survives the compaction
+// Resolves with what the checks need; the caller stops nothing (done here).
+async function runSession(mode) {
   const ws = workspace();
   const dataDir = tempDataDir();
   const ids = {};
   const api = {};
   let chain = null;
+  const big = { input_tokens: 190000 };
+  const snapshot = () => { api.before = branchScope(chain.origin, ids.B); };
   const steps = [
     { tools: [read(ws, 'notes.txt')] },
     { tools: [{ name: C('branch_create'), input: { description: 'survey a', prompt: 'Survey src/a*.txt', budget: 30000 } }] },
@@ -92,14 +104,15 @@ test('Claude Code /compact through the gateway: a folded branch stays folded, an
     { tools: [bash('echo ECHO_A_WORK; wc -l src/a1.txt')] },
     { tools: [{ name: C('branch_return'), input: { message: 'SUMMARY_A: the a files are fine' } }] },
     { tools: [bash('echo between branches')] },
-    { tools: [{ name: C('branch_create'), input: { description: 'survey b', prompt: 'Survey src/b*.txt', budget: 30000 } }] },
+    { tools: [{ name: C('branch_create'), input: { description: 'survey b', prompt: 'Survey src/b*.txt', budget: 30000 } }],
+      ...(mode === 'auto-create' ? { usage: big } : {}) },
     (body) => { ids.B = idOf(body); return { tools: [read(ws, 'src/b1.txt')] }; },
-    { tools: [{ name: C('branch_status'), input: {} }] },
     () => {
-      api.before = branchScope(chain.origin, ids.B);
-      return { text: `Pausing: branch ${ids.B} is still open.` };
+      if (mode === 'auto') snapshot();
+      return { tools: [{ name: C('branch_status'), input: {} }], ...(mode === 'auto' ? { usage: big } : {}) };
     },
-    // After /compact and the user's "go on" (the summary below tells the model where it was).
+    ...(mode === 'command' ? [() => { snapshot(); return { text: `Pausing: branch ${ids.B} is still open.` }; }] : []),
+    // After the compaction (and, for /compact, the user's "go on").
     { tools: [{ name: C('branch_status'), input: {} }] },
     { tools: [bash('cat src/b2.txt')] },
     () => {
@@ -111,6 +124,8 @@ test('Claude Code /compact through the gateway: a folded branch stays folded, an
   ];
   let step = 0;
   const compactions = [];
+  // Claude Code's compaction request is an ordinary main request: it is answered with a summary
+  // wherever it comes, without using up a step.
   const dispatch = (body, double) => {
     if (isCompaction(body)) {
       compactions.push(double.requests.length - 1);
@@ -127,10 +142,13 @@ test('Claude Code /compact through the gateway: a folded branch stays folded, an
     const session = startClaudeStream({
       prompt: 'Survey this repository.', modelUrl: chain.modelUrl, cwd: ws,
       mcpConfig: writeMcpConfig(ws, { url: chain.mcpUrl }), allowedTools: ['Read', 'Bash', 'mcp__contextd'],
-      timeoutMs: 90000, followUps: ['/compact', 'Go on with the survey.'],
+      timeoutMs: 60000, followUps: mode === 'command' ? ['/compact', 'Go on with the survey.'] : [],
+      // Claude Code takes the double's model for one with a far larger window: auto-compact
+      // needs the usual one.
+      env: mode === 'command' ? {} : { CLAUDE_CODE_AUTO_COMPACT_WINDOW: '200000' },
     });
     const run = await session.done;
-    dumpSession('claude-compact', double, chain.recorder);
+    dumpSession(`claude-compact-${mode}`, double, chain.recorder);
     const failWith = () => `claude exited ${run.code} (${run.signal ?? 'no signal'})\nstderr: ${excerpt(run.stderr, 2000)}\n` +
       `double refused: ${JSON.stringify(double.refused, null, 1)}\nlast events: ${excerpt(JSON.stringify(run.events.slice(-3)), 2000)}`;
     assert.equal(run.code, 0, failWith());
@@ -138,92 +156,126 @@ test('Claude Code /compact through the gateway: a folded branch stays folded, an
     const isMain = (r) => r.method === 'POST' && r.url.startsWith('/v1/messages') && !r.url.includes('count_tokens') &&
       Array.isArray(r.json?.tools) && r.json.tools.length > 0;
     const sent = chain.recorder.requests.filter(isMain).map((r) => r.json);
-    const metrics = await foldMetrics(chain.origin);
     const clientRaw = new Set(sent.map((b) => JSON.stringify(b)));
-    const same = (body) => clientRaw.has(JSON.stringify(body));
     // What Claude Code sent, less the requests the double refused (it plays no turn for those).
-    const refusedRaw = new Set(double.refused.map((r) => JSON.stringify(JSON.parse(double.requests[r.index].raw))));
+    const refusedBodies = double.refused.map((r) => JSON.parse(double.requests[r.index].raw));
+    const refusedRaw = new Set(refusedBodies.map((b) => JSON.stringify(b)));
     const clientBodies = sent.filter((b) => !refusedRaw.has(JSON.stringify(b)));
     const at = {
       A: firstResultOf(clientBodies, (name, input) => name.endsWith('branch_return') && String(input.message).startsWith('SUMMARY_A')),
       compaction: clientBodies.findIndex(isCompaction),
       B: firstResultOf(clientBodies, (name, input) => name.endsWith('branch_return') && String(input.message).startsWith('SUMMARY_B')),
     };
+    const result = {
+      mode, ids, at, modelBodies, clientBodies, refusedBodies, refused: double.refused, compactions,
+      stepsLeft: steps.length - step, same: (body) => clientRaw.has(JSON.stringify(body)),
+      metrics: await foldMetrics(chain.origin),
+      before: await api.before, after: await api.after, final: await branchScope(chain.origin, ids.B),
+    };
     for (const [i, b] of modelBodies.entries()) {
-      console.log(`--- #${i}: ${b.messages.length} messages, ${tokensOf(b)} tokens (${tokensOf(clientBodies[i] ?? {})} as sent)` +
-        `${same(b) ? '' : ', rewritten'}${i === at.compaction ? ', the compaction request' : ''}`);
+      console.log(`--- ${mode} #${i}: ${b.messages.length} messages, ${tokensOf(b)} tokens (${tokensOf(clientBodies[i] ?? {})} as sent)` +
+        `${result.same(b) ? '' : ', rewritten'}${i === at.compaction ? ', the compaction request' : ''}`);
     }
-    const compacted = modelBodies[at.compaction];
-    const compactedAsSent = clientBodies[at.compaction];
-    console.log(`--- Claude Code /compact: ${modelBodies.length} model requests, ${metrics.folds} folds, skipped ${JSON.stringify(metrics.skipped)}; ` +
-      `compaction request #${at.compaction}: ${tokensOf(compacted ?? {})} tokens vs ${tokensOf(compactedAsSent ?? {})} unfolded; ` +
-      `returns at ${JSON.stringify(at)}; refused ${JSON.stringify(double.refused)}`);
-    assert.equal(step, steps.length, 'the whole script ran');
-    assert.equal(compactions.length, 1, 'one compaction request');
-    assert.equal(clientBodies.length, modelBodies.length);
-    assert.ok(at.A > 0 && at.A < at.compaction && at.compaction < at.B, `A returned before the compaction, B after: ${JSON.stringify(at)}`);
-
-    // The double accepted every request but one, which Claude Code gets refused with or without
-    // contextd in the way: after the compaction it keeps its last assistant turn verbatim behind
-    // the summary, thinking block and all, so that block arrives behind a prefix it was not made
-    // on; it then resends without thinking blocks. That request reached the double as Claude Code
-    // sent it (pinned here: a later Claude Code that stops doing it makes this fail).
-    const refusedBodies = double.refused.map((r) => JSON.parse(double.requests[r.index].raw));
-    assert.equal(double.refused.length, 1, `refused: ${JSON.stringify(double.refused)}`);
-    for (const [k, r] of double.refused.entries()) {
-      assert.ok(same(refusedBodies[k]), `refused request ${r.index} was rewritten by contextd: ${r.message}`);
-      assert.ok(JSON.stringify(refusedBodies[k].messages[0]).includes(kContinued), `refused request ${r.index} is not the first after the compaction`);
-      assert.match(r.message, /^messages\.1\.content\.0: .*bound to a different conversation/);
-    }
-
-    // The compaction request carries A folded: what Claude Code summarises is the folded history.
-    const returnedA = new RegExp(`\\[branch ${ids.A} returned; \\d+ tokens folded away\\]`);
-    const failures = foldFailures([
-      { name: 'A, up to the compaction', from: at.A, markers: ['MARK_A1', 'MARK_A2', 'ECHO_A_WORK'], summary: 'SUMMARY_A', stands: returnedA },
-    ], modelBodies.slice(0, at.compaction + 1));
-    // After it, A's work is gone with the history; Claude Code re-attaches the files it read (A's
-    // included) as reminders, but nothing else of A comes back.
-    failures.push(...foldFailures([{ name: 'A, after the compaction', from: 0, markers: ['ECHO_A_WORK'] }], modelBodies.slice(at.compaction + 1)));
-    assert.deepEqual(failures, []);
-    assert.ok(JSON.stringify(compactedAsSent.messages).includes('MARK_A1'), 'Claude Code sent the compaction request unfolded');
-    assert.ok(JSON.stringify(compacted.messages).includes('MARK_B1'), 'B, still open, is whole in the compaction request');
-    assert.ok(tokensOf(compacted) < tokensOf(compactedAsSent), 'the compaction request is smaller than sent');
-
-    // The requests after it start from the summary, and contextd leaves them as sent: A is no
-    // longer in them and B's create turn was compacted away, so there is nothing to fold.
-    for (let i = at.compaction + 1; i < modelBodies.length; i++) {
-      const b = modelBodies[i];
-      const first = JSON.stringify(b.messages[0]);
-      assert.ok(first.includes(kContinued) && first.includes('SUMMARY_COMPACT'), `request ${i} starts from the summary`);
-      assert.ok(same(b), `request ${i} reached the double as Claude Code sent it`);
-      assert.equal(exchangesOf(b, 'branch_create').length, 0, `request ${i} holds no branch_create`);
-    }
-
-    // B kept its budget across the compaction, and its return succeeded.
-    const before = await api.before;
-    const after = await api.after;
-    const final = await branchScope(chain.origin, ids.B);
-    console.log(`--- B tokens_used ${before?.branch?.tokens_used} before the compaction, ${after?.branch?.tokens_used} after, ` +
-      `${final?.branch?.tokens_used} at its return (${final?.status}, ${final?.branch?.finish_reason})`);
-    assert.equal(before?.branch?.status, 'active');
-    assert.ok(before.branch.tokens_used > 0);
-    assert.ok(after?.branch?.tokens_used > before.branch.tokens_used, 'tokens_used did not reset across the compaction');
-    assert.equal(final?.branch?.finish_reason, 'returned');
-    assert.equal(final.summary, 'SUMMARY_B: the b files are fine');
-    const statuses = exchangesOf(modelBodies.at(-1), 'branch_status').map((e) => statusTokens(e.result, ids.B));
-    const statusBefore = statusTokens(exchangesOf(modelBodies[at.compaction], 'branch_status').at(-1)?.result, ids.B);
-    console.log(`--- branch_status showed B at ${statusBefore} tokens before the compaction, ${statuses.join(', ')} after`);
-    assert.ok(statusBefore > 0 && statuses.length === 1 && statuses[0] >= statusBefore, 'branch_status after the compaction did not reset');
-    const returnB = exchangesOf(modelBodies[at.B], 'branch_return').at(-1);
-    assert.ok(returnB && !returnB.isError && returnB.result.includes(ids.B), `B's return: ${excerpt(returnB?.result)}`);
-
-    // One fold (A); B's return, its create turn compacted away, is reported once as no_create.
-    assert.equal(metrics.folds, 1, `${metrics.folds} folds`);
-    assert.deepEqual(metrics.skipped, { no_create: 1 }, `skipped: ${JSON.stringify(metrics.skipped)}`);
+    console.log(`--- Claude Code, compaction by ${mode}: ${modelBodies.length} model requests (and ${double.refused.length} refused), ` +
+      `${result.metrics.folds} folds, skipped ${JSON.stringify(result.metrics.skipped)}; compaction request #${at.compaction}: ` +
+      `${tokensOf(modelBodies[at.compaction] ?? {})} tokens vs ${tokensOf(clientBodies[at.compaction] ?? {})} unfolded; ` +
+      `returns at ${JSON.stringify(at)}; B tokens_used ${result.before?.branch?.tokens_used} before the compaction, ` +
+      `${result.after?.branch?.tokens_used} after, ${result.final?.branch?.tokens_used} at its return`);
+    return result;
   } finally {
     await double.close();
     await chain?.stop();
     cleanup(dataDir);
     cleanup(ws);
   }
+}
+
+// The checks every mode shares: the whole script ran through one compaction; the one refusal is
+// Claude Code's own; the compaction request carries A folded; B kept its budget and returned.
+function checkCommon(r) {
+  const { at, ids, modelBodies, clientBodies } = r;
+  assert.equal(r.stepsLeft, 0, 'the whole script ran');
+  assert.equal(r.compactions.length, 1, 'one compaction request');
+  assert.equal(clientBodies.length, modelBodies.length);
+  assert.ok(at.A > 0 && at.A < at.compaction && at.compaction < at.B, `A returned before the compaction, B after: ${JSON.stringify(at)}`);
+
+  // The double accepted every request but one, which Claude Code gets refused with or without
+  // contextd in the way: after a compaction it keeps its last assistant turn verbatim behind the
+  // summary, thinking block and all, so that block arrives behind a prefix it was not made on; it
+  // then resends without thinking blocks. That request reached the double as Claude Code sent it
+  // (pinned here: a later Claude Code that stops doing it makes this fail).
+  assert.equal(r.refused.length, 1, `refused: ${JSON.stringify(r.refused)}`);
+  assert.ok(r.same(r.refusedBodies[0]), `the refused request was rewritten by contextd: ${r.refused[0].message}`);
+  assert.ok(JSON.stringify(r.refusedBodies[0].messages[0]).includes(kContinued), 'the refused request is the first after the compaction');
+  assert.match(r.refused[0].message, /^messages\.1\.content\.0: .*bound to a different conversation/);
+
+  // The compaction request carries A folded: what Claude Code summarises is the folded history.
+  const compacted = modelBodies[at.compaction];
+  const returnedA = new RegExp(`\\[branch ${ids.A} returned; \\d+ tokens folded away\\]`);
+  const failures = foldFailures([
+    { name: 'A, up to the compaction', from: at.A, markers: ['MARK_A1', 'MARK_A2', 'ECHO_A_WORK'], summary: 'SUMMARY_A', stands: returnedA },
+  ], modelBodies.slice(0, at.compaction + 1));
+  // After it, A's work is gone with the history; Claude Code re-attaches the files it read (A's
+  // included) as reminders, but nothing else of A comes back.
+  failures.push(...foldFailures([{ name: 'A, after the compaction', from: 0, markers: ['ECHO_A_WORK'] }], modelBodies.slice(at.compaction + 1)));
+  assert.deepEqual(failures, []);
+  assert.ok(JSON.stringify(clientBodies[at.compaction].messages).includes('MARK_A1'), 'Claude Code sent the compaction request unfolded');
+  assert.ok(tokensOf(compacted) < tokensOf(clientBodies[at.compaction]), 'the compaction request is smaller than sent');
+  for (let i = at.compaction + 1; i < modelBodies.length; i++) {
+    const first = JSON.stringify(modelBodies[i].messages[0]);
+    assert.ok(first.includes(kContinued) && first.includes('SUMMARY_COMPACT'), `request ${i} starts from the summary`);
+  }
+
+  // B's return succeeded, its tokens_used carried on across the compaction.
+  assert.ok(r.after?.branch?.tokens_used > 0, `B tokens_used after the compaction: ${JSON.stringify(r.after)}`);
+  assert.equal(r.final?.branch?.finish_reason, 'returned');
+  assert.equal(r.final.summary, 'SUMMARY_B: the b files are fine');
+  const returnB = exchangesOf(clientBodies[at.B], 'branch_return').at(-1);
+  assert.ok(returnB && !returnB.isError && returnB.result.includes(ids.B), `B's return: ${excerpt(returnB?.result)}`);
+}
+
+// B's create turn went with the compaction: contextd leaves every later request as sent (A is no
+// longer in them, B has nothing to fold into) and counts B's return once as no_create; B's
+// tokens_used, over /api/v1 and in branch_status, did not reset.
+function checkCreateGone(r) {
+  const { at, ids, modelBodies } = r;
+  assert.ok(JSON.stringify(modelBodies[at.compaction].messages).includes('MARK_B1'), 'B, still open, is whole in the compaction request');
+  for (let i = at.compaction + 1; i < modelBodies.length; i++) {
+    assert.ok(r.same(modelBodies[i]), `request ${i} reached the double as Claude Code sent it`);
+    assert.equal(exchangesOf(modelBodies[i], 'branch_create').length, 0, `request ${i} holds no branch_create`);
+  }
+  assert.equal(r.before?.branch?.status, 'active');
+  assert.ok(r.before.branch.tokens_used > 0);
+  assert.ok(r.after.branch.tokens_used > r.before.branch.tokens_used, 'tokens_used did not reset across the compaction');
+  // What branch_status told the model, call by call (the first made before the compaction).
+  const seen = new Map();
+  for (const b of modelBodies) for (const e of exchangesOf(b, 'branch_status')) if (e.result !== null) seen.set(e.id, statusTokens(e.result, ids.B));
+  const statuses = [...seen.values()];
+  console.log(`--- ${r.mode}: branch_status showed B at ${statuses.join(', ')} tokens`);
+  assert.ok(statuses.length >= 2 && statuses[0] > 0 && statuses.every((t, k) => k === 0 || t >= statuses[k - 1]),
+    `branch_status did not reset across the compaction: ${statuses.join(', ')}`);
+  assert.equal(r.metrics.folds, 1, `${r.metrics.folds} folds`);
+  assert.deepEqual(r.metrics.skipped, { no_create: 1 }, `skipped: ${JSON.stringify(r.metrics.skipped)}`);
+}
+
+test('Claude Code /compact with a branch open: the folded branch stays folded, the open one keeps its budget, its return is counted no_create', { skip: missing ?? false, timeout: 90000 }, async () => {
+  const r = await runSession('command');
+  checkCommon(r);
+  checkCreateGone(r);
+});
+
+test('Claude Code auto-compact inside a branch: the same, mid tool loop', { skip: missing ?? false, timeout: 90000 }, async () => {
+  const r = await runSession('auto');
+  checkCommon(r);
+  checkCreateGone(r);
+});
+
+test('Claude Code auto-compact on the turn that creates a branch: the create survives, the branch folds after the compaction', { skip: missing ?? false, timeout: 90000 }, async () => {
+  const r = await runSession('auto-create');
+  checkCommon(r);
+  const { at, ids, modelBodies } = r;
+  const returnedB = new RegExp(`\\[branch ${ids.B} returned; \\d+ tokens folded away\\]`);
+  assert.deepEqual(foldFailures([{ name: 'B, after the compaction', from: at.B, markers: ['MARK_B1', 'MARK_B2'], summary: 'SUMMARY_B', stands: returnedB }], modelBodies), []);
+  assert.equal(r.metrics.folds, 2, `${r.metrics.folds} folds`);
+  assert.deepEqual(r.metrics.skipped, {}, `skipped: ${JSON.stringify(r.metrics.skipped)}`);
 });
