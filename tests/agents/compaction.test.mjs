@@ -1,18 +1,21 @@
 // Claude Code's own compaction through contextd (issue 31): the pinned Claude Code, fed over
 // --input-format stream-json, runs through contextd's model gateway to the scripted double. A
-// branch A is created, worked in and returned (contextd folds it); a branch B is created and worked
-// in, and is still open when the user types `/compact`. Claude Code then sends an ordinary main
-// request (same system and tools, the history, and a last user message "CRITICAL: Respond with
-// TEXT ONLY ..."), which the double answers with a summary; its next request starts a new message
-// list from that summary ("This session is being continued ..."). The user asks it to go on; it
-// works in B again and returns it. What the double received is checked: every request accepted
-// (the thinking signatures bound to their prefixes, the pairing); the compaction request carries
-// A folded (A's work gone, its summary there), so what contextd folded stays folded in what the
-// client's summary is made from; the requests after it start from the summary; B keeps its budget
-// across the compaction (tokens_used over /api/v1 and in branch_status does not reset) and its
-// return succeeds; that return, whose create turn the client compacted away, is counted once as a
-// skip with reason `no_create`. Prints requests, folds, skips by reason, and the compaction
-// request against the same request unfolded (what Claude Code sent, kept by the recorder).
+// branch A is created, worked in and returned (contextd folds it); a branch B is created and is
+// open when Claude Code compacts: by `/compact` typed while it is idle, or by auto-compact (a
+// usage past the threshold reported by the double, CLAUDE_CODE_AUTO_COMPACT_WINDOW) inside B or on
+// the very turn that creates B. The compaction request is an ordinary main request (same system
+// and tools, the history, a last user message "CRITICAL: Respond with TEXT ONLY ..."), answered
+// with a summary; the next request starts a new message list from it ("This session is being
+// continued ...") followed by the last turn before the compaction, kept verbatim. Then B is worked
+// in and returned. What the double received is checked: the compaction request carries A folded
+// (what Claude Code summarises is the folded history); B's budget carries on across the compaction
+// (tokens_used over /api/v1 and in branch_status) and its return succeeds; when B's create went
+// with the compaction, contextd leaves the later requests as sent and counts B's return once as
+// skipped (`no_create`); when the create is the kept turn, B folds from its return on. Every
+// request is accepted but one: Claude Code's own first request after a compaction replays the
+// kept turn's thinking block behind the new summary (refused with or without contextd), which is
+// checked to be as Claude Code sent it. Prints requests, folds, skips by reason, and the
+// compaction request against the same unfolded (what Claude Code sent, kept by the recorder).
 //
 // Run: CONTEXTD_BINARY=build/debug/src/cli/contextd node --test tests/agents/compaction.test.mjs
 import test from 'node:test';
