@@ -21,6 +21,8 @@ import { canonical, validate } from './messages.mjs';
 //   {tools: [{name, input}, ...], text?: '...'}     tool calls (several = parallel tool use)
 //   (request, double) => turn                       computed from the request (e.g. to use an id
 //                                                   that an earlier tool result carried)
+// A turn's `usage` replaces fields of the usage it reports (input tokens are otherwise the
+// request's characters / 4): a large input_tokens makes a client compact its context.
 // When the script is exhausted, the double answers with `fallbackText`. `thinking: false` plays a
 // model without extended thinking: its turns carry no thinking block.
 // `subScript` plays the agent's subagents (Claude Code's Agent/Task tool): a request that carries
@@ -128,7 +130,7 @@ export async function startAnthropicDouble({ script = [], sideReply = 'ok', fall
         const message = {
           id: `msg_double_${requests.length}`, type: 'message', role: 'assistant', model: body.model ?? 'claude-double-1',
           content, stop_reason: (turn.tools ?? []).length ? 'tool_use' : 'end_turn', stop_sequence: null,
-          usage: { input_tokens: Math.ceil(record.raw.length / 4), output_tokens: 20, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
+          usage: { input_tokens: Math.ceil(record.raw.length / 4), output_tokens: 20, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, ...turn.usage },
         };
         if (body.stream) return streamMessage(res, message);
         return sendJson(res, 200, message);

@@ -82,9 +82,12 @@ export async function claudeCommand(args, { cwd, home, env = {}, timeoutMs = 600
 // the first user message; the returned `session.say(text)` writes another user message while
 // Claude Code runs (it reaches the model with the next request, as a message typed during a turn
 // does: Claude Code 2.1.332 appends it to the next tool results as "The user sent a new message
-// while you were working: ..."). stdin closes at the first `result` event, so the session ends. Resolves `session.done` with {code, signal, stdout, stderr, events} (the
-// parsed stdout lines). Kills the process group after `timeoutMs`. Options as runClaude's.
-export function startClaudeStream({ prompt, modelUrl, mcpConfig, allowedTools, cwd, timeoutMs = 180000, env = {}, maxTurns = 80, model = 'claude-sonnet-4-5' }) {
+// while you were working: ..."). `followUps`: user messages (a slash command such as `/compact`
+// included) written one at a time, each after the next `result` event; stdin closes at the first
+// `result` event after they are all written, so the session ends. Resolves `session.done` with
+// {code, signal, stdout, stderr, events} (the parsed stdout lines). Kills the process group after
+// `timeoutMs`. Options as runClaude's.
+export function startClaudeStream({ prompt, modelUrl, mcpConfig, allowedTools, cwd, timeoutMs = 180000, env = {}, maxTurns = 80, model = 'claude-sonnet-4-5', followUps = [] }) {
   const home = mkdtempSync(join(tmpdir(), 'contextd-claude-home-'));
   const args = ['-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose',
     '--model', model, '--allowedTools', allowedTools.join(','), '--max-turns', String(maxTurns)];
@@ -105,6 +108,7 @@ export function startClaudeStream({ prompt, modelUrl, mcpConfig, allowedTools, c
   let stdout = '';
   let stderr = '';
   const events = [];
+  const pending = [...followUps];
   const write = (text) => {
     if (child.stdin.writableEnded) return;
     child.stdin.write(`${JSON.stringify({ type: 'user', message: { role: 'user', content: text } })}\n`);
@@ -118,7 +122,9 @@ export function startClaudeStream({ prompt, modelUrl, mcpConfig, allowedTools, c
       let event = null;
       try { event = JSON.parse(line); } catch { continue; }
       events.push(event);
-      if (event.type === 'result') child.stdin.end();
+      if (event.type !== 'result') continue;
+      if (pending.length) write(pending.shift());
+      else child.stdin.end();
     }
   });
   child.stderr.on('data', (c) => { stderr += c; });
