@@ -22,8 +22,7 @@ BlockKind KindOf(std::string_view type) {
   if (type == "image" || type == "document") return BlockKind::kMedia;
   // A tool the provider runs (server_tool_use, web_search_tool_result, web_fetch_tool_result,
   // ...): call and result sit in the model's own turn, so a fold removes them together.
-  if (type == "server_tool_use" ||
-      (type.size() > 12 && type.ends_with("_tool_result"))) {
+  if (type == "server_tool_use" || (type.size() > 12 && type.ends_with("_tool_result"))) {
     return BlockKind::kServerTool;
   }
   return BlockKind::kOther;
@@ -84,8 +83,8 @@ absl::StatusOr<std::unique_ptr<AnthropicRequest>> AnthropicRequest::Parse(
     if (depth == 4 && key != "\"content\"") return 5;
     return limit;
   };
-  auto root = ParseRawJson(request->body_, kRecordDepth, 256, &policy,
-                           reused > 0 ? &reuse : nullptr);
+  auto root =
+      ParseRawJson(request->body_, kRecordDepth, 256, &policy, reused > 0 ? &reuse : nullptr);
   if (!root.ok()) return root.status();
   request->root_ = *std::move(root);
   const bool took = reused > 0 && reuse.donor == nullptr;
@@ -314,7 +313,7 @@ void AnthropicRequest::ComputeKeys() {
 }
 
 const std::vector<AnthropicRequest::TextSpan>& AnthropicRequest::TextSpans(size_t message,
-                                                                          size_t block) const {
+                                                                           size_t block) const {
   return refs_[message].blocks[block].texts;
 }
 
@@ -444,16 +443,44 @@ int AnthropicRequest::MarkerCount(const RenderPlan& plan) const {
   return count;
 }
 
+std::string AnthropicRequest::CreateResultReminders(std::pair<size_t, size_t> at,
+                                                    const RenderPlan& plan) const {
+  // The block as the model would receive it: its redaction decision, if it has one.
+  std::string block;
+  RenderBlock(at.first, at.second, plan, block);
+  auto parsed = ParseRawJson(block, 3);
+  if (!parsed.ok() || parsed->type != JsonType::kObject) return "";
+  const RawNode* content = FindMember(block, *parsed, "content");
+  std::string text;
+  if (content != nullptr && content->type == JsonType::kString) {
+    text = DecodeJsonString(content->Text(block));
+  } else if (content != nullptr && content->type == JsonType::kArray) {
+    for (const RawNode& part : content->children) {
+      if (part.type != JsonType::kObject) continue;
+      if (auto part_text = StringMember(block, part, "text")) {
+        absl::StrAppend(&text, text.empty() ? "" : "\n", *part_text);
+      }
+    }
+  }
+  return std::string(AppendedReminders(text));
+}
+
 bool AnthropicRequest::RenderFold(const FoldEdit& edit, const RenderPlan& plan, int markers_left,
                                   std::string& out) const {
   std::vector<std::string> blocks;
-  blocks.push_back(absl::StrCat("{\"type\":\"tool_result\",\"tool_use_id\":",
-                                QuoteJsonString(edit.create_call_id),
-                                ",\"content\":", QuoteJsonString(edit.result_text), "}"));
+  std::string result_text = edit.result_text;
+  if (edit.create_result) {
+    // What the client appended to the create's result (as redacted for the model) rides on.
+    std::string reminders = CreateResultReminders(*edit.create_result, plan);
+    if (!reminders.empty()) absl::StrAppend(&result_text, "\n\n", reminders);
+  }
+  blocks.push_back(absl::StrCat(
+      "{\"type\":\"tool_result\",\"tool_use_id\":", QuoteJsonString(edit.create_call_id),
+      ",\"content\":", QuoteJsonString(result_text), "}"));
   for (const std::string& id : edit.stub_call_ids) {
-    blocks.push_back(absl::StrCat("{\"type\":\"tool_result\",\"tool_use_id\":",
-                                  QuoteJsonString(id), ",\"content\":",
-                                  QuoteJsonString(StubResultText(edit.branch_id)), "}"));
+    blocks.push_back(absl::StrCat("{\"type\":\"tool_result\",\"tool_use_id\":", QuoteJsonString(id),
+                                  ",\"content\":", QuoteJsonString(StubResultText(edit.branch_id)),
+                                  "}"));
   }
   bool kept_marker = false;
   for (const auto& [km, kb] : edit.kept_blocks) {

@@ -90,8 +90,8 @@ class AnthropicRequest : public ModelRequest {
   // string or as a text block (with or without a breakpoint).
   std::string SystemBlockKey(const BlockRef& ref, bool string_content) const;
   void ComputeKey(size_t m);
-  std::string RewriteBlockRef(const BlockRef& ref,
-                              const std::vector<std::pair<TextSpan, std::string>>& replacements) const;
+  std::string RewriteBlockRef(
+      const BlockRef& ref, const std::vector<std::pair<TextSpan, std::string>>& replacements) const;
   // The bytes between messages m-1 and m as the client sent them ("," for a new neighbour).
   std::string_view Separator(size_t m) const;
   void RenderBlock(size_t m, size_t b, const RenderPlan& plan, std::string& out) const;
@@ -100,6 +100,9 @@ class AnthropicRequest : public ModelRequest {
   bool RenderFold(const FoldEdit& edit, const RenderPlan& plan, int markers_left,
                   std::string& out) const;
   int MarkerCount(const RenderPlan& plan) const;
+  // The reminders the client appended to the create's result block `at`, as the model receives
+  // that block (FoldEdit::create_result); "" when none.
+  std::string CreateResultReminders(std::pair<size_t, size_t> at, const RenderPlan& plan) const;
 
   std::string body_;
   RawNode root_;

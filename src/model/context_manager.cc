@@ -44,12 +44,16 @@ bool Scrubbable(const Message& message, const Block& block) {
 }  // namespace
 
 ContextManager::ContextManager(ContextManagerOptions options, ConversationStore& store,
-                               const scrub::Scrubber& scrubber,
-                               const tokens::TokenCounter& counter, TenantBranchLookup lookup,
-                               TenantBranchCharger charger, TenantCallRecorder recorder,
-                               TenantResultArchiver archiver)
-    : options_(options), store_(store), scrubber_(scrubber), counter_(counter),
-      lookup_(std::move(lookup)), charger_(std::move(charger)), recorder_(std::move(recorder)),
+                               const scrub::Scrubber& scrubber, const tokens::TokenCounter& counter,
+                               TenantBranchLookup lookup, TenantBranchCharger charger,
+                               TenantCallRecorder recorder, TenantResultArchiver archiver)
+    : options_(options),
+      store_(store),
+      scrubber_(scrubber),
+      counter_(counter),
+      lookup_(std::move(lookup)),
+      charger_(std::move(charger)),
+      recorder_(std::move(recorder)),
       archiver_(std::move(archiver)) {}
 
 std::shared_ptr<ContextManager::ThreadState> ContextManager::Thread(const std::string& id) {
@@ -156,8 +160,8 @@ void ContextManager::SaveFrontier(const AppliedRequest& applied) {
   std::lock_guard<std::mutex> lock(state->mu);
   if (!state->loaded || state->sequence != applied.sequence) return;
   if (absl::Status saved = store_.Save(applied.key, *applied.deferred); !saved.ok()) {
-    base::LogError(absl::StrCat("model gateway: saving a conversation's frontier: ",
-                                saved.ToString()));
+    base::LogError(
+        absl::StrCat("model gateway: saving a conversation's frontier: ", saved.ToString()));
     Forget(*state);
   }
 }
@@ -258,8 +262,8 @@ void ContextManager::RecordCalls(const ConversationKey& key, const ModelRequest&
       }
       record.tool = call->second.block->tool_name;
       record.arguments = scrubber_.Scrub(request.BlockText(call->second.m, call->second.b));
-      record.result = scrubbed.count({m, b}) ? scrubbed.at({m, b})
-                                             : scrubber_.Scrub(request.BlockText(m, b));
+      record.result =
+          scrubbed.count({m, b}) ? scrubbed.at({m, b}) : scrubber_.Scrub(request.BlockText(m, b));
       record.is_error = block.is_error;
       record.tokens_arguments = Tokens(state, request, call->second.m, call->second.b);
       record.tokens_result = Tokens(state, request, m, b);
@@ -276,8 +280,8 @@ std::string ContextManager::Rebuild(const ModelRequest& request, size_t m, size_
   auto build = [&](const auto& redact) -> std::optional<std::string> {
     std::vector<std::pair<TextSpan, std::string>> replacements;
     for (size_t k = 0; k < spans.size(); ++k) {
-      std::string text = DecodeJsonString(std::string_view(request.body())
-                                               .substr(spans[k].begin, spans[k].end - spans[k].begin));
+      std::string text = DecodeJsonString(
+          std::string_view(request.body()).substr(spans[k].begin, spans[k].end - spans[k].begin));
       std::optional<std::string> redacted = redact(k, text);
       if (!redacted) return std::nullopt;
       if (*redacted != text) replacements.emplace_back(spans[k], QuoteJsonString(*redacted));
@@ -306,8 +310,8 @@ std::string ContextManager::Rebuild(const ModelRequest& request, size_t m, size_
 
 void ContextManager::RunAutoFold(const ModelRequest& request, const FoldPlan& folds,
                                  const std::vector<bool>& removed, size_t first_message,
-                                 ThreadState& state, RenderPlan& plan,
-                                 ConversationUpdate& update, AppliedRequest& applied) {
+                                 ThreadState& state, RenderPlan& plan, ConversationUpdate& update,
+                                 AppliedRequest& applied) {
   const Transcript& t = request.transcript();
   AutoFoldContext context;
   context.input_tokens = applied.tokens_after;
@@ -321,8 +325,8 @@ void ContextManager::RunAutoFold(const ModelRequest& request, const FoldPlan& fo
   };
   context.handle_tokens = TextTokens(state, AutoFoldHandle(99'999, "Read a/path/of/average/length",
                                                            "ses_0123456789abcdef", 99'999));
-  context.thinking_binds = request.api() != ModelApi::kOpenAIResponses ||
-                           options_.auto_fold.reasoning_items_bound;
+  context.thinking_binds =
+      request.api() != ModelApi::kOpenAIResponses || options_.auto_fold.reasoning_items_bound;
   AutoFoldStep step = PlanAutoFold(t, options_.auto_fold, context);
   applied.auto_fold_outcome = AutoFoldOutcomeName(step.outcome);
   if (step.picks.empty()) return;
@@ -447,11 +451,10 @@ void ContextManager::ChargeSpan(const std::string& tenant, const ModelRequest& r
         &state.settled);
     return;
   }
-  if (!charged->warning.empty() && tail.role == Role::kUser &&
-      !state.appends.count(tail.key)) {
-    std::string block = absl::StrCat("{\"type\":\"text\",\"text\":",
-                                     QuoteJsonString(absl::StrCat("[contextd] ", charged->warning)),
-                                     "}");
+  if (!charged->warning.empty() && tail.role == Role::kUser && !state.appends.count(tail.key)) {
+    std::string block =
+        absl::StrCat("{\"type\":\"text\",\"text\":",
+                     QuoteJsonString(absl::StrCat("[contextd] ", charged->warning)), "}");
     update.new_rewrites.push_back({RewriteKind::kAppend, tail.key, block});
     state.appends.emplace(tail.key, std::move(block));
     applied.warned = true;
@@ -461,14 +464,12 @@ void ContextManager::ChargeSpan(const std::string& tenant, const ModelRequest& r
 absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
                                                      const std::string& conversation_id,
                                                      const std::shared_ptr<ModelRequest>& request,
-                                                     int64_t now_ms,
-                                                     std::optional<bool> auto_fold,
+                                                     int64_t now_ms, std::optional<bool> auto_fold,
                                                      const std::string& project) {
   AppliedRequest applied;
   applied.key.project = project;
-  std::string first = request->transcript().messages.empty()
-                          ? std::string("empty")
-                          : Hex(request->FirstMessageKey());
+  std::string first = request->transcript().messages.empty() ? std::string("empty")
+                                                             : Hex(request->FirstMessageKey());
   applied.key.tenant = tenant;
   applied.key.conversation = conversation_id.empty() ? "m:" + first : conversation_id;
   applied.key.thread = first;
@@ -516,6 +517,8 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
   for (const FoldEdit& edit : plan.folds) {
     for (size_t m = edit.create_message + 1; m < edit.end_message; ++m) removed[m] = true;
     kept_in_folds.insert(edit.kept_blocks.begin(), edit.kept_blocks.end());
+    // The create's result lends the fold what the client appended to it: redacted like the rest.
+    if (edit.create_result) kept_in_folds.insert(*edit.create_result);
   }
   std::map<std::pair<size_t, size_t>, std::string> scrubbed_texts;  // new blocks, scrubbed
   size_t auto_point = 0;        // one past the last message holding an auto-folded result
@@ -532,8 +535,7 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
       const bool scrubbable = Scrubbable(message, block);
       // An auto-folded result goes as its handle, whatever else was decided for it.
       auto folded = state->auto_folds.find(block.key);
-      if (folded != state->auto_folds.end() && scrubbable &&
-          block.kind == BlockKind::kToolResult) {
+      if (folded != state->auto_folds.end() && scrubbable && block.kind == BlockKind::kToolResult) {
         plan.blocks[{m, b}] = folded->second;
         if (!removed[m]) {
           ++applied.auto_folds_applied;
@@ -605,7 +607,8 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
     for (size_t m = edit.create_message + 1; m <= edit.end_message; ++m) {
       applied.tokens_after -= MessageTokens(*state, *request, m);
     }
-    for (const auto& [m, b] : edit.kept_blocks) applied.tokens_after += Tokens(*state, *request, m, b);
+    for (const auto& [m, b] : edit.kept_blocks)
+      applied.tokens_after += Tokens(*state, *request, m, b);
     applied.tokens_after += TextTokens(*state, edit.result_text);
     if (!edit.stub_call_ids.empty()) {
       applied.tokens_after += static_cast<int64_t>(edit.stub_call_ids.size()) *

@@ -239,6 +239,25 @@ TEST(ContextManagerTest, TextTypedInsideAFoldedBranchIsRedactedAndStays) {
   EXPECT_THAT(folded.body, Not(HasSubstr("qqqq")));
 }
 
+TEST(ContextManagerTest, RemindersTheClientAppendedToTheCreatesResultRideOnRedacted) {
+  Fixture f;
+  Conversation c;
+  c.Assistant(json::array({Use("c1", "mcp__contextd__branch_create")}));
+  c.User(json::array({Result("c1", "{\"branch_id\":\"" + kBranch + "\"}\n\n<system-reminder>\n"
+                                   "# Environment: key SECRET91\n</system-reminder>")}));
+  c.Assistant(json::array({Use("r1", "Read")}));
+  c.User(json::array({Result("r1", std::string(400, 'q'))}));
+  c.Assistant(json::array({Use("ret", "mcp__contextd__branch_return")}));
+  c.User(json::array({Result("ret", "{}")}));
+  // The whole span arrives at once (a new thread, as after a client's compaction).
+  f.facts = BranchFacts{kBranch, true, "completed", "", "done", 500, 490};
+  AppliedRequest folded = f.Apply(c);
+  EXPECT_EQ(folded.folds_new, 1);
+  EXPECT_THAT(folded.body, HasSubstr("# Environment: key [REDACTED]"));
+  EXPECT_THAT(folded.body, Not(HasSubstr("SECRET91")));
+  EXPECT_THAT(folded.body, Not(HasSubstr("qqqq")));
+}
+
 TEST(ContextManagerTest, ABranchTheModelAlreadyAnsweredIsReportedOnce) {
   Fixture f;
   Conversation c;

@@ -117,13 +117,21 @@ FoldEdit MakeEdit(const Transcript& t, size_t create, size_t end, const FoldReco
   // context there: after a compaction, the environment and the servers' instructions), and what a
   // person typed inside the span, stay in order; then what the end holds besides results.
   const size_t opened = AnswerOf(t, create);
+  if (record.keep_rule >= 2 && opened < t.messages.size()) {
+    const std::vector<Block>& blocks = t.messages[opened].blocks;
+    for (size_t b = 0; b < blocks.size(); ++b) {
+      if (blocks[b].kind == BlockKind::kToolResult && blocks[b].call_id == record.create_call_id) {
+        edit.create_result = std::make_pair(opened, b);
+      }
+    }
+  }
   for (size_t m = create + 1; m < end && record.keep_rule >= 2; ++m) {
     if (t.messages[m].role != Role::kUser) continue;
     const std::vector<Block>& blocks = t.messages[m].blocks;
     for (size_t b = 0; b < blocks.size(); ++b) {
-      const bool kept = m == opened ? blocks[b].kind != BlockKind::kToolResult
-                                    : blocks[b].kind == BlockKind::kText &&
-                                          !IsHarnessText(blocks[b].text);
+      const bool kept = m == opened
+                            ? blocks[b].kind != BlockKind::kToolResult
+                            : blocks[b].kind == BlockKind::kText && !IsHarnessText(blocks[b].text);
       if (kept) edit.kept_blocks.emplace_back(m, b);
     }
   }
@@ -135,6 +143,12 @@ FoldEdit MakeEdit(const Transcript& t, size_t create, size_t end, const FoldReco
 }
 
 }  // namespace
+
+std::string_view AppendedReminders(std::string_view result_text) {
+  size_t at = result_text.find("\n\n<system-reminder>");
+  if (at == std::string_view::npos) return {};
+  return result_text.substr(at + 2);
+}
 
 bool IsHarnessText(std::string_view prefix) {
   size_t i = 0;

@@ -69,7 +69,15 @@ struct FoldEdit {
   std::string result_text;
   std::vector<std::string> stub_call_ids;
   std::vector<std::pair<size_t, size_t>> kept_blocks;
+  // Keep rule 2: the create's own result block (message, block), whose client-added reminders
+  // (text after the result, `<system-reminder>` on) ride on after result_text; nullopt otherwise.
+  std::optional<std::pair<size_t, size_t>> create_result;
 };
+
+// Keep rule 2: what the client appended to a tool result's text (Claude Code appends its
+// `<system-reminder>` blocks to the result string: after a compaction, the environment and the
+// servers' instructions), from the first reminder that starts a paragraph; "" when none.
+std::string_view AppendedReminders(std::string_view result_text);
 
 // Why a branch that ended was left whole (a metric label; docs/decisions/0032). Each is a case
 // where folding would change what the model already answered to, or lose a stored decision:

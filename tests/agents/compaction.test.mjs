@@ -283,10 +283,8 @@ test('Claude Code auto-compact on the turn that creates a branch: the create sur
   assert.deepEqual(r.metrics.skipped, {}, `skipped: ${JSON.stringify(r.metrics.skipped)}`);
   // After the compaction Claude Code re-attaches its session context (environment, MCP server
   // instructions, deferred tools, skills, the files it had read) inside the kept turn's tool
-  // result, here B's create: B's fold takes them with it.
-  await t.test('the context Claude Code re-attached after the compaction outlives B\'s fold', {
-    todo: 'the fold replaces the create\'s tool_result, and the re-attached reminders ride in it',
-  }, () => {
+  // result, here B's create: the fold carries them on after B's summary (decision 0033).
+  await t.test('the context Claude Code re-attached after the compaction outlives B\'s fold', () => {
     const kept = ['# Environment', '# MCP Server Instructions', 'deferred tools are now available'];
     const sentLast = JSON.stringify(r.clientBodies.at(-1).messages);
     const gotLast = JSON.stringify(modelBodies.at(-1).messages);
