@@ -214,6 +214,10 @@ async function contextdCounters(origin, requests) {
     auto_fold_steps: metricSum(text, 'contextd_model_auto_fold_steps_total', { outcome: 'folded' }),
     auto_fold_tokens: metricSum(text, 'contextd_model_auto_fold_tokens_total'),
     fallbacks: metricSum(text, 'contextd_model_rewrite_fallbacks_total'),
+    // Returned branches folded, and folds skipped by reason (what the fold core could not fold).
+    folds: metricSum(text, 'contextd_model_folds_total'),
+    folds_skipped: Object.fromEntries([...text.matchAll(/^contextd_model_folds_skipped_total\{[^}]*reason="([a-z_]+)"[^}]*\} (\S+)$/gm)]
+      .map((m) => [m[1], Number(m[2])]).filter(([, n]) => n > 0)),
     // Requests with auto-fold on, by what their step did (folded, below_trigger, ...).
     auto_fold_outcomes: Object.fromEntries([...text.matchAll(/^contextd_model_auto_fold_steps_total\{[^}]*outcome="([a-z_]+)"[^}]*\} (\S+)$/gm)]
       .map((m) => [m[1], Number(m[2])])),
