@@ -100,3 +100,13 @@ test('a conversation in claude-code form is accepted by the caching double, nudg
   // It is cached: from the second request on, the prefix is read.
   assert.ok(cc.per_request[1][1] > 9000);
 });
+
+test('compare_forms puts both forms\' pooled numbers side by side', async () => {
+  const { compare } = await import('./compare_forms.mjs');
+  const pooled = (cost) => ({ direct: { requests: 2, input_sum: 100, input_peak: 60, cost, branches: 0, folds: 0, refused: 0 } });
+  const md = compare({ variants: ['direct'], single: { pooled: pooled(10), rows: [{}] } },
+    { variants: ['direct'], single: { pooled: { direct: { ...pooled(20).direct, system_messages: 3 } }, rows: [{}] } });
+  assert.match(md, /### Single runs \(1\)/);
+  assert.match(md, /\| direct \| 2 \| 100 \| 60 \| 10 \|.*\| 2 \| 100 \| 60 \| 20 \|/);
+  assert.match(md, /\| direct \| 0 \/ 0 \| 0 \/ 0 \| 3 \| 0 \/ 0 \|/);
+});
