@@ -226,7 +226,8 @@ async function contextdCounters(origin, requests) {
 
 // Plays one conversation (runs one after another) under `variant`; returns its numbers.
 // `startServer(binary, doubleUrl, {api, autoFold})` starts what the contextd variants talk to
-// (tests replace it). `opts.api` picks the form; `memo` is the token memo of that form's double.
+// (tests replace it). `opts.api` picks the API, `opts.form` (Anthropic) minimal or claude-code;
+// `memo` is the token memo of that API's double.
 export async function playConversation({ opts, enc, count, memo, runs, variant, conversationId, startServer = startContextd }) {
   const api = opts.api ?? 'anthropic';
   const cc = (opts.form ?? 'minimal') === 'claude-code' ? claudeCodePrefix() : null;
