@@ -231,7 +231,7 @@ function sendError(res, status, type, message) {
   sendJson(res, status, { type: 'error', error: { type, message } });
 }
 
-// message_start, per block content_block_start / delta / stop, message_delta, message_stop.
+// message_start, per block content_block_start / delta(s) / stop, message_delta, message_stop.
 function streamMessage(res, message) {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   const event = (type, data) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
@@ -240,6 +240,10 @@ function streamMessage(res, message) {
     if (block.type === 'tool_use') {
       event('content_block_start', { index, content_block: { ...block, input: {} } });
       event('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: JSON.stringify(block.input) } });
+    } else if (block.type === 'thinking') {
+      event('content_block_start', { index, content_block: { type: 'thinking', thinking: '', signature: '' } });
+      event('content_block_delta', { index, delta: { type: 'thinking_delta', thinking: block.thinking } });
+      event('content_block_delta', { index, delta: { type: 'signature_delta', signature: block.signature } });
     } else {
       event('content_block_start', { index, content_block: { type: 'text', text: '' } });
       event('content_block_delta', { index, delta: { type: 'text_delta', text: block.text } });
@@ -264,6 +268,8 @@ export function messageFromSse(text) {
     else if (ev.type === 'content_block_delta') {
       const p = partial.get(ev.index);
       if (ev.delta.type === 'text_delta') p.block.text += ev.delta.text;
+      else if (ev.delta.type === 'thinking_delta') p.block.thinking += ev.delta.thinking;
+      else if (ev.delta.type === 'signature_delta') p.block.signature += ev.delta.signature;
       else if (ev.delta.type === 'input_json_delta') p.json += ev.delta.partial_json;
     } else if (ev.type === 'content_block_stop') {
       const p = partial.get(ev.index);

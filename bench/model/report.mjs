@@ -36,7 +36,9 @@ export function summarize(rows, variants, targets, { trigger = 100000 } = {}) {
       cache_write: sum('cache_write'), uncached: sum('uncached'), output: sum('output'), cost: sum('cost'),
       sent_sum: sum('sent_sum'), branches: sum('branches'), cleared: sum('cleared'), refused: sum('refused'),
       auto_folds: sum('auto_folds'), auto_fold_steps: sum('auto_fold_steps'), fallbacks: sum('fallbacks'),
+      folds: sum('folds'), system_messages: sum('system_messages'), folds_skipped: {},
     };
+    for (const x of list) for (const [k, n] of Object.entries(x.folds_skipped ?? {})) p.folds_skipped[k] = (p.folds_skipped[k] ?? 0) + n;
     if (v !== 'direct' && has('direct') && list.length === rows.length) {
       p.cost_saved_pct = 100 * (1 - p.cost / total('direct', 'cost'));
       p.tokens_fewer_pct = 100 * (1 - p.input_sum / total('direct', 'input_sum'));

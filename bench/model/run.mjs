@@ -4,12 +4,14 @@
 //
 //   node bench/model/run.mjs --workloads DIR --out DIR [--binary PATH] [--variants a,b,...]
 //        [--api anthropic|chat] [--limit N] [--only SUBSTRING] [--session-runs 3] [--stream]
-//        [--kinds single,session]
+//        [--kinds single,session] [--form minimal|claude-code]
 //        [--trigger N] [--keep K] [--min-result M] [--clear-at-least C]
 //
 // `--api anthropic` (default): Claude Code's Messages requests to a double billing like Anthropic's
 // prompt cache (caching_double.mjs). `--api chat`: the same conversations as Chat Completions
 // requests to a double billing like OpenAI's automatic prefix caching (openai_caching_double.mjs).
+// `--form claude-code` (Anthropic only): the requests as the pinned Claude Code sends them
+// (claude_code_form.mjs); `minimal` (default): a small system prompt and one bash tool.
 // Per conversation and variant: a fresh double and, for the contextd variants, a fresh
 // `contextd serve --transport http` whose model_gateway upstream is that double. Every request
 // carries the whole history; the double answers with the next recorded step.
@@ -28,6 +30,9 @@ import {
   VARIANTS, DEFAULT_VARIANTS, THROUGH_CONTEXTD, BRANCHING, AUTO_FOLD, SYSTEM, BASH_TOOL, loadedMcpTools, runOf,
   conversationPlan, MCP_SERVER,
 } from './conversation.mjs';
+import {
+  FORMS, claudeCodePrefix, claudeCodeTools, openingMessages, reasoningBlocks, SilentTurns, claudeCodeRequestBody, SILENT_TURN_REMINDER,
+} from './claude_code_form.mjs';
 
 export { summarize, TARGETS };
 
@@ -45,7 +50,8 @@ export const AUTO_FOLD_DEFAULTS = Object.freeze({ trigger: 100000, keep: 3, minR
 
 function parseArgs(argv) {
   const opts = {
-    limit: Infinity, only: '', variants: [...DEFAULT_VARIANTS], sessionRuns: 3, stream: false, api: 'anthropic', kinds: ['single', 'session'],
+    limit: Infinity, only: '', variants: [...DEFAULT_VARIANTS], sessionRuns: 3, stream: false, api: 'anthropic', form: 'minimal',
+    kinds: ['single', 'session'],
     ...AUTO_FOLD_DEFAULTS,
   };
   const numeric = { limit: 'limit', 'session-runs': 'sessionRuns', trigger: 'trigger', keep: 'keep', 'min-result': 'minResult', 'clear-at-least': 'clearAtLeast' };
@@ -59,12 +65,14 @@ function parseArgs(argv) {
       if (!Number.isFinite(opts[numeric[key]]) || opts[numeric[key]] < 0) throw new UsageError(`--${key}: not a number: ${value}`);
     } else if (key === 'variants') opts.variants = value.split(',').map((v) => v.trim()).filter(Boolean);
     else if (key === 'kinds') opts.kinds = value.split(',').map((v) => v.trim()).filter(Boolean);
-    else if (['binary', 'workloads', 'out', 'only', 'api'].includes(key)) opts[key] = value;
+    else if (['binary', 'workloads', 'out', 'only', 'api', 'form'].includes(key)) opts[key] = value;
     else throw new UsageError(`unknown option --${key}`);
   }
   for (const v of opts.variants) if (!VARIANTS.includes(v)) throw new UsageError(`unknown variant ${v} (known: ${VARIANTS.join(', ')})`);
   for (const k of opts.kinds) if (!['single', 'session'].includes(k)) throw new UsageError(`--kinds: single and/or session, not ${k}`);
   if (!['anthropic', 'chat'].includes(opts.api)) throw new UsageError(`--api: anthropic or chat, not ${opts.api}`);
+  if (!FORMS.includes(opts.form)) throw new UsageError(`--form: ${FORMS.join(' or ')}, not ${opts.form}`);
+  if (opts.api === 'chat' && opts.form !== 'minimal') throw new UsageError('--form claude-code is for --api anthropic');
   if (opts.api === 'chat' && opts.stream) throw new UsageError('--stream is for --api anthropic (the Chat double answers JSON)');
   for (const k of ['workloads', 'out']) if (!opts[k]) throw new UsageError(`--${k} is required`);
   if (opts.variants.some((v) => THROUGH_CONTEXTD.has(v)) && !(opts.binary && existsSync(opts.binary))) {
@@ -151,12 +159,13 @@ export function requestBody(tools, messages, stream) {
 
 // POSTs one request (Messages or Chat); resolves {status, reply (Anthropic-form assistant content
 // blocks) or text}. A 404 from contextd means its build lacks the route.
-async function postRequest(url, body, { api, sessionId, viaContextd, autoFold }) {
+async function postRequest(url, body, { api, sessionId, viaContextd, autoFold, beta }) {
   const path = api === 'chat' ? '/v1/chat/completions' : '/v1/messages';
   const headers = api === 'chat'
     ? { 'content-type': 'application/json', authorization: 'Bearer sk-proj-model-bench' }
     : { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'x-api-key': 'sk-ant-api03-model-bench', [SESSION_HEADER]: sessionId };
-  if (body.context_management) headers['anthropic-beta'] = 'context-management-2025-06-27';
+  if (beta) headers['anthropic-beta'] = beta;
+  else if (body.context_management) headers['anthropic-beta'] = 'context-management-2025-06-27';
   if (autoFold) headers[AUTO_FOLD_HEADER] = 'on';
   const res = await fetch(`${url}${path}`, { method: 'POST', headers, body: JSON.stringify(body) });
   const text = await res.text();
@@ -205,6 +214,10 @@ async function contextdCounters(origin, requests) {
     auto_fold_steps: metricSum(text, 'contextd_model_auto_fold_steps_total', { outcome: 'folded' }),
     auto_fold_tokens: metricSum(text, 'contextd_model_auto_fold_tokens_total'),
     fallbacks: metricSum(text, 'contextd_model_rewrite_fallbacks_total'),
+    // Returned branches folded, and folds skipped by reason (what the fold core could not fold).
+    folds: metricSum(text, 'contextd_model_folds_total'),
+    folds_skipped: Object.fromEntries([...text.matchAll(/^contextd_model_folds_skipped_total\{[^}]*reason="([a-z_]+)"[^}]*\} (\S+)$/gm)]
+      .map((m) => [m[1], Number(m[2])]).filter(([, n]) => n > 0)),
     // Requests with auto-fold on, by what their step did (folded, below_trigger, ...).
     auto_fold_outcomes: Object.fromEntries([...text.matchAll(/^contextd_model_auto_fold_steps_total\{[^}]*outcome="([a-z_]+)"[^}]*\} (\S+)$/gm)]
       .map((m) => [m[1], Number(m[2])])),
@@ -213,9 +226,11 @@ async function contextdCounters(origin, requests) {
 
 // Plays one conversation (runs one after another) under `variant`; returns its numbers.
 // `startServer(binary, doubleUrl, {api, autoFold})` starts what the contextd variants talk to
-// (tests replace it). `opts.api` picks the form; `memo` is the token memo of that form's double.
+// (tests replace it). `opts.api` picks the API, `opts.form` (Anthropic) minimal or claude-code;
+// `memo` is the token memo of that API's double.
 export async function playConversation({ opts, enc, count, memo, runs, variant, conversationId, startServer = startContextd }) {
   const api = opts.api ?? 'anthropic';
+  const cc = (opts.form ?? 'minimal') === 'claude-code' ? claudeCodePrefix() : null;
   const settings = { ...AUTO_FOLD_DEFAULTS, ...opts };
   const plan = conversationPlan(enc, runs, variant);
   const clear = variant === 'clear-tool-uses';
@@ -231,45 +246,59 @@ export async function playConversation({ opts, enc, count, memo, runs, variant, 
   let server = null;
   let mcp = null;
   const sent = [];  // tokens of each request as the driver (the agent) sent it
-  const stats = { branches: 0, tool_errors: 0, refused: 0, refusals: [] };
+  const stats = { branches: 0, tool_errors: 0, refused: 0, refusals: [], system_messages: 0 };
   try {
-    let tools = [BASH_TOOL];
+    let tools = cc ? claudeCodeTools(cc) : [BASH_TOOL];
+    let env = {};
     let url = api === 'chat' ? double.url.replace(/\/v1$/, '') : double.url;
     if (viaContextd) {
       server = await startServer(opts.binary, double.url, { api, autoFold: autoFold ? settings : null });
       mcp = await connectMcp(server.mcpUrl, sessionId);
-      tools = [BASH_TOOL, ...loadedMcpTools((await mcp.listTools()).tools)];
+      const listed = (await mcp.listTools()).tools;
+      tools = cc ? claudeCodeTools(cc, loadedMcpTools(listed)) : [BASH_TOOL, ...loadedMcpTools(listed)];
+      // Claude Code lists the others behind ToolSearch and puts the server's instructions in the
+      // environment message.
+      env = {
+        server: MCP_SERVER, instructions: mcp.getInstructions() ?? '',
+        deferred: listed.filter((t) => t._meta?.['anthropic/alwaysLoad'] !== true).map((t) => `mcp__${MCP_SERVER}__${t.name}`),
+      };
       if (BRANCHING.has(variant) && !tools.some((t) => t.name === `mcp__${MCP_SERVER}__branch_create`)) {
         throw new Error(`contextd lists no always-loaded branch_create: ${tools.map((t) => t.name).join(', ')}`);
       }
       if (api === 'chat') tools = tools.map((t) => ({ ...t, name: t.name.replace(/^mcp__/, '') }));
       url = server.origin;
     }
-    const messages = [{ role: 'user', content: [{ type: 'text', text: plan.task }] }];
+    const messages = cc ? openingMessages(cc, plan.task, env) : [{ role: 'user', content: [{ type: 'text', text: plan.task }] }];
+    const silent = new SilentTurns();
+    const bashName = cc ? 'Bash' : 'bash';
     const open = [];  // branch ids, innermost last
     let seq = 0;
     for (const turn of plan.turns) {
       const content = [];
-      if (turn.text) content.push({ type: 'text', text: turn.text });
+      // Claude Code's model reasons in a thinking block before its tool calls; a turn without one
+      // (a recorded format error) says its text.
+      if (turn.text) content.push(...(cc && turn.actions.length ? reasoningBlocks(turn.text) : [{ type: 'text', text: turn.text }]));
       const actions = turn.actions.map((a) => ({ ...a, id: toolUseId(conversationId, ++seq, api) }));
       for (const a of actions) {
-        if (a.kind === 'bash') content.push({ type: 'tool_use', id: a.id, name: 'bash', input: { command: a.command } });
+        if (a.kind === 'bash') content.push({ type: 'tool_use', id: a.id, name: bashName, input: { command: a.command } });
         else if (a.kind === 'create') content.push({ type: 'tool_use', id: a.id, name: mcpName(api, 'branch_create'), input: a.args });
         else content.push({ type: 'tool_use', id: a.id, name: mcpName(api, 'branch_return'), input: { branch_id: open[open.length - 1], message: a.message } });
       }
       if (content.length === 0) content.push({ type: 'text', text: '(no text)' });
       double.enqueue({ content });
       let body;
+      const clearEdit = { type: 'clear_tool_uses_20250919', trigger: { type: 'input_tokens', value: settings.trigger } };
       if (api === 'chat') body = chatRequestBody(SYSTEM, tools, messages);
+      else if (cc) body = claudeCodeRequestBody(cc, tools, messages, { stream: opts.stream, clearToolUses: clear ? clearEdit : null });
       else {
         body = requestBody(tools, messages, opts.stream);
         // Anthropic's context editing with its defaults but the run's trigger (the same as auto-fold's).
-        if (clear) body.context_management = { edits: [{ type: 'clear_tool_uses_20250919', trigger: { type: 'input_tokens', value: settings.trigger } }] };
+        if (clear) body.context_management = { edits: [clearEdit] };
       }
       sent.push(tokensOf(body));
       const before = double.records.length;
       const errorsBefore = double.errors.length;
-      const answer = await postRequest(url, body, { api, sessionId, viaContextd, autoFold });
+      const answer = await postRequest(url, body, { api, sessionId, viaContextd, autoFold, beta: cc?.anthropic_beta });
       let reply = answer.reply;
       if (answer.status !== 200) {
         // The double's validator refused what it got: counted, and the conversation goes on with
@@ -307,6 +336,10 @@ export async function playConversation({ opts, enc, count, memo, runs, variant, 
       if (turn.nextTask !== undefined) userContent.push({ type: 'text', text: turn.nextTask });
       if (userContent.length === 0) userContent.push({ type: 'text', text: 'Continue.' });
       messages.push({ role: 'user', content: userContent });
+      if (cc && silent.next(reply, turn.userText !== undefined || turn.nextTask !== undefined)) {
+        messages.push({ role: 'system', content: SILENT_TURN_REMINDER });
+        stats.system_messages++;
+      }
     }
     if (double.errors.length) throw new Error(`caching double errors: ${double.errors.join('; ')}`);
     if (server) Object.assign(stats, await contextdCounters(server.origin, plan.turns.length));
@@ -370,13 +403,13 @@ async function main() {
   for (const kind of ['single', 'session']) for (const r of rows[kind]) for (const v of Object.keys(r.variants)) if (!done.includes(v)) delete r.variants[v];
   const autoFold = { trigger: opts.trigger, keep: opts.keep, minResult: opts.minResult, clearAtLeast: opts.clearAtLeast };
   const results = {
-    api: opts.api, variants: done, unsupported, session_runs: n, model: opts.api === 'chat' ? 'gpt-bench' : MODEL, targets: TARGETS,
+    api: opts.api, form: opts.form, variants: done, unsupported, session_runs: n, model: opts.api === 'chat' ? 'gpt-bench' : opts.form === 'claude-code' ? claudeCodePrefix().model : MODEL, targets: TARGETS,
     auto_fold: autoFold, clear_tool_uses: { ...CLEAR_DEFAULTS, trigger: opts.trigger }, seconds: (Date.now() - t0) / 1000, single: {}, session: {},
   };
   const prices = opts.api === 'chat'
     ? 'OpenAI automatic prefix caching: cached 0.1, uncached 1, output 4; cached from 1,024 tokens in 128-token steps'
     : 'Anthropic prompt caching: read 0.1, write 1.25, uncached 1, output 5';
-  let md = `# bench/model results (--api ${opts.api})\n\n${runs.length} runs, variants ${done.join(', ')}; cost in base-input-token units ` +
+  let md = `# bench/model results (--api ${opts.api}, --form ${opts.form})\n\n${runs.length} runs, variants ${done.join(', ')}; cost in base-input-token units ` +
     `(${prices}), tokens o200k_base. Trigger ${opts.trigger} input tokens (auto-fold and clear-tool-uses); ` +
     `auto-fold keep ${opts.keep}, min_result_tokens ${opts.minResult}, clear_at_least ${opts.clearAtLeast}; ` +
     `clear-tool-uses: keep 3, clear_at_least unset, placeholder "${CLEAR_DEFAULTS.placeholder}".\n\n`;
