@@ -294,16 +294,8 @@ void OpenAIChatRequest::RenderFold(const FoldEdit& edit, const RenderPlan& plan,
   };
   tool_message(edit.create_call_id, edit.result_text);
   for (const std::string& id : edit.stub_call_ids) tool_message(id, StubResultText(edit.branch_id));
-  // The user messages a person wrote inside the span stay, in order, after them.
-  size_t last_wire = messages_->children.size();
-  for (const auto& [m, b] : edit.kept_blocks) {
-    if (m == edit.end_message) continue;
-    const size_t wire = refs_[m].blocks[b].wire;
-    if (wire == last_wire) continue;
-    last_wire = wire;
-    out.push_back(',');
-    internal::RenderWireItem(body_, *messages_, refs_[m], m, wire, plan, out);
-  }
+  // What stays of the span before its end (a person's words), in order, after them.
+  internal::RenderKeptSpanItems(body_, *messages_, refs_, edit, plan, out);
   // What the end's run holds besides tool results (its user messages) stays after them.
   const MessageRef& end = refs_[edit.end_message];
   for (size_t wire = end.first_wire; wire < end.end_wire; ++wire) {

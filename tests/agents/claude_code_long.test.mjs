@@ -12,32 +12,18 @@
 // the same session unfolded.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { startAnthropicDouble } from './lib/anthropic_double.mjs';
 import { startClaudeStream, writeMcpConfig, claudeMissing } from './lib/claude.mjs';
 import { lastResult, branchIdIn, excerpt } from './lib/transcript.mjs';
-import { startChain, foldMetrics, firstResultOf, foldFailures, report, saveCorpus, dumpSession } from './lib/long_session.mjs';
+import { startChain, foldMetrics, firstResultOf, foldFailures, report, saveCorpus, dumpSession, makeWorkspace } from './lib/long_session.mjs';
 import { BINARY, cleanup, tempDataDir } from '../e2e/harness.mjs';
 
 const missing = claudeMissing() ?? (existsSync(BINARY) ? null : `contextd is not built at ${BINARY}`);
 const C = (tool) => `mcp__contextd__${tool}`;
 
-// A file of `lines` lines, each carrying `marker` (the text the fold checks look for).
-const fileOf = (marker, lines) => Array.from({ length: lines }, (_, i) => `${marker} line ${i}: some words about the code base`).join('\n') + '\n';
-
-function workspace() {
-  const ws = realpathSync(mkdtempSync(join(tmpdir(), 'contextd-long-ws-')));
-  mkdirSync(join(ws, 'src'));
-  writeFileSync(join(ws, 'notes.txt'), fileOf('NOTES_TOP', 20));
-  writeFileSync(join(ws, 'config.txt'), 'port = 8080\n');
-  for (const f of ['a1', 'a2', 'a3', 'a4', 'a5', 'n1', 'n2', 's1', 'b1', 'b2', 'b3', 'b4', 'd1', 'e1']) {
-    writeFileSync(join(ws, 'src', `${f}.txt`), fileOf(`MARK_${f.toUpperCase()}`, 60));
-  }
-  writeFileSync(join(ws, 'big.txt'), fileOf('MARK_BIG', 900));
-  return ws;
-}
+const workspace = () => makeWorkspace('contextd-long-ws', ['a1', 'a2', 'a3', 'a4', 'a5', 'n1', 'n2', 's1', 'b1', 'b2', 'b3', 'b4', 'd1', 'e1'], { big: true });
 
 const bash = (command) => ({ name: 'Bash', input: { command, description: command.slice(0, 40) } });
 const read = (ws, file) => ({ name: 'Read', input: { file_path: join(ws, file) } });

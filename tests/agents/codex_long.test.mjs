@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import { cleanup, tempDataDir, BINARY } from '../e2e/harness.mjs';
 import { codexAvailable, CODEX_BINARY, describeRun } from './lib/codex.mjs';
 import { summaryItem } from './lib/responses_double.mjs';
+import { tokensUsedIn } from './lib/long_session.mjs';
 import { runCodexSession, stepKit, checkFolds, sizes, metric, skippedByReason, approxTokens } from './lib/codex_session.mjs';
 
 const skip = !codexAvailable() ? `the Codex CLI is not installed at ${CODEX_BINARY} (run scripts/install-deps.sh)`
@@ -28,24 +29,6 @@ const skip = !codexAvailable() ? `the Codex CLI is not installed at ${CODEX_BINA
 const fileText = (name, lines) => Array.from({ length: lines },
   (_, n) => `${name} line ${n}: def handler_${name}_${n}(request): return render("${name}_${n}.html")`).join('\n');
 const branchId = (text) => text.match(/br_[0-9a-f]{32}|br_[0-9A-Za-z]+/)?.[0] ?? null;
-// tokens_used of branch `id` in a branch_status output (Codex prefixes the JSON with its own lines).
-function tokensUsed(text, id) {
-  let status;
-  try {
-    status = JSON.parse(text.slice(text.indexOf('{')));
-  } catch {
-    return NaN;
-  }
-  const find = (list) => {
-    for (const b of list ?? []) {
-      if (b.branch_id === id) return b;
-      const hit = find(b.children);
-      if (hit) return hit;
-    }
-    return null;
-  };
-  return find(status.branches)?.tokens_used ?? NaN;
-}
 const kLimit = 200000;
 
 function session() {
@@ -187,8 +170,8 @@ test('a long Codex session through contextd: every branch folds, none skipped, a
     const after = responses[s.compactions[0] + 1].json;
     assert.ok(summaryItem(after), 'the request after the compaction starts from the summary');
     assert.ok(!after.input.some((it) => it.call_id === s.calls.createE.call_id), 'the summary drops E\'s branch_create');
-    const before = tokensUsed(s.outputs.statusE1.text, s.vars.EId);
-    const later = tokensUsed(s.outputs.statusE2.text, s.vars.EId);
+    const before = tokensUsedIn(s.outputs.statusE1.text, s.vars.EId);
+    const later = tokensUsedIn(s.outputs.statusE2.text, s.vars.EId);
     console.log(`[codex long] E tokens_used ${before} before the compaction, ${later} after`);
     assert.ok(Number.isFinite(before) && before > 0, `branch_status in E before: ${s.outputs.statusE1.text.slice(0, 400)}`);
     assert.ok(later >= before, `E keeps its budget across the compaction: ${s.outputs.statusE2.text.slice(0, 400)}`);

@@ -20,26 +20,17 @@
 // Run: CONTEXTD_BINARY=build/debug/src/cli/contextd node --test tests/agents/compaction.test.mjs
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { startAnthropicDouble } from './lib/anthropic_double.mjs';
 import { startClaudeStream, writeMcpConfig, claudeMissing } from './lib/claude.mjs';
 import { lastResult, branchIdIn, excerpt, exchangesOf } from './lib/transcript.mjs';
-import { startChain, foldMetrics, firstResultOf, foldFailures, tokensOf, dumpSession } from './lib/long_session.mjs';
+import { startChain, foldMetrics, firstResultOf, foldFailures, tokensOf, dumpSession, makeWorkspace, tokensUsedIn } from './lib/long_session.mjs';
 import { BINARY, cleanup, tempDataDir } from '../e2e/harness.mjs';
 
 const missing = claudeMissing() ?? (existsSync(BINARY) ? null : `contextd is not built at ${BINARY}`);
 const C = (tool) => `mcp__contextd__${tool}`;
-const fileOf = (marker, lines) => Array.from({ length: lines }, (_, i) => `${marker} line ${i}: some words about the code base`).join('\n') + '\n';
-
-function workspace() {
-  const ws = realpathSync(mkdtempSync(join(tmpdir(), 'contextd-compact-ws-')));
-  mkdirSync(join(ws, 'src'));
-  writeFileSync(join(ws, 'notes.txt'), fileOf('NOTES_TOP', 20));
-  for (const f of ['a1', 'a2', 'b1', 'b2']) writeFileSync(join(ws, 'src', `${f}.txt`), fileOf(`MARK_${f.toUpperCase()}`, 60));
-  return ws;
-}
+const workspace = () => makeWorkspace('contextd-compact-ws', ['a1', 'a2', 'b1', 'b2']);
 
 const bash = (command) => ({ name: 'Bash', input: { command, description: command.slice(0, 40) } });
 const read = (ws, file) => ({ name: 'Read', input: { file_path: join(ws, file) } });
@@ -57,20 +48,6 @@ const kContinued = 'This session is being continued';
 
 // tokens_used of branch `id` in a branch_status result (its structuredContent as JSON, which
 // Claude Code follows with its own reminders).
-function statusTokens(text, id) {
-  let status;
-  const json = String(text).split('\n\n<system-reminder>')[0];
-  try { status = JSON.parse(json.slice(json.indexOf('{'))); } catch { return NaN; }
-  const find = (list) => {
-    for (const b of list ?? []) {
-      if (b.branch_id === id) return b;
-      const hit = find(b.children);
-      if (hit) return hit;
-    }
-    return null;
-  };
-  return find(status.branches)?.tokens_used ?? (status.branch_id === id ? status.tokens_used : NaN);
-}
 
 // The branch scope `id` as /api/v1 shows it ({status, tokens_used, ...}), or null.
 async function branchScope(origin, id) {
@@ -252,7 +229,7 @@ function checkCreateGone(r) {
   assert.ok(r.after.branch.tokens_used > r.before.branch.tokens_used, 'tokens_used did not reset across the compaction');
   // What branch_status told the model, call by call (the first made before the compaction).
   const seen = new Map();
-  for (const b of modelBodies) for (const e of exchangesOf(b, 'branch_status')) if (e.result !== null) seen.set(e.id, statusTokens(e.result, ids.B));
+  for (const b of modelBodies) for (const e of exchangesOf(b, 'branch_status')) if (e.result !== null) seen.set(e.id, tokensUsedIn(e.result, ids.B));
   const statuses = [...seen.values()];
   console.log(`--- ${r.mode}: branch_status showed B at ${statuses.join(', ')} tokens`);
   assert.ok(statuses.length >= 2 && statuses[0] > 0 && statuses.every((t, k) => k === 0 || t >= statuses[k - 1]),

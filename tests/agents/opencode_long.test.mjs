@@ -8,31 +8,18 @@
 // no user message arrives mid-branch here (Claude Code's session covers that).
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { startAnthropicDouble } from './lib/anthropic_double.mjs';
 import { runOpenCode, opencodeMissing } from './lib/opencode.mjs';
 import { toolExchanges, branchIdIn, excerpt } from './lib/transcript.mjs';
-import { startChain, foldMetrics, firstResultOf, foldFailures, report, saveCorpus, dumpSession } from './lib/long_session.mjs';
+import { startChain, foldMetrics, firstResultOf, foldFailures, report, saveCorpus, dumpSession, makeWorkspace } from './lib/long_session.mjs';
 import { BINARY, cleanup, tempDataDir } from '../e2e/harness.mjs';
 
 const missing = opencodeMissing() ?? (existsSync(BINARY) ? null : `contextd is not built at ${BINARY}`);
 const C = (tool) => `contextd_${tool}`;
 
-const fileOf = (marker, lines) => Array.from({ length: lines }, (_, i) => `${marker} line ${i}: some words about the code base`).join('\n') + '\n';
-
-function workspace() {
-  const ws = realpathSync(mkdtempSync(join(tmpdir(), 'contextd-oclong-ws-')));
-  mkdirSync(join(ws, 'src'));
-  writeFileSync(join(ws, 'notes.txt'), fileOf('NOTES_TOP', 20));
-  writeFileSync(join(ws, 'config.txt'), 'port = 8080\n');
-  for (const f of ['a1', 'a2', 'a3', 'a4', 'a5', 'n1', 'n2', 's1', 'b1', 'b2', 'b3', 'd1', 'e1']) {
-    writeFileSync(join(ws, 'src', `${f}.txt`), fileOf(`MARK_${f.toUpperCase()}`, 60));
-  }
-  writeFileSync(join(ws, 'big.txt'), fileOf('MARK_BIG', 900));
-  return ws;
-}
+const workspace = () => makeWorkspace('contextd-oclong-ws', ['a1', 'a2', 'a3', 'a4', 'a5', 'n1', 'n2', 's1', 'b1', 'b2', 'b3', 'd1', 'e1'], { big: true });
 
 const bash = (command) => ({ name: 'bash', input: { command, description: command.slice(0, 40) } });
 const read = (ws, file) => ({ name: 'read', input: { filePath: join(ws, file) } });

@@ -34,6 +34,20 @@ void RenderWireItem(std::string_view body, const RawNode& array, const WireMessa
   out.append(Splice(body, node.begin, node.end, std::move(edits)));
 }
 
+void RenderKeptSpanItems(std::string_view body, const RawNode& array,
+                         const std::vector<WireMessageRef>& refs, const FoldEdit& edit,
+                         const RenderPlan& plan, std::string& out) {
+  size_t last_wire = array.children.size();
+  for (const auto& [m, b] : edit.kept_blocks) {
+    if (m == edit.end_message) continue;
+    const size_t wire = refs[m].blocks[b].wire;
+    if (wire == last_wire) continue;
+    last_wire = wire;
+    out.push_back(',');
+    RenderWireItem(body, array, refs[m], m, wire, plan, out);
+  }
+}
+
 std::string RenderWireArray(std::string_view body, const RawNode& array, size_t preamble,
                             const std::vector<WireMessageRef>& refs, const RenderPlan& plan,
                             const WireRenderHooks& hooks) {

@@ -43,6 +43,13 @@ std::string_view WireSeparator(std::string_view body, const RawNode& array, size
 void RenderWireItem(std::string_view body, const RawNode& array, const WireMessageRef& ref,
                     size_t m, size_t wire, const RenderPlan& plan, std::string& out);
 
+// Appends, each after a ',', the items of the span of `edit` that hold its kept blocks
+// (FoldEdit::kept_blocks) before its end message, each item once, in order: what a person typed
+// inside a folded branch, what the client attached to the create's answer.
+void RenderKeptSpanItems(std::string_view body, const RawNode& array,
+                         const std::vector<WireMessageRef>& refs, const FoldEdit& edit,
+                         const RenderPlan& plan, std::string& out);
+
 // What an adapter renders in its own shape: after message m, its appends; in place of a fold's
 // span, the fold (from its create message on).
 struct WireRenderHooks {

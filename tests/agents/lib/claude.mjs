@@ -21,6 +21,20 @@ export function writeMcpConfig(dir, server) {
   return path;
 }
 
+// The environment Claude Code runs in: the given HOME, no telemetry, no network but 127.0.0.1,
+// the double's key, ANTHROPIC_BASE_URL = `modelUrl` (left to the settings files when undefined),
+// and `env` on top.
+function agentEnv({ home, modelUrl, env }) {
+  return {
+    PATH: process.env.PATH, HOME: home, TMPDIR: tmpdir(), LANG: 'C.UTF-8',
+    ...(modelUrl === undefined ? {} : { ANTHROPIC_BASE_URL: modelUrl }), ANTHROPIC_API_KEY: 'sk-ant-api03-model-double',
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_AUTOUPDATER: '1', DISABLE_TELEMETRY: '1',
+    DISABLE_ERROR_REPORTING: '1', CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY: '1', NO_PROXY: '127.0.0.1',
+    MCP_TIMEOUT: '30000', MCP_TOOL_TIMEOUT: '60000',
+    ...env,
+  };
+}
+
 // Runs `claude -p PROMPT` in `cwd` and resolves with {code, signal, stdout, stderr, result}
 // (result: the parsed --output-format json object, when there is one). Kills the process group
 // after `timeoutMs`.
@@ -35,14 +49,7 @@ export async function runClaude({ prompt, modelUrl, mcpConfig, allowedTools, cwd
     cwd,
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
-      PATH: process.env.PATH, HOME: home, TMPDIR: tmpdir(), LANG: 'C.UTF-8',
-      ...(modelUrl === undefined ? {} : { ANTHROPIC_BASE_URL: modelUrl }), ANTHROPIC_API_KEY: 'sk-ant-api03-model-double',
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_AUTOUPDATER: '1', DISABLE_TELEMETRY: '1',
-      DISABLE_ERROR_REPORTING: '1', CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY: '1', NO_PROXY: '127.0.0.1',
-      MCP_TIMEOUT: '30000', MCP_TOOL_TIMEOUT: '60000',
-      ...env,
-    },
+    env: agentEnv({ home, modelUrl, env }),
   });
   let stdout = '';
   let stderr = '';
@@ -96,14 +103,7 @@ export function startClaudeStream({ prompt, modelUrl, mcpConfig, allowedTools, c
     cwd,
     detached: true,
     stdio: ['pipe', 'pipe', 'pipe'],
-    env: {
-      PATH: process.env.PATH, HOME: home, TMPDIR: tmpdir(), LANG: 'C.UTF-8',
-      ...(modelUrl === undefined ? {} : { ANTHROPIC_BASE_URL: modelUrl }), ANTHROPIC_API_KEY: 'sk-ant-api03-model-double',
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_AUTOUPDATER: '1', DISABLE_TELEMETRY: '1',
-      DISABLE_ERROR_REPORTING: '1', CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY: '1', NO_PROXY: '127.0.0.1',
-      MCP_TIMEOUT: '30000', MCP_TOOL_TIMEOUT: '60000',
-      ...env,
-    },
+    env: agentEnv({ home, modelUrl, env }),
   });
   let stdout = '';
   let stderr = '';

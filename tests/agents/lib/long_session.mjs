@@ -5,7 +5,8 @@
 // carried its return (or its force-return) onward; the per-session numbers; and the scrubbed
 // request bodies saved as a corpus (tests/agents/corpus/<client>/).
 import { createServer, request as httpRequest } from 'node:http';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startHttpServer } from '../../e2e/harness.mjs';
 
@@ -174,4 +175,38 @@ export function dumpSession(label, double, recorder) {
   if (!dir) return;
   writeFileSync(join(dir, `${label}-model.json`), JSON.stringify(double.requests, null, 1));
   writeFileSync(join(dir, `${label}-client.json`), JSON.stringify(recorder.requests.map(({ method, url, headers, raw }) => ({ method, url, headers, raw })), null, 1));
+}
+
+// A file of `lines` lines, each carrying `marker` (the text the fold checks look for).
+export const fileOf = (marker, lines) =>
+  Array.from({ length: lines }, (_, i) => `${marker} line ${i}: some words about the code base`).join('\n') + '\n';
+
+// A throwaway workspace (temp dir named after `prefix`): notes.txt (20 lines), config.txt (the
+// port), src/<f>.txt for each of `files` (60 lines marked MARK_<F>), and big.txt (900 lines marked
+// MARK_BIG) when `big`.
+export function makeWorkspace(prefix, files, { big = false } = {}) {
+  const ws = realpathSync(mkdtempSync(join(tmpdir(), `${prefix}-`)));
+  mkdirSync(join(ws, 'src'));
+  writeFileSync(join(ws, 'notes.txt'), fileOf('NOTES_TOP', 20));
+  writeFileSync(join(ws, 'config.txt'), 'port = 8080\n');
+  for (const f of files) writeFileSync(join(ws, 'src', `${f}.txt`), fileOf(`MARK_${f.toUpperCase()}`, 60));
+  if (big) writeFileSync(join(ws, 'big.txt'), fileOf('MARK_BIG', 900));
+  return ws;
+}
+
+// tokens_used of branch `id` in a branch_status result as a client shows it (the JSON, maybe
+// after the client's own lines and before its appended reminders); NaN when it is not there.
+export function tokensUsedIn(text, id) {
+  let status;
+  const json = String(text).split('\n\n<system-reminder>')[0];
+  try { status = JSON.parse(json.slice(json.indexOf('{'))); } catch { return NaN; }
+  const find = (list) => {
+    for (const b of list ?? []) {
+      if (b.branch_id === id) return b;
+      const hit = find(b.children);
+      if (hit) return hit;
+    }
+    return null;
+  };
+  return find(status.branches)?.tokens_used ?? (status.branch_id === id ? status.tokens_used : NaN);
 }
