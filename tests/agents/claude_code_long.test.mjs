@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { startAnthropicDouble } from './lib/anthropic_double.mjs';
 import { startClaudeStream, writeMcpConfig, claudeMissing } from './lib/claude.mjs';
 import { lastResult, branchIdIn, excerpt } from './lib/transcript.mjs';
-import { startChain, foldMetrics, firstResultOf, foldFailures, report, saveCorpus, dumpSession, makeWorkspace } from './lib/long_session.mjs';
+import { startChain, foldMetrics, firstResultOf, foldFailures, report, saveCorpus, dumpSession, makeWorkspace, tailOfLongScript } from './lib/long_session.mjs';
 import { BINARY, cleanup, tempDataDir } from '../e2e/harness.mjs';
 
 const missing = claudeMissing() ?? (existsSync(BINARY) ? null : `contextd is not built at ${BINARY}`);
@@ -59,20 +59,7 @@ test('Claude Code, 40+ turns through the gateway: every branch folds, nothing sk
     { tools: [bash('wc -l src/b1.txt src/b2.txt')] },
     { tools: [{ name: C('branch_return'), input: { message: 'SUMMARY_B: the b files are fine, b3 included' } }] },
     { tools: [bash('echo after b')] },
-    // C: a big Read inside a small budget: force-returned at 100%.
-    { tools: [{ name: C('branch_create'), input: { description: 'read big', prompt: 'Read big.txt', budget: 3000 } }] },
-    (body) => { ids.C = idOf(body); return { tools: [read(ws, 'big.txt')] }; },
-    { tools: [bash('echo after c')] },
-    // D: past its deadline.
-    { tools: [{ name: C('branch_create'), input: { description: 'slow look', prompt: 'Look at d1 slowly', timeout_seconds: 1 } }] },
-    (body) => { ids.D = idOf(body); return { tools: [bash('sleep 2; cat src/d1.txt')] }; },
-    { tools: [bash('echo after d')] },
-    // E: a last sibling.
-    { tools: [{ name: C('branch_create'), input: { description: 'survey e', prompt: 'Survey e1', budget: 20000 } }] },
-    (body) => { ids.E = idOf(body); return { tools: [read(ws, 'src/e1.txt')] }; },
-    { tools: [{ name: C('branch_return'), input: { message: 'SUMMARY_E: e1 is fine' } }] },
-    ...Array.from({ length: 9 }, (_, i) => ({ tools: [bash(`echo wrap up ${i}`)] })),
-    { text: 'All done: the port is 8080.' },
+    ...tailOfLongScript({ C, read, bash, ws, ids, idOf, wrapUps: 9 }),
   ];
   const double = await startAnthropicDouble({
     script,

@@ -210,3 +210,26 @@ export function tokensUsedIn(text, id) {
   };
   return find(status.branches)?.tokens_used ?? (status.branch_id === id ? status.tokens_used : NaN);
 }
+
+// The end of a long session's script, the same for every client: branch C force-returned by its
+// budget (a big read), D by its deadline, a last sibling E, then `wrapUps` calls at the top and the
+// answer. `C(tool)` names contextd's tools as the client does; `read(ws, file)` and `bash(command)`
+// are the client's tools; `idOf(body)` reads the newest branch id; ids.C/D/E are filled in.
+export function tailOfLongScript({ C, read, bash, ws, ids, idOf, wrapUps }) {
+  return [
+    // C: a big read inside a small budget: force-returned at 100%.
+    { tools: [{ name: C('branch_create'), input: { description: 'read big', prompt: 'Read big.txt', budget: 3000 } }] },
+    (body) => { ids.C = idOf(body); return { tools: [read(ws, 'big.txt')] }; },
+    { tools: [bash('echo after c')] },
+    // D: past its deadline.
+    { tools: [{ name: C('branch_create'), input: { description: 'slow look', prompt: 'Look at d1 slowly', timeout_seconds: 1 } }] },
+    (body) => { ids.D = idOf(body); return { tools: [bash('sleep 2; cat src/d1.txt')] }; },
+    { tools: [bash('echo after d')] },
+    // E: a last sibling.
+    { tools: [{ name: C('branch_create'), input: { description: 'survey e', prompt: 'Survey e1', budget: 20000 } }] },
+    (body) => { ids.E = idOf(body); return { tools: [read(ws, 'src/e1.txt')] }; },
+    { tools: [{ name: C('branch_return'), input: { message: 'SUMMARY_E: e1 is fine' } }] },
+    ...Array.from({ length: wrapUps }, (_, i) => ({ tools: [bash(`echo wrap up ${i}`)] })),
+    { text: 'All done: the port is 8080.' },
+  ];
+}
