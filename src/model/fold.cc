@@ -355,7 +355,7 @@ FoldPlan PlanFolds(const Transcript& t, const std::map<std::string, FoldRecord>&
   for (const Candidate& c : ended) consider(c, false);
   for (const Candidate& c : orphans) {
     if (settled != nullptr && settled->count(c.create_call_id)) continue;
-    if (AnsweredAfter(t, c.create_message)) continue;  // reported by the request that carried it
+    if (AnsweredAfter(t, c.end_message)) continue;  // reported by the request that carried it
     std::optional<BranchFacts> facts = lookup ? lookup(c.branch_id) : std::nullopt;
     if (facts && facts->ended) skip(c, SkipReason::kNoCreate);
   }
