@@ -14,9 +14,6 @@ namespace contextd::model {
 namespace {
 
 using protocol::kBranchCreateTool;
-using protocol::kBranchReturnTool;
-constexpr std::string_view kBranchCreate = kBranchCreateTool;
-constexpr std::string_view kBranchReturn = kBranchReturnTool;
 
 bool IsHexLower(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
 
@@ -260,7 +257,7 @@ FoldPlan PlanFolds(const Transcript& t, const std::map<std::string, FoldRecord>&
       if (!IsBranchCall(block)) continue;
       const Block* result = FindResult(t, answer, block.call_id);
       if (result == nullptr || result->is_error) continue;
-      if (block.contextd_tool == kBranchCreate) {
+      if (block.contextd_tool == kBranchCreateTool) {
         std::string id = CreatedBranchId(result->text);
         // A branch belongs to the first create that names it.
         if (!id.empty() && !seen.count(id)) {
