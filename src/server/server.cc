@@ -45,8 +45,8 @@
 #include "server/internal/engine.h"
 #include "server/memory_tools.h"
 #include "server/metrics.h"
-#include "server/openai_distiller.h"
-#include "server/openai_embedder.h"
+#include "endpoints/openai_distiller.h"
+#include "endpoints/openai_embedder.h"
 #include "server/session_key.h"
 #include "server/shared_sessions.h"
 #include "server/trail_api.h"
@@ -210,7 +210,7 @@ absl::Status BuildMemoryBank(const ServerConfig& config, const std::string& db_p
     }
   };
   auto endpoint = [](const MemoryEndpointConfig& c) {
-    OpenAiEndpointOptions o;
+    endpoints::OpenAiEndpointOptions o;
     o.base_url = c.base_url;
     o.model = c.model;
     o.api_key_env = c.api_key_env;
@@ -218,19 +218,19 @@ absl::Status BuildMemoryBank(const ServerConfig& config, const std::string& db_p
     return o;
   };
   if (!config.memory.distiller.base_url.empty()) {
-    OpenAiEndpointOptions o = endpoint(config.memory.distiller);
-    RETURN_IF_ERROR(ValidateEndpointOptions(o));
-    ASSIGN_OR_RETURN(auto client, MakeEndpointClient(o));
-    engine.memory_distiller = std::make_unique<OpenAiDistiller>(o, *client);
+    endpoints::OpenAiEndpointOptions o = endpoint(config.memory.distiller);
+    RETURN_IF_ERROR(endpoints::ValidateEndpointOptions(o));
+    ASSIGN_OR_RETURN(auto client, endpoints::MakeEndpointClient(o));
+    engine.memory_distiller = std::make_unique<endpoints::OpenAiDistiller>(o, *client);
     engine.memory_clients.push_back(std::move(client));
     parts.model_distiller = engine.memory_distiller.get();
     base::LogInfo(base::StrCat("memory: distiller ", o.model, " at ", o.base_url));
   }
   if (!config.memory.embeddings.base_url.empty()) {
-    OpenAiEndpointOptions o = endpoint(config.memory.embeddings);
-    RETURN_IF_ERROR(ValidateEndpointOptions(o));
-    ASSIGN_OR_RETURN(auto client, MakeEndpointClient(o));
-    engine.memory_embedder = std::make_unique<OpenAiEmbedder>(o, *client);
+    endpoints::OpenAiEndpointOptions o = endpoint(config.memory.embeddings);
+    RETURN_IF_ERROR(endpoints::ValidateEndpointOptions(o));
+    ASSIGN_OR_RETURN(auto client, endpoints::MakeEndpointClient(o));
+    engine.memory_embedder = std::make_unique<endpoints::OpenAiEmbedder>(o, *client);
     engine.memory_clients.push_back(std::move(client));
     engine.memory_vectors = std::make_unique<memory::HnswIndex>();
     parts.embedder = engine.memory_embedder.get();

@@ -29,8 +29,8 @@
 #include "server/group_commit.h"
 #include "server/memory_tools.h"
 #include "server/metrics.h"
-#include "server/openai_distiller.h"
-#include "server/openai_embedder.h"
+#include "endpoints/openai_distiller.h"
+#include "endpoints/openai_embedder.h"
 #include "server/shared_sessions.h"
 #include "server/trail_api.h"
 #include "server/trail_recorder.h"
@@ -71,8 +71,8 @@ struct Engine {
   // the optional model endpoints (memory.distiller, memory.embeddings) and the vector index.
   std::unique_ptr<memory::MemoryStore> memory_store;
   std::vector<std::unique_ptr<transport::HttpClient>> memory_clients;
-  std::unique_ptr<OpenAiDistiller> memory_distiller;
-  std::unique_ptr<OpenAiEmbedder> memory_embedder;
+  std::unique_ptr<endpoints::OpenAiDistiller> memory_distiller;
+  std::unique_ptr<endpoints::OpenAiEmbedder> memory_embedder;
   std::unique_ptr<memory::HnswIndex> memory_vectors;
   std::unique_ptr<memory::MemoryBank> memory_bank;
   std::unique_ptr<folding::BranchManager> manager;     // executor only

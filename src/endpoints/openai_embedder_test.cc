@@ -2,7 +2,7 @@
 // vectors in index order (and similar texts as neighbours in an HnswIndex), the base URL rule,
 // every kind of malformed answer (InvalidArgument), HTTP error statuses, a closed port
 // (Unavailable, at once) and a server that never answers (DeadlineExceeded).
-#include "server/openai_embedder.h"
+#include "endpoints/openai_embedder.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -17,9 +17,9 @@
 #include "gtest/gtest.h"
 #include "memory/hnsw_index.h"
 #include "nlohmann/json.hpp"
-#include "server/testing/fake_openai_server.h"
+#include "endpoints/testing/fake_openai_server.h"
 
-namespace contextd::server {
+namespace contextd::endpoints {
 namespace {
 
 using testing::FakeOpenAiServer;
@@ -281,4 +281,4 @@ TEST_F(OpenAiEmbedderTest, AnAnswerOverTheLimitIsInvalidArgument) {
 }
 
 }  // namespace
-}  // namespace contextd::server
+}  // namespace contextd::endpoints

@@ -1,4 +1,4 @@
-#include "server/openai_answers.h"
+#include "endpoints/openai_answers.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,7 +11,7 @@
 #include "base/str_cat.h"
 #include "nlohmann/json.hpp"
 
-namespace contextd::server {
+namespace contextd::endpoints {
 namespace {
 
 using Json = nlohmann::json;
@@ -354,4 +354,4 @@ absl::StatusOr<std::vector<memory::Candidate>> ParseMemoriesAnswer(std::string_v
   return out;
 }
 
-}  // namespace contextd::server
+}  // namespace contextd::endpoints

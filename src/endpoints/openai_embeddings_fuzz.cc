@@ -7,13 +7,13 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "server/openai_answers.h"
+#include "endpoints/openai_answers.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const size_t expected = data[0] % 16;
   std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
-  auto vectors = contextd::server::ParseEmbeddingsAnswer(body, expected);
+  auto vectors = contextd::endpoints::ParseEmbeddingsAnswer(body, expected);
   if (!vectors.ok()) {
     if (vectors.status().code() != absl::StatusCode::kInvalidArgument) std::abort();
     return 0;

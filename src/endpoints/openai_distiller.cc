@@ -1,4 +1,4 @@
-#include "server/openai_distiller.h"
+#include "endpoints/openai_distiller.h"
 
 #include <algorithm>
 #include <string_view>
@@ -6,9 +6,9 @@
 
 #include "base/status_macros.h"
 #include "base/str_cat.h"
-#include "server/openai_answers.h"
+#include "endpoints/openai_answers.h"
 
-namespace contextd::server {
+namespace contextd::endpoints {
 namespace {
 
 bool Mentions(const memory::Candidate& c, std::string_view id) {
@@ -50,4 +50,4 @@ std::string OpenAiDistiller::name() const {
   return base::StrCat("model ", endpoint_.options().model);
 }
 
-}  // namespace contextd::server
+}  // namespace contextd::endpoints

@@ -2,7 +2,7 @@
 // temperature 0, the success or failure prompt with the trace), candidates with the trace's
 // outcome, a fenced reply, invalid candidates dropped and at most three kept, every kind of
 // malformed answer (InvalidArgument), a closed port and a server that never answers.
-#include "server/openai_distiller.h"
+#include "endpoints/openai_distiller.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -14,10 +14,10 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "server/openai_answers.h"
-#include "server/testing/fake_openai_server.h"
+#include "endpoints/openai_answers.h"
+#include "endpoints/testing/fake_openai_server.h"
 
-namespace contextd::server {
+namespace contextd::endpoints {
 namespace {
 
 using testing::FakeOpenAiServer;
@@ -275,4 +275,4 @@ TEST(OpenAiAnswersTest, MemoriesParserToleratesFencesAndSurroundingProse) {
 }
 
 }  // namespace
-}  // namespace contextd::server
+}  // namespace contextd::endpoints

@@ -1,12 +1,12 @@
-#include "server/openai_embedder.h"
+#include "endpoints/openai_embedder.h"
 
 #include <utility>
 
 #include "base/status_macros.h"
 #include "base/str_cat.h"
-#include "server/openai_answers.h"
+#include "endpoints/openai_answers.h"
 
-namespace contextd::server {
+namespace contextd::endpoints {
 
 OpenAiEmbedder::OpenAiEmbedder(OpenAiEndpointOptions options, transport::HttpClient& client)
     : endpoint_(std::move(options), client, "/embeddings", kMaxAnswerBytes) {}
@@ -34,4 +34,4 @@ absl::StatusOr<std::vector<std::vector<float>>> OpenAiEmbedder::Embed(
 
 std::string OpenAiEmbedder::model() const { return endpoint_.options().model; }
 
-}  // namespace contextd::server
+}  // namespace contextd::endpoints

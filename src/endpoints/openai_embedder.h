@@ -11,10 +11,10 @@
 
 #include "absl/status/statusor.h"
 #include "memory/embedder.h"
-#include "server/openai_endpoint.h"
+#include "endpoints/openai_endpoint.h"
 #include "transport/http_client.h"
 
-namespace contextd::server {
+namespace contextd::endpoints {
 
 class OpenAiEmbedder final : public memory::Embedder {
  public:
@@ -42,4 +42,4 @@ class OpenAiEmbedder final : public memory::Embedder {
   std::atomic<size_t> dimension_{0};
 };
 
-}  // namespace contextd::server
+}  // namespace contextd::endpoints

@@ -11,10 +11,10 @@
 
 #include "absl/status/statusor.h"
 #include "memory/distiller.h"
-#include "server/openai_endpoint.h"
+#include "endpoints/openai_endpoint.h"
 #include "transport/http_client.h"
 
-namespace contextd::server {
+namespace contextd::endpoints {
 
 class OpenAiDistiller final : public memory::Distiller {
  public:
@@ -38,4 +38,4 @@ class OpenAiDistiller final : public memory::Distiller {
   OpenAiEndpoint endpoint_;
 };
 
-}  // namespace contextd::server
+}  // namespace contextd::endpoints

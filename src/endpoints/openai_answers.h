@@ -14,7 +14,7 @@
 #include "memory/distiller.h"
 #include "memory/memory_item.h"
 
-namespace contextd::server {
+namespace contextd::endpoints {
 
 // --- /v1/embeddings ---
 
@@ -67,4 +67,4 @@ absl::StatusOr<std::string> ParseChatAnswer(std::string_view body);
 absl::StatusOr<std::vector<memory::Candidate>> ParseMemoriesAnswer(std::string_view text,
                                                                    memory::Outcome outcome);
 
-}  // namespace contextd::server
+}  // namespace contextd::endpoints

@@ -9,14 +9,14 @@
 #include <string_view>
 
 #include "memory/memory_item.h"
-#include "server/openai_answers.h"
+#include "endpoints/openai_answers.h"
 
 namespace {
 
 using contextd::memory::Outcome;
 
 void CheckMemories(std::string_view text, Outcome outcome) {
-  auto candidates = contextd::server::ParseMemoriesAnswer(text, outcome);
+  auto candidates = contextd::endpoints::ParseMemoriesAnswer(text, outcome);
   if (!candidates.ok()) {
     if (candidates.status().code() != absl::StatusCode::kInvalidArgument) std::abort();
     return;
@@ -36,7 +36,7 @@ void CheckMemories(std::string_view text, Outcome outcome) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view bytes(reinterpret_cast<const char*>(data), size);
-  auto text = contextd::server::ParseChatAnswer(bytes);
+  auto text = contextd::endpoints::ParseChatAnswer(bytes);
   if (text.ok()) {
     CheckMemories(*text, Outcome::kSuccess);
   } else if (text.status().code() != absl::StatusCode::kInvalidArgument) {
@@ -61,7 +61,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   trace.succeeded = size % 2 == 0;
   const size_t max = 1024 + (size == 0 ? 0 : data[0]) * 16;
-  if (contextd::server::RenderTrace(trace, max).size() > max) std::abort();
-  (void)contextd::server::MakeDistillerPrompt(trace);
+  if (contextd::endpoints::RenderTrace(trace, max).size() > max) std::abort();
+  (void)contextd::endpoints::MakeDistillerPrompt(trace);
   return 0;
 }

@@ -20,7 +20,7 @@
 #include "transport/http_route.h"
 #include "transport/http_server.h"
 
-namespace contextd::server::testing {
+namespace contextd::endpoints::testing {
 
 class FakeOpenAiServer {
  public:
@@ -79,4 +79,4 @@ class FakeOpenAiServer {
   std::vector<Received> requests_;
 };
 
-}  // namespace contextd::server::testing
+}  // namespace contextd::endpoints::testing

@@ -1,4 +1,4 @@
-#include "server/testing/fake_openai_server.h"
+#include "endpoints/testing/fake_openai_server.h"
 
 #include <cctype>
 #include <utility>
@@ -7,7 +7,7 @@
 #include "nlohmann/json.hpp"
 #include "transport/testing/echo_session.h"
 
-namespace contextd::server::testing {
+namespace contextd::endpoints::testing {
 namespace {
 
 using Json = nlohmann::json;
@@ -159,4 +159,4 @@ transport::HttpResponse FakeOpenAiServer::Embeddings(const std::string& body) {
                             {"usage", {{"prompt_tokens", 0}, {"total_tokens", 0}}}});
 }
 
-}  // namespace contextd::server::testing
+}  // namespace contextd::endpoints::testing

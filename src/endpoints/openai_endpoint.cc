@@ -1,4 +1,4 @@
-#include "server/openai_endpoint.h"
+#include "endpoints/openai_endpoint.h"
 
 #include <algorithm>
 #include <chrono>
@@ -10,7 +10,7 @@
 #include "base/str_cat.h"
 #include "transport/http_url.h"
 
-namespace contextd::server {
+namespace contextd::endpoints {
 namespace {
 
 // How long a cancelled call may take to report; Cancel closes the connection, so it is prompt.
@@ -179,4 +179,4 @@ absl::StatusOr<std::string> OpenAiEndpoint::PostJson(std::string json) const {
   return absl::FailedPreconditionError(what);
 }
 
-}  // namespace contextd::server
+}  // namespace contextd::endpoints

@@ -15,7 +15,7 @@
 #include "absl/status/statusor.h"
 #include "transport/http_client.h"
 
-namespace contextd::server {
+namespace contextd::endpoints {
 
 // Where and how to reach an OpenAI-compatible endpoint (OpenAI, a local llama.cpp or vLLM server,
 // Ollama's /v1, ...).
@@ -81,4 +81,4 @@ class OpenAiEndpoint {
   std::string authorization_;  // "Bearer <key>", or empty
 };
 
-}  // namespace contextd::server
+}  // namespace contextd::endpoints
