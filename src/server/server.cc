@@ -49,10 +49,10 @@
 #include "endpoints/openai_embedder.h"
 #include "server/session_key.h"
 #include "server/shared_sessions.h"
-#include "server/trail_api.h"
+#include "viewer/trail_api.h"
 #include "server/trail_recorder.h"
 #include "server/trail_tools.h"
-#include "server/ui_routes.h"
+#include "viewer/ui_routes.h"
 #include "store/pg_branch_store.h"
 #include "store/pg_conversation_store.h"
 #include "store/pg_database.h"
@@ -71,7 +71,7 @@
 #include "transport/http_server.h"
 #include "transport/stdio_transport.h"
 
-namespace contextd::server {
+namespace contextd::viewer {
 namespace {
 
 using internal::BuildModelGateway;
@@ -449,7 +449,7 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
     engine.trail_tools = std::make_unique<TrailTools>(*engine.trail, engine.events, *engine.store,
                                                       *counter);
     engine.trail_api =
-        std::make_unique<TrailApi>(*engine.trail, *engine.trail_store, *engine.store);
+        std::make_unique<viewer::TrailApi>(*engine.trail, *engine.trail_store, *engine.store);
     if (postgres) {
       // Other instances may share the database: the live branches and open auto-scopes in it
       // may be theirs, so start-up recovery (which force-returns and folds everything live)
@@ -776,7 +776,7 @@ absl::Status RunServer(const ServerConfig& config) {
         [&] { engine.trail_api->SetConversations(engine.conversations.get()); });
   }
   // The trail viewer (/ui, /api/v1): its reads run on the engine executor.
-  for (transport::HttpRoute& route : UiRoutes(*engine.trail_api, *engine.executor)) {
+  for (transport::HttpRoute& route : viewer::UiRoutes(*engine.trail_api, *engine.executor)) {
     options.routes.push_back(std::move(route));
   }
   auto http = transport::HttpServer::Start(options, engine.mcp);
@@ -804,4 +804,4 @@ absl::Status RunServer(const ServerConfig& config) {
   return absl::OkStatus();
 }
 
-}  // namespace contextd::server
+}  // namespace contextd::viewer

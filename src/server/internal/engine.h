@@ -32,7 +32,7 @@
 #include "endpoints/openai_distiller.h"
 #include "endpoints/openai_embedder.h"
 #include "server/shared_sessions.h"
-#include "server/trail_api.h"
+#include "viewer/trail_api.h"
 #include "server/trail_recorder.h"
 #include "server/trail_tools.h"
 #include "store/database.h"
@@ -42,7 +42,7 @@
 #include "trail/trail.h"
 #include "transport/http_client.h"
 
-namespace contextd::server::internal {
+namespace contextd::viewer::internal {
 
 // Everything the server runs on, in construction order (destroyed in reverse).
 struct Engine {
@@ -80,7 +80,7 @@ struct Engine {
   std::unique_ptr<trail::TrailStore> trail_store;
   std::unique_ptr<trail::Trail> trail;                // executor only
   std::unique_ptr<TrailTools> trail_tools;            // executor only
-  std::unique_ptr<TrailApi> trail_api;                // executor only: the viewer's /api/v1
+  std::unique_ptr<viewer::TrailApi> trail_api;                // executor only: the viewer's /api/v1
   std::unique_ptr<MemoryTools> memory_tools;          // executor only (and its own worker)
   std::unique_ptr<TrailRecorder> trail_recorder;      // the gateway records through it
   std::unique_ptr<gateway::Gateway> gateway;          // executor only
@@ -122,4 +122,4 @@ absl::Status BuildModelGateway(const ServerConfig& config,
 absl::Status StartRetention(const ServerConfig& config, const std::string& db_path,
                             Engine& engine);
 
-}  // namespace contextd::server::internal
+}  // namespace contextd::viewer::internal

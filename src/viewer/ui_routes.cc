@@ -1,4 +1,4 @@
-#include "server/ui_routes.h"
+#include "viewer/ui_routes.h"
 
 #include <cctype>
 #include <string>
@@ -8,7 +8,7 @@
 #include "base/str_cat.h"
 #include "nlohmann/json.hpp"
 
-namespace contextd::server {
+namespace contextd::viewer {
 namespace {
 
 using transport::HttpRequest;
@@ -232,4 +232,4 @@ std::vector<HttpRoute> UiRoutes(TrailApi& api, base::Executor& executor, UiOptio
   return routes;
 }
 
-}  // namespace contextd::server
+}  // namespace contextd::viewer

@@ -1,4 +1,4 @@
-#include "server/trail_api.h"
+#include "viewer/trail_api.h"
 
 #include <gtest/gtest.h>
 
@@ -7,13 +7,13 @@
 
 #include "base/clock.h"
 #include "nlohmann/json.hpp"
-#include "server/ui_routes.h"
+#include "viewer/ui_routes.h"
 #include "store/sqlite_branch_store.h"
 #include "store/sqlite_conversation_store.h"
 #include "store/sqlite_trail_store.h"
 #include "store/test_util.h"
 
-namespace contextd::server {
+namespace contextd::viewer {
 namespace {
 
 using Json = nlohmann::json;
@@ -284,4 +284,4 @@ TEST(UiAssetsTest, ThePageAndItsAssetsAreEmbedded) {
 }
 
 }  // namespace
-}  // namespace contextd::server
+}  // namespace contextd::viewer

@@ -1,4 +1,4 @@
-// Fuzz target for the viewer's routes (server::UiRoutes: /ui, /ui/..., /api/v1/... and the live
+// Fuzz target for the viewer's routes (viewer::UiRoutes: /ui, /ui/..., /api/v1/... and the live
 // stream) behind the real listener on 127.0.0.1: the input's first line is the request target,
 // each further line a raw header line. "@R" stands for the root id of the one session in the
 // SQLite store (a temp dir), "@B" for its branch's scope. Every answer in JSON must be valid
@@ -16,8 +16,8 @@
 #include "base/executor.h"
 #include "base/foreign_text.h"
 #include "nlohmann/json.hpp"
-#include "server/trail_api.h"
-#include "server/ui_routes.h"
+#include "viewer/trail_api.h"
+#include "viewer/ui_routes.h"
 #include "store/sqlite_branch_store.h"
 #include "store/sqlite_trail_store.h"
 #include "store/test_util.h"
@@ -38,7 +38,7 @@ struct World {
   std::unique_ptr<store::SqliteBranchStore> branches;
   std::unique_ptr<store::SqliteTrailStore> store;
   std::unique_ptr<trail::Trail> trail;
-  std::unique_ptr<server::TrailApi> api;
+  std::unique_ptr<viewer::TrailApi> api;
   base::ThreadExecutor executor;
   std::unique_ptr<transport::HttpServer> server;
   std::string root;
@@ -55,7 +55,7 @@ World* MakeWorld() {
   w->branches = std::move(*b);
   w->store = std::move(*t);
   w->trail = std::make_unique<trail::Trail>(*w->store, w->clock);
-  w->api = std::make_unique<server::TrailApi>(*w->trail, *w->store, *w->branches);
+  w->api = std::make_unique<viewer::TrailApi>(*w->trail, *w->store, *w->branches);
   w->executor.RunSync([w] {
     trail::SessionRef s{"local", "proj", "s1"};
     auto root = w->trail->RootScope(s);
@@ -67,9 +67,9 @@ World* MakeWorld() {
     }
   });
   transport::HttpServerOptions o;
-  server::UiOptions ui;
+  viewer::UiOptions ui;
   ui.poll_interval = std::chrono::milliseconds(50);
-  o.routes = server::UiRoutes(*w->api, w->executor, ui);
+  o.routes = viewer::UiRoutes(*w->api, w->executor, ui);
   auto s = transport::HttpServer::Start(
       std::move(o), std::make_shared<transport::testing::EchoSessionFactory>(true));
   if (!s.ok()) std::abort();

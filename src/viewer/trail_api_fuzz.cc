@@ -14,7 +14,7 @@
 #include "base/clock.h"
 #include "base/foreign_text.h"
 #include "nlohmann/json.hpp"
-#include "server/trail_api.h"
+#include "viewer/trail_api.h"
 #include "store/sqlite_branch_store.h"
 #include "store/sqlite_trail_store.h"
 #include "store/test_util.h"
@@ -30,7 +30,7 @@ struct World {
   std::unique_ptr<store::SqliteBranchStore> branches;
   std::unique_ptr<store::SqliteTrailStore> store;
   std::unique_ptr<trail::Trail> trail;
-  std::unique_ptr<server::TrailApi> api;
+  std::unique_ptr<viewer::TrailApi> api;
   std::string root;
 };
 
@@ -45,7 +45,7 @@ World* MakeWorld() {
   w->branches = std::move(*b);
   w->store = std::move(*t);
   w->trail = std::make_unique<trail::Trail>(*w->store, w->clock);
-  w->api = std::make_unique<server::TrailApi>(*w->trail, *w->store, *w->branches);
+  w->api = std::make_unique<viewer::TrailApi>(*w->trail, *w->store, *w->branches);
   trail::SessionRef s{"local", "proj", "s1"};
   auto root = w->trail->RootScope(s);
   if (!root.ok()) std::abort();
@@ -89,7 +89,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   size_t nl = bytes.find('\n');
   std::string path = "/api/v1/" + Expand(bytes.substr(0, nl), world->root);
   std::string query = nl == std::string_view::npos ? "" : Expand(bytes.substr(nl + 1), world->root);
-  server::ApiResponse r = world->api->Get("local", path, query);
+  viewer::ApiResponse r = world->api->Get("local", path, query);
   if (r.status != 200 && r.status != 400 && r.status != 404 && r.status != 500) std::abort();
   if (!base::IsValidUtf8(r.body)) std::abort();
   nlohmann::json body = nlohmann::json::parse(r.body, nullptr, false);

@@ -19,7 +19,7 @@
 #include "trail/trail.h"
 #include "trail/trail_store.h"
 
-namespace contextd::server {
+namespace contextd::viewer {
 
 // Largest page of events (GET /api/v1/scopes/{id}/events?limit=).
 inline constexpr int64_t kApiMaxEventLimit = 200;
@@ -94,4 +94,4 @@ std::optional<std::string> QueryParam(std::string_view query, std::string_view n
 // The names of the redaction markers ("[REDACTED:<rule>:<prefix>]") in `text`, in order.
 std::vector<std::string> RedactionRules(std::string_view text);
 
-}  // namespace contextd::server
+}  // namespace contextd::viewer

@@ -1,4 +1,4 @@
-#include "server/trail_api.h"
+#include "viewer/trail_api.h"
 
 #include <algorithm>
 #include <charconv>
@@ -12,7 +12,7 @@
 #include "base/str_cat.h"
 #include "nlohmann/json.hpp"
 
-namespace contextd::server {
+namespace contextd::viewer {
 namespace {
 
 using Json = nlohmann::json;
@@ -485,4 +485,4 @@ ApiResponse TrailApi::Conversations(std::string_view tenant, std::string_view qu
                          {"conversations", std::move(list)}});
 }
 
-}  // namespace contextd::server
+}  // namespace contextd::viewer

@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "base/executor.h"
-#include "server/trail_api.h"
+#include "viewer/trail_api.h"
 #include "transport/http_route.h"
 
-namespace contextd::server {
+namespace contextd::viewer {
 
 struct UiOptions {
   // Live streams open at once (across clients); more get 503.
@@ -35,7 +35,7 @@ struct UiAsset {
   std::string_view body;
 };
 // The asset named `name` ("index.html", "app.js", "app.css"), or nullopt (ui_assets.cc, generated
-// from src/server/ui/ at build time).
+// from src/viewer/ui/ at build time).
 std::optional<UiAsset> FindUiAsset(std::string_view name);
 
 // True when `origin` is absent or names exactly `host` (scheme aside): "http://h:1" and "h:1".
@@ -47,4 +47,4 @@ bool SameOrigin(std::string_view origin, std::string_view host);
 std::vector<transport::HttpRoute> UiRoutes(TrailApi& api, base::Executor& executor,
                                            UiOptions options = {});
 
-}  // namespace contextd::server
+}  // namespace contextd::viewer
