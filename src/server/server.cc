@@ -39,19 +39,19 @@
 #include "scrub/private_spans.h"
 #include "scrub/rule_scrubber.h"
 #include "server/conformance_fixtures.h"
-#include "server/folding_tools.h"
+#include "tools/folding_tools.h"
 #include "server/group_commit.h"
 #include "server/health.h"
 #include "server/internal/engine.h"
-#include "server/memory_tools.h"
+#include "tools/memory_tools.h"
 #include "server/metrics.h"
 #include "endpoints/openai_distiller.h"
 #include "endpoints/openai_embedder.h"
-#include "server/session_key.h"
+#include "tools/session_key.h"
 #include "server/shared_sessions.h"
 #include "viewer/trail_api.h"
-#include "server/trail_recorder.h"
-#include "server/trail_tools.h"
+#include "tools/trail_recorder.h"
+#include "tools/trail_tools.h"
 #include "viewer/ui_routes.h"
 #include "store/pg_branch_store.h"
 #include "store/pg_conversation_store.h"
@@ -446,7 +446,7 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
     trail_options.process_sessions = {"stdio"};
     engine.trail = std::make_unique<trail::Trail>(*engine.trail_store, engine.executor->clock(),
                                                   std::move(trail_options));
-    engine.trail_tools = std::make_unique<TrailTools>(*engine.trail, engine.events, *engine.store,
+    engine.trail_tools = std::make_unique<tools::TrailTools>(*engine.trail, engine.events, *engine.store,
                                                       *counter);
     engine.trail_api =
         std::make_unique<viewer::TrailApi>(*engine.trail, *engine.trail_store, *engine.store);
@@ -480,7 +480,7 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
                                  "(server restarted)"));
     }
     engine.metrics.SetActiveBranches(engine.manager->active_branches());
-    engine.tools = std::make_unique<FoldingTools>(*engine.manager, engine.events, engine.metrics,
+    engine.tools = std::make_unique<tools::FoldingTools>(*engine.manager, engine.events, engine.metrics,
                                                   *engine.scrubber);
     // Calling a contextd tool ends the agent's run of calls to one upstream.
     engine.tools->SetBeforeCall(
@@ -490,9 +490,10 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
     status = engine.tools->Register(*engine.mcp);
     if (status.ok()) status = engine.trail_tools->Register(*engine.mcp);
     if (status.ok() && engine.memory_bank) {
-      engine.memory_tools = std::make_unique<MemoryTools>(
+      engine.memory_tools = std::make_unique<tools::MemoryTools>(
           *engine.memory_bank, *engine.manager, *engine.trail, engine.events, *engine.executor,
-          engine.metrics, config.memory);
+          engine.metrics,
+          tools::MemoryToolsOptions{config.memory.extract_memory, config.memory.extract_scope});
       engine.tools->SetMemory(engine.memory_tools.get());
       status = engine.memory_tools->Register(*engine.mcp);
       engine.memory_tools->LoadVectors();
@@ -514,7 +515,7 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
   SharedSessions* shared = engine.shared_sessions.get();
   engine.mcp->SetProjectResolver([stdio = engine.stdio_session, shared](
                                      const protocol::Json& roots, protocol::SessionInfo& info) {
-    ResolveSessionProject(roots, info);
+    tools::ResolveSessionProject(roots, info);
     if (shared != nullptr) shared->ProjectFixed(info);
     base::LogInfo(base::StrCat("session ", info.session_id, " (tenant ", info.tenant,
                                "): project ", info.project,
@@ -584,9 +585,9 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
     deps.manager = engine.manager.get();
     deps.counter = counter;
     deps.scrubber = engine.scrubber.get();
-    deps.session_key = SessionKeyFor;
-    FoldingTools* folding_tools = engine.tools.get();
-    engine.trail_recorder = std::make_unique<TrailRecorder>(*engine.trail);
+    deps.session_key = tools::SessionKeyFor;
+    tools::FoldingTools* folding_tools = engine.tools.get();
+    engine.trail_recorder = std::make_unique<tools::TrailRecorder>(*engine.trail);
     deps.observer = engine.trail_recorder.get();
     deps.deliver_warnings = [folding_tools](protocol::ToolCall& call, protocol::ToolResult& result) {
       folding_tools->DeliverWarnings(call, result, protocol::kProxiedNoticesMember);
@@ -608,9 +609,9 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
   // Ends a session for good: force-returns its live branches, folds its trail.
   auto end_session = [manager, trail = engine.trail.get(), tools = engine.tools.get()](
                          const protocol::SessionInfo& info, std::string_view reason) {
-    auto ended = manager->EndSession(SessionKeyFor(info), reason);
+    auto ended = manager->EndSession(tools::SessionKeyFor(info), reason);
     // After: force-returns fold into its scopes. Also folds the session's auto-scope.
-    absl::Status trail_ended = trail->EndSession(TrailSessionFor(info));
+    absl::Status trail_ended = trail->EndSession(tools::TrailSessionFor(info));
     if (!trail_ended.ok()) {
       base::LogWarn(base::StrCat("trail: ending session: ", trail_ended.message()));
     }
@@ -627,8 +628,8 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
                     end_session](const protocol::SessionInfo& info, std::string_view reason) {
     if (shared != nullptr && !shared->EndsEverywhere(info, reason)) {
       // Another instance may continue it: nothing ends, this one only stops caching it.
-      manager->ReleaseSession(SessionKeyFor(info));
-      trail->ReleaseSession(TrailSessionFor(info));
+      manager->ReleaseSession(tools::SessionKeyFor(info));
+      trail->ReleaseSession(tools::TrailSessionFor(info));
       tools->ForgetSession(info);
       return;
     }
@@ -725,9 +726,9 @@ absl::Status RunServer(const ServerConfig& config) {
       engine.executor->RunSync([&] {
         const protocol::SessionInfo stdio = *engine.stdio_session;
         if (engine.manager) {
-          (void)engine.manager->EndSession(SessionKeyFor(stdio), "shutdown");
+          (void)engine.manager->EndSession(tools::SessionKeyFor(stdio), "shutdown");
         }
-        if (engine.trail) (void)engine.trail->EndSession(TrailSessionFor(stdio));
+        if (engine.trail) (void)engine.trail->EndSession(tools::TrailSessionFor(stdio));
         if (engine.group_commit) engine.group_commit->Flush();
       });
       StopEvents(engine);

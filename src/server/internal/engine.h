@@ -25,16 +25,16 @@
 #include "protocol/mcp_server.h"
 #include "scrub/rule_scrubber.h"
 #include "server/config.h"
-#include "server/folding_tools.h"
+#include "tools/folding_tools.h"
 #include "server/group_commit.h"
-#include "server/memory_tools.h"
+#include "tools/memory_tools.h"
 #include "server/metrics.h"
 #include "endpoints/openai_distiller.h"
 #include "endpoints/openai_embedder.h"
 #include "server/shared_sessions.h"
 #include "viewer/trail_api.h"
-#include "server/trail_recorder.h"
-#include "server/trail_tools.h"
+#include "tools/trail_recorder.h"
+#include "tools/trail_tools.h"
 #include "store/database.h"
 #include "store/pg_branch_store.h"
 #include "store/pg_database.h"
@@ -76,13 +76,13 @@ struct Engine {
   std::unique_ptr<memory::HnswIndex> memory_vectors;
   std::unique_ptr<memory::MemoryBank> memory_bank;
   std::unique_ptr<folding::BranchManager> manager;     // executor only
-  std::unique_ptr<FoldingTools> tools;                 // executor only
+  std::unique_ptr<tools::FoldingTools> tools;                 // executor only
   std::unique_ptr<trail::TrailStore> trail_store;
   std::unique_ptr<trail::Trail> trail;                // executor only
-  std::unique_ptr<TrailTools> trail_tools;            // executor only
+  std::unique_ptr<tools::TrailTools> trail_tools;            // executor only
   std::unique_ptr<viewer::TrailApi> trail_api;                // executor only: the viewer's /api/v1
-  std::unique_ptr<MemoryTools> memory_tools;          // executor only (and its own worker)
-  std::unique_ptr<TrailRecorder> trail_recorder;      // the gateway records through it
+  std::unique_ptr<tools::MemoryTools> memory_tools;          // executor only (and its own worker)
+  std::unique_ptr<tools::TrailRecorder> trail_recorder;      // the gateway records through it
   std::unique_ptr<gateway::Gateway> gateway;          // executor only
   std::unique_ptr<GroupCommit> group_commit;  // the McpServer's outbound gate: outlives it
   // The model gateway (HTTP only): its own connection to the database, so that a conversation's

@@ -1,4 +1,4 @@
-#include "server/trail_tools.h"
+#include "tools/trail_tools.h"
 
 #include <optional>
 
@@ -6,10 +6,10 @@
 #include "base/logging.h"
 #include "base/str_cat.h"
 #include "folding/text.h"
-#include "server/folding_tools.h"
-#include "server/session_key.h"
+#include "tools/folding_tools.h"
+#include "tools/session_key.h"
 
-namespace contextd::server {
+namespace contextd::tools {
 namespace {
 
 using protocol::Json;
@@ -383,4 +383,4 @@ void TrailTools::Search(const std::shared_ptr<ToolCall>& call) {
   call->Finish(std::move(result));
 }
 
-}  // namespace contextd::server
+}  // namespace contextd::tools

@@ -1,5 +1,5 @@
 // Project ids from roots and headers (decision 0022).
-#include "server/session_key.h"
+#include "tools/session_key.h"
 
 #include <filesystem>
 #include <string>
@@ -8,7 +8,7 @@
 #include "base/str_cat.h"
 #include "trail/content_hash.h"
 
-namespace contextd::server {
+namespace contextd::tools {
 namespace {
 
 int HexValue(char c) {
@@ -107,4 +107,4 @@ void ResolveSessionProject(const protocol::Json& roots, protocol::SessionInfo& i
   info.project_label.clear();
 }
 
-}  // namespace contextd::server
+}  // namespace contextd::tools

@@ -15,10 +15,10 @@
 #include "folding/events.h"
 #include "protocol/mcp_server.h"
 #include "scrub/scrubber.h"
-#include "server/metrics.h"
-#include "server/session_key.h"
+#include "tools/tool_metrics.h"
+#include "tools/session_key.h"
 
-namespace contextd::server {
+namespace contextd::tools {
 
 class MemoryTools;
 
@@ -26,7 +26,7 @@ class FoldingTools {
  public:
   // `manager`, `events`, `metrics` and `scrubber` must outlive this object (and the McpServer's
   // calls). Error messages, which may quote the agent's input, pass through `scrubber`.
-  FoldingTools(folding::BranchManager& manager, folding::EventBus& events, Metrics& metrics,
+  FoldingTools(folding::BranchManager& manager, folding::EventBus& events, ToolMetrics& metrics,
                const scrub::Scrubber& scrubber);
   ~FoldingTools();
   FoldingTools(const FoldingTools&) = delete;
@@ -64,7 +64,7 @@ class FoldingTools {
 
   folding::BranchManager& manager_;
   folding::EventBus& events_;
-  Metrics& metrics_;
+  ToolMetrics& metrics_;
   const scrub::Scrubber& scrubber_;
   folding::EventBus::SubscriptionId subscription_ = 0;
   std::function<void(const protocol::SessionInfo&)> before_call_;
@@ -73,4 +73,4 @@ class FoldingTools {
   std::map<std::string, std::vector<std::string>> pending_warnings_;
 };
 
-}  // namespace contextd::server
+}  // namespace contextd::tools

@@ -20,11 +20,16 @@
 #include "folding/events.h"
 #include "memory/memory_bank.h"
 #include "protocol/mcp_server.h"
-#include "server/config.h"
-#include "server/metrics.h"
+#include "tools/tool_metrics.h"
 #include "trail/trail.h"
 
-namespace contextd::server {
+namespace contextd::tools {
+
+// What MemoryTools reads of the `memory:` configuration (server::MemoryConfig).
+struct MemoryToolsOptions {
+  bool extract_memory = false;  // distil every returned branch, not only those that ask
+  std::string extract_scope = "project";
+};
 
 // What retrieval found for one branch_create: candidates best first, or a warning saying why
 // there are none (the branch is created either way).
@@ -37,8 +42,8 @@ class MemoryTools {
  public:
   // Everything must outlive this object. `executor` is the engine's.
   MemoryTools(memory::MemoryBank& bank, folding::BranchManager& manager, trail::Trail& trail,
-              folding::EventBus& events, base::Executor& executor, Metrics& metrics,
-              const MemoryConfig& config);
+              folding::EventBus& events, base::Executor& executor, ToolMetrics& metrics,
+              const MemoryToolsOptions& options);
   // Stops the worker (queued work is dropped) and unsubscribes.
   ~MemoryTools();
   MemoryTools(const MemoryTools&) = delete;
@@ -54,7 +59,7 @@ class MemoryTools {
   // Counts the use of what branch `branch_id` received (on the worker). Executor only.
   void NoteInjected(const protocol::SessionInfo& session, const folding::CreateResult& created);
   // branch_return's extract_memory when the agent does not say (memory.extract_memory).
-  bool extract_by_default() const { return config_.extract_memory; }
+  bool extract_by_default() const { return options_.extract_memory; }
 
   // Indexes the stored vectors (and embeds items that have none) on the worker, with an embedder.
   void LoadVectors();
@@ -75,11 +80,11 @@ class MemoryTools {
   trail::Trail& trail_;
   folding::EventBus& events_;
   base::Executor& executor_;
-  Metrics& metrics_;
-  MemoryConfig config_;
+  ToolMetrics& metrics_;
+  MemoryToolsOptions options_;
   memory::Scope extract_scope_ = memory::Scope::kProject;
   folding::EventBus::SubscriptionId subscription_ = 0;
   std::unique_ptr<base::ThreadExecutor> worker_;
 };
 
-}  // namespace contextd::server
+}  // namespace contextd::tools

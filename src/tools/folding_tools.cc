@@ -1,4 +1,4 @@
-#include "server/folding_tools.h"
+#include "tools/folding_tools.h"
 
 #include <any>
 #include <chrono>
@@ -8,9 +8,9 @@
 #include "protocol/contextd_tools.h"
 #include "protocol/mcp_constants.h"
 #include "protocol/tool_notices.h"
-#include "server/memory_tools.h"
+#include "tools/memory_tools.h"
 
-namespace contextd::server {
+namespace contextd::tools {
 namespace {
 
 using protocol::Json;
@@ -128,7 +128,7 @@ bool OptBool(const Json& args, const char* key, bool fallback) {
 // Measures the time spent inside contextd for one tool call.
 class CallTimer {
  public:
-  CallTimer(Metrics& metrics, std::string tool)
+  CallTimer(ToolMetrics& metrics, std::string tool)
       : metrics_(metrics), tool_(std::move(tool)), start_(std::chrono::steady_clock::now()) {}
   ~CallTimer() {
     metrics_.ToolCallLatency(tool_, std::chrono::duration<double>(std::chrono::steady_clock::now() -
@@ -139,7 +139,7 @@ class CallTimer {
   CallTimer& operator=(const CallTimer&) = delete;
 
  private:
-  Metrics& metrics_;
+  ToolMetrics& metrics_;
   std::string tool_;
   std::chrono::steady_clock::time_point start_;
 };
@@ -147,7 +147,7 @@ class CallTimer {
 }  // namespace
 
 FoldingTools::FoldingTools(folding::BranchManager& manager, folding::EventBus& events,
-                           Metrics& metrics, const scrub::Scrubber& scrubber)
+                           ToolMetrics& metrics, const scrub::Scrubber& scrubber)
     : manager_(manager), events_(events), metrics_(metrics), scrubber_(scrubber) {
   subscription_ = events_.Subscribe([this](const folding::BranchEvent& e) { OnEvent(e); });
 }
@@ -376,4 +376,4 @@ void FoldingTools::Status(const std::shared_ptr<ToolCall>& call) {
   call->Finish(std::move(result));
 }
 
-}  // namespace contextd::server
+}  // namespace contextd::tools

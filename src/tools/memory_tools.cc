@@ -1,4 +1,4 @@
-#include "server/memory_tools.h"
+#include "tools/memory_tools.h"
 
 #include <chrono>
 
@@ -7,10 +7,10 @@
 #include "base/logging.h"
 #include "protocol/mcp_constants.h"
 #include "protocol/tool_call.h"
-#include "server/session_key.h"
-#include "server/trail_tools.h"
+#include "tools/session_key.h"
+#include "tools/trail_tools.h"
 
-namespace contextd::server {
+namespace contextd::tools {
 namespace {
 
 using protocol::Json;
@@ -70,16 +70,16 @@ std::string StringArg(const Json& args, const char* key, std::string fallback = 
 
 MemoryTools::MemoryTools(memory::MemoryBank& bank, folding::BranchManager& manager,
                          trail::Trail& trail, folding::EventBus& events, base::Executor& executor,
-                         Metrics& metrics, const MemoryConfig& config)
+                         ToolMetrics& metrics, const MemoryToolsOptions& options)
     : bank_(bank),
       manager_(manager),
       trail_(trail),
       events_(events),
       executor_(executor),
       metrics_(metrics),
-      config_(config),
+      options_(options),
       worker_(std::make_unique<base::ThreadExecutor>("memory_worker")) {
-  auto scope = memory::ParseScope(config_.extract_scope);
+  auto scope = memory::ParseScope(options_.extract_scope);
   if (scope.ok()) extract_scope_ = *scope;
   subscription_ = events_.Subscribe([this](const folding::BranchEvent& e) { OnBranchEvent(e); });
 }
@@ -136,7 +136,7 @@ void MemoryTools::OnBranchEvent(const folding::BranchEvent& event) {
   bool folded = event.type == folding::BranchEventType::kFolded && event.branch->memory_queued;
   // A branch that ran out of its own budget or time is a lesson too, when every branch is
   // distilled; one ended by its parent, its session or a restart says nothing about its task.
-  bool forced = event.type == folding::BranchEventType::kForceReturned && config_.extract_memory &&
+  bool forced = event.type == folding::BranchEventType::kForceReturned && options_.extract_memory &&
                 (event.status == folding::BranchStatus::kTimeout ||
                  event.status == folding::BranchStatus::kBudgetExhausted);
   if (!folded && !forced) return;
@@ -360,4 +360,4 @@ void MemoryTools::Rate(const std::shared_ptr<ToolCall>& call, bool outcome) {
   });
 }
 
-}  // namespace contextd::server
+}  // namespace contextd::tools

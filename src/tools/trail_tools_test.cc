@@ -1,16 +1,16 @@
-#include "server/trail_tools.h"
+#include "tools/trail_tools.h"
 
 #include <gtest/gtest.h>
 
 #include "base/executor.h"
 #include "folding/testing/fakes.h"
 #include "protocol/testing/recording_sink.h"
-#include "server/trail_recorder.h"
+#include "tools/trail_recorder.h"
 #include "store/sqlite_branch_store.h"
 #include "store/sqlite_trail_store.h"
 #include "store/test_util.h"
 
-namespace contextd::server {
+namespace contextd::tools {
 namespace {
 
 using protocol::Json;
@@ -315,4 +315,4 @@ TEST_F(AutoScopeToolsTest, TheFoldHookFoldsAndEachUpstreamGetsItsOwnScope) {
 }
 
 }  // namespace
-}  // namespace contextd::server
+}  // namespace contextd::tools

@@ -14,7 +14,7 @@
 #include "tokens/token_counter.h"
 #include "trail/trail.h"
 
-namespace contextd::server {
+namespace contextd::tools {
 
 // The trail's owner of a session (same tenant/project/session as the folding engine's key).
 trail::SessionRef TrailSessionFor(const protocol::SessionInfo& info);
@@ -60,4 +60,4 @@ class TrailTools {
   folding::EventBus::SubscriptionId subscription_ = 0;
 };
 
-}  // namespace contextd::server
+}  // namespace contextd::tools

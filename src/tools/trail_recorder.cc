@@ -1,10 +1,10 @@
-#include "server/trail_recorder.h"
+#include "tools/trail_recorder.h"
 
 #include "base/logging.h"
 #include "base/str_cat.h"
-#include "server/trail_tools.h"
+#include "tools/trail_tools.h"
 
-namespace contextd::server {
+namespace contextd::tools {
 namespace {
 
 // The upstream a proxied call went to: "<upstream>__<tool>" or an exposed resource uri
@@ -39,4 +39,4 @@ void TrailRecorder::OnProxiedCall(const protocol::SessionInfo& session, std::str
   }
 }
 
-}  // namespace contextd::server
+}  // namespace contextd::tools

@@ -8,7 +8,7 @@
 #include "gateway/gateway.h"
 #include "trail/trail.h"
 
-namespace contextd::server {
+namespace contextd::tools {
 
 class TrailRecorder final : public gateway::InterceptionObserver {
  public:
@@ -28,4 +28,4 @@ class TrailRecorder final : public gateway::InterceptionObserver {
   trail::Trail& trail_;
 };
 
-}  // namespace contextd::server
+}  // namespace contextd::tools

@@ -12,7 +12,7 @@
 #include "protocol/jsonrpc.h"
 #include "protocol/session.h"
 
-namespace contextd::server {
+namespace contextd::tools {
 
 // The project of a session whose client gave no roots and no X-Contextd-Project header.
 inline constexpr char kDefaultProject[] = "default";
@@ -55,4 +55,4 @@ inline folding::SessionKey SessionKeyFor(const protocol::SessionInfo& info) {
   return key;
 }
 
-}  // namespace contextd::server
+}  // namespace contextd::tools
