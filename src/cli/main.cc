@@ -13,16 +13,16 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "scrub/originals_archive.h"
-#include "scrub/scrub_cli.h"
+#include "cli/scrub_cli.h"
 #include "server/config.h"
-#include "server/connect_cli.h"
+#include "cli/connect_cli.h"
 #include "server/server.h"
-#include "server/status_cli.h"
-#include "server/usage_cli.h"
-#include "server/memory_cli.h"
-#include "server/store_cli.h"
-#include "server/trail_cli.h"
-#include "tokens/tokens_cli.h"
+#include "cli/status_cli.h"
+#include "cli/usage_cli.h"
+#include "cli/memory_cli.h"
+#include "cli/store_cli.h"
+#include "cli/trail_cli.h"
+#include "cli/tokens_cli.h"
 
 extern char** environ;
 
@@ -35,8 +35,8 @@ std::string EnvOrEmpty(const char* name) {
   return v == nullptr ? "" : v;
 }
 
-contextd::server::AgentEnvironment AgentEnvironmentOfProcess() {
-  contextd::server::AgentEnvironment env;
+contextd::cli::AgentEnvironment AgentEnvironmentOfProcess() {
+  contextd::cli::AgentEnvironment env;
   env.home = EnvOrEmpty("HOME");
   env.claude_config_dir = EnvOrEmpty("CLAUDE_CONFIG_DIR");
   env.codex_home = EnvOrEmpty("CODEX_HOME");
@@ -111,8 +111,8 @@ int main(int argc, char** argv) {
   std::string rules_file, report;
   bool with_defaults = false;
   auto* rules_opt =
-      scrub->add_option("--rules", rules_file, contextd::scrub::kRulesFlagHelp)->type_name("FILE");
-  scrub->add_flag("--with-defaults", with_defaults, contextd::scrub::kWithDefaultsFlagHelp)
+      scrub->add_option("--rules", rules_file, contextd::cli::kRulesFlagHelp)->type_name("FILE");
+  scrub->add_flag("--with-defaults", with_defaults, contextd::cli::kWithDefaultsFlagHelp)
       ->needs(rules_opt);
   scrub->add_option("--report", report, "json: print the findings instead of the redacted text")
       ->check(CLI::IsMember({"json"}));
@@ -137,7 +137,7 @@ int main(int argc, char** argv) {
       "trail", "Read the foldable trail from the store: the SQLite file (also after a crash) or "
                "PostgreSQL (store.backend: postgres)");
   trail->require_subcommand(1);
-  contextd::server::TrailCommand trail_command;
+  contextd::cli::TrailCommand trail_command;
   CLI::App* trail_list = trail->add_subcommand("list", "Sessions with their branches");
   CLI::App* trail_show = trail->add_subcommand("show", "A session's folded view");
   CLI::App* trail_unfold = trail->add_subcommand("unfold", "A scope's events in full");
@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
       "memory", "Read and manage the ReasoningBank in the store (SQLite file or PostgreSQL; JSONL "
                 "export/import)");
   mem->require_subcommand(1);
-  contextd::server::MemoryCommand memory_command;
+  contextd::cli::MemoryCommand memory_command;
   CLI::App* mem_list = mem->add_subcommand("list", "Memories of a tenant and project");
   CLI::App* mem_show = mem->add_subcommand("show", "One memory with its history, as JSON");
   CLI::App* mem_search = mem->add_subcommand("search", "Search as memory_search does");
@@ -206,7 +206,7 @@ int main(int argc, char** argv) {
   // connect
   CLI::App* connect = app.add_subcommand(
       "connect", "Point an agent at contextd (MCP server and model endpoint); reversible");
-  contextd::server::ConnectCommand connect_command;
+  contextd::cli::ConnectCommand connect_command;
   connect->add_option("client", connect_command.client, "the agent to configure")
       ->required()
       ->check(CLI::IsMember({"claude-code", "codex"}));
@@ -227,7 +227,7 @@ int main(int argc, char** argv) {
   // status
   CLI::App* status = app.add_subcommand(
       "status", "Is agent traffic arriving? Server health, MCP/model requests, Claude Code config");
-  contextd::server::StatusCommand status_command;
+  contextd::cli::StatusCommand status_command;
   status->add_option("--url", status_command.url,
                      "contextd's base URL (default http://127.0.0.1:9090)");
   status->add_option("--token-file", status_command.token_file,
@@ -239,7 +239,7 @@ int main(int argc, char** argv) {
   // usage
   CLI::App* usage = app.add_subcommand(
       "usage", "Model gateway usage per tenant and project, from the store (SQLite or PostgreSQL)");
-  contextd::server::UsageCommand usage_command;
+  contextd::cli::UsageCommand usage_command;
   usage->add_option("--data-dir", usage_command.data_dir, "default: the XDG data dir");
   usage->add_option("--config", config_file, "YAML config file (its store: section)");
   usage->add_option("--set", sets, "override a config key: section.key=value (repeatable)");
@@ -255,20 +255,20 @@ int main(int argc, char** argv) {
   }
 
   if (*tokens) {
-    return contextd::tokens::RunTokensCommand(encoding, ids, allow_special, std::cin, std::cout,
+    return contextd::cli::RunTokensCommand(encoding, ids, allow_special, std::cin, std::cout,
                                               std::cerr);
   }
   if (*scrub) {
-    return contextd::scrub::RunScrubCommand(rules_file, with_defaults, report == "json", std::cin,
+    return contextd::cli::RunScrubCommand(rules_file, with_defaults, report == "json", std::cin,
                                             std::cout, std::cerr);
   }
 
   if (*connect) {
-    return contextd::server::RunConnectCommand(connect_command, AgentEnvironmentOfProcess(),
+    return contextd::cli::RunConnectCommand(connect_command, AgentEnvironmentOfProcess(),
                                                std::cout, std::cerr);
   }
   if (*status) {
-    return contextd::server::RunStatusCommand(status_command, AgentEnvironmentOfProcess(),
+    return contextd::cli::RunStatusCommand(status_command, AgentEnvironmentOfProcess(),
                                               std::cout, std::cerr);
   }
 
@@ -326,19 +326,19 @@ int main(int argc, char** argv) {
   if (!auth_token_file.empty()) config.auth_token_file = auth_token_file;
   if (conformance) config.conformance_fixtures = true;
   if (auto s = contextd::server::ValidateConfig(config); !s.ok()) return fail(s);
-  if (*migrate) return contextd::server::RunMigrateCommand(config, std::cout, std::cerr);
+  if (*migrate) return contextd::cli::RunMigrateCommand(config, std::cout, std::cerr);
   if (*usage) {
     usage_command.store = config.store;
     usage_command.now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                std::chrono::system_clock::now().time_since_epoch())
                                .count();
-    return contextd::server::RunUsageCommand(usage_command, std::cout, std::cerr);
+    return contextd::cli::RunUsageCommand(usage_command, std::cout, std::cerr);
   }
   if (*mem) {
     memory_command.store = config.store;
     memory_command.org_across_tenants = config.memory.org_across_tenants;
     memory_command.command = mem->get_subcommands().front()->get_name();
-    return contextd::server::RunMemoryCommand(memory_command, std::cin, std::cout, std::cerr);
+    return contextd::cli::RunMemoryCommand(memory_command, std::cin, std::cout, std::cerr);
   }
   if (*trail) {
     trail_command.store = config.store;
@@ -347,10 +347,10 @@ int main(int argc, char** argv) {
                                std::chrono::system_clock::now().time_since_epoch())
                                .count();
     trail_command.command = trail->get_subcommands().front()->get_name();
-    return contextd::server::RunTrailCommand(trail_command, std::cout, std::cerr);
+    return contextd::cli::RunTrailCommand(trail_command, std::cout, std::cerr);
   }
-  if (*export_cmd) return contextd::server::RunExportCommand(config, std::cout, std::cerr);
-  if (*import_cmd) return contextd::server::RunImportCommand(config, std::cin, std::cerr);
+  if (*export_cmd) return contextd::cli::RunExportCommand(config, std::cout, std::cerr);
+  if (*import_cmd) return contextd::cli::RunImportCommand(config, std::cin, std::cerr);
 
   absl::Status result = contextd::server::RunServer(config);
   if (!result.ok()) return fail(result);

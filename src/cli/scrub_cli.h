@@ -6,7 +6,7 @@
 #include <iosfwd>
 #include <string>
 
-namespace contextd::scrub {
+namespace contextd::cli {
 
 // Help text of --rules and --with-defaults (the CLI and the tests share it).
 inline constexpr char kRulesFlagHelp[] =
@@ -26,4 +26,4 @@ inline constexpr char kWithDefaultsFlagHelp[] =
 int RunScrubCommand(const std::string& rules_file, bool with_defaults, bool report_json,
                     std::istream& in, std::ostream& out, std::ostream& err);
 
-}  // namespace contextd::scrub
+}  // namespace contextd::cli

@@ -12,7 +12,7 @@
 
 #include "server/config.h"
 
-namespace contextd::server {
+namespace contextd::cli {
 
 struct MemoryCommand {
   std::string command;   // "list", "show", "search", "export", "import" or "retire"
@@ -25,7 +25,7 @@ struct MemoryCommand {
   std::string rules_file;  // import: scrub with these rules (gitleaks TOML) on top of the defaults
   int64_t limit = 50;    // list/search
   bool all_tenants = false;  // list/export: every tenant and project
-  StoreConfig store;         // backend "postgres": store.postgres_url instead of the data dir
+  server::StoreConfig store;         // backend "postgres": store.postgres_url instead of the data dir
   bool org_across_tenants = false;  // search: as memory.org_across_tenants
 };
 
@@ -35,4 +35,4 @@ struct MemoryCommand {
 int RunMemoryCommand(const MemoryCommand& command, std::istream& in, std::ostream& out,
                      std::ostream& err);
 
-}  // namespace contextd::server
+}  // namespace contextd::cli

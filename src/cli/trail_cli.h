@@ -11,12 +11,12 @@
 
 #include "server/config.h"
 
-namespace contextd::server {
+namespace contextd::cli {
 
 struct TrailCommand {
   std::string command;   // "list", "show", "unfold", "export" or "prune"
   std::string data_dir;  // empty: the default data dir (SQLite)
-  StoreConfig store;     // backend "postgres": read store.postgres_url instead of the data dir
+  server::StoreConfig store;     // backend "postgres": read store.postgres_url instead of the data dir
   std::string id;        // show: session scope id; unfold: scope id; export: optional session
   int64_t offset = 0;    // unfold
   int64_t limit = 20;    // unfold
@@ -24,7 +24,7 @@ struct TrailCommand {
   // prune: the windows (retention: section), --dry-run, --older-than (a duration: 30m, 24h, 7d;
   // replaces retention.trail_days), --vacuum (SQLite: switch a file made before incremental
   // vacuum, with one VACUUM), and the wall clock.
-  RetentionConfig retention;
+  server::RetentionConfig retention;
   bool dry_run = false;
   std::string older_than;
   bool vacuum = false;
@@ -35,4 +35,4 @@ struct TrailCommand {
 // exit code: 0 on success, 2 on error (no database, unknown id, database failure).
 int RunTrailCommand(const TrailCommand& command, std::ostream& out, std::ostream& err);
 
-}  // namespace contextd::server
+}  // namespace contextd::cli

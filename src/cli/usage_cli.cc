@@ -1,4 +1,4 @@
-#include "server/usage_cli.h"
+#include "cli/usage_cli.h"
 
 #include <charconv>
 #include <chrono>
@@ -11,11 +11,11 @@
 #include "base/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "server/config.h"
-#include "server/store_cli.h"
+#include "cli/store_cli.h"
 #include "store/pg_conversation_store.h"
 #include "store/sqlite_conversation_store.h"
 
-namespace contextd::server {
+namespace contextd::cli {
 namespace {
 
 // Days from 1970-01-01 to y-m-d (proleptic Gregorian; Howard Hinnant's days_from_civil).
@@ -44,9 +44,9 @@ absl::StatusOr<std::vector<store::ProjectUsage>> ReadUsage(const UsageCommand& c
                      store::PgConversationStore::Open(CommandPgOptions(command.store)));
     return store->UsageByProject(command.tenant, since_ms);
   }
-  ServerConfig config;
+  server::ServerConfig config;
   config.data_dir = command.data_dir;
-  const std::string path = ResolveDataDir(config) + "/contextd.db";
+  const std::string path = server::ResolveDataDir(config) + "/contextd.db";
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {
     return absl::NotFoundError(base::StrCat("no contextd database at ", path));
@@ -142,4 +142,4 @@ int RunUsageCommand(const UsageCommand& command, std::ostream& out, std::ostream
   return 0;
 }
 
-}  // namespace contextd::server
+}  // namespace contextd::cli

@@ -1,4 +1,4 @@
-#include "server/status_cli.h"
+#include "cli/status_cli.h"
 
 #include <algorithm>
 #include <cctype>
@@ -19,9 +19,9 @@
 #include "boost/beast/core.hpp"
 #include "boost/beast/http.hpp"
 #include "nlohmann/json.hpp"
-#include "server/connect_codex.h"
+#include "cli/connect_codex.h"
 
-namespace contextd::server {
+namespace contextd::cli {
 namespace {
 
 namespace beast = boost::beast;
@@ -489,4 +489,4 @@ int RunStatusCommand(const StatusCommand& command, const AgentEnvironment& env, 
   return not_ready && code == 0 ? 1 : code;
 }
 
-}  // namespace contextd::server
+}  // namespace contextd::cli

@@ -1,4 +1,4 @@
-#include "server/connect_codex.h"
+#include "cli/connect_codex.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,9 +9,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "server/internal/toml_document.h"
+#include "cli/internal/toml_document.h"
 
-namespace contextd::server {
+namespace contextd::cli {
 namespace {
 
 namespace fs = std::filesystem;
@@ -313,4 +313,4 @@ TEST(TomlStringTest, EscapesQuotesBackslashesAndControls) {
 }
 
 }  // namespace
-}  // namespace contextd::server
+}  // namespace contextd::cli

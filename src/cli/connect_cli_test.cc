@@ -1,4 +1,4 @@
-#include "server/connect_cli.h"
+#include "cli/connect_cli.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace contextd::server {
+namespace contextd::cli {
 namespace {
 
 namespace fs = std::filesystem;
@@ -323,4 +323,4 @@ TEST_F(ConnectTest, BadUrlAndUnknownClient) {
 }
 
 }  // namespace
-}  // namespace contextd::server
+}  // namespace contextd::cli

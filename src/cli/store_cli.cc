@@ -1,4 +1,4 @@
-#include "server/store_cli.h"
+#include "cli/store_cli.h"
 
 #include <libpq-fe.h>
 
@@ -11,7 +11,7 @@
 #include "store/pg_database.h"
 #include "store/store_transfer.h"
 
-namespace contextd::server {
+namespace contextd::cli {
 namespace {
 
 int Fail(std::ostream& err, const absl::Status& st, const char* command = "migrate") {
@@ -19,9 +19,9 @@ int Fail(std::ostream& err, const absl::Status& st, const char* command = "migra
   return 2;
 }
 
-store::StoreLocation Location(const ServerConfig& config) {
+store::StoreLocation Location(const server::ServerConfig& config) {
   store::StoreLocation l;
-  l.sqlite_path = ResolveDataDir(config) + "/contextd.db";
+  l.sqlite_path = server::ResolveDataDir(config) + "/contextd.db";
   l.postgres = config.store.backend == "postgres";
   l.pg.conninfo = config.store.postgres_url;
   return l;
@@ -46,7 +46,7 @@ int PgVersionBefore(const std::string& conninfo) {
 
 }  // namespace
 
-store::PgOptions CommandPgOptions(const StoreConfig& store) {
+store::PgOptions CommandPgOptions(const server::StoreConfig& store) {
   store::PgOptions o;
   o.conninfo = store.postgres_url;
   o.pool_size = 1;
@@ -54,7 +54,7 @@ store::PgOptions CommandPgOptions(const StoreConfig& store) {
   return o;
 }
 
-int RunMigrateCommand(const ServerConfig& config, std::ostream& out, std::ostream& err) {
+int RunMigrateCommand(const server::ServerConfig& config, std::ostream& out, std::ostream& err) {
   if (config.store.backend == "postgres") {
     store::PgOptions o;
     o.conninfo = config.store.postgres_url;
@@ -68,7 +68,7 @@ int RunMigrateCommand(const ServerConfig& config, std::ostream& out, std::ostrea
         << before << ")\n";
     return 0;
   }
-  std::string path = ResolveDataDir(config) + "/contextd.db";
+  std::string path = server::ResolveDataDir(config) + "/contextd.db";
   bool existed = std::filesystem::exists(path);
   store::DatabaseOptions o;
   o.background_checkpoint_ms = 0;
@@ -82,7 +82,7 @@ int RunMigrateCommand(const ServerConfig& config, std::ostream& out, std::ostrea
   return 0;
 }
 
-int RunExportCommand(const ServerConfig& config, std::ostream& out, std::ostream& err) {
+int RunExportCommand(const server::ServerConfig& config, std::ostream& out, std::ostream& err) {
   store::StoreLocation from = Location(config);
   if (!from.postgres && !std::filesystem::exists(from.sqlite_path)) {
     return Fail(err, absl::NotFoundError(from.sqlite_path + " does not exist"), "export");
@@ -94,11 +94,11 @@ int RunExportCommand(const ServerConfig& config, std::ostream& out, std::ostream
   return 0;
 }
 
-int RunImportCommand(const ServerConfig& config, std::istream& in, std::ostream& err) {
+int RunImportCommand(const server::ServerConfig& config, std::istream& in, std::ostream& err) {
   auto rows = store::ImportTables(Location(config), in);
   if (!rows.ok()) return Fail(err, rows.status(), "import");
   err << "contextd import: " << *rows << " rows\n";
   return 0;
 }
 
-}  // namespace contextd::server
+}  // namespace contextd::cli

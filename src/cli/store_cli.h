@@ -12,23 +12,23 @@
 #include "server/config.h"
 #include "store/pg_database.h"
 
-namespace contextd::server {
+namespace contextd::cli {
 
 // Migrates and prints "<backend> <where>: schema version N (was M)" on `out`. Returns the exit
 // code: 0 on success, 2 with the reason on `err` (cannot connect, a schema newer than this
 // binary, a failed migration: nothing of it applied).
-int RunMigrateCommand(const ServerConfig& config, std::ostream& out, std::ostream& err);
+int RunMigrateCommand(const server::ServerConfig& config, std::ostream& out, std::ostream& err);
 
 // Writes the store's state to `out`; a line on `err` says how many rows. 0, or 2 with the reason.
-int RunExportCommand(const ServerConfig& config, std::ostream& out, std::ostream& err);
+int RunExportCommand(const server::ServerConfig& config, std::ostream& out, std::ostream& err);
 
 // The PostgreSQL options of a one-shot command that reads (and writes rows) but must not change
 // the schema: store.postgres.url, one connection, no migration (an older schema is refused,
 // FailedPrecondition naming the versions: run `contextd migrate`). For trail, usage and memory.
-store::PgOptions CommandPgOptions(const StoreConfig& store);
+store::PgOptions CommandPgOptions(const server::StoreConfig& store);
 
 // Reads an export from `in` into the configured (empty) store, all or nothing; a line on `err`
 // says how many rows. 0, or 2 with the reason (a store that already holds state, a bad line).
-int RunImportCommand(const ServerConfig& config, std::istream& in, std::ostream& err);
+int RunImportCommand(const server::ServerConfig& config, std::istream& in, std::ostream& err);
 
-}  // namespace contextd::server
+}  // namespace contextd::cli

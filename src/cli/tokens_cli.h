@@ -6,7 +6,7 @@
 #include <ostream>
 #include <string_view>
 
-namespace contextd::tokens {
+namespace contextd::cli {
 
 // Reads all of `in` as raw bytes, encodes them with `encoding` ("o200k_base" or "cl100k_base";
 // special-token text is one token only with `allow_special`), and writes to `out` either the
@@ -16,4 +16,4 @@ namespace contextd::tokens {
 int RunTokensCommand(std::string_view encoding, bool ids, bool allow_special, std::istream& in,
                      std::ostream& out, std::ostream& err);
 
-}  // namespace contextd::tokens
+}  // namespace contextd::cli

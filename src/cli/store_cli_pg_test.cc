@@ -8,15 +8,15 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "server/config.h"
-#include "server/memory_cli.h"
-#include "server/trail_cli.h"
-#include "server/usage_cli.h"
+#include "cli/memory_cli.h"
+#include "cli/trail_cli.h"
+#include "cli/usage_cli.h"
 #include "store/pg_conversation_store.h"
 #include "store/pg_database.h"
 #include "store/pg_trail_store.h"
 #include "store/testing/pg_test_server.h"
 
-namespace contextd::server {
+namespace contextd::cli {
 namespace {
 
 using ::testing::HasSubstr;
@@ -41,7 +41,7 @@ class StoreCliPgTest : public ::testing::Test {
   }
 
   std::string conninfo_;
-  StoreConfig store_;
+  server::StoreConfig store_;
 };
 
 TEST_F(StoreCliPgTest, TrailListsShowsAndUnfoldsWhatAnInstanceWrote) {
@@ -220,4 +220,4 @@ TEST_F(StoreCliPgTest, RefusesADatabaseWithoutTheSchemaInsteadOfMigratingIt) {
 }
 
 }  // namespace
-}  // namespace contextd::server
+}  // namespace contextd::cli

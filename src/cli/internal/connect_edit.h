@@ -18,7 +18,7 @@
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 
-namespace contextd::server::internal {
+namespace contextd::cli::internal {
 
 using OJson = nlohmann::ordered_json;
 
@@ -132,4 +132,4 @@ absl::Status ApplyUndo(const ConnectTarget& target, const std::vector<std::strin
 // Strips trailing slashes; InvalidArgument unless `url` starts with http:// or https://.
 absl::StatusOr<std::string> NormalizeContextdUrl(const std::string& url);
 
-}  // namespace contextd::server::internal
+}  // namespace contextd::cli::internal

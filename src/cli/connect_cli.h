@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace contextd::server {
+namespace contextd::cli {
 
 enum class ClaudeCodeScope { kProject, kUser };
 
@@ -71,4 +71,4 @@ struct ConnectCommand {
 int RunConnectCommand(const ConnectCommand& command, const AgentEnvironment& env, std::ostream& out,
                       std::ostream& err);
 
-}  // namespace contextd::server
+}  // namespace contextd::cli

@@ -1,4 +1,4 @@
-#include "scrub/scrub_cli.h"
+#include "cli/scrub_cli.h"
 
 #include <filesystem>
 #include <fstream>
@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-namespace contextd::scrub {
+namespace contextd::cli {
 namespace {
 
 TEST(ScrubCliTest, RedactsStdin) {
@@ -75,4 +75,4 @@ TEST(ScrubCliTest, RulesFileReplacesBuiltInsUnlessWithDefaults) {
 }
 
 }  // namespace
-}  // namespace contextd::scrub
+}  // namespace contextd::cli

@@ -1,4 +1,4 @@
-#include "server/memory_cli.h"
+#include "cli/memory_cli.h"
 
 #include <filesystem>
 #include <fstream>
@@ -13,11 +13,11 @@
 #include "scrub/private_spans.h"
 #include "scrub/rule_scrubber.h"
 #include "server/config.h"
-#include "server/store_cli.h"
+#include "cli/store_cli.h"
 #include "store/pg_memory_store.h"
 #include "store/sqlite_memory_store.h"
 
-namespace contextd::server {
+namespace contextd::cli {
 namespace {
 
 using Json = nlohmann::json;
@@ -40,9 +40,9 @@ absl::StatusOr<std::unique_ptr<memory::MemoryStore>> OpenStore(const MemoryComma
                      store::PgMemoryStore::Open(CommandPgOptions(command.store)));
     return std::unique_ptr<memory::MemoryStore>(std::move(pg));
   }
-  ServerConfig config;
+  server::ServerConfig config;
   config.data_dir = command.data_dir;
-  std::string path = ResolveDataDir(config) + "/contextd.db";
+  std::string path = server::ResolveDataDir(config) + "/contextd.db";
   std::error_code ec;
   if (!create && !std::filesystem::exists(path, ec)) {
     return absl::NotFoundError(base::StrCat("no contextd database at ", path));
@@ -322,4 +322,4 @@ int RunMemoryCommand(const MemoryCommand& c, std::istream& in, std::ostream& out
   return fail(absl::InvalidArgumentError(base::StrCat("unknown memory command ", c.command)));
 }
 
-}  // namespace contextd::server
+}  // namespace contextd::cli

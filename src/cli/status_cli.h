@@ -13,9 +13,9 @@
 #include <string_view>
 #include <vector>
 
-#include "server/connect_cli.h"
+#include "cli/connect_cli.h"
 
-namespace contextd::server {
+namespace contextd::cli {
 
 // One sample of the Prometheus text exposition format (0.0.4).
 struct MetricSample {
@@ -45,4 +45,4 @@ struct StatusCommand {
 int RunStatusCommand(const StatusCommand& command, const AgentEnvironment& env,
                      std::ostream& out, std::ostream& err);
 
-}  // namespace contextd::server
+}  // namespace contextd::cli

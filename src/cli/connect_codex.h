@@ -12,9 +12,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "server/connect_cli.h"
+#include "cli/connect_cli.h"
 
-namespace contextd::server {
+namespace contextd::cli {
 
 // The environment variable Codex reads contextd's key from (contextd passes it upstream).
 inline constexpr char kCodexKeyEnv[] = "OPENAI_API_KEY";
@@ -43,4 +43,4 @@ absl::StatusOr<CodexConnection> ReadCodexConnection(const AgentEnvironment& env)
 absl::Status ConnectCodex(const ConnectCommand& command, const AgentEnvironment& env,
                           std::ostream& out);
 
-}  // namespace contextd::server
+}  // namespace contextd::cli

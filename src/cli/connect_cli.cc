@@ -1,4 +1,4 @@
-#include "server/connect_cli.h"
+#include "cli/connect_cli.h"
 
 #include <sys/types.h>
 
@@ -10,10 +10,10 @@
 #include "base/status_macros.h"
 #include "base/str_cat.h"
 #include "nlohmann/json.hpp"
-#include "server/connect_codex.h"
-#include "server/internal/connect_edit.h"
+#include "cli/connect_codex.h"
+#include "cli/internal/connect_edit.h"
 
-namespace contextd::server {
+namespace contextd::cli {
 namespace {
 
 namespace fs = std::filesystem;
@@ -178,4 +178,4 @@ int RunConnectCommand(const ConnectCommand& command, const AgentEnvironment& env
   return 0;
 }
 
-}  // namespace contextd::server
+}  // namespace contextd::cli

@@ -1,4 +1,4 @@
-#include "server/connect_codex.h"
+#include "cli/connect_codex.h"
 
 #include <filesystem>
 #include <memory>
@@ -6,10 +6,10 @@
 
 #include "base/status_macros.h"
 #include "base/str_cat.h"
-#include "server/internal/connect_edit.h"
-#include "server/internal/toml_document.h"
+#include "cli/internal/connect_edit.h"
+#include "cli/internal/toml_document.h"
 
-namespace contextd::server {
+namespace contextd::cli {
 namespace {
 
 namespace fs = std::filesystem;
@@ -97,4 +97,4 @@ absl::Status ConnectCodex(const ConnectCommand& command, const AgentEnvironment&
   return absl::OkStatus();
 }
 
-}  // namespace contextd::server
+}  // namespace contextd::cli

@@ -1,4 +1,4 @@
-#include "server/trail_cli.h"
+#include "cli/trail_cli.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -12,8 +12,8 @@
 #include "nlohmann/json.hpp"
 #include "server/config.h"
 #include "server/retention_runner.h"
-#include "server/store_cli.h"
-#include "server/usage_cli.h"
+#include "cli/store_cli.h"
+#include "cli/usage_cli.h"
 #include "store/pg_branch_store.h"
 #include "store/pg_database.h"
 #include "store/pg_retention_store.h"
@@ -23,7 +23,7 @@
 #include "store/sqlite_trail_store.h"
 #include "trail/trail.h"
 
-namespace contextd::server {
+namespace contextd::cli {
 namespace {
 
 using Json = nlohmann::json;
@@ -46,9 +46,9 @@ absl::StatusOr<Stores> OpenStores(const TrailCommand& command) {
     s.trail = store::PgTrailStore::Create(s.pg_db);
     return s;
   }
-  ServerConfig config;
+  server::ServerConfig config;
   config.data_dir = command.data_dir;
-  std::string path = ResolveDataDir(config) + "/contextd.db";
+  std::string path = server::ResolveDataDir(config) + "/contextd.db";
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {
     return absl::NotFoundError(base::StrCat("no contextd database at ", path));
@@ -164,7 +164,7 @@ absl::Status Export(Stores& s, const std::string& only, std::ostream& out) {
 
 // One retention sweep, printed as one line (a dry run: what would go).
 absl::Status Prune(const TrailCommand& c, std::ostream& out) {
-  store::RetentionPolicy policy = RetentionPolicyFrom(c.retention);
+  store::RetentionPolicy policy = server::RetentionPolicyFrom(c.retention);
   policy.dry_run = c.dry_run;
   policy.pause_us = 0;  // nothing else to make way for but a server, which waits its busy timeout
   if (!c.older_than.empty()) {
@@ -182,9 +182,9 @@ absl::Status Prune(const TrailCommand& c, std::ostream& out) {
   if (c.store.backend == "postgres") {
     ASSIGN_OR_RETURN(retention, store::PgRetentionStore::Open(CommandPgOptions(c.store)));
   } else {
-    ServerConfig config;
+    server::ServerConfig config;
     config.data_dir = c.data_dir;
-    path = ResolveDataDir(config) + "/contextd.db";
+    path = server::ResolveDataDir(config) + "/contextd.db";
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) {
       return absl::NotFoundError(base::StrCat("no contextd database at ", path));
@@ -254,4 +254,4 @@ int RunTrailCommand(const TrailCommand& command, std::ostream& out, std::ostream
   return 0;
 }
 
-}  // namespace contextd::server
+}  // namespace contextd::cli

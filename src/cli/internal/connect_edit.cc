@@ -1,4 +1,4 @@
-#include "server/internal/connect_edit.h"
+#include "cli/internal/connect_edit.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -17,7 +17,7 @@
 #include "base/str_cat.h"
 #include "server/config.h"
 
-namespace contextd::server::internal {
+namespace contextd::cli::internal {
 namespace {
 
 namespace fs = std::filesystem;
@@ -39,10 +39,10 @@ struct Record {
 };
 
 absl::StatusOr<Record> LoadRecord(const std::string& data_dir, const std::string& client) {
-  ServerConfig config;
+  server::ServerConfig config;
   config.data_dir = data_dir;
   Record r;
-  r.path = base::StrCat(ResolveDataDir(config), "/connect/", client, ".json");
+  r.path = base::StrCat(server::ResolveDataDir(config), "/connect/", client, ".json");
   ASSIGN_OR_RETURN(r.file, ReadTextFile(r.path, 0600));
   ASSIGN_OR_RETURN(std::unique_ptr<JsonDocument> doc, JsonDocument::Parse(r.file));
   if (!doc->doc().empty()) {
@@ -369,4 +369,4 @@ absl::Status ApplyUndo(const ConnectTarget& target, const std::vector<std::strin
   return absl::OkStatus();
 }
 
-}  // namespace contextd::server::internal
+}  // namespace contextd::cli::internal

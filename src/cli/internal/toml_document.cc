@@ -1,4 +1,4 @@
-#include "server/internal/toml_document.h"
+#include "cli/internal/toml_document.h"
 
 #include <toml++/toml.h>
 
@@ -9,7 +9,7 @@
 #include "base/status_macros.h"
 #include "base/str_cat.h"
 
-namespace contextd::server::internal {
+namespace contextd::cli::internal {
 namespace {
 
 bool IsBare(char c) {
@@ -339,4 +339,4 @@ std::string TomlDocument::Show(const OJson& value) const {
   return out + "}";
 }
 
-}  // namespace contextd::server::internal
+}  // namespace contextd::cli::internal

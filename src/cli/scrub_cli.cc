@@ -1,4 +1,4 @@
-#include "scrub/scrub_cli.h"
+#include "cli/scrub_cli.h"
 
 #include <iostream>
 #include <iterator>
@@ -8,14 +8,14 @@
 #include "base/foreign_text.h"
 #include "scrub/rule_scrubber.h"
 
-namespace contextd::scrub {
+namespace contextd::cli {
 
 int RunScrubCommand(const std::string& rules_file, bool with_defaults, bool report_json,
                     std::istream& in, std::ostream& out, std::ostream& err) {
-  ScrubConfig config;
+  scrub::ScrubConfig config;
   config.rules_file = rules_file;
   config.extend_default = with_defaults;
-  auto scrubber = BuildScrubber(config);
+  auto scrubber = scrub::BuildScrubber(config);
   if (!scrubber.ok()) {
     err << "contextd scrub: " << scrubber.status().message() << "\n";
     return 2;
@@ -24,7 +24,7 @@ int RunScrubCommand(const std::string& rules_file, bool with_defaults, bool repo
     err << "contextd scrub: warning: rule " << p.rule_id << ": " << p.reason << "\n";
   }
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  RuleScrubber::Result r = (*scrubber)->ScrubWithFindings(text);
+  scrub::RuleScrubber::Result r = (*scrubber)->ScrubWithFindings(text);
   if (!report_json) {
     out << r.text;
     out.flush();
@@ -32,7 +32,7 @@ int RunScrubCommand(const std::string& rules_file, bool with_defaults, bool repo
   }
   nlohmann::json findings = nlohmann::json::array();
   size_t redacted = 0, covered_to = 0;
-  for (const Finding& f : r.findings) {
+  for (const scrub::Finding& f : r.findings) {
     findings.push_back({{"rule_id", f.rule_id},
                         {"start", f.start},
                         {"end", f.end},
@@ -49,4 +49,4 @@ int RunScrubCommand(const std::string& rules_file, bool with_defaults, bool repo
   return 0;
 }
 
-}  // namespace contextd::scrub
+}  // namespace contextd::cli

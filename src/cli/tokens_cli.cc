@@ -1,4 +1,4 @@
-#include "tokens/tokens_cli.h"
+#include "cli/tokens_cli.h"
 
 #include <iterator>
 #include <string>
@@ -6,11 +6,11 @@
 #include "absl/status/status.h"
 #include "tokens/bpe_tokenizer.h"
 
-namespace contextd::tokens {
+namespace contextd::cli {
 
 int RunTokensCommand(std::string_view encoding, bool ids, bool allow_special, std::istream& in,
                      std::ostream& out, std::ostream& err) {
-  absl::StatusOr<const BpeTokenizer*> tokenizer = GetEncoding(encoding);
+  absl::StatusOr<const tokens::BpeTokenizer*> tokenizer = tokens::GetEncoding(encoding);
   if (!tokenizer.ok()) {
     err << "contextd tokens: " << tokenizer.status().message() << "\n";
     return tokenizer.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
@@ -45,4 +45,4 @@ int RunTokensCommand(std::string_view encoding, bool ids, bool allow_special, st
   return 0;
 }
 
-}  // namespace contextd::tokens
+}  // namespace contextd::cli

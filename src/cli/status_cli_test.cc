@@ -1,4 +1,4 @@
-#include "server/status_cli.h"
+#include "cli/status_cli.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -16,7 +16,7 @@
 #include "transport/testing/echo_session.h"
 #include "transport/testing/raw_http_client.h"
 
-namespace contextd::server {
+namespace contextd::cli {
 namespace {
 
 namespace fs = std::filesystem;
@@ -309,4 +309,4 @@ TEST_F(StatusTest, BadUrlIsAUsageError) {
 }
 
 }  // namespace
-}  // namespace contextd::server
+}  // namespace contextd::cli

@@ -12,11 +12,11 @@
 #include "absl/status/statusor.h"
 #include "server/config.h"
 
-namespace contextd::server {
+namespace contextd::cli {
 
 struct UsageCommand {
   std::string data_dir;  // empty: the default data dir (SQLite)
-  StoreConfig store;     // backend "postgres": read store.postgres_url instead
+  server::StoreConfig store;     // backend "postgres": read store.postgres_url instead
   std::string tenant;    // empty: every tenant
   std::string since;     // empty: all; else see ParseSince
   bool json = false;     // one JSON object {"usage":[...]} instead of a table
@@ -31,4 +31,4 @@ absl::StatusOr<int64_t> ParseSince(std::string_view since, int64_t now_ms);
 // usage), 2 on error (no database, bad --since, database failure).
 int RunUsageCommand(const UsageCommand& command, std::ostream& out, std::ostream& err);
 
-}  // namespace contextd::server
+}  // namespace contextd::cli

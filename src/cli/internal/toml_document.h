@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/internal/connect_edit.h"
+#include "cli/internal/connect_edit.h"
 
-namespace contextd::server::internal {
+namespace contextd::cli::internal {
 
 // A TOML basic string: "..." with quotes, backslashes and control characters escaped.
 std::string TomlString(const std::string& s);
@@ -63,4 +63,4 @@ class TomlDocument : public ConfigDocument {
   std::string text_;
 };
 
-}  // namespace contextd::server::internal
+}  // namespace contextd::cli::internal

@@ -1,11 +1,11 @@
-#include "tokens/tokens_cli.h"
+#include "cli/tokens_cli.h"
 
 #include <sstream>
 #include <string>
 
 #include "gtest/gtest.h"
 
-namespace contextd::tokens {
+namespace contextd::cli {
 namespace {
 
 struct CliRun {
@@ -56,4 +56,4 @@ TEST(TokensCliTest, WriteFailureIsReported) {
 }
 
 }  // namespace
-}  // namespace contextd::tokens
+}  // namespace contextd::cli
