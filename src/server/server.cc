@@ -71,7 +71,7 @@
 #include "transport/http_server.h"
 #include "transport/stdio_transport.h"
 
-namespace contextd::viewer {
+namespace contextd::server {
 namespace {
 
 using internal::BuildModelGateway;
@@ -805,4 +805,4 @@ absl::Status RunServer(const ServerConfig& config) {
   return absl::OkStatus();
 }
 
-}  // namespace contextd::viewer
+}  // namespace contextd::server

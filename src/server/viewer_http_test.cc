@@ -24,7 +24,7 @@
 #include "transport/testing/echo_session.h"
 #include "transport/testing/raw_http_client.h"
 
-namespace contextd::viewer {
+namespace contextd::server {
 namespace {
 
 using Json = nlohmann::json;
@@ -185,4 +185,4 @@ INSTANTIATE_TEST_SUITE_P(WithAndWithoutTokens, ViewerHttpTest, ::testing::Bool()
                          });
 
 }  // namespace
-}  // namespace contextd::viewer
+}  // namespace contextd::server

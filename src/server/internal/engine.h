@@ -42,7 +42,7 @@
 #include "trail/trail.h"
 #include "transport/http_client.h"
 
-namespace contextd::viewer::internal {
+namespace contextd::server::internal {
 
 // Everything the server runs on, in construction order (destroyed in reverse).
 struct Engine {
@@ -122,4 +122,4 @@ absl::Status BuildModelGateway(const ServerConfig& config,
 absl::Status StartRetention(const ServerConfig& config, const std::string& db_path,
                             Engine& engine);
 
-}  // namespace contextd::viewer::internal
+}  // namespace contextd::server::internal
