@@ -35,7 +35,7 @@ fi
 run_preset debug
 if [ -x tools/npm/conformance/run-contextd.sh ]; then
   echo "=== MCP conformance suite ===" >&2
-  tools/npm/conformance/run-contextd.sh build/debug/src/cli/contextd
+  tools/npm/conformance/run-contextd.sh build/debug/src/cli/contextd-conformance
 fi
 run_preset tsan
 # clang 14 builds everything (libFuzzer targets, ASan+UBSan), so code that only g++ accepts cannot

@@ -2,6 +2,8 @@
 // `connect`, `status`, `usage`. Parses flags with CLI11
 // and hands over to the server and room entry points; prints errors on stderr, never on stdout
 // (stdio mode owns stdout).
+#include "cli/contextd_main.h"
+
 #include <unistd.h>
 
 #include <chrono>
@@ -16,7 +18,6 @@
 #include "cli/scrub_cli.h"
 #include "server/config.h"
 #include "cli/connect_cli.h"
-#include "server/server.h"
 #include "cli/status_cli.h"
 #include "cli/usage_cli.h"
 #include "cli/memory_cli.h"
@@ -56,7 +57,9 @@ std::vector<std::string> EnvironmentNames() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace contextd::cli {
+
+int RunContextd(int argc, char** argv, const server::RegisterFixtures& fixtures) {
   CLI::App app{"contextd: context folding for LLM agents (MCP server and gateway)", "contextd"};
   app.set_version_flag("--version", kVersion);
   app.require_subcommand(1);
@@ -75,8 +78,10 @@ int main(int argc, char** argv) {
   serve->add_option("--auth-token-file", auth_token_file,
                     "require a bearer token over HTTP: one token per line, optional 'tenant:' prefix");
   serve->add_option("--set", sets, "override a config key: section.key=value (repeatable)");
-  serve->add_flag("--conformance-fixtures", conformance,
-                  "register the test tools, resources and prompts of the MCP conformance suite");
+  if (fixtures) {
+    serve->add_flag("--conformance-fixtures", conformance,
+                    "register the test tools, resources and prompts of the MCP conformance suite");
+  }
 
   // migrate
   CLI::App* migrate = app.add_subcommand(
@@ -352,7 +357,9 @@ int main(int argc, char** argv) {
   if (*export_cmd) return contextd::cli::RunExportCommand(config, std::cout, std::cerr);
   if (*import_cmd) return contextd::cli::RunImportCommand(config, std::cin, std::cerr);
 
-  absl::Status result = contextd::server::RunServer(config);
+  absl::Status result = contextd::server::RunServer(config, fixtures);
   if (!result.ok()) return fail(result);
   return 0;
 }
+
+}  // namespace contextd::cli

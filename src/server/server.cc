@@ -38,7 +38,6 @@
 #include "scrub/originals_archive.h"
 #include "scrub/private_spans.h"
 #include "scrub/rule_scrubber.h"
-#include "server/conformance_fixtures.h"
 #include "tools/folding_tools.h"
 #include "server/group_commit.h"
 #include "server/health.h"
@@ -370,7 +369,8 @@ store::PgOptions PostgresOptions(const ServerConfig& config) {
   return o;
 }
 
-absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
+absl::Status BuildEngine(const ServerConfig& config, const RegisterFixtures& fixtures,
+                         Engine& engine) {
   std::string data_dir = ResolveDataDir(config);
   std::error_code ec;
   std::filesystem::create_directories(data_dir, ec);
@@ -572,7 +572,7 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
     }
   }
   if (config.conformance_fixtures) {
-    RETURN_IF_ERROR(RegisterConformanceFixtures(*engine.mcp));
+    RETURN_IF_ERROR(fixtures(*engine.mcp));
     base::LogInfo("conformance fixtures registered");
   }
 
@@ -704,14 +704,19 @@ sigset_t BlockStopSignals() {
 
 }  // namespace
 
-absl::Status RunServer(const ServerConfig& config) {
+absl::Status RunServer(const ServerConfig& config, const RegisterFixtures& fixtures) {
+  if (config.conformance_fixtures && !fixtures) {
+    return absl::FailedPreconditionError(
+        "the conformance fixtures are only in the test binary contextd-conformance (built with "
+        "the tests), not in contextd");
+  }
   base::LogLevel level;
   RETURN_IF_ERROR(base::ParseLogLevel(config.log_level, &level));
   base::InitLogging(level);
   sigset_t stop_signals = BlockStopSignals();
 
   Engine engine;
-  absl::Status built = BuildEngine(config, engine);
+  absl::Status built = BuildEngine(config, fixtures, engine);
   if (!built.ok()) {
     ShutdownEngine(engine);
     return built;

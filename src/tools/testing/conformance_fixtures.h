@@ -8,7 +8,7 @@
 #include "absl/status/status.h"
 #include "protocol/mcp_server.h"
 
-namespace contextd::server {
+namespace contextd::tools::testing {
 
 // Registers every conformance fixture on `server`. Returns the first registration error
 // (AlreadyExists if called twice on the same server).
@@ -17,4 +17,4 @@ absl::Status RegisterConformanceFixtures(protocol::McpServer& server);
 // The uri of the fixture resource whose updates subscribers receive (test://watched-resource).
 inline constexpr char kWatchedResourceUri[] = "test://watched-resource";
 
-}  // namespace contextd::server
+}  // namespace contextd::tools::testing

@@ -1,4 +1,4 @@
-#include "server/conformance_fixtures.h"
+#include "tools/testing/conformance_fixtures.h"
 
 #include <memory>
 #include <mutex>
@@ -10,7 +10,7 @@
 #include "gtest/gtest.h"
 #include "protocol/testing/recording_sink.h"
 
-namespace contextd::server {
+namespace contextd::tools::testing {
 namespace {
 
 using protocol::Json;
@@ -187,4 +187,4 @@ TEST(ConformanceFixturesRegistration, TwiceIsAnError) {
 }
 
 }  // namespace
-}  // namespace contextd::server
+}  // namespace contextd::tools::testing

@@ -1,4 +1,4 @@
-#include "server/conformance_fixtures.h"
+#include "tools/testing/conformance_fixtures.h"
 
 #include <chrono>
 #include <map>
@@ -9,7 +9,7 @@
 
 #include "base/foreign_text.h"
 
-namespace contextd::server {
+namespace contextd::tools::testing {
 namespace {
 
 using protocol::Json;
@@ -343,4 +343,4 @@ absl::Status RegisterConformanceFixtures(protocol::McpServer& server) {
   return AddCompletions(server);
 }
 
-}  // namespace contextd::server
+}  // namespace contextd::tools::testing
