@@ -1,6 +1,6 @@
 // The `contextd` command line as a function, so that the production binary (main.cc) and the
-// test binary contextd-conformance (conformance_main.cc, with the MCP conformance fixtures) share
-// it. Call once per process, from main.
+// test binary contextd-conformance (testing/conformance_main.cc: plus the MCP conformance
+// fixtures) share it. Call once per process, from main.
 #pragma once
 
 #include "server/server.h"
