@@ -9,9 +9,9 @@
 #include "base/foreign_text.h"
 #include "base/status_macros.h"
 #include "base/str_cat.h"
-#include "nlohmann/json.hpp"
 #include "cli/connect_codex.h"
 #include "cli/internal/connect_edit.h"
+#include "nlohmann/json.hpp"
 
 namespace contextd::cli {
 namespace {

@@ -14,16 +14,16 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
-#include "scrub/originals_archive.h"
-#include "cli/scrub_cli.h"
-#include "server/config.h"
 #include "cli/connect_cli.h"
-#include "cli/status_cli.h"
-#include "cli/usage_cli.h"
 #include "cli/memory_cli.h"
+#include "cli/scrub_cli.h"
+#include "cli/status_cli.h"
 #include "cli/store_cli.h"
-#include "cli/trail_cli.h"
 #include "cli/tokens_cli.h"
+#include "cli/trail_cli.h"
+#include "cli/usage_cli.h"
+#include "scrub/originals_archive.h"
+#include "server/config.h"
 
 extern char** environ;
 

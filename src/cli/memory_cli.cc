@@ -8,12 +8,12 @@
 #include "base/foreign_text.h"
 #include "base/status_macros.h"
 #include "base/str_cat.h"
+#include "cli/store_cli.h"
 #include "memory/memory_bank.h"
 #include "nlohmann/json.hpp"
 #include "scrub/private_spans.h"
 #include "scrub/rule_scrubber.h"
 #include "server/config.h"
-#include "cli/store_cli.h"
 #include "store/pg_memory_store.h"
 #include "store/sqlite_memory_store.h"
 

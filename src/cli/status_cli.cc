@@ -18,8 +18,8 @@
 #include "boost/asio/ip/tcp.hpp"
 #include "boost/beast/core.hpp"
 #include "boost/beast/http.hpp"
-#include "nlohmann/json.hpp"
 #include "cli/connect_codex.h"
+#include "nlohmann/json.hpp"
 
 namespace contextd::cli {
 namespace {

@@ -4,13 +4,13 @@
 #include <sstream>
 #include <string>
 
+#include "cli/memory_cli.h"
+#include "cli/trail_cli.h"
+#include "cli/usage_cli.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "server/config.h"
-#include "cli/memory_cli.h"
-#include "cli/trail_cli.h"
-#include "cli/usage_cli.h"
 #include "store/pg_conversation_store.h"
 #include "store/pg_database.h"
 #include "store/pg_trail_store.h"

@@ -9,9 +9,9 @@
 #include "base/foreign_text.h"
 #include "base/status_macros.h"
 #include "base/str_cat.h"
+#include "cli/store_cli.h"
 #include "nlohmann/json.hpp"
 #include "server/config.h"
-#include "cli/store_cli.h"
 #include "store/pg_conversation_store.h"
 #include "store/sqlite_conversation_store.h"
 

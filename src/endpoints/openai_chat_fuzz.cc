@@ -8,8 +8,8 @@
 #include <string>
 #include <string_view>
 
-#include "memory/memory_item.h"
 #include "endpoints/openai_answers.h"
+#include "memory/memory_item.h"
 
 namespace {
 

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "memory/distiller.h"
 #include "endpoints/openai_endpoint.h"
+#include "memory/distiller.h"
 #include "transport/http_client.h"
 
 namespace contextd::endpoints {

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "gtest/gtest.h"
-#include "nlohmann/json.hpp"
 #include "endpoints/openai_answers.h"
 #include "endpoints/testing/fake_openai_server.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 
 namespace contextd::endpoints {
 namespace {

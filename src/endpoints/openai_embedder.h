@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "memory/embedder.h"
 #include "endpoints/openai_endpoint.h"
+#include "memory/embedder.h"
 #include "transport/http_client.h"
 
 namespace contextd::endpoints {

@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "endpoints/testing/fake_openai_server.h"
 #include "gtest/gtest.h"
 #include "memory/hnsw_index.h"
 #include "nlohmann/json.hpp"
-#include "endpoints/testing/fake_openai_server.h"
 
 namespace contextd::endpoints {
 namespace {

@@ -7,9 +7,9 @@
 #include "folding/text.h"
 #include "scrub/private_spans.h"
 #include "server/internal/engine.h"
-#include "tools/session_key.h"
 #include "store/pg_conversation_store.h"
 #include "store/sqlite_conversation_store.h"
+#include "tools/session_key.h"
 
 namespace contextd::server::internal {
 namespace {

@@ -15,8 +15,8 @@
 #include "folding/events.h"
 #include "protocol/mcp_server.h"
 #include "scrub/scrubber.h"
-#include "tools/tool_metrics.h"
 #include "tools/session_key.h"
+#include "tools/tool_metrics.h"
 
 namespace contextd::tools {
 

@@ -5,10 +5,10 @@
 #include "base/executor.h"
 #include "folding/testing/fakes.h"
 #include "protocol/testing/recording_sink.h"
-#include "tools/trail_recorder.h"
 #include "store/sqlite_branch_store.h"
 #include "store/sqlite_trail_store.h"
 #include "store/test_util.h"
+#include "tools/trail_recorder.h"
 
 namespace contextd::tools {
 namespace {

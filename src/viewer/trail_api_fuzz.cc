@@ -14,10 +14,10 @@
 #include "base/clock.h"
 #include "base/foreign_text.h"
 #include "nlohmann/json.hpp"
-#include "viewer/trail_api.h"
 #include "store/sqlite_branch_store.h"
 #include "store/sqlite_trail_store.h"
 #include "store/test_util.h"
+#include "viewer/trail_api.h"
 
 namespace {
 

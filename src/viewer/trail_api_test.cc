@@ -7,11 +7,11 @@
 
 #include "base/clock.h"
 #include "nlohmann/json.hpp"
-#include "viewer/ui_routes.h"
 #include "store/sqlite_branch_store.h"
 #include "store/sqlite_conversation_store.h"
 #include "store/sqlite_trail_store.h"
 #include "store/test_util.h"
+#include "viewer/ui_routes.h"
 
 namespace contextd::viewer {
 namespace {

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "base/executor.h"
-#include "viewer/trail_api.h"
 #include "transport/http_route.h"
+#include "viewer/trail_api.h"
 
 namespace contextd::viewer {
 

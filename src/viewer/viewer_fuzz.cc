@@ -16,14 +16,14 @@
 #include "base/executor.h"
 #include "base/foreign_text.h"
 #include "nlohmann/json.hpp"
-#include "viewer/trail_api.h"
-#include "viewer/ui_routes.h"
 #include "store/sqlite_branch_store.h"
 #include "store/sqlite_trail_store.h"
 #include "store/test_util.h"
 #include "transport/http_server.h"
 #include "transport/testing/echo_session.h"
 #include "transport/testing/raw_http_client.h"
+#include "viewer/trail_api.h"
+#include "viewer/ui_routes.h"
 
 namespace {
 
