@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of contextd on this machine: installs dependencies, checks the include graph,
-# builds and runs the unit/integration/e2e tests (ctest) in the normal build (g++ 12), runs the
-# MCP conformance suite against the built server, repeats ctest under TSan (g++), then builds
+# runs clang-tidy on the changed .cc files, builds and runs the unit/integration/e2e tests
+# (ctest) in the normal build (g++ 12), runs the MCP conformance suite against the built test
+# binary, repeats ctest under TSan (g++), then builds
 # everything with clang 14 under ASan+UBSan (the fuzz preset: libFuzzer targets too) and repeats
 # ctest there, fuzz corpus replays included. Three builds, not four: the g++ ASan+UBSan build
 # (`asan` preset) ran the same tests as the clang one, and a full build costs ~10 minutes on CI's
@@ -32,10 +33,12 @@ if [ $# -gt 0 ]; then
   exit 0
 fi
 
+# clang-tidy 14 on the .cc files changed since main (or the previous commit), before the builds.
+bash scripts/clang_tidy_changed.sh
 run_preset debug
 if [ -x tools/npm/conformance/run-contextd.sh ]; then
   echo "=== MCP conformance suite ===" >&2
-  tools/npm/conformance/run-contextd.sh build/debug/src/cli/contextd
+  tools/npm/conformance/run-contextd.sh build/debug/src/cli/contextd-conformance
 fi
 run_preset tsan
 # clang 14 builds everything (libFuzzer targets, ASan+UBSan), so code that only g++ accepts cannot

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Side-by-side HTTP and stdio benchmark: the TypeScript reference server
 # (@modelcontextprotocol/server-everything, tool `echo`), contextd (tool test_simple_text of
-# --conformance-fixtures; skipped until build/<dir>/src/cli/contextd exists) and the transports
+# --conformance-fixtures; skipped until build/<dir>/src/cli/contextd-conformance, the test binary
+# with the fixtures, exists) and the transports
 # alone in front of the test echo engine (transport_echo_server), under the same load tool.
 #
 #   bench/http/run.sh                   # BUILD=build/release DURATION=10 SESSIONS=16 CONC=32
 #
 # Build first:  cmake --preset release && cmake --build build/release --target mcp_load \
-#               stdio_pipeline transport_echo_server contextd
+#               stdio_pipeline transport_echo_server contextd-conformance
 # Prints one line per run and the ratios; exits non-zero if a run failed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -23,7 +24,7 @@ CONTEXTD_ARGS=${CONTEXTD_ARGS:-'{}'}
 LOAD=$BUILD/bench/http/mcp_load
 PIPE=$BUILD/bench/http/stdio_pipeline
 ECHO=$BUILD/bench/http/transport_echo_server
-CONTEXTD=$BUILD/src/cli/contextd
+CONTEXTD=$BUILD/src/cli/contextd-conformance
 PEER_JS=$ROOT/tools/npm/conformance/node_modules/@modelcontextprotocol/server-everything/dist/index.js
 for f in "$LOAD" "$PIPE" "$ECHO"; do
   [[ -x $f ]] || { echo "missing $f (build it first)" >&2; exit 1; }

@@ -15,11 +15,12 @@
 # sessions and CONC/N in flight (the remainder to the first ones). pairs/s is their sum; p99 is the
 # largest of their p99s (a bound, not the p99 of the merged samples). Every instance gets its own
 # fresh database for each run (CREATE DATABASE), SQLite its own fresh data dir.
-# Build first: cmake --preset release && cmake --build --preset release --target contextd mcp_load
+# Build first: cmake --preset release && cmake --build --preset release --target contextd-conformance mcp_load
+# (the test binary: contextd plus the conformance fixtures that `--conformance-fixtures` registers)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build/release}
-CONTEXTD=${CONTEXTD:-$BUILD/src/cli/contextd}
+CONTEXTD=${CONTEXTD:-$BUILD/src/cli/contextd-conformance}
 LOAD=${LOAD:-$BUILD/bench/http/mcp_load}
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
 RUNS=${RUNS:-2}

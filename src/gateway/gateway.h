@@ -60,12 +60,12 @@ struct GatewayDeps {
   folding::BranchManager* manager = nullptr;  // lives on the executor
   const tokens::TokenCounter* counter = nullptr;
   const scrub::Scrubber* scrubber = nullptr;
-  // The owner of a session's branches (server::SessionKeyFor).
+  // The owner of a session's branches (tools::SessionKeyFor).
   std::function<folding::SessionKey(const protocol::SessionInfo&)> session_key;
   // Optional: the trail recorder.
   InterceptionObserver* observer = nullptr;
   // Optional: adds the budget warnings pending for the call's session to a reply (and logs them
-  // to the client): server::FoldingTools::DeliverWarnings, so that a warning reaches the agent
+  // to the client): tools::FoldingTools::DeliverWarnings, so that a warning reaches the agent
   // exactly once whichever tool's reply carries it. When null, a charge that crosses the warning
   // threshold appends folding::WarningText itself and logs it at level warning.
   std::function<void(protocol::ToolCall&, protocol::ToolResult&)> deliver_warnings;

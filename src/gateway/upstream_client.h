@@ -106,8 +106,6 @@ class UpstreamClient : public std::enable_shared_from_this<UpstreamClient> {
   // The last catalog listed (kept while the upstream restarts).
   const UpstreamCatalog& catalog() const { return catalog_; }
   const UpstreamConfig& config() const { return config_; }
-  // Why the upstream is not ready ("starting", "exited with status 1", ...).
-  const std::string& last_error() const { return last_error_; }
   // The child's pid while running (-1 otherwise). For tests and logs.
   pid_t pid() const;
   // How many times the upstream was (re)started.
@@ -154,7 +152,7 @@ class UpstreamClient : public std::enable_shared_from_this<UpstreamClient> {
   std::map<std::string, int64_t> progress_tokens_;
   UpstreamCatalog catalog_;
   Json server_capabilities_ = Json::object();
-  std::string last_error_ = "starting";
+  std::string last_error_ = "starting";  // why not ready ("exited with status 1", ...)
   std::chrono::milliseconds next_delay_{0};
   base::TimerId restart_timer_ = 0;
   int starts_ = 0;

@@ -52,7 +52,7 @@ struct ModelGatewayOptions {
   // OpenAI: Authorization: Bearer). Empty: the client's own key passes through. Never logged.
   std::string anthropic_api_key;
   std::string openai_api_key;
-  // X-Contextd-Project -> project id (server::ProjectFromHeader); InvalidArgument -> 400. Null:
+  // X-Contextd-Project -> project id (tools::ProjectFromHeader); InvalidArgument -> 400. Null:
   // every request is in project "default".
   std::function<absl::StatusOr<std::string>(std::string_view)> project_of_header;
   int worker_threads = 2;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "store/retention.h"
+#include "tools/tool_metrics.h"
 
 namespace prometheus {
 class Registry;
@@ -25,22 +26,22 @@ class Family;
 
 namespace contextd::server {
 
-class Metrics {
+class Metrics final : public tools::ToolMetrics {
  public:
   Metrics();
-  ~Metrics();
+  ~Metrics() override;
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
 
   // A branch was created (active count +1).
-  void BranchCreated();
+  void BranchCreated() override;
   // A branch reached the final `status` (completed, timeout, budget_exhausted, failed) having used
   // `used` of `allocated` tokens (active count -1).
-  void BranchFinished(std::string_view status, double used, double allocated);
+  void BranchFinished(std::string_view status, double used, double allocated) override;
   // `tokens` were charged to a branch or session root.
-  void TokensCharged(double tokens);
+  void TokensCharged(double tokens) override;
   // A tool call of `tool` took `seconds` inside contextd.
-  void ToolCallLatency(std::string_view tool, double seconds);
+  void ToolCallLatency(std::string_view tool, double seconds) override;
   // Sets the active-branch gauge (after restart recovery).
   void SetActiveBranches(double n);
   // A group commit ended (`ok` or failed) after `seconds`, releasing `held` outbound messages.
@@ -79,7 +80,7 @@ class Metrics {
   // for memory.injected, `tokens` were injected. Thread-safe, as every method here.
   void MemoryEvent(std::string_view type, double items, double tokens);
   // Retrieval for one branch_create took `seconds`; `ok` false if it failed (no memories then).
-  void MemoryRetrieval(bool ok, double seconds);
+  void MemoryRetrieval(bool ok, double seconds) override;
   // A memory endpoint (`part`: distiller, embeddings) failed and the bank fell back.
   void MemoryFallback(std::string_view part);
   // NATS events (docs/events.md): EventsEnabled creates the counters at zero (a server without

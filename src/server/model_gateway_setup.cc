@@ -7,9 +7,9 @@
 #include "folding/text.h"
 #include "scrub/private_spans.h"
 #include "server/internal/engine.h"
-#include "server/session_key.h"
 #include "store/pg_conversation_store.h"
 #include "store/sqlite_conversation_store.h"
+#include "tools/session_key.h"
 
 namespace contextd::server::internal {
 namespace {
@@ -200,7 +200,7 @@ absl::Status BuildModelGateway(const ServerConfig& config,
                    ProviderKey("model_gateway.openai.api_key_env", mg.openai_api_key_env,
                                bearer_tokens));
   options.project_of_header = [](std::string_view value) -> absl::StatusOr<std::string> {
-    ASSIGN_OR_RETURN(ProjectRef project, ProjectFromHeader(value));
+    ASSIGN_OR_RETURN(tools::ProjectRef project, tools::ProjectFromHeader(value));
     return project.id;
   };
   Metrics* metrics = &engine.metrics;

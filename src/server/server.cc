@@ -23,6 +23,8 @@
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "base/str_cat.h"
+#include "endpoints/openai_distiller.h"
+#include "endpoints/openai_embedder.h"
 #include "events/event_message.h"
 #include "events/publisher.h"
 #include "folding/branch_manager.h"
@@ -38,21 +40,11 @@
 #include "scrub/originals_archive.h"
 #include "scrub/private_spans.h"
 #include "scrub/rule_scrubber.h"
-#include "server/conformance_fixtures.h"
-#include "server/folding_tools.h"
 #include "server/group_commit.h"
 #include "server/health.h"
 #include "server/internal/engine.h"
-#include "server/memory_tools.h"
 #include "server/metrics.h"
-#include "server/openai_distiller.h"
-#include "server/openai_embedder.h"
-#include "server/session_key.h"
 #include "server/shared_sessions.h"
-#include "server/trail_api.h"
-#include "server/trail_recorder.h"
-#include "server/trail_tools.h"
-#include "server/ui_routes.h"
 #include "store/pg_branch_store.h"
 #include "store/pg_conversation_store.h"
 #include "store/pg_database.h"
@@ -66,10 +58,17 @@
 #include "store/sqlite_outbox_store.h"
 #include "store/sqlite_trail_store.h"
 #include "tokens/lazy_encoding.h"
+#include "tools/folding_tools.h"
+#include "tools/memory_tools.h"
+#include "tools/session_key.h"
+#include "tools/trail_recorder.h"
+#include "tools/trail_tools.h"
 #include "trail/trail.h"
 #include "transport/http_client.h"
 #include "transport/http_server.h"
 #include "transport/stdio_transport.h"
+#include "viewer/trail_api.h"
+#include "viewer/ui_routes.h"
 
 namespace contextd::server {
 namespace {
@@ -210,7 +209,7 @@ absl::Status BuildMemoryBank(const ServerConfig& config, const std::string& db_p
     }
   };
   auto endpoint = [](const MemoryEndpointConfig& c) {
-    OpenAiEndpointOptions o;
+    endpoints::OpenAiEndpointOptions o;
     o.base_url = c.base_url;
     o.model = c.model;
     o.api_key_env = c.api_key_env;
@@ -218,19 +217,19 @@ absl::Status BuildMemoryBank(const ServerConfig& config, const std::string& db_p
     return o;
   };
   if (!config.memory.distiller.base_url.empty()) {
-    OpenAiEndpointOptions o = endpoint(config.memory.distiller);
-    RETURN_IF_ERROR(ValidateEndpointOptions(o));
-    ASSIGN_OR_RETURN(auto client, MakeEndpointClient(o));
-    engine.memory_distiller = std::make_unique<OpenAiDistiller>(o, *client);
+    endpoints::OpenAiEndpointOptions o = endpoint(config.memory.distiller);
+    RETURN_IF_ERROR(endpoints::ValidateEndpointOptions(o));
+    ASSIGN_OR_RETURN(auto client, endpoints::MakeEndpointClient(o));
+    engine.memory_distiller = std::make_unique<endpoints::OpenAiDistiller>(o, *client);
     engine.memory_clients.push_back(std::move(client));
     parts.model_distiller = engine.memory_distiller.get();
     base::LogInfo(base::StrCat("memory: distiller ", o.model, " at ", o.base_url));
   }
   if (!config.memory.embeddings.base_url.empty()) {
-    OpenAiEndpointOptions o = endpoint(config.memory.embeddings);
-    RETURN_IF_ERROR(ValidateEndpointOptions(o));
-    ASSIGN_OR_RETURN(auto client, MakeEndpointClient(o));
-    engine.memory_embedder = std::make_unique<OpenAiEmbedder>(o, *client);
+    endpoints::OpenAiEndpointOptions o = endpoint(config.memory.embeddings);
+    RETURN_IF_ERROR(endpoints::ValidateEndpointOptions(o));
+    ASSIGN_OR_RETURN(auto client, endpoints::MakeEndpointClient(o));
+    engine.memory_embedder = std::make_unique<endpoints::OpenAiEmbedder>(o, *client);
     engine.memory_clients.push_back(std::move(client));
     engine.memory_vectors = std::make_unique<memory::HnswIndex>();
     parts.embedder = engine.memory_embedder.get();
@@ -370,7 +369,8 @@ store::PgOptions PostgresOptions(const ServerConfig& config) {
   return o;
 }
 
-absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
+absl::Status BuildEngine(const ServerConfig& config, const RegisterFixtures& fixtures,
+                         Engine& engine) {
   std::string data_dir = ResolveDataDir(config);
   std::error_code ec;
   std::filesystem::create_directories(data_dir, ec);
@@ -446,10 +446,10 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
     trail_options.process_sessions = {"stdio"};
     engine.trail = std::make_unique<trail::Trail>(*engine.trail_store, engine.executor->clock(),
                                                   std::move(trail_options));
-    engine.trail_tools = std::make_unique<TrailTools>(*engine.trail, engine.events, *engine.store,
+    engine.trail_tools = std::make_unique<tools::TrailTools>(*engine.trail, engine.events, *engine.store,
                                                       *counter);
     engine.trail_api =
-        std::make_unique<TrailApi>(*engine.trail, *engine.trail_store, *engine.store);
+        std::make_unique<viewer::TrailApi>(*engine.trail, *engine.trail_store, *engine.store);
     if (postgres) {
       // Other instances may share the database: the live branches and open auto-scopes in it
       // may be theirs, so start-up recovery (which force-returns and folds everything live)
@@ -480,7 +480,7 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
                                  "(server restarted)"));
     }
     engine.metrics.SetActiveBranches(engine.manager->active_branches());
-    engine.tools = std::make_unique<FoldingTools>(*engine.manager, engine.events, engine.metrics,
+    engine.tools = std::make_unique<tools::FoldingTools>(*engine.manager, engine.events, engine.metrics,
                                                   *engine.scrubber);
     // Calling a contextd tool ends the agent's run of calls to one upstream.
     engine.tools->SetBeforeCall(
@@ -490,9 +490,10 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
     status = engine.tools->Register(*engine.mcp);
     if (status.ok()) status = engine.trail_tools->Register(*engine.mcp);
     if (status.ok() && engine.memory_bank) {
-      engine.memory_tools = std::make_unique<MemoryTools>(
+      engine.memory_tools = std::make_unique<tools::MemoryTools>(
           *engine.memory_bank, *engine.manager, *engine.trail, engine.events, *engine.executor,
-          engine.metrics, config.memory);
+          engine.metrics,
+          tools::MemoryToolsOptions{config.memory.extract_memory, config.memory.extract_scope});
       engine.tools->SetMemory(engine.memory_tools.get());
       status = engine.memory_tools->Register(*engine.mcp);
       engine.memory_tools->LoadVectors();
@@ -514,7 +515,7 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
   SharedSessions* shared = engine.shared_sessions.get();
   engine.mcp->SetProjectResolver([stdio = engine.stdio_session, shared](
                                      const protocol::Json& roots, protocol::SessionInfo& info) {
-    ResolveSessionProject(roots, info);
+    tools::ResolveSessionProject(roots, info);
     if (shared != nullptr) shared->ProjectFixed(info);
     base::LogInfo(base::StrCat("session ", info.session_id, " (tenant ", info.tenant,
                                "): project ", info.project,
@@ -571,7 +572,7 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
     }
   }
   if (config.conformance_fixtures) {
-    RETURN_IF_ERROR(RegisterConformanceFixtures(*engine.mcp));
+    RETURN_IF_ERROR(fixtures(*engine.mcp));
     base::LogInfo("conformance fixtures registered");
   }
 
@@ -584,9 +585,9 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
     deps.manager = engine.manager.get();
     deps.counter = counter;
     deps.scrubber = engine.scrubber.get();
-    deps.session_key = SessionKeyFor;
-    FoldingTools* folding_tools = engine.tools.get();
-    engine.trail_recorder = std::make_unique<TrailRecorder>(*engine.trail);
+    deps.session_key = tools::SessionKeyFor;
+    tools::FoldingTools* folding_tools = engine.tools.get();
+    engine.trail_recorder = std::make_unique<tools::TrailRecorder>(*engine.trail);
     deps.observer = engine.trail_recorder.get();
     deps.deliver_warnings = [folding_tools](protocol::ToolCall& call, protocol::ToolResult& result) {
       folding_tools->DeliverWarnings(call, result, protocol::kProxiedNoticesMember);
@@ -608,9 +609,9 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
   // Ends a session for good: force-returns its live branches, folds its trail.
   auto end_session = [manager, trail = engine.trail.get(), tools = engine.tools.get()](
                          const protocol::SessionInfo& info, std::string_view reason) {
-    auto ended = manager->EndSession(SessionKeyFor(info), reason);
+    auto ended = manager->EndSession(tools::SessionKeyFor(info), reason);
     // After: force-returns fold into its scopes. Also folds the session's auto-scope.
-    absl::Status trail_ended = trail->EndSession(TrailSessionFor(info));
+    absl::Status trail_ended = trail->EndSession(tools::TrailSessionFor(info));
     if (!trail_ended.ok()) {
       base::LogWarn(base::StrCat("trail: ending session: ", trail_ended.message()));
     }
@@ -627,8 +628,8 @@ absl::Status BuildEngine(const ServerConfig& config, Engine& engine) {
                     end_session](const protocol::SessionInfo& info, std::string_view reason) {
     if (shared != nullptr && !shared->EndsEverywhere(info, reason)) {
       // Another instance may continue it: nothing ends, this one only stops caching it.
-      manager->ReleaseSession(SessionKeyFor(info));
-      trail->ReleaseSession(TrailSessionFor(info));
+      manager->ReleaseSession(tools::SessionKeyFor(info));
+      trail->ReleaseSession(tools::TrailSessionFor(info));
       tools->ForgetSession(info);
       return;
     }
@@ -703,14 +704,19 @@ sigset_t BlockStopSignals() {
 
 }  // namespace
 
-absl::Status RunServer(const ServerConfig& config) {
+absl::Status RunServer(const ServerConfig& config, const RegisterFixtures& fixtures) {
+  if (config.conformance_fixtures && !fixtures) {
+    return absl::FailedPreconditionError(
+        "the conformance fixtures are only in the test binary contextd-conformance (built with "
+        "the tests), not in contextd");
+  }
   base::LogLevel level;
   RETURN_IF_ERROR(base::ParseLogLevel(config.log_level, &level));
   base::InitLogging(level);
   sigset_t stop_signals = BlockStopSignals();
 
   Engine engine;
-  absl::Status built = BuildEngine(config, engine);
+  absl::Status built = BuildEngine(config, fixtures, engine);
   if (!built.ok()) {
     ShutdownEngine(engine);
     return built;
@@ -725,9 +731,9 @@ absl::Status RunServer(const ServerConfig& config) {
       engine.executor->RunSync([&] {
         const protocol::SessionInfo stdio = *engine.stdio_session;
         if (engine.manager) {
-          (void)engine.manager->EndSession(SessionKeyFor(stdio), "shutdown");
+          (void)engine.manager->EndSession(tools::SessionKeyFor(stdio), "shutdown");
         }
-        if (engine.trail) (void)engine.trail->EndSession(TrailSessionFor(stdio));
+        if (engine.trail) (void)engine.trail->EndSession(tools::TrailSessionFor(stdio));
         if (engine.group_commit) engine.group_commit->Flush();
       });
       StopEvents(engine);
@@ -776,7 +782,7 @@ absl::Status RunServer(const ServerConfig& config) {
         [&] { engine.trail_api->SetConversations(engine.conversations.get()); });
   }
   // The trail viewer (/ui, /api/v1): its reads run on the engine executor.
-  for (transport::HttpRoute& route : UiRoutes(*engine.trail_api, *engine.executor)) {
+  for (transport::HttpRoute& route : viewer::UiRoutes(*engine.trail_api, *engine.executor)) {
     options.routes.push_back(std::move(route));
   }
   auto http = transport::HttpServer::Start(options, engine.mcp);

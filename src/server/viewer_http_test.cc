@@ -15,14 +15,14 @@
 #include "base/foreign_text.h"
 #include "nlohmann/json.hpp"
 #include "server/metrics.h"
-#include "server/trail_api.h"
-#include "server/ui_routes.h"
 #include "store/sqlite_branch_store.h"
 #include "store/sqlite_trail_store.h"
 #include "store/test_util.h"
 #include "transport/http_server.h"
 #include "transport/testing/echo_session.h"
 #include "transport/testing/raw_http_client.h"
+#include "viewer/trail_api.h"
+#include "viewer/ui_routes.h"
 
 namespace contextd::server {
 namespace {
@@ -45,7 +45,7 @@ class ViewerHttpTest : public ::testing::TestWithParam<bool> {
     branches_ = std::move(*b);
     store_ = std::move(*t);
     trail_ = std::make_unique<trail::Trail>(*store_, clock_);
-    api_ = std::make_unique<TrailApi>(*trail_, *store_, *branches_);
+    api_ = std::make_unique<viewer::TrailApi>(*trail_, *store_, *branches_);
     tenant_ = GetParam() ? "acme" : "local";
     executor_.RunSync([&] {
       auto root = trail_->RootScope(trail::SessionRef{tenant_, "proj", "s1"});
@@ -54,7 +54,7 @@ class ViewerHttpTest : public ::testing::TestWithParam<bool> {
     });
     transport::HttpServerOptions o;
     if (GetParam()) o.bearer_tokens = {{kToken, "acme"}};
-    o.routes = UiRoutes(*api_, executor_);
+    o.routes = viewer::UiRoutes(*api_, executor_);
     o.metrics = [this] { return metrics_.Render(); };
     auto s = transport::HttpServer::Start(
         std::move(o), std::make_shared<transport::testing::EchoSessionFactory>(true));
@@ -82,7 +82,7 @@ class ViewerHttpTest : public ::testing::TestWithParam<bool> {
   std::unique_ptr<store::SqliteBranchStore> branches_;
   std::unique_ptr<store::SqliteTrailStore> store_;
   std::unique_ptr<trail::Trail> trail_;
-  std::unique_ptr<TrailApi> api_;
+  std::unique_ptr<viewer::TrailApi> api_;
   std::string tenant_;
   std::string root_;
   Metrics metrics_;

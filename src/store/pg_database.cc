@@ -415,10 +415,6 @@ bool PgDatabase::group_open() {
   return group_conn_ != nullptr;
 }
 
-absl::Status PgDatabase::Ping() {
-  return Read([](PgConn& c) { return c.Exec("SELECT 1").status(); });
-}
-
 absl::Status PgDatabase::Ready() {
   std::lock_guard<std::mutex> lock(ready_mu_);
   int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -167,8 +167,6 @@ class PgDatabase {
 
   // The highest migration applied.
   absl::StatusOr<int> SchemaVersion();
-  // OK if a connection answers `SELECT 1`.
-  absl::Status Ping();
   // Readiness for /healthz: whether the server accepts connections (PQping, outside the pool, so
   // a busy pool is not "unready"), remembered for a second. Unavailable with the redacted
   // conninfo otherwise.

@@ -2,10 +2,10 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { startHttpServer, connectHttp, connectStdio, cleanup, BINARY, tempDataDir } from './harness.mjs';
+import { startHttpServer, connectHttp, connectStdio, cleanup, BINARY, CONFORMANCE_BINARY, tempDataDir } from './harness.mjs';
 
 test('http: initialize, ping, list tools, call a fixture tool with progress', async () => {
-  const server = await startHttpServer({ args: ['--conformance-fixtures'] });
+  const server = await startHttpServer({ args: ['--conformance-fixtures'], binary: CONFORMANCE_BINARY });
   try {
     const { client, transport } = await connectHttp(server.url);
     assert.ok(transport.sessionId && transport.sessionId.length >= 32, 'session id of >= 128 bits');

@@ -14,6 +14,9 @@ export const sdkTypes = await import(new URL('types.js', sdkRoot));
 export { Client };
 
 export const BINARY = process.env.CONTEXTD_BINARY ?? new URL('../../build/debug/src/cli/contextd', import.meta.url).pathname;
+// The test binary: contextd plus `serve --conformance-fixtures` (the production binary has no fixtures).
+export const CONFORMANCE_BINARY = process.env.CONTEXTD_CONFORMANCE_BINARY ??
+  new URL('../../build/debug/src/cli/contextd-conformance', import.meta.url).pathname;
 
 export function tempDataDir() {
   return mkdtempSync(join(tmpdir(), 'contextd-e2e-'));
@@ -21,8 +24,8 @@ export function tempDataDir() {
 
 // Starts `contextd serve --transport http` and resolves with {proc, url, dataDir, stop()} once the
 // server prints its listening line.
-export async function startHttpServer({ dataDir = tempDataDir(), args = [], env = {} } = {}) {
-  const proc = spawn(BINARY, ['serve', '--transport', 'http', '--listen', '127.0.0.1:0',
+export async function startHttpServer({ dataDir = tempDataDir(), args = [], env = {}, binary = BINARY } = {}) {
+  const proc = spawn(binary, ['serve', '--transport', 'http', '--listen', '127.0.0.1:0',
     '--data-dir', dataDir, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   const url = await new Promise((resolve, reject) => {

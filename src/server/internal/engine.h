@@ -11,12 +11,13 @@
 
 #include "absl/status/status.h"
 #include "base/executor.h"
+#include "endpoints/openai_distiller.h"
+#include "endpoints/openai_embedder.h"
 #include "events/outbox_relay.h"
-#include "server/retention_runner.h"
-#include "folding/outbox_store.h"
 #include "events/publisher.h"
 #include "folding/branch_manager.h"
 #include "folding/events.h"
+#include "folding/outbox_store.h"
 #include "gateway/gateway.h"
 #include "memory/hnsw_index.h"
 #include "memory/memory_bank.h"
@@ -25,22 +26,21 @@
 #include "protocol/mcp_server.h"
 #include "scrub/rule_scrubber.h"
 #include "server/config.h"
-#include "server/folding_tools.h"
 #include "server/group_commit.h"
-#include "server/memory_tools.h"
 #include "server/metrics.h"
-#include "server/openai_distiller.h"
-#include "server/openai_embedder.h"
+#include "server/retention_runner.h"
 #include "server/shared_sessions.h"
-#include "server/trail_api.h"
-#include "server/trail_recorder.h"
-#include "server/trail_tools.h"
 #include "store/database.h"
 #include "store/pg_branch_store.h"
 #include "store/pg_database.h"
 #include "tokens/lazy_encoding.h"
+#include "tools/folding_tools.h"
+#include "tools/memory_tools.h"
+#include "tools/trail_recorder.h"
+#include "tools/trail_tools.h"
 #include "trail/trail.h"
 #include "transport/http_client.h"
+#include "viewer/trail_api.h"
 
 namespace contextd::server::internal {
 
@@ -71,18 +71,18 @@ struct Engine {
   // the optional model endpoints (memory.distiller, memory.embeddings) and the vector index.
   std::unique_ptr<memory::MemoryStore> memory_store;
   std::vector<std::unique_ptr<transport::HttpClient>> memory_clients;
-  std::unique_ptr<OpenAiDistiller> memory_distiller;
-  std::unique_ptr<OpenAiEmbedder> memory_embedder;
+  std::unique_ptr<endpoints::OpenAiDistiller> memory_distiller;
+  std::unique_ptr<endpoints::OpenAiEmbedder> memory_embedder;
   std::unique_ptr<memory::HnswIndex> memory_vectors;
   std::unique_ptr<memory::MemoryBank> memory_bank;
   std::unique_ptr<folding::BranchManager> manager;     // executor only
-  std::unique_ptr<FoldingTools> tools;                 // executor only
+  std::unique_ptr<tools::FoldingTools> tools;                 // executor only
   std::unique_ptr<trail::TrailStore> trail_store;
   std::unique_ptr<trail::Trail> trail;                // executor only
-  std::unique_ptr<TrailTools> trail_tools;            // executor only
-  std::unique_ptr<TrailApi> trail_api;                // executor only: the viewer's /api/v1
-  std::unique_ptr<MemoryTools> memory_tools;          // executor only (and its own worker)
-  std::unique_ptr<TrailRecorder> trail_recorder;      // the gateway records through it
+  std::unique_ptr<tools::TrailTools> trail_tools;            // executor only
+  std::unique_ptr<viewer::TrailApi> trail_api;                // executor only: the viewer's /api/v1
+  std::unique_ptr<tools::MemoryTools> memory_tools;          // executor only (and its own worker)
+  std::unique_ptr<tools::TrailRecorder> trail_recorder;      // the gateway records through it
   std::unique_ptr<gateway::Gateway> gateway;          // executor only
   std::unique_ptr<GroupCommit> group_commit;  // the McpServer's outbound gate: outlives it
   // The model gateway (HTTP only): its own connection to the database, so that a conversation's

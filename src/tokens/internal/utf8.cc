@@ -42,12 +42,6 @@ size_t Scan(const uint8_t* p, size_t n, bool* ok) {
 
 }  // namespace
 
-size_t WellFormedPrefix(std::string_view s) {
-  bool ok;
-  size_t len = Scan(reinterpret_cast<const uint8_t*>(s.data()), s.size(), &ok);
-  return ok ? len : 0;
-}
-
 bool IsValidUtf8(std::string_view s) {
   const auto* p = reinterpret_cast<const uint8_t*>(s.data());
   size_t n = s.size(), i = 0;

@@ -10,10 +10,6 @@
 
 namespace contextd::tokens::internal {
 
-// Length of the well-formed UTF-8 sequence at the start of `s` (1..4), or 0 when the first bytes
-// are ill-formed or truncated. `s` must be non-empty.
-size_t WellFormedPrefix(std::string_view s);
-
 // Whether `s` is entirely well-formed UTF-8.
 bool IsValidUtf8(std::string_view s);
 

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Runs the MCP conformance suite against the contextd binary given as $1:
+# Runs the MCP conformance suite against the test binary given as $1 (contextd-conformance: contextd
+# plus the fixtures, built with the tests; the production contextd has no --conformance-fixtures):
 #  1. every server scenario (active and pending) against `serve --conformance-fixtures`;
 #  2. dns-rebinding-protection against a plain `serve` (no fixtures).
 # Exits non-zero if any check fails or a server does not start.
 set -euo pipefail
-bin="$(realpath "${1:?usage: $0 path/to/contextd}")"
+bin="$(realpath "${1:?usage: $0 path/to/contextd-conformance}")"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 work="$(mktemp -d)"
 pids=()

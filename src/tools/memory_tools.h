@@ -1,0 +1,90 @@
+// MemoryTools: the ReasoningBank as MCP tools (memory_search, memory_record, memory_feedback,
+// memory_outcome) and its two hooks into branches: retrieval for branch_create (on the thread
+// that received the call) and distillation of returned branches (queued from branch events).
+// Every bank call that writes runs on the tools' own worker thread, never on the engine executor:
+// the memory store has its own SQLite connection, whose writes would wait on the engine's open
+// group transaction. Handlers and event callbacks run on the engine executor; Retrieve on any
+// thread.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "base/executor.h"
+#include "folding/branch.h"
+#include "folding/branch_manager.h"
+#include "folding/events.h"
+#include "memory/memory_bank.h"
+#include "protocol/mcp_server.h"
+#include "tools/tool_metrics.h"
+#include "trail/trail.h"
+
+namespace contextd::tools {
+
+// What MemoryTools reads of the `memory:` configuration (server::MemoryConfig).
+struct MemoryToolsOptions {
+  bool extract_memory = false;  // distil every returned branch, not only those that ask
+  std::string extract_scope = "project";
+};
+
+// What retrieval found for one branch_create: candidates best first, or a warning saying why
+// there are none (the branch is created either way).
+struct MemoryRetrieval {
+  std::vector<folding::InjectedContext> candidates;
+  std::string warning;
+};
+
+class MemoryTools {
+ public:
+  // Everything must outlive this object. `executor` is the engine's.
+  MemoryTools(memory::MemoryBank& bank, folding::BranchManager& manager, trail::Trail& trail,
+              folding::EventBus& events, base::Executor& executor, ToolMetrics& metrics,
+              const MemoryToolsOptions& options);
+  // Stops the worker (queued work is dropped) and unsubscribes.
+  ~MemoryTools();
+  MemoryTools(const MemoryTools&) = delete;
+  MemoryTools& operator=(const MemoryTools&) = delete;
+
+  // Registers the four tools. AlreadyExists if a name is taken.
+  absl::Status Register(protocol::McpServer& server);
+
+  // Candidates to inject into a branch of `session` whose task is `description` and `prompt`
+  // (both scrubbed). Any thread. Never fails: a failure is a warning and no candidates.
+  MemoryRetrieval Retrieve(const protocol::SessionInfo& session, std::string_view description,
+                           std::string_view prompt) const;
+  // Counts the use of what branch `branch_id` received (on the worker). Executor only.
+  void NoteInjected(const protocol::SessionInfo& session, const folding::CreateResult& created);
+  // branch_return's extract_memory when the agent does not say (memory.extract_memory).
+  bool extract_by_default() const { return options_.extract_memory; }
+
+  // Indexes the stored vectors (and embeds items that have none) on the worker, with an embedder.
+  void LoadVectors();
+
+ private:
+  // Runs `fn` (which finishes `call`) on the worker; if it throws, `call` finishes with an error
+  // result instead of staying unanswered.
+  void OnWorker(std::shared_ptr<protocol::ToolCall> call, std::function<void()> fn);
+  void OnBranchEvent(const folding::BranchEvent& event);
+  // Reads the branch's trail events (executor) and queues its distillation (worker).
+  void QueueExtraction(folding::SessionKey session, folding::Branch branch, bool succeeded);
+  void Search(const std::shared_ptr<protocol::ToolCall>& call);
+  void Record(const std::shared_ptr<protocol::ToolCall>& call);
+  void Rate(const std::shared_ptr<protocol::ToolCall>& call, bool outcome);
+
+  memory::MemoryBank& bank_;
+  folding::BranchManager& manager_;
+  trail::Trail& trail_;
+  folding::EventBus& events_;
+  base::Executor& executor_;
+  ToolMetrics& metrics_;
+  MemoryToolsOptions options_;
+  memory::Scope extract_scope_ = memory::Scope::kProject;
+  folding::EventBus::SubscriptionId subscription_ = 0;
+  std::unique_ptr<base::ThreadExecutor> worker_;
+};
+
+}  // namespace contextd::tools
