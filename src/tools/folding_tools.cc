@@ -8,10 +8,15 @@
 #include "protocol/contextd_tools.h"
 #include "protocol/mcp_constants.h"
 #include "protocol/tool_notices.h"
+#include "tools/internal/tool_args.h"
 #include "tools/memory_tools.h"
 
 namespace contextd::tools {
 namespace {
+
+using internal::OptBool;
+using internal::OptInt;
+using internal::OptString;
 
 using protocol::Json;
 using protocol::ToolCall;
@@ -105,24 +110,6 @@ Json AlwaysLoad() {
   Json meta = Json::object();
   meta[std::string(protocol::wire::kAnthropicAlwaysLoad)] = true;
   return meta;
-}
-
-std::optional<std::string> OptString(const Json& args, const char* key) {
-  auto it = args.find(key);
-  if (it == args.end() || !it->is_string()) return std::nullopt;
-  return it->get<std::string>();
-}
-
-std::optional<int64_t> OptInt(const Json& args, const char* key) {
-  auto it = args.find(key);
-  if (it == args.end() || !it->is_number_integer()) return std::nullopt;
-  return it->get<int64_t>();
-}
-
-bool OptBool(const Json& args, const char* key, bool fallback) {
-  auto it = args.find(key);
-  if (it == args.end() || !it->is_boolean()) return fallback;
-  return it->get<bool>();
 }
 
 // Measures the time spent inside contextd for one tool call.

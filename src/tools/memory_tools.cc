@@ -7,11 +7,14 @@
 #include "base/logging.h"
 #include "protocol/mcp_constants.h"
 #include "protocol/tool_call.h"
+#include "tools/internal/tool_args.h"
 #include "tools/session_key.h"
 #include "tools/trail_tools.h"
 
 namespace contextd::tools {
 namespace {
+
+using internal::StringArg;
 
 using protocol::Json;
 using protocol::ToolCall;
@@ -59,11 +62,6 @@ std::string ItemLine(const memory::MemoryItem& m) {
 
 void FinishError(ToolCall& call, const absl::Status& status) {
   call.Finish(protocol::ErrorResult(std::string(status.message())));
-}
-
-std::string StringArg(const Json& args, const char* key, std::string fallback = "") {
-  auto it = args.find(key);
-  return it != args.end() && it->is_string() ? it->get<std::string>() : fallback;
 }
 
 }  // namespace

@@ -6,11 +6,15 @@
 #include "base/logging.h"
 #include "base/str_cat.h"
 #include "folding/text.h"
+#include "tools/internal/tool_args.h"
 #include "tools/folding_tools.h"
 #include "tools/session_key.h"
 
 namespace contextd::tools {
 namespace {
+
+using internal::IntArg;
+using internal::StringArg;
 
 using protocol::Json;
 using protocol::ToolCall;
@@ -51,18 +55,6 @@ std::string EventText(const trail::Event& e) {
   if (!e.label.empty()) head += base::StrCat(" ", e.label);
   if (e.is_error) head += " [error]";
   return base::StrCat(head, " (", e.tokens, " tokens)\n", e.payload, "\n");
-}
-
-int64_t IntArg(const Json& args, const char* key, int64_t fallback) {
-  auto it = args.find(key);
-  if (it == args.end() || !it->is_number_integer()) return fallback;
-  return it->get<int64_t>();
-}
-
-std::string StringArg(const Json& args, const char* key) {
-  auto it = args.find(key);
-  if (it == args.end() || !it->is_string()) return "";
-  return it->get<std::string>();
 }
 
 void FinishError(const std::shared_ptr<ToolCall>& call, const absl::Status& status) {
