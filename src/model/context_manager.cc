@@ -156,7 +156,8 @@ void ContextManager::Forget(ThreadState& state) {
 
 void ContextManager::SaveFrontier(const AppliedRequest& applied) {
   if (!applied.deferred) return;
-  std::shared_ptr<ThreadState> state = Thread(ThreadId(applied.key));
+  std::shared_ptr<ThreadState> state =
+      Thread(applied.thread_id.empty() ? ThreadId(applied.key) : applied.thread_id);
   std::lock_guard<std::mutex> lock(state->mu);
   if (!state->loaded || state->sequence != applied.sequence) return;
   if (absl::Status saved = store_.Save(applied.key, *applied.deferred); !saved.ok()) {
@@ -166,7 +167,7 @@ void ContextManager::SaveFrontier(const AppliedRequest& applied) {
   }
 }
 
-absl::Status ContextManager::Load(const ConversationKey& key, ThreadState& state) {
+absl::StatusOr<bool> ContextManager::Load(const ConversationKey& key, ThreadState& state) {
   ASSIGN_OR_RETURN(std::optional<ConversationState> stored, store_.Load(key));
   if (stored) {
     state.frontier = std::move(stored->frontier);
@@ -196,7 +197,7 @@ absl::Status ContextManager::Load(const ConversationKey& key, ThreadState& state
     }
   }
   state.loaded = true;
-  return absl::OkStatus();
+  return stored.has_value();
 }
 
 int64_t ContextManager::Tokens(ThreadState& state, const ModelRequest& request, size_t m,
@@ -474,9 +475,21 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
   applied.key.conversation = conversation_id.empty() ? "m:" + first : conversation_id;
   applied.key.thread = first;
 
-  std::shared_ptr<ThreadState> state = Thread(ThreadId(applied.key));
+  applied.thread_id = ThreadId(applied.key);
+  std::shared_ptr<ThreadState> state = Thread(applied.thread_id);
   std::lock_guard<std::mutex> lock(state->mu);
-  if (!state->loaded) RETURN_IF_ERROR(Load(applied.key, *state));
+  if (!state->loaded) {
+    ASSIGN_OR_RETURN(bool found, Load(applied.key, *state));
+    state->stored_as.clear();
+    if (!found && !conversation_id.empty()) {
+      // Stored before contextd read this client's session header: under its first message.
+      ConversationKey legacy = applied.key;
+      legacy.conversation = "m:" + first;
+      ASSIGN_OR_RETURN(bool legacy_found, Load(legacy, *state));
+      if (legacy_found) state->stored_as = legacy.conversation;
+    }
+  }
+  if (!state->stored_as.empty()) applied.key.conversation = state->stored_as;
   applied.sequence = ++state->sequence;
   request->ComputeKeys();  // only the new tail: taken-over messages have their keys
   const Transcript& t = request->transcript();

@@ -2,8 +2,8 @@
 // the branches that returned (FoldPlan), redacts secrets in the tool results and user text that
 // arrive for the first time, repeats every earlier decision byte for byte, and makes the new
 // decisions durable (ConversationStore) before the caller forwards the result. What the model
-// receives keeps <private> spans; what is stored never holds one (withheld_rewrite.h). Seen from the
-// provider each thread only grows: content before the frontier (the messages already forwarded)
+// receives keeps <private> spans; what is stored never holds one (withheld_rewrite.h). Seen from
+// the provider each thread only grows: content before the frontier (the messages already forwarded)
 // is never rewritten anew, so rule changes and restarts cannot change a prefix already sent.
 // Thread-safe: requests of one thread are serialised on its lock; different threads run in
 // parallel. The store, scrubber, counter and lookup must be thread-safe and outlive it.
@@ -96,30 +96,34 @@ struct ContextManagerOptions {
 // What Apply did to one request.
 struct AppliedRequest {
   ConversationKey key;
-  std::string body;  // what to forward
-  std::string open_branch_id;               // innermost branch open at the tail ("" = root)
+  std::string body;            // what to forward
+  std::string open_branch_id;  // innermost branch open at the tail ("" = root)
   size_t open_branch_create_message = 0;
   size_t messages = 0;
-  size_t new_messages = 0;     // messages past the frontier
-  int folds_applied = 0;       // folds in this request (stored or new)
-  int folds_new = 0;           // decided by this request
+  size_t new_messages = 0;          // messages past the frontier
+  int folds_applied = 0;            // folds in this request (stored or new)
+  int folds_new = 0;                // decided by this request
   std::vector<SkipReason> skipped;  // branches left whole, each reported once
-  int redactions_new = 0;      // blocks redacted for the first time
-  int64_t tokens_charged = 0;  // charged to the open branch by this request
-  bool warned = false;         // a budget warning was added to the tail
-  bool exhausted = false;      // the open branch was force-returned by this request
-  int64_t tokens_before = 0;   // messages as the client sent them
-  int64_t tokens_after = 0;    // as forwarded
-  bool fallback = false;       // the rewrite was not valid: the original body is forwarded
-  int auto_folds_applied = 0;  // tool results sent as auto-fold handles (stored or new)
-  int auto_folds_new = 0;      // folded by this request's step
-  int64_t auto_fold_tokens = 0;  // tokens of the results this request's step folded
+  int redactions_new = 0;           // blocks redacted for the first time
+  int64_t tokens_charged = 0;       // charged to the open branch by this request
+  bool warned = false;              // a budget warning was added to the tail
+  bool exhausted = false;           // the open branch was force-returned by this request
+  int64_t tokens_before = 0;        // messages as the client sent them
+  int64_t tokens_after = 0;         // as forwarded
+  bool fallback = false;            // the rewrite was not valid: the original body is forwarded
+  int auto_folds_applied = 0;       // tool results sent as auto-fold handles (stored or new)
+  int auto_folds_new = 0;           // folded by this request's step
+  int64_t auto_fold_tokens = 0;     // tokens of the results this request's step folded
   // What this request's auto-fold step did (AutoFoldOutcomeName); "" when auto-fold was off.
   std::string auto_fold_outcome;
   // Set when this request decided nothing new and only moved the frontier: that write is left
   // to SaveFrontier, after the request is on its way (see there).
   std::optional<ConversationUpdate> deferred;
   uint64_t sequence = 0;  // of this request in its thread
+  // Which in-memory thread this request was applied in (SaveFrontier finds it again by it). Not
+  // always ThreadId(key): a thread stored before its client's session header was read keeps
+  // the key it was stored under.
+  std::string thread_id;
 };
 
 class ContextManager {
@@ -153,8 +157,8 @@ class ContextManager {
   // must not use it after this returns.
   absl::StatusOr<AppliedRequest> Apply(const std::string& tenant,
                                        const std::string& conversation_id,
-                                       const std::shared_ptr<ModelRequest>& request,
-                                       int64_t now_ms, std::optional<bool> auto_fold = {},
+                                       const std::shared_ptr<ModelRequest>& request, int64_t now_ms,
+                                       std::optional<bool> auto_fold = {},
                                        const std::string& project = "default");
 
   // Writes the frontier `applied` left to be written (AppliedRequest::deferred), unless a later
@@ -169,19 +173,22 @@ class ContextManager {
     std::mutex mu;
     bool loaded = false;
     std::vector<std::string> frontier;
-    std::unordered_map<std::string, std::string> blocks;   // RewriteKind::kBlock
+    std::unordered_map<std::string, std::string> blocks;  // RewriteKind::kBlock
     // RewriteKind::kBlock decisions stored without their text (blocks holding <private> text),
     // until a request holding the block rebuilds them into `blocks`.
     std::unordered_map<std::string, WithheldRewrite> withheld;
-    std::unordered_map<std::string, std::string> appends;  // RewriteKind::kAppend
-    std::map<std::string, FoldRecord> folds;               // RewriteKind::kFold
+    std::unordered_map<std::string, std::string> appends;     // RewriteKind::kAppend
+    std::map<std::string, FoldRecord> folds;                  // RewriteKind::kFold
     std::unordered_map<std::string, std::string> auto_folds;  // RewriteKind::kAutoFold
-    std::unordered_map<std::string, int64_t> tokens;       // block key -> tokens
+    std::unordered_map<std::string, int64_t> tokens;          // block key -> tokens
     std::unordered_map<std::string, int64_t> message_tokens;  // message key -> tokens
     // Create call ids of branches whose skip was reported (FoldPlan::skipped): left whole without
     // a lookup on later requests, and reported once.
     std::set<std::string> settled;
     uint64_t sequence = 0;  // requests applied
+    // The conversation its state is stored under when that is not the request's: "m:<first
+    // message>", for a thread stored before contextd read its client's session header (0033).
+    std::string stored_as;
   };
   struct Entry {
     std::shared_ptr<ThreadState> state;
@@ -192,7 +199,8 @@ class ContextManager {
   // Forgets what the thread decided in memory, so that its next request reloads the store.
   static void Forget(ThreadState& state);
   void RememberLast(const std::string& id, std::shared_ptr<ModelRequest> request);
-  absl::Status Load(const ConversationKey& key, ThreadState& state);
+  // Loads the stored state of `key` into `state`; true if there was one.
+  absl::StatusOr<bool> Load(const ConversationKey& key, ThreadState& state);
   // Token counts, cached per thread by key.
   int64_t Tokens(ThreadState& state, const ModelRequest& request, size_t m, size_t b) const;
   int64_t MessageTokens(ThreadState& state, const ModelRequest& request, size_t m) const;
@@ -214,8 +222,8 @@ class ContextManager {
   // adds their handles to `plan` and their decisions to `update`. `first_message`: one past the
   // last message holding a stored auto-fold decision.
   void RunAutoFold(const ModelRequest& request, const FoldPlan& folds,
-                    const std::vector<bool>& removed, size_t first_message, ThreadState& state,
-                    RenderPlan& plan, ConversationUpdate& update, AppliedRequest& applied);
+                   const std::vector<bool>& removed, size_t first_message, ThreadState& state,
+                   RenderPlan& plan, ConversationUpdate& update, AppliedRequest& applied);
   // Counts and logs the skips of `folds` not reported before (AppliedRequest::skipped).
   void ReportSkips(const ConversationKey& key, const FoldPlan& folds, ThreadState& state,
                    AppliedRequest& applied);

@@ -258,6 +258,32 @@ TEST(ContextManagerTest, RemindersTheClientAppendedToTheCreatesResultRideOnRedac
   EXPECT_THAT(folded.body, Not(HasSubstr("qqqq")));
 }
 
+TEST(ContextManagerTest, AThreadStoredBeforeItsSessionHeaderWasReadKeepsItsDecisions) {
+  // Stored under its first message (no session id then); after a restart the client's session
+  // header is read: the thread's stored fold still applies, under the key it was stored with.
+  Fixture f;
+  Conversation c;
+  c.Assistant(json::array({Use("c1", "mcp__contextd__branch_create"), Use("r1", "Read")}));
+  c.User(json::array({Result("c1", "{\"branch_id\":\"" + kBranch + "\"}"),
+                      Result("r1", std::string(400, 'q'))}));
+  c.Assistant(json::array({Use("ret", "mcp__contextd__branch_return")}));
+  c.User(json::array({Result("ret", "{}")}));
+  f.facts = BranchFacts{kBranch, true, "completed", "", "done", 500, 490};
+  auto before = f.manager->Apply("local", "", c.Request(), 1000);
+  ASSERT_TRUE(before.ok());
+  EXPECT_EQ(before->folds_new, 1);
+  f.facts.reset();  // the branch is gone from the store: only the stored fold can fold it
+  auto restarted = f.Make(f.scrubber);
+  c.Assistant(json::array({{{"type", "text"}, {"text", "done"}}}));
+  c.User(json::array({{{"type", "text"}, {"text", "next"}}}));
+  auto after = restarted->Apply("local", "ses_123", c.Request(), 2000);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->folds_applied, 1);
+  EXPECT_EQ(after->key.conversation, before->key.conversation);
+  EXPECT_THAT(after->body, Not(HasSubstr("qqqq")));
+  restarted->SaveFrontier(*after);
+}
+
 TEST(ContextManagerTest, ABranchTheModelAlreadyAnsweredIsReportedOnce) {
   Fixture f;
   Conversation c;

@@ -447,11 +447,13 @@ void ModelGateway::Handle(transport::HttpRequest request,
     std::optional<ConversationUpdate> deferred = std::move(exchange->report.applied.deferred);
     const ConversationKey key = exchange->report.applied.key;
     const uint64_t sequence = exchange->report.applied.sequence;
+    const std::string thread_id = exchange->report.applied.thread_id;
     Forward(exchange);
     if (deferred) {
       AppliedRequest pending;
       pending.key = key;
       pending.sequence = sequence;
+      pending.thread_id = thread_id;
       pending.deferred = std::move(deferred);
       context_.SaveFrontier(pending);
     }
