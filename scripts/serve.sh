@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and running contextd needs (no test tools), builds the server binary
-# (preset `serve`: release, without tests and benchmarks) and starts it on its embedded defaults
+# (preset `serve`: -O2 without debug info, a unity build, without tests and benchmarks:
+# docs/decisions/0034-first-build.md) and starts it on its embedded defaults
 # (Streamable HTTP on 127.0.0.1:9090/mcp, data in the XDG data directory). Extra arguments go to
 # `contextd serve`, e.g. `scripts/serve.sh --transport stdio`.
 set -euo pipefail
