@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 
 #include "protocol/contextd_tools.h"
 
@@ -39,8 +40,26 @@ bool ContextdToolNames::Declare(std::string_view name, std::string_view descript
   return true;
 }
 
+namespace {
+
+// The opening of the description member of `holder`, decoded only as far as a Declare needs.
+std::optional<std::string> DescriptionOpening(std::string_view doc, const RawNode& holder) {
+  const RawNode* description = FindMember(doc, holder, "description");
+  if (description == nullptr || description->type != JsonType::kString) return std::nullopt;
+  return DecodeJsonString(description->Text(doc), protocol::kBranchCreateDescriptionOpening.size());
+}
+
+}  // namespace
+
 void ContextdToolNames::DeclareFrom(std::string_view doc, const RawNode* tools) {
   if (tools == nullptr || tools->type != JsonType::kArray) return;
+  // Each request lists every tool (Claude Code: dozens, with long descriptions): only a name
+  // ending in branch_create has its description's opening read.
+  auto declare = [&](std::string name, const RawNode& holder) {
+    if (!name.ends_with(protocol::kBranchCreateTool)) return;
+    if (std::optional<std::string> opening = DescriptionOpening(doc, holder))
+      Declare(name, *opening);
+  };
   for (const RawNode& tool : tools->children) {
     if (tool.type != JsonType::kObject || tool.children.empty()) continue;
     const RawNode* holder = &tool;
@@ -50,20 +69,17 @@ void ContextdToolNames::DeclareFrom(std::string_view doc, const RawNode* tools) 
     }
     std::optional<std::string> name = StringMember(doc, *holder, "name");
     if (!name) continue;
-    if (StringMember(doc, tool, "type").value_or("") == "namespace") {
-      const RawNode* inner = FindMember(doc, tool, "tools");
-      if (inner == nullptr || inner->type != JsonType::kArray) continue;
-      for (const RawNode& member : inner->children) {
-        if (member.type != JsonType::kObject) continue;
-        std::optional<std::string> inner_name = StringMember(doc, member, "name");
-        std::optional<std::string> description = StringMember(doc, member, "description");
-        if (inner_name && description)
-          Declare(NamespacedToolName(*name, *inner_name), *description);
-      }
+    if (StringMember(doc, tool, "type").value_or("") != "namespace") {
+      declare(*name, *holder);
       continue;
     }
-    if (std::optional<std::string> description = StringMember(doc, *holder, "description")) {
-      Declare(*name, *description);
+    const RawNode* inner = FindMember(doc, tool, "tools");
+    if (inner == nullptr || inner->type != JsonType::kArray) continue;
+    for (const RawNode& member : inner->children) {
+      if (member.type != JsonType::kObject) continue;
+      if (std::optional<std::string> inner_name = StringMember(doc, member, "name")) {
+        declare(NamespacedToolName(*name, *inner_name), member);
+      }
     }
   }
 }

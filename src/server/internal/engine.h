@@ -13,6 +13,7 @@
 #include "base/executor.h"
 #include "endpoints/openai_distiller.h"
 #include "endpoints/openai_embedder.h"
+#include "events/event_message.h"
 #include "events/outbox_relay.h"
 #include "events/publisher.h"
 #include "folding/branch_manager.h"
@@ -75,15 +76,15 @@ struct Engine {
   std::unique_ptr<endpoints::OpenAiEmbedder> memory_embedder;
   std::unique_ptr<memory::HnswIndex> memory_vectors;
   std::unique_ptr<memory::MemoryBank> memory_bank;
-  std::unique_ptr<folding::BranchManager> manager;     // executor only
-  std::unique_ptr<tools::FoldingTools> tools;                 // executor only
+  std::unique_ptr<folding::BranchManager> manager;  // executor only
+  std::unique_ptr<tools::FoldingTools> tools;       // executor only
   std::unique_ptr<trail::TrailStore> trail_store;
-  std::unique_ptr<trail::Trail> trail;                // executor only
-  std::unique_ptr<tools::TrailTools> trail_tools;            // executor only
-  std::unique_ptr<viewer::TrailApi> trail_api;                // executor only: the viewer's /api/v1
-  std::unique_ptr<tools::MemoryTools> memory_tools;          // executor only (and its own worker)
-  std::unique_ptr<tools::TrailRecorder> trail_recorder;      // the gateway records through it
-  std::unique_ptr<gateway::Gateway> gateway;          // executor only
+  std::unique_ptr<trail::Trail> trail;                   // executor only
+  std::unique_ptr<tools::TrailTools> trail_tools;        // executor only
+  std::unique_ptr<viewer::TrailApi> trail_api;           // executor only: the viewer's /api/v1
+  std::unique_ptr<tools::MemoryTools> memory_tools;      // executor only (and its own worker)
+  std::unique_ptr<tools::TrailRecorder> trail_recorder;  // the gateway records through it
+  std::unique_ptr<gateway::Gateway> gateway;             // executor only
   std::unique_ptr<GroupCommit> group_commit;  // the McpServer's outbound gate: outlives it
   // The model gateway (HTTP only): its own connection to the database, so that a conversation's
   // decisions are durable before its request leaves, independent of the engine's group commit.
@@ -108,6 +109,22 @@ struct Engine {
   std::unique_ptr<RetentionRunner> retention;
 };
 
+// How long an outbox row is its writer's alone: a killed instance's events are taken over by
+// another this long after they were written (or last renewed). Renewed while the writer lives.
+inline constexpr int64_t kOutboxLeaseMs = 15'000;
+
+// The wall clock in unix milliseconds.
+int64_t WallMillis();
+
+// An event message as an outbox row written at `at_ms`, leased for kOutboxLeaseMs.
+folding::OutboxEvent ToOutboxEvent(events::EventMessage m, int64_t at_ms);
+
+// The ReasoningBank (memory_bank_setup.cc) over its own connection to the engine's database
+// (`db_path`; PostgreSQL: the pool), with the endpoints memory.* configures. Errors from opening
+// the store or from an endpoint's options.
+absl::Status BuildMemoryBank(const ServerConfig& config, const std::string& db_path,
+                             Engine& engine);
+
 // The model gateway (model_gateway_setup.cc): a ContextManager over the conversation store (the
 // engine's database), the outbound clients to the providers, and the routes' handler.
 // `bearer_tokens`: token -> tenant. FailedPrecondition for a team-mode key that cannot be used.
@@ -119,7 +136,6 @@ absl::Status BuildModelGateway(const ServerConfig& config,
 // 0, a RetentionRunner over the engine's store (SQLite: a connection of its own to `db_path`;
 // PostgreSQL: the pool) in `engine.retention`, its first sweep a minute after start.
 // Unavailable/Internal if the SQLite connection cannot be opened.
-absl::Status StartRetention(const ServerConfig& config, const std::string& db_path,
-                            Engine& engine);
+absl::Status StartRetention(const ServerConfig& config, const std::string& db_path, Engine& engine);
 
 }  // namespace contextd::server::internal
