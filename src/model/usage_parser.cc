@@ -14,50 +14,38 @@ void Take(const nlohmann::json& usage, const char* key, int64_t& into) {
 
 }  // namespace
 
+UsageParser::UsageParser(bool event_stream, UsageFormat format)
+    : event_stream_(event_stream),
+      format_(format),
+      on_event_([this](std::string data) { Event(data); }) {}
+
 void UsageParser::Feed(std::string_view bytes) {
-  if (!event_stream_) {
-    if (overflow_) return;
-    if (pending_.size() + bytes.size() > kMaxKept) {
-      overflow_ = true;
-      pending_.clear();
-      return;
-    }
-    pending_.append(bytes);
+  if (event_stream_) {
+    events_.Feed(bytes, on_event_);
     return;
   }
-  while (!bytes.empty()) {
-    size_t nl = bytes.find('\n');
-    if (nl == std::string_view::npos) {
-      if (!overflow_ && pending_.size() + bytes.size() <= kMaxKept) {
-        pending_.append(bytes);
-      } else {
-        overflow_ = true;
-        pending_.clear();
-      }
-      return;
-    }
-    if (!overflow_) {
-      pending_.append(bytes.substr(0, nl));
-      Line(pending_);
-    }
+  if (overflow_) return;
+  if (pending_.size() + bytes.size() > kMaxKept) {
+    overflow_ = true;
     pending_.clear();
-    overflow_ = false;
-    bytes.remove_prefix(nl + 1);
+    return;
   }
+  pending_.append(bytes);
 }
 
 void UsageParser::Finish() {
-  if (!event_stream_ && !overflow_) Json(pending_);
-  if (event_stream_ && !overflow_ && !pending_.empty()) Line(pending_);
+  if (event_stream_) {
+    events_.Finish(on_event_);
+    return;
+  }
+  if (!overflow_) Json(pending_);
   pending_.clear();
 }
 
-void UsageParser::Line(std::string_view line) {
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  if (!line.starts_with("data:")) return;
-  line.remove_prefix(5);
-  if (line.find("\"usage\"") == std::string_view::npos) return;
-  Json(line);
+void UsageParser::Event(std::string_view data) {
+  // Most events (text deltas) carry no usage: they are not parsed.
+  if (data.find("\"usage\"") == std::string_view::npos) return;
+  Json(data);
 }
 
 void UsageParser::Json(std::string_view text) {

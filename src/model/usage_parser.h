@@ -4,13 +4,17 @@
 // a stream the chunk that carries one (the last, when the client asked
 // `stream_options.include_usage`). Responses: the body's `usage`, or in a stream the
 // `response.completed` (or `.incomplete`, `.failed`) event's `response.usage`. Bytes are fed as
-// they arrive, split anywhere.
+// they arrive, split anywhere; a stream is read with transport::SseReader, one event's data at a
+// time.
 // Not thread-safe; one per answer.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
+
+#include "transport/sse_reader.h"
 
 namespace contextd::model {
 
@@ -33,22 +37,26 @@ enum class UsageFormat { kAnthropic, kOpenAIChat, kOpenAIResponses };
 class UsageParser {
  public:
   // `event_stream`: the answer is text/event-stream (else a JSON body).
-  explicit UsageParser(bool event_stream, UsageFormat format = UsageFormat::kAnthropic)
-      : event_stream_(event_stream), format_(format) {}
+  explicit UsageParser(bool event_stream, UsageFormat format = UsageFormat::kAnthropic);
+  UsageParser(const UsageParser&) = delete;
+  UsageParser& operator=(const UsageParser&) = delete;
 
   void Feed(std::string_view bytes);
-  // Call at the end of the answer (parses a JSON body).
+  // Call at the end of the answer: parses a JSON body, or a stream's last event when no blank line
+  // ended it.
   void Finish();
   const ProviderUsage& usage() const { return usage_; }
 
  private:
-  void Line(std::string_view line);
+  void Event(std::string_view data);
   void Json(std::string_view text);
 
-  static constexpr size_t kMaxKept = 4u << 20;  // a longer line or body is not parsed
+  static constexpr size_t kMaxKept = 4u << 20;  // a longer event or body is not parsed
   const bool event_stream_;
   const UsageFormat format_;
-  std::string pending_;
+  transport::SseReader events_{kMaxKept};
+  const std::function<void(std::string data)> on_event_;
+  std::string pending_;  // a JSON body
   bool overflow_ = false;
   ProviderUsage usage_;
 };

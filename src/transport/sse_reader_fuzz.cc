@@ -6,11 +6,11 @@
 #include <string_view>
 #include <vector>
 
-#include "transport/internal/sse_reader.h"
+#include "transport/sse_reader.h"
 
 namespace {
 
-using contextd::transport::internal::SseReader;
+using contextd::transport::SseReader;
 
 std::vector<std::string> Run(std::string_view data, size_t chunk, size_t max, std::string* id,
                              int64_t* dropped) {

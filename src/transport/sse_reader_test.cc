@@ -1,4 +1,4 @@
-#include "transport/internal/sse_reader.h"
+#include "transport/sse_reader.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-namespace contextd::transport::internal {
+namespace contextd::transport {
 namespace {
 
 // Feeds `chunks` in order, then Finish(); returns the events.
@@ -66,4 +66,4 @@ TEST(SseReaderTest, RetryIsParsedOnlyWhenItIsANumber) {
 }
 
 }  // namespace
-}  // namespace contextd::transport::internal
+}  // namespace contextd::transport

@@ -16,7 +16,7 @@
 #include "base/logging.h"
 #include "base/str_cat.h"
 #include "nlohmann/json.hpp"
-#include "transport/internal/sse_reader.h"
+#include "transport/sse_reader.h"
 #include "transport/internal/tls_client.h"
 
 namespace contextd::transport {
@@ -267,7 +267,7 @@ void UpstreamHttpChannel::Post(std::string body) {
   bool sse = false;
   bool too_big = false;
   std::string pending;  // a JSON body
-  internal::SseReader reader(options_.max_message_bytes);
+  SseReader reader(options_.max_message_bytes);
   auto deliver = [this](std::string data) { Deliver(std::move(data)); };
   bool header_failed = false;
   bool body_failed = false;
@@ -412,7 +412,7 @@ UpstreamHttpChannel::StreamEnd UpstreamHttpChannel::ReadStream(std::string& last
   }
 
   StreamEnd end = StreamEnd::kDropped;
-  internal::SseReader reader(options_.max_message_bytes);
+  SseReader reader(options_.max_message_bytes);
   connection.Use([&](auto& stream) {
     beast::error_code ec;
     http::write(stream, request, ec);

@@ -1,8 +1,8 @@
-#include "transport/internal/sse_reader.h"
+#include "transport/sse_reader.h"
 
 #include <utility>
 
-namespace contextd::transport::internal {
+namespace contextd::transport {
 
 void SseReader::Feed(std::string_view bytes,
                      const std::function<void(std::string data)>& on_event) {
@@ -115,7 +115,8 @@ void SseReader::Line(std::string_view line, const std::function<void(std::string
     }
     retry_ms_ = ms;
   }
-  // "event" and unknown fields: MCP sends only "message" events.
+  // "event" and unknown fields: MCP sends only "message" events, and the model APIs repeat the
+  // event's type inside its data.
 }
 
-}  // namespace contextd::transport::internal
+}  // namespace contextd::transport

@@ -1,8 +1,9 @@
-// SseReader: the client side of text/event-stream (the WHATWG "server-sent events" format) as MCP
-// Streamable HTTP uses it: bytes are fed as they arrive; every complete event with data is
-// handed out with its data lines joined by '\n'. Tracks the last event id (for Last-Event-ID
-// on reconnect) and the server's `retry:` delay. Bounded: an event (or line) larger than
-// `max_event_bytes` is dropped and counted. Thread-compatible.
+// SseReader: the client side of text/event-stream (the WHATWG "server-sent events" format), the
+// one SSE parser of contextd: MCP Streamable HTTP answers and GET streams (UpstreamHttpChannel)
+// and the model providers' streamed answers (model/usage_parser). Bytes are fed as they arrive;
+// every complete event with data is handed out with its data lines joined by '\n'. Tracks the
+// last event id (for Last-Event-ID on reconnect) and the server's `retry:` delay. Bounded: an
+// event (or line) larger than `max_event_bytes` is dropped and counted. Thread-compatible.
 #pragma once
 
 #include <cstddef>
@@ -12,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-namespace contextd::transport::internal {
+namespace contextd::transport {
 
 class SseReader {
  public:
@@ -49,4 +50,4 @@ class SseReader {
   int64_t dropped_ = 0;
 };
 
-}  // namespace contextd::transport::internal
+}  // namespace contextd::transport
