@@ -107,10 +107,15 @@ struct ClientCall::Connection {
     socket().close(ignored);
   }
 
-  // A deadline for the next operations: when it passes, timed_out is set and Abort runs.
+  // A deadline for the next operations: when it passes, timed_out is set and Abort runs. A
+  // timeout of zero (or less) sets none.
   void Arm(std::chrono::milliseconds timeout) {
     ++timer_gen;
     timed_out = false;
+    if (timeout <= std::chrono::milliseconds::zero()) {
+      timer.cancel();
+      return;
+    }
     timer.expires_after(timeout);
     timer.async_wait([this, gen = timer_gen](const beast::error_code& ec) {
       // A deadline that passed just as its operation completed must not abort the next one.
@@ -152,6 +157,7 @@ struct HttpClient::Prepared {
   std::string where;  // "host:port" for messages
   std::string key;    // the pool's key: "scheme://host:port"
   bool head = false;
+  bool retry_unanswered = true;
   http::request<http::string_body> message;
 };
 
@@ -253,6 +259,7 @@ std::shared_ptr<ClientCall> HttpClient::Start(ClientRequest request, ClientCallb
   prepared->where = base::StrCat(host, ":", u.port);
   prepared->key = base::StrCat(u.tls ? "https://" : "http://", prepared->where);
   prepared->head = request.method == "HEAD";
+  prepared->retry_unanswered = request.retry_unanswered;
 
   absl::Status failed;
   {
@@ -347,9 +354,10 @@ absl::Status HttpClient::Run(ClientCall& call, const Prepared& request,
       }
       connection = std::move(made).value();
     }
-    bool retry = false;
+    if (callbacks.on_connected) callbacks.on_connected(reused);
+    Stale stale = Stale::kNo;
     bool reusable = false;
-    absl::Status status = Exchange(call, *connection, request, callbacks, retry, reusable);
+    absl::Status status = Exchange(call, *connection, request, callbacks, stale, reusable);
     bool was_cancelled;
     {
       std::lock_guard<std::mutex> lock(call.mu_);
@@ -357,9 +365,12 @@ absl::Status HttpClient::Run(ClientCall& call, const Prepared& request,
       was_cancelled = call.cancelled_;
     }
     if (!status.ok() && was_cancelled) return cancelled;
-    if (retry && reused) {
-      // The server closed the idle connection (perhaps as we sent): nothing of the response
-      // came, so sending the request again on a fresh connection cannot duplicate an answer.
+    if (reused && (stale == Stale::kUnsent ||
+                   (stale == Stale::kUnanswered && request.retry_unanswered))) {
+      // The server closed the idle connection (perhaps as we sent): it did not get the whole
+      // request, or got it and closed without a byte of answer (a closing keep-alive
+      // connection, or a server that died). Sent again on a fresh connection; the second case
+      // only for requests that are safe to repeat.
       stale_retries_.fetch_add(1);
       fresh_only = true;
       continue;
@@ -431,7 +442,8 @@ absl::StatusOr<std::shared_ptr<ClientCall::Connection>> HttpClient::Connect(
 }
 
 absl::Status HttpClient::Exchange(ClientCall& call, Connection& c, const Prepared& request,
-                                  const ClientCallbacks& callbacks, bool& retry, bool& reusable) {
+                                  const ClientCallbacks& callbacks, Stale& stale,
+                                  bool& reusable) {
   const std::string& where = request.where;
   beast::error_code ec;
   bool done = false;
@@ -448,6 +460,7 @@ absl::Status HttpClient::Exchange(ClientCall& call, Connection& c, const Prepare
     });
   });
   c.RunUntil(done);
+  const bool written = !ec;
   beast::flat_buffer buffer;
   std::optional<http::response_parser<http::buffer_body>> parser;
   bool interim_seen = false;
@@ -481,7 +494,7 @@ absl::Status HttpClient::Exchange(ClientCall& call, Connection& c, const Prepare
     const bool nothing_received =
         !interim_seen && (!parser || !parser->got_some()) && buffer.size() == 0;
     if (nothing_received && IsClosed(ec)) {
-      retry = true;
+      stale = written ? Stale::kUnanswered : Stale::kUnsent;
       return absl::UnavailableError(
           base::StrCat("connection to ", where, " closed before the response: ", ec.message()));
     }

@@ -1,7 +1,8 @@
-// HttpClient: an outbound HTTP/1.1 client over http and https (certificates and host names
-// verified, SNI) for relaying requests such as a model API call: the response's status and
-// headers are delivered as soon as they arrive, then its body (de-chunked) as it arrives, without
-// buffering. Keep-alive connections are pooled per (scheme, host, port).
+// HttpClient: contextd's one outbound HTTP/1.1 client over http and https (certificates and host
+// names verified, SNI), used by the model gateway, the MCP gateway's Streamable HTTP upstreams
+// and memory's endpoints: the response's status and headers are delivered as soon as they
+// arrive, then its body (de-chunked) as it arrives, without buffering (an SSE stream may last as
+// long as the server holds it). Keep-alive connections are pooled per (scheme, host, port).
 // Threading: each request runs on a worker thread of its own while it lasts, doing Beast I/O on its
 // connection's own io_context (a thread per request in flight suits the handful of concurrent
 // model calls); its callbacks run on that thread. Workers are kept for the next request (up to
@@ -33,6 +34,8 @@ namespace contextd::transport {
 struct HttpClientOptions {
   // https: PEM file of the CA certificate(s) to trust; empty: the system trust store.
   std::string ca_file;
+  // Each timeout: zero sets no deadline (an MCP upstream's answer or GET stream may take as long
+  // as the server needs; the caller cancels).
   // Resolving, connecting and the TLS handshake of a new connection.
   std::chrono::milliseconds connect_timeout{10'000};
   // From sending the request to the end of the response headers.
@@ -55,11 +58,22 @@ struct ClientRequest {
   // headers, and any header whose name or value contains CR or LF.
   HttpHeaders headers;
   std::string body;
+  // A pooled connection that the server closed before a byte of the response is replaced once by
+  // a fresh connection, and the request sent again, when the request was not completely written.
+  // When it was written (the server may have received it and acted on it), only if this is true:
+  // leave it true for requests that are safe to repeat (reads, model calls), set it false for
+  // those that are not (an MCP tools/call).
+  bool retry_unanswered = true;
 };
 
 // What a request reports, on its worker thread, one call at a time. A callback must not throw;
 // it may call ClientCall::Cancel (also its own call's).
 struct ClientCallbacks {
+  // Each time the request is about to be sent on a connection: a new one, connected (and
+  // handshaken), with reused = false, or a pooled one with reused = true; once more when a stale
+  // pooled connection is replaced. Never called when no connection could be made (then on_done
+  // reports why: resolving, connecting or the TLS handshake failed).
+  std::function<void(bool reused)> on_connected;
   // Once, when the final (non-1xx) response's headers arrived: status and every header as sent.
   std::function<void(int status, HttpHeaders headers)> on_headers;
   // Body bytes in order, each piece as soon as it was read (de-chunked). Not called for empty
@@ -105,10 +119,10 @@ class HttpClient {
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
 
-  // Sends `request` from a new worker thread and reports through `callbacks`. A bad URL or
-  // method is reported through on_done(InvalidArgument) before Start returns. A pooled
-  // connection that turns out closed before any byte of the response arrived is replaced once
-  // by a fresh connection and the request sent again.
+  // Sends `request` from a worker thread and reports through `callbacks`. A bad URL or method is
+  // reported through on_done(InvalidArgument) before Start returns. A pooled connection that
+  // turns out closed before any byte of the response arrived is replaced once by a fresh
+  // connection and the request sent again (see ClientRequest::retry_unanswered).
   std::shared_ptr<ClientCall> Start(ClientRequest request, ClientCallbacks callbacks);
 
   // Counters, for tests and metrics: connections opened (connected, and TLS handshaken), requests
@@ -126,6 +140,9 @@ class HttpClient {
     std::chrono::steady_clock::time_point since;
   };
   struct Prepared;
+  // How a pooled connection was found closed before a byte of the response: not at all, while
+  // the request was being written, or after it was.
+  enum class Stale { kNo, kUnsent, kUnanswered };
   // A request waiting for (or run by) a worker.
   struct Task {
     std::shared_ptr<ClientCall> call;
@@ -144,10 +161,10 @@ class HttpClient {
   void WorkerLoop(const std::shared_ptr<std::atomic<bool>>& done);
   // The worker's whole exchange; returns what on_done reports.
   absl::Status Run(ClientCall& call, const Prepared& request, const ClientCallbacks& callbacks);
-  // Sends the request once on `connection` and reads the answer. `retry` is set when a pooled
-  // connection was found closed before any byte of the response.
+  // Sends the request once on `connection` and reads the answer. `stale` says whether (and when)
+  // the connection was found closed before any byte of the response.
   absl::Status Exchange(ClientCall& call, Connection& connection, const Prepared& request,
-                        const ClientCallbacks& callbacks, bool& retry, bool& reusable);
+                        const ClientCallbacks& callbacks, Stale& stale, bool& reusable);
   // A new connected (and handshaken) connection, or why not.
   absl::StatusOr<std::shared_ptr<Connection>> Connect(ClientCall& call, const Prepared& request);
   // Hands `connection` to `call` so that Cancel reaches it; false when the call is cancelled.
