@@ -1,8 +1,9 @@
 // UpstreamHttpChannel against scripted servers on 127.0.0.1 port 0: https with certificates made
 // in the test (trusted through ca_file, untrusted, wrong name) and the standalone GET stream
-// (events, reconnect with Last-Event-ID after a drop, 405, 404).
+// (events, reconnect with Last-Event-ID after a drop, 405, 404), and pooled keep-alive connections.
 #include "transport/upstream_http_client.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
@@ -10,7 +11,9 @@
 #include <mutex>
 
 #include "gtest/gtest.h"
+#include "transport/http_url.h"
 #include "transport/testing/fake_mcp_http_server.h"
+#include "transport/testing/http_script_server.h"
 
 namespace contextd::transport {
 namespace {
@@ -295,6 +298,48 @@ TEST(UpstreamHttpChannel, GetStreamRetryFromTheServerCannotGoBelowTheInitialDela
   ASSERT_TRUE((*server)->WaitForGets(2, 10s));
   EXPECT_GE(std::chrono::steady_clock::now() - first, 250ms);
   channel->Close();
+}
+
+TEST(UpstreamHttpChannel, AToolCallOnAStalePooledConnectionFailsWithoutBeingSentTwice) {
+  // Keep-alive: the first connection answers initialize, then reads the tools/call and closes
+  // without an answer (as a server closing an idle connection might). The call is not sent again
+  // (it may have run), it fails at once, and the channel goes on over a new connection.
+  std::mutex mu;
+  std::vector<std::string> bodies;  // every request body the server read, in order
+  testing::ScriptServer server([&](testing::ServerConn& conn) {
+    testing::http::request<testing::http::string_body> request;
+    while (conn.Read(request)) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        bodies.push_back(request.body());
+      }
+      if (conn.index() == 0 && request.body().find("tools/call") != std::string::npos) {
+        conn.Close();
+        return;
+      }
+      const std::string id = request.body().find("\"id\":1,") != std::string::npos ? "1" : "3";
+      const std::string body = R"({"jsonrpc":"2.0","id":)" + id + R"(,"result":{}})";
+      conn.Write("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                 std::to_string(body.size()) + "\r\n\r\n" + body);
+    }
+  });
+  Recorder recorder;
+  auto channel = Open(server.url("/mcp"), recorder);
+  ASSERT_NE(channel, nullptr);
+  ASSERT_TRUE(channel->Send(kInitialize).ok());
+  EXPECT_EQ(recorder.NextLine(), R"({"jsonrpc":"2.0","id":1,"result":{}})");
+  ASSERT_TRUE(channel->Send(R"({"jsonrpc":"2.0","id":2,"method":"tools/call"})").ok());
+  std::string failed = recorder.NextLine();
+  EXPECT_NE(failed.find(R"("id":2)"), std::string::npos) << failed;
+  EXPECT_NE(failed.find("upstream connection failed"), std::string::npos) << failed;
+  ASSERT_TRUE(channel->Send(R"({"jsonrpc":"2.0","id":3,"method":"ping"})").ok());
+  EXPECT_EQ(recorder.NextLine(), R"({"jsonrpc":"2.0","id":3,"result":{}})");
+  EXPECT_EQ(recorder.Closed(0ms), "");
+  channel->Close();
+  EXPECT_EQ(server.connections(), 2);
+  std::lock_guard<std::mutex> lock(mu);
+  auto tool_call = [](const std::string& b) { return b.find("tools/call") != std::string::npos; };
+  EXPECT_EQ(std::count_if(bodies.begin(), bodies.end(), tool_call), 1);
 }
 
 }  // namespace

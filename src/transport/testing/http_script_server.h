@@ -35,7 +35,8 @@ namespace net = boost::asio;
 namespace ssl = boost::asio::ssl;
 using tcp = net::ip::tcp;
 
-constexpr auto kWait = std::chrono::seconds(10);  // bound of every wait; a passing test never reaches it
+// The bound of every wait; a passing test never reaches it.
+constexpr auto kWait = std::chrono::seconds(10);
 
 // One accepted connection of a ScriptServer, served by a handler on its own thread.
 class ServerConn {
