@@ -7,8 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
-#include "model/openai_chat_request.h"
-#include "model/openai_responses_request.h"
+#include "model/model_api.h"
 #include "scrub/private_spans.h"
 
 namespace contextd::model {
@@ -73,12 +72,14 @@ std::shared_ptr<ContextManager::ThreadState> ContextManager::Thread(const std::s
   return state;
 }
 
-absl::StatusOr<std::shared_ptr<AnthropicRequest>> ContextManager::Parse(
-    const std::string& tenant, const std::string& conversation_id, std::string body) {
+absl::StatusOr<std::shared_ptr<ModelRequest>> ContextManager::Parse(
+    ModelApi api, const std::string& tenant, const std::string& conversation_id, std::string body) {
+  const ModelApiRow& row = ApiRow(api);
   std::shared_ptr<ModelRequest> previous;
-  if (!conversation_id.empty()) {
+  if (row.takes_over && !conversation_id.empty()) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = lasts_.find(LastKey(ModelApi::kAnthropicMessages, tenant, conversation_id));
+    // Kept under its API's key: `previous` is a request of the same API.
+    auto it = lasts_.find(LastKey(api, tenant, conversation_id));
     if (it != lasts_.end()) {
       previous = std::move(it->second.request);  // spent by the parse: nobody else may use it
       lasts_bytes_ -= previous->body().size();
@@ -86,33 +87,9 @@ absl::StatusOr<std::shared_ptr<AnthropicRequest>> ContextManager::Parse(
       lasts_.erase(it);
     }
   }
-  // Only Messages requests are kept under a Messages key.
-  auto parsed =
-      AnthropicRequest::Parse(std::move(body), static_cast<AnthropicRequest*>(previous.get()));
+  auto parsed = row.parse(std::move(body), previous.get());
   if (!parsed.ok()) return parsed.status();
-  return std::shared_ptr<AnthropicRequest>(*std::move(parsed));
-}
-
-absl::StatusOr<std::shared_ptr<ModelRequest>> ContextManager::Parse(
-    ModelApi api, const std::string& tenant, const std::string& conversation_id, std::string body) {
-  switch (api) {
-    case ModelApi::kAnthropicMessages: {
-      auto parsed = Parse(tenant, conversation_id, std::move(body));
-      if (!parsed.ok()) return parsed.status();
-      return std::shared_ptr<ModelRequest>(*std::move(parsed));
-    }
-    case ModelApi::kOpenAIChat: {
-      auto parsed = OpenAIChatRequest::Parse(std::move(body));
-      if (!parsed.ok()) return parsed.status();
-      return std::shared_ptr<ModelRequest>(*std::move(parsed));
-    }
-    case ModelApi::kOpenAIResponses: {
-      auto parsed = OpenAIResponsesRequest::Parse(std::move(body));
-      if (!parsed.ok()) return parsed.status();
-      return std::shared_ptr<ModelRequest>(*std::move(parsed));
-    }
-  }
-  return absl::InvalidArgumentError("unknown model API");
+  return std::shared_ptr<ModelRequest>(*std::move(parsed));
 }
 
 void ContextManager::RememberLast(const std::string& id, std::shared_ptr<ModelRequest> request) {
@@ -327,7 +304,8 @@ void ContextManager::RunAutoFold(const ModelRequest& request, const FoldPlan& fo
   context.handle_tokens = TextTokens(state, AutoFoldHandle(99'999, "Read a/path/of/average/length",
                                                            "ses_0123456789abcdef", 99'999));
   context.thinking_binds =
-      request.api() != ModelApi::kOpenAIResponses || options_.auto_fold.reasoning_items_bound;
+      !ApiRow(request.api()).reasoning_binding_configured ||
+      options_.auto_fold.reasoning_items_bound;
   AutoFoldStep step = PlanAutoFold(t, options_.auto_fold, context);
   applied.auto_fold_outcome = AutoFoldOutcomeName(step.outcome);
   if (step.picks.empty()) return;
@@ -659,12 +637,10 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
     state->frontier = update.frontier;
     applied.deferred = std::move(update);
   }
-  if (!conversation_id.empty()) {
-    // Only a Messages request is taken over by the next (Chat Completions names no
-    // conversation).
-    if (request->api() == ModelApi::kAnthropicMessages) {
-      RememberLast(LastKey(request->api(), tenant, conversation_id), request);
-    }
+  // Only a request of an API that takes over is kept for the next (the others name no
+  // conversation their body is bound to).
+  if (!conversation_id.empty() && ApiRow(request->api()).takes_over) {
+    RememberLast(LastKey(request->api(), tenant, conversation_id), request);
   }
   return applied;
 }

@@ -133,16 +133,10 @@ class ContextManager {
                  TenantBranchLookup lookup, TenantBranchCharger charger = nullptr,
                  TenantCallRecorder recorder = nullptr, TenantResultArchiver archiver = nullptr);
 
-  // Parses a Messages request body of `tenant`'s conversation `conversation_id` (the client's
-  // session id; "" when absent), taking over what the conversation's last applied request held
-  // byte for byte, so that a resent history is not read again. InvalidArgument as
-  // AnthropicRequest::Parse.
-  absl::StatusOr<std::shared_ptr<AnthropicRequest>> Parse(const std::string& tenant,
-                                                          const std::string& conversation_id,
-                                                          std::string body);
-  // Parses a request body of `api` (Messages as above; Chat Completions and Responses as
-  // OpenAIChatRequest::Parse and OpenAIResponsesRequest::Parse, without taking over: those APIs
-  // name no conversation).
+  // Parses a request body of `api` (its row's adapter, model_api.h) of `tenant`'s conversation
+  // `conversation_id` (the client's session id; "" when absent). For an API that takes over
+  // (Messages), what the conversation's last applied request held byte for byte is taken over, so
+  // that a resent history is not read again. InvalidArgument as the adapter's Parse.
   absl::StatusOr<std::shared_ptr<ModelRequest>> Parse(ModelApi api, const std::string& tenant,
                                                       const std::string& conversation_id,
                                                       std::string body);

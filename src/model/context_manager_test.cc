@@ -349,7 +349,7 @@ TEST(ContextManagerTest, ChargesTheBranchSpanWarnsOnceAndFoldsItWhenExhausted) {
 TEST(ContextManagerTest, KeepsTheLastRequestForTheNextOnlyWithinItsByteBudget) {
   // Parses `c` for conversation "s" and applies it; returns how many messages the parse took over.
   auto round = [](ContextManager& manager, const Conversation& c) {
-    auto parsed = manager.Parse("local", "s", c.Request()->body());
+    auto parsed = manager.Parse(ModelApi::kAnthropicMessages, "local", "s", c.Request()->body());
     EXPECT_TRUE(parsed.ok());
     size_t reused = (*parsed)->reused_messages();
     EXPECT_TRUE(manager.Apply("local", "s", *parsed, 1).ok());

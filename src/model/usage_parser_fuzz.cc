@@ -6,18 +6,20 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "model/model_api.h"
 #include "model/usage_parser.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   std::string_view bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
   size_t cut = bytes.empty() ? 0 : data[0] % (bytes.size() + 1);
-  using contextd::model::UsageFormat;
+  using contextd::model::ModelApi;
   for (int mode = 0; mode < 6; ++mode) {
     const bool stream = mode & 1;
-    const UsageFormat format = mode / 2 == 1   ? UsageFormat::kOpenAIChat
-                               : mode / 2 == 2 ? UsageFormat::kOpenAIResponses
-                                               : UsageFormat::kAnthropic;
+    const ModelApi api = mode / 2 == 1   ? ModelApi::kOpenAIChat
+                         : mode / 2 == 2 ? ModelApi::kOpenAIResponses
+                                         : ModelApi::kAnthropicMessages;
+    const contextd::model::UsageFields& format = contextd::model::ApiRow(api).usage;
     contextd::model::UsageParser whole(stream, format);
     whole.Feed(bytes);
     whole.Finish();

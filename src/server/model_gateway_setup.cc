@@ -14,21 +14,25 @@
 namespace contextd::server::internal {
 namespace {
 
-// Team mode's provider key: the value of the environment variable `env` names (read once, at
-// start; never logged). "" when `env` is empty. FailedPrecondition when the variable is unset or
+// Team mode's key for `provider`: the value of the environment variable `env` names (read once,
+// at start; never logged). "" when `env` is empty. FailedPrecondition when the variable is unset or
 // empty, or when there are no tenant tokens (the key would serve anyone who can connect).
-absl::StatusOr<std::string> ProviderKey(std::string_view key, const std::string& env,
+absl::StatusOr<std::string> ProviderKey(std::string_view provider, const std::string& env,
                                         const std::map<std::string, std::string>& tokens) {
   if (env.empty()) return std::string();
   const char* value = std::getenv(env.c_str());
   if (value == nullptr || *value == '\0') {
-    return absl::FailedPreconditionError(base::StrCat(
-        "config key '", key, "': the environment variable ", env, " is not set"));
+    return absl::FailedPreconditionError(
+        BadModelProviderKey(provider, "api_key_env",
+                            base::StrCat("the environment variable ", env, " is not set"))
+            .message());
   }
   if (tokens.empty()) {
-    return absl::FailedPreconditionError(base::StrCat(
-        "config key '", key, "': a provider key held by contextd needs tenant tokens "
-        "(server.auth_token_file), else anyone who can connect would use it"));
+    return absl::FailedPreconditionError(
+        BadModelProviderKey(provider, "api_key_env",
+                            "a provider key held by contextd needs tenant tokens "
+                            "(server.auth_token_file), else anyone who can connect would use it")
+            .message());
   }
   return std::string(value);
 }
@@ -171,43 +175,32 @@ absl::Status BuildModelGateway(const ServerConfig& config,
   engine.context_manager = std::make_unique<model::ContextManager>(
       context_options, *engine.conversations, *engine.scrubber, *counter, std::move(lookup),
       std::move(charger), std::move(recorder), std::move(archiver));
-  // One pooled client per upstream: each has its own CA file and timeouts.
-  auto client_for = [](const std::string& ca_file, int64_t connect_ms, int64_t response_s,
-                       int64_t read_s) {
-    transport::HttpClientOptions client_options;
-    client_options.ca_file = ca_file;
-    client_options.connect_timeout = std::chrono::milliseconds(connect_ms);
-    client_options.response_timeout = std::chrono::seconds(response_s);
-    client_options.read_timeout = std::chrono::seconds(read_s);
-    return transport::HttpClient::Create(client_options);
-  };
-  ASSIGN_OR_RETURN(engine.model_client,
-                   client_for(mg.anthropic_ca_file, mg.anthropic_connect_timeout_ms,
-                              mg.anthropic_response_timeout_seconds,
-                              mg.anthropic_read_timeout_seconds));
-  ASSIGN_OR_RETURN(engine.openai_client,
-                   client_for(mg.openai_ca_file, mg.openai_connect_timeout_ms,
-                              mg.openai_response_timeout_seconds, mg.openai_read_timeout_seconds));
+  // One pooled client per provider: each has its own CA file and timeouts.
   model::ModelGatewayOptions options;
-  options.anthropic_base_url = mg.anthropic_base_url;
-  options.openai_base_url = mg.openai_base_url;
+  std::map<std::string, transport::HttpClient*> clients;
+  for (const auto& [name, provider] : mg.providers) {
+    transport::HttpClientOptions client_options;
+    client_options.ca_file = provider.ca_file;
+    client_options.connect_timeout = std::chrono::milliseconds(provider.connect_timeout_ms);
+    client_options.response_timeout = std::chrono::seconds(provider.response_timeout_seconds);
+    client_options.read_timeout = std::chrono::seconds(provider.read_timeout_seconds);
+    ASSIGN_OR_RETURN(engine.model_clients[name], transport::HttpClient::Create(client_options));
+    clients[name] = engine.model_clients[name].get();
+    model::ModelProviderOptions& upstream = options.providers[name];
+    upstream.base_url = provider.base_url;
+    ASSIGN_OR_RETURN(upstream.api_key, ProviderKey(name, provider.api_key_env, bearer_tokens));
+  }
   options.max_body_bytes = static_cast<size_t>(mg.max_body_bytes);
   options.tenant_tokens = bearer_tokens;
-  ASSIGN_OR_RETURN(options.anthropic_api_key,
-                   ProviderKey("model_gateway.anthropic.api_key_env", mg.anthropic_api_key_env,
-                               bearer_tokens));
-  ASSIGN_OR_RETURN(options.openai_api_key,
-                   ProviderKey("model_gateway.openai.api_key_env", mg.openai_api_key_env,
-                               bearer_tokens));
   options.project_of_header = [](std::string_view value) -> absl::StatusOr<std::string> {
     ASSIGN_OR_RETURN(tools::ProjectRef project, tools::ProjectFromHeader(value));
     return project.id;
   };
   Metrics* metrics = &engine.metrics;
-  engine.model_gateway = std::make_unique<model::ModelGateway>(
-      options, *engine.context_manager, *engine.conversations, *engine.model_client,
-      *engine.openai_client,
-      [metrics](const model::ModelRequestReport& report) {
+  ASSIGN_OR_RETURN(
+      engine.model_gateway,
+      model::ModelGateway::Create(options, *engine.context_manager, *engine.conversations,
+                                  clients, [metrics](const model::ModelRequestReport& report) {
         Metrics::ModelRequest r;
         r.api = report.usage.api;
         r.tenant = report.usage.key.tenant;
@@ -234,15 +227,23 @@ absl::Status BuildModelGateway(const ServerConfig& config,
         r.auto_fold_tokens = static_cast<double>(report.applied.auto_fold_tokens);
         r.unfoldable = report.unfoldable;
         metrics->ModelRequestDone(r);
-      });
-  if (!options.anthropic_api_key.empty() || !options.openai_api_key.empty()) {
-    base::LogInfo(base::StrCat("model gateway: team mode (provider key held by contextd) for",
-                               options.anthropic_api_key.empty() ? "" : " anthropic",
-                               options.openai_api_key.empty() ? "" : " openai"));
+      }));
+  std::string team_mode;
+  std::string routes;
+  for (const auto& [name, provider] : options.providers) {
+    if (!provider.api_key.empty()) team_mode += " " + name;
   }
-  base::LogInfo(base::StrCat("model gateway: /v1/messages -> ", mg.anthropic_base_url,
-                             ", /v1/chat/completions and /v1/responses -> ",
-                             mg.openai_base_url));
+  for (const model::ModelApiRow& api : model::ModelApis()) {
+    for (const model::ModelApiRoute& route : api.routes) {
+      routes += base::StrCat(routes.empty() ? "" : ", ", route.path, " -> ",
+                             mg.providers.at(std::string(api.provider)).base_url);
+    }
+  }
+  if (!team_mode.empty()) {
+    base::LogInfo(
+        base::StrCat("model gateway: team mode (provider key held by contextd) for", team_mode));
+  }
+  base::LogInfo(base::StrCat("model gateway: ", routes));
   return absl::OkStatus();
 }
 

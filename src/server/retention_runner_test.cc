@@ -85,7 +85,7 @@ struct Gateway {
                 }) {}
   // What the provider receives for the conversation's current request at `now_ms`.
   std::string Forward(const std::string& session, const Conversation& c, int64_t now_ms) {
-    auto request = manager.Parse("local", session, c.Body());
+    auto request = manager.Parse(model::ModelApi::kAnthropicMessages, "local", session, c.Body());
     EXPECT_TRUE(request.ok()) << request.status();
     auto applied = manager.Apply("local", session, *request, now_ms);
     EXPECT_TRUE(applied.ok()) << applied.status();

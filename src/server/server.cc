@@ -694,8 +694,7 @@ absl::Status RunServer(const ServerConfig& config, const RegisterFixtures& fixtu
   if (engine.shared_sessions) engine.shared_sessions->Stop();
   if (engine.model_gateway) engine.model_gateway->Stop();  // no new upstream calls
   // Ends the calls in flight (their callbacks use the gateway).
-  engine.model_client.reset();
-  engine.openai_client.reset();
+  engine.model_clients.clear();
   engine.model_gateway.reset();
   ShutdownEngine(engine);
   return absl::OkStatus();

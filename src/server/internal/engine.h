@@ -92,8 +92,8 @@ struct Engine {
   std::unique_ptr<model::ContextManager> context_manager;
   // Declared after the clients: destroyed first. RunServer stops it, destroys the clients, then
   // the gateway (see ModelGateway::Stop).
-  std::unique_ptr<transport::HttpClient> model_client;   // to the Anthropic upstream
-  std::unique_ptr<transport::HttpClient> openai_client;  // to the OpenAI upstream
+  // One client per model provider (model_gateway.providers.<name>), by name.
+  std::map<std::string, std::unique_ptr<transport::HttpClient>> model_clients;
   std::unique_ptr<model::ModelGateway> model_gateway;
   std::shared_ptr<protocol::McpServer> mcp;
   // MCP sessions shared with other instances (postgres over HTTP only; decision 0025).
