@@ -44,16 +44,45 @@ bool Scrubbable(const Message& message, const Block& block) {
 
 ContextManager::ContextManager(ContextManagerOptions options, ConversationStore& store,
                                const scrub::Scrubber& scrubber, const tokens::TokenCounter& counter,
-                               TenantBranchLookup lookup, TenantBranchCharger charger,
-                               TenantCallRecorder recorder, TenantResultArchiver archiver)
-    : options_(options),
-      store_(store),
-      scrubber_(scrubber),
-      counter_(counter),
-      lookup_(std::move(lookup)),
-      charger_(std::move(charger)),
-      recorder_(std::move(recorder)),
-      archiver_(std::move(archiver)) {}
+                               folding::BranchLedger* ledger)
+    : options_(options), store_(store), scrubber_(scrubber), counter_(counter), ledger_(ledger) {}
+
+std::optional<BranchFacts> ContextManager::Find(const std::string& tenant,
+                                                const std::string& id) const {
+  if (ledger_ == nullptr) return std::nullopt;
+  return ledger_->Find(tenant, id);
+}
+
+folding::SessionKey ContextManager::SessionOf(const ConversationKey& key,
+                                              const std::string& anchor_branch_id) const {
+  // The request's project (X-Contextd-Project), so that trail_unfold from an MCP session of the
+  // same project finds what the gateway recorded.
+  folding::SessionKey session{key.tenant, key.project, "model:" + key.conversation};
+  if (!anchor_branch_id.empty()) {
+    if (std::optional<BranchFacts> owner = Find(key.tenant, anchor_branch_id)) {
+      session = owner->session;
+    }
+  }
+  return session;
+}
+
+std::optional<folding::BranchCharge> ContextManager::ChargeBranch(const std::string& tenant,
+                                                                  const std::string& id,
+                                                                  const std::string& label,
+                                                                  const std::string& excerpt,
+                                                                  int64_t tokens) {
+  std::optional<BranchFacts> branch = Find(tenant, id);
+  if (!branch || branch->ended) return std::nullopt;
+  // What the model received inside the branch (built-in tools included), counted here;
+  // `excerpt` feeds a partial summary if this charge exhausts the branch.
+  folding::ChargeRecord record{"tool_result", label, excerpt.empty() ? label : excerpt, tokens};
+  auto charged = ledger_->Charge(branch->session, id, record);
+  if (!charged.ok()) {
+    base::LogWarn(absl::StrCat("model gateway: charging ", id, ": ", charged.status().message()));
+    return std::nullopt;
+  }
+  return *std::move(charged);
+}
 
 std::shared_ptr<ContextManager::ThreadState> ContextManager::Thread(const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -211,7 +240,7 @@ void ContextManager::RecordCalls(const ConversationKey& key, const ModelRequest&
                                  size_t old, const FoldPlan& folds, ThreadState& state,
                                  const std::map<std::pair<size_t, size_t>, std::string>& scrubbed) {
   const Transcript& t = request.transcript();
-  if (!recorder_ || old >= t.messages.size()) return;
+  if (ledger_ == nullptr || old >= t.messages.size()) return;
   struct Where {
     const Block* block;
     size_t m, b;
@@ -248,7 +277,7 @@ void ContextManager::RecordCalls(const ConversationKey& key, const ModelRequest&
       done.push_back(std::move(record));
     }
   }
-  if (!done.empty()) recorder_(key, anchor, done);
+  if (!done.empty()) ledger_->Record(SessionOf(key, anchor), std::move(done));
 }
 
 std::string ContextManager::Rebuild(const ModelRequest& request, size_t m, size_t b,
@@ -309,7 +338,7 @@ void ContextManager::RunAutoFold(const ModelRequest& request, const FoldPlan& fo
   AutoFoldStep step = PlanAutoFold(t, options_.auto_fold, context);
   applied.auto_fold_outcome = AutoFoldOutcomeName(step.outcome);
   if (step.picks.empty()) return;
-  if (!archiver_) {
+  if (ledger_ == nullptr) {
     applied.auto_fold_outcome = "no_trail";
     return;
   }
@@ -327,7 +356,8 @@ void ContextManager::RunAutoFold(const ModelRequest& request, const FoldPlan& fo
     record.tokens_result = pick.tokens;
     calls.push_back(std::move(record));
   }
-  std::vector<std::optional<TrailRef>> refs = archiver_(applied.key, AnchorBranch(folds), calls);
+  std::vector<std::optional<TrailRef>> refs =
+      ledger_->Archive(SessionOf(applied.key, AnchorBranch(folds)), calls);
   for (size_t i = 0; i < step.picks.size() && i < refs.size(); ++i) {
     if (!refs[i]) continue;  // not kept in the trail: not folded
     const AutoFoldPick& pick = step.picks[i];
@@ -376,7 +406,7 @@ void ContextManager::ChargeSpan(const std::string& tenant, const ModelRequest& r
                                 ThreadState& state, FoldPlan& folds, ConversationUpdate& update,
                                 AppliedRequest& applied) {
   const Transcript& t = request.transcript();
-  if (!charger_ || folds.open_branch_id.empty() || t.messages.empty()) return;
+  if (ledger_ == nullptr || folds.open_branch_id.empty() || t.messages.empty()) return;
   // Calls to contextd's own tools (and proxied upstreams) are charged by the MCP side.
   std::unordered_map<std::string, bool> contextd_call;
   for (const Message& message : t.messages) {
@@ -416,17 +446,17 @@ void ContextManager::ChargeSpan(const std::string& tenant, const ModelRequest& r
     std::string text = request.BlockText(newest_result->first, newest_result->second);
     excerpt = scrubber_.Scrub(std::string_view(text).substr(0, 300));
   }
-  std::optional<SpanCharge> charged =
-      charger_(tenant, folds.open_branch_id, label, excerpt, tokens);
+  std::optional<folding::BranchCharge> charged =
+      ChargeBranch(tenant, folds.open_branch_id, label, excerpt, tokens);
   if (!charged) return;
   applied.tokens_charged = tokens;
   const Message& tail = t.messages.back();
-  if (charged->exhausted) {
+  if (charged->outcome.exhausted) {
     // Force-returned now: fold it at this tail, with the notice, as its store entry now says.
     applied.exhausted = true;
     folds = PlanFolds(
         t, state.folds,
-        [&](const std::string& id) { return lookup_ ? lookup_(tenant, id) : std::nullopt; },
+        [&](const std::string& id) { return Find(tenant, id); },
         &state.settled);
     return;
   }
@@ -485,7 +515,7 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
   update.at_ms = now_ms;
   FoldPlan folds = PlanFolds(
       t, state->folds,
-      [&](const std::string& id) { return lookup_ ? lookup_(tenant, id) : std::nullopt; },
+      [&](const std::string& id) { return Find(tenant, id); },
       &state->settled);
   const FoldPlan before_charge = folds;  // where the new calls were made
   ChargeSpan(tenant, *request, old, *state, folds, update, applied);

@@ -1,11 +1,11 @@
+#include <chrono>
 #include <cstdlib>
-#include <optional>
+#include <map>
+#include <string>
 
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "base/str_cat.h"
-#include "folding/text.h"
-#include "scrub/private_spans.h"
 #include "server/internal/engine.h"
 #include "store/pg_conversation_store.h"
 #include "store/sqlite_conversation_store.h"
@@ -49,132 +49,13 @@ absl::Status BuildModelGateway(const ServerConfig& config,
   } else {
     ASSIGN_OR_RETURN(engine.conversations, store::SqliteConversationStore::Open(db_path));
   }
-  const tokens::TokenCounter* counter = engine.counter.get();
-  folding::BranchStore* branches = engine.store.get();
-  model::TenantBranchLookup lookup =
-      [branches, counter](const std::string& tenant,
-                          const std::string& id) -> std::optional<model::BranchFacts> {
-    auto branch = branches->Get(id);
-    if (!branch.ok()) {
-      base::LogWarn(base::StrCat("model gateway: branch lookup: ", branch.status().message()));
-      return std::nullopt;
-    }
-    if (!branch->has_value() || (*branch)->session.tenant != tenant) return std::nullopt;
-    const folding::Branch& b = **branch;
-    model::BranchFacts facts;
-    facts.branch_id = b.id;
-    facts.ended = folding::IsTerminal(b.status);
-    facts.status = folding::BranchStatusName(b.status);
-    facts.finish_reason = b.finish_reason;
-    facts.summary = b.summary;
-    facts.tokens_used = b.tokens_used;
-    facts.tokens_folded = std::max<int64_t>(
-        0, b.tokens_used - static_cast<int64_t>(counter->Count(b.summary)));
-    return facts;
-  };
-  // The tokens the model receives inside a branch are charged to it on the engine executor.
-  folding::BranchManager* manager = engine.manager.get();
-  base::ThreadExecutor* executor = engine.executor.get();
-  model::TenantBranchCharger charger =
-      [branches, manager, executor](const std::string& tenant, const std::string& id,
-                                    const std::string& label, const std::string& excerpt,
-                                    int64_t tokens) -> std::optional<model::SpanCharge> {
-    auto branch = branches->Get(id);
-    if (!branch.ok() || !branch->has_value() || (*branch)->session.tenant != tenant ||
-        folding::IsTerminal((*branch)->status)) {
-      return std::nullopt;
-    }
-    folding::SessionKey session = (*branch)->session;
-    std::optional<model::SpanCharge> charged;
-    executor->RunSync([&] {
-      // What the model received inside the branch (built-in tools included), counted by the
-      // gateway; `excerpt` feeds a partial summary if this charge exhausts the branch.
-      folding::ChargeRecord record{"tool_result", label, excerpt.empty() ? label : excerpt, tokens};
-      auto outcome = manager->Charge(session, id, record);
-      if (!outcome.ok()) {
-        base::LogWarn(base::StrCat("model gateway: charging ", id, ": ", outcome.status().message()));
-        return;
-      }
-      model::SpanCharge result;
-      if (outcome->warning_crossed) {
-        result.warning = folding::WarningText(id, outcome->used, outcome->allocated);
-      }
-      result.exhausted = outcome->exhausted;
-      charged = result;
-    });
-    return charged;
-  };
-  // Built-in tool work (Read, Bash, ...) reaches the trail too: in the branch it was made in, or
-  // the root of the session the conversation's branches belong to.
-  trail::Trail* trail = engine.trail.get();
-  // The trail session a conversation's events belong to: that of its anchor branch, else one
-  // named after the conversation.
-  auto session_of = [branches](const model::ConversationKey& key, const std::string& anchor) {
-    // The request's project (X-Contextd-Project), so that trail_unfold from an MCP session of
-    // the same project finds what the gateway recorded.
-    trail::SessionRef session{key.tenant, key.project, "model:" + key.conversation};
-    if (!anchor.empty()) {
-      auto branch = branches->Get(anchor);
-      if (branch.ok() && branch->has_value() && (*branch)->session.tenant == key.tenant) {
-        const folding::SessionKey& owner = (*branch)->session;
-        session = trail::SessionRef{owner.tenant, owner.project, owner.session_id};
-      }
-    }
-    return session;
-  };
-  model::TenantCallRecorder recorder =
-      [session_of, trail, executor](const model::ConversationKey& key, const std::string& anchor,
-                                    const std::vector<model::ModelToolCall>& calls) {
-        trail::SessionRef session = session_of(key, anchor);
-        // Posted, not waited for: the trail need not hold the calls before the model request
-        // leaves (the conversation's own decisions are durable by then).
-        executor->Post([trail, session, calls] {
-          for (const model::ModelToolCall& call : calls) {
-            auto recorded = trail->RecordToolCall(session, call.branch_id, call.tool,
-                                                  call.arguments, call.result,
-                                                  call.tokens_arguments, call.tokens_result,
-                                                  call.is_error);
-            if (!recorded.ok() && !call.branch_id.empty()) {
-              // The branch's scope is gone (folded meanwhile): the session root keeps it.
-              recorded = trail->RecordToolCall(session, "", call.tool, call.arguments,
-                                               call.result, call.tokens_arguments,
-                                               call.tokens_result, call.is_error);
-            }
-            if (!recorded.ok()) {
-              base::LogWarn(base::StrCat("trail: recording ", call.tool, " from the model "
-                                         "gateway: ", recorded.status().message()));
-            }
-          }
-        });
-      };
-  // Auto-fold keeps each result it folds in the trail first (found where the recorder above put
-  // it, else recorded now), on the executor, after the recordings posted before it.
-  model::TenantResultArchiver archiver =
-      [session_of, trail, executor](const model::ConversationKey& key, const std::string& anchor,
-                                    const std::vector<model::ModelToolCall>& calls) {
-        trail::SessionRef session = session_of(key, anchor);
-        std::vector<std::optional<model::TrailRef>> refs(calls.size());
-        executor->RunSync([&] {
-          for (size_t i = 0; i < calls.size(); ++i) {
-            const model::ModelToolCall& call = calls[i];
-            auto kept = trail->FindOrRecordToolCall(session, "", call.tool, call.arguments,
-                                                    call.result, call.tokens_arguments,
-                                                    call.tokens_result, call.is_error);
-            if (!kept.ok()) {
-              base::LogWarn(base::StrCat("trail: keeping an auto-folded ", call.tool,
-                                         " result: ", kept.status().message()));
-              continue;
-            }
-            refs[i] = model::TrailRef{kept->scope_id, kept->result_seq};
-          }
-        });
-        return refs;
-      };
   model::ContextManagerOptions context_options;
   context_options.auto_fold = mg.auto_fold;
+  // Branch lookups, span charges, built-in tool calls and auto-fold's archive go through the
+  // ledger the MCP gateway charges through too.
   engine.context_manager = std::make_unique<model::ContextManager>(
-      context_options, *engine.conversations, *engine.scrubber, *counter, std::move(lookup),
-      std::move(charger), std::move(recorder), std::move(archiver));
+      context_options, *engine.conversations, *engine.scrubber, *engine.counter,
+      engine.ledger.get());
   // One pooled client per provider: each has its own CA file and timeouts.
   model::ModelGatewayOptions options;
   std::map<std::string, transport::HttpClient*> clients;
