@@ -43,8 +43,7 @@ void EngineBranchLedger::RunOnExecutor(const base::Executor::Task& task) {
   done_cv.wait(lock, [&] { return done; });
 }
 
-std::optional<BranchFacts> EngineBranchLedger::Find(std::string_view tenant,
-                                                    std::string_view id) {
+std::optional<BranchFacts> EngineBranchLedger::Find(std::string_view tenant, std::string_view id) {
   auto branch = store_.Get(id);
   if (!branch.ok()) {
     base::LogWarn(absl::StrCat("branch lookup: ", branch.status().message()));
@@ -83,18 +82,17 @@ void EngineBranchLedger::Record(const SessionKey& session, std::vector<ToolCallR
   if (trail_ == nullptr || calls.empty()) return;
   executor_.Post([trail = trail_, session = TrailSession(session), calls = std::move(calls)] {
     for (const ToolCallRecord& call : calls) {
-      auto recorded = trail->RecordToolCall(session, call.branch_id, call.tool, call.arguments,
-                                            call.result, call.tokens_arguments,
-                                            call.tokens_result, call.is_error);
+      auto recorded =
+          trail->RecordToolCall(session, call.branch_id, call.tool, call.arguments, call.result,
+                                call.tokens_arguments, call.tokens_result, call.is_error);
       if (!recorded.ok() && !call.branch_id.empty()) {
         // The branch's scope is gone (folded meanwhile): the session root keeps it.
         recorded = trail->RecordToolCall(session, "", call.tool, call.arguments, call.result,
-                                         call.tokens_arguments, call.tokens_result,
-                                         call.is_error);
+                                         call.tokens_arguments, call.tokens_result, call.is_error);
       }
       if (!recorded.ok()) {
-        base::LogWarn(absl::StrCat("trail: recording ", call.tool, ": ",
-                                   recorded.status().message()));
+        base::LogWarn(
+            absl::StrCat("trail: recording ", call.tool, ": ", recorded.status().message()));
       }
     }
   });
@@ -108,12 +106,12 @@ std::vector<std::optional<TrailRef>> EngineBranchLedger::Archive(
   RunOnExecutor([&] {
     for (size_t i = 0; i < calls.size(); ++i) {
       const ToolCallRecord& call = calls[i];
-      auto kept = trail_->FindOrRecordToolCall(where, "", call.tool, call.arguments, call.result,
-                                               call.tokens_arguments, call.tokens_result,
-                                               call.is_error);
+      auto kept =
+          trail_->FindOrRecordToolCall(where, "", call.tool, call.arguments, call.result,
+                                       call.tokens_arguments, call.tokens_result, call.is_error);
       if (!kept.ok()) {
-        base::LogWarn(absl::StrCat("trail: keeping an auto-folded ", call.tool, " result: ",
-                                   kept.status().message()));
+        base::LogWarn(absl::StrCat("trail: keeping an auto-folded ", call.tool,
+                                   " result: ", kept.status().message()));
         continue;
       }
       refs[i] = TrailRef{kept->scope_id, kept->result_seq};

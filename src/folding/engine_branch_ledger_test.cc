@@ -48,8 +48,8 @@ TEST_F(EngineBranchLedgerTest, ChargesOnTheExecutorAndWordsTheWarningOnce) {
   auto crossing = Run([&] { return ledger_->Charge(s1_, created->branch_id, testing::Rec(75)); });
   ASSERT_TRUE(crossing.ok()) << crossing.status();
   EXPECT_TRUE(crossing->outcome.warning_crossed);
-  EXPECT_EQ(crossing->warning, WarningText(created->branch_id, crossing->outcome.used,
-                                           crossing->outcome.allocated));
+  EXPECT_EQ(crossing->warning,
+            WarningText(created->branch_id, crossing->outcome.used, crossing->outcome.allocated));
   auto past = Run([&] { return ledger_->Charge(s1_, "", testing::Rec(1)); });
   ASSERT_TRUE(past.ok());
   EXPECT_EQ(past->warning, "");

@@ -445,9 +445,9 @@ void Gateway::GetPrompt(Upstream& upstream, const std::string& upstream_prompt,
         }
         reply[w::kMessages] = std::move(messages);
         auto tokens = static_cast<int64_t>(deps_.counter->Count(joined));
-        auto charged = deps_.ledger->Charge(
-            deps_.session_key(session), "",
-            folding::ChargeRecord{kPromptGetKind, exposed, joined, tokens});
+        auto charged =
+            deps_.ledger->Charge(deps_.session_key(session), "",
+                                 folding::ChargeRecord{kPromptGetKind, exposed, joined, tokens});
         if (!charged.ok()) {
           base::LogWarn(base::StrCat("gateway: charging prompt ", exposed, ": ",
                                      charged.status().message()));
@@ -479,8 +479,8 @@ void Gateway::CallTool(Upstream& upstream, const std::string& upstream_tool,
   } else if (charged->outcome.exhausted) {
     protocol::ToolResult result = protocol::ErrorResult(folding::ExhaustedText(charged->outcome));
     if (deps_.observer != nullptr) {
-      deps_.observer->OnProxiedCall(call->session(), charged->outcome.branch_id,
-                                    call->tool_name(), args_text, "", args_tokens, 0, true);
+      deps_.observer->OnProxiedCall(call->session(), charged->outcome.branch_id, call->tool_name(),
+                                    args_text, "", args_tokens, 0, true);
     }
     call->Finish(std::move(result));
     return;
@@ -630,9 +630,9 @@ void Gateway::ReadResource(Upstream& upstream, const protocol::ResourceRead& rea
         // The uri is stored as the charge's and the trail event's label: scrubbed like the
         // contents (an upstream's uri may carry a token in its query).
         const std::string label = deps_.scrubber->Scrub(exposed);
-        auto charged = deps_.ledger->Charge(
-            deps_.session_key(session), "",
-            folding::ChargeRecord{kResourceReadKind, label, joined, tokens});
+        auto charged =
+            deps_.ledger->Charge(deps_.session_key(session), "",
+                                 folding::ChargeRecord{kResourceReadKind, label, joined, tokens});
         if (charged.ok() && charged->outcome.exhausted) {
           done(absl::ResourceExhaustedError(folding::ExhaustedText(charged->outcome)));
           return;

@@ -115,8 +115,9 @@ class GatewayTest : public ::testing::Test {
   }
 
   void StartGateway(const UpstreamConfig& config) {
-    GatewayDeps deps{server_.get(), ledger_.get(), &counter_, &scrubber_, KeyFor, &observer_,
-                     nullptr, UpstreamClient::Backoff{20ms, 1000ms}};
+    GatewayDeps deps{
+        server_.get(), ledger_.get(), &counter_, &scrubber_,
+        KeyFor,        &observer_,    nullptr,   UpstreamClient::Backoff{20ms, 1000ms}};
     auto gateway = Gateway::Create(std::move(deps), {config});
     ASSERT_TRUE(gateway.ok()) << gateway.status();
     gateway_ = std::move(gateway).value();

@@ -14,8 +14,8 @@
 #include "model/anthropic_request.h"
 #include "model/context_manager.h"
 #include "model/fold.h"
-#include "model/testing/fuzz_support.h"
 #include "model/testing/fake_branch_ledger.h"
+#include "model/testing/fuzz_support.h"
 #include "model/testing/in_memory_conversation_store.h"
 
 namespace contextd::model {

@@ -332,9 +332,8 @@ void ContextManager::RunAutoFold(const ModelRequest& request, const FoldPlan& fo
   };
   context.handle_tokens = TextTokens(state, AutoFoldHandle(99'999, "Read a/path/of/average/length",
                                                            "ses_0123456789abcdef", 99'999));
-  context.thinking_binds =
-      !ApiRow(request.api()).reasoning_binding_configured ||
-      options_.auto_fold.reasoning_items_bound;
+  context.thinking_binds = !ApiRow(request.api()).reasoning_binding_configured ||
+                           options_.auto_fold.reasoning_items_bound;
   AutoFoldStep step = PlanAutoFold(t, options_.auto_fold, context);
   applied.auto_fold_outcome = AutoFoldOutcomeName(step.outcome);
   if (step.picks.empty()) return;
@@ -455,9 +454,7 @@ void ContextManager::ChargeSpan(const std::string& tenant, const ModelRequest& r
     // Force-returned now: fold it at this tail, with the notice, as its store entry now says.
     applied.exhausted = true;
     folds = PlanFolds(
-        t, state.folds,
-        [&](const std::string& id) { return Find(tenant, id); },
-        &state.settled);
+        t, state.folds, [&](const std::string& id) { return Find(tenant, id); }, &state.settled);
     return;
   }
   if (!charged->warning.empty() && tail.role == Role::kUser && !state.appends.count(tail.key)) {
@@ -514,9 +511,7 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
   ConversationUpdate update;
   update.at_ms = now_ms;
   FoldPlan folds = PlanFolds(
-      t, state->folds,
-      [&](const std::string& id) { return Find(tenant, id); },
-      &state->settled);
+      t, state->folds, [&](const std::string& id) { return Find(tenant, id); }, &state->settled);
   const FoldPlan before_charge = folds;  // where the new calls were made
   ChargeSpan(tenant, *request, old, *state, folds, update, applied);
   ReportSkips(applied.key, folds, *state, applied);

@@ -196,8 +196,7 @@ class ContextManager {
   // newest result: for a partial summary); nullopt when it cannot be charged (unknown, ended,
   // another tenant's, a failed charge: logged).
   std::optional<folding::BranchCharge> ChargeBranch(const std::string& tenant,
-                                                    const std::string& id,
-                                                    const std::string& label,
+                                                    const std::string& id, const std::string& label,
                                                     const std::string& excerpt, int64_t tokens);
   void ChargeSpan(const std::string& tenant, const ModelRequest& request, size_t old,
                   ThreadState& state, FoldPlan& folds, ConversationUpdate& update,

@@ -54,8 +54,7 @@ absl::StatusOr<std::unique_ptr<ModelRequest>> ParseMessages(std::string body,
 }
 
 constexpr UsageFields kMessagesUsage{"message", "input_tokens", "output_tokens", ""};
-constexpr UsageFields kChatUsage{"", "prompt_tokens", "completion_tokens",
-                                 "prompt_tokens_details"};
+constexpr UsageFields kChatUsage{"", "prompt_tokens", "completion_tokens", "prompt_tokens_details"};
 constexpr UsageFields kResponsesUsage{"response", "input_tokens", "output_tokens",
                                       "input_tokens_details"};
 
@@ -63,33 +62,64 @@ std::vector<ModelProvider> BuildProviders() {
   std::vector<ModelProvider> providers;
   // Every Anthropic client sends `anthropic-version` (Claude Code under OAuth too, beside an
   // `authorization: Bearer`) or an Anthropic key header; OpenAI clients send neither.
-  providers.push_back({"anthropic", "https://api.anthropic.com", "", "x-api-key", "",
-                       {"anthropic-version", "x-api-key"}, &AnthropicErrorBody, kMessagesUsage});
+  providers.push_back({.name = "anthropic",
+                       .default_base_url = "https://api.anthropic.com",
+                       .target_prefix_dropped = "",
+                       .key_header = "x-api-key",
+                       .key_prefix = "",
+                       .claim_headers = {"anthropic-version", "x-api-key"},
+                       .error_body = &AnthropicErrorBody,
+                       .passthrough_usage = kMessagesUsage});
   // Any OpenAI-compatible server, its base URL as OpenAI clients take it (ending where
   // "/chat/completions" goes).
-  providers.push_back({"openai", "https://api.openai.com/v1", "/v1", "Authorization", "Bearer ",
-                       {}, &OpenAIErrorBody, kChatUsage});
+  providers.push_back({.name = "openai",
+                       .default_base_url = "https://api.openai.com/v1",
+                       .target_prefix_dropped = "/v1",
+                       .key_header = "Authorization",
+                       .key_prefix = "Bearer ",
+                       .claim_headers = {},
+                       .error_body = &OpenAIErrorBody,
+                       .passthrough_usage = kChatUsage});
   return providers;
 }
 
 // In the order of ModelApi.
 std::vector<ModelApiRow> BuildApis() {
   std::vector<ModelApiRow> apis;
-  apis.push_back({ModelApi::kAnthropicMessages, "anthropic", "Messages", "anthropic",
-                  {{"/v1/messages", {"POST"}}, {"/v1/messages/count_tokens", {"POST"}}}, "POST",
-                  &ParseMessages, /*takes_over=*/true, /*reasoning_binding_configured=*/false,
-                  kMessagesUsage});
+  apis.push_back({.api = ModelApi::kAnthropicMessages,
+                  .name = "anthropic",
+                  .title = "Messages",
+                  .provider = "anthropic",
+                  .routes = {{"/v1/messages", {"POST"}}, {"/v1/messages/count_tokens", {"POST"}}},
+                  .folded_method = "POST",
+                  .parse = &ParseMessages,
+                  .takes_over = true,
+                  .reasoning_binding_configured = false,
+                  .usage = kMessagesUsage});
   // Every method: POST is folded, the others (stored completions) pass through.
-  apis.push_back({ModelApi::kOpenAIChat, "openai_chat", "Chat Completions", "openai",
-                  {{"/v1/chat/completions", {}}}, "POST", &ParseAs<OpenAIChatRequest>, false,
-                  false, kChatUsage});
+  apis.push_back({.api = ModelApi::kOpenAIChat,
+                  .name = "openai_chat",
+                  .title = "Chat Completions",
+                  .provider = "openai",
+                  .routes = {{"/v1/chat/completions", {}}},
+                  .folded_method = "POST",
+                  .parse = &ParseAs<OpenAIChatRequest>,
+                  .takes_over = false,
+                  .reasoning_binding_configured = false,
+                  .usage = kChatUsage});
   // POST /v1/responses is folded (/v1/responses/<id> and the like take the /v1/ route); the
   // standalone compaction takes the conversation's input as /v1/responses does and is folded the
   // same way, so that the summary is written from what the model has been sent.
-  apis.push_back({ModelApi::kOpenAIResponses, "openai_responses", "Responses", "openai",
-                  {{"/v1/responses", {}}, {"/v1/responses/compact", {"POST"}}}, "POST",
-                  &ParseAs<OpenAIResponsesRequest>, false, /*reasoning_binding_configured=*/true,
-                  kResponsesUsage});
+  apis.push_back({.api = ModelApi::kOpenAIResponses,
+                  .name = "openai_responses",
+                  .title = "Responses",
+                  .provider = "openai",
+                  .routes = {{"/v1/responses", {}}, {"/v1/responses/compact", {"POST"}}},
+                  .folded_method = "POST",
+                  .parse = &ParseAs<OpenAIResponsesRequest>,
+                  .takes_over = false,
+                  .reasoning_binding_configured = true,
+                  .usage = kResponsesUsage});
   return apis;
 }
 

@@ -40,16 +40,17 @@ TEST(ModelApiTest, EveryPathIsServedOnce) {
 }
 
 TEST(ModelApiTest, EachRowParsesItsOwnApi) {
-  auto messages = ApiRow(ModelApi::kAnthropicMessages)
-                      .parse(R"({"model":"m","messages":[{"role":"user","content":"hi"}]})",
-                             nullptr);
+  auto messages =
+      ApiRow(ModelApi::kAnthropicMessages)
+          .parse(R"({"model":"m","messages":[{"role":"user","content":"hi"}]})", nullptr);
   ASSERT_TRUE(messages.ok()) << messages.status();
   EXPECT_EQ((*messages)->api(), ModelApi::kAnthropicMessages);
   auto chat = ApiRow(ModelApi::kOpenAIChat)
                   .parse(R"({"model":"m","messages":[{"role":"user","content":"hi"}]})", nullptr);
   ASSERT_TRUE(chat.ok()) << chat.status();
   EXPECT_EQ((*chat)->api(), ModelApi::kOpenAIChat);
-  auto responses = ApiRow(ModelApi::kOpenAIResponses).parse(R"({"model":"m","input":"hi"})", nullptr);
+  auto responses =
+      ApiRow(ModelApi::kOpenAIResponses).parse(R"({"model":"m","input":"hi"})", nullptr);
   ASSERT_TRUE(responses.ok()) << responses.status();
   EXPECT_EQ((*responses)->api(), ModelApi::kOpenAIResponses);
   EXPECT_FALSE(ApiRow(ModelApi::kOpenAIChat).parse("[]", nullptr).ok());
@@ -57,9 +58,9 @@ TEST(ModelApiTest, EachRowParsesItsOwnApi) {
 
 TEST(ModelApiTest, TheSharedRouteGoesWhereTheHeadersSay) {
   auto with = [](std::set<std::string> headers) {
-    return std::string(
-        ClaimingProvider([&](std::string_view h) { return headers.count(std::string(h)) > 0; })
-            .name);
+    return std::string(ClaimingProvider([&](std::string_view h) {
+                         return headers.count(std::string(h)) > 0;
+                       }).name);
   };
   EXPECT_EQ(with({"anthropic-version"}), "anthropic");
   EXPECT_EQ(with({"x-api-key"}), "anthropic");

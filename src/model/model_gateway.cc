@@ -380,10 +380,10 @@ void ModelGateway::Fold(const ModelApiRow& api, const std::shared_ptr<Exchange>&
   auto parsed =
       context_.Parse(api.api, caller.tenant, caller.conversation, std::move(exchange->body));
   if (!parsed.ok()) {
-    exchange->responder->Respond(ErrorResponse(
-        exchange->provider(), 400,
-        absl::StrCat("contextd: the request body is not a ", std::string(api.title),
-                     " request: ", parsed.status().message())));
+    exchange->responder->Respond(
+        ErrorResponse(exchange->provider(), 400,
+                      absl::StrCat("contextd: the request body is not a ", std::string(api.title),
+                                   " request: ", parsed.status().message())));
     return;
   }
   std::shared_ptr<ModelRequest> messages = *std::move(parsed);

@@ -32,8 +32,8 @@
 
 #include "absl/status/statusor.h"
 #include "model/context_manager.h"
-#include "model/model_api.h"
 #include "model/conversation_store.h"
+#include "model/model_api.h"
 #include "transport/http_client.h"
 #include "transport/http_route.h"
 

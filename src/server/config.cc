@@ -2,16 +2,15 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
 #include <map>
 #include <type_traits>
 
-#include <cctype>
-#include "base/str_cat.h"
-
 #include "base/status_macros.h"
+#include "base/str_cat.h"
 #include "events/publisher.h"
 #include "events/subject.h"
 #include "model/model_api.h"

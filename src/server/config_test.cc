@@ -348,9 +348,9 @@ model_gateway:
   EXPECT_EQ(c.model_gateway.providers["openai"].response_timeout_seconds, 9);
   EXPECT_EQ(anthropic.read_timeout_seconds, 11);
   auto keys = KnownConfigKeys();
-  for (const char* key : {"model_gateway.providers.openai.base_url",
-                          "model_gateway.providers.anthropic.api_key_env",
-                          "model_gateway.openai.read_timeout_seconds"}) {
+  for (const char* key :
+       {"model_gateway.providers.openai.base_url", "model_gateway.providers.anthropic.api_key_env",
+        "model_gateway.openai.read_timeout_seconds"}) {
     EXPECT_NE(std::find(keys.begin(), keys.end(), key), keys.end()) << key;
   }
 

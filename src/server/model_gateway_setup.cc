@@ -37,6 +37,36 @@ absl::StatusOr<std::string> ProviderKey(std::string_view provider, const std::st
   return std::string(value);
 }
 
+// What /metrics counts of one model request.
+Metrics::ModelRequest MetricsOf(const model::ModelRequestReport& report) {
+  Metrics::ModelRequest r;
+  r.api = report.usage.api;
+  r.tenant = report.usage.key.tenant;
+  r.project = report.usage.project;
+  r.status = report.usage.status;
+  r.outcome = report.outcome;
+  r.tokens_before = static_cast<double>(report.usage.tokens_before);
+  r.tokens_after = static_cast<double>(report.usage.tokens_after);
+  r.folds_applied = report.applied.folds_applied;
+  r.folds_new = report.applied.folds_new;
+  r.redactions_new = report.applied.redactions_new;
+  for (model::SkipReason reason : report.applied.skipped) {
+    r.skipped.emplace_back(model::SkipReasonName(reason));
+  }
+  r.input = static_cast<double>(report.usage.input_tokens);
+  r.cache_read = static_cast<double>(report.usage.cache_read_input_tokens);
+  r.cache_creation = static_cast<double>(report.usage.cache_creation_input_tokens);
+  r.output = static_cast<double>(report.usage.output_tokens);
+  r.seconds = static_cast<double>(report.usage.duration_ms) / 1000.0;
+  r.at_unix_seconds = static_cast<double>(report.usage.at_ms) / 1000.0;
+  r.fallback = report.applied.fallback;
+  r.auto_fold_outcome = report.applied.auto_fold_outcome;
+  r.auto_folds_new = report.applied.auto_folds_new;
+  r.auto_fold_tokens = static_cast<double>(report.applied.auto_fold_tokens);
+  r.unfoldable = report.unfoldable;
+  return r;
+}
+
 }  // namespace
 
 absl::Status BuildModelGateway(const ServerConfig& config,
@@ -80,35 +110,10 @@ absl::Status BuildModelGateway(const ServerConfig& config,
   Metrics* metrics = &engine.metrics;
   ASSIGN_OR_RETURN(
       engine.model_gateway,
-      model::ModelGateway::Create(options, *engine.context_manager, *engine.conversations,
-                                  clients, [metrics](const model::ModelRequestReport& report) {
-        Metrics::ModelRequest r;
-        r.api = report.usage.api;
-        r.tenant = report.usage.key.tenant;
-        r.project = report.usage.project;
-        r.status = report.usage.status;
-        r.outcome = report.outcome;
-        r.tokens_before = static_cast<double>(report.usage.tokens_before);
-        r.tokens_after = static_cast<double>(report.usage.tokens_after);
-        r.folds_applied = report.applied.folds_applied;
-        r.folds_new = report.applied.folds_new;
-        r.redactions_new = report.applied.redactions_new;
-        for (model::SkipReason reason : report.applied.skipped) {
-          r.skipped.emplace_back(model::SkipReasonName(reason));
-        }
-        r.input = static_cast<double>(report.usage.input_tokens);
-        r.cache_read = static_cast<double>(report.usage.cache_read_input_tokens);
-        r.cache_creation = static_cast<double>(report.usage.cache_creation_input_tokens);
-        r.output = static_cast<double>(report.usage.output_tokens);
-        r.seconds = static_cast<double>(report.usage.duration_ms) / 1000.0;
-        r.at_unix_seconds = static_cast<double>(report.usage.at_ms) / 1000.0;
-        r.fallback = report.applied.fallback;
-        r.auto_fold_outcome = report.applied.auto_fold_outcome;
-        r.auto_folds_new = report.applied.auto_folds_new;
-        r.auto_fold_tokens = static_cast<double>(report.applied.auto_fold_tokens);
-        r.unfoldable = report.unfoldable;
-        metrics->ModelRequestDone(r);
-      }));
+      model::ModelGateway::Create(options, *engine.context_manager, *engine.conversations, clients,
+                                  [metrics](const model::ModelRequestReport& report) {
+                                    metrics->ModelRequestDone(MetricsOf(report));
+                                  }));
   std::string team_mode;
   std::string routes;
   for (const auto& [name, provider] : options.providers) {

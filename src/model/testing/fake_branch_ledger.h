@@ -18,18 +18,18 @@ namespace contextd::model::testing {
 class FakeBranchLedger final : public folding::BranchLedger {
  public:
   using FindFn = std::function<std::optional<folding::BranchFacts>(const std::string& tenant,
-                                                                 const std::string& id)>;
+                                                                   const std::string& id)>;
   // (tenant, branch id, label, text, tokens) -> what the charge did; nullopt: not charged.
   using ChargeFn = std::function<std::optional<folding::BranchCharge>(
       const std::string& tenant, const std::string& id, const std::string& label,
       const std::string& text, int64_t tokens)>;
   using RecordFn = std::function<void(const folding::SessionKey& session,
-                                    const std::vector<folding::ToolCallRecord>& calls)>;
+                                      const std::vector<folding::ToolCallRecord>& calls)>;
   using ArchiveFn = std::function<std::vector<std::optional<folding::TrailRef>>(
       const folding::SessionKey& session, const std::vector<folding::ToolCallRecord>& calls)>;
 
-  explicit FakeBranchLedger(FindFn find = nullptr, ChargeFn charge = nullptr, RecordFn record = nullptr,
-                            ArchiveFn archive = nullptr)
+  explicit FakeBranchLedger(FindFn find = nullptr, ChargeFn charge = nullptr,
+                            RecordFn record = nullptr, ArchiveFn archive = nullptr)
       : find_(std::move(find)),
         charge_(std::move(charge)),
         record_(std::move(record)),

@@ -95,8 +95,7 @@ void CheckPipelineTwice(const char* target, ModelApi api, const std::string& bod
   InMemoryConversationStore store;
   SevenScrubber scrubber;
   QuarterByteCounter counter;
-  FakeBranchLedger ledger(
-      [&](const std::string&, const std::string& id) { return lookup(id); });
+  FakeBranchLedger ledger([&](const std::string&, const std::string& id) { return lookup(id); });
   ContextManager manager({}, store, scrubber, counter, &ledger);
   for (int round = 0; round < 2; ++round) {
     auto fresh = manager.Parse(api, "local", "", body);
