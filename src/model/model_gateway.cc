@@ -108,6 +108,27 @@ std::string ConversationHeader(const transport::HttpRequest& request) {
   return "";
 }
 
+// The headers of `request` that go to `provider`: all but the dropped ones; in team mode (a
+// `provider_key` held by contextd) the client's credentials (its contextd token) are replaced by
+// the provider key, in the provider's key header.
+HttpHeaders ForwardedHeaders(const transport::HttpRequest& request, const ModelProvider& provider,
+                             const std::string& provider_key) {
+  HttpHeaders headers;
+  for (const auto& [name, value] : request.Headers()) {
+    if (DropRequestHeader(name)) continue;
+    if (!provider_key.empty() &&
+        (SameIgnoringCase(name, "x-api-key") || SameIgnoringCase(name, "authorization"))) {
+      continue;
+    }
+    headers.emplace_back(name, value);
+  }
+  if (!provider_key.empty()) {
+    headers.emplace_back(std::string(provider.key_header),
+                         absl::StrCat(std::string(provider.key_prefix), provider_key));
+  }
+  return headers;
+}
+
 // The gateway's own error for `status`, in `provider`'s shape.
 transport::HttpResponse ErrorResponse(const ModelProvider& provider, int status,
                                       std::string_view message) {
@@ -298,20 +319,7 @@ void ModelGateway::Handle(const ModelApiRow* route_api, transport::HttpRequest r
   exchange->url = JoinUrl(exchange->upstream->base_url, target);
   std::optional<Caller> caller = Admit(*exchange, request);
   if (!caller) return;
-  const std::string& provider_key = exchange->upstream->api_key;
-  for (const auto& [name, value] : request.Headers()) {
-    if (DropRequestHeader(name)) continue;
-    // Team mode: the client's credentials (its contextd token) never reach the provider.
-    if (!provider_key.empty() &&
-        (SameIgnoringCase(name, "x-api-key") || SameIgnoringCase(name, "authorization"))) {
-      continue;
-    }
-    exchange->headers.emplace_back(name, value);
-  }
-  if (!provider_key.empty()) {
-    exchange->headers.emplace_back(std::string(provider.key_header),
-                                   absl::StrCat(std::string(provider.key_prefix), provider_key));
-  }
+  exchange->headers = ForwardedHeaders(request, provider, exchange->upstream->api_key);
   exchange->body = request.TakeBody();
   exchange->report.usage.key.tenant = caller->tenant;
   exchange->report.usage.project = caller->project;
