@@ -34,9 +34,8 @@ size_t ToolResults(const Transcript& t) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
-  const ModelApi api = data[0] % 3 == 0   ? ModelApi::kAnthropicMessages
-                       : data[0] % 3 == 1 ? ModelApi::kOpenAIChat
-                                          : ModelApi::kOpenAIResponses;
+  // Every API of the gateway's table, chosen by the first byte.
+  const ModelApi api = ModelApis()[data[0] % ModelApis().size()].api;
   ContextManagerOptions options;
   options.auto_fold.enabled = true;
   options.auto_fold.trigger_tokens = 1;
