@@ -17,12 +17,11 @@
 #   hnsw_index.cc                defines NO_MANUAL_VECTORIZATION before including hnswlib (it
 #                                must see hnswlib first), and its Impl holds an anonymous-namespace
 #                                type, which g++ reports (-Wsubobject-linkage) in a batch
-#   model_gateway.cc             the same warning (ModelGateway::Exchange::provider)
 include_guard(GLOBAL)
 
 set(CONTEXTD_UNITY_SKIP
     "pg_*.cc" sqlite_memory_store.cc openai_chat_request.cc openai_responses_request.cc
-    connect_codex.cc http_client.cc hnsw_index.cc model_gateway.cc)
+    connect_codex.cc http_client.cc hnsw_index.cc)
 
 # Marks the files named in CONTEXTD_UNITY_SKIP, in every target of `dir` and below, to be compiled
 # on their own. Called once, after every room is added.

@@ -9,7 +9,10 @@
 #include <fstream>
 #include <iomanip>
 #include <optional>
+#include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "base/status_macros.h"
@@ -234,12 +237,22 @@ void ReportModel(const std::vector<MetricSample>& samples, const BaseUrl& base, 
     const char* label;
     const char* name;
   };
-  static constexpr Api kApis[] = {{"anthropic", "the Anthropic API"},
-                                  {"openai_chat", "OpenAI Chat Completions"},
-                                  {"openai_responses", "OpenAI Responses"},
-                                  {"openai", "the OpenAI API (passed through)"}};
+  std::vector<Api> apis = {{"anthropic", "the Anthropic API"},
+                           {"openai_chat", "OpenAI Chat Completions"},
+                           {"openai_responses", "OpenAI Responses"},
+                           {"openai", "the OpenAI API (passed through)"}};
+  // An API this table does not name yet (a new row of the model gateway's) by its label.
+  std::set<std::string> others;
+  for (const MetricSample& s : samples) {
+    auto api = s.labels.find("api");
+    if (s.name != kModelRequests || api == s.labels.end()) continue;
+    bool known = false;
+    for (const Api& a : apis) known = known || api->second == a.label;
+    if (!known) others.insert(api->second);
+  }
+  for (const std::string& label : others) apis.push_back({label.c_str(), label.c_str()});
   bool any = false;
-  for (const Api& a : kApis) {
+  for (const Api& a : apis) {
     std::map<std::string, double> by_status;
     double total = 0;
     for (const MetricSample& s : samples) {

@@ -131,6 +131,7 @@ TEST_F(StatusTest, ReportsMcpAndModelRequests) {
       "contextd_model_requests_total{api=\"openai_chat\",status=\"200\"} 3\n"
       "contextd_model_requests_total{api=\"openai\",status=\"200\"} 1\n"
       "contextd_model_requests_total{api=\"openai_responses\",status=\"400\"} 2\n"
+      "contextd_model_requests_total{api=\"gemini\",status=\"200\"} 6\n"
       "contextd_tool_call_seconds_count{tool=\"branch_create\"} 2\n");
   transport::testing::RawClient c(server_->port());
   ASSERT_TRUE(c.connected());
@@ -144,6 +145,8 @@ TEST_F(StatusTest, ReportsMcpAndModelRequests) {
   EXPECT_THAT(out_.str(),
               HasSubstr("model: 3 request(s) to OpenAI Chat Completions (status 200: 3)\n"));
   EXPECT_THAT(out_.str(), HasSubstr("model: 2 request(s) to OpenAI Responses (status 400: 2)\n"));
+  // An API the table does not know yet (a new row of the gateway's) by its label.
+  EXPECT_THAT(out_.str(), HasSubstr("model: 6 request(s) to gemini (status 200: 6)\n"));
   EXPECT_THAT(out_.str(), HasSubstr("not connected: run `contextd connect claude-code`"));
   // A server without /api/v1/conversations: nothing about conversations.
   EXPECT_THAT(out_.str(), Not(HasSubstr("model conversations")));

@@ -135,7 +135,7 @@ absl::StatusOr<std::pair<std::string, std::string>> Gateway::OriginalUri(
 
 absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Create(GatewayDeps deps,
                                                          std::vector<UpstreamConfig> upstreams) {
-  if (deps.server == nullptr || deps.manager == nullptr || deps.counter == nullptr ||
+  if (deps.server == nullptr || deps.ledger == nullptr || deps.counter == nullptr ||
       deps.scrubber == nullptr || !deps.session_key) {
     return absl::InvalidArgumentError("gateway: missing dependency");
   }
@@ -445,20 +445,20 @@ void Gateway::GetPrompt(Upstream& upstream, const std::string& upstream_prompt,
         }
         reply[w::kMessages] = std::move(messages);
         auto tokens = static_cast<int64_t>(deps_.counter->Count(joined));
-        auto charged = deps_.manager->Charge(
-            deps_.session_key(session), "",
-            folding::ChargeRecord{kPromptGetKind, exposed, joined, tokens});
+        auto charged =
+            deps_.ledger->Charge(deps_.session_key(session), "",
+                                 folding::ChargeRecord{kPromptGetKind, exposed, joined, tokens});
         if (!charged.ok()) {
           base::LogWarn(base::StrCat("gateway: charging prompt ", exposed, ": ",
                                      charged.status().message()));
         }
-        bool exhausted = charged.ok() && charged->exhausted;
+        bool exhausted = charged.ok() && charged->outcome.exhausted;
         if (deps_.observer != nullptr) {
-          deps_.observer->OnProxiedCall(session, charged.ok() ? charged->branch_id : "", exposed, "",
-                                        joined, 0, tokens, exhausted);
+          deps_.observer->OnProxiedCall(session, charged.ok() ? charged->outcome.branch_id : "",
+                                        exposed, "", joined, 0, tokens, exhausted);
         }
         if (exhausted) {
-          done(absl::ResourceExhaustedError(folding::ExhaustedText(*charged)));
+          done(absl::ResourceExhaustedError(folding::ExhaustedText(charged->outcome)));
           return;
         }
         done(std::move(reply));
@@ -471,15 +471,15 @@ void Gateway::CallTool(Upstream& upstream, const std::string& upstream_tool,
   std::string args_text = deps_.scrubber->Scrub(base::DumpJson(call->arguments()));
   auto args_tokens = static_cast<int64_t>(deps_.counter->Count(args_text));
   folding::SessionKey key = deps_.session_key(call->session());
-  auto charged = deps_.manager->Charge(
+  auto charged = deps_.ledger->Charge(
       key, "", folding::ChargeRecord{kToolCallKind, call->tool_name(), args_text, args_tokens});
   if (!charged.ok()) {
     base::LogWarn(base::StrCat("gateway: charging ", call->tool_name(), ": ",
                                charged.status().message()));
-  } else if (charged->exhausted) {
-    protocol::ToolResult result = protocol::ErrorResult(folding::ExhaustedText(*charged));
+  } else if (charged->outcome.exhausted) {
+    protocol::ToolResult result = protocol::ErrorResult(folding::ExhaustedText(charged->outcome));
     if (deps_.observer != nullptr) {
-      deps_.observer->OnProxiedCall(call->session(), charged->branch_id, call->tool_name(),
+      deps_.observer->OnProxiedCall(call->session(), charged->outcome.branch_id, call->tool_name(),
                                     args_text, "", args_tokens, 0, true);
     }
     call->Finish(std::move(result));
@@ -487,9 +487,7 @@ void Gateway::CallTool(Upstream& upstream, const std::string& upstream_tool,
   }
   // Without deliver_warnings, a threshold crossed by the arguments is reported with the result.
   std::string args_warning_text =
-      charged.ok() && charged->warning_crossed && !deps_.deliver_warnings
-          ? folding::WarningText(charged->branch_id, charged->used, charged->allocated)
-          : std::string();
+      charged.ok() && !deps_.deliver_warnings ? charged->warning : std::string();
 
   RequestHooks hooks;
   std::weak_ptr<protocol::ToolCall> weak_call = call;
@@ -560,21 +558,18 @@ void Gateway::FinishCall(const std::shared_ptr<protocol::ToolCall>& call,
   std::string text = ScrubToolResult(*deps_.scrubber, reply);
   auto tokens = static_cast<int64_t>(deps_.counter->Count(text));
   folding::SessionKey key = deps_.session_key(call->session());
-  auto charged = deps_.manager->Charge(
+  auto charged = deps_.ledger->Charge(
       key, "", folding::ChargeRecord{kToolResultKind, call->tool_name(), text, tokens});
   std::string branch_id;
   if (!charged.ok()) {
     base::LogWarn(base::StrCat("gateway: charging the result of ", call->tool_name(), ": ",
                                charged.status().message()));
   } else {
-    branch_id = charged->branch_id;
-    if (charged->exhausted) {
-      reply = protocol::ErrorResult(folding::ExhaustedText(*charged));
+    branch_id = charged->outcome.branch_id;
+    if (charged->outcome.exhausted) {
+      reply = protocol::ErrorResult(folding::ExhaustedText(charged->outcome));
     } else if (!deps_.deliver_warnings) {
-      std::string warning =
-          charged->warning_crossed
-              ? folding::WarningText(charged->branch_id, charged->used, charged->allocated)
-              : pending_warning;
+      std::string warning = !charged->warning.empty() ? charged->warning : pending_warning;
       if (!warning.empty()) {
         protocol::AppendNotice(reply, warning, protocol::kProxiedNoticesMember);
         call->Log(protocol::LoggingLevel::kWarning, "contextd.budget", Json(warning));
@@ -635,16 +630,16 @@ void Gateway::ReadResource(Upstream& upstream, const protocol::ResourceRead& rea
         // The uri is stored as the charge's and the trail event's label: scrubbed like the
         // contents (an upstream's uri may carry a token in its query).
         const std::string label = deps_.scrubber->Scrub(exposed);
-        auto charged = deps_.manager->Charge(
-            deps_.session_key(session), "",
-            folding::ChargeRecord{kResourceReadKind, label, joined, tokens});
-        if (charged.ok() && charged->exhausted) {
-          done(absl::ResourceExhaustedError(folding::ExhaustedText(*charged)));
+        auto charged =
+            deps_.ledger->Charge(deps_.session_key(session), "",
+                                 folding::ChargeRecord{kResourceReadKind, label, joined, tokens});
+        if (charged.ok() && charged->outcome.exhausted) {
+          done(absl::ResourceExhaustedError(folding::ExhaustedText(charged->outcome)));
           return;
         }
         if (deps_.observer != nullptr) {
-          deps_.observer->OnProxiedCall(session, charged.ok() ? charged->branch_id : "", label, "",
-                                        joined, 0, tokens, false);
+          deps_.observer->OnProxiedCall(session, charged.ok() ? charged->outcome.branch_id : "",
+                                        label, "", joined, 0, tokens, false);
         }
         done(std::move(contents));
       });

@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "folding/branch_manager.h"
+#include "folding/branch_ledger.h"
 #include "gateway/upstream_client.h"
 #include "gateway/upstream_config.h"
 #include "protocol/mcp_server.h"
@@ -57,7 +57,9 @@ class InterceptionObserver {
 // What the gateway uses; everything must outlive the Gateway.
 struct GatewayDeps {
   protocol::McpServer* server = nullptr;
-  folding::BranchManager* manager = nullptr;  // lives on the executor
+  // Charges each proxied call to the session's active branch (folding::EngineBranchLedger over
+  // the engine's BranchManager; called on the executor).
+  folding::BranchLedger* ledger = nullptr;
   const tokens::TokenCounter* counter = nullptr;
   const scrub::Scrubber* scrubber = nullptr;
   // The owner of a session's branches (tools::SessionKeyFor).
@@ -67,7 +69,8 @@ struct GatewayDeps {
   // Optional: adds the budget warnings pending for the call's session to a reply (and logs them
   // to the client): tools::FoldingTools::DeliverWarnings, so that a warning reaches the agent
   // exactly once whichever tool's reply carries it. When null, a charge that crosses the warning
-  // threshold appends folding::WarningText itself and logs it at level warning.
+  // threshold appends the ledger's warning (folding::WarningText) itself and logs it at level
+  // warning.
   std::function<void(protocol::ToolCall&, protocol::ToolResult&)> deliver_warnings;
   // Restart delays of crashed upstreams.
   UpstreamClient::Backoff backoff;

@@ -11,6 +11,7 @@
 #ifdef CONTEXTD_GATEWAY_HTTP_TEST
 #include "transport/http_server.h"
 #endif
+#include "folding/engine_branch_ledger.h"
 #include "folding/testing/fakes.h"
 #include "gtest/gtest.h"
 
@@ -93,6 +94,8 @@ class GatewayTest : public ::testing::Test {
                                                          store_, counter_, scrubber_, nullptr);
       ASSERT_TRUE(manager_->Recover().ok());
     });
+    ledger_ = std::make_unique<folding::EngineBranchLedger>(executor_, *manager_, store_, nullptr,
+                                                            counter_);
     inbox_ = std::make_shared<Inbox>();
     session_ = server_->CreateSession(info_, inbox_);
     Send(Json{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
@@ -112,8 +115,9 @@ class GatewayTest : public ::testing::Test {
   }
 
   void StartGateway(const UpstreamConfig& config) {
-    GatewayDeps deps{server_.get(), manager_.get(), &counter_, &scrubber_, KeyFor, &observer_,
-                     nullptr, UpstreamClient::Backoff{20ms, 1000ms}};
+    GatewayDeps deps{
+        server_.get(), ledger_.get(), &counter_, &scrubber_,
+        KeyFor,        &observer_,    nullptr,   UpstreamClient::Backoff{20ms, 1000ms}};
     auto gateway = Gateway::Create(std::move(deps), {config});
     ASSERT_TRUE(gateway.ok()) << gateway.status();
     gateway_ = std::move(gateway).value();
@@ -126,6 +130,7 @@ class GatewayTest : public ::testing::Test {
     executor_.RunSync([&] {
       if (gateway_) gateway_->Stop();
       gateway_.reset();
+      ledger_.reset();
       manager_.reset();
     });
     executor_.Stop();
@@ -179,6 +184,7 @@ class GatewayTest : public ::testing::Test {
   folding::testing::WordTokenCounter counter_;
   folding::testing::FakeScrubber scrubber_;
   std::unique_ptr<folding::BranchManager> manager_;
+  std::unique_ptr<folding::EngineBranchLedger> ledger_;
   std::shared_ptr<protocol::McpServer> server_;
   protocol::SessionInfo info_ = [] {
     protocol::SessionInfo info;

@@ -14,6 +14,7 @@
 #include "model/anthropic_request.h"
 #include "model/context_manager.h"
 #include "model/fold.h"
+#include "model/testing/fake_branch_ledger.h"
 #include "model/testing/fuzz_support.h"
 #include "model/testing/in_memory_conversation_store.h"
 
@@ -70,8 +71,9 @@ TEST(AgentCorpusTest, RecordedBodiesFoldValidlyAndRepeat) {
     testing::InMemoryConversationStore store;
     testing::SevenScrubber scrubber;
     testing::QuarterByteCounter counter;
-    ContextManager manager({}, store, scrubber, counter,
-                           [&](const std::string&, const std::string& id) { return lookup(id); });
+    model::testing::FakeBranchLedger ledger(
+        [&](const std::string&, const std::string& id) { return lookup(id); });
+    ContextManager manager({}, store, scrubber, counter, &ledger);
     std::string first;
     for (int round = 0; round < 2; ++round) {
       auto fresh = AnthropicRequest::Parse(body);

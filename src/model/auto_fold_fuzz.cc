@@ -12,6 +12,7 @@
 #include "model/auto_fold.h"
 #include "model/context_manager.h"
 #include "model/fold.h"
+#include "model/testing/fake_branch_ledger.h"
 #include "model/testing/fuzz_support.h"
 #include "model/testing/in_memory_conversation_store.h"
 
@@ -33,9 +34,8 @@ size_t ToolResults(const Transcript& t) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
-  const ModelApi api = data[0] % 3 == 0   ? ModelApi::kAnthropicMessages
-                       : data[0] % 3 == 1 ? ModelApi::kOpenAIChat
-                                          : ModelApi::kOpenAIResponses;
+  // Every API of the gateway's table, chosen by the first byte.
+  const ModelApi api = ModelApis()[data[0] % ModelApis().size()].api;
   ContextManagerOptions options;
   options.auto_fold.enabled = true;
   options.auto_fold.trigger_tokens = 1;
@@ -48,10 +48,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   testing::InMemoryConversationStore store;
   testing::SevenScrubber scrubber;
   testing::QuarterByteCounter counter;
-  ContextManager manager(
-      options, store, scrubber, counter,
-      [](const std::string&, const std::string&) { return std::nullopt; }, nullptr, nullptr,
-      [](const ConversationKey&, const std::string&, const std::vector<ModelToolCall>& calls) {
+  testing::FakeBranchLedger ledger(
+      nullptr, nullptr, nullptr,
+      [](const contextd::folding::SessionKey&, const std::vector<ModelToolCall>& calls) {
         std::vector<std::optional<TrailRef>> refs;
         for (size_t i = 0; i < calls.size(); ++i) {
           // The trail cannot keep results holding a scrubbed 7 (the same ones every time).
@@ -63,6 +62,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         }
         return refs;
       });
+  ContextManager manager(options, store, scrubber, counter, &ledger);
   std::string first;
   for (int round = 0; round < 3; ++round) {
     auto parsed = manager.Parse(api, "local", "", body);

@@ -6,6 +6,7 @@
 #include "gtest/gtest.h"
 #include "model/context_manager.h"
 #include "model/openai_chat_request.h"
+#include "model/testing/fake_branch_ledger.h"
 #include "model/testing/in_memory_conversation_store.h"
 #include "nlohmann/json.hpp"
 
@@ -219,6 +220,21 @@ struct Manager {
   SecretScrubber scrubber;
   std::vector<ModelToolCall> archived;
   bool archive_fails = false;
+  // Knows no branch; keeps every result in `archived` unless archive_fails.
+  model::testing::FakeBranchLedger ledger{
+      nullptr, nullptr, nullptr,
+      [this](const folding::SessionKey&, const std::vector<ModelToolCall>& calls) {
+        std::vector<std::optional<TrailRef>> refs;
+        for (const ModelToolCall& call : calls) {
+          if (archive_fails) {
+            refs.push_back(std::nullopt);
+            continue;
+          }
+          archived.push_back(call);
+          refs.push_back(TrailRef{"ses_test", static_cast<int64_t>(archived.size()) * 2});
+        }
+        return refs;
+      }};
   std::unique_ptr<ContextManager> manager = Make();
 
   std::unique_ptr<ContextManager> Make() {
@@ -228,21 +244,7 @@ struct Manager {
     options.auto_fold.keep = 2;
     options.auto_fold.min_result_tokens = 50;
     options.auto_fold.clear_at_least = 150;
-    return std::make_unique<ContextManager>(
-        options, store, scrubber, counter,
-        [](const std::string&, const std::string&) { return std::nullopt; }, nullptr, nullptr,
-        [this](const ConversationKey&, const std::string&, const std::vector<ModelToolCall>& calls) {
-          std::vector<std::optional<TrailRef>> refs;
-          for (const ModelToolCall& call : calls) {
-            if (archive_fails) {
-              refs.push_back(std::nullopt);
-              continue;
-            }
-            archived.push_back(call);
-            refs.push_back(TrailRef{"ses_test", static_cast<int64_t>(archived.size()) * 2});
-          }
-          return refs;
-        });
+    return std::make_unique<ContextManager>(options, store, scrubber, counter, &ledger);
   }
   AppliedRequest Apply(ModelApi api, const std::string& body, std::optional<bool> on = {}) {
     const std::string session = api == ModelApi::kAnthropicMessages ? "s1" : "";
@@ -422,15 +424,16 @@ TEST(AutoFold, ResponsesFoldTheSameWayAndLeaveReasoningAlone) {
   EXPECT_EQ(held.auto_fold_outcome, "thinking");
   EXPECT_EQ(held.body, reasoned_body);
   // An operator whose provider does not bind reasoning items says so: they fold.
+  model::testing::FakeBranchLedger keeps_all(
+      nullptr, nullptr, nullptr,
+      [](const folding::SessionKey&, const std::vector<ModelToolCall>& calls) {
+        return std::vector<std::optional<TrailRef>>(calls.size(), TrailRef{"ses_x", 1});
+      });
   Manager unbound;
   ContextManagerOptions options;
   options.auto_fold = {true, 600, 2, 50, 150, /*reasoning_items_bound=*/false};
-  unbound.manager = std::make_unique<ContextManager>(
-      options, unbound.store, unbound.scrubber, unbound.counter,
-      [](const std::string&, const std::string&) { return std::nullopt; }, nullptr, nullptr,
-      [](const ConversationKey&, const std::string&, const std::vector<ModelToolCall>& calls) {
-        return std::vector<std::optional<TrailRef>>(calls.size(), TrailRef{"ses_x", 1});
-      });
+  unbound.manager = std::make_unique<ContextManager>(options, unbound.store, unbound.scrubber,
+                                                     unbound.counter, &keeps_all);
   AppliedRequest folded = unbound.Apply(ModelApi::kOpenAIResponses, reasoned_body);
   EXPECT_EQ(folded.auto_fold_outcome, "folded");
   EXPECT_EQ(folded.auto_folds_new, 5);

@@ -7,8 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
-#include "model/openai_chat_request.h"
-#include "model/openai_responses_request.h"
+#include "model/model_api.h"
 #include "scrub/private_spans.h"
 
 namespace contextd::model {
@@ -45,16 +44,45 @@ bool Scrubbable(const Message& message, const Block& block) {
 
 ContextManager::ContextManager(ContextManagerOptions options, ConversationStore& store,
                                const scrub::Scrubber& scrubber, const tokens::TokenCounter& counter,
-                               TenantBranchLookup lookup, TenantBranchCharger charger,
-                               TenantCallRecorder recorder, TenantResultArchiver archiver)
-    : options_(options),
-      store_(store),
-      scrubber_(scrubber),
-      counter_(counter),
-      lookup_(std::move(lookup)),
-      charger_(std::move(charger)),
-      recorder_(std::move(recorder)),
-      archiver_(std::move(archiver)) {}
+                               folding::BranchLedger* ledger)
+    : options_(options), store_(store), scrubber_(scrubber), counter_(counter), ledger_(ledger) {}
+
+std::optional<BranchFacts> ContextManager::Find(const std::string& tenant,
+                                                const std::string& id) const {
+  if (ledger_ == nullptr) return std::nullopt;
+  return ledger_->Find(tenant, id);
+}
+
+folding::SessionKey ContextManager::SessionOf(const ConversationKey& key,
+                                              const std::string& anchor_branch_id) const {
+  // The request's project (X-Contextd-Project), so that trail_unfold from an MCP session of the
+  // same project finds what the gateway recorded.
+  folding::SessionKey session{key.tenant, key.project, "model:" + key.conversation};
+  if (!anchor_branch_id.empty()) {
+    if (std::optional<BranchFacts> owner = Find(key.tenant, anchor_branch_id)) {
+      session = owner->session;
+    }
+  }
+  return session;
+}
+
+std::optional<folding::BranchCharge> ContextManager::ChargeBranch(const std::string& tenant,
+                                                                  const std::string& id,
+                                                                  const std::string& label,
+                                                                  const std::string& excerpt,
+                                                                  int64_t tokens) {
+  std::optional<BranchFacts> branch = Find(tenant, id);
+  if (!branch || branch->ended) return std::nullopt;
+  // What the model received inside the branch (built-in tools included), counted here;
+  // `excerpt` feeds a partial summary if this charge exhausts the branch.
+  folding::ChargeRecord record{"tool_result", label, excerpt.empty() ? label : excerpt, tokens};
+  auto charged = ledger_->Charge(branch->session, id, record);
+  if (!charged.ok()) {
+    base::LogWarn(absl::StrCat("model gateway: charging ", id, ": ", charged.status().message()));
+    return std::nullopt;
+  }
+  return *std::move(charged);
+}
 
 std::shared_ptr<ContextManager::ThreadState> ContextManager::Thread(const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -73,12 +101,14 @@ std::shared_ptr<ContextManager::ThreadState> ContextManager::Thread(const std::s
   return state;
 }
 
-absl::StatusOr<std::shared_ptr<AnthropicRequest>> ContextManager::Parse(
-    const std::string& tenant, const std::string& conversation_id, std::string body) {
+absl::StatusOr<std::shared_ptr<ModelRequest>> ContextManager::Parse(
+    ModelApi api, const std::string& tenant, const std::string& conversation_id, std::string body) {
+  const ModelApiRow& row = ApiRow(api);
   std::shared_ptr<ModelRequest> previous;
-  if (!conversation_id.empty()) {
+  if (row.takes_over && !conversation_id.empty()) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = lasts_.find(LastKey(ModelApi::kAnthropicMessages, tenant, conversation_id));
+    // Kept under its API's key: `previous` is a request of the same API.
+    auto it = lasts_.find(LastKey(api, tenant, conversation_id));
     if (it != lasts_.end()) {
       previous = std::move(it->second.request);  // spent by the parse: nobody else may use it
       lasts_bytes_ -= previous->body().size();
@@ -86,33 +116,9 @@ absl::StatusOr<std::shared_ptr<AnthropicRequest>> ContextManager::Parse(
       lasts_.erase(it);
     }
   }
-  // Only Messages requests are kept under a Messages key.
-  auto parsed =
-      AnthropicRequest::Parse(std::move(body), static_cast<AnthropicRequest*>(previous.get()));
+  auto parsed = row.parse(std::move(body), previous.get());
   if (!parsed.ok()) return parsed.status();
-  return std::shared_ptr<AnthropicRequest>(*std::move(parsed));
-}
-
-absl::StatusOr<std::shared_ptr<ModelRequest>> ContextManager::Parse(
-    ModelApi api, const std::string& tenant, const std::string& conversation_id, std::string body) {
-  switch (api) {
-    case ModelApi::kAnthropicMessages: {
-      auto parsed = Parse(tenant, conversation_id, std::move(body));
-      if (!parsed.ok()) return parsed.status();
-      return std::shared_ptr<ModelRequest>(*std::move(parsed));
-    }
-    case ModelApi::kOpenAIChat: {
-      auto parsed = OpenAIChatRequest::Parse(std::move(body));
-      if (!parsed.ok()) return parsed.status();
-      return std::shared_ptr<ModelRequest>(*std::move(parsed));
-    }
-    case ModelApi::kOpenAIResponses: {
-      auto parsed = OpenAIResponsesRequest::Parse(std::move(body));
-      if (!parsed.ok()) return parsed.status();
-      return std::shared_ptr<ModelRequest>(*std::move(parsed));
-    }
-  }
-  return absl::InvalidArgumentError("unknown model API");
+  return std::shared_ptr<ModelRequest>(*std::move(parsed));
 }
 
 void ContextManager::RememberLast(const std::string& id, std::shared_ptr<ModelRequest> request) {
@@ -234,7 +240,7 @@ void ContextManager::RecordCalls(const ConversationKey& key, const ModelRequest&
                                  size_t old, const FoldPlan& folds, ThreadState& state,
                                  const std::map<std::pair<size_t, size_t>, std::string>& scrubbed) {
   const Transcript& t = request.transcript();
-  if (!recorder_ || old >= t.messages.size()) return;
+  if (ledger_ == nullptr || old >= t.messages.size()) return;
   struct Where {
     const Block* block;
     size_t m, b;
@@ -271,7 +277,7 @@ void ContextManager::RecordCalls(const ConversationKey& key, const ModelRequest&
       done.push_back(std::move(record));
     }
   }
-  if (!done.empty()) recorder_(key, anchor, done);
+  if (!done.empty()) ledger_->Record(SessionOf(key, anchor), std::move(done));
 }
 
 std::string ContextManager::Rebuild(const ModelRequest& request, size_t m, size_t b,
@@ -326,12 +332,12 @@ void ContextManager::RunAutoFold(const ModelRequest& request, const FoldPlan& fo
   };
   context.handle_tokens = TextTokens(state, AutoFoldHandle(99'999, "Read a/path/of/average/length",
                                                            "ses_0123456789abcdef", 99'999));
-  context.thinking_binds =
-      request.api() != ModelApi::kOpenAIResponses || options_.auto_fold.reasoning_items_bound;
+  context.thinking_binds = !ApiRow(request.api()).reasoning_binding_configured ||
+                           options_.auto_fold.reasoning_items_bound;
   AutoFoldStep step = PlanAutoFold(t, options_.auto_fold, context);
   applied.auto_fold_outcome = AutoFoldOutcomeName(step.outcome);
   if (step.picks.empty()) return;
-  if (!archiver_) {
+  if (ledger_ == nullptr) {
     applied.auto_fold_outcome = "no_trail";
     return;
   }
@@ -349,7 +355,8 @@ void ContextManager::RunAutoFold(const ModelRequest& request, const FoldPlan& fo
     record.tokens_result = pick.tokens;
     calls.push_back(std::move(record));
   }
-  std::vector<std::optional<TrailRef>> refs = archiver_(applied.key, AnchorBranch(folds), calls);
+  std::vector<std::optional<TrailRef>> refs =
+      ledger_->Archive(SessionOf(applied.key, AnchorBranch(folds)), calls);
   for (size_t i = 0; i < step.picks.size() && i < refs.size(); ++i) {
     if (!refs[i]) continue;  // not kept in the trail: not folded
     const AutoFoldPick& pick = step.picks[i];
@@ -398,7 +405,7 @@ void ContextManager::ChargeSpan(const std::string& tenant, const ModelRequest& r
                                 ThreadState& state, FoldPlan& folds, ConversationUpdate& update,
                                 AppliedRequest& applied) {
   const Transcript& t = request.transcript();
-  if (!charger_ || folds.open_branch_id.empty() || t.messages.empty()) return;
+  if (ledger_ == nullptr || folds.open_branch_id.empty() || t.messages.empty()) return;
   // Calls to contextd's own tools (and proxied upstreams) are charged by the MCP side.
   std::unordered_map<std::string, bool> contextd_call;
   for (const Message& message : t.messages) {
@@ -438,18 +445,16 @@ void ContextManager::ChargeSpan(const std::string& tenant, const ModelRequest& r
     std::string text = request.BlockText(newest_result->first, newest_result->second);
     excerpt = scrubber_.Scrub(std::string_view(text).substr(0, 300));
   }
-  std::optional<SpanCharge> charged =
-      charger_(tenant, folds.open_branch_id, label, excerpt, tokens);
+  std::optional<folding::BranchCharge> charged =
+      ChargeBranch(tenant, folds.open_branch_id, label, excerpt, tokens);
   if (!charged) return;
   applied.tokens_charged = tokens;
   const Message& tail = t.messages.back();
-  if (charged->exhausted) {
+  if (charged->outcome.exhausted) {
     // Force-returned now: fold it at this tail, with the notice, as its store entry now says.
     applied.exhausted = true;
     folds = PlanFolds(
-        t, state.folds,
-        [&](const std::string& id) { return lookup_ ? lookup_(tenant, id) : std::nullopt; },
-        &state.settled);
+        t, state.folds, [&](const std::string& id) { return Find(tenant, id); }, &state.settled);
     return;
   }
   if (!charged->warning.empty() && tail.role == Role::kUser && !state.appends.count(tail.key)) {
@@ -506,9 +511,7 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
   ConversationUpdate update;
   update.at_ms = now_ms;
   FoldPlan folds = PlanFolds(
-      t, state->folds,
-      [&](const std::string& id) { return lookup_ ? lookup_(tenant, id) : std::nullopt; },
-      &state->settled);
+      t, state->folds, [&](const std::string& id) { return Find(tenant, id); }, &state->settled);
   const FoldPlan before_charge = folds;  // where the new calls were made
   ChargeSpan(tenant, *request, old, *state, folds, update, applied);
   ReportSkips(applied.key, folds, *state, applied);
@@ -659,12 +662,10 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
     state->frontier = update.frontier;
     applied.deferred = std::move(update);
   }
-  if (!conversation_id.empty()) {
-    // Only a Messages request is taken over by the next (Chat Completions names no
-    // conversation).
-    if (request->api() == ModelApi::kAnthropicMessages) {
-      RememberLast(LastKey(request->api(), tenant, conversation_id), request);
-    }
+  // Only a request of an API that takes over is kept for the next (the others name no
+  // conversation their body is bound to).
+  if (!conversation_id.empty() && ApiRow(request->api()).takes_over) {
+    RememberLast(LastKey(request->api(), tenant, conversation_id), request);
   }
   return applied;
 }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "folding/branch_ledger.h"
 #include "model/anthropic_request.h"
 #include "model/auto_fold.h"
 #include "model/conversation_store.h"
@@ -33,53 +34,11 @@
 
 namespace contextd::model {
 
-// Looks a branch up within a tenant (nullopt: unknown there).
-using TenantBranchLookup =
-    std::function<std::optional<BranchFacts>(const std::string& tenant, const std::string& id)>;
-
-// What charging a branch with the tokens of its span did.
-struct SpanCharge {
-  std::string warning;     // set the first time the branch passes 80% of its budget
-  bool exhausted = false;  // the branch was force-returned (budget exhausted)
-};
-// Charges `tokens` (what the model received inside the branch since the last request: built-in
-// tool calls and results, the model's own turns) to branch `id` of `tenant`; `label` names the
-// tools ("Read,Bash"), `excerpt` is the newest tool result (for a partial summary). nullopt when
-// the branch cannot be charged (unknown, ended, another tenant).
-using TenantBranchCharger = std::function<std::optional<SpanCharge>(
-    const std::string& tenant, const std::string& id, const std::string& label,
-    const std::string& excerpt, int64_t tokens)>;
-
-// A tool call the model made and its result, as they reached the model (scrubbed).
-struct ModelToolCall {
-  std::string branch_id;  // the branch open when it was made ("" = root)
-  std::string tool;       // as named in the transcript ("Read", "Bash", ...)
-  std::string arguments;  // the call's input (JSON)
-  std::string result;
-  bool is_error = false;
-  int64_t tokens_arguments = 0;
-  int64_t tokens_result = 0;
-};
-// Records the calls that completed in a request (their result arrived) in the trail: each in its
-// branch's scope, or the root scope. `anchor_branch_id`, when not empty, is a branch of the
-// conversation whose session the root events belong to; without one they go to a session named
-// after the conversation.
-using TenantCallRecorder =
-    std::function<void(const ConversationKey& key, const std::string& anchor_branch_id,
-                       const std::vector<ModelToolCall>& calls)>;
-
+// A tool call the model made and its result, as they reached the model (scrubbed); `branch_id`
+// is the branch open when it was made ("" = root), `tool` as named in the transcript ("Read").
+using ModelToolCall = folding::ToolCallRecord;
 // Where the trail keeps a tool result (trail_unfold's scope_id and event).
-struct TrailRef {
-  std::string scope_id;
-  int64_t event = 0;
-};
-// Makes sure the trail keeps each of `calls` (results about to be auto-folded; scrubbed) and
-// says where: one entry per call, nullopt where it could not (that result is not folded).
-// `anchor_branch_id` as for TenantCallRecorder. Called synchronously: the handle names the
-// answer.
-using TenantResultArchiver = std::function<std::vector<std::optional<TrailRef>>(
-    const ConversationKey& key, const std::string& anchor_branch_id,
-    const std::vector<ModelToolCall>& calls)>;
+using TrailRef = folding::TrailRef;
 
 struct ContextManagerOptions {
   // Least recently used threads beyond this are dropped from memory (their state reloads from
@@ -89,7 +48,7 @@ struct ContextManagerOptions {
   // bodies kept stay within this many bytes (least recently used dropped first; a larger body
   // is not kept).
   size_t max_kept_request_bytes = 256u << 20;
-  // model_gateway.auto_fold (needs a TenantResultArchiver to fold anything).
+  // model_gateway.auto_fold (needs a ledger to fold anything: the trail keeps what it folds).
   AutoFoldOptions auto_fold;
 };
 
@@ -128,21 +87,21 @@ struct AppliedRequest {
 
 class ContextManager {
  public:
+  // `ledger` (may be null: no branch is then known, charged or recorded, and nothing is
+  // auto-folded) looks up the branches a conversation names within the request's tenant, charges
+  // each open branch with the tokens of its span (what the model received inside it since the
+  // last request: built-in tool calls and results, the model's own turns), records the calls
+  // that completed in a request in the trail (each in its branch's scope, or the root scope of
+  // the session of the conversation's anchor branch, else of a session named after the
+  // conversation), and keeps in the trail the results auto-fold folds.
   ContextManager(ContextManagerOptions options, ConversationStore& store,
                  const scrub::Scrubber& scrubber, const tokens::TokenCounter& counter,
-                 TenantBranchLookup lookup, TenantBranchCharger charger = nullptr,
-                 TenantCallRecorder recorder = nullptr, TenantResultArchiver archiver = nullptr);
+                 folding::BranchLedger* ledger);
 
-  // Parses a Messages request body of `tenant`'s conversation `conversation_id` (the client's
-  // session id; "" when absent), taking over what the conversation's last applied request held
-  // byte for byte, so that a resent history is not read again. InvalidArgument as
-  // AnthropicRequest::Parse.
-  absl::StatusOr<std::shared_ptr<AnthropicRequest>> Parse(const std::string& tenant,
-                                                          const std::string& conversation_id,
-                                                          std::string body);
-  // Parses a request body of `api` (Messages as above; Chat Completions and Responses as
-  // OpenAIChatRequest::Parse and OpenAIResponsesRequest::Parse, without taking over: those APIs
-  // name no conversation).
+  // Parses a request body of `api` (its row's adapter, model_api.h) of `tenant`'s conversation
+  // `conversation_id` (the client's session id; "" when absent). For an API that takes over
+  // (Messages), what the conversation's last applied request held byte for byte is taken over, so
+  // that a resent history is not read again. InvalidArgument as the adapter's Parse.
   absl::StatusOr<std::shared_ptr<ModelRequest>> Parse(ModelApi api, const std::string& tenant,
                                                       const std::string& conversation_id,
                                                       std::string body);
@@ -227,6 +186,18 @@ class ContextManager {
   // Counts and logs the skips of `folds` not reported before (AppliedRequest::skipped).
   void ReportSkips(const ConversationKey& key, const FoldPlan& folds, ThreadState& state,
                    AppliedRequest& applied);
+  // Branch `id` of `tenant`, through the ledger (nullopt without one).
+  std::optional<BranchFacts> Find(const std::string& tenant, const std::string& id) const;
+  // The trail session the root events of `key`'s calls belong to: that of `anchor_branch_id`
+  // (a branch of the conversation, may be empty), else "model:<conversation>".
+  folding::SessionKey SessionOf(const ConversationKey& key,
+                                const std::string& anchor_branch_id) const;
+  // Charges `tokens` to open branch `id` of `tenant` (`label` names the tools, `excerpt` the
+  // newest result: for a partial summary); nullopt when it cannot be charged (unknown, ended,
+  // another tenant's, a failed charge: logged).
+  std::optional<folding::BranchCharge> ChargeBranch(const std::string& tenant,
+                                                    const std::string& id, const std::string& label,
+                                                    const std::string& excerpt, int64_t tokens);
   void ChargeSpan(const std::string& tenant, const ModelRequest& request, size_t old,
                   ThreadState& state, FoldPlan& folds, ConversationUpdate& update,
                   AppliedRequest& applied);
@@ -235,10 +206,7 @@ class ContextManager {
   ConversationStore& store_;
   const scrub::Scrubber& scrubber_;
   const tokens::TokenCounter& counter_;
-  const TenantBranchLookup lookup_;
-  const TenantBranchCharger charger_;
-  const TenantCallRecorder recorder_;
-  const TenantResultArchiver archiver_;
+  folding::BranchLedger* const ledger_;
   mutable std::mutex mu_;  // guards threads_ and lru_
   std::unordered_map<std::string, Entry> threads_;
   std::list<std::string> lru_;  // most recent first

@@ -5,6 +5,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/openai_chat_request.h"
+#include "model/testing/fake_branch_ledger.h"
 #include "model/testing/in_memory_conversation_store.h"
 #include "nlohmann/json.hpp"
 #include "scrub/rule_scrubber.h"
@@ -79,36 +80,37 @@ struct Fixture {
   ByteCounter counter;
   WordScrubber scrubber{"SECRET"};
   std::optional<BranchFacts> facts;
+  // Knows kBranch of tenant "local" as `facts`; charges it against `budget` below.
+  model::testing::FakeBranchLedger ledger{
+      [this](const std::string& tenant, const std::string& id) -> std::optional<BranchFacts> {
+        if (tenant != "local" || id != kBranch) return std::nullopt;
+        return facts;
+      },
+      [this](const std::string&, const std::string& id, const std::string& label,
+             const std::string&, int64_t tokens) -> std::optional<folding::BranchCharge> {
+        if (!facts || facts->ended) return std::nullopt;
+        int64_t before = charged;
+        charged += tokens;
+        labels.push_back(label);
+        folding::BranchCharge out;
+        if (charged > budget) {
+          facts->ended = true;
+          facts->status = "budget_exhausted";
+          facts->finish_reason = "budget exhausted";
+          facts->summary = "partial: read r1";
+          out.outcome.exhausted = true;
+        } else if (before * 10 < budget * 8 && charged * 10 >= budget * 8) {
+          out.warning = "budget 80% used in " + id;
+        }
+        return out;
+      }};
   std::unique_ptr<ContextManager> manager = Make(scrubber);
   // Budget of the charger below; what it was charged.
   int64_t budget = 1'000'000;
   int64_t charged = 0;
   std::vector<std::string> labels;
   std::unique_ptr<ContextManager> Make(const scrub::Scrubber& s) {
-    return std::make_unique<ContextManager>(
-        ContextManagerOptions{}, store, s, counter,
-        [this](const std::string& tenant, const std::string& id) -> std::optional<BranchFacts> {
-          if (tenant != "local" || id != kBranch) return std::nullopt;
-          return facts;
-        },
-        [this](const std::string&, const std::string& id, const std::string& label,
-               const std::string&, int64_t tokens) -> std::optional<SpanCharge> {
-          if (!facts || facts->ended) return std::nullopt;
-          int64_t before = charged;
-          charged += tokens;
-          labels.push_back(label);
-          SpanCharge out;
-          if (charged > budget) {
-            facts->ended = true;
-            facts->status = "budget_exhausted";
-            facts->finish_reason = "budget exhausted";
-            facts->summary = "partial: read r1";
-            out.exhausted = true;
-          } else if (before * 10 < budget * 8 && charged * 10 >= budget * 8) {
-            out.warning = "budget 80% used in " + id;
-          }
-          return out;
-        });
+    return std::make_unique<ContextManager>(ContextManagerOptions{}, store, s, counter, &ledger);
   }
   AppliedRequest Apply(const Conversation& c, ContextManager* m = nullptr) {
     auto request = c.Request();
@@ -193,13 +195,13 @@ TEST(ContextManagerTest, FoldsAReturnedBranchAndKeepsFoldingItAfterARestart) {
   Conversation c;
   c.Assistant(json::array({Use("c1", "mcp__contextd__branch_create"), Use("r1", "Read")}));
   c.User(json::array({Result("c1", "{\"branch_id\":\"" + kBranch + "\"}"), Result("r1", std::string(4000, 'q'))}));
-  f.facts = BranchFacts{kBranch, false, "active", "", "", 1000, 0};
+  f.facts = BranchFacts{kBranch, false, "active", "", "", 1000, 0, {}};
   AppliedRequest open = f.Apply(c);
   EXPECT_EQ(open.open_branch_id, kBranch);
   EXPECT_EQ(open.folds_applied, 0);
   c.Assistant(json::array({Use("ret", "mcp__contextd__branch_return")}));
   c.User(json::array({Result("ret", "{}")}));
-  f.facts = BranchFacts{kBranch, true, "completed", "", "the answer is 42", 1100, 1090};
+  f.facts = BranchFacts{kBranch, true, "completed", "", "the answer is 42", 1100, 1090, {}};
   AppliedRequest folded = f.Apply(c);
   EXPECT_EQ(folded.folds_new, 1);
   EXPECT_THAT(folded.body, HasSubstr("the answer is 42"));
@@ -225,13 +227,13 @@ TEST(ContextManagerTest, TextTypedInsideAFoldedBranchIsRedactedAndStays) {
   c.Assistant(json::array({Use("c1", "mcp__contextd__branch_create"), Use("r1", "Read")}));
   c.User(json::array({Result("c1", "{\"branch_id\":\"" + kBranch + "\"}"),
                       Result("r1", std::string(400, 'q'))}));
-  f.facts = BranchFacts{kBranch, false, "active", "", "", 0, 0};
+  f.facts = BranchFacts{kBranch, false, "active", "", "", 0, 0, {}};
   f.Apply(c);
   c.Assistant(json::array({{{"type", "text"}, {"text", "reading"}}}));
   c.User(json::array({{{"type", "text"}, {"text", "use key SECRET77 too"}}}));
   c.Assistant(json::array({Use("ret", "mcp__contextd__branch_return")}));
   c.User(json::array({Result("ret", "{}")}));
-  f.facts = BranchFacts{kBranch, true, "completed", "", "done", 500, 490};
+  f.facts = BranchFacts{kBranch, true, "completed", "", "done", 500, 490, {}};
   AppliedRequest folded = f.Apply(c);
   EXPECT_EQ(folded.folds_new, 1);
   EXPECT_THAT(folded.body, HasSubstr("use key [REDACTED] too"));
@@ -250,7 +252,7 @@ TEST(ContextManagerTest, RemindersTheClientAppendedToTheCreatesResultRideOnRedac
   c.Assistant(json::array({Use("ret", "mcp__contextd__branch_return")}));
   c.User(json::array({Result("ret", "{}")}));
   // The whole span arrives at once (a new thread, as after a client's compaction).
-  f.facts = BranchFacts{kBranch, true, "completed", "", "done", 500, 490};
+  f.facts = BranchFacts{kBranch, true, "completed", "", "done", 500, 490, {}};
   AppliedRequest folded = f.Apply(c);
   EXPECT_EQ(folded.folds_new, 1);
   EXPECT_THAT(folded.body, HasSubstr("# Environment: key [REDACTED]"));
@@ -268,7 +270,7 @@ TEST(ContextManagerTest, AThreadStoredBeforeItsSessionHeaderWasReadKeepsItsDecis
                       Result("r1", std::string(400, 'q'))}));
   c.Assistant(json::array({Use("ret", "mcp__contextd__branch_return")}));
   c.User(json::array({Result("ret", "{}")}));
-  f.facts = BranchFacts{kBranch, true, "completed", "", "done", 500, 490};
+  f.facts = BranchFacts{kBranch, true, "completed", "", "done", 500, 490, {}};
   auto before = f.manager->Apply("local", "", c.Request(), 1000);
   ASSERT_TRUE(before.ok());
   EXPECT_EQ(before->folds_new, 1);
@@ -293,7 +295,7 @@ TEST(ContextManagerTest, ABranchTheModelAlreadyAnsweredIsReportedOnce) {
   c.User(json::array({Result("ret", "{}")}));
   c.Assistant(json::array({{{"type", "text"}, {"text", "answered unfolded"}}}));
   c.User(json::array({{{"type", "text"}, {"text", "next"}}}));
-  f.facts = BranchFacts{kBranch, true, "completed", "", "done", 500, 490};
+  f.facts = BranchFacts{kBranch, true, "completed", "", "done", 500, 490, {}};
   AppliedRequest first = f.Apply(c);
   EXPECT_EQ(first.folds_applied, 0);
   EXPECT_THAT(first.skipped, ::testing::ElementsAre(SkipReason::kAnswered));
@@ -311,7 +313,7 @@ TEST(ContextManagerTest, ChargesTheBranchSpanWarnsOnceAndFoldsItWhenExhausted) {
   c.Assistant(json::array({Use("c1", "mcp__contextd__branch_create"), Use("r1", "Read")}));
   c.User(json::array({Result("c1", "{\"branch_id\":\"" + kBranch + "\"}"),
                       Result("r1", std::string(2000, 'a'))}));
-  f.facts = BranchFacts{kBranch, false, "active", "", "", 0, 0};
+  f.facts = BranchFacts{kBranch, false, "active", "", "", 0, 0, {}};
   AppliedRequest first = f.Apply(c);
   // The Read result (2000 bytes = 500 tokens here) and its call, not contextd's own result.
   EXPECT_GT(first.tokens_charged, 500);
@@ -349,7 +351,7 @@ TEST(ContextManagerTest, ChargesTheBranchSpanWarnsOnceAndFoldsItWhenExhausted) {
 TEST(ContextManagerTest, KeepsTheLastRequestForTheNextOnlyWithinItsByteBudget) {
   // Parses `c` for conversation "s" and applies it; returns how many messages the parse took over.
   auto round = [](ContextManager& manager, const Conversation& c) {
-    auto parsed = manager.Parse("local", "s", c.Request()->body());
+    auto parsed = manager.Parse(ModelApi::kAnthropicMessages, "local", "s", c.Request()->body());
     EXPECT_TRUE(parsed.ok());
     size_t reused = (*parsed)->reused_messages();
     EXPECT_TRUE(manager.Apply("local", "s", *parsed, 1).ok());
@@ -537,7 +539,7 @@ TEST(ContextManagerChatTest, FoldsAReturnedBranchAndChargesItsSpan) {
   c.Calls({{"c1", "contextd__branch_create"}, {"r1", "read"}});
   c.Tool("c1", "{\"branch_id\":\"" + kBranch + "\"}");
   c.Tool("r1", std::string(4000, 'q'));
-  f.facts = BranchFacts{kBranch, false, "active", "", "", 1000, 0};
+  f.facts = BranchFacts{kBranch, false, "active", "", "", 1000, 0, {}};
   AppliedRequest open = ApplyChat(f, c);
   EXPECT_EQ(open.open_branch_id, kBranch);
   EXPECT_GT(open.tokens_charged, 1000);  // the read's 4000 bytes, not contextd's own result
@@ -545,7 +547,7 @@ TEST(ContextManagerChatTest, FoldsAReturnedBranchAndChargesItsSpan) {
 
   c.Calls({{"ret", "contextd__branch_return"}});
   c.Tool("ret", "{}");
-  f.facts = BranchFacts{kBranch, true, "completed", "", "the answer is 42", 1100, 1090};
+  f.facts = BranchFacts{kBranch, true, "completed", "", "the answer is 42", 1100, 1090, {}};
   AppliedRequest folded = ApplyChat(f, c);
   EXPECT_EQ(folded.folds_new, 1);
   EXPECT_FALSE(folded.fallback);
@@ -576,7 +578,7 @@ TEST(ContextManagerChatTest, TheBudgetWarningIsAUserMessageAfterTheResults) {
   c.Calls({{"c1", "contextd__branch_create"}, {"r1", "read"}});
   c.Tool("c1", "{\"branch_id\":\"" + kBranch + "\"}");
   c.Tool("r1", std::string(3400, 'w'));
-  f.facts = BranchFacts{kBranch, false, "active", "", "", 0, 0};
+  f.facts = BranchFacts{kBranch, false, "active", "", "", 0, 0, {}};
   AppliedRequest warned = ApplyChat(f, c);
   ASSERT_TRUE(warned.warned);
   json sent = json::parse(warned.body);

@@ -20,20 +20,13 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "folding/branch_ledger.h"
 #include "model/transcript.h"
 
 namespace contextd::model {
 
-// What the store says of a branch found in a transcript.
-struct BranchFacts {
-  std::string branch_id;
-  bool ended = false;         // completed, timeout, budget_exhausted or failed
-  std::string status;         // "completed", "timeout", ...
-  std::string finish_reason;  // why a force-returned branch ended
-  std::string summary;        // scrubbed, as stored
-  int64_t tokens_used = 0;
-  int64_t tokens_folded = 0;  // tokens_used minus the summary's tokens
-};
+// What the store says of a branch found in a transcript (the ledger's answer).
+using BranchFacts = folding::BranchFacts;
 // Looks a branch id up (within the request's tenant); nullopt when unknown there.
 using BranchLookup = std::function<std::optional<BranchFacts>(const std::string& branch_id)>;
 

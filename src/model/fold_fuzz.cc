@@ -10,6 +10,7 @@
 #include "model/anthropic_request.h"
 #include "model/context_manager.h"
 #include "model/fold.h"
+#include "model/testing/fake_branch_ledger.h"
 #include "model/testing/fuzz_support.h"
 #include "model/testing/in_memory_conversation_store.h"
 
@@ -52,8 +53,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   testing::InMemoryConversationStore store;
   testing::SevenScrubber scrubber;
   testing::QuarterByteCounter counter;
-  ContextManager manager({}, store, scrubber, counter,
-                         [&](const std::string&, const std::string& id) { return lookup(id); });
+  contextd::model::testing::FakeBranchLedger ledger(
+      [&](const std::string&, const std::string& id) { return lookup(id); });
+  ContextManager manager({}, store, scrubber, counter, &ledger);
   for (int round = 0; round < 2; ++round) {
     // Each round a fresh parse, as each request of a conversation is.
     auto fresh = AnthropicRequest::Parse(body);

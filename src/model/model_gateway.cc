@@ -96,12 +96,6 @@ std::string JoinUrl(std::string_view base, std::string_view target) {
   return absl::StrCat(std::string(base), std::string(target));
 }
 
-// The two upstreams: where a request goes and the shape of the gateway's own errors for it.
-enum class Provider { kAnthropic, kOpenAI };
-
-// A request on the shared /v1/ routes is an Anthropic one when it carries the header every
-// Anthropic client sends (`anthropic-version`; Claude Code under OAuth sends it beside an
-// `authorization: Bearer`) or an Anthropic key header; OpenAI clients send neither.
 // The conversation a request belongs to, as its client names it: Claude Code's session header,
 // OpenCode's `x-session-id`, Codex's `session_id`; "" when it names none (its threads are then
 // told apart by their first message alone).
@@ -114,61 +108,44 @@ std::string ConversationHeader(const transport::HttpRequest& request) {
   return "";
 }
 
-Provider ProviderOf(const transport::HttpRequest& request) {
-  return request.HasHeader("anthropic-version") || request.HasHeader("x-api-key")
-             ? Provider::kAnthropic
-             : Provider::kOpenAI;
+// The headers of `request` that go to `provider`: all but the dropped ones; in team mode (a
+// `provider_key` held by contextd) the client's credentials (its contextd token) are replaced by
+// the provider key, in the provider's key header.
+HttpHeaders ForwardedHeaders(const transport::HttpRequest& request, const ModelProvider& provider,
+                             const std::string& provider_key) {
+  HttpHeaders headers;
+  for (const auto& [name, value] : request.Headers()) {
+    if (DropRequestHeader(name)) continue;
+    if (!provider_key.empty() &&
+        (SameIgnoringCase(name, "x-api-key") || SameIgnoringCase(name, "authorization"))) {
+      continue;
+    }
+    headers.emplace_back(name, value);
+  }
+  if (!provider_key.empty()) {
+    headers.emplace_back(std::string(provider.key_header),
+                         absl::StrCat(std::string(provider.key_prefix), provider_key));
+  }
+  return headers;
 }
 
-// The gateway's own error for `status`, in `provider`'s shape (its error type, and OpenAI's code).
-transport::HttpResponse ErrorResponse(Provider provider, int status, std::string_view message) {
+// The gateway's own error for `status`, in `provider`'s shape.
+transport::HttpResponse ErrorResponse(const ModelProvider& provider, int status,
+                                      std::string_view message) {
   // The message may echo what a client sent (a header, a path): the body stays valid UTF-8.
   const std::string clean = base::ToValidUtf8(message);
-  message = clean;
   transport::HttpResponse response;
   response.status = status;
   response.content_type = "application/json";
-  if (provider == Provider::kAnthropic) {
-    std::string_view type = status == 401   ? "authentication_error"
-                            : status == 403 ? "permission_error"
-                            : status == 404 ? "not_found_error"
-                            : status == 413 ? "request_too_large"
-                            : status == 504 ? "timeout_error"
-                            : status >= 500 ? "api_error"
-                                            : "invalid_request_error";
-    response.body = AnthropicError(type, message);
-  } else {
-    std::string_view type = status >= 500 ? "server_error" : "invalid_request_error";
-    std::string_view code = status == 401   ? "invalid_api_key"
-                            : status == 403 ? "forbidden"
-                            : status == 408 ? "request_timeout"
-                            : status == 413 ? "request_too_large"
-                            : status == 431 ? "request_header_fields_too_large"
-                            : status == 502 ? "upstream_unreachable"
-                            : status == 504 ? "upstream_timeout"
-                                            : "";
-    response.body = OpenAIError(type, message, code);
-  }
+  response.body = provider.error_body(status, clean);
   return response;
 }
 
 }  // namespace
 
-std::string AnthropicError(std::string_view type, std::string_view message) {
-  return absl::StrCat("{\"type\":\"error\",\"error\":{\"type\":", QuoteJsonString(type),
-                      ",\"message\":", QuoteJsonString(message), "}}");
-}
-
-std::string OpenAIError(std::string_view type, std::string_view message, std::string_view code) {
-  return absl::StrCat("{\"error\":{\"message\":", QuoteJsonString(message),
-                      ",\"type\":", QuoteJsonString(type), ",\"param\":null,\"code\":",
-                      code.empty() ? std::string("null") : QuoteJsonString(code), "}}");
-}
-
 struct ModelGateway::Exchange {
   std::shared_ptr<transport::HttpResponder> responder;
-  Provider provider = Provider::kAnthropic;
-  std::string base_url;  // of the provider (named in errors)
+  const Upstream* upstream = nullptr;  // where it goes; its base URL is named in errors
   std::string method;
   std::string target;
   std::string url;
@@ -176,24 +153,57 @@ struct ModelGateway::Exchange {
   std::string body;
   std::chrono::steady_clock::time_point start;
   ModelRequestReport report;
-  UsageFormat usage_format = UsageFormat::kAnthropic;
+  UsageFields usage_fields;
   std::unique_ptr<UsageParser> usage;
   std::mutex mu;  // guards the fields below
   bool gone = false;
   bool done = false;
   bool headers_sent = false;
   std::shared_ptr<transport::ClientCall> call;
+
+  const ModelProvider& provider() const { return *upstream->provider; }
 };
 
+absl::StatusOr<std::unique_ptr<ModelGateway>> ModelGateway::Create(
+    ModelGatewayOptions options, ContextManager& context, ConversationStore& store,
+    const std::map<std::string, transport::HttpClient*>& clients,
+    std::function<void(const ModelRequestReport&)> on_request) {
+  for (const auto& [name, unused] : options.providers) {
+    if (FindProvider(name) == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model gateway: no API forwards to a provider named '", name, "'"));
+    }
+  }
+  std::map<std::string, Upstream, std::less<>> upstreams;
+  for (const ModelProvider& provider : ModelProviders()) {
+    const std::string name(provider.name);
+    auto client = clients.find(name);
+    if (client == clients.end() || client->second == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model gateway: no client for provider '", name, "'"));
+    }
+    Upstream upstream;
+    upstream.provider = &provider;
+    upstream.client = client->second;
+    upstream.base_url = std::string(provider.default_base_url);
+    if (auto it = options.providers.find(name); it != options.providers.end()) {
+      if (!it->second.base_url.empty()) upstream.base_url = it->second.base_url;
+      upstream.api_key = it->second.api_key;
+    }
+    upstreams.emplace(name, std::move(upstream));
+  }
+  return std::unique_ptr<ModelGateway>(new ModelGateway(
+      std::move(options), context, store, std::move(upstreams), std::move(on_request)));
+}
+
 ModelGateway::ModelGateway(ModelGatewayOptions options, ContextManager& context,
-                           ConversationStore& store, transport::HttpClient& anthropic_client,
-                           transport::HttpClient& openai_client,
+                           ConversationStore& store,
+                           std::map<std::string, Upstream, std::less<>> upstreams,
                            std::function<void(const ModelRequestReport&)> on_request)
     : options_(std::move(options)),
       context_(context),
       store_(store),
-      anthropic_client_(anthropic_client),
-      openai_client_(openai_client),
+      upstreams_(std::move(upstreams)),
       on_request_(std::move(on_request)) {
   for (int i = 0; i < std::max(1, options_.worker_threads); ++i) {
     workers_.emplace_back([this] { WorkerLoop(); });
@@ -241,40 +251,34 @@ void ModelGateway::WorkerLoop() {
 std::vector<transport::HttpRoute> ModelGateway::Routes() {
   std::vector<transport::HttpRoute> routes;
   // The listener's own refusals (400, 403, 405, 408, 413, 431, 500) before or instead of the
-  // handler: in the shape of the route's API (the shared /v1/ route cannot tell, and answers the
-  // Anthropic way).
-  auto error_response = [](Provider provider) {
-    return [provider](int status, std::string_view message) {
-      return ErrorResponse(provider, status, absl::StrCat("contextd: ", std::string(message)));
-    };
-  };
-  auto handler = [this](transport::HttpRequest request,
-                        std::shared_ptr<transport::HttpResponder> responder) {
-    Handle(std::move(request), std::move(responder));
-  };
-  auto add = [&](const char* path, std::vector<std::string> methods, transport::RouteMatch match,
-                 Provider provider) {
+  // handler: in the shape of the route's provider (the shared /v1/ route cannot tell, and
+  // answers the way of the first provider).
+  auto add = [&](std::string_view path, std::vector<std::string> methods,
+                 transport::RouteMatch match, const ModelApiRow* api) {
+    const ModelProvider& provider =
+        api != nullptr ? *FindProvider(api->provider) : ModelProviders().front();
     transport::HttpRoute route;
-    route.name = path;
+    route.name = std::string(path);
     route.methods = std::move(methods);
-    route.path = path;
+    route.path = std::string(path);
     route.match = match;
     route.auth = transport::RouteAuth::kNone;
     route.max_body_bytes = options_.max_body_bytes;
-    route.error_response = error_response(provider);
-    route.handler = handler;
+    route.error_response = [&provider](int status, std::string_view message) {
+      return ErrorResponse(provider, status, absl::StrCat("contextd: ", std::string(message)));
+    };
+    route.handler = [this, api](transport::HttpRequest request,
+                                std::shared_ptr<transport::HttpResponder> responder) {
+      Handle(api, std::move(request), std::move(responder));
+    };
     routes.push_back(std::move(route));
   };
-  add("/v1/messages", {"POST"}, transport::RouteMatch::kExact, Provider::kAnthropic);
-  add("/v1/messages/count_tokens", {"POST"}, transport::RouteMatch::kExact, Provider::kAnthropic);
-  // Every method: POST is folded, the others (stored completions) pass through.
-  add("/v1/chat/completions", {}, transport::RouteMatch::kExact, Provider::kOpenAI);
-  // POST is folded; /v1/responses/<id> and the like take the /v1/ route.
-  add("/v1/responses", {}, transport::RouteMatch::kExact, Provider::kOpenAI);
-  // The standalone compaction takes the conversation's input as /v1/responses does: it is folded
-  // the same way, so that the summary is written from what the model has been sent.
-  add("/v1/responses/compact", {"POST"}, transport::RouteMatch::kExact, Provider::kOpenAI);
-  add("/v1/", {}, transport::RouteMatch::kPrefix, Provider::kAnthropic);
+  for (const ModelApiRow& api : ModelApis()) {
+    for (const ModelApiRoute& route : api.routes) {
+      add(route.path, route.methods, transport::RouteMatch::kExact, &api);
+    }
+  }
+  add("/v1/", {}, transport::RouteMatch::kPrefix, nullptr);
   transport::HttpRoute root;
   root.name = "/";
   root.methods = {"HEAD", "GET"};
@@ -290,98 +294,36 @@ std::vector<transport::HttpRoute> ModelGateway::Routes() {
   return routes;
 }
 
-void ModelGateway::Handle(transport::HttpRequest request,
+void ModelGateway::Handle(const ModelApiRow* route_api, transport::HttpRequest request,
                           std::shared_ptr<transport::HttpResponder> responder) {
   auto exchange = std::make_shared<Exchange>();
   exchange->start = std::chrono::steady_clock::now();
   exchange->responder = responder;
   exchange->method = std::string(request.method());
   exchange->target = std::string(request.target());
-  // Which API the body speaks, when F(.) applies to it; the upstream it goes to.
-  std::optional<ModelApi> api;
-  const bool post = request.method() == "POST";
-  if (post && (request.path() == "/v1/messages" || request.path() == "/v1/messages/count_tokens")) {
-    api = ModelApi::kAnthropicMessages;
-    exchange->provider = Provider::kAnthropic;
-  } else if (request.path() == "/v1/chat/completions") {
-    if (post) api = ModelApi::kOpenAIChat;
-    exchange->provider = Provider::kOpenAI;
-  } else if (request.path() == "/v1/responses" || request.path() == "/v1/responses/compact") {
-    if (post) api = ModelApi::kOpenAIResponses;
-    exchange->provider = Provider::kOpenAI;
-  } else {
-    exchange->provider = ProviderOf(request);
+  // Which API the body speaks, when F(.) applies to it (the route's, for the method it folds);
+  // the upstream it goes to (the route's API's provider, else the one its headers claim).
+  const ModelApiRow* api =
+      route_api != nullptr && request.method() == route_api->folded_method ? route_api : nullptr;
+  const ModelProvider& provider =
+      route_api != nullptr
+          ? *FindProvider(route_api->provider)
+          : ClaimingProvider([&](std::string_view header) { return request.HasHeader(header); });
+  exchange->upstream = &upstreams_.find(provider.name)->second;
+  exchange->usage_fields = api != nullptr ? api->usage : provider.passthrough_usage;
+  std::string_view target = exchange->target;
+  // A base URL that already ends in its version ("/v1", or a provider's own path).
+  if (target.starts_with(provider.target_prefix_dropped)) {
+    target.remove_prefix(provider.target_prefix_dropped.size());
   }
-  exchange->usage_format = api == ModelApi::kOpenAIResponses ? UsageFormat::kOpenAIResponses
-                           : exchange->provider == Provider::kAnthropic ? UsageFormat::kAnthropic
-                                                                        : UsageFormat::kOpenAIChat;
-  if (exchange->provider == Provider::kAnthropic) {
-    exchange->base_url = options_.anthropic_base_url;
-    exchange->url = JoinUrl(options_.anthropic_base_url, exchange->target);
-  } else {
-    // An OpenAI base URL already ends in its version ("/v1", or a provider's own path).
-    exchange->base_url = options_.openai_base_url;
-    exchange->url =
-        JoinUrl(options_.openai_base_url,
-                std::string_view(exchange->target).substr(std::string_view("/v1").size()));
-  }
-  const std::string& provider_key = exchange->provider == Provider::kAnthropic
-                                        ? options_.anthropic_api_key
-                                        : options_.openai_api_key;
-  const bool team_mode = !provider_key.empty();
-  auto tenant = TenantOf(request, options_.tenant_tokens, team_mode);
-  if (!tenant) {
-    responder->Respond(ErrorResponse(
-        exchange->provider, 401,
-        team_mode ? "contextd: this gateway holds the provider key: authenticate with your "
-                    "contextd token as x-api-key or Authorization: Bearer"
-                  : "contextd: this gateway needs an x-contextd-token header with a known "
-                    "token"));
-    return;
-  }
-  std::string project = "default";
-  if (std::string_view named = request.Header("x-contextd-project");
-      !named.empty() && options_.project_of_header) {
-    auto id = options_.project_of_header(named);
-    if (!id.ok()) {
-      responder->Respond(ErrorResponse(exchange->provider, 400,
-                                       absl::StrCat("contextd: ", id.status().message())));
-      return;
-    }
-    project = *std::move(id);
-  }
-  auto auto_fold = AutoFoldHeader(request.Header("x-contextd-auto-fold"));
-  if (!auto_fold.ok()) {
-    responder->Respond(ErrorResponse(exchange->provider, 400,
-                                     std::string(auto_fold.status().message())));
-    return;
-  }
-  for (const auto& [name, value] : request.Headers()) {
-    if (DropRequestHeader(name)) continue;
-    // Team mode: the client's credentials (its contextd token) never reach the provider.
-    if (team_mode &&
-        (SameIgnoringCase(name, "x-api-key") || SameIgnoringCase(name, "authorization"))) {
-      continue;
-    }
-    exchange->headers.emplace_back(name, value);
-  }
-  if (team_mode) {
-    if (exchange->provider == Provider::kAnthropic) {
-      exchange->headers.emplace_back("x-api-key", provider_key);
-    } else {
-      exchange->headers.emplace_back("Authorization", absl::StrCat("Bearer ", provider_key));
-    }
-  }
-  std::string session(ConversationHeader(request));
+  exchange->url = JoinUrl(exchange->upstream->base_url, target);
+  std::optional<Caller> caller = Admit(*exchange, request);
+  if (!caller) return;
+  exchange->headers = ForwardedHeaders(request, provider, exchange->upstream->api_key);
   exchange->body = request.TakeBody();
-  exchange->report.usage.key.tenant = *tenant;
-  exchange->report.usage.project = project;
-  if (api) {
-    exchange->report.usage.api = ModelApiName(*api);
-  } else {
-    exchange->report.usage.api =
-        exchange->provider == Provider::kAnthropic ? "anthropic" : "openai";
-  }
+  exchange->report.usage.key.tenant = caller->tenant;
+  exchange->report.usage.project = caller->project;
+  exchange->report.usage.api = api != nullptr ? api->name : std::string(provider.name);
   exchange->report.usage.request_id = base::RandomId("mreq_", 8);
   exchange->report.usage.at_ms = WallMs();
   std::weak_ptr<Exchange> weak = exchange;
@@ -396,68 +338,101 @@ void ModelGateway::Handle(transport::HttpRequest request,
     }
     if (call) call->Cancel();
   });
-  if (!api) {
+  if (api == nullptr) {
     Forward(std::move(exchange));
     return;
   }
-  Post([this, exchange, tenant = *tenant, session, api = *api, auto_fold = *auto_fold, project] {
-    auto parsed = context_.Parse(api, tenant, session, std::move(exchange->body));
-    if (!parsed.ok()) {
-      const char* name = api == ModelApi::kAnthropicMessages ? "Messages"
-                         : api == ModelApi::kOpenAIChat      ? "Chat Completions"
-                                                             : "Responses";
-      exchange->responder->Respond(ErrorResponse(
-          exchange->provider, 400,
-          absl::StrCat("contextd: the request body is not a ", name,
-                       " request: ", parsed.status().message())));
-      return;
+  Post([this, api, exchange, caller = *std::move(caller)] { Fold(*api, exchange, caller); });
+}
+
+std::optional<ModelGateway::Caller> ModelGateway::Admit(const Exchange& exchange,
+                                                        const transport::HttpRequest& request) {
+  const ModelProvider& provider = exchange.provider();
+  const bool team_mode = !exchange.upstream->api_key.empty();
+  Caller caller;
+  auto tenant = TenantOf(request, options_.tenant_tokens, team_mode);
+  if (!tenant) {
+    exchange.responder->Respond(ErrorResponse(
+        provider, 401,
+        team_mode ? "contextd: this gateway holds the provider key: authenticate with your "
+                    "contextd token as x-api-key or Authorization: Bearer"
+                  : "contextd: this gateway needs an x-contextd-token header with a known "
+                    "token"));
+    return std::nullopt;
+  }
+  caller.tenant = *std::move(tenant);
+  caller.project = "default";
+  if (std::string_view named = request.Header("x-contextd-project");
+      !named.empty() && options_.project_of_header) {
+    auto id = options_.project_of_header(named);
+    if (!id.ok()) {
+      exchange.responder->Respond(
+          ErrorResponse(provider, 400, absl::StrCat("contextd: ", id.status().message())));
+      return std::nullopt;
     }
-    std::shared_ptr<ModelRequest> messages = *std::move(parsed);
-    exchange->report.usage.model = messages->model();
-    if (std::string_view reason = messages->unfoldable_reason(); !reason.empty()) {
-      // History the provider keeps (previous_response_id, conversation): this body is not the
-      // conversation, so nothing of it is rewritten, charged or scrubbed; it goes as sent.
-      exchange->report.unfoldable = std::string(reason);
-      exchange->body = messages->body();
-      messages.reset();
-      Forward(exchange);
-      return;
-    }
-    auto applied = context_.Apply(tenant, session, messages, WallMs(), auto_fold, project);
-    messages.reset();  // the context manager keeps it for the conversation's next request
-    if (!applied.ok()) {
-      base::LogError(
-          absl::StrCat("model gateway: conversation state: ", applied.status().ToString()));
-      exchange->responder->Respond(ErrorResponse(
-          exchange->provider, 500,
-          "contextd: could not keep this conversation's state; the request was not sent"));
-      return;
-    }
-    exchange->body = std::move(applied->body);
-    exchange->report.usage.key = applied->key;  // the project stays the request's
-    exchange->report.usage.branch_id = applied->open_branch_id;
-    exchange->report.usage.tokens_before = applied->tokens_before;
-    exchange->report.usage.tokens_after = applied->tokens_after;
-    exchange->report.usage.folds_new = applied->folds_new;
-    for (SkipReason reason : applied->skipped) {
-      ++exchange->report.usage.folds_skipped[SkipReasonName(reason)];
-    }
-    applied->body.clear();
-    exchange->report.applied = std::move(*applied);
-    std::optional<ConversationUpdate> deferred = std::move(exchange->report.applied.deferred);
-    const ConversationKey key = exchange->report.applied.key;
-    const uint64_t sequence = exchange->report.applied.sequence;
-    const std::string thread_id = exchange->report.applied.thread_id;
+    caller.project = *std::move(id);
+  }
+  auto auto_fold = AutoFoldHeader(request.Header("x-contextd-auto-fold"));
+  if (!auto_fold.ok()) {
+    exchange.responder->Respond(
+        ErrorResponse(provider, 400, std::string(auto_fold.status().message())));
+    return std::nullopt;
+  }
+  caller.auto_fold = *auto_fold;
+  caller.conversation = ConversationHeader(request);
+  return caller;
+}
+
+void ModelGateway::Fold(const ModelApiRow& api, const std::shared_ptr<Exchange>& exchange,
+                        const Caller& caller) {
+  auto parsed =
+      context_.Parse(api.api, caller.tenant, caller.conversation, std::move(exchange->body));
+  if (!parsed.ok()) {
+    exchange->responder->Respond(
+        ErrorResponse(exchange->provider(), 400,
+                      absl::StrCat("contextd: the request body is not a ", std::string(api.title),
+                                   " request: ", parsed.status().message())));
+    return;
+  }
+  std::shared_ptr<ModelRequest> messages = *std::move(parsed);
+  exchange->report.usage.model = messages->model();
+  if (std::string_view reason = messages->unfoldable_reason(); !reason.empty()) {
+    // History the provider keeps (previous_response_id, conversation): this body is not the
+    // conversation, so nothing of it is rewritten, charged or scrubbed; it goes as sent.
+    exchange->report.unfoldable = std::string(reason);
+    exchange->body = messages->body();
+    messages.reset();
     Forward(exchange);
-    if (deferred) {
-      AppliedRequest pending;
-      pending.key = key;
-      pending.sequence = sequence;
-      pending.thread_id = thread_id;
-      pending.deferred = std::move(deferred);
-      context_.SaveFrontier(pending);
-    }
-  });
+    return;
+  }
+  auto applied = context_.Apply(caller.tenant, caller.conversation, messages, WallMs(),
+                                caller.auto_fold, caller.project);
+  messages.reset();  // the context manager keeps it for the conversation's next request
+  if (!applied.ok()) {
+    base::LogError(
+        absl::StrCat("model gateway: conversation state: ", applied.status().ToString()));
+    exchange->responder->Respond(ErrorResponse(
+        exchange->provider(), 500,
+        "contextd: could not keep this conversation's state; the request was not sent"));
+    return;
+  }
+  exchange->body = std::move(applied->body);
+  UsageRecord& usage = exchange->report.usage;
+  usage.key = applied->key;  // the project stays the request's
+  usage.branch_id = applied->open_branch_id;
+  usage.tokens_before = applied->tokens_before;
+  usage.tokens_after = applied->tokens_after;
+  usage.folds_new = applied->folds_new;
+  for (SkipReason reason : applied->skipped) ++usage.folds_skipped[SkipReasonName(reason)];
+  applied->body.clear();
+  exchange->report.applied = std::move(*applied);
+  AppliedRequest pending;
+  pending.deferred = std::move(exchange->report.applied.deferred);
+  pending.key = exchange->report.applied.key;
+  pending.sequence = exchange->report.applied.sequence;
+  pending.thread_id = exchange->report.applied.thread_id;
+  Forward(exchange);
+  if (pending.deferred) context_.SaveFrontier(pending);
 }
 
 void ModelGateway::Forward(std::shared_ptr<Exchange> exchange) {
@@ -479,7 +454,7 @@ void ModelGateway::Forward(std::shared_ptr<Exchange> exchange) {
     exchange->report.usage.status = status;
     exchange->usage = std::make_unique<UsageParser>(
         absl::StrContains(absl::AsciiStrToLower(content_type), "text/event-stream"),
-        exchange->usage_format);
+        exchange->usage_fields);
     {
       std::lock_guard<std::mutex> lock(exchange->mu);
       exchange->headers_sent = true;
@@ -508,7 +483,7 @@ void ModelGateway::Forward(std::shared_ptr<Exchange> exchange) {
     } else if (headers_sent) {
       // Mid-answer: the client must see the answer break, not end cleanly.
       report.outcome = "dropped";
-      base::LogWarn(absl::StrCat("model gateway: the answer from ", exchange->base_url,
+      base::LogWarn(absl::StrCat("model gateway: the answer from ", exchange->upstream->base_url,
                                  " broke off: ", status.message()));
       exchange->responder->Abort();
     } else {
@@ -516,9 +491,9 @@ void ModelGateway::Forward(std::shared_ptr<Exchange> exchange) {
       report.outcome = timeout ? "timeout" : "unreachable";
       report.usage.status = timeout ? 504 : 502;
       exchange->responder->Respond(
-          ErrorResponse(exchange->provider, report.usage.status,
+          ErrorResponse(exchange->provider(), report.usage.status,
                         absl::StrCat("contextd could not get an answer from the model provider at ",
-                                     exchange->base_url, ": ", status.message())));
+                                     exchange->upstream->base_url, ": ", status.message())));
     }
     if (exchange->usage) {
       exchange->usage->Finish();
@@ -538,10 +513,8 @@ void ModelGateway::Forward(std::shared_ptr<Exchange> exchange) {
     }
     if (on_request_) on_request_(report);
   };
-  transport::HttpClient& client =
-      exchange->provider == Provider::kAnthropic ? anthropic_client_ : openai_client_;
   std::shared_ptr<transport::ClientCall> call =
-      client.Start(std::move(request), std::move(callbacks));
+      exchange->upstream->client->Start(std::move(request), std::move(callbacks));
   bool gone;
   {
     std::lock_guard<std::mutex> lock(exchange->mu);

@@ -1,17 +1,18 @@
 // ModelGateway: contextd as the agent's model endpoint, for Anthropic (ANTHROPIC_BASE_URL) and
-// OpenAI-compatible clients (OPENAI_BASE_URL). Serves, on the shared HTTP listener, POST
-// /v1/messages and /v1/messages/count_tokens (Messages; F(.) applied, then forwarded to the
-// Anthropic upstream), POST /v1/chat/completions and POST /v1/responses (Chat Completions and
-// Responses; F(.) applied, then forwarded to the OpenAI upstream; a Responses request naming
-// history the provider keeps, `previous_response_id` or `conversation`, is forwarded as sent),
-// the rest of /v1/ (forwarded as sent: to the Anthropic upstream when the request carries an
-// `anthropic-version` or `x-api-key` header, as every Anthropic client's does, else to the OpenAI
-// one) and HEAD /. Requests are forwarded over pooled HTTP(S); the answer (JSON or SSE) is relayed
-// as it arrives, status, headers and body verbatim, while the provider's usage is read on the way
-// and recorded. Pass-through rules: every request header but the hop-by-hop ones (and Host,
-// Content-Length, Accept-Encoding) goes upstream unchanged, provider keys included; only
-// `messages` (Responses: `input`) of the body is ever rewritten; nothing of a request body or key
-// is logged. The gateway's own errors take the shape of the API asked.
+// OpenAI-compatible clients (OPENAI_BASE_URL). Serves, on the shared HTTP listener, the routes of
+// every API row (model/model_api.h: POST /v1/messages and /v1/messages/count_tokens, Messages;
+// /v1/chat/completions, Chat Completions; /v1/responses and /v1/responses/compact, Responses):
+// a request of the method its API folds has F(.) applied, then goes to the API's provider (a
+// Responses request naming history the provider keeps, `previous_response_id` or
+// `conversation`, is forwarded as sent); other methods pass through to it. The rest of /v1/ is
+// forwarded as sent to the provider its headers claim (ModelProvider::claim_headers: an
+// `anthropic-version` or `x-api-key` header, as every Anthropic client sends, is Anthropic's;
+// the rest OpenAI's), and HEAD / answers. Requests are forwarded over pooled HTTP(S); the answer
+// (JSON or SSE) is relayed as it arrives, status, headers and body verbatim, while the provider's
+// usage is read on the way and recorded. Pass-through rules: every request header but the
+// hop-by-hop ones (and Host, Content-Length, Accept-Encoding) goes upstream unchanged, provider
+// keys included; only `messages` (Responses: `input`) of the body is ever rewritten; nothing of a
+// request body or key is logged. The gateway's own errors take the shape of the provider asked.
 // Thread-safety: handlers run on the listener's I/O threads and hand the work to the gateway's
 // own worker threads (parsing, folding and scrubbing never block I/O); the clients' callbacks
 // relay from the upstream call's thread. Shutting down: stop the HTTP server, Stop() the
@@ -24,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,27 +33,32 @@
 #include "absl/status/statusor.h"
 #include "model/context_manager.h"
 #include "model/conversation_store.h"
+#include "model/model_api.h"
 #include "transport/http_client.h"
 #include "transport/http_route.h"
 
 namespace contextd::model {
 
+// One provider as configured (model_gateway.providers.<name>).
+struct ModelProviderOptions {
+  // scheme://host[:port][/path prefix]: gets the request target, less the provider's
+  // target_prefix_dropped (an OpenAI base URL as OpenAI clients take it ends where
+  // "/chat/completions" goes). Empty: the provider's default_base_url.
+  std::string base_url;
+  // Team mode: the provider key contextd holds (model_gateway.providers.<name>.api_key_env, read
+  // at start). When set, a request to that provider must carry a tenant token (tenant_tokens) as
+  // x-contextd-token, x-api-key or Authorization: Bearer, else it gets the provider-shaped 401;
+  // the client's key headers are removed and this key is sent instead (in the provider's
+  // key_header). Empty: the client's own key passes through. Never logged.
+  std::string api_key;
+};
+
 struct ModelGatewayOptions {
-  // scheme://host[:port][/path prefix]: gets the request target as sent (/v1/messages).
-  std::string anthropic_base_url = "https://api.anthropic.com";
-  // An OpenAI base URL as OpenAI clients take it (scheme://host[:port]/path, the path ending
-  // where "/chat/completions" goes): gets the target without its leading "/v1".
-  std::string openai_base_url = "https://api.openai.com/v1";
+  // ModelProvider::name -> its options; a provider not named here takes its defaults.
+  std::map<std::string, ModelProviderOptions> providers;
   size_t max_body_bytes = 32u << 20;  // larger requests get 413
   // x-contextd-token value -> tenant. Empty: every request is tenant "local".
   std::map<std::string, std::string> tenant_tokens;
-  // Team mode, per provider: the provider key contextd holds (model_gateway.<provider>.api_key_env,
-  // read at start). When set, a request to that provider must carry a tenant token (above) as
-  // x-contextd-token, x-api-key or Authorization: Bearer, else it gets the provider-shaped 401;
-  // the client's key headers are removed and this key is sent instead (Anthropic: x-api-key,
-  // OpenAI: Authorization: Bearer). Empty: the client's own key passes through. Never logged.
-  std::string anthropic_api_key;
-  std::string openai_api_key;
   // X-Contextd-Project -> project id (tools::ProjectFromHeader); InvalidArgument -> 400. Null:
   // every request is in project "default".
   std::function<absl::StatusOr<std::string>(std::string_view)> project_of_header;
@@ -70,10 +77,13 @@ struct ModelRequestReport {
 
 class ModelGateway {
  public:
-  // `anthropic_client` and `openai_client` (may be the same) carry the calls to each upstream.
-  ModelGateway(ModelGatewayOptions options, ContextManager& context, ConversationStore& store,
-               transport::HttpClient& anthropic_client, transport::HttpClient& openai_client,
-               std::function<void(const ModelRequestReport&)> on_request);
+  // `clients`: ModelProvider::name -> the client carrying that provider's calls (one client may
+  // serve several), one for every provider of ModelProviders(). InvalidArgument when one is
+  // missing, or when `options` names a provider that is not in the table.
+  static absl::StatusOr<std::unique_ptr<ModelGateway>> Create(
+      ModelGatewayOptions options, ContextManager& context, ConversationStore& store,
+      const std::map<std::string, transport::HttpClient*>& clients,
+      std::function<void(const ModelRequestReport&)> on_request);
   // Stop() first.
   ~ModelGateway();
   ModelGateway(const ModelGateway&) = delete;
@@ -88,17 +98,40 @@ class ModelGateway {
   void Stop();
 
  private:
+  // A provider as this gateway forwards to it.
+  struct Upstream {
+    const ModelProvider* provider = nullptr;
+    std::string base_url;
+    std::string api_key;  // team mode's; empty: the client's key passes
+    transport::HttpClient* client = nullptr;
+  };
+  // Who asked, as Admit found it.
+  struct Caller {
+    std::string tenant;
+    std::string project;
+    std::optional<bool> auto_fold;
+    std::string conversation;  // the client's session header ("" when absent)
+  };
   struct Exchange;
+  ModelGateway(ModelGatewayOptions options, ContextManager& context, ConversationStore& store,
+               std::map<std::string, Upstream, std::less<>> upstreams,
+               std::function<void(const ModelRequestReport&)> on_request);
   void Post(std::function<void()> task);
   void WorkerLoop();
-  void Handle(transport::HttpRequest request, std::shared_ptr<transport::HttpResponder> responder);
+  // `route_api`: the API row of the route taken, null for the shared /v1/ route.
+  void Handle(const ModelApiRow* route_api, transport::HttpRequest request,
+              std::shared_ptr<transport::HttpResponder> responder);
+  // The tenant, project and auto-fold choice of `request`; nullopt after answering an error.
+  std::optional<Caller> Admit(const Exchange& exchange, const transport::HttpRequest& request);
+  // F(.) for a request of `api`, on a worker thread, then Forward.
+  void Fold(const ModelApiRow& api, const std::shared_ptr<Exchange>& exchange,
+            const Caller& caller);
   void Forward(std::shared_ptr<Exchange> exchange);
 
   const ModelGatewayOptions options_;
   ContextManager& context_;
   ConversationStore& store_;
-  transport::HttpClient& anthropic_client_;
-  transport::HttpClient& openai_client_;
+  const std::map<std::string, Upstream, std::less<>> upstreams_;  // by ModelProvider::name
   const std::function<void(const ModelRequestReport&)> on_request_;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -106,13 +139,5 @@ class ModelGateway {
   bool stopping_ = false;
   std::vector<std::thread> workers_;
 };
-
-// The Anthropic-shaped error body: {"type":"error","error":{"type":...,"message":...}}.
-std::string AnthropicError(std::string_view type, std::string_view message);
-
-// The OpenAI-shaped error body: {"error":{"message":...,"type":...,"param":null,"code":...}}
-// (`code` null when empty).
-std::string OpenAIError(std::string_view type, std::string_view message,
-                        std::string_view code = "");
 
 }  // namespace contextd::model

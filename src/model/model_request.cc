@@ -2,18 +2,6 @@
 
 namespace contextd::model {
 
-const char* ModelApiName(ModelApi api) {
-  switch (api) {
-    case ModelApi::kAnthropicMessages:
-      return "anthropic";
-    case ModelApi::kOpenAIChat:
-      return "openai_chat";
-    case ModelApi::kOpenAIResponses:
-      return "openai_responses";
-  }
-  return "unknown";
-}
-
 Transcript ModelRequest::RenderedTranscript(const RenderPlan& plan) const {
   const Transcript& in = transcript();
   Transcript out;

@@ -14,15 +14,10 @@
 #include <vector>
 
 #include "model/fold.h"
+#include "model/model_api.h"
 #include "model/transcript.h"
 
 namespace contextd::model {
-
-// The wire APIs the gateway speaks.
-enum class ModelApi { kAnthropicMessages, kOpenAIChat, kOpenAIResponses };
-
-// The API's label in metrics and usage records: "anthropic", "openai_chat", "openai_responses".
-const char* ModelApiName(ModelApi api);
 
 // How much of a text block an adapter decodes at parse time (Block::text): enough to tell a
 // client's <system-reminder> from text a person wrote; the rest is read on demand.

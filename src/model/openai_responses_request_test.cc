@@ -9,6 +9,7 @@
 #include "model/context_manager.h"
 #include "model/fold.h"
 #include "model/openai_chat_request.h"
+#include "model/testing/fake_branch_ledger.h"
 #include "model/testing/in_memory_conversation_store.h"
 #include "model/testing/render_plans.h"
 #include "nlohmann/json.hpp"
@@ -481,12 +482,12 @@ TEST(OpenAIResponsesRequestTest, TheContextManagerFoldsAndScrubsAResponsesConver
   WordScrubber scrubber;
   ByteCounter counter;
   bool ended = false;
-  ContextManager manager({}, store, scrubber, counter,
-                         [&](const std::string&, const std::string& id) {
-                           BranchFacts facts = Returned();
-                           facts.ended = ended;
-                           return id == kBranch ? std::optional<BranchFacts>(facts) : std::nullopt;
-                         });
+  model::testing::FakeBranchLedger ledger([&](const std::string&, const std::string& id) {
+    BranchFacts facts = Returned();
+    facts.ended = ended;
+    return id == kBranch ? std::optional<BranchFacts>(facts) : std::nullopt;
+  });
+  ContextManager manager({}, store, scrubber, counter, &ledger);
   auto apply = [&](const json& body) {
     auto parsed = manager.Parse(ModelApi::kOpenAIResponses, "local", "", body.dump());
     EXPECT_TRUE(parsed.ok()) << parsed.status();

@@ -7,16 +7,16 @@
 namespace contextd::model {
 namespace {
 
-void Take(const nlohmann::json& usage, const char* key, int64_t& into) {
-  auto it = usage.find(key);
+void Take(const nlohmann::json& usage, std::string_view key, int64_t& into) {
+  auto it = usage.find(std::string(key));
   if (it != usage.end() && it->is_number_integer()) into = it->get<int64_t>();
 }
 
 }  // namespace
 
-UsageParser::UsageParser(bool event_stream, UsageFormat format)
+UsageParser::UsageParser(bool event_stream, const UsageFields& fields)
     : event_stream_(event_stream),
-      format_(format),
+      fields_(fields),
       on_event_([this](std::string data) { Event(data); }) {}
 
 void UsageParser::Feed(std::string_view bytes) {
@@ -54,22 +54,20 @@ void UsageParser::Json(std::string_view text) {
   const nlohmann::json* usage = nullptr;
   if (auto it = j.find("usage"); it != j.end() && it->is_object()) {
     usage = &*it;
-  } else if (format_ != UsageFormat::kOpenAIChat) {
+  } else if (!fields_.holder.empty()) {
     // Messages: message_start's `message`; Responses: a response event's `response`.
-    const char* holder = format_ == UsageFormat::kAnthropic ? "message" : "response";
-    if (auto m = j.find(holder); m != j.end() && m->is_object()) {
+    if (auto m = j.find(std::string(fields_.holder)); m != j.end() && m->is_object()) {
       if (auto u = m->find("usage"); u != m->end() && u->is_object()) usage = &*u;
     }
   }
   if (usage == nullptr) return;
   usage_.seen = true;
-  if (format_ != UsageFormat::kAnthropic) {
-    const bool chat = format_ == UsageFormat::kOpenAIChat;
+  if (!fields_.cached_details.empty()) {
     int64_t prompt = 0;
     int64_t cached = 0;
-    Take(*usage, chat ? "prompt_tokens" : "input_tokens", prompt);
-    Take(*usage, chat ? "completion_tokens" : "output_tokens", usage_.output_tokens);
-    if (auto details = usage->find(chat ? "prompt_tokens_details" : "input_tokens_details");
+    Take(*usage, fields_.input, prompt);
+    Take(*usage, fields_.output, usage_.output_tokens);
+    if (auto details = usage->find(std::string(fields_.cached_details));
         details != usage->end() && details->is_object()) {
       Take(*details, "cached_tokens", cached);
     }
@@ -80,10 +78,10 @@ void UsageParser::Json(std::string_view text) {
     usage_.input_tokens = prompt - cached;
     return;
   }
-  Take(*usage, "input_tokens", usage_.input_tokens);
+  Take(*usage, fields_.input, usage_.input_tokens);
   Take(*usage, "cache_read_input_tokens", usage_.cache_read_input_tokens);
   Take(*usage, "cache_creation_input_tokens", usage_.cache_creation_input_tokens);
-  Take(*usage, "output_tokens", usage_.output_tokens);
+  Take(*usage, fields_.output, usage_.output_tokens);
 }
 
 }  // namespace contextd::model

@@ -31,13 +31,24 @@ struct ProviderUsage {
   bool seen = false;  // a usage object was found
 };
 
-// The shape of the usage object.
-enum class UsageFormat { kAnthropic, kOpenAIChat, kOpenAIResponses };
+// Where one API's answers hold their usage object and what its counts are called: the usage
+// reader of the API's row (model/model_api.h).
+struct UsageFields {
+  // The member holding `usage` when an event or body has none at its top ("message": Messages'
+  // message_start; "response": the Responses events); empty when `usage` is only at the top.
+  std::string_view holder;
+  std::string_view input;   // "input_tokens", "prompt_tokens"
+  std::string_view output;  // "output_tokens", "completion_tokens"
+  // The object inside `usage` whose `cached_tokens` counts the input read from the cache, which
+  // `input` then includes ("prompt_tokens_details"). Empty for the Messages way: input excludes
+  // the cache, counted apart as cache_read_input_tokens and cache_creation_input_tokens.
+  std::string_view cached_details;
+};
 
 class UsageParser {
  public:
-  // `event_stream`: the answer is text/event-stream (else a JSON body).
-  explicit UsageParser(bool event_stream, UsageFormat format = UsageFormat::kAnthropic);
+  // `event_stream`: the answer is text/event-stream (else a JSON body). `fields`: the API's.
+  UsageParser(bool event_stream, const UsageFields& fields);
   UsageParser(const UsageParser&) = delete;
   UsageParser& operator=(const UsageParser&) = delete;
 
@@ -53,7 +64,7 @@ class UsageParser {
 
   static constexpr size_t kMaxKept = 4u << 20;  // a longer event or body is not parsed
   const bool event_stream_;
-  const UsageFormat format_;
+  const UsageFields fields_;
   transport::SseReader events_{kMaxKept};
   const std::function<void(std::string data)> on_event_;
   std::string pending_;  // a JSON body

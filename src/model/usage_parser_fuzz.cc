@@ -1,23 +1,22 @@
 // Fuzz target for UsageParser: any bytes, split at a point the input chooses, as an event stream
-// and as a JSON body, read as Messages and as Chat Completions usage; it must not crash, and
+// and as a JSON body, read by every API's usage reader (model_api.h); it must not crash, and
 // splitting must not change what it reads.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
 
+#include "model/model_api.h"
 #include "model/usage_parser.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   std::string_view bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
   size_t cut = bytes.empty() ? 0 : data[0] % (bytes.size() + 1);
-  using contextd::model::UsageFormat;
-  for (int mode = 0; mode < 6; ++mode) {
+  for (size_t mode = 0; mode < 2 * contextd::model::ModelApis().size(); ++mode) {
     const bool stream = mode & 1;
-    const UsageFormat format = mode / 2 == 1   ? UsageFormat::kOpenAIChat
-                               : mode / 2 == 2 ? UsageFormat::kOpenAIResponses
-                                               : UsageFormat::kAnthropic;
+    // Every API's usage reader, from the gateway's table.
+    const contextd::model::UsageFields& format = contextd::model::ModelApis()[mode / 2].usage;
     contextd::model::UsageParser whole(stream, format);
     whole.Feed(bytes);
     whole.Finish();
@@ -31,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         a.output_tokens != b.output_tokens ||
         a.cache_read_input_tokens != b.cache_read_input_tokens ||
         a.cache_creation_input_tokens != b.cache_creation_input_tokens ||
-        (mode >= 2 && (a.input_tokens < 0 || a.cache_read_input_tokens < 0))) {
+        (!format.cached_details.empty() && (a.input_tokens < 0 || a.cache_read_input_tokens < 0))) {
       std::abort();
     }
   }

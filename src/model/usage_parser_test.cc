@@ -3,6 +3,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "model/model_api.h"
 
 namespace contextd::model {
 namespace {
@@ -16,7 +17,7 @@ TEST(UsageParserTest, ReadsTheEventStreamAsItArrivesSplitAnywhere) {
       "event: ping\ndata: {\"type\":\"ping\"}\n\n"
       "event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":77}}\n\n";
   for (size_t cut = 0; cut <= sse.size(); cut += 7) {
-    UsageParser parser(/*event_stream=*/true);
+    UsageParser parser(/*event_stream=*/true, ApiRow(ModelApi::kAnthropicMessages).usage);
     parser.Feed(std::string_view(sse).substr(0, cut));
     parser.Feed(std::string_view(sse).substr(cut));
     parser.Finish();
@@ -30,7 +31,7 @@ TEST(UsageParserTest, ReadsTheEventStreamAsItArrivesSplitAnywhere) {
 }
 
 TEST(UsageParserTest, ReadsAJsonBodyAndIgnoresWhatIsNotUsage) {
-  UsageParser parser(/*event_stream=*/false);
+  UsageParser parser(/*event_stream=*/false, ApiRow(ModelApi::kAnthropicMessages).usage);
   parser.Feed("{\"id\":\"msg\",\"usage\":{\"input_tokens\":3,");
   parser.Feed("\"output_tokens\":4}}");
   parser.Finish();
@@ -38,12 +39,12 @@ TEST(UsageParserTest, ReadsAJsonBodyAndIgnoresWhatIsNotUsage) {
   EXPECT_EQ(parser.usage().input_tokens, 3);
   EXPECT_EQ(parser.usage().output_tokens, 4);
 
-  UsageParser error(/*event_stream=*/false);
+  UsageParser error(/*event_stream=*/false, ApiRow(ModelApi::kAnthropicMessages).usage);
   error.Feed("{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"}}");
   error.Finish();
   EXPECT_FALSE(error.usage().seen);
 
-  UsageParser junk(/*event_stream=*/true);
+  UsageParser junk(/*event_stream=*/true, ApiRow(ModelApi::kAnthropicMessages).usage);
   junk.Feed("data: {not json \"usage\"\n\ndata: [1,2]\n");
   junk.Finish();
   EXPECT_FALSE(junk.usage().seen);
@@ -60,7 +61,7 @@ TEST(UsageParserTest, ReadsChatCompletionsUsageFromTheLastStreamChunk) {
       "\"prompt_tokens_details\":{\"cached_tokens\":1024}}}\r\n\r\n"
       "data: [DONE]\n\n";
   for (size_t cut = 0; cut <= sse.size(); cut += 5) {
-    UsageParser parser(/*event_stream=*/true, UsageFormat::kOpenAIChat);
+    UsageParser parser(/*event_stream=*/true, ApiRow(ModelApi::kOpenAIChat).usage);
     parser.Feed(std::string_view(sse).substr(0, cut));
     parser.Feed(std::string_view(sse).substr(cut));
     parser.Finish();
@@ -73,14 +74,14 @@ TEST(UsageParserTest, ReadsChatCompletionsUsageFromTheLastStreamChunk) {
   }
 
   // Without include_usage no chunk has one.
-  UsageParser none(/*event_stream=*/true, UsageFormat::kOpenAIChat);
+  UsageParser none(/*event_stream=*/true, ApiRow(ModelApi::kOpenAIChat).usage);
   none.Feed("data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\ndata: [DONE]\n\n");
   none.Finish();
   EXPECT_FALSE(none.usage().seen);
 }
 
 TEST(UsageParserTest, ReadsAChatCompletionsJsonBody) {
-  UsageParser parser(/*event_stream=*/false, UsageFormat::kOpenAIChat);
+  UsageParser parser(/*event_stream=*/false, ApiRow(ModelApi::kOpenAIChat).usage);
   parser.Feed(
       "{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion\",\"choices\":[{\"message\":"
       "{\"role\":\"assistant\",\"content\":\"ok\",\"usage\":\"not this\"}}],");
@@ -92,11 +93,11 @@ TEST(UsageParserTest, ReadsAChatCompletionsJsonBody) {
   EXPECT_EQ(parser.usage().output_tokens, 4);
 
   // An error body (as relayed) has none; nor does a Messages-shaped usage read as Chat.
-  UsageParser error(/*event_stream=*/false, UsageFormat::kOpenAIChat);
+  UsageParser error(/*event_stream=*/false, ApiRow(ModelApi::kOpenAIChat).usage);
   error.Feed("{\"error\":{\"message\":\"Rate limit reached\",\"type\":\"requests\"}}");
   error.Finish();
   EXPECT_FALSE(error.usage().seen);
-  UsageParser other(/*event_stream=*/false, UsageFormat::kOpenAIChat);
+  UsageParser other(/*event_stream=*/false, ApiRow(ModelApi::kOpenAIChat).usage);
   other.Feed("{\"usage\":{\"input_tokens\":3,\"output_tokens\":4}}");
   other.Finish();
   EXPECT_EQ(other.usage().input_tokens, 0);
@@ -117,7 +118,7 @@ TEST(UsageParserTest, ReadsAResponsesStreamAndBody) {
       "{\"cached_tokens\":1024},\"output_tokens\":7,\"output_tokens_details\":"
       "{\"reasoning_tokens\":3},\"total_tokens\":1207}},\"sequence_number\":5}\r\n\r\n";
   for (size_t cut = 0; cut <= sse.size(); cut += 7) {
-    UsageParser parser(/*event_stream=*/true, UsageFormat::kOpenAIResponses);
+    UsageParser parser(/*event_stream=*/true, ApiRow(ModelApi::kOpenAIResponses).usage);
     parser.Feed(std::string_view(sse).substr(0, cut));
     parser.Feed(std::string_view(sse).substr(cut));
     parser.Finish();
@@ -129,7 +130,7 @@ TEST(UsageParserTest, ReadsAResponsesStreamAndBody) {
     EXPECT_EQ(u.output_tokens, 7);
   }
 
-  UsageParser body(/*event_stream=*/false, UsageFormat::kOpenAIResponses);
+  UsageParser body(/*event_stream=*/false, ApiRow(ModelApi::kOpenAIResponses).usage);
   body.Feed(
       "{\"id\":\"resp_2\",\"object\":\"response\",\"output\":[{\"type\":\"message\","
       "\"content\":[{\"type\":\"output_text\",\"text\":\"ok\"}]}],");
@@ -142,12 +143,12 @@ TEST(UsageParserTest, ReadsAResponsesStreamAndBody) {
   EXPECT_EQ(body.usage().output_tokens, 4);
 
   // A Chat-shaped usage is not read as Responses; an error body has none.
-  UsageParser chat(/*event_stream=*/false, UsageFormat::kOpenAIResponses);
+  UsageParser chat(/*event_stream=*/false, ApiRow(ModelApi::kOpenAIResponses).usage);
   chat.Feed("{\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":4}}");
   chat.Finish();
   EXPECT_EQ(chat.usage().input_tokens, 0);
   EXPECT_EQ(chat.usage().output_tokens, 0);
-  UsageParser error(/*event_stream=*/true, UsageFormat::kOpenAIResponses);
+  UsageParser error(/*event_stream=*/true, ApiRow(ModelApi::kOpenAIResponses).usage);
   error.Feed("event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\"}\n\n");
   error.Finish();
   EXPECT_FALSE(error.usage().seen);

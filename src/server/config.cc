@@ -2,18 +2,18 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
 #include <map>
 #include <type_traits>
 
-#include <cctype>
-#include "base/str_cat.h"
-
 #include "base/status_macros.h"
+#include "base/str_cat.h"
 #include "events/publisher.h"
 #include "events/subject.h"
+#include "model/model_api.h"
 #include "yaml-cpp/yaml.h"
 
 namespace contextd::server {
@@ -84,6 +84,24 @@ KeySpec List(std::vector<std::string> ServerConfig::*member) {
                  }};
 }
 
+// model_gateway.providers.<name>.<key> and its alias model_gateway.<name>.<key>, the same setting.
+void AddModelProviderKeys(const std::string& name, std::map<std::string, KeySpec>& m) {
+  auto add = [&](const std::string& key, auto field) {
+    for (const std::string& spelled :
+         {ModelProviderKey(name, key), StrCat("model_gateway.", name, ".", key)}) {
+      m[spelled] = Scalar(spelled, [name, field](ServerConfig* c) {
+        return &(c->model_gateway.providers[name].*field);
+      });
+    }
+  };
+  add("base_url", &ModelProviderConfig::base_url);
+  add("ca_file", &ModelProviderConfig::ca_file);
+  add("api_key_env", &ModelProviderConfig::api_key_env);
+  add("connect_timeout_ms", &ModelProviderConfig::connect_timeout_ms);
+  add("response_timeout_seconds", &ModelProviderConfig::response_timeout_seconds);
+  add("read_timeout_seconds", &ModelProviderConfig::read_timeout_seconds);
+}
+
 const std::map<std::string, KeySpec>& Registry() {
   static const auto* registry = [] {
     auto* r = new std::map<std::string, KeySpec>();
@@ -136,21 +154,6 @@ const std::map<std::string, KeySpec>& Registry() {
   m[key] = Scalar(key, [](ServerConfig* c) { return &c->model_gateway.name; })
     CONTEXTD_MODEL_KEY("model_gateway.enabled", enabled);
     CONTEXTD_MODEL_KEY("model_gateway.max_body_bytes", max_body_bytes);
-    CONTEXTD_MODEL_KEY("model_gateway.anthropic.base_url", anthropic_base_url);
-    CONTEXTD_MODEL_KEY("model_gateway.anthropic.ca_file", anthropic_ca_file);
-    CONTEXTD_MODEL_KEY("model_gateway.anthropic.api_key_env", anthropic_api_key_env);
-    CONTEXTD_MODEL_KEY("model_gateway.anthropic.connect_timeout_ms", anthropic_connect_timeout_ms);
-    CONTEXTD_MODEL_KEY("model_gateway.anthropic.response_timeout_seconds",
-                       anthropic_response_timeout_seconds);
-    CONTEXTD_MODEL_KEY("model_gateway.anthropic.read_timeout_seconds",
-                       anthropic_read_timeout_seconds);
-    CONTEXTD_MODEL_KEY("model_gateway.openai.base_url", openai_base_url);
-    CONTEXTD_MODEL_KEY("model_gateway.openai.ca_file", openai_ca_file);
-    CONTEXTD_MODEL_KEY("model_gateway.openai.api_key_env", openai_api_key_env);
-    CONTEXTD_MODEL_KEY("model_gateway.openai.connect_timeout_ms", openai_connect_timeout_ms);
-    CONTEXTD_MODEL_KEY("model_gateway.openai.response_timeout_seconds",
-                       openai_response_timeout_seconds);
-    CONTEXTD_MODEL_KEY("model_gateway.openai.read_timeout_seconds", openai_read_timeout_seconds);
     CONTEXTD_MODEL_KEY("model_gateway.auto_fold.enabled", auto_fold.enabled);
     CONTEXTD_MODEL_KEY("model_gateway.auto_fold.trigger_tokens", auto_fold.trigger_tokens);
     CONTEXTD_MODEL_KEY("model_gateway.auto_fold.keep", auto_fold.keep);
@@ -159,6 +162,9 @@ const std::map<std::string, KeySpec>& Registry() {
     CONTEXTD_MODEL_KEY("model_gateway.auto_fold.reasoning_items_bound",
                        auto_fold.reasoning_items_bound);
 #undef CONTEXTD_MODEL_KEY
+    for (const model::ModelProvider& provider : model::ModelProviders()) {
+      AddModelProviderKeys(std::string(provider.name), m);
+    }
 #define CONTEXTD_MEMORY_KEY(key, name) \
   m[key] = Scalar(key, [](ServerConfig* c) { return &c->memory.name; })
     CONTEXTD_MEMORY_KEY("memory.enabled", enabled);
@@ -222,6 +228,23 @@ absl::Status SetValues(const std::string& key, const std::vector<std::string>& v
 }
 
 }  // namespace
+
+ModelGatewayConfig::ModelGatewayConfig() {
+  for (const model::ModelProvider& provider : model::ModelProviders()) {
+    providers[std::string(provider.name)].base_url = std::string(provider.default_base_url);
+  }
+}
+
+std::string ModelProviderKey(std::string_view provider, std::string_view key) {
+  return StrCat("model_gateway.providers.", provider, ".", key);
+}
+
+absl::Status BadModelProviderKey(std::string_view provider, std::string_view key,
+                                 std::string_view why) {
+  return absl::InvalidArgumentError(StrCat("config key '", ModelProviderKey(provider, key),
+                                           "' (alias 'model_gateway.", provider, ".", key,
+                                           "'): ", why));
+}
 
 std::vector<std::string> KnownConfigKeys() {
   std::vector<std::string> keys;
@@ -330,6 +353,21 @@ absl::Status ParseUpstream(const YAML::Node& node, const std::string& where,
   return absl::OkStatus();
 }
 
+// The entries of mapping `node` under `prefix` as dotted keys, nested mappings flattened (at most
+// kMaxNesting deep; a mapping deeper than that is left as a value, which SetValues refuses).
+void FlattenSection(const std::string& prefix, const YAML::Node& node, int depth,
+                    std::vector<std::pair<std::string, YAML::Node>>& entries) {
+  constexpr int kMaxNesting = 2;
+  for (const auto& entry : node) {
+    std::string key = StrCat(prefix, ".", entry.first.as<std::string>());
+    if (entry.second.IsMap() && depth < kMaxNesting) {
+      FlattenSection(key, entry.second, depth + 1, entries);
+    } else {
+      entries.emplace_back(key, entry.second);
+    }
+  }
+}
+
 absl::Status ParseUpstreams(const YAML::Node& node, std::vector<gateway::UpstreamConfig>* out) {
   if (node.IsNull()) return absl::OkStatus();
   if (!node.IsSequence()) return Bad("upstreams", "must be a list of {name, stdio | http}");
@@ -378,18 +416,9 @@ absl::Status LoadConfigFile(const std::string& path, ServerConfig* config) {
         return absl::InvalidArgumentError(StrCat(
             "config file '", path, "': section '", section_name, "' must be a mapping"));
       }
-      // One level of nesting (model_gateway.anthropic.base_url): flattened to dotted keys.
+      // Nested mappings (model_gateway.providers.anthropic.base_url): flattened to dotted keys.
       std::vector<std::pair<std::string, YAML::Node>> entries;
-      for (const auto& entry : section.second) {
-        std::string key = StrCat(section_name, ".", entry.first.as<std::string>());
-        if (entry.second.IsMap()) {
-          for (const auto& inner : entry.second) {
-            entries.emplace_back(StrCat(key, ".", inner.first.as<std::string>()), inner.second);
-          }
-        } else {
-          entries.emplace_back(key, entry.second);
-        }
-      }
+      FlattenSection(section_name, section.second, 0, entries);
       for (const auto& entry : entries) {
         const std::string& key = entry.first;
         std::vector<std::string> values;
@@ -521,6 +550,32 @@ absl::Status ValidateNatsEvents(const NatsEventsConfig& nats) {
   return absl::OkStatus();
 }
 
+// Every configured provider is one the model gateway forwards to, with a usable URL and timeouts.
+absl::Status ValidateModelProviders(const ModelGatewayConfig& model) {
+  for (const auto& [name, p] : model.providers) {
+    if (model::FindProvider(name) == nullptr) {
+      return Bad(StrCat("model_gateway.providers.", name),
+                 "no API forwards to a provider of that name");
+    }
+    if (!(p.base_url.rfind("http://", 0) == 0 || p.base_url.rfind("https://", 0) == 0) ||
+        p.base_url.find_first_of(" ?#") != std::string::npos) {
+      return BadModelProviderKey(
+          name, "base_url",
+          StrCat("must be an http:// or https:// URL without query, got '", p.base_url, "'"));
+    }
+    if (p.connect_timeout_ms < 1) {
+      return BadModelProviderKey(name, "connect_timeout_ms", "must be positive");
+    }
+    if (p.response_timeout_seconds < 1) {
+      return BadModelProviderKey(name, "response_timeout_seconds", "must be positive");
+    }
+    if (p.read_timeout_seconds < 1) {
+      return BadModelProviderKey(name, "read_timeout_seconds", "must be positive");
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateConfig(const ServerConfig& config) {
@@ -566,29 +621,7 @@ absl::Status ValidateConfig(const ServerConfig& config) {
   if (model.max_body_bytes < 1024 || model.max_body_bytes > (int64_t{1} << 30)) {
     return Bad("model_gateway.max_body_bytes", "must be between 1024 and 1073741824");
   }
-  struct Upstream {
-    const char* section;
-    const std::string* base_url;
-    int64_t connect_timeout_ms, response_timeout_seconds, read_timeout_seconds;
-  };
-  for (const Upstream& u :
-       {Upstream{"anthropic", &model.anthropic_base_url, model.anthropic_connect_timeout_ms,
-                 model.anthropic_response_timeout_seconds, model.anthropic_read_timeout_seconds},
-        Upstream{"openai", &model.openai_base_url, model.openai_connect_timeout_ms,
-                 model.openai_response_timeout_seconds, model.openai_read_timeout_seconds}}) {
-    const std::string& base_url = *u.base_url;
-    const std::string prefix = StrCat("model_gateway.", u.section, ".");
-    if (!(base_url.rfind("http://", 0) == 0 || base_url.rfind("https://", 0) == 0) ||
-        base_url.find_first_of(" ?#") != std::string::npos) {
-      return Bad(prefix + "base_url",
-                 StrCat("must be an http:// or https:// URL without query, got '", base_url, "'"));
-    }
-    if (u.connect_timeout_ms < 1) return Bad(prefix + "connect_timeout_ms", "must be positive");
-    if (u.response_timeout_seconds < 1) {
-      return Bad(prefix + "response_timeout_seconds", "must be positive");
-    }
-    if (u.read_timeout_seconds < 1) return Bad(prefix + "read_timeout_seconds", "must be positive");
-  }
+  RETURN_IF_ERROR(ValidateModelProviders(model));
   const model::AutoFoldOptions& fold = model.auto_fold;
   if (fold.trigger_tokens < 1) {
     return Bad("model_gateway.auto_fold.trigger_tokens", "must be positive");

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,27 +20,37 @@
 
 namespace contextd::server {
 
-// model_gateway: contextd as the agent's model endpoint (on the HTTP listener).
-struct ModelGatewayConfig {
-  bool enabled = true;
-  int64_t max_body_bytes = 32 << 20;  // larger model requests get 413
-  // model_gateway.anthropic:
-  std::string anthropic_base_url = "https://api.anthropic.com";
-  std::string anthropic_ca_file;  // PEM CA file instead of the system trust store
+// model_gateway.providers.<name>: a model provider the model gateway forwards to (the providers
+// are the rows of model/model_api.h: anthropic, openai). model_gateway.<name>.<key> is an alias
+// of model_gateway.providers.<name>.<key>, kept working for configurations written before.
+struct ModelProviderConfig {
+  // scheme://host[:port][/path]; for openai, the base URL as OpenAI clients take it (the path
+  // ends where /chat/completions goes).
+  std::string base_url;
+  std::string ca_file;  // PEM CA file instead of the system trust store
   // Team mode: the environment variable holding the provider key contextd sends (never the key
   // itself); clients then authenticate with their tenant token. Empty: their own key passes.
-  std::string anthropic_api_key_env;
-  int64_t anthropic_connect_timeout_ms = 10'000;
-  int64_t anthropic_response_timeout_seconds = 600;  // request sent -> answer headers
-  int64_t anthropic_read_timeout_seconds = 600;      // between two reads of the answer
-  // model_gateway.openai: any OpenAI-compatible server; base_url as its clients take it (the
-  // path ends where /chat/completions goes).
-  std::string openai_base_url = "https://api.openai.com/v1";
-  std::string openai_ca_file;
-  std::string openai_api_key_env;  // as anthropic_api_key_env
-  int64_t openai_connect_timeout_ms = 10'000;
-  int64_t openai_response_timeout_seconds = 600;
-  int64_t openai_read_timeout_seconds = 600;
+  std::string api_key_env;
+  int64_t connect_timeout_ms = 10'000;
+  int64_t response_timeout_seconds = 600;  // request sent -> answer headers
+  int64_t read_timeout_seconds = 600;      // between two reads of the answer
+};
+
+// "model_gateway.providers.<provider>.<key>".
+std::string ModelProviderKey(std::string_view provider, std::string_view key);
+// InvalidArgument naming the provider key and its alias: "config key
+// 'model_gateway.providers.<provider>.<key>' (alias 'model_gateway.<provider>.<key>'): <why>".
+absl::Status BadModelProviderKey(std::string_view provider, std::string_view key,
+                                 std::string_view why);
+
+// model_gateway: contextd as the agent's model endpoint (on the HTTP listener).
+struct ModelGatewayConfig {
+  ModelGatewayConfig();
+  bool enabled = true;
+  int64_t max_body_bytes = 32 << 20;  // larger model requests get 413
+  // model_gateway.providers: one entry for every provider of model::ModelProviders(), its
+  // base_url that provider's default until configured.
+  std::map<std::string, ModelProviderConfig> providers;
   // model_gateway.auto_fold: stale tool results folded into trail handles (docs/auto-fold.md).
   model::AutoFoldOptions auto_fold;
 };
@@ -129,7 +140,7 @@ struct ServerConfig {
   // Consecutive upstream calls outside any branch form an auto-scope that folds by itself when
   // the agent turns to another upstream, calls a contextd tool, or the session ends.
   bool trail_auto_scope_upstreams = false;
-  // model_gateway: (nested: model_gateway.anthropic.base_url, model_gateway.openai.base_url, ...)
+  // model_gateway: (nested: model_gateway.providers.anthropic.base_url, ...)
   ModelGatewayConfig model_gateway;
   // memory: (nested: memory.distiller.base_url, ...)
   MemoryConfig memory;

@@ -263,7 +263,7 @@ TEST(ConfigTest, TrailAutoScopeUpstreamsInEveryLayer) {
 
 TEST(ConfigTest, ModelGatewayOpenAIInEveryLayer) {
   ServerConfig c;
-  EXPECT_EQ(c.model_gateway.openai_base_url, "https://api.openai.com/v1");
+  EXPECT_EQ(c.model_gateway.providers["openai"].base_url, "https://api.openai.com/v1");
   std::string path = WriteTemp("cfg_openai", R"(
 model_gateway:
   anthropic:
@@ -274,10 +274,10 @@ model_gateway:
     response_timeout_seconds: 30
 )");
   ASSERT_TRUE(LoadConfigFile(path, &c).ok());
-  EXPECT_EQ(c.model_gateway.anthropic_base_url, "http://127.0.0.1:1");
-  EXPECT_EQ(c.model_gateway.openai_base_url, "http://127.0.0.1:8000/v1");
-  EXPECT_EQ(c.model_gateway.openai_ca_file, "/tmp/ca.pem");
-  EXPECT_EQ(c.model_gateway.openai_response_timeout_seconds, 30);
+  EXPECT_EQ(c.model_gateway.providers["anthropic"].base_url, "http://127.0.0.1:1");
+  EXPECT_EQ(c.model_gateway.providers["openai"].base_url, "http://127.0.0.1:8000/v1");
+  EXPECT_EQ(c.model_gateway.providers["openai"].ca_file, "/tmp/ca.pem");
+  EXPECT_EQ(c.model_gateway.providers["openai"].response_timeout_seconds, 30);
   EXPECT_TRUE(ValidateConfig(c).ok());
 
   std::map<std::string, std::string> env = {
@@ -292,16 +292,86 @@ model_gateway:
                                 "CONTEXTD_MODEL_GATEWAY_OPENAI_READ_TIMEOUT_SECONDS"},
                                &c)
                   .ok());
-  EXPECT_EQ(c.model_gateway.openai_base_url, "http://localhost:11434/v1");
-  EXPECT_EQ(c.model_gateway.openai_read_timeout_seconds, 5);
+  EXPECT_EQ(c.model_gateway.providers["openai"].base_url, "http://localhost:11434/v1");
+  EXPECT_EQ(c.model_gateway.providers["openai"].read_timeout_seconds, 5);
 
   ASSERT_TRUE(SetConfigValue("model_gateway.openai.base_url", "ftp://x", &c).ok());
   absl::Status bad = ValidateConfig(c);
   EXPECT_NE(bad.message().find("model_gateway.openai.base_url"), std::string::npos) << bad;
-  c.model_gateway.openai_base_url = "https://api.openai.com/v1";
-  c.model_gateway.openai_connect_timeout_ms = 0;
+  c.model_gateway.providers["openai"].base_url = "https://api.openai.com/v1";
+  c.model_gateway.providers["openai"].connect_timeout_ms = 0;
   EXPECT_NE(ValidateConfig(c).message().find("model_gateway.openai.connect_timeout_ms"),
             std::string::npos);
+}
+
+TEST(ConfigTest, ModelGatewayProvidersAndTheirAliases) {
+  ServerConfig c;
+  EXPECT_EQ(c.model_gateway.providers["anthropic"].base_url, "https://api.anthropic.com");
+  EXPECT_EQ(c.model_gateway.providers.size(), 2u);
+  std::string path = WriteTemp("cfg_providers", R"(
+model_gateway:
+  providers:
+    anthropic:
+      base_url: http://127.0.0.1:2
+      api_key_env: TEAM_KEY
+      connect_timeout_ms: 250
+    openai:
+      ca_file: /tmp/openai-ca.pem
+      read_timeout_seconds: 7
+)");
+  ASSERT_TRUE(LoadConfigFile(path, &c).ok());
+  const ModelProviderConfig& anthropic = c.model_gateway.providers["anthropic"];
+  EXPECT_EQ(anthropic.base_url, "http://127.0.0.1:2");
+  EXPECT_EQ(anthropic.api_key_env, "TEAM_KEY");
+  EXPECT_EQ(anthropic.connect_timeout_ms, 250);
+  EXPECT_EQ(anthropic.response_timeout_seconds, 600);
+  EXPECT_EQ(c.model_gateway.providers["openai"].base_url, "https://api.openai.com/v1");
+  EXPECT_EQ(c.model_gateway.providers["openai"].ca_file, "/tmp/openai-ca.pem");
+  EXPECT_EQ(c.model_gateway.providers["openai"].read_timeout_seconds, 7);
+  EXPECT_TRUE(ValidateConfig(c).ok());
+
+  // The alias and the key are one setting: whichever comes last wins, in every layer.
+  ASSERT_TRUE(SetConfigValue("model_gateway.anthropic.base_url", "http://127.0.0.1:3", &c).ok());
+  EXPECT_EQ(anthropic.base_url, "http://127.0.0.1:3");
+  std::map<std::string, std::string> env = {
+      {"CONTEXTD_MODEL_GATEWAY_PROVIDERS_OPENAI_RESPONSE_TIMEOUT_SECONDS", "9"},
+      {"CONTEXTD_MODEL_GATEWAY_ANTHROPIC_READ_TIMEOUT_SECONDS", "11"}};
+  auto get = [&](const char* n) -> const char* {
+    auto it = env.find(n);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  ASSERT_TRUE(ApplyEnvironment(get,
+                               {"CONTEXTD_MODEL_GATEWAY_PROVIDERS_OPENAI_RESPONSE_TIMEOUT_SECONDS",
+                                "CONTEXTD_MODEL_GATEWAY_ANTHROPIC_READ_TIMEOUT_SECONDS"},
+                               &c)
+                  .ok());
+  EXPECT_EQ(c.model_gateway.providers["openai"].response_timeout_seconds, 9);
+  EXPECT_EQ(anthropic.read_timeout_seconds, 11);
+  auto keys = KnownConfigKeys();
+  for (const char* key :
+       {"model_gateway.providers.openai.base_url", "model_gateway.providers.anthropic.api_key_env",
+        "model_gateway.openai.read_timeout_seconds"}) {
+    EXPECT_NE(std::find(keys.begin(), keys.end(), key), keys.end()) << key;
+  }
+
+  // A validation error names the key and its alias.
+  ASSERT_TRUE(SetConfigValue("model_gateway.providers.openai.read_timeout_seconds", "0", &c).ok());
+  absl::Status bad = ValidateConfig(c);
+  EXPECT_NE(bad.message().find("'model_gateway.providers.openai.read_timeout_seconds' (alias "
+                               "'model_gateway.openai.read_timeout_seconds')"),
+            std::string::npos)
+      << bad;
+  // Only the providers the APIs forward to are keys.
+  EXPECT_FALSE(SetConfigValue("model_gateway.providers.gemini.base_url", "http://x", &c).ok());
+  std::string unknown = WriteTemp("cfg_unknown_provider", R"(
+model_gateway:
+  providers:
+    gemini:
+      base_url: http://127.0.0.1:4
+)");
+  absl::Status refused = LoadConfigFile(unknown, &c);
+  EXPECT_NE(refused.message().find("model_gateway.providers.gemini.base_url"), std::string::npos)
+      << refused;
 }
 
 TEST(ConfigTest, UpstreamsParse) {

@@ -79,13 +79,10 @@ class Conversation {
 
 struct Gateway {
   Gateway(model::ConversationStore& store, const scrub::Scrubber& scrubber)
-      : manager(model::ContextManagerOptions{}, store, scrubber, counter,
-                [](const std::string&, const std::string&) {
-                  return std::optional<model::BranchFacts>();
-                }) {}
+      : manager(model::ContextManagerOptions{}, store, scrubber, counter, nullptr) {}
   // What the provider receives for the conversation's current request at `now_ms`.
   std::string Forward(const std::string& session, const Conversation& c, int64_t now_ms) {
-    auto request = manager.Parse("local", session, c.Body());
+    auto request = manager.Parse(model::ModelApi::kAnthropicMessages, "local", session, c.Body());
     EXPECT_TRUE(request.ok()) << request.status();
     auto applied = manager.Apply("local", session, *request, now_ms);
     EXPECT_TRUE(applied.ok()) << applied.status();

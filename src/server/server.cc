@@ -26,6 +26,7 @@
 #include "events/event_message.h"
 #include "events/publisher.h"
 #include "folding/branch_manager.h"
+#include "folding/engine_branch_ledger.h"
 #include "folding/events.h"
 #include "folding/text.h"
 #include "gateway/gateway.h"
@@ -337,6 +338,8 @@ absl::Status BuildEngine(const ServerConfig& config, const RegisterFixtures& fix
     trail_options.process_sessions = {"stdio"};
     engine.trail = std::make_unique<trail::Trail>(*engine.trail_store, engine.executor->clock(),
                                                   std::move(trail_options));
+    engine.ledger = std::make_unique<folding::EngineBranchLedger>(
+        *engine.executor, *engine.manager, *engine.store, engine.trail.get(), *counter);
     engine.trail_tools = std::make_unique<tools::TrailTools>(*engine.trail, engine.events, *engine.store,
                                                       *counter);
     engine.trail_api =
@@ -473,7 +476,7 @@ absl::Status BuildEngine(const ServerConfig& config, const RegisterFixtures& fix
     // tools/list already holds their tools; later ones arrive with tools/list_changed.
     gateway::GatewayDeps deps;
     deps.server = engine.mcp.get();
-    deps.manager = engine.manager.get();
+    deps.ledger = engine.ledger.get();
     deps.counter = counter;
     deps.scrubber = engine.scrubber.get();
     deps.session_key = tools::SessionKeyFor;
@@ -574,6 +577,7 @@ void ShutdownEngine(Engine& engine) {
     engine.memory_tools.reset();  // stops its worker: queued distillations are dropped
     engine.trail_tools.reset();
     engine.trail_api.reset();
+    engine.ledger.reset();  // the gateways that used it are stopped
     engine.trail.reset();
     engine.tools.reset();
     engine.manager.reset();
@@ -694,8 +698,7 @@ absl::Status RunServer(const ServerConfig& config, const RegisterFixtures& fixtu
   if (engine.shared_sessions) engine.shared_sessions->Stop();
   if (engine.model_gateway) engine.model_gateway->Stop();  // no new upstream calls
   // Ends the calls in flight (their callbacks use the gateway).
-  engine.model_client.reset();
-  engine.openai_client.reset();
+  engine.model_clients.clear();
   engine.model_gateway.reset();
   ShutdownEngine(engine);
   return absl::OkStatus();

@@ -373,6 +373,48 @@ test('unreachable upstream: 502 api_error naming it; silent upstream: 504 timeou
   }
 });
 
+test('model_gateway.providers.<name> configures the upstreams the aliases do: each API goes to its provider', { timeout: 30000 }, async () => {
+  const anthropicPort = await closedPort();
+  const openaiPort = await closedPort();
+  const silent = await startUpstream({ handle: () => {} });
+  const unreachable = await startGateway({ providers: {
+    anthropic: { base_url: `http://127.0.0.1:${anthropicPort}` },
+    openai: { base_url: `http://127.0.0.1:${openaiPort}/v1` },
+  } });
+  const slow = await startGateway({ providers: { openai: { base_url: `${silent.url}/v1`, response_timeout_seconds: 1 } } });
+  const json = { 'content-type': 'application/json' };
+  const messages = JSON.stringify({ model: MODEL, max_tokens: 8, messages: hello });
+  const chat = JSON.stringify({ model: 'gpt', messages: [{ role: 'user', content: 'hi' }] });
+  try {
+    const toAnthropic = await fetch(`${unreachable.origin}/v1/messages`, {
+      method: 'POST', headers: { ...json, 'x-api-key': 'k', 'anthropic-version': '2023-06-01' }, body: messages });
+    const anthropicText = await toAnthropic.text();
+    assert.equal(toAnthropic.status, 502, anthropicText);
+    assert.equal(anthropicError(anthropicText).type, 'api_error');
+    assert.ok(anthropicText.includes(`127.0.0.1:${anthropicPort}`), anthropicText);
+
+    const toOpenai = await fetch(`${unreachable.origin}/v1/chat/completions`, {
+      method: 'POST', headers: { ...json, authorization: 'Bearer k' }, body: chat });
+    const openaiText = await toOpenai.text();
+    assert.equal(toOpenai.status, 502, openaiText);
+    const openaiError = JSON.parse(openaiText).error;
+    assert.equal(openaiError.code, 'upstream_unreachable');
+    assert.ok(openaiError.message.includes(`127.0.0.1:${openaiPort}/v1`), openaiText);
+
+    const timed = await fetch(`${slow.origin}/v1/chat/completions`, {
+      method: 'POST', headers: { ...json, authorization: 'Bearer k' }, body: chat });
+    const timedText = await timed.text();
+    assert.equal(timed.status, 504, timedText);
+    assert.equal(JSON.parse(timedText).error.code, 'upstream_timeout');
+    assert.equal(silent.requests.length, 1);
+    assert.equal(silent.requests[0].url, '/v1/chat/completions');
+  } finally {
+    await unreachable.stop();
+    await slow.stop();
+    await silent.close();
+  }
+});
+
 test('bad requests: malformed JSON gets 400 invalid_request_error; a malformed body never goes upstream', opts(30000), async () => {
   const upstream = await startUpstream({ handle: (req, res) => { res.writeHead(200, { 'content-type': 'application/json' }); res.end('{}'); } });
   const gw = await startGateway({ anthropic: { base_url: upstream.url }, maxBodyBytes: 2048 });

@@ -14,6 +14,7 @@
 #include "model/context_manager.h"
 #include "model/fold.h"
 #include "model/model_request.h"
+#include "model/testing/fake_branch_ledger.h"
 #include "model/testing/in_memory_conversation_store.h"
 #include "model/testing/render_plans.h"
 #include "scrub/scrubber.h"
@@ -94,8 +95,8 @@ void CheckPipelineTwice(const char* target, ModelApi api, const std::string& bod
   InMemoryConversationStore store;
   SevenScrubber scrubber;
   QuarterByteCounter counter;
-  ContextManager manager({}, store, scrubber, counter,
-                         [&](const std::string&, const std::string& id) { return lookup(id); });
+  FakeBranchLedger ledger([&](const std::string&, const std::string& id) { return lookup(id); });
+  ContextManager manager({}, store, scrubber, counter, &ledger);
   for (int round = 0; round < 2; ++round) {
     auto fresh = manager.Parse(api, "local", "", body);
     FuzzCheck(fresh.ok(), target, "a body that parsed once does not parse again");

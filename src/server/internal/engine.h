@@ -16,6 +16,7 @@
 #include "events/event_message.h"
 #include "events/outbox_relay.h"
 #include "events/publisher.h"
+#include "folding/branch_ledger.h"
 #include "folding/branch_manager.h"
 #include "folding/events.h"
 #include "folding/outbox_store.h"
@@ -80,6 +81,8 @@ struct Engine {
   std::unique_ptr<tools::FoldingTools> tools;       // executor only
   std::unique_ptr<trail::TrailStore> trail_store;
   std::unique_ptr<trail::Trail> trail;                   // executor only
+  // Both gateways charge branches and record calls through it (over manager, store and trail).
+  std::unique_ptr<folding::BranchLedger> ledger;
   std::unique_ptr<tools::TrailTools> trail_tools;        // executor only
   std::unique_ptr<viewer::TrailApi> trail_api;           // executor only: the viewer's /api/v1
   std::unique_ptr<tools::MemoryTools> memory_tools;      // executor only (and its own worker)
@@ -92,8 +95,8 @@ struct Engine {
   std::unique_ptr<model::ContextManager> context_manager;
   // Declared after the clients: destroyed first. RunServer stops it, destroys the clients, then
   // the gateway (see ModelGateway::Stop).
-  std::unique_ptr<transport::HttpClient> model_client;   // to the Anthropic upstream
-  std::unique_ptr<transport::HttpClient> openai_client;  // to the OpenAI upstream
+  // One client per model provider (model_gateway.providers.<name>), by name.
+  std::map<std::string, std::unique_ptr<transport::HttpClient>> model_clients;
   std::unique_ptr<model::ModelGateway> model_gateway;
   std::shared_ptr<protocol::McpServer> mcp;
   // MCP sessions shared with other instances (postgres over HTTP only; decision 0025).

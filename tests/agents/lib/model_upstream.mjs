@@ -77,12 +77,20 @@ export function makeCa(name) {
 }
 
 // Starts contextd (HTTP, port 0, fresh data dir) with `model_gateway: {anthropic: anthropic,
-// openai: openai, max_body_bytes}` (sections left out when not given). Resolves with the
-// harness's server plus {origin, stop()} (stop also removes the data dir).
-export async function startGateway({ anthropic = null, openai = null, autoFold = null, maxBodyBytes = null }) {
+// openai: openai, max_body_bytes}` (sections left out when not given; `providers`: the
+// model_gateway.providers.<name> mapping, of which anthropic and openai are aliases). Resolves
+// with the harness's server plus {origin, stop()} (stop also removes the data dir).
+export async function startGateway({ anthropic = null, openai = null, autoFold = null, maxBodyBytes = null, providers = null }) {
   const dataDir = tempDataDir();
   const lines = ['model_gateway:'];
   if (maxBodyBytes !== null) lines.push(`  max_body_bytes: ${maxBodyBytes}`);
+  if (providers) {
+    lines.push('  providers:');
+    for (const [name, keys] of Object.entries(providers)) {
+      lines.push(`    ${name}:`);
+      for (const [k, v] of Object.entries(keys)) lines.push(`      ${k}: ${JSON.stringify(v)}`);
+    }
+  }
   for (const [section, keys] of Object.entries({ anthropic, openai, auto_fold: autoFold })) {
     if (!keys) continue;
     lines.push(`  ${section}:`);
