@@ -7,8 +7,6 @@
 #include "folding/text.h"
 #include "scrub/private_spans.h"
 #include "server/internal/engine.h"
-#include "store/pg_conversation_store.h"
-#include "store/sqlite_conversation_store.h"
 #include "tools/session_key.h"
 
 namespace contextd::server::internal {
@@ -39,12 +37,7 @@ absl::Status BuildModelGateway(const ServerConfig& config,
                                const std::map<std::string, std::string>& bearer_tokens,
                                Engine& engine) {
   const ModelGatewayConfig& mg = config.model_gateway;
-  std::string db_path = ResolveDataDir(config) + "/contextd.db";
-  if (engine.pg_db) {
-    engine.conversations = store::PgConversationStore::Create(engine.pg_db);
-  } else {
-    ASSIGN_OR_RETURN(engine.conversations, store::SqliteConversationStore::Open(db_path));
-  }
+  ASSIGN_OR_RETURN(engine.conversations, engine.backend->OpenConversationStore());
   const tokens::TokenCounter* counter = engine.counter.get();
   folding::BranchStore* branches = engine.store.get();
   model::TenantBranchLookup lookup =
