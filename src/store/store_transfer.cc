@@ -150,12 +150,13 @@ absl::StatusOr<int64_t> ExportTables(Backend& from, std::ostream& out) {
                                       {"from", std::string(from.name())},
                                       {"schema_version", version}}));
   int64_t rows = 0;
-  RETURN_IF_ERROR(from.ScanStateTables([&](const TableRow& row) -> absl::Status {
+  auto write = [&](const TableRow& row) -> absl::Status {
     RETURN_IF_ERROR(WriteLine(
         out, json{{"table", row.table->name}, {"row", RowJson(*row.table, row.cells)}}));
     ++rows;
     return absl::OkStatus();
-  }));
+  };
+  RETURN_IF_ERROR(from.ScanStateTables(write));
   return rows;
 }
 

@@ -113,31 +113,7 @@ absl::Status PgBranchStore::CommitIn(PgConn& c, const folding::BranchWrite& writ
 absl::StatusOr<std::vector<Branch>> PgBranchStore::ReadBranches(PgConn& c, const PgResult& r) {
   std::vector<Branch> out;
   for (int i = 0; i < r.rows(); ++i) {
-    Branch b;
-    b.id = r.Text(i, 0);
-    b.session.tenant = r.Text(i, 1);
-    b.session.project = r.Text(i, 2);
-    b.session.session_id = r.Text(i, 3);
-    b.parent_id = r.IsNull(i, 4) ? std::string() : r.Text(i, 4);
-    b.depth = static_cast<int>(r.Int(i, 5));
-    b.description = r.Text(i, 6);
-    b.prompt = r.Text(i, 7);
-    std::string status = r.Text(i, 8);
-    auto parsed = folding::ParseBranchStatus(status);
-    if (!parsed.ok()) {
-      return absl::DataLossError(
-          absl::StrCat("branch ", b.id, " has unknown status \"", status, "\""));
-    }
-    b.status = *parsed;
-    b.budget_allocated = r.Int(i, 9);
-    b.tokens_used = r.Int(i, 10);
-    b.reserved_for_children = r.Int(i, 11);
-    b.deadline_wall_ms = r.Int(i, 12);
-    b.created_at_ms = r.Int(i, 13);
-    b.finished_at_ms = r.IsNull(i, 14) ? 0 : r.Int(i, 14);
-    b.summary = r.Text(i, 15);
-    b.finish_reason = r.Text(i, 16);
-    b.memory_queued = r.Bool(i, 17);
+    ASSIGN_OR_RETURN(Branch b, BranchFromRow(PgRow(r, i)));
     b.version = r.Int(i, 18);
     out.push_back(std::move(b));
   }
@@ -146,12 +122,7 @@ absl::StatusOr<std::vector<Branch>> PgBranchStore::ReadBranches(PgConn& c, const
                                           "WHERE branch_id = $1 ORDER BY ord",
                                           {b.id}));
     for (int i = 0; i < inj.rows(); ++i) {
-      folding::InjectedContext ic;
-      ic.kind = inj.Text(i, 0);
-      ic.ref = inj.Text(i, 1);
-      ic.text = inj.Text(i, 2);
-      ic.tokens = inj.Int(i, 3);
-      b.injected_context.push_back(std::move(ic));
+      b.injected_context.push_back(InjectionFromRow(PgRow(inj, i)));
     }
   }
   return out;

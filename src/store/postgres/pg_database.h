@@ -24,6 +24,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "store/rows.h"
 
 struct pg_conn;
 struct pg_result;
@@ -91,6 +92,20 @@ class PgResult {
 
  private:
   pg_result* r_ = nullptr;
+};
+
+// Row `row` of a PgResult as a store::Row (store/rows.h), for the shared mappers.
+class PgRow final : public Row {
+ public:
+  PgRow(const PgResult& result, int row) : result_(result), row_(row) {}
+  bool IsNull(int col) const override { return result_.IsNull(row_, col); }
+  int64_t Int(int col) const override { return result_.Int(row_, col); }
+  std::string Text(int col) const override { return result_.Text(row_, col); }
+  bool Bool(int col) const override { return result_.Bool(row_, col); }
+
+ private:
+  const PgResult& result_;
+  const int row_;
 };
 
 // One pooled connection, lent to a callback of PgDatabase; not to be kept.

@@ -7,26 +7,9 @@
 namespace contextd::store {
 namespace {
 
-constexpr char kColumns[] =
-    "id, tenant, project, project_label, project_header, protocol_version, "
-    "client_capabilities, client_info, created_ms, last_seen_ms, ended_ms, end_reason";
+constexpr const char* kColumns = kMcpSessionColumns;
 
-McpSessionRecord ReadRow(const PgResult& res, int i) {
-  McpSessionRecord r;
-  r.id = res.Text(i, 0);
-  r.tenant = res.Text(i, 1);
-  r.project = res.Text(i, 2);
-  r.project_label = res.Text(i, 3);
-  r.project_header = res.Text(i, 4);
-  r.protocol_version = res.Text(i, 5);
-  r.client_capabilities = res.Text(i, 6);
-  r.client_info = res.Text(i, 7);
-  r.created_ms = res.Int(i, 8);
-  r.last_seen_ms = res.Int(i, 9);
-  r.ended_ms = res.IsNull(i, 10) ? 0 : res.Int(i, 10);
-  r.end_reason = res.Text(i, 11);
-  return r;
-}
+McpSessionRecord ReadRow(const PgResult& res, int i) { return McpSessionFromRow(PgRow(res, i)); }
 
 }  // namespace
 

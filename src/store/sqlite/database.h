@@ -20,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "store/rows.h"
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -98,6 +99,19 @@ class Statement {
 
  private:
   sqlite3_stmt* stmt_ = nullptr;
+};
+
+// The current row of a Statement as a store::Row (store/rows.h), for the shared mappers.
+class SqliteRow final : public Row {
+ public:
+  explicit SqliteRow(const Statement& st) : st_(st) {}
+  bool IsNull(int col) const override { return st_.IsNull(col); }
+  int64_t Int(int col) const override { return st_.Int(col); }
+  std::string Text(int col) const override { return st_.Text(col); }
+  bool Bool(int col) const override { return st_.Int(col) != 0; }
+
+ private:
+  const Statement& st_;
 };
 
 // Resets a statement when the scope ends, so that it never holds a read snapshot or lock.

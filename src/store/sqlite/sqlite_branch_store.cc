@@ -169,31 +169,7 @@ absl::StatusOr<std::vector<Branch>> SqliteBranchStore::ReadBranches(Statement& s
     for (;;) {
       ASSIGN_OR_RETURN(bool row, st.Step());
       if (!row) break;
-      Branch b;
-      b.id = st.Text(0);
-      b.session.tenant = st.Text(1);
-      b.session.project = st.Text(2);
-      b.session.session_id = st.Text(3);
-      b.parent_id = st.IsNull(4) ? std::string() : st.Text(4);
-      b.depth = static_cast<int>(st.Int(5));
-      b.description = st.Text(6);
-      b.prompt = st.Text(7);
-      std::string status = st.Text(8);
-      auto parsed = folding::ParseBranchStatus(status);
-      if (!parsed.ok()) {
-        return absl::DataLossError(
-            absl::StrCat("branch ", b.id, " has unknown status \"", status, "\""));
-      }
-      b.status = *parsed;
-      b.budget_allocated = st.Int(9);
-      b.tokens_used = st.Int(10);
-      b.reserved_for_children = st.Int(11);
-      b.deadline_wall_ms = st.Int(12);
-      b.created_at_ms = st.Int(13);
-      b.finished_at_ms = st.IsNull(14) ? 0 : st.Int(14);
-      b.summary = st.Text(15);
-      b.finish_reason = st.Text(16);
-      b.memory_queued = st.Int(17) != 0;
+      ASSIGN_OR_RETURN(Branch b, BranchFromRow(SqliteRow(st)));
       out.push_back(std::move(b));
     }
   }
@@ -203,12 +179,7 @@ absl::StatusOr<std::vector<Branch>> SqliteBranchStore::ReadBranches(Statement& s
     for (;;) {
       ASSIGN_OR_RETURN(bool row, injections_.Step());
       if (!row) break;
-      folding::InjectedContext injected;
-      injected.kind = injections_.Text(0);
-      injected.ref = injections_.Text(1);
-      injected.text = injections_.Text(2);
-      injected.tokens = injections_.Int(3);
-      b.injected_context.push_back(std::move(injected));
+      b.injected_context.push_back(InjectionFromRow(SqliteRow(injections_)));
     }
   }
   return out;

@@ -6,26 +6,9 @@
 namespace contextd::store {
 namespace {
 
-constexpr char kColumns[] =
-    "id, tenant, project, project_label, project_header, protocol_version, "
-    "client_capabilities, client_info, created_ms, last_seen_ms, ended_ms, end_reason";
+constexpr const char* kColumns = kMcpSessionColumns;
 
-McpSessionRecord ReadRow(const Statement& st) {
-  McpSessionRecord r;
-  r.id = st.Text(0);
-  r.tenant = st.Text(1);
-  r.project = st.Text(2);
-  r.project_label = st.Text(3);
-  r.project_header = st.Text(4);
-  r.protocol_version = st.Text(5);
-  r.client_capabilities = st.Text(6);
-  r.client_info = st.Text(7);
-  r.created_ms = st.Int(8);
-  r.last_seen_ms = st.Int(9);
-  r.ended_ms = st.IsNull(10) ? 0 : st.Int(10);
-  r.end_reason = st.Text(11);
-  return r;
-}
+McpSessionRecord ReadRow(const Statement& st) { return McpSessionFromRow(SqliteRow(st)); }
 
 }  // namespace
 
