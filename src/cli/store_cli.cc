@@ -35,8 +35,9 @@ store::BackendOptions CommandBackendOptions(const server::StoreConfig& store,
   return o;
 }
 
-absl::StatusOr<std::unique_ptr<store::Backend>> OpenCommandBackend(
-    const server::StoreConfig& store, const std::string& data_dir, bool create) {
+absl::StatusOr<std::unique_ptr<store::Backend>> OpenCommandBackend(const server::StoreConfig& store,
+                                                                   const std::string& data_dir,
+                                                                   bool create) {
   store::BackendOptions o = CommandBackendOptions(store, data_dir, false, create);
   std::error_code ec;
   if (o.kind == store::BackendKind::kSqlite && !create &&

@@ -37,8 +37,9 @@ store::BackendOptions CommandBackendOptions(const server::StoreConfig& store,
 
 // Opens CommandBackendOptions(store, data_dir, false, create). SQLite: NotFound "no contextd
 // database at <path>" when the file does not exist, unless `create`.
-absl::StatusOr<std::unique_ptr<store::Backend>> OpenCommandBackend(
-    const server::StoreConfig& store, const std::string& data_dir, bool create = false);
+absl::StatusOr<std::unique_ptr<store::Backend>> OpenCommandBackend(const server::StoreConfig& store,
+                                                                   const std::string& data_dir,
+                                                                   bool create = false);
 
 // Reads an export from `in` into the configured (empty) store, all or nothing; a line on `err`
 // says how many rows. 0, or 2 with the reason (a store that already holds state, a bad line).

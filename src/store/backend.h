@@ -129,11 +129,11 @@ absl::StatusOr<std::unique_ptr<Backend>> OpenBackend(const BackendOptions& optio
 
 // What `contextd migrate` did.
 struct MigrateResult {
-  std::string backend;        // "sqlite" or "postgres"
-  std::string where;          // the file, or the redacted conninfo
-  int version = 0;            // the schema version now
-  std::optional<int> was;     // PostgreSQL: the version before (0 for a new database)
-  bool new_file = false;      // SQLite: the file did not exist before
+  std::string backend;     // "sqlite" or "postgres"
+  std::string where;       // the file, or the redacted conninfo
+  int version = 0;         // the schema version now
+  std::optional<int> was;  // PostgreSQL: the version before (0 for a new database)
+  bool new_file = false;   // SQLite: the file did not exist before
 };
 
 // Brings the schema of the database `options` names up to this binary's (options.migrate is

@@ -51,7 +51,9 @@ const std::vector<TableSchema>& StateTables() {
       {"trail_blobs",
        "hash",
        "",
-       {{"hash", ColumnKind::kText}, {"size", ColumnKind::kInt}, {"content", ColumnKind::kBlobText}}},
+       {{"hash", ColumnKind::kText},
+        {"size", ColumnKind::kInt},
+        {"content", ColumnKind::kBlobText}}},
       {"trail_scopes",
        "pos",
        "pos",
@@ -185,7 +187,9 @@ const std::vector<TableSchema>& StateTables() {
       {"memory_terms",
        "term",
        "",
-       {{"term", ColumnKind::kText}, {"content_df", ColumnKind::kInt}, {"task_df", ColumnKind::kInt}}},
+       {{"term", ColumnKind::kText},
+        {"content_df", ColumnKind::kInt},
+        {"task_df", ColumnKind::kInt}}},
       {"memory_vectors",
        "memory_id, model",
        "",
@@ -230,9 +234,9 @@ std::string TableSchema::SqliteOrder() const {
 
 const std::vector<std::string>& SqliteLocalTables() {
   static const std::vector<std::string> kTables = {
-      "schema_version",   "event_outbox",    "retention_blob_candidates",
-      "trail_fts_log",    "trail_search_identity",  // the search index's log and file identity
-      "memory_fts",       "memory_task_fts"};       // FTS5 over memories (shadow tables aside)
+      "schema_version", "event_outbox",          "retention_blob_candidates",
+      "trail_fts_log",  "trail_search_identity",  // the search index's log and file identity
+      "memory_fts",     "memory_task_fts"};       // FTS5 over memories (shadow tables aside)
   return kTables;
 }
 

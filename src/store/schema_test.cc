@@ -40,12 +40,11 @@ TEST(SchemaTest, SqliteMigrationsCreateTheDeclaredSchema) {
   TempDir tmp;
   auto db = Database::Open(tmp.File("contextd.db"));
   ASSERT_TRUE(db.ok()) << db.status();
-  auto problems = testing::SchemaDifferences(
-      SqliteTables(**db), SqliteLocalTables(),
-      [](const TableSchema& t, const ColumnSchema& c) {
-        std::string name = t.SqliteColumn(c);
-        return name == "rowid" ? std::string() : name;
-      });
+  auto problems = testing::SchemaDifferences(SqliteTables(**db), SqliteLocalTables(),
+                                             [](const TableSchema& t, const ColumnSchema& c) {
+                                               std::string name = t.SqliteColumn(c);
+                                               return name == "rowid" ? std::string() : name;
+                                             });
   EXPECT_TRUE(problems.empty()) << absl::StrJoin(problems, "\n");
 }
 

@@ -151,8 +151,8 @@ absl::StatusOr<int64_t> ExportTables(Backend& from, std::ostream& out) {
                                       {"schema_version", version}}));
   int64_t rows = 0;
   auto write = [&](const TableRow& row) -> absl::Status {
-    RETURN_IF_ERROR(WriteLine(
-        out, json{{"table", row.table->name}, {"row", RowJson(*row.table, row.cells)}}));
+    RETURN_IF_ERROR(
+        WriteLine(out, json{{"table", row.table->name}, {"row", RowJson(*row.table, row.cells)}}));
     ++rows;
     return absl::OkStatus();
   };

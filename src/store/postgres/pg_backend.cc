@@ -79,8 +79,7 @@ class PgBackend final : public Backend {
   // PostgreSQL gives space back by its own autovacuum.
   absl::StatusOr<VacuumReport> Vacuum() override { return VacuumReport{}; }
 
-  absl::Status ScanStateTables(
-      const std::function<absl::Status(const TableRow&)>& visit) override {
+  absl::Status ScanStateTables(const std::function<absl::Status(const TableRow&)>& visit) override {
     return ScanPgTables(*db_, visit);
   }
   absl::Status InsertStateRows(const std::vector<TableRow>& rows) override {

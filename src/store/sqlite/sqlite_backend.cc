@@ -31,10 +31,7 @@ class SqliteBackend final : public Backend {
  public:
   SqliteBackend(std::string path, DatabaseOptions db_options, SearchIndexOptions search,
                 std::shared_ptr<Database> db)
-      : path_(std::move(path)),
-        db_options_(db_options),
-        search_(search),
-        db_(std::move(db)) {}
+      : path_(std::move(path)), db_options_(db_options), search_(search), db_(std::move(db)) {}
 
   std::string_view name() const override { return "sqlite"; }
   std::string Describe() const override { return path_; }
@@ -50,8 +47,7 @@ class SqliteBackend final : public Backend {
     return AsInterface<folding::OutboxStore>(SqliteOutboxStore::Create(db_));
   }
   absl::StatusOr<std::unique_ptr<model::ConversationStore>> OpenConversationStore() override {
-    return AsInterface<model::ConversationStore>(
-        SqliteConversationStore::Open(path_, db_options_));
+    return AsInterface<model::ConversationStore>(SqliteConversationStore::Open(path_, db_options_));
   }
   absl::StatusOr<std::unique_ptr<memory::MemoryStore>> OpenMemoryStore() override {
     return AsInterface<memory::MemoryStore>(SqliteMemoryStore::Open(path_, db_options_));
@@ -71,8 +67,7 @@ class SqliteBackend final : public Backend {
   void AfterGroupDelivered() override { db_->RestartWalIfDue(); }
 
   // One process writes a SQLite file: no other instance can leave a deadline behind.
-  absl::StatusOr<std::vector<folding::SessionKey>> ListDueSessions(int64_t, int64_t,
-                                                                   int) override {
+  absl::StatusOr<std::vector<folding::SessionKey>> ListDueSessions(int64_t, int64_t, int) override {
     return std::vector<folding::SessionKey>{};
   }
   absl::StatusOr<std::vector<ProjectUsage>> UsageByProject(std::string_view tenant,
@@ -108,8 +103,7 @@ class SqliteBackend final : public Backend {
     return report;
   }
 
-  absl::Status ScanStateTables(
-      const std::function<absl::Status(const TableRow&)>& visit) override {
+  absl::Status ScanStateTables(const std::function<absl::Status(const TableRow&)>& visit) override {
     return ScanSqliteTables(*db_, visit);
   }
   absl::Status InsertStateRows(const std::vector<TableRow>& rows) override {
