@@ -1,6 +1,7 @@
 #include "store/rows.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace contextd::store {
 
@@ -57,6 +58,40 @@ folding::InjectedContext InjectionFromRow(const Row& row) {
   injected.text = row.Text(2);
   injected.tokens = row.Int(3);
   return injected;
+}
+
+absl::StatusOr<memory::MemoryItem> MemoryItemFromRow(const Row& row) {
+  memory::MemoryItem m;
+  m.id = row.Text(0);
+  m.tenant = row.Text(1);
+  m.project = row.Text(2);
+  auto scope = memory::ParseScope(row.Text(3));
+  auto status = memory::ParseStatus(row.Text(4));
+  auto outcome = memory::ParseOutcome(row.Text(5));
+  if (!scope.ok() || !status.ok() || !outcome.ok()) {
+    return absl::InternalError(absl::StrCat("memory ", m.id, ": corrupt row"));
+  }
+  m.scope = *scope;
+  m.status = *status;
+  m.outcome = *outcome;
+  m.title = row.Text(6);
+  m.description = row.Text(7);
+  m.content = row.Text(8);
+  std::string tags = row.Text(9);
+  if (!tags.empty()) m.tags = absl::StrSplit(tags, '\n');
+  m.source.branch_id = row.Text(10);
+  m.source.description = row.Text(11);
+  m.source.prompt = row.Text(12);
+  m.origin = row.Text(13);
+  m.created_at_ms = row.Int(14);
+  m.updated_at_ms = row.Int(15);
+  m.use_count = row.Int(16);
+  m.helpful_count = row.Int(17);
+  m.unhelpful_count = row.Int(18);
+  m.success_count = row.Int(19);
+  m.failure_count = row.Int(20);
+  m.merged_into = row.Text(21);
+  return m;
 }
 
 }  // namespace contextd::store

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "folding/branch.h"
+#include "memory/memory_item.h"
 #include "store/mcp_session_store.h"
 
 namespace contextd::store {
@@ -39,5 +40,15 @@ absl::StatusOr<folding::Branch> BranchFromRow(const Row& row);
 
 // One injected context from (kind, ref, text, tokens).
 folding::InjectedContext InjectionFromRow(const Row& row);
+
+// The columns MemoryItemFromRow reads, in order (both backends' memories).
+inline constexpr char kMemoryItemColumns[] =
+    "id, tenant, project, scope, status, outcome, title, description, content, tags, "
+    "source_branch_id, source_description, source_prompt, origin, created_at_ms, updated_at_ms, "
+    "use_count, helpful_count, unhelpful_count, success_count, failure_count, merged_into";
+
+// A memory item from a row of kMemoryItemColumns (tags: one per line). Internal naming the item
+// for a scope, status or outcome the schema's CHECKs should have kept out.
+absl::StatusOr<memory::MemoryItem> MemoryItemFromRow(const Row& row);
 
 }  // namespace contextd::store

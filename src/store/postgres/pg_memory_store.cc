@@ -20,10 +20,7 @@ using memory::MemoryItem;
 using memory::Ranked;
 using memory::Visibility;
 
-constexpr char kColumns[] =
-    "id, tenant, project, scope, status, outcome, title, description, content, tags, "
-    "source_branch_id, source_description, source_prompt, origin, created_at_ms, updated_at_ms, "
-    "use_count, helpful_count, unhelpful_count, success_count, failure_count, merged_into";
+constexpr const char* kColumns = kMemoryItemColumns;
 
 // Items visible to ($1 tenant, $2 project), one scope tier if $4 is not NULL; retired items
 // never. $3 holds flags, as in the SQLite store: 1 = pending items too, 2 = org items of every
@@ -66,37 +63,7 @@ std::vector<PgParam> ItemParams(const MemoryItem& m) {
 }
 
 absl::StatusOr<MemoryItem> ReadItem(const PgResult& r, int i) {
-  MemoryItem m;
-  m.id = r.Text(i, 0);
-  m.tenant = r.Text(i, 1);
-  m.project = r.Text(i, 2);
-  auto scope = memory::ParseScope(r.Text(i, 3));
-  auto status = memory::ParseStatus(r.Text(i, 4));
-  auto outcome = memory::ParseOutcome(r.Text(i, 5));
-  if (!scope.ok() || !status.ok() || !outcome.ok()) {
-    return absl::InternalError(absl::StrCat("memory ", m.id, ": corrupt row"));
-  }
-  m.scope = *scope;
-  m.status = *status;
-  m.outcome = *outcome;
-  m.title = r.Text(i, 6);
-  m.description = r.Text(i, 7);
-  m.content = r.Text(i, 8);
-  std::string tags = r.Text(i, 9);
-  if (!tags.empty()) m.tags = absl::StrSplit(tags, '\n');
-  m.source.branch_id = r.Text(i, 10);
-  m.source.description = r.Text(i, 11);
-  m.source.prompt = r.Text(i, 12);
-  m.origin = r.Text(i, 13);
-  m.created_at_ms = r.Int(i, 14);
-  m.updated_at_ms = r.Int(i, 15);
-  m.use_count = r.Int(i, 16);
-  m.helpful_count = r.Int(i, 17);
-  m.unhelpful_count = r.Int(i, 18);
-  m.success_count = r.Int(i, 19);
-  m.failure_count = r.Int(i, 20);
-  m.merged_into = r.Text(i, 21);
-  return m;
+  return MemoryItemFromRow(PgRow(r, i));
 }
 
 absl::Status AppendHistory(PgConn& c, const HistoryEntry& e) {

@@ -20,10 +20,7 @@ using memory::MemoryItem;
 using memory::Ranked;
 using memory::Visibility;
 
-constexpr char kColumns[] =
-    "id, tenant, project, scope, status, outcome, title, description, content, tags, "
-    "source_branch_id, source_description, source_prompt, origin, created_at_ms, updated_at_ms, "
-    "use_count, helpful_count, unhelpful_count, success_count, failure_count, merged_into";
+constexpr const char* kColumns = kMemoryItemColumns;
 
 // Items visible to (?1 tenant, ?2 project), one scope tier if ?4 is not NULL; retired items
 // never. ?3 holds flags (VisibilityFlags): 1 = pending items too, 2 = org items of every tenant.
@@ -74,40 +71,8 @@ void BindItem(Statement& st, const MemoryItem& m) {
   st.Bind(22, m.merged_into);
 }
 
-// Reads a row of kColumns. A value the schema's CHECKs should have kept out is Internal.
-absl::StatusOr<MemoryItem> ReadItem(const Statement& st) {
-  MemoryItem m;
-  m.id = st.Text(0);
-  m.tenant = st.Text(1);
-  m.project = st.Text(2);
-  auto scope = memory::ParseScope(st.Text(3));
-  auto status = memory::ParseStatus(st.Text(4));
-  auto outcome = memory::ParseOutcome(st.Text(5));
-  if (!scope.ok() || !status.ok() || !outcome.ok()) {
-    return absl::InternalError(absl::StrCat("memory ", m.id, ": corrupt row"));
-  }
-  m.scope = *scope;
-  m.status = *status;
-  m.outcome = *outcome;
-  m.title = st.Text(6);
-  m.description = st.Text(7);
-  m.content = st.Text(8);
-  std::string tags = st.Text(9);
-  if (!tags.empty()) m.tags = absl::StrSplit(tags, '\n');
-  m.source.branch_id = st.Text(10);
-  m.source.description = st.Text(11);
-  m.source.prompt = st.Text(12);
-  m.origin = st.Text(13);
-  m.created_at_ms = st.Int(14);
-  m.updated_at_ms = st.Int(15);
-  m.use_count = st.Int(16);
-  m.helpful_count = st.Int(17);
-  m.unhelpful_count = st.Int(18);
-  m.success_count = st.Int(19);
-  m.failure_count = st.Int(20);
-  m.merged_into = st.Text(21);
-  return m;
-}
+// Reads a row of kColumns.
+absl::StatusOr<MemoryItem> ReadItem(const Statement& st) { return MemoryItemFromRow(SqliteRow(st)); }
 
 }  // namespace
 
