@@ -94,4 +94,23 @@ absl::StatusOr<memory::MemoryItem> MemoryItemFromRow(const Row& row) {
   return m;
 }
 
+trail::Scope ScopeFromRow(const Row& row) {
+  trail::Scope s;
+  s.id = row.Text(0);
+  s.session.tenant = row.Text(1);
+  s.session.project = row.Text(2);
+  s.session.session_id = row.Text(3);
+  s.kind = trail::ParseScopeKind(row.Text(4)).value_or(trail::ScopeKind::kBranch);
+  s.parent_id = row.IsNull(5) ? "" : row.Text(5);
+  s.description = row.Text(6);
+  s.status = row.Text(7) == "folded" ? trail::ScopeStatus::kFolded : trail::ScopeStatus::kOpen;
+  s.summary = row.Text(8);
+  s.summary_tokens = row.Int(9);
+  s.created_at_ms = row.Int(10);
+  s.folded_at_ms = row.IsNull(11) ? 0 : row.Int(11);
+  s.event_count = row.Int(12);
+  s.event_tokens = row.Int(13);
+  return s;
+}
+
 }  // namespace contextd::store

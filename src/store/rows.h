@@ -11,6 +11,7 @@
 #include "folding/branch.h"
 #include "memory/memory_item.h"
 #include "store/mcp_session_store.h"
+#include "trail/trail_store.h"
 
 namespace contextd::store {
 
@@ -50,5 +51,17 @@ inline constexpr char kMemoryItemColumns[] =
 // A memory item from a row of kMemoryItemColumns (tags: one per line). Internal naming the item
 // for a scope, status or outcome the schema's CHECKs should have kept out.
 absl::StatusOr<memory::MemoryItem> MemoryItemFromRow(const Row& row);
+
+// The columns ScopeFromRow reads, in order: `s` is trail_scopes; the last two count and sum its
+// events.
+inline constexpr char kTrailScopeColumns[] =
+    "s.id, s.tenant, s.project, s.session_id, s.kind, s.parent_id, s.description, s.status, "
+    "s.summary, s.summary_tokens, s.created_at_ms, s.folded_at_ms, "
+    "(SELECT COUNT(*) FROM trail_events e WHERE e.scope_id = s.id), "
+    "(SELECT COALESCE(SUM(e.tokens), 0) FROM trail_events e WHERE e.scope_id = s.id)";
+inline constexpr int kTrailScopeColumnCount = 14;
+
+// A trail scope from a row of kTrailScopeColumns (the schema's CHECKs admit only known kinds).
+trail::Scope ScopeFromRow(const Row& row);
 
 }  // namespace contextd::store

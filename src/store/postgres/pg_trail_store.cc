@@ -14,36 +14,15 @@ using trail::Scope;
 using trail::ScopeKind;
 using trail::ScopeStatus;
 
-// Columns 0..13 of a scope read; `s` is trail_scopes.
-constexpr char kScopeColumns[] =
-    "s.id, s.tenant, s.project, s.session_id, s.kind, s.parent_id, s.description, s.status, "
-    "s.summary, s.summary_tokens, s.created_at_ms, s.folded_at_ms, "
-    "(SELECT COUNT(*) FROM trail_events e WHERE e.scope_id = s.id), "
-    "(SELECT COALESCE(SUM(e.tokens), 0) FROM trail_events e WHERE e.scope_id = s.id)";
-constexpr int kScopeColumnCount = 14;
+// Columns 0..13 of a scope read (store/rows.h); `s` is trail_scopes.
+constexpr const char* kScopeColumns = kTrailScopeColumns;
+constexpr int kScopeColumnCount = kTrailScopeColumnCount;
 
 constexpr char kEventColumns[] =
     "e.seq, e.scope_id, e.kind, e.label, b.content, e.blob_hash, e.tokens, e.is_error, e.at_ms "
     "FROM trail_events e JOIN trail_blobs b ON b.hash = e.blob_hash";
 
-Scope ReadScope(const PgResult& r, int i) {
-  Scope s;
-  s.id = r.Text(i, 0);
-  s.session.tenant = r.Text(i, 1);
-  s.session.project = r.Text(i, 2);
-  s.session.session_id = r.Text(i, 3);
-  s.kind = trail::ParseScopeKind(r.Text(i, 4)).value_or(ScopeKind::kBranch);
-  s.parent_id = r.IsNull(i, 5) ? "" : r.Text(i, 5);
-  s.description = r.Text(i, 6);
-  s.status = r.Text(i, 7) == "folded" ? ScopeStatus::kFolded : ScopeStatus::kOpen;
-  s.summary = r.Text(i, 8);
-  s.summary_tokens = r.Int(i, 9);
-  s.created_at_ms = r.Int(i, 10);
-  s.folded_at_ms = r.IsNull(i, 11) ? 0 : r.Int(i, 11);
-  s.event_count = r.Int(i, 12);
-  s.event_tokens = r.Int(i, 13);
-  return s;
-}
+Scope ReadScope(const PgResult& r, int i) { return ScopeFromRow(PgRow(r, i)); }
 
 absl::StatusOr<Event> ReadEvent(const PgResult& r, int i) {
   Event e;

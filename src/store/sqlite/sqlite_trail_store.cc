@@ -17,13 +17,9 @@ using trail::Scope;
 using trail::ScopeKind;
 using trail::ScopeStatus;
 
-// Columns 0..13 of a scope read; `s` is trail_scopes.
-constexpr char kScopeColumns[] =
-    "s.id, s.tenant, s.project, s.session_id, s.kind, s.parent_id, s.description, s.status, "
-    "s.summary, s.summary_tokens, s.created_at_ms, s.folded_at_ms, "
-    "(SELECT COUNT(*) FROM trail_events e WHERE e.scope_id = s.id), "
-    "(SELECT COALESCE(SUM(e.tokens), 0) FROM trail_events e WHERE e.scope_id = s.id)";
-constexpr int kScopeColumnCount = 14;
+// Columns 0..13 of a scope read (store/rows.h); `s` is trail_scopes.
+constexpr const char* kScopeColumns = kTrailScopeColumns;
+constexpr int kScopeColumnCount = kTrailScopeColumnCount;
 
 // Columns 0..8 of an event read (SqliteTrailStore::ReadEvent), with the FROM clause: `e` is
 // trail_events, `b` its blob.
@@ -31,25 +27,7 @@ constexpr char kEventColumns[] =
     "e.seq, e.scope_id, e.kind, e.label, b.content, e.blob_hash, e.tokens, e.is_error, e.at_ms "
     "FROM trail_events e JOIN trail_blobs b ON b.hash = e.blob_hash";
 
-Scope ReadScope(const Statement& st) {
-  Scope s;
-  s.id = st.Text(0);
-  s.session.tenant = st.Text(1);
-  s.session.project = st.Text(2);
-  s.session.session_id = st.Text(3);
-  // The schema's CHECK admits only known kinds.
-  s.kind = trail::ParseScopeKind(st.Text(4)).value_or(ScopeKind::kBranch);
-  s.parent_id = st.IsNull(5) ? "" : st.Text(5);
-  s.description = st.Text(6);
-  s.status = st.Text(7) == "folded" ? ScopeStatus::kFolded : ScopeStatus::kOpen;
-  s.summary = st.Text(8);
-  s.summary_tokens = st.Int(9);
-  s.created_at_ms = st.Int(10);
-  s.folded_at_ms = st.IsNull(11) ? 0 : st.Int(11);
-  s.event_count = st.Int(12);
-  s.event_tokens = st.Int(13);
-  return s;
-}
+Scope ReadScope(const Statement& st) { return ScopeFromRow(SqliteRow(st)); }
 
 }  // namespace
 
