@@ -5,7 +5,10 @@ The table (room | job | may depend on) is the only copy of the map. A file of a 
 its own room and the rooms its row names; an entry `room (tests only)` only from tests, fuzzers
 and testing/ files, and `room (interfaces only: a.h, b.h)` only those headers of the room (tests
 may add the room's testing/ fakes). No file includes another room's internal/ headers, and the
-domain rooms (trail, folding, memory) include no SQLite, HTTP or JSON headers. Each room's
+domain rooms (trail, folding, memory) include no SQLite, HTTP or JSON headers. A room's private
+folders (PRIVATE_DIRS: store/sqlite/, store/postgres/, the implementations behind store/backend.h)
+are included by no production file of another room; tests may (a test of group commit drives raw
+SQL). Each room's
 README.md must have a `Depends on` line naming exactly the rooms the room's code includes.
 Exits 1 and lists every violation.
 """
@@ -19,6 +22,8 @@ TABLE_DOC = os.path.join("docs", "architecture.md")
 DOMAIN = {"trail", "folding", "memory"}
 FORBIDDEN_IN_DOMAIN = re.compile(r'^(sqlite3\.h|nlohmann/|boost/|libpq|httplib)')
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
+# Folders of a room that no production file of another room may include.
+PRIVATE_DIRS = {"store": ("sqlite/", "postgres/")}
 ENTRY = re.compile(r'^([a-z_]+)(?:\s*\(([^)]*)\))?$')
 
 
@@ -178,6 +183,9 @@ def main():
                             continue
                         if "/internal/" in f"/{rest}":
                             problems.append(f"{where}: '{target}' is internal to '{first}'")
+                        if not test and rest.startswith(PRIVATE_DIRS.get(first, ())):
+                            problems.append(f"{where}: '{target}' is private to '{first}' (use "
+                                            f"its interfaces: store/backend.h)")
                         rule = allowed.get(first)
                         if rule is None:
                             problems.append(f"{where}: room '{room}' may not include '{target}' "

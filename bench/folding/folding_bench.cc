@@ -23,7 +23,7 @@
 #include "base/executor.h"
 #include "folding/branch_manager.h"
 #include "folding/testing/fakes.h"
-#include "store/sqlite_branch_store.h"
+#include "store/sqlite/sqlite_branch_store.h"
 
 namespace contextd {
 namespace {

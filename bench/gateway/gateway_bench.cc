@@ -22,7 +22,7 @@
 #include "gateway/gateway.h"
 #include "protocol/mcp_server.h"
 #include "scrub/rule_scrubber.h"
-#include "store/sqlite_branch_store.h"
+#include "store/sqlite/sqlite_branch_store.h"
 #include "tokens/bpe_tokenizer.h"
 #include "transport/upstream_stdio_client.h"
 

@@ -2,7 +2,7 @@
 // benchmarks' what-if comparisons: the store's query with another postings budget and term cap
 // (SqliteMemoryStore::SearchLocked, re-stated here), and porter-stemmed copies of its two FTS5
 // indexes (built in an attached in-memory database; the bank's file is only read). Its own
-// connection; single-threaded. The SQL mirrors store/sqlite_memory_store.cc: keep them in step.
+// connection; single-threaded. The SQL mirrors store/sqlite/sqlite_memory_store.cc: keep them in step.
 #pragma once
 
 #include <algorithm>
@@ -19,7 +19,7 @@
 #include "base/status_macros.h"
 #include "memory/memory_bank.h"
 #include "memory/memory_store.h"
-#include "store/database.h"
+#include "store/sqlite/database.h"
 
 namespace contextd::bench {
 

@@ -25,7 +25,7 @@
 #include "bench/memory/raw_search.h"
 #include "memory/memory_bank.h"
 #include "nlohmann/json.hpp"
-#include "store/sqlite_memory_store.h"
+#include "store/sqlite/sqlite_memory_store.h"
 
 namespace contextd::bench {
 namespace {

@@ -22,11 +22,11 @@
 #include "base/clock.h"
 #include "model/conversation_store.h"
 #include "nlohmann/json.hpp"
-#include "store/database.h"
+#include "store/sqlite/database.h"
 #include "store/retention.h"
-#include "store/sqlite_conversation_store.h"
-#include "store/sqlite_retention_store.h"
-#include "store/sqlite_trail_store.h"
+#include "store/sqlite/sqlite_conversation_store.h"
+#include "store/sqlite/sqlite_retention_store.h"
+#include "store/sqlite/sqlite_trail_store.h"
 
 namespace {
 

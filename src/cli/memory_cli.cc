@@ -14,8 +14,6 @@
 #include "scrub/private_spans.h"
 #include "scrub/rule_scrubber.h"
 #include "server/config.h"
-#include "store/pg_memory_store.h"
-#include "store/sqlite_memory_store.h"
 
 namespace contextd::cli {
 namespace {
@@ -35,24 +33,9 @@ struct Bank {
 // SQLite file of the data dir (created by an import).
 absl::StatusOr<std::unique_ptr<memory::MemoryStore>> OpenStore(const MemoryCommand& command,
                                                                bool create) {
-  if (command.store.backend == "postgres") {
-    ASSIGN_OR_RETURN(std::unique_ptr<store::PgMemoryStore> pg,
-                     store::PgMemoryStore::Open(CommandPgOptions(command.store)));
-    return std::unique_ptr<memory::MemoryStore>(std::move(pg));
-  }
-  server::ServerConfig config;
-  config.data_dir = command.data_dir;
-  std::string path = server::ResolveDataDir(config) + "/contextd.db";
-  std::error_code ec;
-  if (!create && !std::filesystem::exists(path, ec)) {
-    return absl::NotFoundError(base::StrCat("no contextd database at ", path));
-  }
-  store::DatabaseOptions options;
-  options.create_directories = create;
-  options.background_checkpoint_ms = 0;
-  ASSIGN_OR_RETURN(std::unique_ptr<store::SqliteMemoryStore> sqlite,
-                   store::SqliteMemoryStore::Open(path, options));
-  return std::unique_ptr<memory::MemoryStore>(std::move(sqlite));
+  ASSIGN_OR_RETURN(std::unique_ptr<store::Backend> backend,
+                   OpenCommandBackend(command.store, command.data_dir, create));
+  return backend->OpenMemoryStore();
 }
 
 absl::StatusOr<Bank> OpenBank(const MemoryCommand& command, bool create) {

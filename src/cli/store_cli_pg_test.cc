@@ -11,9 +11,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "server/config.h"
-#include "store/pg_conversation_store.h"
-#include "store/pg_database.h"
-#include "store/pg_trail_store.h"
+#include "store/backend.h"
 #include "store/testing/pg_test_server.h"
 
 namespace contextd::cli {
@@ -33,11 +31,13 @@ class StoreCliPgTest : public ::testing::Test {
     store_.postgres_url = conninfo_;
   }
 
-  store::PgOptions Options() const {
-    store::PgOptions o;
-    o.conninfo = conninfo_;
-    o.pool_size = 2;
-    return o;
+  // A serving instance's backend (a pool of 2, migrated at open).
+  absl::StatusOr<std::unique_ptr<store::Backend>> Backend() const {
+    store::BackendOptions o;
+    o.kind = store::BackendKind::kPostgres;
+    o.postgres_conninfo = conninfo_;
+    o.postgres_pool_size = 2;
+    return store::OpenBackend(o);
   }
 
   std::string conninfo_;
@@ -45,7 +45,9 @@ class StoreCliPgTest : public ::testing::Test {
 };
 
 TEST_F(StoreCliPgTest, TrailListsShowsAndUnfoldsWhatAnInstanceWrote) {
-  auto trail = store::PgTrailStore::Open(Options());
+  auto backend = Backend();
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  auto trail = (*backend)->OpenTrailStore();
   ASSERT_TRUE(trail.ok()) << trail.status();
   trail::SessionRef session{"acme", "p_0123456789abcdef", "sid-1"};
   trail::Scope root;
@@ -97,7 +99,9 @@ TEST_F(StoreCliPgTest, TrailListsShowsAndUnfoldsWhatAnInstanceWrote) {
 }
 
 TEST_F(StoreCliPgTest, UsageSumsPerTenantAndProject) {
-  auto conversations = store::PgConversationStore::Open(Options());
+  auto backend = Backend();
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  auto conversations = (*backend)->OpenConversationStore();
   ASSERT_TRUE(conversations.ok()) << conversations.status();
   auto record = [&](const std::string& tenant, const std::string& project, int64_t input,
                     int64_t at_ms) {
@@ -145,7 +149,7 @@ TEST_F(StoreCliPgTest, UsageSumsPerTenantAndProject) {
 
 TEST_F(StoreCliPgTest, MemoryImportsListsSearchesAndRetiresInTheSharedDatabase) {
   {  // The schema, as `contextd migrate` (or a serving instance) leaves it.
-    auto db = store::PgDatabase::Open(Options());
+    auto db = Backend();
     ASSERT_TRUE(db.ok()) << db.status();
   }
   std::istringstream lines(

@@ -14,13 +14,7 @@
 #include "nlohmann/json.hpp"
 #include "server/config.h"
 #include "server/retention_runner.h"
-#include "store/pg_branch_store.h"
-#include "store/pg_database.h"
-#include "store/pg_retention_store.h"
-#include "store/pg_trail_store.h"
-#include "store/sqlite_branch_store.h"
-#include "store/sqlite_retention_store.h"
-#include "store/sqlite_trail_store.h"
+#include "store/backend.h"
 #include "trail/trail.h"
 
 namespace contextd::cli {
@@ -29,44 +23,18 @@ namespace {
 using Json = nlohmann::json;
 
 struct Stores {
-  std::shared_ptr<store::Database> db;       // SQLite
-  std::shared_ptr<store::PgDatabase> pg_db;  // PostgreSQL
+  std::unique_ptr<store::Backend> backend;
   std::unique_ptr<folding::BranchStore> branches;
   std::unique_ptr<trail::TrailStore> trail;
 };
 
+// Read-only use: a PostgreSQL schema older than this binary is refused, not migrated. A one-shot
+// command: no indexing thread; a search brings the index up to date itself.
 absl::StatusOr<Stores> OpenStores(const TrailCommand& command) {
   Stores s;
-  if (command.store.backend == "postgres") {
-    // Read-only use: a schema older than this binary is refused, not migrated.
-    ASSIGN_OR_RETURN(std::unique_ptr<store::PgDatabase> db,
-                     store::PgDatabase::Open(CommandPgOptions(command.store)));
-    s.pg_db = std::shared_ptr<store::PgDatabase>(std::move(db));
-    s.branches = store::PgBranchStore::Create(s.pg_db);
-    s.trail = store::PgTrailStore::Create(s.pg_db);
-    return s;
-  }
-  server::ServerConfig config;
-  config.data_dir = command.data_dir;
-  std::string path = server::ResolveDataDir(config) + "/contextd.db";
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
-    return absl::NotFoundError(base::StrCat("no contextd database at ", path));
-  }
-  store::DatabaseOptions options;
-  options.create_directories = false;
-  options.background_checkpoint_ms = 0;
-  ASSIGN_OR_RETURN(std::unique_ptr<store::Database> db, store::Database::Open(path, options));
-  s.db = std::shared_ptr<store::Database>(std::move(db));
-  ASSIGN_OR_RETURN(std::unique_ptr<store::SqliteBranchStore> branches,
-                   store::SqliteBranchStore::Create(s.db));
-  s.branches = std::move(branches);
-  // A one-shot command: no indexing thread; a search brings the index up to date itself.
-  store::SearchIndexOptions search;
-  search.interval_ms = 0;
-  ASSIGN_OR_RETURN(std::unique_ptr<store::SqliteTrailStore> trail,
-                   store::SqliteTrailStore::Create(s.db, search));
-  s.trail = std::move(trail);
+  ASSIGN_OR_RETURN(s.backend, OpenCommandBackend(command.store, command.data_dir));
+  ASSIGN_OR_RETURN(s.branches, s.backend->OpenBranchStore());
+  ASSIGN_OR_RETURN(s.trail, s.backend->OpenTrailStore());
   return s;
 }
 
@@ -176,36 +144,22 @@ absl::Status Prune(const TrailCommand& c, std::ostream& out) {
     }
     policy.trail_ms = std::max<int64_t>(1, c.now_ms - *since);
   }
-  std::unique_ptr<store::RetentionStore> retention;
-  store::SqliteRetentionStore* sqlite = nullptr;
-  std::string path;
-  if (c.store.backend == "postgres") {
-    ASSIGN_OR_RETURN(retention, store::PgRetentionStore::Open(CommandPgOptions(c.store)));
-  } else {
-    server::ServerConfig config;
-    config.data_dir = c.data_dir;
-    path = server::ResolveDataDir(config) + "/contextd.db";
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) {
-      return absl::NotFoundError(base::StrCat("no contextd database at ", path));
-    }
-    ASSIGN_OR_RETURN(std::unique_ptr<store::SqliteRetentionStore> opened,
-                     store::SqliteRetentionStore::Open(path));
-    sqlite = opened.get();
-    retention = std::move(opened);
+  ASSIGN_OR_RETURN(std::unique_ptr<store::Backend> backend,
+                   OpenCommandBackend(c.store, c.data_dir));
+  {
+    ASSIGN_OR_RETURN(std::unique_ptr<store::RetentionStore> retention,
+                     backend->OpenRetentionStore());
+    ASSIGN_OR_RETURN(store::RetentionReport report, retention->Sweep(policy, c.now_ms));
+    out << (c.dry_run ? "would have " : "") << store::RetentionSummary(report) << "\n";
   }
-  ASSIGN_OR_RETURN(store::RetentionReport report, retention->Sweep(policy, c.now_ms));
-  out << (c.dry_run ? "would have " : "") << store::RetentionSummary(report) << "\n";
   if (c.vacuum && !c.dry_run) {
-    if (sqlite == nullptr) {
+    ASSIGN_OR_RETURN(store::VacuumReport vacuum, backend->Vacuum());
+    if (!vacuum.vacuumed) {
       out << "--vacuum: PostgreSQL gives space back by its own autovacuum\n";
       return absl::OkStatus();
     }
-    std::error_code ec;
-    const auto before = std::filesystem::file_size(path, ec);
-    RETURN_IF_ERROR(sqlite->SwitchToIncrementalVacuum());
-    out << "vacuumed " << path << " (" << before << " bytes before); later sweeps give space back "
-        << "by themselves\n";
+    out << "vacuumed " << vacuum.path << " (" << vacuum.bytes_before
+        << " bytes before); later sweeps give space back by themselves\n";
   }
   return absl::OkStatus();
 }

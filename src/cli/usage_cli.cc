@@ -12,8 +12,6 @@
 #include "cli/store_cli.h"
 #include "nlohmann/json.hpp"
 #include "server/config.h"
-#include "store/pg_conversation_store.h"
-#include "store/sqlite_conversation_store.h"
 
 namespace contextd::cli {
 namespace {
@@ -39,24 +37,9 @@ bool ParseInt(std::string_view s, int64_t* out) {
 // file in the data dir.
 absl::StatusOr<std::vector<store::ProjectUsage>> ReadUsage(const UsageCommand& command,
                                                            int64_t since_ms) {
-  if (command.store.backend == "postgres") {
-    ASSIGN_OR_RETURN(std::unique_ptr<store::PgConversationStore> store,
-                     store::PgConversationStore::Open(CommandPgOptions(command.store)));
-    return store->UsageByProject(command.tenant, since_ms);
-  }
-  server::ServerConfig config;
-  config.data_dir = command.data_dir;
-  const std::string path = server::ResolveDataDir(config) + "/contextd.db";
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
-    return absl::NotFoundError(base::StrCat("no contextd database at ", path));
-  }
-  store::DatabaseOptions options;
-  options.create_directories = false;
-  options.background_checkpoint_ms = 0;
-  ASSIGN_OR_RETURN(std::unique_ptr<store::SqliteConversationStore> store,
-                   store::SqliteConversationStore::Open(path, options));
-  return store->UsageByProject(command.tenant, since_ms);
+  ASSIGN_OR_RETURN(std::unique_ptr<store::Backend> backend,
+                   OpenCommandBackend(command.store, command.data_dir));
+  return backend->UsageByProject(command.tenant, since_ms);
 }
 
 }  // namespace

@@ -684,4 +684,14 @@ std::string ResolveDataDir(const ServerConfig& config) {
   return "./contextd-data";
 }
 
+store::BackendOptions ServerBackendOptions(const ServerConfig& config) {
+  store::BackendOptions o;
+  o.kind = config.store.backend == "postgres" ? store::BackendKind::kPostgres
+                                              : store::BackendKind::kSqlite;
+  o.sqlite_path = ResolveDataDir(config) + "/contextd.db";
+  o.postgres_conninfo = config.store.postgres_url;
+  o.postgres_pool_size = static_cast<int>(config.store.postgres_pool_size);
+  return o;
+}
+
 }  // namespace contextd::server

@@ -17,6 +17,7 @@
 #include "gateway/upstream_config.h"
 #include "model/auto_fold.h"
 #include "scrub/rule_scrubber.h"
+#include "store/backend_options.h"
 
 namespace contextd::server {
 
@@ -177,6 +178,11 @@ absl::Status ValidateConfig(const ServerConfig& config);
 // The data directory to use: config.data_dir, else $XDG_DATA_HOME/contextd, else
 // $HOME/.local/share/contextd.
 std::string ResolveDataDir(const ServerConfig& config);
+
+// The server's store (store.*): PostgreSQL at store.postgres.url with a pool of
+// store.postgres.pool_size, migrated at open; or the SQLite file contextd.db in the data
+// directory (ResolveDataDir), created if missing.
+store::BackendOptions ServerBackendOptions(const ServerConfig& config);
 
 // Every known key as "section.key", for help text and tests.
 std::vector<std::string> KnownConfigKeys();

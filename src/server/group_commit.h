@@ -1,4 +1,4 @@
-// GroupCommit: one SQLite commit per batch of engine work instead of one per write, without ever
+// GroupCommit: one database commit per batch of engine work instead of one per write, without ever
 // acknowledging a change before it is durable. The database opens a group transaction at the
 // first write after a commit and tells GroupCommit, which queues one flush task behind the work
 // already waiting on the engine executor; every message the MCP sessions send meanwhile is held
@@ -21,14 +21,14 @@ namespace contextd::server {
 
 class GroupCommit final : public protocol::OutboundGate {
  public:
-  // `commit` commits the open group (store::Database::CommitGroup) and says whether it stuck.
+  // `commit` commits the open group (store::Backend::CommitGroup) and says whether it stuck.
   // `on_failure` runs on the executor after a failed commit, before the held messages go out
   // (the server drops the engine's cached state there, so that it follows the store again).
   // `executor` must outlive this object, and tasks it queued must not run after its destruction
   // (destroy it after the executor has stopped, or Flush() first and post nothing more).
   // `metrics` (may be null) must outlive this object. `after_delivery` (may be null) runs on
   // the executor after a successful commit's held messages went out: upkeep that may take a
-  // while (store::Database::RestartWalIfDue) without delaying them.
+  // while (store::Backend::AfterGroupDelivered) without delaying them.
   GroupCommit(base::Executor& executor, std::function<absl::Status()> commit,
               std::function<void(const absl::Status&)> on_failure, Metrics* metrics = nullptr,
               std::function<void()> after_delivery = nullptr);

@@ -13,7 +13,7 @@
 #include "protocol/jsonrpc.h"
 #include "protocol/mcp_server.h"
 #include "protocol/testing/recording_sink.h"
-#include "store/database.h"
+#include "store/sqlite/database.h"
 #include "store/test_util.h"
 
 namespace contextd::server {

@@ -1,44 +1,23 @@
 #include "server/health.h"
 
-#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "base/foreign_text.h"
 
 namespace contextd::server {
 
-HealthMember DatabaseHealth(store::Database& db) {
+HealthMember DatabaseHealth(store::Backend& backend) {
   HealthMember m{"database", true, ""};
+  store::StoreHealth health = backend.Health();
   nlohmann::json j;
-  j["backend"] = "sqlite";
-  absl::StatusOr<int> version;
-  {
-    std::lock_guard<std::mutex> lock(db.mutex());
-    version = db.SchemaVersion();
-  }
-  if (version.ok()) {
+  j["backend"] = health.backend;
+  if (health.status.ok()) {
     j["status"] = "ok";
-    j["schema_version"] = *version;
+    if (health.schema_version) j["schema_version"] = *health.schema_version;
   } else {
     m.ok = false;
     j["status"] = "error";
-    j["error"] = std::string(version.status().message());
-  }
-  m.detail_json = base::DumpJson(j);
-  return m;
-}
-
-HealthMember PostgresHealth(store::PgDatabase& db) {
-  HealthMember m{"database", true, ""};
-  nlohmann::json j;
-  j["backend"] = "postgres";
-  absl::Status ready = db.Ready();
-  if (ready.ok()) {
-    j["status"] = "ok";
-  } else {
-    m.ok = false;
-    j["status"] = "error";
-    j["error"] = std::string(ready.message());  // the conninfo in it is redacted
+    j["error"] = std::string(health.status.message());  // a conninfo in it is redacted
   }
   m.detail_json = base::DumpJson(j);
   return m;

@@ -7,8 +7,7 @@
 #include <vector>
 
 #include "events/publisher.h"
-#include "store/database.h"
-#include "store/pg_database.h"
+#include "store/backend.h"
 #include "transport/http_server.h"
 
 namespace contextd::server {
@@ -21,12 +20,11 @@ struct HealthMember {
   std::string detail_json;
 };
 
-// "database": {"status": "ok", "backend": "sqlite"} after a cheap query on the engine's
-// connection (its schema version), or {"status": "error", "error": ...}.
-HealthMember DatabaseHealth(store::Database& db);
-// "database": {"status": "ok", "backend": "postgres"} when the server accepts connections
-// (PgDatabase::Ready: cached for a second, outside the pool), else {"status": "error", ...}.
-HealthMember PostgresHealth(store::PgDatabase& db);
+// "database": {"status": "ok", "backend": "sqlite"|"postgres"} after the backend's cheap check
+// (Backend::Health: SQLite reads its schema version on the engine's connection, reported as
+// "schema_version"; PostgreSQL asks whether the server accepts connections, cached for a second,
+// outside the pool), else {"status": "error", "error": ...}.
+HealthMember DatabaseHealth(store::Backend& backend);
 
 // "nats": {"status": "disabled"} when `publisher` is null (events.nats.url empty), else the
 // connection state ("connected", "connecting", "reconnecting", "closed") with "mode" (plain or

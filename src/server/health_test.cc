@@ -30,12 +30,16 @@ TEST(Health, AMemberDownMakesItUnavailable) {
 }
 
 TEST(Health, DatabaseAnswersItsSchemaVersion) {
-  auto db = store::Database::Open(":memory:");
-  ASSERT_TRUE(db.ok()) << db.status();
-  HealthMember m = DatabaseHealth(**db);
+  store::BackendOptions options;
+  options.sqlite_path = ":memory:";
+  options.one_shot = true;
+  auto backend = store::OpenBackend(options);
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  HealthMember m = DatabaseHealth(**backend);
   EXPECT_TRUE(m.ok);
   auto j = nlohmann::json::parse(m.detail_json);
   EXPECT_EQ(j["status"], "ok");
+  EXPECT_EQ(j["backend"], "sqlite");
   EXPECT_GT(j["schema_version"].get<int>(), 0);
 }
 

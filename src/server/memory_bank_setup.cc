@@ -14,8 +14,6 @@
 #include "memory/hnsw_index.h"
 #include "scrub/private_spans.h"
 #include "server/internal/engine.h"
-#include "store/pg_memory_store.h"
-#include "store/sqlite_memory_store.h"
 
 namespace contextd::server::internal {
 
@@ -39,13 +37,8 @@ folding::OutboxEvent ToOutboxEvent(events::EventMessage m, int64_t at_ms) {
 // The ReasoningBank over its own connection to the engine's database. Texts are scrubbed before
 // they are stored; retrieval uses the engine's token counter and the folding config's injection
 // settings.
-absl::Status BuildMemoryBank(const ServerConfig& config, const std::string& db_path,
-                             Engine& engine) {
-  if (engine.pg_db) {
-    engine.memory_store = store::PgMemoryStore::Create(engine.pg_db);
-  } else {
-    ASSIGN_OR_RETURN(engine.memory_store, store::SqliteMemoryStore::Open(db_path));
-  }
+absl::Status BuildMemoryBank(const ServerConfig& config, Engine& engine) {
+  ASSIGN_OR_RETURN(engine.memory_store, engine.backend->OpenMemoryStore());
   memory::MemoryBank::Parts parts;
   parts.store = engine.memory_store.get();
   parts.clock = &base::RealClock::Get();

@@ -7,8 +7,6 @@
 #include "base/status_macros.h"
 #include "base/str_cat.h"
 #include "server/internal/engine.h"
-#include "store/pg_conversation_store.h"
-#include "store/sqlite_conversation_store.h"
 #include "tools/session_key.h"
 
 namespace contextd::server::internal {
@@ -73,12 +71,7 @@ absl::Status BuildModelGateway(const ServerConfig& config,
                                const std::map<std::string, std::string>& bearer_tokens,
                                Engine& engine) {
   const ModelGatewayConfig& mg = config.model_gateway;
-  std::string db_path = ResolveDataDir(config) + "/contextd.db";
-  if (engine.pg_db) {
-    engine.conversations = store::PgConversationStore::Create(engine.pg_db);
-  } else {
-    ASSIGN_OR_RETURN(engine.conversations, store::SqliteConversationStore::Open(db_path));
-  }
+  ASSIGN_OR_RETURN(engine.conversations, engine.backend->OpenConversationStore());
   model::ContextManagerOptions context_options;
   context_options.auto_fold = mg.auto_fold;
   // Branch lookups, span charges, built-in tool calls and auto-fold's archive go through the

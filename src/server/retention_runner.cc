@@ -11,8 +11,6 @@
 #include "base/status_macros.h"
 #include "base/str_cat.h"
 #include "server/internal/engine.h"
-#include "store/pg_retention_store.h"
-#include "store/sqlite_retention_store.h"
 
 namespace contextd::server {
 
@@ -100,15 +98,10 @@ namespace internal {
 
 // SQLite on a connection of its own, PostgreSQL on the pool; the first sweep a minute after start
 // (not in the way of start-up), then every interval.
-absl::Status StartRetention(const ServerConfig& config, const std::string& db_path,
-                            Engine& engine) {
+absl::Status StartRetention(const ServerConfig& config, Engine& engine) {
   if (config.retention.sweep_interval_s <= 0) return absl::OkStatus();
-  std::unique_ptr<store::RetentionStore> retention;
-  if (engine.pg_db) {
-    retention = store::PgRetentionStore::Create(engine.pg_db);
-  } else {
-    ASSIGN_OR_RETURN(retention, store::SqliteRetentionStore::Open(db_path));
-  }
+  ASSIGN_OR_RETURN(std::unique_ptr<store::RetentionStore> retention,
+                   engine.backend->OpenRetentionStore());
   // A swept session may still be cached by the trail (a long-lived model conversation): it must
   // open a new root rather than append to the deleted one.
   // (The trail is built after this; the engine outlives its retention runner.)

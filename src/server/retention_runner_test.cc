@@ -17,8 +17,7 @@
 #include "model/context_manager.h"
 #include "nlohmann/json.hpp"
 #include "scrub/scrubber.h"
-#include "store/sqlite_conversation_store.h"
-#include "store/sqlite_retention_store.h"
+#include "store/backend.h"
 #include "store/test_util.h"
 #include "tokens/token_counter.h"
 
@@ -97,7 +96,11 @@ struct Gateway {
 TEST(RetentionRunnerTest, AResumedConversationKeepsItsBytesAndAnUnseenOneIsSwept) {
   store::TempDir tmp;
   const std::string path = tmp.File("contextd.db");
-  auto store = store::SqliteConversationStore::Open(path);
+  store::BackendOptions options;
+  options.sqlite_path = path;
+  auto backend = store::OpenBackend(options);
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  auto store = (*backend)->OpenConversationStore();
   ASSERT_TRUE(store.ok()) << store.status();
   base::FakeClock clock;
   WordScrubber old_rules("SECRET");
@@ -118,7 +121,7 @@ TEST(RetentionRunnerTest, AResumedConversationKeepsItsBytesAndAnUnseenOneIsSwept
   // Day 100: "resumed" was last seen 20 days ago, "forgotten" 100 days ago.
   clock.Advance(std::chrono::hours(24 * 20));
   Metrics metrics;
-  auto retention = store::SqliteRetentionStore::Open(path);
+  auto retention = (*backend)->OpenRetentionStore();
   ASSERT_TRUE(retention.ok()) << retention.status();
   RetentionConfig config;  // the defaults: decisions kept 90 days after last seen
   store::RetentionPolicy policy = RetentionPolicyFrom(config);

@@ -43,18 +43,7 @@
 #include "server/internal/engine.h"
 #include "server/metrics.h"
 #include "server/shared_sessions.h"
-#include "store/pg_branch_store.h"
-#include "store/pg_conversation_store.h"
-#include "store/pg_database.h"
-#include "store/pg_mcp_session_store.h"
-#include "store/pg_memory_store.h"
-#include "store/pg_outbox_store.h"
-#include "store/pg_trail_store.h"
-#include "store/sqlite_branch_store.h"
-#include "store/sqlite_conversation_store.h"
-#include "store/sqlite_memory_store.h"
-#include "store/sqlite_outbox_store.h"
-#include "store/sqlite_trail_store.h"
+#include "store/backend.h"
 #include "tokens/lazy_encoding.h"
 #include "tools/folding_tools.h"
 #include "tools/memory_tools.h"
@@ -174,11 +163,7 @@ absl::Status StartEvents(const ServerConfig& config, Engine& engine) {
 
   // The transactional outbox (decision 0027): the BranchManager writes each branch event in its
   // change's transaction (its encoder is set in BuildEngine); the relay publishes committed rows.
-  if (engine.pg_db) {
-    engine.outbox = store::PgOutboxStore::Create(engine.pg_db, engine.pg_branches->owner());
-  } else {
-    ASSIGN_OR_RETURN(engine.outbox, store::SqliteOutboxStore::Create(engine.sqlite_db));
-  }
+  ASSIGN_OR_RETURN(engine.outbox, engine.backend->OpenOutboxStore());
   events::OutboxRelayOptions relay_options;
   relay_options.lease_ms = kOutboxLeaseMs;
   relay_options.max_age_ms = nats.outbox_max_age_s * 1000;
@@ -218,9 +203,9 @@ constexpr int64_t kDueSweepGraceMs = 10'000;
 
 void ScheduleDueSweep(Engine& engine) {
   engine.executor->PostAfter(kDueSweepInterval, [&engine] {
-    if (!engine.manager || engine.pg_branches == nullptr) return;  // shutting down
+    if (!engine.manager) return;  // shutting down
     const int64_t now = engine.executor->clock().WallMillis();
-    auto due = engine.pg_branches->ListDueSessions(now - kDueSweepGraceMs, now, 100);
+    auto due = engine.backend->ListDueSessions(now - kDueSweepGraceMs, now, 100);
     if (!due.ok()) {
       base::LogWarn(base::StrCat("deadline sweep: ", due.status().message()));
     } else {
@@ -253,14 +238,6 @@ void ScheduleIdleSessionSweep(
   });
 }
 
-// The PostgreSQL store's options from the config (store.postgres.*).
-store::PgOptions PostgresOptions(const ServerConfig& config) {
-  store::PgOptions o;
-  o.conninfo = config.store.postgres_url;
-  o.pool_size = static_cast<int>(config.store.postgres_pool_size);
-  return o;
-}
-
 absl::Status BuildEngine(const ServerConfig& config, const RegisterFixtures& fixtures,
                          Engine& engine) {
   std::string data_dir = ResolveDataDir(config);
@@ -287,33 +264,22 @@ absl::Status BuildEngine(const ServerConfig& config, const RegisterFixtures& fix
   base::SetLogRedactor(
       [scrubber](std::string_view m) { return scrubber->Scrub(scrub::WithholdPrivate(m)); });
 
-  std::string db_path = data_dir + "/contextd.db";
-  const bool postgres = config.store.backend == "postgres";
-  if (postgres) {
-    // One pool shared by every store of this instance; the schema migrated at open (under an
-    // advisory lock: instances starting together migrate once).
-    ASSIGN_OR_RETURN(engine.pg_db, store::PgDatabase::Open(PostgresOptions(config)));
-    auto branches = store::PgBranchStore::Create(engine.pg_db);
-    engine.pg_branches = branches.get();
-    engine.store = std::move(branches);
-    engine.trail_store = store::PgTrailStore::Create(engine.pg_db);
-    base::LogInfo(base::StrCat("data in postgres ", engine.pg_db->redacted_conninfo(), " (pool ",
-                               engine.pg_db->pool_size(), "); tokens counted with ",
-                               counter->name()));
-  } else {
-    // One connection (and one WAL checkpointer) shared by the branch and trail stores.
-    ASSIGN_OR_RETURN(std::unique_ptr<store::Database> opened, store::Database::Open(db_path));
-    engine.sqlite_db = std::shared_ptr<store::Database>(std::move(opened));
-    ASSIGN_OR_RETURN(engine.store, store::SqliteBranchStore::Create(engine.sqlite_db));
-    ASSIGN_OR_RETURN(engine.trail_store, store::SqliteTrailStore::Create(engine.sqlite_db));
-    base::LogInfo(base::StrCat("data in ", db_path, "; tokens counted with ", counter->name()));
-  }
-  std::shared_ptr<store::Database> db = engine.sqlite_db;
-  RETURN_IF_ERROR(StartRetention(config, db_path, engine));
+  // The schema migrated at open (PostgreSQL: under an advisory lock, so that instances starting
+  // together migrate once). The branch and trail stores share the backend's connection (SQLite)
+  // or pool (PostgreSQL, shared by every store of this instance).
+  ASSIGN_OR_RETURN(engine.backend, store::OpenBackend(ServerBackendOptions(config)));
+  ASSIGN_OR_RETURN(engine.store, engine.backend->OpenBranchStore());
+  ASSIGN_OR_RETURN(engine.trail_store, engine.backend->OpenTrailStore());
+  base::LogInfo(base::StrCat("data in ", engine.backend->Describe(), "; tokens counted with ",
+                             counter->name()));
+  // A database other instances may share: their live branches and open auto-scopes are not
+  // this instance's to recover, deadlines are swept, MCP sessions shared (decisions 0023, 0025).
+  const bool shared_db = engine.backend->shared();
+  RETURN_IF_ERROR(StartRetention(config, engine));
 
   // Before the memory bank (its event sink) and recovery (branches it force-returns publish).
   if (!config.nats_events.url.empty()) RETURN_IF_ERROR(StartEvents(config, engine));
-  if (config.memory.enabled) RETURN_IF_ERROR(BuildMemoryBank(config, db_path, engine));
+  if (config.memory.enabled) RETURN_IF_ERROR(BuildMemoryBank(config, engine));
 
   engine.executor = std::make_unique<base::ThreadExecutor>();
   engine.mcp = std::make_shared<protocol::McpServer>(
@@ -344,15 +310,16 @@ absl::Status BuildEngine(const ServerConfig& config, const RegisterFixtures& fix
                                                       *counter);
     engine.trail_api =
         std::make_unique<viewer::TrailApi>(*engine.trail, *engine.trail_store, *engine.store);
-    if (postgres) {
+    if (shared_db) {
       // Other instances may share the database: the live branches and open auto-scopes in it
       // may be theirs, so start-up recovery (which force-returns and folds everything live)
       // does not run. Sessions load from the database on their next use (decision 0023).
-      base::LogInfo("postgres: start-up recovery skipped (the database may be shared)");
+      base::LogInfo(base::StrCat(engine.backend->name(),
+                                 ": start-up recovery skipped (the database may be shared)"));
       ScheduleDueSweep(engine);
     }
     // Auto-scopes a crashed run left open fold now (whether or not auto-scopes are on now).
-    auto autos = postgres ? absl::StatusOr<int64_t>(0) : engine.trail->RecoverAutoScopes();
+    auto autos = shared_db ? absl::StatusOr<int64_t>(0) : engine.trail->RecoverAutoScopes();
     if (!autos.ok()) {
       status = autos.status();
       return;
@@ -362,7 +329,7 @@ absl::Status BuildEngine(const ServerConfig& config, const RegisterFixtures& fix
                                  " auto-scope(s) left open by a previous run (server restarted)"));
     }
     auto recovered =
-        postgres ? absl::StatusOr<folding::RecoverResult>(folding::RecoverResult{})
+        shared_db ? absl::StatusOr<folding::RecoverResult>(folding::RecoverResult{})
                  : engine.manager->Recover();
     if (!recovered.ok()) {
       status = recovered.status();
@@ -400,11 +367,12 @@ absl::Status BuildEngine(const ServerConfig& config, const RegisterFixtures& fix
   // 0008). If a commit fails, the engine drops what it cached and follows the store again.
   // A session's project: its client's first root, else X-Contextd-Project, else "default"
   // (decision 0022). The stdio session's is kept for the signal handler's EndSession.
-  if (postgres && config.transport != "stdio") {
+  if (shared_db && config.transport != "stdio") {
     // Any instance serves any MCP session (decision 0025).
+    ASSIGN_OR_RETURN(std::unique_ptr<store::McpSessionStore> sessions,
+                     engine.backend->OpenMcpSessionStore());
     engine.shared_sessions = std::make_shared<SharedSessions>(
-        store::PgMcpSessionStore::Create(engine.pg_db),
-        std::chrono::seconds(config.folding.session_idle_timeout_seconds));
+        std::move(sessions), std::chrono::seconds(config.folding.session_idle_timeout_seconds));
   }
   SharedSessions* shared = engine.shared_sessions.get();
   engine.mcp->SetProjectResolver([stdio = engine.stdio_session, shared](
@@ -418,53 +386,38 @@ absl::Status BuildEngine(const ServerConfig& config, const RegisterFixtures& fix
   });
   // Both backends: the writes the executor makes share one transaction per batch (SQLite:
   // decision 0008; PostgreSQL: decision 0026, writes made on other threads commit on their own).
-  if (db || engine.pg_db) {
-    std::function<absl::Status()> commit;
-    std::function<void()> after_delivery;
-    // After a group's replies: its outbox rows are committed, so readable by the relay.
-    events::OutboxRelay* relay = engine.outbox_relay.get();
-    if (db) {
-      commit = [db] { return db->CommitGroup(); };
-      after_delivery = [db, relay] {
+  // After a group's replies: its outbox rows are committed, so readable by the relay; then the
+  // backend's upkeep (SQLite restarts an oversized WAL, decision 0010).
+  std::shared_ptr<store::Backend> backend = engine.backend;
+  engine.group_commit = std::make_unique<GroupCommit>(
+      *engine.executor, [backend] { return backend->CommitGroup(); },
+      [manager = engine.manager.get(), trail = engine.trail.get(), shared_db](const absl::Status&) {
+        absl::Status reloaded = manager->ReloadFromStore();
+        if (!reloaded.ok()) {
+          base::LogError(base::StrCat("reloading branches after a failed commit: ",
+                                      reloaded.message()));
+        }
+        trail->ForgetCachedScopes();
+        // Auto-scopes the trail no longer tracks would stay open until the next start: fold them
+        // now from their recorded events, as start-up recovery does. Not on a shared database,
+        // where open auto-scopes may be other instances' (as start-up recovery, decision 0023).
+        if (shared_db) return;
+        auto folded = trail->RecoverAutoScopes();
+        if (!folded.ok()) {
+          base::LogError(base::StrCat("folding auto-scopes after a failed commit: ",
+                                      folded.status().message()));
+        }
+      },
+      &engine.metrics,
+      [backend, relay = engine.outbox_relay.get()] {
         if (relay != nullptr) relay->Wake();
-        db->RestartWalIfDue();
-      };
-    } else {
-      commit = [pg = engine.pg_db] { return pg->CommitGroup(); };
-      after_delivery = [relay] {
-        if (relay != nullptr) relay->Wake();
-      };
-    }
-    engine.group_commit = std::make_unique<GroupCommit>(
-        *engine.executor, std::move(commit),
-        [manager = engine.manager.get(), trail = engine.trail.get(), postgres](const absl::Status&) {
-          absl::Status reloaded = manager->ReloadFromStore();
-          if (!reloaded.ok()) {
-            base::LogError(base::StrCat("reloading branches after a failed commit: ",
-                                        reloaded.message()));
-          }
-          trail->ForgetCachedScopes();
-          // Auto-scopes the trail no longer tracks would stay open until the next start: fold them
-          // now from their recorded events, as start-up recovery does. Not on a shared database,
-          // where open auto-scopes may be other instances' (as start-up recovery, decision 0023).
-          if (postgres) return;
-          auto folded = trail->RecoverAutoScopes();
-          if (!folded.ok()) {
-            base::LogError(base::StrCat("folding auto-scopes after a failed commit: ",
-                                        folded.status().message()));
-          }
-        },
-        &engine.metrics, std::move(after_delivery));
-    engine.mcp->SetOutboundGate(engine.group_commit.get());
-    auto on_group_open = [gc = engine.group_commit.get()] { gc->OnGroupOpen(); };
-    if (db) {
-      db->EnableGroupCommit(on_group_open);
-    } else {
-      std::thread::id executor_thread;
-      engine.executor->RunSync([&] { executor_thread = std::this_thread::get_id(); });
-      engine.pg_db->EnableGroupCommit(executor_thread, on_group_open);
-    }
-  }
+        backend->AfterGroupDelivered();
+      });
+  engine.mcp->SetOutboundGate(engine.group_commit.get());
+  std::thread::id executor_thread;
+  engine.executor->RunSync([&] { executor_thread = std::this_thread::get_id(); });
+  engine.backend->EnableGroupCommit(executor_thread,
+                                    [gc = engine.group_commit.get()] { gc->OnGroupOpen(); });
   if (config.conformance_fixtures) {
     RETURN_IF_ERROR(fixtures(*engine.mcp));
     base::LogInfo("conformance fixtures registered");
@@ -552,8 +505,8 @@ absl::Status BuildEngine(const ServerConfig& config, const RegisterFixtures& fix
 // flush once the executor stopped), then the publisher.
 void StopEvents(Engine& engine) {
   if (engine.outbox_relay) engine.outbox_relay->Stop();
-  if (engine.outbox_relay && engine.sqlite_db) {
-    absl::Status committed = engine.sqlite_db->CommitGroup();
+  if (engine.outbox_relay) {
+    absl::Status committed = engine.backend->CommitGroup();
     if (!committed.ok()) {
       base::LogWarn(base::StrCat("events outbox: last deletions: ", committed.message()));
     }
@@ -656,10 +609,9 @@ absl::Status RunServer(const ServerConfig& config, const RegisterFixtures& fixtu
   }
   Metrics* metrics = &engine.metrics;
   options.metrics = [metrics] { return metrics->Render(); };
-  options.health = [sqlite = engine.sqlite_db, pg = engine.pg_db,
-                    publisher = engine.events_publisher.get(),
+  options.health = [backend = engine.backend, publisher = engine.events_publisher.get(),
                     jetstream = config.nats_events.jetstream] {
-    HealthMember database = sqlite ? DatabaseHealth(*sqlite) : PostgresHealth(*pg);
+    HealthMember database = DatabaseHealth(*backend);
     return RenderHealth({database, NatsHealth(publisher, jetstream)}, kVersion);
   };
   if (config.model_gateway.enabled) {

@@ -25,8 +25,7 @@
 #include <vector>
 
 #include "nlohmann/json.hpp"
-#include "store/pg_branch_store.h"
-#include "store/pg_mcp_session_store.h"
+#include "store/backend.h"
 #include "store/test_util.h"
 #include "store/testing/pg_test_server.h"
 
@@ -303,10 +302,13 @@ class SharedSessionsTest : public ::testing::Test {
     return created.value("branch_id", "");
   }
   std::string StoredStatus(const std::string& branch_id) {
-    store::PgOptions o;
-    o.conninfo = conninfo_;
-    o.pool_size = 1;
-    auto s = store::PgBranchStore::Open(o);
+    store::BackendOptions o;
+    o.kind = store::BackendKind::kPostgres;
+    o.postgres_conninfo = conninfo_;
+    o.postgres_pool_size = 1;
+    auto backend = store::OpenBackend(o);
+    if (!backend.ok()) return "error: " + std::string(backend.status().message());
+    auto s = (*backend)->OpenBranchStore();
     if (!s.ok()) return "error: " + std::string(s.status().message());
     auto b = (*s)->Get(branch_id);
     if (!b.ok() || !b->has_value()) return "missing";

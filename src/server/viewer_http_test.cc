@@ -15,8 +15,7 @@
 #include "base/foreign_text.h"
 #include "nlohmann/json.hpp"
 #include "server/metrics.h"
-#include "store/sqlite_branch_store.h"
-#include "store/sqlite_trail_store.h"
+#include "store/backend.h"
 #include "store/test_util.h"
 #include "transport/http_server.h"
 #include "transport/testing/echo_session.h"
@@ -36,11 +35,13 @@ constexpr char kToken[] = "viewer-token";
 class ViewerHttpTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
-    auto db = store::Database::Open(dir_.File("contextd.db"));
-    ASSERT_TRUE(db.ok());
-    db_ = std::shared_ptr<store::Database>(std::move(*db));
-    auto b = store::SqliteBranchStore::Create(db_);
-    auto t = store::SqliteTrailStore::Create(db_);
+    store::BackendOptions options;
+    options.sqlite_path = dir_.File("contextd.db");
+    auto backend = store::OpenBackend(options);
+    ASSERT_TRUE(backend.ok());
+    backend_ = std::move(*backend);
+    auto b = backend_->OpenBranchStore();
+    auto t = backend_->OpenTrailStore();
     ASSERT_TRUE(b.ok() && t.ok());
     branches_ = std::move(*b);
     store_ = std::move(*t);
@@ -78,9 +79,9 @@ class ViewerHttpTest : public ::testing::TestWithParam<bool> {
 
   store::TempDir dir_;
   base::FakeClock clock_;
-  std::shared_ptr<store::Database> db_;
-  std::unique_ptr<store::SqliteBranchStore> branches_;
-  std::unique_ptr<store::SqliteTrailStore> store_;
+  std::unique_ptr<store::Backend> backend_;
+  std::unique_ptr<folding::BranchStore> branches_;
+  std::unique_ptr<trail::TrailStore> store_;
   std::unique_ptr<trail::Trail> trail_;
   std::unique_ptr<viewer::TrailApi> api_;
   std::string tenant_;

@@ -18,6 +18,14 @@ namespace {
 using testing::PgBackend;
 using testing::SqliteBackend;
 
+// A command's options for the SQLite file at `path`.
+BackendOptions SqliteAt(const std::string& path) {
+  BackendOptions o;
+  o.sqlite_path = path;
+  o.one_shot = true;
+  return o;
+}
+
 // Writes a little of everything through the interfaces.
 void Fill(testing::StoreBackend& b) {
   auto branches = b.OpenBranchStore();
@@ -168,10 +176,14 @@ TEST(StoreTransferTest, SqliteToPostgresAndBackKeepsEverything) {
   SqliteBackend sqlite;
   Fill(sqlite);
   std::stringstream dump;
-  auto exported = ExportTables({sqlite.path(), false, {}}, dump);
+  auto exported = ExportTables(SqliteAt(sqlite.path()), dump);
   ASSERT_TRUE(exported.ok()) << exported.status();
   EXPECT_GT(*exported, 10);
-  StoreLocation to_pg{"", true, pg.options(1)};
+  BackendOptions to_pg;
+  to_pg.kind = BackendKind::kPostgres;
+  to_pg.postgres_conninfo = pg.conninfo();
+  to_pg.postgres_pool_size = 1;
+  to_pg.one_shot = true;
   auto imported = ImportTables(to_pg, dump);
   ASSERT_TRUE(imported.ok()) << imported.status();
   EXPECT_EQ(*imported, *exported);
@@ -186,7 +198,7 @@ TEST(StoreTransferTest, SqliteToPostgresAndBackKeepsEverything) {
   EXPECT_EQ(*exported_pg, *exported);
   Check(pg);  // (writes one more event into the PostgreSQL copy)
   SqliteBackend again;
-  auto imported_back = ImportTables({again.path(), false, {}}, back);
+  auto imported_back = ImportTables(SqliteAt(again.path()), back);
   ASSERT_TRUE(imported_back.ok()) << imported_back.status();
   Check(again);
 }
@@ -194,11 +206,11 @@ TEST(StoreTransferTest, SqliteToPostgresAndBackKeepsEverything) {
 TEST(StoreTransferTest, AMalformedStreamIsRefusedNamingTheLine) {
   SqliteBackend target;
   std::stringstream s("{\"contextd_export\":1}\n{\"table\":\"branches\",\"row\":{\"id\":1}}\n");
-  auto r = ImportTables({target.path(), false, {}}, s);
+  auto r = ImportTables(SqliteAt(target.path()), s);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find("line 2"), std::string::npos) << r.status();
   std::stringstream none("{\"table\":\"branches\",\"row\":{}}\n");
-  EXPECT_FALSE(ImportTables({target.path(), false, {}}, none).ok());
+  EXPECT_FALSE(ImportTables(SqliteAt(target.path()), none).ok());
 }
 
 }  // namespace

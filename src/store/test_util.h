@@ -13,7 +13,7 @@
 #include <functional>
 #include <string>
 
-#include "store/migrations.h"
+#include "store/sqlite/migrations.h"
 
 namespace contextd::store {
 

@@ -5,8 +5,7 @@
 #include "base/executor.h"
 #include "folding/testing/fakes.h"
 #include "protocol/testing/recording_sink.h"
-#include "store/sqlite_branch_store.h"
-#include "store/sqlite_trail_store.h"
+#include "store/backend.h"
 #include "store/test_util.h"
 #include "tools/trail_recorder.h"
 
@@ -22,11 +21,13 @@ class TrailToolsTest : public ::testing::Test {
   TrailToolsTest() : executor_(clock_), server_(executor_, {"contextd", "0", ""}) {}
 
   void SetUp() override {
-    auto db = store::Database::Open(dir_.File("contextd.db"));
-    ASSERT_TRUE(db.ok());
-    db_ = std::shared_ptr<store::Database>(std::move(*db));
-    auto b = store::SqliteBranchStore::Create(db_);
-    auto t = store::SqliteTrailStore::Create(db_);
+    store::BackendOptions options;
+    options.sqlite_path = dir_.File("contextd.db");
+    auto backend = store::OpenBackend(options);
+    ASSERT_TRUE(backend.ok());
+    backend_ = std::move(*backend);
+    auto b = backend_->OpenBranchStore();
+    auto t = backend_->OpenTrailStore();
     ASSERT_TRUE(b.ok() && t.ok());
     branches_ = std::move(*b);
     trail_store_ = std::move(*t);
@@ -120,9 +121,9 @@ class TrailToolsTest : public ::testing::Test {
   protocol::McpServer server_;
   folding::EventBus events_;
   folding::testing::WordTokenCounter counter_;
-  std::shared_ptr<store::Database> db_;
-  std::unique_ptr<store::SqliteBranchStore> branches_;
-  std::unique_ptr<store::SqliteTrailStore> trail_store_;
+  std::unique_ptr<store::Backend> backend_;
+  std::unique_ptr<folding::BranchStore> branches_;
+  std::unique_ptr<trail::TrailStore> trail_store_;
   std::unique_ptr<trail::Trail> trail_;
   std::unique_ptr<TrailTools> tools_;
   std::shared_ptr<protocol::testing::RecordingSink> sink_;

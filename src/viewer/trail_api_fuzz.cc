@@ -14,8 +14,7 @@
 #include "base/clock.h"
 #include "base/foreign_text.h"
 #include "nlohmann/json.hpp"
-#include "store/sqlite_branch_store.h"
-#include "store/sqlite_trail_store.h"
+#include "store/backend.h"
 #include "store/test_util.h"
 #include "viewer/trail_api.h"
 
@@ -26,9 +25,9 @@ using namespace contextd;  // NOLINT: a fuzz target's one entry point
 struct World {
   store::TempDir dir;
   base::FakeClock clock;
-  std::shared_ptr<store::Database> db;
-  std::unique_ptr<store::SqliteBranchStore> branches;
-  std::unique_ptr<store::SqliteTrailStore> store;
+  std::unique_ptr<store::Backend> backend;
+  std::unique_ptr<folding::BranchStore> branches;
+  std::unique_ptr<trail::TrailStore> store;
   std::unique_ptr<trail::Trail> trail;
   std::unique_ptr<viewer::TrailApi> api;
   std::string root;
@@ -36,11 +35,13 @@ struct World {
 
 World* MakeWorld() {
   auto* w = new World();  // lives for the process: the store's threads outlive any input
-  auto db = store::Database::Open(w->dir.File("contextd.db"));
-  if (!db.ok()) std::abort();
-  w->db = std::shared_ptr<store::Database>(std::move(*db));
-  auto b = store::SqliteBranchStore::Create(w->db);
-  auto t = store::SqliteTrailStore::Create(w->db);
+  store::BackendOptions options;
+  options.sqlite_path = w->dir.File("contextd.db");
+  auto backend = store::OpenBackend(options);
+  if (!backend.ok()) std::abort();
+  w->backend = std::move(*backend);
+  auto b = w->backend->OpenBranchStore();
+  auto t = w->backend->OpenTrailStore();
   if (!b.ok() || !t.ok()) std::abort();
   w->branches = std::move(*b);
   w->store = std::move(*t);

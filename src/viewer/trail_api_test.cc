@@ -7,9 +7,7 @@
 
 #include "base/clock.h"
 #include "nlohmann/json.hpp"
-#include "store/sqlite_branch_store.h"
-#include "store/sqlite_conversation_store.h"
-#include "store/sqlite_trail_store.h"
+#include "store/backend.h"
 #include "store/test_util.h"
 #include "viewer/ui_routes.h"
 
@@ -22,11 +20,13 @@ using Json = nlohmann::json;
 class TrailApiTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto db = store::Database::Open(dir_.File("contextd.db"));
-    ASSERT_TRUE(db.ok());
-    db_ = std::shared_ptr<store::Database>(std::move(*db));
-    auto b = store::SqliteBranchStore::Create(db_);
-    auto t = store::SqliteTrailStore::Create(db_);
+    store::BackendOptions options;
+    options.sqlite_path = dir_.File("contextd.db");
+    auto backend = store::OpenBackend(options);
+    ASSERT_TRUE(backend.ok());
+    backend_ = std::move(*backend);
+    auto b = backend_->OpenBranchStore();
+    auto t = backend_->OpenTrailStore();
     ASSERT_TRUE(b.ok() && t.ok());
     branches_ = std::move(*b);
     store_ = std::move(*t);
@@ -79,9 +79,9 @@ class TrailApiTest : public ::testing::Test {
 
   store::TempDir dir_;
   base::FakeClock clock_;
-  std::shared_ptr<store::Database> db_;
-  std::unique_ptr<store::SqliteBranchStore> branches_;
-  std::unique_ptr<store::SqliteTrailStore> store_;
+  std::unique_ptr<store::Backend> backend_;
+  std::unique_ptr<folding::BranchStore> branches_;
+  std::unique_ptr<trail::TrailStore> store_;
   std::unique_ptr<trail::Trail> trail_;
   std::unique_ptr<TrailApi> api_;
 };
@@ -196,7 +196,7 @@ TEST_F(TrailApiTest, ConversationsShowFoldsMadeAndSkippedWithReasons) {
   EXPECT_EQ(off["model_gateway"], false);
   EXPECT_TRUE(off["conversations"].empty());
 
-  auto conversations = store::SqliteConversationStore::Create(db_);
+  auto conversations = backend_->OpenConversationStore();
   ASSERT_TRUE(conversations.ok()) << conversations.status();
   api_->SetConversations(conversations->get());
   auto record = [&](const std::string& tenant, const std::string& conversation, int64_t at_ms,

@@ -32,9 +32,7 @@
 #include "server/metrics.h"
 #include "server/retention_runner.h"
 #include "server/shared_sessions.h"
-#include "store/database.h"
-#include "store/pg_branch_store.h"
-#include "store/pg_database.h"
+#include "store/backend.h"
 #include "tokens/lazy_encoding.h"
 #include "tools/folding_tools.h"
 #include "tools/memory_tools.h"
@@ -53,12 +51,11 @@ struct Engine {
   // Loads the counter's vocabulary in the background at start (joined before `counter` goes).
   std::jthread vocabulary_loader;
   std::shared_ptr<const scrub::Scrubber> scrubber;
-  // The database: SQLite (one connection shared by the branch and trail stores, grouped commits)
-  // or PostgreSQL (one pool shared by every store; each write commits before its reply).
-  std::shared_ptr<store::Database> sqlite_db;
-  std::shared_ptr<store::PgDatabase> pg_db;
+  // The database (store/backend.h): SQLite (one connection shared by the branch, trail and
+  // outbox stores) or PostgreSQL (one pool shared by every store); the engine's writes are
+  // grouped, one commit per executor batch. Shared with /healthz's check (I/O threads).
+  std::shared_ptr<store::Backend> backend;
   std::unique_ptr<folding::BranchStore> store;
-  store::PgBranchStore* pg_branches = nullptr;  // `store`, when it is PostgreSQL's
   folding::EventBus events;
   Metrics metrics;
   // events.nats: publishes branch and memory events to NATS from its own thread (docs/events.md).
@@ -122,11 +119,10 @@ int64_t WallMillis();
 // An event message as an outbox row written at `at_ms`, leased for kOutboxLeaseMs.
 folding::OutboxEvent ToOutboxEvent(events::EventMessage m, int64_t at_ms);
 
-// The ReasoningBank (memory_bank_setup.cc) over its own connection to the engine's database
-// (`db_path`; PostgreSQL: the pool), with the endpoints memory.* configures. Errors from opening
-// the store or from an endpoint's options.
-absl::Status BuildMemoryBank(const ServerConfig& config, const std::string& db_path,
-                             Engine& engine);
+// The ReasoningBank (memory_bank_setup.cc) over its own store of the engine's backend (SQLite:
+// a connection of its own; PostgreSQL: the pool), with the endpoints memory.* configures. Errors
+// from opening the store or from an endpoint's options.
+absl::Status BuildMemoryBank(const ServerConfig& config, Engine& engine);
 
 // The model gateway (model_gateway_setup.cc): a ContextManager over the conversation store (the
 // engine's database), the outbound clients to the providers, and the routes' handler.
@@ -136,9 +132,9 @@ absl::Status BuildModelGateway(const ServerConfig& config,
                                Engine& engine);
 
 // The retention sweep (retention_runner.cc, decision 0031): unless retention.sweep_interval_s is
-// 0, a RetentionRunner over the engine's store (SQLite: a connection of its own to `db_path`;
+// 0, a RetentionRunner over the backend's retention store (SQLite: a connection of its own;
 // PostgreSQL: the pool) in `engine.retention`, its first sweep a minute after start.
-// Unavailable/Internal if the SQLite connection cannot be opened.
-absl::Status StartRetention(const ServerConfig& config, const std::string& db_path, Engine& engine);
+// Unavailable/Internal if the store cannot be opened.
+absl::Status StartRetention(const ServerConfig& config, Engine& engine);
 
 }  // namespace contextd::server::internal

@@ -7,13 +7,13 @@
 #include <memory>
 #include <string>
 
-#include "store/pg_branch_store.h"
-#include "store/pg_conversation_store.h"
-#include "store/pg_mcp_session_store.h"
-#include "store/pg_memory_store.h"
-#include "store/pg_outbox_store.h"
-#include "store/pg_retention_store.h"
-#include "store/pg_trail_store.h"
+#include "store/postgres/pg_branch_store.h"
+#include "store/postgres/pg_conversation_store.h"
+#include "store/postgres/pg_mcp_session_store.h"
+#include "store/postgres/pg_memory_store.h"
+#include "store/postgres/pg_outbox_store.h"
+#include "store/postgres/pg_retention_store.h"
+#include "store/postgres/pg_trail_store.h"
 #include "store/testing/pg_test_server.h"
 #include "store/testing/store_backend.h"
 

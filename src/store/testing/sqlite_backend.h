@@ -5,13 +5,13 @@
 #include <memory>
 #include <string>
 
-#include "store/sqlite_branch_store.h"
-#include "store/sqlite_conversation_store.h"
-#include "store/sqlite_mcp_session_store.h"
-#include "store/sqlite_memory_store.h"
-#include "store/sqlite_outbox_store.h"
-#include "store/sqlite_retention_store.h"
-#include "store/sqlite_trail_store.h"
+#include "store/sqlite/sqlite_branch_store.h"
+#include "store/sqlite/sqlite_conversation_store.h"
+#include "store/sqlite/sqlite_mcp_session_store.h"
+#include "store/sqlite/sqlite_memory_store.h"
+#include "store/sqlite/sqlite_outbox_store.h"
+#include "store/sqlite/sqlite_retention_store.h"
+#include "store/sqlite/sqlite_trail_store.h"
 #include "store/test_util.h"
 #include "store/testing/store_backend.h"
 

@@ -1,0 +1,245 @@
+#include "store/postgres/pg_conversation_store.h"
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "store/sqlite/sqlite_conversation_store.h"
+#include "store/usage_folds.h"
+
+namespace contextd::store {
+namespace {
+
+using model::ConversationKey;
+using model::ConversationState;
+using model::Rewrite;
+using model::RewriteKind;
+
+constexpr char kTotals[] =
+    "SELECT COUNT(*), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(cache_read_input_tokens), 0), "
+    "COALESCE(SUM(cache_creation_input_tokens), 0), COALESCE(SUM(output_tokens), 0), "
+    "COALESCE(SUM(tokens_before), 0), COALESCE(SUM(tokens_after), 0), COALESCE(MAX(at_ms), 0) "
+    "FROM model_usage WHERE tenant = $1 AND ($2 = '' OR branch_id = $2)";
+
+std::string ThreadName(const ConversationKey& key) {
+  return absl::StrCat("model thread ", key.tenant, "/", key.conversation, "/", key.thread);
+}
+
+absl::Status About(const ConversationKey& key, const absl::Status& st) {
+  if (st.ok()) return st;
+  return absl::Status(st.code(), absl::StrCat(ThreadName(key), ": ", st.message()));
+}
+
+bool IsRewriteKind(int64_t kind) { return kind >= 1 && kind <= 4; }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<PgConversationStore>> PgConversationStore::Open(
+    const PgOptions& options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<PgDatabase> db, PgDatabase::Open(options));
+  return Create(std::shared_ptr<PgDatabase>(std::move(db)));
+}
+
+std::unique_ptr<PgConversationStore> PgConversationStore::Create(std::shared_ptr<PgDatabase> db) {
+  return std::unique_ptr<PgConversationStore>(new PgConversationStore(std::move(db)));
+}
+
+absl::StatusOr<std::optional<ConversationState>> PgConversationStore::Load(
+    const ConversationKey& key) {
+  std::optional<ConversationState> out;
+  absl::Status st = db_->Read([&](PgConn& c) -> absl::Status {
+    out.reset();
+    // One snapshot for both reads: a Save between them must not show half of itself.
+    RETURN_IF_ERROR(c.ExecScript("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"));
+    auto body = [&]() -> absl::Status {
+      ASSIGN_OR_RETURN(PgResult t, c.Exec("SELECT frontier, requests, created_ms, last_ms FROM "
+                                          "model_threads WHERE tenant = $1 AND conversation = "
+                                          "$2 AND thread = $3",
+                                          {key.tenant, key.conversation, key.thread}));
+      if (t.rows() == 0) return absl::OkStatus();
+      ConversationState state;
+      auto frontier = DecodeFrontier(t.Bytes(0, 0));
+      if (!frontier.ok()) {
+        return absl::InternalError(
+            absl::StrCat(ThreadName(key), ": corrupt frontier: ", frontier.status().message()));
+      }
+      state.frontier = *std::move(frontier);
+      state.requests = t.Int(0, 1);
+      state.created_ms = t.Int(0, 2);
+      state.last_ms = t.Int(0, 3);
+      ASSIGN_OR_RETURN(PgResult r, c.Exec("SELECT kind, key, value FROM model_rewrites WHERE "
+                                          "tenant = $1 AND conversation = $2 AND thread = $3 "
+                                          "ORDER BY seq",
+                                          {key.tenant, key.conversation, key.thread}));
+      for (int i = 0; i < r.rows(); ++i) {
+        int64_t kind = r.Int(i, 0);
+        if (!IsRewriteKind(kind)) {
+          return absl::InternalError(
+              absl::StrCat(ThreadName(key), ": rewrite of unknown kind ", kind));
+        }
+        state.rewrites.push_back(
+            Rewrite{static_cast<RewriteKind>(kind), r.Bytes(i, 1), r.Bytes(i, 2)});
+      }
+      out = std::move(state);
+      return absl::OkStatus();
+    };
+    absl::Status b = body();
+    absl::Status end = c.ExecScript(b.ok() ? "COMMIT" : "ROLLBACK");
+    return b.ok() ? end : b;
+  });
+  if (!st.ok()) {
+    if (st.code() == absl::StatusCode::kInternal &&
+        st.message().find(ThreadName(key)) != std::string_view::npos) {
+      return st;
+    }
+    return About(key, st);
+  }
+  return out;
+}
+
+absl::Status PgConversationStore::Save(const ConversationKey& key,
+                                       const model::ConversationUpdate& update) {
+  return About(key, db_->Write([&](PgConn& c) -> absl::Status {
+    RETURN_IF_ERROR(
+        c.Exec("INSERT INTO model_threads (tenant, conversation, thread, frontier, requests, "
+               "created_ms, last_ms) VALUES ($1, $2, $3, $4, 1, $5, $5) "
+               "ON CONFLICT (tenant, conversation, thread) DO UPDATE SET "
+               "frontier = excluded.frontier, requests = model_threads.requests + 1, "
+               "last_ms = excluded.last_ms",
+               {key.tenant, key.conversation, key.thread,
+                PgParam::Bytes(EncodeFrontier(update.frontier)), update.at_ms})
+            .status());
+    for (const Rewrite& r : update.new_rewrites) {
+      auto res = c.Exec(
+          "INSERT INTO model_rewrites (tenant, conversation, thread, kind, key, value) "
+          "VALUES ($1, $2, $3, $4, $5, $6) "
+          "ON CONFLICT (tenant, conversation, thread, kind, key) DO NOTHING",
+          {key.tenant, key.conversation, key.thread, static_cast<int64_t>(r.kind),
+           PgParam::Bytes(r.key), PgParam::Bytes(r.value)});
+      if (!res.ok()) {
+        return absl::Status(res.status().code(),
+                            absl::StrCat("rewrite of kind ", static_cast<int>(r.kind), ": ",
+                                         res.status().message()));
+      }
+    }
+    return absl::OkStatus();
+  }));
+}
+
+absl::Status PgConversationStore::RecordUsage(const model::UsageRecord& record) {
+  absl::Status st = db_->Write([&](PgConn& c) -> absl::Status {
+    return c
+        .Exec(
+            "INSERT INTO model_usage (tenant, conversation, thread, request_id, at_ms, api, "
+            "model, branch_id, status, input_tokens, cache_read_input_tokens, "
+            "cache_creation_input_tokens, output_tokens, tokens_before, tokens_after, "
+            "duration_ms, project, folds_new, folds_skipped) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,"
+            "$10,$11,$12,$13,$14,$15,$16,$17,$18,$19)",
+            {record.key.tenant, record.key.conversation, record.key.thread, record.request_id,
+             record.at_ms, record.api, record.model, record.branch_id, record.status,
+             record.input_tokens, record.cache_read_input_tokens,
+             record.cache_creation_input_tokens, record.output_tokens, record.tokens_before,
+             record.tokens_after, record.duration_ms, record.project,
+             static_cast<int64_t>(record.folds_new), EncodeFoldsSkipped(record.folds_skipped)})
+        .status();
+  });
+  if (!st.ok()) {
+    return absl::Status(st.code(), absl::StrCat("usage of request ", record.request_id, " (",
+                                                ThreadName(record.key), "): ", st.message()));
+  }
+  return st;
+}
+
+absl::StatusOr<model::UsageTotals> PgConversationStore::Totals(std::string_view tenant,
+                                                               std::string_view branch_id) {
+  model::UsageTotals t;
+  RETURN_IF_ERROR(db_->Read([&](PgConn& c) -> absl::Status {
+    ASSIGN_OR_RETURN(PgResult r, c.Exec(kTotals, {tenant, branch_id}));
+    t.requests = r.Int(0, 0);
+    t.input_tokens = r.Int(0, 1);
+    t.cache_read_input_tokens = r.Int(0, 2);
+    t.cache_creation_input_tokens = r.Int(0, 3);
+    t.output_tokens = r.Int(0, 4);
+    t.tokens_before = r.Int(0, 5);
+    t.tokens_after = r.Int(0, 6);
+    t.last_at_ms = r.Int(0, 7);
+    return absl::OkStatus();
+  }));
+  return t;
+}
+
+absl::StatusOr<std::vector<model::ConversationSummary>>
+PgConversationStore::RecentConversations(std::string_view tenant, int limit) {
+  std::vector<model::ConversationSummary> out;
+  RETURN_IF_ERROR(db_->Read([&](PgConn& c) -> absl::Status {
+    out.clear();
+    ASSIGN_OR_RETURN(
+        PgResult r,
+        c.Exec("SELECT conversation, (array_agg(project ORDER BY at_ms DESC, seq))[1], "
+               "MAX(at_ms), MIN(at_ms), COUNT(*), SUM(folds_new), SUM(tokens_before), "
+               "SUM(tokens_after), string_agg(NULLIF(folds_skipped, ''), E'\\n') "
+               "FROM model_usage WHERE tenant = $1 GROUP BY conversation "
+               "ORDER BY MAX(at_ms) DESC, conversation COLLATE \"C\" LIMIT $2",
+               {tenant, static_cast<int64_t>(limit)}));
+    for (int i = 0; i < r.rows(); ++i) {
+      model::ConversationSummary s;
+      s.conversation = r.Text(i, 0);
+      s.project = r.Text(i, 1);
+      s.last_at_ms = r.Int(i, 2);
+      s.first_at_ms = r.Int(i, 3);
+      s.requests = r.Int(i, 4);
+      s.folds_new = r.Int(i, 5);
+      s.tokens_before = r.Int(i, 6);
+      s.tokens_after = r.Int(i, 7);
+      if (!r.IsNull(i, 8)) MergeFoldsSkipped(r.Text(i, 8), s.folds_skipped);
+      out.push_back(std::move(s));
+    }
+    return absl::OkStatus();
+  }));
+  return out;
+}
+
+absl::StatusOr<std::vector<ProjectUsage>> PgConversationStore::UsageByProject(
+    std::string_view tenant, int64_t since_ms) {
+  std::vector<ProjectUsage> out;
+  RETURN_IF_ERROR(db_->Read([&](PgConn& c) -> absl::Status {
+    out.clear();
+    ASSIGN_OR_RETURN(
+        PgResult r,
+        c.Exec("SELECT tenant, project, SUM(n), COALESCE(SUM(input_tokens), 0), "
+               "COALESCE(SUM(cache_read_input_tokens), 0), "
+               "COALESCE(SUM(cache_creation_input_tokens), 0), "
+               "COALESCE(SUM(output_tokens), 0), COALESCE(SUM(tokens_before), 0), "
+               "COALESCE(SUM(tokens_after), 0), COALESCE(MAX(at_ms), 0), "
+               "COALESCE(SUM(folds_new), 0), COALESCE(SUM(folds_skipped), 0) FROM (SELECT tenant, "
+               "project, 1 AS n, input_tokens, cache_read_input_tokens, cache_creation_input_tokens, "
+               "output_tokens, tokens_before, tokens_after, at_ms, folds_new, (SELECT "
+               "COALESCE(SUM(value::bigint), 0) FROM json_each_text(NULLIF(model_usage.folds_skipped, "
+               "'')::json)) AS folds_skipped FROM model_usage "
+               "WHERE ($1 = '' OR tenant = $1) AND at_ms >= $2 "
+               // Days whose detail the retention sweep rolled up (decision 0031): whole days.
+               "UNION ALL SELECT tenant, project, requests, input_tokens, cache_read_input_tokens, "
+               "cache_creation_input_tokens, output_tokens, tokens_before, tokens_after, last_at_ms, "
+               "folds_new, folds_skipped FROM model_usage_daily WHERE ($1 = '' OR tenant = $1) AND (day + 1) * 86400000 > $2"
+               ") u GROUP BY tenant, project ORDER BY tenant, project",
+               {tenant, since_ms}));
+    for (int i = 0; i < r.rows(); ++i) {
+      ProjectUsage u;
+      u.tenant = r.Text(i, 0);
+      u.project = r.Text(i, 1);
+      u.totals.requests = r.Int(i, 2);
+      u.totals.input_tokens = r.Int(i, 3);
+      u.totals.cache_read_input_tokens = r.Int(i, 4);
+      u.totals.cache_creation_input_tokens = r.Int(i, 5);
+      u.totals.output_tokens = r.Int(i, 6);
+      u.totals.tokens_before = r.Int(i, 7);
+      u.totals.tokens_after = r.Int(i, 8);
+      u.totals.last_at_ms = r.Int(i, 9);
+      u.folds_new = r.Int(i, 10);
+      u.folds_skipped = r.Int(i, 11);
+      out.push_back(std::move(u));
+    }
+    return absl::OkStatus();
+  }));
+  return out;
+}
+
+}  // namespace contextd::store
