@@ -157,14 +157,14 @@ TEST(UsageParserTest, ReadsAResponsesStreamAndBody) {
 TEST(UsageParserTest, ReadsTheStreamAsServerSentEvents) {
   // The event stream is read by the SSE rules (transport::SseReader): a last event that no blank
   // line ended counts at Finish, "data:" needs no space, and a lone CR ends a line too.
-  UsageParser unended(/*event_stream=*/true);
+  UsageParser unended(/*event_stream=*/true, ApiRow(ModelApi::kAnthropicMessages).usage);
   unended.Feed(
       "event: message_delta\ndata:{\"type\":\"message_delta\",\"usage\":{\"output_tokens\":5}}");
   unended.Finish();
   EXPECT_TRUE(unended.usage().seen);
   EXPECT_EQ(unended.usage().output_tokens, 5);
 
-  UsageParser cr(/*event_stream=*/true, UsageFormat::kOpenAIChat);
+  UsageParser cr(/*event_stream=*/true, ApiRow(ModelApi::kOpenAIChat).usage);
   cr.Feed("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":2}}\r\r");
   cr.Feed("data: [DONE]\r\r");
   cr.Finish();
