@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test of contextd on this machine: installs dependencies, checks the include graph,
-# runs clang-tidy on the changed .cc files, builds and runs the unit/integration/e2e tests
+# Runs every test of contextd on this machine: installs dependencies, checks the include graph
+# (and each room README's "Depends on" line), checks every tracked .cc/.h with clang-format, runs
+# clang-tidy on the changed .cc files, builds and runs the unit/integration/e2e tests
 # (ctest) in the normal build (g++ 12), runs the MCP conformance suite against the built test
 # binary, repeats ctest under TSan (g++), then builds
 # everything with clang 14 under ASan+UBSan (the fuzz preset: libFuzzer targets too) and repeats
@@ -19,6 +20,8 @@ export CONTEXTD_REQUIRE_POSTGRES="${CONTEXTD_REQUIRE_POSTGRES:-1}"
 
 bash scripts/install-deps.sh
 python3 scripts/check_includes.py
+# ~5 s: clang-format 14 over every tracked .cc/.h (scripts/check_format.sh --fix formats them).
+bash scripts/check_format.sh
 
 run_preset() {
   local preset="$1"

@@ -64,7 +64,6 @@ struct Percentiles {
   double p50, p90, p99;
 };
 
-
 Percentiles Summarize(std::vector<double> us) {
   std::sort(us.begin(), us.end());
   auto at = [&](double q) { return us[static_cast<size_t>(q * (us.size() - 1))]; };
@@ -81,20 +80,22 @@ int Run(int calls, int payload) {
   std::mutex mu;
   std::condition_variable cv;
   bool got = false;
-  auto channel = transport::UpstreamStdioChannel::Start(
-      {GATEWAY_TEST_UPSTREAM, {}, {}, "", 1 << 20, "direct"},
-      {[&](std::string) {
-         std::lock_guard<std::mutex> lock(mu);
-         got = true;
-         cv.notify_all();
-       },
-       nullptr});
+  auto channel =
+      transport::UpstreamStdioChannel::Start({GATEWAY_TEST_UPSTREAM, {}, {}, "", 1 << 20, "direct"},
+                                             {[&](std::string) {
+                                                std::lock_guard<std::mutex> lock(mu);
+                                                got = true;
+                                                cv.notify_all();
+                                              },
+                                              nullptr});
   if (!channel.ok()) {
     std::fprintf(stderr, "%s\n", std::string(channel.status().message()).c_str());
     return 1;
   }
   auto direct_call = [&](int id) {
-    Json req = {{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"},
+    Json req = {{"jsonrpc", "2.0"},
+                {"id", id},
+                {"method", "tools/call"},
                 {"params", {{"name", "echo"}, {"arguments", {{"text", text}}}}}};
     std::unique_lock<std::mutex> lock(mu);
     got = false;
@@ -105,7 +106,8 @@ int Run(int calls, int payload) {
   };
 
   // Through contextd.
-  std::string dir = std::filesystem::temp_directory_path() / ("gateway_bench_" + std::to_string(getpid()));
+  std::string dir =
+      std::filesystem::temp_directory_path() / ("gateway_bench_" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   auto store = store::SqliteBranchStore::Open(dir + "/contextd.db");
   auto scrubber = scrub::BuildScrubber(scrub::ScrubConfig{});
@@ -115,7 +117,8 @@ int Run(int calls, int payload) {
     return 1;
   }
   base::ThreadExecutor executor;
-  auto server = std::make_shared<protocol::McpServer>(executor, protocol::ServerInfo{"bench", "1", ""});
+  auto server =
+      std::make_shared<protocol::McpServer>(executor, protocol::ServerInfo{"bench", "1", ""});
   folding::FoldingConfig folding_config;
   folding_config.max_budget = 1'000'000'000;
   folding_config.default_budget = 1'000'000'000;
@@ -132,8 +135,8 @@ int Run(int calls, int payload) {
   config.name = "b";
   config.stdio = gateway::StdioUpstream{GATEWAY_TEST_UPSTREAM, {}, {}, ""};
   auto gw = gateway::Gateway::Create(
-      gateway::GatewayDeps{server.get(), manager.get(), *counter, scrubber->get(), key_for, nullptr,
-                           nullptr, {}},
+      gateway::GatewayDeps{
+          server.get(), manager.get(), *counter, scrubber->get(), key_for, nullptr, nullptr, {}},
       {config});
   if (!gw.ok()) return 1;
   executor.RunSync([&] { (*gw)->Start(); });
@@ -146,14 +149,20 @@ int Run(int calls, int payload) {
   auto sink = std::make_shared<OneShotSink>();
   protocol::SessionInfo info{"bench", "local", "stdio"};
   auto session = server->CreateSession(info, sink);
-  Receive(*session, {{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
-                     {"params", {{"protocolVersion", "2025-11-25"}, {"capabilities", Json::object()},
-                                 {"clientInfo", {{"name", "b"}, {"version", "1"}}}}}});
+  Receive(*session, {{"jsonrpc", "2.0"},
+                     {"id", 1},
+                     {"method", "initialize"},
+                     {"params",
+                      {{"protocolVersion", "2025-11-25"},
+                       {"capabilities", Json::object()},
+                       {"clientInfo", {{"name", "b"}, {"version", "1"}}}}}});
   sink->Wait();
   Receive(*session, {{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
   int next_id = 2;
   auto proxied_call = [&] {
-    Receive(*session, {{"jsonrpc", "2.0"}, {"id", next_id++}, {"method", "tools/call"},
+    Receive(*session, {{"jsonrpc", "2.0"},
+                       {"id", next_id++},
+                       {"method", "tools/call"},
                        {"params", {{"name", "b__echo"}, {"arguments", {{"text", text}}}}}});
     Json r = sink->Wait();
     if (!r.contains("result") || r["result"].value("isError", false)) {
@@ -182,9 +191,10 @@ int Run(int calls, int payload) {
       diff.push_back(p - d);
     }
     Percentiles dp = Summarize(direct), pp = Summarize(proxied), od = Summarize(diff);
-    std::printf("%-26s direct p50 %6.1f us | proxied p50 %6.1f p90 %6.1f us | overhead p50 %6.1f "
-                "p90 %6.1f p99 %7.1f us\n",
-                what, dp.p50, pp.p50, pp.p90, od.p50, od.p90, od.p99);
+    std::printf(
+        "%-26s direct p50 %6.1f us | proxied p50 %6.1f p90 %6.1f us | overhead p50 %6.1f "
+        "p90 %6.1f p99 %7.1f us\n",
+        what, dp.p50, pp.p50, pp.p90, od.p50, od.p90, od.p99);
   };
   std::printf("%d calls, %d-byte echo payload\n", calls, payload);
   measure("session root (no branch)");
@@ -194,7 +204,8 @@ int Run(int calls, int payload) {
     request.prompt = "bench";
     request.budget = 900'000'000;
     auto created = manager->Create(key_for(info), request);
-    if (!created.ok()) std::fprintf(stderr, "branch: %s\n", std::string(created.status().message()).c_str());
+    if (!created.ok())
+      std::fprintf(stderr, "branch: %s\n", std::string(created.status().message()).c_str());
   });
   measure("inside a branch (SQLite)");
 

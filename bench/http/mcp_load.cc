@@ -54,7 +54,8 @@ struct Config {
   // --branch-pairs: each operation is branch_create then branch_return of that branch (the
   // contextd folding round trip); latency and throughput are per pair.
   bool branch_pairs = false;
-  // --calls-per-op: calls of `tool` in each operation, one after the other (without --branch-pairs).
+  // --calls-per-op: calls of `tool` in each operation, one after the other (without
+  // --branch-pairs).
   int calls_per_op = 1;
   // --rate: operations per second in total (0 = as fast as answers come back).
   double rate = 0;
@@ -174,8 +175,7 @@ size_t TryParse(const std::string& buf, HttpResponse* out) {
 }
 
 std::string BuildPost(const Config& c, const std::string& sid, const std::string& body) {
-  std::string r = "POST " + c.path + " HTTP/1.1\r\nHost: " + c.host + ":" +
-                  std::to_string(c.port) +
+  std::string r = "POST " + c.path + " HTTP/1.1\r\nHost: " + c.host + ":" + std::to_string(c.port) +
                   "\r\nContent-Type: application/json\r\nAccept: application/json, "
                   "text/event-stream\r\n";
   if (!sid.empty()) {
@@ -291,7 +291,8 @@ void RunThread(const Config& c, std::vector<Conn>& conns, Clock::time_point meas
     } else {
       body = R"({"jsonrpc":"2.0","id":)" + std::to_string(k.next_id++) +
              R"(,"method":"tools/call","params":{"name":"branch_return","arguments":)"
-             R"({"branch_id":")" + k.branch_id + R"(","message":"the parser is in src/parse.c"}}})";
+             R"({"branch_id":")" +
+             k.branch_id + R"(","message":"the parser is in src/parse.c"}}})";
     }
     if (!SendAll(k.fd, BuildPost(c, k.sid, body))) ++res->errors;
   };
@@ -317,7 +318,8 @@ void RunThread(const Config& c, std::vector<Conn>& conns, Clock::time_point meas
           }
           continue;
         }
-        timeout = std::min(timeout, std::chrono::duration_cast<std::chrono::nanoseconds>(k.due - now));
+        timeout =
+            std::min(timeout, std::chrono::duration_cast<std::chrono::nanoseconds>(k.due - now));
       }
     }
     // Nanosecond timeout: a paced send must not wait for the next whole millisecond.
@@ -471,8 +473,8 @@ int main(int argc, char** argv) {
       return 1;
     }
     HttpResponse r;
-    std::string req = "GET /healthz HTTP/1.1\r\nHost: " + c.host + ":" + std::to_string(c.port) +
-                      "\r\n\r\n";
+    std::string req =
+        "GET /healthz HTTP/1.1\r\nHost: " + c.host + ":" + std::to_string(c.port) + "\r\n\r\n";
     if (!Roundtrip(fd, req, &r)) {
       std::fprintf(stderr, "idle connection %d: no response\n", i);
       return 1;
@@ -486,8 +488,8 @@ int main(int argc, char** argv) {
     int fd = Connect(c, false);
     std::string req = "GET " + c.path + " HTTP/1.1\r\nHost: " + c.host + ":" +
                       std::to_string(c.port) + "\r\nAccept: text/event-stream\r\n" +
-                      "Mcp-Session-Id: " + sid + "\r\nMCP-Protocol-Version: " +
-                      c.protocol_version + "\r\n\r\n";
+                      "Mcp-Session-Id: " + sid + "\r\nMCP-Protocol-Version: " + c.protocol_version +
+                      "\r\n\r\n";
     SendAll(fd, req);
     char head[1024];
     ssize_t n = recv(fd, head, sizeof(head) - 1, 0);
@@ -509,8 +511,8 @@ int main(int argc, char** argv) {
     per_thread[i % c.threads].push_back(std::move(k));
   }
   const auto start = Clock::now();
-  const auto measure_from = start + std::chrono::duration_cast<Clock::duration>(
-                                        std::chrono::duration<double>(c.warmup));
+  const auto measure_from =
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(c.warmup));
   const auto stop_at = measure_from + std::chrono::duration_cast<Clock::duration>(
                                           std::chrono::duration<double>(c.duration));
   std::vector<ThreadResult> results(c.threads);

@@ -53,8 +53,10 @@ int main(int argc, char** argv) {
       cmd = i + 1;
       break;
     }
-    if (std::strcmp(argv[i], "--count") == 0 && i + 1 < argc) count = std::atol(argv[++i]);
-    else if (std::strcmp(argv[i], "--method") == 0 && i + 1 < argc) method = argv[++i];
+    if (std::strcmp(argv[i], "--count") == 0 && i + 1 < argc)
+      count = std::atol(argv[++i]);
+    else if (std::strcmp(argv[i], "--method") == 0 && i + 1 < argc)
+      method = argv[++i];
   }
   if (cmd < 0 || cmd >= argc) {
     std::fprintf(stderr, "usage: stdio_pipeline [--count N] [--method M] -- COMMAND [ARGS]\n");
@@ -73,21 +75,24 @@ int main(int argc, char** argv) {
   }
   close(to_child[0]);
   close(from_child[1]);
-  WriteAll(to_child[1],
-           R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"stdio_pipeline","version":"1"}}})"
-           "\n");
+  WriteAll(
+      to_child[1],
+      R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"stdio_pipeline","version":"1"}}})"
+      "\n");
   std::string first;
   if (ReadLines(from_child[0], 1, &first) != 1) {
     std::fprintf(stderr, "no initialize answer\n");
     return 1;
   }
-  WriteAll(to_child[1], R"({"jsonrpc":"2.0","method":"notifications/initialized"})" "\n");
+  WriteAll(to_child[1], R"({"jsonrpc":"2.0","method":"notifications/initialized"})"
+                        "\n");
   const auto start = std::chrono::steady_clock::now();
   std::thread writer([&] {
     std::string batch;
     for (long i = 1; i <= count; ++i) {
       batch += R"({"jsonrpc":"2.0","id":)" + std::to_string(i) + R"(,"method":")" + method +
-               R"("})" "\n";
+               R"("})"
+               "\n";
       if (batch.size() > (1 << 16)) {
         WriteAll(to_child[1], batch);
         batch.clear();
@@ -102,8 +107,8 @@ int main(int argc, char** argv) {
   close(to_child[1]);
   int status = 0;
   waitpid(pid, &status, 0);
-  std::printf("stdio: %ld/%ld answers in %.3f s: %.0f messages/s, exit code %d\n", got, count,
-              secs, got / secs, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  std::printf("stdio: %ld/%ld answers in %.3f s: %.0f messages/s, exit code %d\n", got, count, secs,
+              got / secs, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
   std::printf("RESULT label=stdio msgs_per_s=%.0f answered=%ld exit=%d\n", got / secs, got,
               WIFEXITED(status) ? WEXITSTATUS(status) : -1);
   return got == count ? 0 : 3;

@@ -3,14 +3,14 @@
 //   transport_echo_server --http [--port 0] [--io-threads 2] [--sync]   (prints the URL on stderr)
 //   transport_echo_server --stdio [--sync]
 // --sync answers inside Session::Receive instead of on a separate engine thread.
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
-
-#include <unistd.h>
 
 #include "transport/http_server.h"
 #include "transport/stdio_transport.h"

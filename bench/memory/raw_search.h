@@ -2,7 +2,8 @@
 // benchmarks' what-if comparisons: the store's query with another postings budget and term cap
 // (SqliteMemoryStore::SearchLocked, re-stated here), and porter-stemmed copies of its two FTS5
 // indexes (built in an attached in-memory database; the bank's file is only read). Its own
-// connection; single-threaded. The SQL mirrors store/sqlite/sqlite_memory_store.cc: keep them in step.
+// connection; single-threaded. The SQL mirrors store/sqlite/sqlite_memory_store.cc: keep them in
+// step.
 #pragma once
 
 #include <algorithm>
@@ -28,8 +29,9 @@ inline constexpr int64_t kNoBudget = std::numeric_limits<int64_t>::max() / 2;
 enum class Field { kContent, kTasks };
 enum class Stemming { kNone, kPorter };
 // How a term's document frequency is found: the store's way (its memory_terms table; fts5vocab
-// for the porter-stemmed copies, which counts the term's whole doclist), a count of its matches that stops past the budget, or not at all
-// (every term kept, in query order, up to max_terms; unknown terms simply match nothing).
+// for the porter-stemmed copies, which counts the term's whole doclist), a count of its matches
+// that stops past the budget, or not at all (every term kept, in query order, up to max_terms;
+// unknown terms simply match nothing).
 enum class DfSource { kVocab, kCappedMatch, kNone };
 
 // One what-if query: the store's is {kNone, kVocab, kPostingsBudget, kMaxQueryTerms}.
@@ -193,10 +195,10 @@ class WhatIfIndex {
     // have only fts5vocab (their words are stems).
     ASSIGN_OR_RETURN(
         s.content_vocab,
-        db_->Prepare(stemming == Stemming::kNone
-                         ? std::string("SELECT content_df FROM main.memory_terms WHERE term = ?")
-                         : absl::StrCat("SELECT doc FROM ", schema,
-                                        ".memory_fts_vocab WHERE term = ?")));
+        db_->Prepare(
+            stemming == Stemming::kNone
+                ? std::string("SELECT content_df FROM main.memory_terms WHERE term = ?")
+                : absl::StrCat("SELECT doc FROM ", schema, ".memory_fts_vocab WHERE term = ?")));
     ASSIGN_OR_RETURN(
         s.task_vocab,
         db_->Prepare(stemming == Stemming::kNone

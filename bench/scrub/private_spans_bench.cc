@@ -3,11 +3,11 @@
 // copy of the same text, on prose/log text (few '<'), markup (a '<' every few bytes), and text
 // that does hold spans. Single thread. Compare with BM_ScrubClean (scrub_bench): every stored
 // text is scrubbed anyway.
-#include <random>
-#include <vector>
-#include <string>
-
 #include <benchmark/benchmark.h>
+
+#include <random>
+#include <string>
+#include <vector>
 
 #include "scrub/private_spans.h"
 

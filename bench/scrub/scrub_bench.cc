@@ -1,10 +1,10 @@
 // Google Benchmark micro-benchmarks of RuleScrubber::Scrub with the default rules on synthetic
 // clean text (code and logs that mention tokens and passwords but hold none) and secret-dense
 // text. Single thread. bench/scrub/run.sh is the side-by-side comparison with secretlint.
+#include <benchmark/benchmark.h>
+
 #include <random>
 #include <string>
-
-#include <benchmark/benchmark.h>
 
 #include "scrub/rule_scrubber.h"
 
@@ -16,8 +16,7 @@ const contextd::scrub::RuleScrubber& Scrubber() {
 }
 
 std::string Random(std::mt19937& rng, size_t n) {
-  static constexpr char kAlnum[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  static constexpr char kAlnum[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
   std::string s;
   for (size_t i = 0; i < n; ++i) s.push_back(kAlnum[rng() % 62]);
   return s;
@@ -43,10 +42,18 @@ std::string DenseText(size_t bytes) {
   std::string out;
   while (out.size() < bytes) {
     switch (rng() % 4) {
-      case 0: out += "GITHUB_TOKEN=ghp_" + Random(rng, 36) + "\n"; break;
-      case 1: out += "aws_access_key_id = AKIA" + Random(rng, 16) + "\n"; break;
-      case 2: out += "DB_PASSWORD=" + Random(rng, 14) + "7\n"; break;
-      default: out += "log line with nothing in it at all, status=200\n"; break;
+      case 0:
+        out += "GITHUB_TOKEN=ghp_" + Random(rng, 36) + "\n";
+        break;
+      case 1:
+        out += "aws_access_key_id = AKIA" + Random(rng, 16) + "\n";
+        break;
+      case 2:
+        out += "DB_PASSWORD=" + Random(rng, 14) + "7\n";
+        break;
+      default:
+        out += "log line with nothing in it at all, status=200\n";
+        break;
     }
   }
   return out;

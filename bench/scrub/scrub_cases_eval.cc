@@ -9,9 +9,8 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "scrub/compat_cases.h"
 #include "scrub/rule_scrubber.h"

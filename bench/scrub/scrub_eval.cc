@@ -15,11 +15,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "scrub/rule_scrubber.h"
 
@@ -93,8 +92,12 @@ static nlohmann::json Throughput(const RuleScrubber& s, const std::vector<std::s
   double cpu = ThreadCpuSeconds() - c0;
   // mb_per_s uses CPU time of this (single) thread, so that load from other processes on the
   // machine does not count; wall_mb_per_s is reported too.
-  return {{"bytes", total},         {"wall_seconds", secs},         {"cpu_seconds", cpu},
-          {"rounds", rounds},       {"mb_per_s", total / 1e6 / cpu}, {"wall_mb_per_s", total / 1e6 / secs},
+  return {{"bytes", total},
+          {"wall_seconds", secs},
+          {"cpu_seconds", cpu},
+          {"rounds", rounds},
+          {"mb_per_s", total / 1e6 / cpu},
+          {"wall_mb_per_s", total / 1e6 / secs},
           {"output_bytes", out_bytes}};
 }
 

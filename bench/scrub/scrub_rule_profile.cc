@@ -41,27 +41,31 @@ int main(int argc, char** argv) {
     (*s)->Scan(text);  // warm the RE2 DFA caches; time the second pass
     auto t0 = std::chrono::steady_clock::now();
     size_t n = (*s)->Scan(text).size();
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     res.push_back({ms, r.id + " findings=" + std::to_string(n)});
   }
   {
     std::vector<std::string> keywords;
-    for (const auto& r : cfg->rules) keywords.insert(keywords.end(), r.keywords.begin(), r.keywords.end());
+    for (const auto& r : cfg->rules)
+      keywords.insert(keywords.end(), r.keywords.begin(), r.keywords.end());
     internal::AhoCorasick ac(keywords);
     size_t hits = 0;
     ac.Scan(text, [&](uint32_t, size_t) { ++hits; });
     auto t0 = std::chrono::steady_clock::now();
     ac.Scan(text, [&](uint32_t, size_t) { ++hits; });
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    res.push_back({ms, "(keyword pass alone) hits=" + std::to_string(hits / 2) + " states=" +
-                           std::to_string(ac.num_states())});
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    res.push_back({ms, "(keyword pass alone) hits=" + std::to_string(hits / 2) +
+                           " states=" + std::to_string(ac.num_states())});
   }
   {
     auto all = RuleScrubber::Create(*cfg);
     (*all)->Scrub(text);
     auto t0 = std::chrono::steady_clock::now();
     (*all)->Scrub(text);
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     res.push_back({ms, "(all rules: Scrub)"});
   }
   std::sort(res.rbegin(), res.rend());

@@ -1,8 +1,8 @@
 // contextd side of the token-counting benchmark (bench/tokens/run.sh runs it next to the npm
 // peers). Single thread. Modes:
-//   tokens_bench corpus FILE [REPEATS]   Count() throughput per encoding (best of REPEATS), and count
-//   tokens_bench worst FILE              Count() of one file (run.sh: random letters, one piece)
-//   tokens_bench rss                     RSS after loading both vocabularies
+//   tokens_bench corpus FILE [REPEATS]   Count() throughput per encoding (best of REPEATS), and
+//   count tokens_bench worst FILE              Count() of one file (run.sh: random letters, one
+//   piece) tokens_bench rss                     RSS after loading both vocabularies
 #include <sys/resource.h>
 #include <time.h>
 
@@ -32,7 +32,8 @@ long RssKb(const char* field) {
   std::ifstream in("/proc/self/status");
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind(field, 0) == 0) return std::strtol(line.c_str() + std::strlen(field), nullptr, 10);
+    if (line.rfind(field, 0) == 0)
+      return std::strtol(line.c_str() + std::strlen(field), nullptr, 10);
   }
   return -1;
 }
@@ -68,9 +69,10 @@ int Corpus(const char* path, int repeats) {
       best_cpu = std::min(best_cpu, CpuSeconds() - c0);
       best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
     }
-    std::printf("contextd %s bytes=%zu tokens=%zu wall_s=%.3f cpu_s=%.3f MBps_wall=%.1f MBps_cpu=%.1f\n",
-                name, text.size(), count, best, best_cpu, text.size() / 1e6 / best,
-                text.size() / 1e6 / best_cpu);
+    std::printf(
+        "contextd %s bytes=%zu tokens=%zu wall_s=%.3f cpu_s=%.3f MBps_wall=%.1f MBps_cpu=%.1f\n",
+        name, text.size(), count, best, best_cpu, text.size() / 1e6 / best,
+        text.size() / 1e6 / best_cpu);
   }
   return 0;
 }
@@ -96,9 +98,9 @@ int Rss() {
   const BpeTokenizer* a = Get("o200k_base");
   const BpeTokenizer* b = Get("cl100k_base");
   double s = std::chrono::duration<double>(Clock::now() - t0).count();
-  std::printf("contextd rss before_kb=%ld after_kb=%ld peak_kb=%ld load_seconds=%.3f tables_kb=%zu\n",
-              before, RssKb("VmRSS:"), RssKb("VmHWM:"), s,
-              (a->MemoryUsage() + b->MemoryUsage()) / 1024);
+  std::printf(
+      "contextd rss before_kb=%ld after_kb=%ld peak_kb=%ld load_seconds=%.3f tables_kb=%zu\n",
+      before, RssKb("VmRSS:"), RssKb("VmHWM:"), s, (a->MemoryUsage() + b->MemoryUsage()) / 1024);
   return 0;
 }
 

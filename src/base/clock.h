@@ -33,7 +33,8 @@ class RealClock final : public Clock {
 // A clock that moves only when Advance() is called. Starts at an arbitrary fixed point.
 class FakeClock final : public Clock {
  public:
-  explicit FakeClock(int64_t wall_millis_at_start = 1'750'000'000'000) : wall_start_(wall_millis_at_start) {}
+  explicit FakeClock(int64_t wall_millis_at_start = 1'750'000'000'000)
+      : wall_start_(wall_millis_at_start) {}
   TimePoint Now() const override { return TimePoint(Duration(nanos_.load())); }
   int64_t WallMillis() const override { return wall_start_ + nanos_.load() / 1'000'000; }
   // Moves time forward by `d` (must be >= 0).

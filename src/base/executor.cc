@@ -51,9 +51,7 @@ ThreadExecutor::ThreadExecutor(std::string where) : where_(std::move(where)) {
 
 ThreadExecutor::~ThreadExecutor() { Stop(); }
 
-bool ThreadExecutor::InExecutor() const {
-  return std::this_thread::get_id() == thread_id_;
-}
+bool ThreadExecutor::InExecutor() const { return std::this_thread::get_id() == thread_id_; }
 
 void ThreadExecutor::Post(Task task) {
   QueueExecutorBase::Post(std::move(task));

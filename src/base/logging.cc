@@ -14,12 +14,18 @@ std::function<std::string(std::string_view)> g_redactor;
 
 spdlog::level::level_enum ToSpd(LogLevel l) {
   switch (l) {
-    case LogLevel::kTrace: return spdlog::level::trace;
-    case LogLevel::kDebug: return spdlog::level::debug;
-    case LogLevel::kInfo: return spdlog::level::info;
-    case LogLevel::kWarn: return spdlog::level::warn;
-    case LogLevel::kError: return spdlog::level::err;
-    case LogLevel::kOff: return spdlog::level::off;
+    case LogLevel::kTrace:
+      return spdlog::level::trace;
+    case LogLevel::kDebug:
+      return spdlog::level::debug;
+    case LogLevel::kInfo:
+      return spdlog::level::info;
+    case LogLevel::kWarn:
+      return spdlog::level::warn;
+    case LogLevel::kError:
+      return spdlog::level::err;
+    case LogLevel::kOff:
+      return spdlog::level::off;
   }
   return spdlog::level::info;
 }
@@ -36,16 +42,22 @@ std::shared_ptr<spdlog::logger> LoggerLocked() {
 }  // namespace
 
 absl::Status ParseLogLevel(std::string_view text, LogLevel* out) {
-  if (text == "trace") *out = LogLevel::kTrace;
-  else if (text == "debug") *out = LogLevel::kDebug;
-  else if (text == "info") *out = LogLevel::kInfo;
-  else if (text == "warn" || text == "warning") *out = LogLevel::kWarn;
-  else if (text == "error") *out = LogLevel::kError;
-  else if (text == "off") *out = LogLevel::kOff;
+  if (text == "trace")
+    *out = LogLevel::kTrace;
+  else if (text == "debug")
+    *out = LogLevel::kDebug;
+  else if (text == "info")
+    *out = LogLevel::kInfo;
+  else if (text == "warn" || text == "warning")
+    *out = LogLevel::kWarn;
+  else if (text == "error")
+    *out = LogLevel::kError;
+  else if (text == "off")
+    *out = LogLevel::kOff;
   else
     return absl::InvalidArgumentError(
-        "log level must be one of trace, debug, info, warn, error, off; got '" +
-        std::string(text) + "'");
+        "log level must be one of trace, debug, info, warn, error, off; got '" + std::string(text) +
+        "'");
   return absl::OkStatus();
 }
 

@@ -71,12 +71,14 @@ int RunContextd(int argc, char** argv, const server::RegisterFixtures& fixtures)
   bool conformance = false;
   serve->add_option("--transport", transport, "stdio or http (default http)")
       ->check(CLI::IsMember({"stdio", "http"}));
-  serve->add_option("--listen", listen, "ADDR:PORT for http (default 127.0.0.1:9090; port 0 picks one)");
+  serve->add_option("--listen", listen,
+                    "ADDR:PORT for http (default 127.0.0.1:9090; port 0 picks one)");
   serve->add_option("--config", config_file, "YAML config file");
   serve->add_option("--data-dir", data_dir, "where the SQLite file lives (default: XDG data dir)");
   serve->add_option("--log-level", log_level, "trace, debug, info, warn, error or off");
-  serve->add_option("--auth-token-file", auth_token_file,
-                    "require a bearer token over HTTP: one token per line, optional 'tenant:' prefix");
+  serve->add_option(
+      "--auth-token-file", auth_token_file,
+      "require a bearer token over HTTP: one token per line, optional 'tenant:' prefix");
   serve->add_option("--set", sets, "override a config key: section.key=value (repeatable)");
   if (fixtures) {
     serve->add_flag("--conformance-fixtures", conformance,
@@ -85,15 +87,18 @@ int RunContextd(int argc, char** argv, const server::RegisterFixtures& fixtures)
 
   // migrate
   CLI::App* migrate = app.add_subcommand(
-      "migrate", "Bring the store's schema (SQLite file or store.postgres.url) up to this binary's");
+      "migrate",
+      "Bring the store's schema (SQLite file or store.postgres.url) up to this binary's");
   migrate->add_option("--config", config_file, "YAML config file (its store: section)");
-  migrate->add_option("--data-dir", data_dir, "where the SQLite file lives (default: XDG data dir)");
+  migrate->add_option("--data-dir", data_dir,
+                      "where the SQLite file lives (default: XDG data dir)");
   migrate->add_option("--set", sets,
                       "override a config key: section.key=value (repeatable), e.g. "
                       "store.backend=postgres");
   // export / import: the store's state as JSON Lines (moves between SQLite and PostgreSQL)
   CLI::App* export_cmd = app.add_subcommand(
-      "export", "Write the configured store's state (SQLite or PostgreSQL) to stdout as JSON Lines");
+      "export",
+      "Write the configured store's state (SQLite or PostgreSQL) to stdout as JSON Lines");
   CLI::App* import_cmd = app.add_subcommand(
       "import", "Read an export from stdin into the configured store (which must be empty)");
   for (CLI::App* c : {export_cmd, import_cmd}) {
@@ -109,7 +114,8 @@ int RunContextd(int argc, char** argv, const server::RegisterFixtures& fixtures)
   tokens->add_option("--encoding", encoding, "o200k_base or cl100k_base")
       ->check(CLI::IsMember({"o200k_base", "cl100k_base"}));
   tokens->add_flag("--ids", ids, "print the token ids instead of the count");
-  tokens->add_flag("--allow-special", allow_special, "recognise special tokens such as <|endoftext|>");
+  tokens->add_flag("--allow-special", allow_special,
+                   "recognise special tokens such as <|endoftext|>");
 
   // scrub
   CLI::App* scrub = app.add_subcommand("scrub", "Redact secrets from stdin to stdout");
@@ -139,8 +145,9 @@ int RunContextd(int argc, char** argv, const server::RegisterFixtures& fixtures)
 
   // trail
   CLI::App* trail = app.add_subcommand(
-      "trail", "Read the foldable trail from the store: the SQLite file (also after a crash) or "
-               "PostgreSQL (store.backend: postgres)");
+      "trail",
+      "Read the foldable trail from the store: the SQLite file (also after a crash) or "
+      "PostgreSQL (store.backend: postgres)");
   trail->require_subcommand(1);
   contextd::cli::TrailCommand trail_command;
   CLI::App* trail_list = trail->add_subcommand("list", "Sessions with their branches");
@@ -150,8 +157,9 @@ int RunContextd(int argc, char** argv, const server::RegisterFixtures& fixtures)
   CLI::App* trail_prune = trail->add_subcommand(
       "prune", "Delete what the retention: settings no longer keep (one sweep now)");
   trail_prune->add_flag("--dry-run", trail_command.dry_run, "print what would go, delete nothing");
-  trail_prune->add_option("--older-than", trail_command.older_than,
-                          "sessions idle this long go (30m, 24h, 7d; default retention.trail_days)");
+  trail_prune->add_option(
+      "--older-than", trail_command.older_than,
+      "sessions idle this long go (30m, 24h, 7d; default retention.trail_days)");
   trail_prune->add_flag("--vacuum", trail_command.vacuum,
                         "SQLite: switch a file made before incremental vacuum (one VACUUM; stop "
                         "the server first)");
@@ -171,8 +179,9 @@ int RunContextd(int argc, char** argv, const server::RegisterFixtures& fixtures)
 
   // memory
   CLI::App* mem = app.add_subcommand(
-      "memory", "Read and manage the ReasoningBank in the store (SQLite file or PostgreSQL; JSONL "
-                "export/import)");
+      "memory",
+      "Read and manage the ReasoningBank in the store (SQLite file or PostgreSQL; JSONL "
+      "export/import)");
   mem->require_subcommand(1);
   contextd::cli::MemoryCommand memory_command;
   CLI::App* mem_list = mem->add_subcommand("list", "Memories of a tenant and project");
@@ -219,8 +228,9 @@ int RunContextd(int argc, char** argv, const server::RegisterFixtures& fixtures)
       "--project", connect_command.project_dir,
       "claude-code project scope: DIR/.mcp.json and DIR/.claude/settings.json (default: current "
       "directory); codex has only $CODEX_HOME/config.toml");
-  connect->add_flag("--user", connect_command.user,
-                    "user scope: ~/.claude.json and ~/.claude/settings.json ($CLAUDE_CONFIG_DIR)")
+  connect
+      ->add_flag("--user", connect_command.user,
+                 "user scope: ~/.claude.json and ~/.claude/settings.json ($CLAUDE_CONFIG_DIR)")
       ->excludes(project_opt);
   connect->add_flag("--dry-run", connect_command.dry_run, "print what would change; write nothing");
   connect->add_flag("--undo", connect_command.undo, "restore what connect replaced");
@@ -237,8 +247,9 @@ int RunContextd(int argc, char** argv, const server::RegisterFixtures& fixtures)
                      "contextd's base URL (default http://127.0.0.1:9090)");
   status->add_option("--token-file", status_command.token_file,
                      "bearer token for /metrics (the server's --auth-token-file)");
-  status->add_option("--conversations", status_command.conversations,
-                     "model conversations listed with their folds (default 10; 0: none)")
+  status
+      ->add_option("--conversations", status_command.conversations,
+                   "model conversations listed with their folds (default 10; 0: none)")
       ->check(CLI::Range(0, 200));
 
   // usage
@@ -261,20 +272,20 @@ int RunContextd(int argc, char** argv, const server::RegisterFixtures& fixtures)
 
   if (*tokens) {
     return contextd::cli::RunTokensCommand(encoding, ids, allow_special, std::cin, std::cout,
-                                              std::cerr);
+                                           std::cerr);
   }
   if (*scrub) {
     return contextd::cli::RunScrubCommand(rules_file, with_defaults, report == "json", std::cin,
-                                            std::cout, std::cerr);
+                                          std::cout, std::cerr);
   }
 
   if (*connect) {
-    return contextd::cli::RunConnectCommand(connect_command, AgentEnvironmentOfProcess(),
-                                               std::cout, std::cerr);
+    return contextd::cli::RunConnectCommand(connect_command, AgentEnvironmentOfProcess(), std::cout,
+                                            std::cerr);
   }
   if (*status) {
-    return contextd::cli::RunStatusCommand(status_command, AgentEnvironmentOfProcess(),
-                                              std::cout, std::cerr);
+    return contextd::cli::RunStatusCommand(status_command, AgentEnvironmentOfProcess(), std::cout,
+                                           std::cerr);
   }
 
   auto fail = [](const absl::Status& s) {

@@ -157,9 +157,10 @@ absl::StatusOr<memory::MemoryItem> FromJson(const Json& j) {
 std::string Line(const memory::MemoryItem& m) {
   char confidence[16];
   std::snprintf(confidence, sizeof confidence, "%.2f", m.Confidence());
-  return base::StrCat(m.id, "  ", memory::StatusName(m.status), "  ", memory::OutcomeName(m.outcome),
-                      "  ", memory::ScopeName(m.scope), "  ", m.tenant, "/", m.project, "  conf ",
-                      confidence, "  uses ", m.use_count, "  ", m.title);
+  return base::StrCat(m.id, "  ", memory::StatusName(m.status), "  ",
+                      memory::OutcomeName(m.outcome), "  ", memory::ScopeName(m.scope), "  ",
+                      m.tenant, "/", m.project, "  conf ", confidence, "  uses ", m.use_count, "  ",
+                      m.title);
 }
 
 int Import(const MemoryCommand& c, memory::MemoryBank& bank, std::istream& in, std::ostream& out,
@@ -267,15 +268,18 @@ int RunMemoryCommand(const MemoryCommand& c, std::istream& in, std::ostream& out
   if (c.command == "show") {
     auto item = store.Get(c.arg);
     if (!item.ok()) return fail(item.status());
-    if (!item->has_value()) return fail(absl::NotFoundError(base::StrCat("memory ", c.arg,
-                                                                         " not found")));
+    if (!item->has_value())
+      return fail(absl::NotFoundError(base::StrCat("memory ", c.arg, " not found")));
     Json j = ToJson(**item);
     auto history = store.History(c.arg);
     if (!history.ok()) return fail(history.status());
     Json h = Json::array();
     for (const memory::HistoryEntry& e : *history) {
-      h.push_back(Json{{"seq", e.seq}, {"action", e.action}, {"actor", e.actor},
-                       {"detail", e.detail}, {"at_ms", e.at_ms}});
+      h.push_back(Json{{"seq", e.seq},
+                       {"action", e.action},
+                       {"actor", e.actor},
+                       {"detail", e.detail},
+                       {"at_ms", e.at_ms}});
     }
     j["history"] = std::move(h);
     out << base::DumpJson(j, 2) << "\n";
@@ -293,10 +297,11 @@ int RunMemoryCommand(const MemoryCommand& c, std::istream& in, std::ostream& out
     // The CLI acts as the item's own tenant and project: it is the operator's tool.
     auto item = store.Get(c.arg);
     if (!item.ok()) return fail(item.status());
-    if (!item->has_value()) return fail(absl::NotFoundError(base::StrCat("memory ", c.arg,
-                                                                         " not found")));
+    if (!item->has_value())
+      return fail(absl::NotFoundError(base::StrCat("memory ", c.arg, " not found")));
     memory::Caller owner{(*item)->tenant, (*item)->project, "cli"};
-    auto retired = bank.Retire(owner, c.arg, c.reason.empty() ? "retired by the operator" : c.reason);
+    auto retired =
+        bank.Retire(owner, c.arg, c.reason.empty() ? "retired by the operator" : c.reason);
     if (!retired.ok()) return fail(retired.status());
     out << Line(*retired) << "\n";
     return 0;

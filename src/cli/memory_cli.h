@@ -20,12 +20,12 @@ struct MemoryCommand {
   std::string arg;       // show/retire: the memory id; search: the query; import: file ("-": stdin)
   std::string tenant = "local";
   std::string project = "default";
-  std::string status;    // list/export: only this status (empty: all)
-  std::string reason;    // retire
+  std::string status;      // list/export: only this status (empty: all)
+  std::string reason;      // retire
   std::string rules_file;  // import: scrub with these rules (gitleaks TOML) on top of the defaults
-  int64_t limit = 50;    // list/search
-  bool all_tenants = false;  // list/export: every tenant and project
-  server::StoreConfig store;         // backend "postgres": store.postgres_url instead of the data dir
+  int64_t limit = 50;      // list/search
+  bool all_tenants = false;   // list/export: every tenant and project
+  server::StoreConfig store;  // backend "postgres": store.postgres_url instead of the data dir
   bool org_across_tenants = false;  // search: as memory.org_across_tenants
 };
 

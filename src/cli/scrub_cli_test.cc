@@ -1,11 +1,11 @@
 #include "cli/scrub_cli.h"
 
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 namespace contextd::cli {
 namespace {

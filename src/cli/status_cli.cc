@@ -322,7 +322,8 @@ void ReportConversations(const BaseUrl& base, const std::string& token, int limi
   out << "model conversations (most recent first):\n";
   out << "  " << std::left << std::setw(28) << "conversation" << std::right << std::setw(9)
       << "requests" << std::setw(7) << "folds" << std::setw(9) << "skipped" << std::setw(15)
-      << "tokens saved" << "  last request\n";
+      << "tokens saved"
+      << "  last request\n";
   for (const nlohmann::json& c : body["conversations"]) {
     if (!c.is_object()) continue;
     const std::string id = c.contains("conversation") && c["conversation"].is_string()

@@ -42,7 +42,7 @@ struct StatusCommand {
 // `env`), printing a report to `out` and errors to `err`. Returns 0 when the server answered,
 // 1 when it is unreachable or its metrics cannot be read, 2 on a usage error (bad URL, token
 // file).
-int RunStatusCommand(const StatusCommand& command, const AgentEnvironment& env,
-                     std::ostream& out, std::ostream& err);
+int RunStatusCommand(const StatusCommand& command, const AgentEnvironment& env, std::ostream& out,
+                     std::ostream& err);
 
 }  // namespace contextd::cli

@@ -213,7 +213,8 @@ TEST_F(StatusTest, SaysWhichDependencyIsNotReady) {
                   R"("nats":{"status":"reconnecting","mode":"plain"}}})";
     return answer;
   };
-  auto s = transport::HttpServer::Start(o, std::make_shared<transport::testing::EchoSessionFactory>());
+  auto s =
+      transport::HttpServer::Start(o, std::make_shared<transport::testing::EchoSessionFactory>());
   ASSERT_TRUE(s.ok()) << s.status();
   server_ = std::move(*s);
   url_ = "http://127.0.0.1:" + std::to_string(server_->port());

@@ -1,6 +1,7 @@
-// `contextd trail`, `contextd usage` and `contextd memory` against PostgreSQL (store.backend: postgres): they read
-// what instances wrote to the shared database, and refuse a database this binary would have to
-// migrate. A real server (PgTestServer); skipped where PostgreSQL cannot start.
+// `contextd trail`, `contextd usage` and `contextd memory` against PostgreSQL (store.backend:
+// postgres): they read what instances wrote to the shared database, and refuse a database this
+// binary would have to migrate. A real server (PgTestServer); skipped where PostgreSQL cannot
+// start.
 #include <sstream>
 #include <string>
 

@@ -110,10 +110,14 @@ absl::Status Export(Stores& s, const std::string& only, std::ostream& out) {
                        s.trail->ListEvents(scope.id, 0, std::max<int64_t>(scope.event_count, 1)));
       Json events = Json::array();
       for (const auto& e : page.events) {
-        events.push_back(Json{{"seq", e.seq}, {"kind", trail::EventKindName(e.kind)},
-                              {"label", e.label}, {"payload", e.payload},
-                              {"sha256", e.payload_hash}, {"tokens", e.tokens},
-                              {"is_error", e.is_error}, {"at_ms", e.at_ms}});
+        events.push_back(Json{{"seq", e.seq},
+                              {"kind", trail::EventKindName(e.kind)},
+                              {"label", e.label},
+                              {"payload", e.payload},
+                              {"sha256", e.payload_hash},
+                              {"tokens", e.tokens},
+                              {"is_error", e.is_error},
+                              {"at_ms", e.at_ms}});
       }
       j["events"] = std::move(events);
       scopes.push_back(std::move(j));

@@ -46,9 +46,10 @@ absl::StatusOr<std::vector<store::ProjectUsage>> ReadUsage(const UsageCommand& c
 
 absl::StatusOr<int64_t> ParseSince(std::string_view since, int64_t now_ms) {
   auto bad = [&] {
-    return absl::InvalidArgumentError(base::StrCat(
-        "--since '", since, "': expected a duration (30m, 24h, 7d), a date (2025-06-01) or unix "
-        "seconds"));
+    return absl::InvalidArgumentError(
+        base::StrCat("--since '", since,
+                     "': expected a duration (30m, 24h, 7d), a date (2025-06-01) or unix "
+                     "seconds"));
   };
   if (since.empty()) return bad();
   const char unit = since.back();
@@ -112,15 +113,15 @@ int RunUsageCommand(const UsageCommand& command, std::ostream& out, std::ostream
   }
   out << std::left << std::setw(static_cast<int>(tw) + 2) << "TENANT"
       << std::setw(static_cast<int>(pw) + 2) << "PROJECT" << std::right << std::setw(9)
-      << "REQUESTS" << std::setw(14) << "INPUT" << std::setw(14) << "CACHE_READ"
-      << std::setw(14) << "CACHE_WRITE" << std::setw(14) << "OUTPUT" << "\n";
+      << "REQUESTS" << std::setw(14) << "INPUT" << std::setw(14) << "CACHE_READ" << std::setw(14)
+      << "CACHE_WRITE" << std::setw(14) << "OUTPUT"
+      << "\n";
   for (const store::ProjectUsage& u : *rows) {
     out << std::left << std::setw(static_cast<int>(tw) + 2) << u.tenant
         << std::setw(static_cast<int>(pw) + 2) << u.project << std::right << std::setw(9)
         << u.totals.requests << std::setw(14) << u.totals.input_tokens << std::setw(14)
-        << u.totals.cache_read_input_tokens << std::setw(14)
-        << u.totals.cache_creation_input_tokens << std::setw(14) << u.totals.output_tokens
-        << "\n";
+        << u.totals.cache_read_input_tokens << std::setw(14) << u.totals.cache_creation_input_tokens
+        << std::setw(14) << u.totals.output_tokens << "\n";
   }
   return 0;
 }

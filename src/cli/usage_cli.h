@@ -15,12 +15,12 @@
 namespace contextd::cli {
 
 struct UsageCommand {
-  std::string data_dir;  // empty: the default data dir (SQLite)
-  server::StoreConfig store;     // backend "postgres": read store.postgres_url instead
-  std::string tenant;    // empty: every tenant
-  std::string since;     // empty: all; else see ParseSince
-  bool json = false;     // one JSON object {"usage":[...]} instead of a table
-  int64_t now_ms = 0;    // the current unix time in ms (relative --since)
+  std::string data_dir;       // empty: the default data dir (SQLite)
+  server::StoreConfig store;  // backend "postgres": read store.postgres_url instead
+  std::string tenant;         // empty: every tenant
+  std::string since;          // empty: all; else see ParseSince
+  bool json = false;          // one JSON object {"usage":[...]} instead of a table
+  int64_t now_ms = 0;         // the current unix time in ms (relative --since)
 };
 
 // `--since`: "30m", "24h", "7d" (before `now_ms`), a date "2025-06-01" (UTC midnight), or unix

@@ -60,10 +60,10 @@ std::optional<EventMessage> BranchEventMessage(const folding::BranchEvent& e,
   EventMessage m;
   m.id = std::move(id);
   m.type = folding::BranchEventName(e.type);
-  m.subject = EventSubject(prefix, e.session.tenant, e.session.project, e.session.session_id,
-                           m.type);
-  nlohmann::json j = Envelope(m.id, m.type, e.at_ms, e.session.tenant, e.session.project,
-                              e.session.session_id);
+  m.subject =
+      EventSubject(prefix, e.session.tenant, e.session.project, e.session.session_id, m.type);
+  nlohmann::json j =
+      Envelope(m.id, m.type, e.at_ms, e.session.tenant, e.session.project, e.session.session_id);
   j["branch_id"] = e.branch_id;
   j["parent_id"] = NullIfEmpty(e.parent_id);
   j["depth"] = e.depth;
@@ -78,14 +78,13 @@ std::optional<EventMessage> BranchEventMessage(const folding::BranchEvent& e,
       break;
     case folding::BranchEventType::kFolded:
     case folding::BranchEventType::kForceReturned:
-      j["tokens_folded"] = e.type == folding::BranchEventType::kFolded
-                               ? nlohmann::json(e.tokens)
-                               : nlohmann::json(nullptr);
-      j["reason"] = NullIfEmpty(e.reason.empty() && e.branch != nullptr ? e.branch->finish_reason
-                                                                          : e.reason);
+      j["tokens_folded"] = e.type == folding::BranchEventType::kFolded ? nlohmann::json(e.tokens)
+                                                                       : nlohmann::json(nullptr);
+      j["reason"] =
+          NullIfEmpty(e.reason.empty() && e.branch != nullptr ? e.branch->finish_reason : e.reason);
       // The summary as stored: scrubbed of secrets, private spans withheld.
-      j["summary"] = e.branch != nullptr ? nlohmann::json(e.branch->summary)
-                                         : nlohmann::json(nullptr);
+      j["summary"] =
+          e.branch != nullptr ? nlohmann::json(e.branch->summary) : nlohmann::json(nullptr);
       j["summary_tokens"] = e.text_tokens;
       break;
     case folding::BranchEventType::kCharged:

@@ -112,8 +112,8 @@ TEST(MemoryEventMessage, HasNoSession) {
   EXPECT_EQ(j["memory_ids"], nlohmann::json::array({"mem_1", "mem_2"}));
   EXPECT_EQ(j["tokens"], 120);
   memory::MemoryEvent r{"memory.retired", "acme", "p", "", {"mem_1"}, 0};
-  EXPECT_TRUE(nlohmann::json::parse(MemoryEventMessage(r, "c", "ev_z", 0).payload)["branch_id"]
-                  .is_null());
+  EXPECT_TRUE(
+      nlohmann::json::parse(MemoryEventMessage(r, "c", "ev_z", 0).payload)["branch_id"].is_null());
 }
 
 }  // namespace

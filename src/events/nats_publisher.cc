@@ -58,14 +58,15 @@ class NatsPublisher final : public Publisher {
       s = natsOptions_SetUserCredentialsFromFiles(opts, options_.credentials_file.c_str(), nullptr);
       if (s != NATS_OK) {
         natsOptions_Destroy(opts);
-        return absl::InvalidArgumentError(base::StrCat(
-            "config key 'events.nats.credentials_file': '", options_.credentials_file, "': ",
-            NatsError(s)));
+        return absl::InvalidArgumentError(
+            base::StrCat("config key 'events.nats.credentials_file': '", options_.credentials_file,
+                         "': ", NatsError(s)));
       }
     }
     if (!options_.tls_ca_file.empty()) {
       s = natsOptions_SetSecure(opts, true);
-      if (s == NATS_OK) s = natsOptions_LoadCATrustedCertificates(opts, options_.tls_ca_file.c_str());
+      if (s == NATS_OK)
+        s = natsOptions_LoadCATrustedCertificates(opts, options_.tls_ca_file.c_str());
       if (s != NATS_OK) {
         natsOptions_Destroy(opts);
         return absl::InvalidArgumentError(base::StrCat("config key 'events.nats.tls_ca_file': '",
@@ -85,8 +86,8 @@ class NatsPublisher final : public Publisher {
                                  " is not reachable; retrying in the background (events are "
                                  "dropped and counted meanwhile)"));
     } else {
-      return absl::UnavailableError(
-          base::StrCat("events: connecting to NATS at ", RedactNatsUrl(options_.url), ": ", NatsError(s)));
+      return absl::UnavailableError(base::StrCat("events: connecting to NATS at ",
+                                                 RedactNatsUrl(options_.url), ": ", NatsError(s)));
     }
     if (options_.jetstream) {
       jsOptions jo;
@@ -126,7 +127,8 @@ class NatsPublisher final : public Publisher {
     if (!options_.jetstream) {
       s = natsConnection_PublishMsg(nc_, msg);
       natsMsg_Destroy(msg);
-      if (s != NATS_OK) return absl::UnavailableError(base::StrCat("events: publish: ", NatsError(s)));
+      if (s != NATS_OK)
+        return absl::UnavailableError(base::StrCat("events: publish: ", NatsError(s)));
       Published();
       return absl::OkStatus();
     }
@@ -205,8 +207,8 @@ class NatsPublisher final : public Publisher {
     }
     if (worker_.joinable()) worker_.join();
     if (nc_ != nullptr) {
-      int64_t left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now())
-                         .count();
+      int64_t left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
       if (natsConnection_Status(nc_) == NATS_CONN_STATUS_CONNECTED) {
         natsStatus s = natsConnection_FlushTimeout(nc_, std::max<int64_t>(left, 1));
         if (s != NATS_OK) base::LogWarn(base::StrCat("events: final flush: ", NatsError(s)));
@@ -227,10 +229,13 @@ class NatsPublisher final : public Publisher {
   }
   static void OnDisconnected(natsConnection*, void* self) {
     if (static_cast<NatsPublisher*>(self)->stopping_requested_) return;
-    base::LogWarn("events: disconnected from NATS; reconnecting (events dropped and counted "
-                  "meanwhile, or retried with JetStream)");
+    base::LogWarn(
+        "events: disconnected from NATS; reconnecting (events dropped and counted "
+        "meanwhile, or retried with JetStream)");
   }
-  static void OnReconnected(natsConnection*, void*) { base::LogInfo("events: reconnected to NATS"); }
+  static void OnReconnected(natsConnection*, void*) {
+    base::LogInfo("events: reconnected to NATS");
+  }
   static void OnClosed(natsConnection*, void* self) {
     auto* p = static_cast<NatsPublisher*>(self);
     std::lock_guard<std::mutex> lock(p->closed_mu_);
@@ -342,8 +347,8 @@ class NatsPublisher final : public Publisher {
       cfg.Storage = js_FileStorage;
       s = js_AddStream(&si, js_, &cfg, nullptr, &jerr);
       if (s == NATS_OK) {
-        base::LogInfo(base::StrCat("events: created JetStream stream ", options_.stream,
-                                   " for ", subjects));
+        base::LogInfo(
+            base::StrCat("events: created JetStream stream ", options_.stream, " for ", subjects));
       }
     }
     if (si != nullptr) jsStreamInfo_Destroy(si);
@@ -388,8 +393,8 @@ class NatsPublisher final : public Publisher {
       if (ack != nullptr) jsPubAck_Destroy(ack);
       // No responders: the stream is gone (or not created yet): look again next attempt.
       if (s == NATS_NO_RESPONDERS) stream_ready_ = false;
-      LogOnce(base::StrCat("events: JetStream publish of ", m.type, " (attempt ", attempt, "): ",
-                           NatsError(s)));
+      LogOnce(base::StrCat("events: JetStream publish of ", m.type, " (attempt ", attempt,
+                           "): ", NatsError(s)));
     }
     Drop("retries_exhausted");
   }

@@ -114,8 +114,10 @@ TEST_F(NatsPublisherTest, PlainPublishesEachEventWithItsIdAsNatsMsgId) {
   ASSERT_TRUE(WaitFor([&] { return p->state() == ConnectionState::kConnected; }));
   p->Enqueue(Message("ev_1"));
   p->Enqueue(Message("ev_2", "branch.folded"));
-  EXPECT_EQ(sub.Next(), std::make_pair(std::string("ev_1"), std::string("contextd.t.p.s.branch.created")));
-  EXPECT_EQ(sub.Next(), std::make_pair(std::string("ev_2"), std::string("contextd.t.p.s.branch.folded")));
+  EXPECT_EQ(sub.Next(),
+            std::make_pair(std::string("ev_1"), std::string("contextd.t.p.s.branch.created")));
+  EXPECT_EQ(sub.Next(),
+            std::make_pair(std::string("ev_2"), std::string("contextd.t.p.s.branch.folded")));
   p->Stop();
   EXPECT_EQ(p->stats().published, 2u);
   EXPECT_EQ(p->stats().dropped, 0u);

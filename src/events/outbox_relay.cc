@@ -10,8 +10,9 @@
 
 namespace contextd::events {
 
-OutboxRelay::OutboxRelay(folding::OutboxStore& store, Publisher& publisher, OutboxRelayOptions options,
-                         OutboxRelayHooks hooks, std::function<int64_t()> now_ms)
+OutboxRelay::OutboxRelay(folding::OutboxStore& store, Publisher& publisher,
+                         OutboxRelayOptions options, OutboxRelayHooks hooks,
+                         std::function<int64_t()> now_ms)
     : store_(store),
       publisher_(publisher),
       options_(options),
@@ -104,7 +105,8 @@ void OutboxRelay::Sweep() {
 void OutboxRelay::Run() {
   // Rows above the cursor are unsent; it restarts from 0 after each sweep, so rows committed out
   // of seq order (PostgreSQL: two writers of one instance) or taken over are read too. Removed
-  // rows are never listed again (folding::OutboxStore::ListOwn), so a restart of the cursor resends none.
+  // rows are never listed again (folding::OutboxStore::ListOwn), so a restart of the cursor resends
+  // none.
   int64_t cursor = 0;
   Clock::time_point next_sweep = Clock::now();
   std::chrono::milliseconds backoff(options_.retry_min_ms);

@@ -1,6 +1,7 @@
-// OutboxRelay against an in-memory folding::OutboxStore and a Publisher fake that can refuse: order, rows
-// deleted only after NATS has them, retries, waking without polling, Stop leaving unsent rows,
-// and the sweep (take-over, trim, depth). No sleeps: every wait has a condition and a deadline.
+// OutboxRelay against an in-memory folding::OutboxStore and a Publisher fake that can refuse:
+// order, rows deleted only after NATS has them, retries, waking without polling, Stop leaving
+// unsent rows, and the sweep (take-over, trim, depth). No sleeps: every wait has a condition and a
+// deadline.
 #include "events/outbox_relay.h"
 
 #include <gtest/gtest.h>

@@ -18,12 +18,12 @@
 namespace contextd::events {
 
 struct PublisherOptions {
-  std::string url;                // nats://host:port (comma-separated list allowed); required
-  bool jetstream = false;         // publish to a stream and wait for its acks
-  std::string stream;             // JetStream stream name (created if missing)
+  std::string url;         // nats://host:port (comma-separated list allowed); required
+  bool jetstream = false;  // publish to a stream and wait for its acks
+  std::string stream;      // JetStream stream name (created if missing)
   std::string subject_prefix = "contextd";  // the created stream's subjects: <prefix>.>
-  std::string credentials_file;   // NATS .creds file (JWT + NKey seed); optional
-  std::string tls_ca_file;        // PEM CA: TLS to the server, verified against it; optional
+  std::string credentials_file;             // NATS .creds file (JWT + NKey seed); optional
+  std::string tls_ca_file;         // PEM CA: TLS to the server, verified against it; optional
   size_t queue_capacity = 10'000;  // events waiting to be published; more are dropped
   int64_t connect_timeout_ms = 2'000;
   int64_t reconnect_wait_ms = 1'000;

@@ -1,7 +1,8 @@
-#include "events/publisher.h"
 #include "events/subject.h"
 
 #include <gtest/gtest.h>
+
+#include "events/publisher.h"
 
 namespace contextd::events {
 namespace {

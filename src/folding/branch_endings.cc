@@ -83,9 +83,8 @@ std::string BranchManager::PartialSummary(const Branch& b, const std::deque<Exce
   std::string_view desc = Utf8Prefix(b.description, kSummaryDescriptionChars);
   std::string header =
       absl::StrCat("[partial summary, written by contextd] Branch ", b.id, " (\"",
-                   scrub::WithholdPrivate(desc),
-                   desc.size() < b.description.size() ? "..." : "", "\") ended with status ",
-                   BranchStatusName(status), ": ", Sv(reason), ".");
+                   scrub::WithholdPrivate(desc), desc.size() < b.description.size() ? "..." : "",
+                   "\") ended with status ", BranchStatusName(status), ": ", Sv(reason), ".");
   std::vector<std::string> lines;
   for (const Excerpt& e : recent) {
     lines.push_back(absl::StrCat("- ", e.kind, e.label.empty() ? "" : " ", e.label, ": ", e.text));

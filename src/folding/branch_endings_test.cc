@@ -22,9 +22,9 @@ namespace {
 
 using testing::BranchManagerTest;
 using ::testing::HasSubstr;
-using ::testing::StartsWith;
 using testing::Rec;
 using testing::Req;
+using ::testing::StartsWith;
 using testing::Words;
 
 TEST_F(BranchManagerTest, ExhaustionForceReturnsWithPartialSummary) {

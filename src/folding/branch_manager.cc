@@ -61,7 +61,6 @@ BranchManager::~BranchManager() {
   }
 }
 
-
 void BranchManager::CheckOnExecutor() const {
   if (!executor_.InExecutor()) {
     std::fprintf(stderr, "BranchManager called off its executor\n");
@@ -316,8 +315,8 @@ absl::StatusOr<CreateResult> BranchManager::CreateOnce(const SessionKey& session
   // leaves). A candidate too large for what is left is skipped; a smaller later one may fit.
   int64_t injected_tokens = 0;
   if (request.inject_memories) {
-    const auto share = static_cast<int64_t>(static_cast<double>(budget) *
-                                            config_.injection_budget_ratio);
+    const auto share =
+        static_cast<int64_t>(static_cast<double>(budget) * config_.injection_budget_ratio);
     const int64_t cap = std::min(share, budget - prompt_tokens);
     for (const InjectedContext& c : request.memory_candidates) {
       if (static_cast<int>(b.injected_context.size()) >= config_.memory_max_items) break;

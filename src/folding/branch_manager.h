@@ -63,8 +63,8 @@ class PreparedText {
 
 // branch_create's arguments (already type-checked against the tool's JSON Schema).
 struct CreateRequest {
-  std::string description;                 // 1-500 characters
-  std::string prompt;                      // 1-10000 characters
+  std::string description;  // 1-500 characters
+  std::string prompt;       // 1-10000 characters
   // PrepareText(description) and PrepareText(prompt), if the caller made them (not owned: they
   // must outlive the call). One made from another text than its field is not used (the field is
   // prepared again).
@@ -121,7 +121,7 @@ struct ReturnResult {
   std::string parent_branch_id;     // the branch now active in its place ("" = session root)
   std::string active_branch_after;  // the session's innermost active branch ("" = root)
   std::vector<std::string> force_returned_children;  // deepest first
-  bool memory_queued = false;  // queued for distillation into a memory
+  bool memory_queued = false;                        // queued for distillation into a memory
   // Set when folding this branch into its parent made the parent cross 80% of its budget (the
   // same warning is published as a kWarning event).
   std::optional<std::string> parent_warning;

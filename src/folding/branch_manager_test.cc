@@ -1,5 +1,4 @@
 #include "folding/branch_manager.h"
-#include "scrub/private_spans.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -16,15 +15,16 @@
 #include "folding/testing/branch_manager_fixture.h"
 #include "folding/testing/fakes.h"
 #include "folding/text.h"
+#include "scrub/private_spans.h"
 
 namespace contextd::folding {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::StartsWith;
 using testing::BranchManagerTest;
+using ::testing::HasSubstr;
 using testing::Rec;
 using testing::Req;
+using ::testing::StartsWith;
 using testing::Words;
 
 TEST_F(BranchManagerTest, CreateValidatesEveryField) {
@@ -225,10 +225,10 @@ TEST_F(BranchManagerTest, PrivateSpansAreNeverStoredButStillCharged) {
   EXPECT_EQ(partial, exhausted->partial_summary);
   EXPECT_THAT(partial, HasSubstr("(\"" + w + " task\")"));
   EXPECT_THAT(partial, HasSubstr("- tool_result fs__read_file: " + w));
-  for (std::string_view text : {std::string_view("P1"), std::string_view("D1"),
-                                std::string_view("C1"), std::string_view("C2"),
-                                std::string_view("C3"), std::string_view("D2"),
-                                std::string_view("R1"), std::string_view("SECRET123")}) {
+  for (std::string_view text :
+       {std::string_view("P1"), std::string_view("D1"), std::string_view("C1"),
+        std::string_view("C2"), std::string_view("C3"), std::string_view("D2"),
+        std::string_view("R1"), std::string_view("SECRET123")}) {
     for (const std::string& id : {res->branch_id, over->branch_id}) {
       Branch stored = Stored(id);
       EXPECT_THAT(stored.prompt + stored.description + stored.summary + stored.finish_reason,

@@ -47,11 +47,11 @@ struct ChargeRow {
 // change it reports and published from there after the commit. Opaque to the folding engine:
 // the encoder the server gives the BranchManager builds it from a BranchEvent.
 struct OutboxEvent {
-  std::string id;           // the event id: unique, also the JetStream Nats-Msg-Id
-  std::string type;         // "branch.created", "memory.recorded", ...
-  std::string subject;      // the NATS subject
-  std::string payload;      // the JSON message
-  int64_t created_ms = 0;   // when it was written
+  std::string id;              // the event id: unique, also the JetStream Nats-Msg-Id
+  std::string type;            // "branch.created", "memory.recorded", ...
+  std::string subject;         // the NATS subject
+  std::string payload;         // the JSON message
+  int64_t created_ms = 0;      // when it was written
   int64_t lease_until_ms = 0;  // until then only the writing instance publishes it
 };
 

@@ -1,7 +1,7 @@
 // OutboxStore: the transactional outbox of events (decision 0027) as an interface, beside
 // BranchStore whose writes carry the rows; store/ implements it for SQLite and PostgreSQL, and
-// events/ (OutboxRelay) publishes what it holds. Rows are written in the same transaction as the change
-// they report (folding::BranchWrite::events) or appended (memory events), read by the
+// events/ (OutboxRelay) publishes what it holds. Rows are written in the same transaction as the
+// change they report (folding::BranchWrite::events) or appended (memory events), read by the
 // OutboxRelay once committed, and deleted after NATS has them. Implementations are thread-safe.
 #pragma once
 

@@ -69,8 +69,7 @@ std::string CreateText(const CreateResult& r) {
     absl::StrAppend(&out, "none");
   } else {
     absl::StrAppend(&out, r.injected_context.size(), " ",
-                    r.injected_context.size() == 1 ? "memory" : "memories", " (",
-                    r.injected_tokens,
+                    r.injected_context.size() == 1 ? "memory" : "memories", " (", r.injected_tokens,
                     " tokens, charged); [worked] = a way that worked, [avoid] = a way that failed; "
                     "rate them with memory_feedback");
     for (const InjectedContext& c : r.injected_context) {

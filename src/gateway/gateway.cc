@@ -64,7 +64,8 @@ protocol::ToolResult ResultFromJson(Json json) {
   protocol::ToolResult result;
   if (!json.is_object()) {
     result.is_error = true;
-    result.content = Json::array({{{w::kType, w::kText}, {w::kText, "upstream sent a malformed result"}}});
+    result.content =
+        Json::array({{{w::kType, w::kText}, {w::kText, "upstream sent a malformed result"}}});
     return result;
   }
   auto content = json.find(w::kContent);
@@ -119,8 +120,7 @@ std::string Gateway::ExposedUri(std::string_view upstream, std::string_view uri)
   return base::StrCat(kResourceScheme, upstream, "/", uri);
 }
 
-absl::StatusOr<std::pair<std::string, std::string>> Gateway::OriginalUri(
-    std::string_view exposed) {
+absl::StatusOr<std::pair<std::string, std::string>> Gateway::OriginalUri(std::string_view exposed) {
   if (exposed.substr(0, kResourceScheme.size()) != kResourceScheme) {
     return absl::InvalidArgumentError(base::StrCat("not a gateway uri: ", exposed));
   }
@@ -162,8 +162,8 @@ Gateway::Gateway(GatewayDeps deps, std::vector<UpstreamConfig> upstreams) : deps
     listener.on_resource_updated = [this, alive, name](const std::string& uri) {
       if (alive.lock()) deps_.server->NotifyResourceUpdated(ExposedUri(name, uri));
     };
-    upstream.client = std::make_shared<UpstreamClient>(
-        deps_.server->executor(), std::move(config), std::move(listener), deps_.backoff);
+    upstream.client = std::make_shared<UpstreamClient>(deps_.server->executor(), std::move(config),
+                                                       std::move(listener), deps_.backoff);
   }
 }
 
@@ -323,10 +323,9 @@ std::pair<bool, bool> Gateway::SyncResourcesAndPrompts(Upstream& upstream) {
       },
       [&](std::string_view uri) { return deps_.server->RemoveResource(uri); },
       [&](const std::string& exposed, const Json& r) {
-        protocol::ResourceDefinition definition{exposed, StringField(r, w::kName),
-                                                ScrubbedField(*deps_.scrubber, r, w::kTitle),
-                                                ScrubbedField(*deps_.scrubber, r, w::kDescription),
-                                                StringField(r, w::kMimeType)};
+        protocol::ResourceDefinition definition{
+            exposed, StringField(r, w::kName), ScrubbedField(*deps_.scrubber, r, w::kTitle),
+            ScrubbedField(*deps_.scrubber, r, w::kDescription), StringField(r, w::kMimeType)};
         if (definition.name.empty()) definition.name = StringField(r, w::kUri);
         return deps_.server->AddResource(std::move(definition), reader);
       },
@@ -364,9 +363,8 @@ std::pair<bool, bool> Gateway::SyncResourcesAndPrompts(Upstream& upstream) {
             if (arg.empty()) continue;
             bool required = a.contains(w::kRequired) && a[w::kRequired].is_boolean() &&
                             a[w::kRequired].get<bool>();
-            definition.arguments.push_back(
-                protocol::PromptArgument{arg, ScrubbedField(*deps_.scrubber, a, w::kDescription),
-                                         required});
+            definition.arguments.push_back(protocol::PromptArgument{
+                arg, ScrubbedField(*deps_.scrubber, a, w::kDescription), required});
           }
         }
         std::string upstream_prompt = StringField(p, w::kName);
@@ -449,8 +447,8 @@ void Gateway::GetPrompt(Upstream& upstream, const std::string& upstream_prompt,
             deps_.ledger->Charge(deps_.session_key(session), "",
                                  folding::ChargeRecord{kPromptGetKind, exposed, joined, tokens});
         if (!charged.ok()) {
-          base::LogWarn(base::StrCat("gateway: charging prompt ", exposed, ": ",
-                                     charged.status().message()));
+          base::LogWarn(
+              base::StrCat("gateway: charging prompt ", exposed, ": ", charged.status().message()));
         }
         bool exhausted = charged.ok() && charged->outcome.exhausted;
         if (deps_.observer != nullptr) {
@@ -474,8 +472,8 @@ void Gateway::CallTool(Upstream& upstream, const std::string& upstream_tool,
   auto charged = deps_.ledger->Charge(
       key, "", folding::ChargeRecord{kToolCallKind, call->tool_name(), args_text, args_tokens});
   if (!charged.ok()) {
-    base::LogWarn(base::StrCat("gateway: charging ", call->tool_name(), ": ",
-                               charged.status().message()));
+    base::LogWarn(
+        base::StrCat("gateway: charging ", call->tool_name(), ": ", charged.status().message()));
   } else if (charged->outcome.exhausted) {
     protocol::ToolResult result = protocol::ErrorResult(folding::ExhaustedText(charged->outcome));
     if (deps_.observer != nullptr) {

@@ -81,7 +81,7 @@ class Gateway {
   // `upstreams` must each pass ValidateUpstream and have distinct names (InvalidArgument from
   // Create otherwise).
   static absl::StatusOr<std::unique_ptr<Gateway>> Create(GatewayDeps deps,
-                                                          std::vector<UpstreamConfig> upstreams);
+                                                         std::vector<UpstreamConfig> upstreams);
   ~Gateway();
   Gateway(const Gateway&) = delete;
   Gateway& operator=(const Gateway&) = delete;
@@ -123,8 +123,8 @@ class Gateway {
   std::pair<bool, bool> SyncResourcesAndPrompts(Upstream& upstream);
   // Removes everything registered for `upstream` from the server (and notifies).
   void Unregister(Upstream& upstream);
-  void GetPrompt(Upstream& upstream, const std::string& upstream_prompt,
-                 const std::string& exposed, const std::map<std::string, std::string>& arguments,
+  void GetPrompt(Upstream& upstream, const std::string& upstream_prompt, const std::string& exposed,
+                 const std::map<std::string, std::string>& arguments,
                  const protocol::SessionInfo& session, protocol::PromptDone done);
   void CallTool(Upstream& upstream, const std::string& upstream_tool,
                 const std::shared_ptr<protocol::ToolCall>& call);

@@ -48,11 +48,13 @@ class Inbox final : public protocol::MessageSink {
     return found;
   }
   Json Response(int id) {
-    return Take([id](const Json& m) { return m.contains("id") && m["id"] == id && !m.contains("method"); });
+    return Take(
+        [id](const Json& m) { return m.contains("id") && m["id"] == id && !m.contains("method"); });
   }
   Json Notification(std::string_view method, std::chrono::milliseconds wait = 15s) {
-    return Take([method](const Json& m) { return !m.contains("id") && m.value("method", "") == method; },
-                wait);
+    return Take(
+        [method](const Json& m) { return !m.contains("id") && m.value("method", "") == method; },
+        wait);
   }
 
  private:
@@ -71,8 +73,8 @@ class RecordingObserver final : public InterceptionObserver {
  public:
   void OnProxiedCall(const protocol::SessionInfo&, std::string_view branch_id,
                      std::string_view tool, std::string_view scrubbed_args,
-                     std::string_view scrubbed_result, int64_t args_tokens,
-                     int64_t result_tokens, bool is_error) override {
+                     std::string_view scrubbed_result, int64_t args_tokens, int64_t result_tokens,
+                     bool is_error) override {
     std::lock_guard<std::mutex> lock(mu);
     calls.push_back(Recorded{std::string(branch_id), std::string(tool), std::string(scrubbed_args),
                              std::string(scrubbed_result), args_tokens, result_tokens, is_error});
@@ -91,17 +93,20 @@ class GatewayTest : public ::testing::Test {
     server_ = std::make_shared<protocol::McpServer>(executor_, protocol::ServerInfo{"t", "1", ""});
     executor_.RunSync([&] {
       manager_ = std::make_unique<folding::BranchManager>(folding::FoldingConfig{}, executor_,
-                                                         store_, counter_, scrubber_, nullptr);
+                                                          store_, counter_, scrubber_, nullptr);
       ASSERT_TRUE(manager_->Recover().ok());
     });
     ledger_ = std::make_unique<folding::EngineBranchLedger>(executor_, *manager_, store_, nullptr,
                                                             counter_);
     inbox_ = std::make_shared<Inbox>();
     session_ = server_->CreateSession(info_, inbox_);
-    Send(Json{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
-              {"params", {{"protocolVersion", "2025-11-25"},
-                          {"capabilities", {{"sampling", Json::object()}}},
-                          {"clientInfo", {{"name", "test"}, {"version", "1"}}}}}});
+    Send(Json{{"jsonrpc", "2.0"},
+              {"id", 1},
+              {"method", "initialize"},
+              {"params",
+               {{"protocolVersion", "2025-11-25"},
+                {"capabilities", {{"sampling", Json::object()}}},
+                {"clientInfo", {{"name", "test"}, {"version", "1"}}}}}});
     ASSERT_FALSE(inbox_->Response(1).is_null());
     Send(Json{{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
   }
@@ -311,9 +316,12 @@ TEST_F(GatewayTest, SlowUpstreamTimesOutWithinTheConfiguredTimeout) {
 TEST_F(GatewayTest, ForwardsTheClientsCancellationUpstream) {
   StartGateway();
   int id = next_id_++;
-  Send(Json{{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"},
+  Send(Json{{"jsonrpc", "2.0"},
+            {"id", id},
+            {"method", "tools/call"},
             {"params", {{"name", "t__slow"}, {"arguments", {{"ms", 10000}}}}}});
-  Send(Json{{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"},
+  Send(Json{{"jsonrpc", "2.0"},
+            {"method", "notifications/cancelled"},
             {"params", {{"requestId", id}, {"reason", "user"}}}});
   EXPECT_EQ(Text(Call("t__stats", Json::object())), "cancellations=1");
 }
@@ -334,23 +342,30 @@ TEST_F(GatewayTest, RelaysProgressWithTheClientsToken) {
 TEST_F(GatewayTest, RelaysSamplingToTheCallingClientAndTheAnswerBack) {
   StartGateway();
   int id = next_id_++;
-  Send(Json{{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"},
+  Send(Json{{"jsonrpc", "2.0"},
+            {"id", id},
+            {"method", "tools/call"},
             {"params", {{"name", "t__sample"}, {"arguments", {{"prompt", "ping?"}}}}}});
   Json request = inbox_->Take([](const Json& m) {
     return m.value("method", "") == "sampling/createMessage" && m.contains("id");
   });
   ASSERT_FALSE(request.is_null());
   EXPECT_EQ(request["params"]["messages"][0]["content"]["text"], "ping?");
-  Send(Json{{"jsonrpc", "2.0"}, {"id", request["id"]},
-            {"result", {{"role", "assistant"}, {"model", "m"},
-                        {"content", {{"type", "text"}, {"text", "pong"}}}}}});
+  Send(Json{{"jsonrpc", "2.0"},
+            {"id", request["id"]},
+            {"result",
+             {{"role", "assistant"},
+              {"model", "m"},
+              {"content", {{"type", "text"}, {"text", "pong"}}}}}});
   Json response = inbox_->Response(id);
   EXPECT_EQ(Text(response["result"]), "sampled: pong");
 }
 
 TEST_F(GatewayTest, RelaysUpstreamLogMessagesToTheCall) {
   StartGateway();
-  Send(Json{{"jsonrpc", "2.0"}, {"id", 3}, {"method", "logging/setLevel"},
+  Send(Json{{"jsonrpc", "2.0"},
+            {"id", 3},
+            {"method", "logging/setLevel"},
             {"params", {{"level", "debug"}}}});
   inbox_->Response(3);
   Json result = Call("t__log", {{"text", "from upstream"}});
@@ -404,19 +419,24 @@ TEST_F(GatewayTest, ReadsUpstreamResourcesThroughReversibleUris) {
   Json list = inbox_->Response(4)["result"]["resources"];
   ASSERT_EQ(list.size(), 1u) << list.dump();
   EXPECT_EQ(list[0]["uri"], "contextd+upstream://t/test://greeting");
-  Send(Json{{"jsonrpc", "2.0"}, {"id", 5}, {"method", "resources/read"},
+  Send(Json{{"jsonrpc", "2.0"},
+            {"id", 5},
+            {"method", "resources/read"},
             {"params", {{"uri", "contextd+upstream://t/test://greeting"}}}});
   Json contents = inbox_->Response(5)["result"]["contents"];
   ASSERT_EQ(contents.size(), 1u);
   EXPECT_EQ(contents[0]["uri"], "contextd+upstream://t/test://greeting");
   EXPECT_EQ(contents[0]["text"].get<std::string>().find("SECRET123"), std::string::npos);
   // The uri is the label of the charge and of the trail event: stored scrubbed.
-  Send(Json{{"jsonrpc", "2.0"}, {"id", 6}, {"method", "resources/read"},
+  Send(Json{{"jsonrpc", "2.0"},
+            {"id", 6},
+            {"method", "resources/read"},
             {"params", {{"uri", "contextd+upstream://t/test://item/1?key=SECRET123"}}}});
   ASSERT_FALSE(inbox_->Response(6)["result"].is_null());
   std::lock_guard<std::mutex> lock(observer_.mu);
   ASSERT_EQ(observer_.calls.size(), 2u);
-  EXPECT_EQ(observer_.calls[1].tool.find("SECRET123"), std::string::npos) << observer_.calls[1].tool;
+  EXPECT_EQ(observer_.calls[1].tool.find("SECRET123"), std::string::npos)
+      << observer_.calls[1].tool;
   EXPECT_NE(observer_.calls[1].tool.find("contextd+upstream://t/test://item/1"), std::string::npos);
 }
 
@@ -430,7 +450,9 @@ TEST_F(GatewayTest, ReExposesUpstreamPromptsAndScrubsTheirMessages) {
   EXPECT_EQ(greet["arguments"][0]["name"], "who");
   EXPECT_EQ(greet["arguments"][0]["required"], true);
 
-  Send(Json{{"jsonrpc", "2.0"}, {"id", 5}, {"method", "prompts/get"},
+  Send(Json{{"jsonrpc", "2.0"},
+            {"id", 5},
+            {"method", "prompts/get"},
             {"params", {{"name", "t__greet"}, {"arguments", {{"who", "ann"}}}}}});
   Json result = inbox_->Response(5)["result"];
   EXPECT_EQ(result["description"], "greeting [REDACTED:test-secret:SE...]");
@@ -449,10 +471,14 @@ TEST_F(GatewayTest, ReExposesUpstreamPromptsAndScrubsTheirMessages) {
 
   // The engine checks required arguments; the upstream's errors and bad results become clear
   // JSON-RPC errors.
-  Send(Json{{"jsonrpc", "2.0"}, {"id", 6}, {"method", "prompts/get"},
+  Send(Json{{"jsonrpc", "2.0"},
+            {"id", 6},
+            {"method", "prompts/get"},
             {"params", {{"name", "t__greet"}}}});
   EXPECT_EQ(inbox_->Response(6)["error"]["code"], -32602);
-  Send(Json{{"jsonrpc", "2.0"}, {"id", 7}, {"method", "prompts/get"},
+  Send(Json{{"jsonrpc", "2.0"},
+            {"id", 7},
+            {"method", "prompts/get"},
             {"params", {{"name", "t__malformed"}}}});
   Json error = inbox_->Response(7)["error"];
   EXPECT_EQ(error["code"], -32603);
@@ -462,7 +488,9 @@ TEST_F(GatewayTest, ReExposesUpstreamPromptsAndScrubsTheirMessages) {
 TEST_F(GatewayTest, SlowUpstreamPromptAnswersAnErrorWithinTheTimeout) {
   StartGateway(300ms);
   auto start = std::chrono::steady_clock::now();
-  Send(Json{{"jsonrpc", "2.0"}, {"id", 4}, {"method", "prompts/get"},
+  Send(Json{{"jsonrpc", "2.0"},
+            {"id", 4},
+            {"method", "prompts/get"},
             {"params", {{"name", "t__slow_prompt"}, {"arguments", {{"ms", "5000"}}}}}});
   Json error = inbox_->Response(4)["error"];
   EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
@@ -491,10 +519,14 @@ TEST_F(GatewayTest, RemovesResourcesTemplatesAndPromptsThatVanishUpstream) {
   Json prompts = inbox_->Response(7)["result"]["prompts"];
   ASSERT_TRUE(prompts.is_array());
   for (const auto& p : prompts) EXPECT_NE(p["name"], "t__greet");
-  Send(Json{{"jsonrpc", "2.0"}, {"id", 8}, {"method", "resources/read"},
+  Send(Json{{"jsonrpc", "2.0"},
+            {"id", 8},
+            {"method", "resources/read"},
             {"params", {{"uri", "contextd+upstream://t/test://greeting"}}}});
   EXPECT_EQ(inbox_->Response(8)["error"]["code"], -32002);
-  Send(Json{{"jsonrpc", "2.0"}, {"id", 9}, {"method", "prompts/get"},
+  Send(Json{{"jsonrpc", "2.0"},
+            {"id", 9},
+            {"method", "prompts/get"},
             {"params", {{"name", "t__greet"}, {"arguments", {{"who", "x"}}}}}});
   EXPECT_EQ(inbox_->Response(9)["error"]["code"], -32602);
 }
@@ -504,20 +536,21 @@ TEST_F(GatewayTest, RemovesResourcesTemplatesAndPromptsThatVanishUpstream) {
 // transport on 127.0.0.1 port 0.
 TEST_F(GatewayTest, ProxiesAStreamableHttpUpstreamWithProgress) {
   base::ThreadExecutor upstream_executor;
-  auto upstream = std::make_shared<protocol::McpServer>(upstream_executor,
-                                                        protocol::ServerInfo{"up", "1", ""});
-  ASSERT_TRUE(upstream
-                  ->AddTool(protocol::ToolDefinition{"hello", "", "says hello",
-                                                     Json{{"type", "object"},
-                                                          {"properties", {{"name", {{"type", "string"}}}}}},
-                                                     nullptr, nullptr},
-                            [](std::shared_ptr<protocol::ToolCall> call) {
-                              call->SendProgress(1, 2, "half");
-                              call->SendProgress(2, 2, "all");
-                              call->Finish(protocol::TextResult(
-                                  "hi " + call->arguments().value("name", "") + " SECRET123"));
-                            })
-                  .ok());
+  auto upstream =
+      std::make_shared<protocol::McpServer>(upstream_executor, protocol::ServerInfo{"up", "1", ""});
+  ASSERT_TRUE(
+      upstream
+          ->AddTool(protocol::ToolDefinition{"hello", "", "says hello",
+                                             Json{{"type", "object"},
+                                                  {"properties", {{"name", {{"type", "string"}}}}}},
+                                             nullptr, nullptr},
+                    [](std::shared_ptr<protocol::ToolCall> call) {
+                      call->SendProgress(1, 2, "half");
+                      call->SendProgress(2, 2, "all");
+                      call->Finish(protocol::TextResult(
+                          "hi " + call->arguments().value("name", "") + " SECRET123"));
+                    })
+          .ok());
   transport::HttpServerOptions options;
   auto http = transport::HttpServer::Start(options, upstream);
   ASSERT_TRUE(http.ok()) << http.status();
@@ -547,8 +580,8 @@ TEST_F(GatewayTest, ProxiesAStreamableHttpUpstreamWithProgress) {
 // GET stream of an HTTP upstream.
 TEST_F(GatewayTest, ReceivesListChangedOfAnHttpUpstreamOnItsGetStream) {
   base::ThreadExecutor upstream_executor;
-  auto upstream = std::make_shared<protocol::McpServer>(upstream_executor,
-                                                        protocol::ServerInfo{"up", "1", ""});
+  auto upstream =
+      std::make_shared<protocol::McpServer>(upstream_executor, protocol::ServerInfo{"up", "1", ""});
   auto add = [&](const std::string& name) {
     return upstream->AddTool(
         protocol::ToolDefinition{name, "", "", Json{{"type", "object"}}, nullptr, nullptr},
@@ -591,10 +624,10 @@ TEST(GatewayUri, MapsBothWays) {
 TEST(ScrubToolResult, ScrubsTextBlocksEmbeddedResourcesAndStructuredStrings) {
   folding::testing::FakeScrubber scrubber;
   protocol::ToolResult result;
-  result.content = Json::array({{{"type", "text"}, {"text", "a SECRET123"}},
-                                {{"type", "image"}, {"data", "SECRET123"}},
-                                {{"type", "resource"},
-                                 {"resource", {{"uri", "x"}, {"text", "b SECRET123"}}}}});
+  result.content =
+      Json::array({{{"type", "text"}, {"text", "a SECRET123"}},
+                   {{"type", "image"}, {"data", "SECRET123"}},
+                   {{"type", "resource"}, {"resource", {{"uri", "x"}, {"text", "b SECRET123"}}}}});
   result.structured_content = {{"k", {"SECRET123"}}};
   std::string text = ScrubToolResult(scrubber, result);
   EXPECT_EQ(text.find("SECRET123"), std::string::npos);

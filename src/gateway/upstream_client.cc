@@ -97,37 +97,37 @@ void UpstreamClient::Launch() {
 }
 
 void UpstreamClient::Initialize() {
-  Json params = {
-      {w::kProtocolVersion, w::kLatestVersion},
-      {w::kCapabilities,
-       {{w::kCapSampling, Json::object()},
-        {w::kCapElicitation, Json::object()},
-        {w::kCapRoots, {{w::kListChanged, false}}}}},
-      {w::kClientInfo, {{w::kName, kClientName}, {w::kVersion, kClientVersion}}}};
+  Json params = {{w::kProtocolVersion, w::kLatestVersion},
+                 {w::kCapabilities,
+                  {{w::kCapSampling, Json::object()},
+                   {w::kCapElicitation, Json::object()},
+                   {w::kCapRoots, {{w::kListChanged, false}}}}},
+                 {w::kClientInfo, {{w::kName, kClientName}, {w::kVersion, kClientVersion}}}};
   uint64_t generation = generation_;
-  SendRequest(w::kInitialize, std::move(params),
-              [this, generation](absl::StatusOr<Json> result) {
-                if (generation != generation_) return;
-                if (!result.ok()) {
-                  HandleDown(base::StrCat("initialize failed: ", result.status().message()));
-                  return;
-                }
-                if (result->is_object() && result->contains(w::kCapabilities) &&
-                    (*result)[w::kCapabilities].is_object()) {
-                  server_capabilities_ = (*result)[w::kCapabilities];
-                }
-                SendRaw(protocol::MakeNotification(w::kNotifInitialized, Json::object()));
-                RelistEverything([this, generation] {
-                  if (generation != generation_) return;
-                  state_ = State::kReady;
-                  last_error_.clear();
-                  next_delay_ = backoff_.initial;
-                  base::LogInfo(base::StrCat("upstream ", config_.name, ": ready, ",
-                                             catalog_.tools.size(), " tool(s)"));
-                  if (listener_.on_catalog) listener_.on_catalog();
-                });
-              },
-              {}, config_.call_timeout);
+  SendRequest(
+      w::kInitialize, std::move(params),
+      [this, generation](absl::StatusOr<Json> result) {
+        if (generation != generation_) return;
+        if (!result.ok()) {
+          HandleDown(base::StrCat("initialize failed: ", result.status().message()));
+          return;
+        }
+        if (result->is_object() && result->contains(w::kCapabilities) &&
+            (*result)[w::kCapabilities].is_object()) {
+          server_capabilities_ = (*result)[w::kCapabilities];
+        }
+        SendRaw(protocol::MakeNotification(w::kNotifInitialized, Json::object()));
+        RelistEverything([this, generation] {
+          if (generation != generation_) return;
+          state_ = State::kReady;
+          last_error_.clear();
+          next_delay_ = backoff_.initial;
+          base::LogInfo(base::StrCat("upstream ", config_.name, ": ready, ", catalog_.tools.size(),
+                                     " tool(s)"));
+          if (listener_.on_catalog) listener_.on_catalog();
+        });
+      },
+      {}, config_.call_timeout);
 }
 
 void UpstreamClient::ListAll(std::string method, std::string key, Json accumulated, Json cursor,
@@ -137,9 +137,8 @@ void UpstreamClient::ListAll(std::string method, std::string key, Json accumulat
   std::string m = method;
   SendRequest(
       m, std::move(params),
-      [this, method = std::move(method), key = std::move(key),
-       accumulated = std::move(accumulated), done = std::move(done)](
-          absl::StatusOr<Json> result) mutable {
+      [this, method = std::move(method), key = std::move(key), accumulated = std::move(accumulated),
+       done = std::move(done)](absl::StatusOr<Json> result) mutable {
         if (!result.ok()) {
           done(result.status());
           return;
@@ -218,8 +217,8 @@ void UpstreamClient::SendRaw(const Json& message) {
   }
 }
 
-int64_t UpstreamClient::Request(std::string_view method, Json params, Done done,
-                                RequestHooks hooks, std::chrono::milliseconds timeout) {
+int64_t UpstreamClient::Request(std::string_view method, Json params, Done done, RequestHooks hooks,
+                                std::chrono::milliseconds timeout) {
   if (state_ != State::kReady) {
     done(absl::UnavailableError(
         base::StrCat("upstream ", config_.name, " unavailable: ", last_error_)));
@@ -252,8 +251,8 @@ int64_t UpstreamClient::SendRequest(std::string_view method, Json params, Done d
     auto self = weak.lock();
     if (!self || !self->pending_.count(id)) return;
     self->pending_[id].timer = 0;
-    self->SendRaw(protocol::MakeNotification(
-        w::kNotifCancelled, {{w::kRequestId, id}, {w::kReason, "timeout"}}));
+    self->SendRaw(protocol::MakeNotification(w::kNotifCancelled,
+                                             {{w::kRequestId, id}, {w::kReason, "timeout"}}));
     self->Complete(id, absl::DeadlineExceededError(base::StrCat(
                            "upstream ", self->config_.name, " unavailable: no answer to ", m,
                            " within ", timeout.count(), " ms")));
@@ -427,7 +426,8 @@ void UpstreamClient::HandleDown(std::string reason) {
     channel_->Close(100);
     channel_.reset();
   }
-  FailAll(absl::UnavailableError(base::StrCat("upstream ", config_.name, " unavailable: ", reason)));
+  FailAll(
+      absl::UnavailableError(base::StrCat("upstream ", config_.name, " unavailable: ", reason)));
   std::chrono::milliseconds delay = next_delay_;
   next_delay_ = std::min(backoff_.max, next_delay_ * 2);
   base::LogWarn(base::StrCat("upstream ", config_.name, ": ", reason, "; restarting in ",

@@ -1,12 +1,11 @@
 // UpstreamClient: contextd as an MCP *client* of one upstream server. It starts the upstream
-// (stdio child process, or Streamable HTTP over http or https), initializes it (protocol 2025-11-25, declaring sampling, elicitation and
-// roots so the upstream's server-to-client requests can be relayed), lists its tools, resources,
-// resource templates and prompts (all pages), re-lists on notifications/*/list_changed (over HTTP
-// these arrive on the standalone GET stream),
-// correlates responses, enforces per-request timeouts, relays progress, log messages and
-// server-to-client requests to the hooks of the request they belong to, and restarts the upstream
-// with exponential backoff when it dies (its catalog is kept; requests meanwhile fail at once
-// with Unavailable).
+// (stdio child process, or Streamable HTTP over http or https), initializes it (protocol
+// 2025-11-25, declaring sampling, elicitation and roots so the upstream's server-to-client requests
+// can be relayed), lists its tools, resources, resource templates and prompts (all pages), re-lists
+// on notifications/*/list_changed (over HTTP these arrive on the standalone GET stream), correlates
+// responses, enforces per-request timeouts, relays progress, log messages and server-to-client
+// requests to the hooks of the request they belong to, and restarts the upstream with exponential
+// backoff when it dies (its catalog is kept; requests meanwhile fail at once with Unavailable).
 // Thread-safety: every method must be called on the executor; every callback runs on it.
 #pragma once
 

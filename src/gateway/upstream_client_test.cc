@@ -48,7 +48,8 @@ TEST(UpstreamClient, InitializesAndListsTheCatalog) {
   executor.RunSync([&] {
     UpstreamClient::Listener listener;
     listener.on_catalog = [&] { ready.set_value(); };
-    client = std::make_shared<UpstreamClient>(executor, config, listener, UpstreamClient::Backoff{});
+    client =
+        std::make_shared<UpstreamClient>(executor, config, listener, UpstreamClient::Backoff{});
     client->Start();
   });
   ASSERT_EQ(ready.get_future().wait_for(15s), std::future_status::ready);
@@ -103,8 +104,7 @@ TEST(UpstreamClient, AnswerWithDuplicateKeyFailsTheRequestAtOnce) {
 TEST(UpstreamClient, HttpsUpstreamVerifiesTheServerCertificate) {
   std::string dir = (std::filesystem::temp_directory_path() / "ctxd_up_tls_XXXXXX").string();
   ASSERT_NE(::mkdtemp(dir.data()), nullptr);
-  ASSERT_TRUE(
-      transport::testing::WriteSelfSignedCertificate(dir, "server", "IP:127.0.0.1").ok());
+  ASSERT_TRUE(transport::testing::WriteSelfSignedCertificate(dir, "server", "IP:127.0.0.1").ok());
   auto server =
       transport::testing::FakeMcpHttpServer::Start({dir + "/server.crt", dir + "/server.key"});
   ASSERT_TRUE(server.ok()) << server.status();
@@ -143,7 +143,9 @@ TEST(UpstreamClient, HttpsUpstreamVerifiesTheServerCertificate) {
   EXPECT_TRUE(run("trusted", dir + "/server.crt").ok());
   absl::Status untrusted = run("untrusted", "");
   EXPECT_EQ(untrusted.code(), absl::StatusCode::kUnavailable);
-  EXPECT_EQ(untrusted.message().rfind("upstream untrusted unavailable: TLS handshake with 127.0.0.1:", 0), 0u)
+  EXPECT_EQ(
+      untrusted.message().rfind("upstream untrusted unavailable: TLS handshake with 127.0.0.1:", 0),
+      0u)
       << untrusted;
   EXPECT_NE(untrusted.message().find("certificate verify failed: self-signed certificate"),
             std::string::npos)
@@ -171,7 +173,8 @@ TEST(UpstreamClient, BadMessagesOnTheGetStreamAreSurvived) {
   executor.RunSync([&] {
     UpstreamClient::Listener listener;
     listener.on_catalog = [&] { ready.set_value(); };
-    client = std::make_shared<UpstreamClient>(executor, config, listener, UpstreamClient::Backoff{});
+    client =
+        std::make_shared<UpstreamClient>(executor, config, listener, UpstreamClient::Backoff{});
     client->Start();
   });
   ASSERT_EQ(ready.get_future().wait_for(15s), std::future_status::ready);

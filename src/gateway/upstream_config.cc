@@ -18,21 +18,23 @@ absl::Status ValidateUpstream(const UpstreamConfig& config) {
         absl::StrCat("upstream ", config.name, ": set exactly one of stdio and http"));
   }
   if (config.stdio && config.stdio->command.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("upstream ", config.name, ": stdio.command is empty"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("upstream ", config.name, ": stdio.command is empty"));
   }
   if (config.http && config.http->url.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("upstream ", config.name, ": http.url is empty"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("upstream ", config.name, ": http.url is empty"));
   }
   if (config.http) {
     const std::string& url = config.http->url;
     bool https = url.rfind("https://", 0) == 0;
     if (!https && url.rfind("http://", 0) != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "upstream ", config.name, ": http.url must start with http:// or https://"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("upstream ", config.name, ": http.url must start with http:// or https://"));
     }
     if (!https && !config.http->ca_file.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "upstream ", config.name, ": http.ca_file applies only to an https:// url"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("upstream ", config.name, ": http.ca_file applies only to an https:// url"));
     }
   }
   if (config.call_timeout.count() <= 0) {

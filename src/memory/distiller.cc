@@ -19,9 +19,7 @@ using internal::Sv;
 constexpr size_t kMaxListed = 5;
 
 bool IsHex(char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }
-bool IsWordChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
-}
+bool IsWordChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; }
 
 // `text` with runs that only identify one run (branch, memory and session ids, hashes of 16+
 // hex digits) replaced by "<id>": a memory is about what to do, not about which run did it.
@@ -119,8 +117,8 @@ void CollectPaths(std::string_view text, std::vector<std::string>& out, std::set
   while (i < text.size() && out.size() < limit) {
     while (i < text.size() && !(IsWordChar(text[i]) || text[i] == '/' || text[i] == '.')) ++i;
     size_t j = i;
-    while (j < text.size() && (IsWordChar(text[j]) || text[j] == '/' || text[j] == '.' ||
-                               text[j] == '-')) {
+    while (j < text.size() &&
+           (IsWordChar(text[j]) || text[j] == '/' || text[j] == '.' || text[j] == '-')) {
       ++j;
     }
     std::string_view w = text.substr(i, j - i);

@@ -28,7 +28,7 @@ struct BranchTrace {
   std::string branch_id;
   std::string description;
   std::string prompt;
-  std::string summary;  // the return message, or the automatic partial summary
+  std::string summary;    // the return message, or the automatic partial summary
   bool succeeded = true;  // completed by branch_return; false when force-returned
   std::string finish_reason;
   std::vector<TraceEvent> events;  // in order

@@ -30,8 +30,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   trace.succeeded = size % 2 == 0;
   trace.finish_reason = parts.size() > 3 ? parts[3] : "";
   for (size_t i = 4; i < parts.size(); ++i) {
-    trace.events.push_back(TraceEvent{i % 2 == 0 ? "tool_call" : "tool_result", "bash", parts[i],
-                                      i % 3 == 0});
+    trace.events.push_back(
+        TraceEvent{i % 2 == 0 ? "tool_call" : "tool_result", "bash", parts[i], i % 3 == 0});
   }
   StructuralDistiller distiller;
   auto candidates = distiller.Distill(trace);

@@ -23,18 +23,16 @@ using internal::Sv;
 // Common English words that say nothing about a task.
 const std::set<std::string_view>& StopWords() {
   static const auto* words = new std::set<std::string_view>{
-      "a",     "about", "after", "all",   "also",  "an",    "and",   "any",   "are",   "as",
-      "at",    "be",    "been",  "but",   "by",    "can",   "could", "did",   "do",    "does",
-      "each",  "for",   "from",  "had",   "has",   "have",  "how",   "if",    "in",    "into",
-      "is",    "it",    "its",   "just",  "may",   "more",  "most",  "must",  "no",    "not",
-      "of",    "on",    "one",   "only",  "or",    "other", "our",   "out",   "should", "so",
-      "some",  "such",  "than",  "that",  "the",   "their", "them",  "then",  "there", "these",
-      "they",  "this",  "those", "to",    "up",    "use",   "was",   "we",    "were",  "what",
-      "when",  "where", "which", "while", "who",   "why",   "will",  "with",  "would", "you",
-      "your",
+      "a", "about", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been",
+      "but", "by", "can", "could", "did", "do", "does", "each", "for", "from", "had", "has", "have",
+      "how", "if", "in", "into", "is", "it", "its", "just", "may", "more", "most", "must", "no",
+      "not", "of", "on", "one", "only", "or", "other", "our", "out", "should", "so", "some", "such",
+      "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those",
+      "to", "up", "use", "was", "we", "were", "what", "when", "where", "which", "while", "who",
+      "why", "will", "with", "would", "you", "your",
       // Pieces of URLs: rare in a bank of lessons, so "rarest first" would keep them over the
       // words that name the task.
-      "com",   "html",  "http",  "https", "org",   "www"};
+      "com", "html", "http", "https", "org", "www"};
   return *words;
 }
 
@@ -128,8 +126,8 @@ double WordOverlap(std::string_view a, std::string_view b) {
 MemoryBank::MemoryBank(Parts parts, BankOptions options)
     : parts_(std::move(parts)), options_(options) {}
 
-HistoryEntry MemoryBank::Entry(std::string_view id, std::string_view action,
-                               std::string_view actor, std::string detail) const {
+HistoryEntry MemoryBank::Entry(std::string_view id, std::string_view action, std::string_view actor,
+                               std::string detail) const {
   HistoryEntry e;
   e.memory_id = std::string(id);
   e.action = std::string(action);
@@ -145,9 +143,8 @@ void MemoryBank::Emit(MemoryEvent event) const {
 
 void MemoryBank::Index(const MemoryItem& item) {
   if (parts_.embedder == nullptr || parts_.vectors == nullptr) return;
-  auto vectors = parts_.embedder->Embed(
-      {absl::StrCat(item.title, "\n", item.description, "\n", item.content, "\n",
-                    item.source.description)});
+  auto vectors = parts_.embedder->Embed({absl::StrCat(
+      item.title, "\n", item.description, "\n", item.content, "\n", item.source.description)});
   if (!vectors.ok() || vectors->size() != 1) {
     base::LogWarn(absl::StrCat("memory: embedding ", item.id, " failed (BM25 still finds it): ",
                                vectors.ok() ? "no vector" : vectors.status().message()));
@@ -182,15 +179,16 @@ absl::StatusOr<MemoryItem> MemoryBank::Record(const Caller& caller, const Record
   item.status = Status::kActive;
   item.origin = "recorded";
   item.created_at_ms = item.updated_at_ms = parts_.clock->WallMillis();
-  RETURN_IF_ERROR(parts_.store->Insert(
-      item, Entry(item.id, "recorded", caller.actor, absl::StrCat("scope ", ScopeName(item.scope)))));
+  RETURN_IF_ERROR(parts_.store->Insert(item, Entry(item.id, "recorded", caller.actor,
+                                                   absl::StrCat("scope ", ScopeName(item.scope)))));
   Index(item);
   Emit({"memory.recorded", caller.tenant, caller.project, item.source.branch_id, {item.id}, 0});
   return item;
 }
 
-absl::StatusOr<std::vector<std::pair<std::string, double>>> MemoryBank::Rank(
-    const Visibility& v, std::string_view query, int depth) {
+absl::StatusOr<std::vector<std::pair<std::string, double>>> MemoryBank::Rank(const Visibility& v,
+                                                                             std::string_view query,
+                                                                             int depth) {
   std::vector<std::string> terms = QueryTerms(query);
   std::unordered_map<std::string, double> fused;
   auto add = [&](const std::vector<std::string>& ids, double weight = 1.0) {
@@ -321,9 +319,8 @@ absl::Status MemoryBank::NoteInjected(const Caller& caller, std::string_view bra
 
 absl::StatusOr<MemoryItem> MemoryBank::GetVisible(const Caller& caller, std::string_view id) {
   ASSIGN_OR_RETURN(std::optional<MemoryItem> item, parts_.store->Get(id));
-  if (!item.has_value() ||
-      !VisibleTo(*item, Visibility{caller.tenant, caller.project, std::nullopt, true,
-                                   options_.org_across_tenants})) {
+  if (!item.has_value() || !VisibleTo(*item, Visibility{caller.tenant, caller.project, std::nullopt,
+                                                        true, options_.org_across_tenants})) {
     return NotFound(id);
   }
   return *std::move(item);
@@ -387,16 +384,15 @@ absl::StatusOr<MemoryItem> MemoryBank::Retire(const Caller& caller, std::string_
 
 absl::StatusOr<ExtractResult> MemoryBank::Extract(const BranchTrace& trace, Scope scope) {
   ExtractResult result;
-  absl::StatusOr<std::vector<Candidate>> candidates =
-      absl::UnavailableError("no model distiller");
+  absl::StatusOr<std::vector<Candidate>> candidates = absl::UnavailableError("no model distiller");
   if (parts_.model_distiller != nullptr) {
     candidates = parts_.model_distiller->Distill(trace);
     result.distiller = parts_.model_distiller->name();
     if (!candidates.ok() || candidates->empty()) {
-      result.warning = absl::StrCat(
-          "memory distiller ", parts_.model_distiller->name(), " failed (",
-          candidates.ok() ? "no candidates" : candidates.status().message(),
-          "); used the structural distiller");
+      result.warning =
+          absl::StrCat("memory distiller ", parts_.model_distiller->name(), " failed (",
+                       candidates.ok() ? "no candidates" : candidates.status().message(),
+                       "); used the structural distiller");
       base::LogWarn(result.warning);
       Emit({"memory.fallback.distiller", trace.tenant, trace.project, trace.branch_id, {}, 0});
     }
@@ -437,10 +433,10 @@ absl::StatusOr<ExtractResult> MemoryBank::Extract(const BranchTrace& trace, Scop
     });
     if (dup != same_task.end()) {
       dup->updated_at_ms = now;
-      RETURN_IF_ERROR(parts_.store->Update(
-          *dup, {Entry(dup->id, "merged", trace.branch_id,
-                       absl::StrCat("candidate from ", trace.branch_id, ": ", item.title, ": ",
-                                    item.content))}));
+      RETURN_IF_ERROR(
+          parts_.store->Update(*dup, {Entry(dup->id, "merged", trace.branch_id,
+                                            absl::StrCat("candidate from ", trace.branch_id, ": ",
+                                                         item.title, ": ", item.content))}));
       result.merged.push_back(*dup);
       continue;
     }
@@ -467,12 +463,12 @@ absl::StatusOr<ExtractResult> MemoryBank::Extract(const BranchTrace& trace, Scop
 
 absl::Status MemoryBank::Import(MemoryItem item, std::string_view actor) {
   if (item.id.rfind("mem_", 0) != 0 || item.id.size() > 64) {
-    return absl::InvalidArgumentError(absl::StrCat("id must start with mem_, got \"",
-                                                   Sv(Utf8Head(item.id, 64)), "\""));
+    return absl::InvalidArgumentError(
+        absl::StrCat("id must start with mem_, got \"", Sv(Utf8Head(item.id, 64)), "\""));
   }
   RETURN_IF_ERROR(ValidateFields(item));
-  for (std::string* text : {&item.title, &item.description, &item.content,
-                            &item.source.description, &item.source.prompt}) {
+  for (std::string* text : {&item.title, &item.description, &item.content, &item.source.description,
+                            &item.source.prompt}) {
     *text = parts_.sanitize(*text);
   }
   for (std::string& tag : item.tags) tag = parts_.sanitize(tag);

@@ -34,7 +34,7 @@ struct BankOptions {
   // sentences are short and generic ("Run the reproduction script"), so they match other
   // projects' tasks word for word (bench/memory/README.md).
   double task_weight = 1.0;
-  int per_ranking = 50;         // how deep each ranking is read
+  int per_ranking = 50;  // how deep each ranking is read
   // Two candidates of the same source task whose word sets overlap at least this much (Jaccard)
   // are one memory: the newer one merges into the older.
   double merge_overlap = 0.6;

@@ -24,8 +24,8 @@ absl::StatusOr<E> ParseName(std::string_view what, std::string_view name,
 absl::Status CheckText(std::string_view field, std::string_view text, size_t max_chars) {
   size_t n = Utf8Chars(text);
   if (n < 1 || n > max_chars || absl::StripAsciiWhitespace(Sv(text)).empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(Sv(field), " must be 1-", max_chars,
-                                                   " characters and not blank, got ", n));
+    return absl::InvalidArgumentError(
+        absl::StrCat(Sv(field), " must be 1-", max_chars, " characters and not blank, got ", n));
   }
   return absl::OkStatus();
 }
@@ -84,8 +84,7 @@ double MemoryItem::Confidence() const {
 
 absl::Status ValidateFields(const MemoryItem& item) {
   if (absl::Status s = CheckText("title", item.title, kMaxTitleChars); !s.ok()) return s;
-  if (absl::Status s = CheckText("description", item.description, kMaxDescriptionChars);
-      !s.ok()) {
+  if (absl::Status s = CheckText("description", item.description, kMaxDescriptionChars); !s.ok()) {
     return s;
   }
   if (absl::Status s = CheckText("content", item.content, kMaxContentChars); !s.ok()) return s;

@@ -60,8 +60,8 @@ class MemoryStore {
   virtual absl::StatusOr<std::vector<HistoryEntry>> History(std::string_view id) = 0;
   // Items visible under `v` whose source task equals `description` (exact text): candidates for
   // a merge.
-  virtual absl::StatusOr<std::vector<MemoryItem>> FindBySourceTask(const Visibility& v,
-                                                                   std::string_view description) = 0;
+  virtual absl::StatusOr<std::vector<MemoryItem>> FindBySourceTask(
+      const Visibility& v, std::string_view description) = 0;
 
   // BM25 over title, description, content and tags of the items visible under `v`, best first,
   // at most `limit`. `terms` are lowercase words; the store may keep only the rarest of them

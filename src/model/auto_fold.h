@@ -90,7 +90,6 @@ std::string AutoFoldHandle(int64_t tokens, std::string_view what, std::string_vi
 // A one-line gist of a call for a handle: the tool name and the argument that says what it read
 // (file_path, path, command, url, pattern, query; else the first string argument), cut to
 // `max_chars` characters at a UTF-8 boundary. Not scrubbed: the caller scrubs it.
-std::string CallGist(std::string_view tool, std::string_view arguments_json,
-                     size_t max_chars = 80);
+std::string CallGist(std::string_view tool, std::string_view arguments_json, size_t max_chars = 80);
 
 }  // namespace contextd::model

@@ -199,9 +199,8 @@ class Session {
                        {"name", "Read"},
                        {"input", {{"file_path", "/src/f" + std::to_string(n_) + ".py"}}}});
     messages_.push_back(Msg("assistant", content));
-    messages_.push_back(Msg("user", json::array({{{"type", "tool_result"},
-                                                   {"tool_use_id", id},
-                                                   {"content", text}}})));
+    messages_.push_back(Msg(
+        "user", json::array({{{"type", "tool_result"}, {"tool_use_id", id}, {"content", text}}})));
   }
   std::string Body() const {
     json messages = messages_;
@@ -362,18 +361,20 @@ TEST(AutoFold, ThinkingBlocksBindWhatComesBeforeThem) {
 
 TEST(AutoFold, ChatCompletionsFoldTheSameWay) {
   Manager m;
-  json messages = json::array({{{"role", "system"}, {"content", "sys"}},
-                               {{"role", "user"}, {"content", "go"}}});
+  json messages = json::array(
+      {{{"role", "system"}, {"content", "sys"}}, {{"role", "user"}, {"content", "go"}}});
   for (int i = 0; i < 6; ++i) {
     std::string id = "call_" + std::to_string(i);
-    messages.push_back({{"role", "assistant"},
-                        {"content", nullptr},
-                        {"tool_calls", json::array({{{"id", id},
-                                                     {"type", "function"},
-                                                     {"function",
-                                                      {{"name", "bash"},
-                                                       {"arguments", "{\"command\":\"cat f\"}"}}}}})}});
-    messages.push_back({{"role", "tool"}, {"tool_call_id", id}, {"content", Payload(static_cast<char>('a' + i))}});
+    messages.push_back(
+        {{"role", "assistant"},
+         {"content", nullptr},
+         {"tool_calls",
+          json::array(
+              {{{"id", id},
+                {"type", "function"},
+                {"function", {{"name", "bash"}, {"arguments", "{\"command\":\"cat f\"}"}}}}})}});
+    messages.push_back(
+        {{"role", "tool"}, {"tool_call_id", id}, {"content", Payload(static_cast<char>('a' + i))}});
   }
   std::string body = json{{"model", "gpt"}, {"messages", messages}}.dump();
   AppliedRequest applied = m.Apply(ModelApi::kOpenAIChat, body);
@@ -414,10 +415,8 @@ TEST(AutoFold, ResponsesFoldTheSameWayAndLeaveReasoningAlone) {
                       {"id", "rs_1"},
                       {"summary", json::array()},
                       {"encrypted_content", "gAAAA"}});
-  reasoned.push_back({{"type", "function_call"},
-                      {"call_id", "call_9"},
-                      {"name", "shell"},
-                      {"arguments", "{}"}});
+  reasoned.push_back(
+      {{"type", "function_call"}, {"call_id", "call_9"}, {"name", "shell"}, {"arguments", "{}"}});
   reasoned.push_back({{"type", "function_call_output"}, {"call_id", "call_9"}, {"output", "x"}});
   std::string reasoned_body = json{{"model", "gpt"}, {"input", reasoned}}.dump();
   AppliedRequest held = thinking.Apply(ModelApi::kOpenAIResponses, reasoned_body);

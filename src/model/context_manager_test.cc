@@ -139,7 +139,8 @@ TEST(ContextManagerTest, RedactsNewResultsOnceAndRepeatsTheSameBytes) {
   AppliedRequest second = f.Apply(c);
   EXPECT_EQ(second.redactions_new, 0);
   EXPECT_EQ(second.new_messages, 2u);
-  std::string redacted_block = R"({"type":"tool_result","tool_use_id":"t1","content":"token [REDACTED] here"})";
+  std::string redacted_block =
+      R"({"type":"tool_result","tool_use_id":"t1","content":"token [REDACTED] here"})";
   EXPECT_THAT(second.body, HasSubstr(redacted_block));
 
   // A restart (new manager, same store) with rules that no longer redact keeps the decision;
@@ -165,7 +166,7 @@ TEST(ContextManagerTest, OldContentIsNotRedactedByNewRules) {
   c.Assistant(json::array({{{"type", "text"}, {"text", "ok"}}}));
   c.User(json::array({{{"type", "text"}, {"text", "NEWWORD7 typed now"}}}));
   AppliedRequest second = f.Apply(c, reloaded.get());
-  EXPECT_THAT(second.body, HasSubstr("NEWWORD42 is here"));  // already sent: stays
+  EXPECT_THAT(second.body, HasSubstr("NEWWORD42 is here"));     // already sent: stays
   EXPECT_THAT(second.body, HasSubstr("[REDACTED] typed now"));  // new: redacted
 }
 
@@ -194,7 +195,8 @@ TEST(ContextManagerTest, FoldsAReturnedBranchAndKeepsFoldingItAfterARestart) {
   Fixture f;
   Conversation c;
   c.Assistant(json::array({Use("c1", "mcp__contextd__branch_create"), Use("r1", "Read")}));
-  c.User(json::array({Result("c1", "{\"branch_id\":\"" + kBranch + "\"}"), Result("r1", std::string(4000, 'q'))}));
+  c.User(json::array(
+      {Result("c1", "{\"branch_id\":\"" + kBranch + "\"}"), Result("r1", std::string(4000, 'q'))}));
   f.facts = BranchFacts{kBranch, false, "active", "", "", 1000, 0, {}};
   AppliedRequest open = f.Apply(c);
   EXPECT_EQ(open.open_branch_id, kBranch);
@@ -225,8 +227,8 @@ TEST(ContextManagerTest, TextTypedInsideAFoldedBranchIsRedactedAndStays) {
   Fixture f;
   Conversation c;
   c.Assistant(json::array({Use("c1", "mcp__contextd__branch_create"), Use("r1", "Read")}));
-  c.User(json::array({Result("c1", "{\"branch_id\":\"" + kBranch + "\"}"),
-                      Result("r1", std::string(400, 'q'))}));
+  c.User(json::array(
+      {Result("c1", "{\"branch_id\":\"" + kBranch + "\"}"), Result("r1", std::string(400, 'q'))}));
   f.facts = BranchFacts{kBranch, false, "active", "", "", 0, 0, {}};
   f.Apply(c);
   c.Assistant(json::array({{{"type", "text"}, {"text", "reading"}}}));
@@ -245,8 +247,9 @@ TEST(ContextManagerTest, RemindersTheClientAppendedToTheCreatesResultRideOnRedac
   Fixture f;
   Conversation c;
   c.Assistant(json::array({Use("c1", "mcp__contextd__branch_create")}));
-  c.User(json::array({Result("c1", "{\"branch_id\":\"" + kBranch + "\"}\n\n<system-reminder>\n"
-                                   "# Environment: key SECRET91\n</system-reminder>")}));
+  c.User(json::array({Result("c1", "{\"branch_id\":\"" + kBranch +
+                                       "\"}\n\n<system-reminder>\n"
+                                       "# Environment: key SECRET91\n</system-reminder>")}));
   c.Assistant(json::array({Use("r1", "Read")}));
   c.User(json::array({Result("r1", std::string(400, 'q'))}));
   c.Assistant(json::array({Use("ret", "mcp__contextd__branch_return")}));
@@ -266,8 +269,8 @@ TEST(ContextManagerTest, AThreadStoredBeforeItsSessionHeaderWasReadKeepsItsDecis
   Fixture f;
   Conversation c;
   c.Assistant(json::array({Use("c1", "mcp__contextd__branch_create"), Use("r1", "Read")}));
-  c.User(json::array({Result("c1", "{\"branch_id\":\"" + kBranch + "\"}"),
-                      Result("r1", std::string(400, 'q'))}));
+  c.User(json::array(
+      {Result("c1", "{\"branch_id\":\"" + kBranch + "\"}"), Result("r1", std::string(400, 'q'))}));
   c.Assistant(json::array({Use("ret", "mcp__contextd__branch_return")}));
   c.User(json::array({Result("ret", "{}")}));
   f.facts = BranchFacts{kBranch, true, "completed", "", "done", 500, 490, {}};
@@ -311,8 +314,8 @@ TEST(ContextManagerTest, ChargesTheBranchSpanWarnsOnceAndFoldsItWhenExhausted) {
   f.budget = 2000;
   Conversation c;
   c.Assistant(json::array({Use("c1", "mcp__contextd__branch_create"), Use("r1", "Read")}));
-  c.User(json::array({Result("c1", "{\"branch_id\":\"" + kBranch + "\"}"),
-                      Result("r1", std::string(2000, 'a'))}));
+  c.User(json::array(
+      {Result("c1", "{\"branch_id\":\"" + kBranch + "\"}"), Result("r1", std::string(2000, 'a'))}));
   f.facts = BranchFacts{kBranch, false, "active", "", "", 0, 0, {}};
   AppliedRequest first = f.Apply(c);
   // The Read result (2000 bytes = 500 tokens here) and its call, not contextd's own result.
@@ -407,8 +410,8 @@ TEST(ContextManagerTest, PrivateTextReachesTheModelButNotTheStore) {
   const std::string outside = "ghp_zB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5";
   Conversation c;
   c.Assistant(json::array({Use("t1", "Read")}));
-  c.User(json::array({Result("t1", "cfg <private>PRIV-MARK-1 " + inside + "</private> and " +
-                                       outside + " here")}));
+  c.User(json::array({Result(
+      "t1", "cfg <private>PRIV-MARK-1 " + inside + "</private> and " + outside + " here")}));
   AppliedRequest first = f.Apply(c, manager.get());
   EXPECT_EQ(first.redactions_new, 1);
   const std::string sent =

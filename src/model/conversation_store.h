@@ -79,10 +79,10 @@ struct UsageRecord {
   std::string project = "default";
   std::string request_id;  // contextd's id of the request ("mreq_" + hex)
   int64_t at_ms = 0;
-  std::string api;         // "anthropic", "openai_chat"; "openai": passed through to OpenAI
-  std::string model;       // as requested
-  std::string branch_id;   // the innermost branch open at the request ("" = root)
-  int status = 0;          // HTTP status relayed to the client (0: no answer, e.g. unreachable)
+  std::string api;        // "anthropic", "openai_chat"; "openai": passed through to OpenAI
+  std::string model;      // as requested
+  std::string branch_id;  // the innermost branch open at the request ("" = root)
+  int status = 0;         // HTTP status relayed to the client (0: no answer, e.g. unreachable)
   int64_t input_tokens = 0;
   int64_t cache_read_input_tokens = 0;
   int64_t cache_creation_input_tokens = 0;
@@ -113,7 +113,7 @@ struct UsageTotals {
 // in it).
 struct ConversationSummary {
   std::string conversation;
-  std::string project;   // of its most recent request
+  std::string project;  // of its most recent request
   int64_t requests = 0;
   int64_t folds_new = 0;  // folds made (each fold is decided once)
   // Skips summed over its requests, per reason (see UsageRecord::folds_skipped).

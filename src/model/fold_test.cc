@@ -32,18 +32,20 @@ json Msg(const std::string& role, json content) {
 json Conversation(bool returned, bool after) {
   json messages = json::array();
   messages.push_back(Msg("user", json::array({Text("fix the bug")})));
-  messages.push_back(Msg("assistant", json::array({
-      {{"type", "thinking"}, {"thinking", "let me branch"}, {"signature", "sig1"}},
-      ToolUse("c1", "mcp__contextd__branch_create", {{"description", "find"}, {"prompt", "p"}}),
-      ToolUse("b1", "Bash", {{"command", "ls"}})})));
-  messages.push_back(Msg("user", json::array({
-      Result("c1", "{\"branch_id\":\"" + kBranch + "\",\"depth\":0}"),
-      Result("b1", "a.py b.py")})));
+  messages.push_back(
+      Msg("assistant",
+          json::array({{{"type", "thinking"}, {"thinking", "let me branch"}, {"signature", "sig1"}},
+                       ToolUse("c1", "mcp__contextd__branch_create",
+                               {{"description", "find"}, {"prompt", "p"}}),
+                       ToolUse("b1", "Bash", {{"command", "ls"}})})));
+  messages.push_back(
+      Msg("user", json::array({Result("c1", "{\"branch_id\":\"" + kBranch + "\",\"depth\":0}"),
+                               Result("b1", "a.py b.py")})));
   messages.push_back(Msg("assistant", json::array({ToolUse("r1", "Read", {{"file", "a.py"}})})));
   messages.push_back(Msg("user", json::array({Result("r1", std::string(2000, 'x'))})));
   if (returned) {
-    messages.push_back(Msg("assistant", json::array({
-        ToolUse("ret1", "mcp__contextd__branch_return", {{"message", "bug in a.py:3"}})})));
+    messages.push_back(Msg("assistant", json::array({ToolUse("ret1", "mcp__contextd__branch_return",
+                                                             {{"message", "bug in a.py:3"}})})));
     json tail = json::array({Result("ret1", "{\"branch_id\":\"" + kBranch + "\"}"),
                              Text("<system-reminder>todo</system-reminder>")});
     tail[1]["cache_control"] = {{"type", "ephemeral"}};
@@ -54,7 +56,9 @@ json Conversation(bool returned, bool after) {
     messages.push_back(Msg("assistant", json::array({Text("fixing a.py")})));
     messages.push_back(Msg("user", json::array({Text("go on")})));
   }
-  return {{"model", "claude-x"}, {"max_tokens", 100}, {"messages", messages},
+  return {{"model", "claude-x"},
+          {"max_tokens", 100},
+          {"messages", messages},
           {"unknown_field", {{"kept", true}}}};
 }
 
@@ -157,9 +161,12 @@ TEST(FoldTest, ABreakpointOnARemovedBlockMovesToTheBlockThatReplacesIt) {
   for (int k = 0; k < 5; ++k) {
     std::string id = std::to_string(k);
     std::string branch = "br_" + std::string(31, '0') + id;
-    prefix.push_back(Msg("assistant", json::array({ToolUse("k" + id, "branch_create", json::object())})));
-    prefix.push_back(Msg("user", json::array({Result("k" + id, "{\"branch_id\":\"" + branch + "\"}")})));
-    prefix.push_back(Msg("assistant", json::array({ToolUse("kr" + id, "branch_return", json::object())})));
+    prefix.push_back(
+        Msg("assistant", json::array({ToolUse("k" + id, "branch_create", json::object())})));
+    prefix.push_back(
+        Msg("user", json::array({Result("k" + id, "{\"branch_id\":\"" + branch + "\"}")})));
+    prefix.push_back(
+        Msg("assistant", json::array({ToolUse("kr" + id, "branch_return", json::object())})));
     prefix.push_back(Msg("user", json::array({Result("kr" + id, "ok")})));
     prefix.push_back(Msg("assistant", json::array({Text("next")})));
     prefix.push_back(Msg("user", json::array({Text("go")})));
@@ -219,9 +226,8 @@ TEST(FoldTest, ForceReturnedBranchFoldsAtTheTailWithItsNotice) {
   facts.status = "timeout";
   facts.finish_reason = "deadline passed";
   facts.summary = "partial: read a.py";
-  FoldPlan plan = PlanFolds(request->transcript(), {}, [&](const std::string&) {
-    return std::optional<BranchFacts>(facts);
-  });
+  FoldPlan plan = PlanFolds(request->transcript(), {},
+                            [&](const std::string&) { return std::optional<BranchFacts>(facts); });
   ASSERT_EQ(plan.edits.size(), 1u);
   ASSERT_EQ(plan.new_records.size(), 1u);
   EXPECT_TRUE(plan.new_records[0].forced);
@@ -240,9 +246,8 @@ TEST(FoldTest, OpenBranchIsReportedForCharging) {
   auto request = Parse(Conversation(false, false));
   BranchFacts live = Returned();
   live.ended = false;
-  FoldPlan plan = PlanFolds(request->transcript(), {}, [&](const std::string&) {
-    return std::optional<BranchFacts>(live);
-  });
+  FoldPlan plan = PlanFolds(request->transcript(), {},
+                            [&](const std::string&) { return std::optional<BranchFacts>(live); });
   EXPECT_TRUE(plan.edits.empty());
   EXPECT_EQ(plan.open_branch_id, kBranch);
   EXPECT_EQ(plan.open_branch_create_message, 1u);
@@ -284,11 +289,13 @@ TEST(FoldTest, UnknownBlockInsideTheBranchFoldsWithIt) {
 
 TEST(FoldTest, ProviderToolsInsideTheBranchFoldWithIt) {
   json body = Conversation(true, false);
+  body["messages"][3]["content"].push_back({{"type", "server_tool_use"},
+                                            {"id", "srvtoolu_1"},
+                                            {"name", "web_search"},
+                                            {"input", {{"query", "parser"}}}});
   body["messages"][3]["content"].push_back(
-      {{"type", "server_tool_use"}, {"id", "srvtoolu_1"}, {"name", "web_search"},
-       {"input", {{"query", "parser"}}}});
-  body["messages"][3]["content"].push_back(
-      {{"type", "web_search_tool_result"}, {"tool_use_id", "srvtoolu_1"},
+      {{"type", "web_search_tool_result"},
+       {"tool_use_id", "srvtoolu_1"},
        {"content", json::array({{{"type", "web_search_result"}, {"url", "https://x"}}})}});
   auto request = Parse(body);
   EXPECT_FALSE(request->BlockText(3, 2).empty());  // counted from its JSON
@@ -353,9 +360,8 @@ TEST(AnthropicRequestTest, AResentHistoryIsTakenOverAndReadsAsAFreshParse) {
       EXPECT_EQ((*taken)->BlockText(m, k), fresh->BlockText(m, k));
     }
   }
-  FoldPlan plan = PlanFolds(a, {}, [](const std::string&) {
-    return std::optional<BranchFacts>(Returned());
-  });
+  FoldPlan plan =
+      PlanFolds(a, {}, [](const std::string&) { return std::optional<BranchFacts>(Returned()); });
   RenderPlan render;
   render.folds = plan.edits;
   EXPECT_EQ((*taken)->Render(render), fresh->Render(render));
@@ -379,8 +385,9 @@ TEST(AnthropicRequestTest, RewriteKeepsOtherBytesAndPutsTheMarkerBack) {
   EXPECT_EQ(block, R"({"type":"tool_result","tool_use_id":"t","content":"key=[REDACTED]"})");
   RenderPlan plan;
   plan.blocks[{0, 0}] = block;
-  EXPECT_EQ((*request)->Render(plan),
-            R"({"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"key=[REDACTED]","cache_control":{"type":"ephemeral"}}]}],"z":1})");
+  EXPECT_EQ(
+      (*request)->Render(plan),
+      R"({"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"key=[REDACTED]","cache_control":{"type":"ephemeral"}}]}],"z":1})");
 }
 
 }  // namespace

@@ -330,7 +330,8 @@ TEST(FoldTranscriptsTest, WhatTheClientAttachesToTheCreatesAnswerStaysUnderTheCu
   EXPECT_EQ(before.body.find("# Environment"), std::string::npos);
   EXPECT_FALSE(FoldRecord::Parse(R"({"create_call_id":"c","branch_id":"b","forced":false,)"
                                  R"("end_call_id":"e","end_message_key":"","result_text":"",)"
-                                 R"("keep_rule":9})").ok());
+                                 R"("keep_rule":9})")
+                   .ok());
 }
 
 TEST(FoldTranscriptsTest, ATurnPrefilledAtTheTailWaits) {

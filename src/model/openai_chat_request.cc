@@ -76,8 +76,7 @@ absl::StatusOr<std::unique_ptr<OpenAIChatRequest>> OpenAIChatRequest::Parse(std:
     // Tools down to each function's name and description (ContextdToolNames).
     if (depth == 0) return key == "\"messages\"" ? limit : key == "\"tools\"" ? 4 : 1;
     if (depth == 2) {
-      return key == "\"content\"" || key == "\"tool_calls\"" || key == "\"function\"" ? limit
-                                                                                      : 3;
+      return key == "\"content\"" || key == "\"tool_calls\"" || key == "\"function\"" ? limit : 3;
     }
     if (depth == 4) return key == "\"function\"" || key == "\"custom\"" ? limit : 5;
     return limit;

@@ -254,7 +254,8 @@ TEST(OpenAIChatRequestTest, UserTextAndSystemMessagesInsideTheBranchFoldAroundWh
   json body = Conversation(true, false);
   // A person's words between the read's result and the return, and a system message.
   body["messages"].insert(body["messages"].begin() + 7, User("actually, also b.py"));
-  body["messages"].insert(body["messages"].begin() + 7, json{{"role", "system"}, {"content", "note"}});
+  body["messages"].insert(body["messages"].begin() + 7,
+                          json{{"role", "system"}, {"content", "note"}});
   auto request = Parse(body.dump());
   FoldPlan plan = PlanFolds(request->transcript(), {}, [](const std::string&) {
     return std::optional<BranchFacts>(Returned());

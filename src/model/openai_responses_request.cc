@@ -227,8 +227,7 @@ void OpenAIResponsesRequest::IndexWire(size_t m, size_t wire, bool results,
     std::string name = StringMember(doc, node, "name").value_or("");
     // A tool offered inside a namespace (Codex: "mcp__contextd") is named with it, as MCP
     // clients name their tools.
-    block.tool_name =
-        NamespacedToolName(StringMember(doc, node, "namespace").value_or(""), name);
+    block.tool_name = NamespacedToolName(StringMember(doc, node, "namespace").value_or(""), name);
     block.contextd_tool = names_.Resolve(block.tool_name);
     if (IsBranchCall(block)) {
       block.text = ArgumentsText(doc, ArgumentsOf(doc, node, type));

@@ -234,7 +234,7 @@ TEST(OpenAIResponsesRequestTest, RenderingEveryBlockUnchangedGivesTheSameBytes) 
   EXPECT_EQ(t.messages[1].blocks[2].tool_name, "apply_patch");
   EXPECT_EQ(request->BlockText(1, 2), "*** x");
   EXPECT_EQ(request->BlockText(2, 0), "a\nb");
-  EXPECT_EQ(t.messages[3].role, Role::kOther);  // the item reference
+  EXPECT_EQ(t.messages[3].role, Role::kOther);   // the item reference
   EXPECT_EQ(t.messages[4].role, Role::kSystem);  // a developer message mid-way
   EXPECT_EQ(request->BlockText(5, 1), "no");
 

@@ -19,11 +19,17 @@ class Parser {
  public:
   Parser(std::string_view doc, int record_depth, int max_depth, const RecordPolicy* policy,
          ArrayReuse* reuse)
-      : doc_(doc), p_(doc.data()), end_(doc.data() + doc.size()),
-        record_depth_(record_depth), max_depth_(max_depth), policy_(policy), reuse_(reuse) {}
+      : doc_(doc),
+        p_(doc.data()),
+        end_(doc.data() + doc.size()),
+        record_depth_(record_depth),
+        max_depth_(max_depth),
+        policy_(policy),
+        reuse_(reuse) {}
 
   absl::StatusOr<RawNode> Run() {
-    if (doc_.size() >= kMaxRawJsonBytes) return absl::InvalidArgumentError("JSON document too large");
+    if (doc_.size() >= kMaxRawJsonBytes)
+      return absl::InvalidArgumentError("JSON document too large");
     SkipSpace();
     RawNode root;
     if (!Value(root, 0, record_depth_)) return Error();
@@ -60,13 +66,34 @@ class Parser {
     if (p_ == end_) return Fail("unexpected end of input");
     node.begin = Offset();
     switch (*p_) {
-      case '{': node.type = JsonType::kObject; if (!Object(node, depth, limit)) return false; break;
-      case '[': node.type = JsonType::kArray; if (!Array(node, depth, limit)) return false; break;
-      case '"': node.type = JsonType::kString; if (!String()) return false; break;
-      case 't': node.type = JsonType::kBool; if (!Literal("true")) return false; break;
-      case 'f': node.type = JsonType::kBool; if (!Literal("false")) return false; break;
-      case 'n': node.type = JsonType::kNull; if (!Literal("null")) return false; break;
-      default: node.type = JsonType::kNumber; if (!Number()) return false; break;
+      case '{':
+        node.type = JsonType::kObject;
+        if (!Object(node, depth, limit)) return false;
+        break;
+      case '[':
+        node.type = JsonType::kArray;
+        if (!Array(node, depth, limit)) return false;
+        break;
+      case '"':
+        node.type = JsonType::kString;
+        if (!String()) return false;
+        break;
+      case 't':
+        node.type = JsonType::kBool;
+        if (!Literal("true")) return false;
+        break;
+      case 'f':
+        node.type = JsonType::kBool;
+        if (!Literal("false")) return false;
+        break;
+      case 'n':
+        node.type = JsonType::kNull;
+        if (!Literal("null")) return false;
+        break;
+      default:
+        node.type = JsonType::kNumber;
+        if (!Number()) return false;
+        break;
     }
     node.end = Offset();
     return true;
@@ -123,8 +150,7 @@ class Parser {
         // Bytes below 0x20: max(x, 0x1F) == 0x1F exactly for them (unsigned).
         const __m128i control =
             _mm_cmpeq_epi8(_mm_max_epu8(x, _mm_set1_epi8(0x1F)), _mm_set1_epi8(0x1F));
-        const int mask =
-            _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, slash), control));
+        const int mask = _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, slash), control));
         if (mask != 0) {
           p_ += __builtin_ctz(static_cast<unsigned>(mask));
           break;
@@ -145,7 +171,14 @@ class Parser {
       ++p_;
       if (p_ == end_) return Fail("unterminated string");
       switch (*p_) {
-        case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+        case '"':
+        case '\\':
+        case '/':
+        case 'b':
+        case 'f':
+        case 'n':
+        case 'r':
+        case 't':
           ++p_;
           break;
         case 'u':
@@ -300,9 +333,12 @@ uint32_t Hex4(const char* p) {
   for (int i = 0; i < 4; ++i) {
     char c = p[i];
     v <<= 4;
-    if (c >= '0' && c <= '9') v |= static_cast<uint32_t>(c - '0');
-    else if (c >= 'a' && c <= 'f') v |= static_cast<uint32_t>(c - 'a' + 10);
-    else if (c >= 'A' && c <= 'F') v |= static_cast<uint32_t>(c - 'A' + 10);
+    if (c >= '0' && c <= '9')
+      v |= static_cast<uint32_t>(c - '0');
+    else if (c >= 'a' && c <= 'f')
+      v |= static_cast<uint32_t>(c - 'a' + 10);
+    else if (c >= 'A' && c <= 'F')
+      v |= static_cast<uint32_t>(c - 'A' + 10);
   }
   return v;
 }
@@ -331,11 +367,21 @@ std::string DecodeJsonString(std::string_view token, size_t max_bytes) {
     char e = s[escape + 1];
     i = escape + 2;
     switch (e) {
-      case 'b': out.push_back('\b'); break;
-      case 'f': out.push_back('\f'); break;
-      case 'n': out.push_back('\n'); break;
-      case 'r': out.push_back('\r'); break;
-      case 't': out.push_back('\t'); break;
+      case 'b':
+        out.push_back('\b');
+        break;
+      case 'f':
+        out.push_back('\f');
+        break;
+      case 'n':
+        out.push_back('\n');
+        break;
+      case 'r':
+        out.push_back('\r');
+        break;
+      case 't':
+        out.push_back('\t');
+        break;
       case 'u': {
         if (escape + 5 >= s.size()) {
           out.append("\xEF\xBF\xBD");
@@ -361,7 +407,9 @@ std::string DecodeJsonString(std::string_view token, size_t max_bytes) {
         base::AppendUtf8(cp, out);
         break;
       }
-      default: out.push_back(e); break;  // " \ /
+      default:
+        out.push_back(e);
+        break;  // " \ /
     }
   }
   return out;
@@ -396,13 +444,27 @@ std::string QuoteJsonString(std::string_view text) {
   for (char c : text) {
     auto u = static_cast<unsigned char>(c);
     switch (c) {
-      case '"': out.append("\\\""); break;
-      case '\\': out.append("\\\\"); break;
-      case '\n': out.append("\\n"); break;
-      case '\r': out.append("\\r"); break;
-      case '\t': out.append("\\t"); break;
-      case '\b': out.append("\\b"); break;
-      case '\f': out.append("\\f"); break;
+      case '"':
+        out.append("\\\"");
+        break;
+      case '\\':
+        out.append("\\\\");
+        break;
+      case '\n':
+        out.append("\\n");
+        break;
+      case '\r':
+        out.append("\\r");
+        break;
+      case '\t':
+        out.append("\\t");
+        break;
+      case '\b':
+        out.append("\\b");
+        break;
+      case '\f':
+        out.append("\\f");
+        break;
       default:
         if (u < 0x20) {
           out.append("\\u00");

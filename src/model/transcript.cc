@@ -11,7 +11,7 @@ std::string Digest(std::initializer_list<std::string_view> parts) {
   // fetched once and the context reused per thread: both cost more than hashing a short block.
   static EVP_MD* const sha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
   thread_local std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(),
-                                                                          EVP_MD_CTX_free);
+                                                                           EVP_MD_CTX_free);
   EVP_DigestInit_ex(ctx.get(), sha256, nullptr);
   for (std::string_view part : parts) {
     // Length-prefixed, so that ("ab", "c") and ("a", "bc") differ.

@@ -15,7 +15,8 @@ TEST(UsageParserTest, ReadsTheEventStreamAsItArrivesSplitAnywhere) {
       "\"cache_read_input_tokens\":900,\"cache_creation_input_tokens\":40,\"output_tokens\":1}}}"
       "\r\n\r\n"
       "event: ping\ndata: {\"type\":\"ping\"}\n\n"
-      "event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":77}}\n\n";
+      "event: message_delta\ndata: "
+      "{\"type\":\"message_delta\",\"usage\":{\"output_tokens\":77}}\n\n";
   for (size_t cut = 0; cut <= sse.size(); cut += 7) {
     UsageParser parser(/*event_stream=*/true, ApiRow(ModelApi::kAnthropicMessages).usage);
     parser.Feed(std::string_view(sse).substr(0, cut));
@@ -134,8 +135,9 @@ TEST(UsageParserTest, ReadsAResponsesStreamAndBody) {
   body.Feed(
       "{\"id\":\"resp_2\",\"object\":\"response\",\"output\":[{\"type\":\"message\","
       "\"content\":[{\"type\":\"output_text\",\"text\":\"ok\"}]}],");
-  body.Feed("\"usage\":{\"input_tokens\":30,\"input_tokens_details\":{\"cached_tokens\":99},"
-            "\"output_tokens\":4,\"total_tokens\":34}}");
+  body.Feed(
+      "\"usage\":{\"input_tokens\":30,\"input_tokens_details\":{\"cached_tokens\":99},"
+      "\"output_tokens\":4,\"total_tokens\":34}}");
   body.Finish();
   EXPECT_TRUE(body.usage().seen);
   EXPECT_EQ(body.usage().input_tokens, 0);  // cached tokens beyond the input are clamped

@@ -83,11 +83,11 @@ std::optional<std::vector<RedactionEdit>> AlignRedactions(std::string_view origi
   // Depth-first search over where each marker's redaction ends in `original` (or whether the
   // marker was in `original` already), with explicit choice points; bounded in bytes looked at.
   struct Choice {
-    size_t k = 0;         // the marker
-    size_t i = 0;         // where it starts in `original`
-    size_t edits = 0;     // edits made before it
+    size_t k = 0;      // the marker
+    size_t i = 0;      // where it starts in `original`
+    size_t edits = 0;  // edits made before it
     bool kept_tried = false;
-    size_t next = 0;      // the next redaction end to try
+    size_t next = 0;  // the next redaction end to try
   };
   std::vector<Choice> stack;
   std::vector<RedactionEdit> edits;
@@ -144,7 +144,8 @@ std::optional<std::vector<RedactionEdit>> AlignRedactions(std::string_view origi
       } else if (c.next <= original.size()) {
         end = original.find(next_kept, c.next);
         budget -= static_cast<int64_t>((end == kNone ? original.size() : end) - c.next +
-                                       next_kept.size()) + 1;
+                                       next_kept.size()) +
+                  1;
         c.next = end == kNone ? kNone : end + 1;
       } else {
         c.next = kNone;
@@ -188,8 +189,7 @@ absl::StatusOr<WithheldRewrite> WithheldRewrite::Parse(std::string_view value) {
   auto bad = [] { return absl::InvalidArgumentError("malformed withheld block rewrite"); };
   if (!Is(value)) return bad();
   Json j = Json::parse(value.substr(kValuePrefix.size()), nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains("digest") || !j["digest"].is_string() ||
-      !j.contains("spans")) {
+  if (!j.is_object() || !j.contains("digest") || !j["digest"].is_string() || !j.contains("spans")) {
     return bad();
   }
   WithheldRewrite out;
@@ -206,8 +206,8 @@ absl::StatusOr<WithheldRewrite> WithheldRewrite::Parse(std::string_view value) {
           !e[1].is_number_unsigned() || !e[2].is_number_unsigned() || !e[3].is_string()) {
         return bad();
       }
-      edits.push_back({e[0].get<size_t>(), e[1].get<size_t>(), e[2].get<size_t>(),
-                       e[3].get<std::string>()});
+      edits.push_back(
+          {e[0].get<size_t>(), e[1].get<size_t>(), e[2].get<size_t>(), e[3].get<std::string>()});
     }
   }
   return out;

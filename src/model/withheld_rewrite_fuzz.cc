@@ -18,7 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto parsed = WithheldRewrite::Parse(in);
   if (parsed.ok()) {
     auto again = WithheldRewrite::Parse(parsed->Serialize());
-    if (!again.ok() || again->digest != parsed->digest || again->spans != parsed->spans) std::abort();
+    if (!again.ok() || again->digest != parsed->digest || again->spans != parsed->spans)
+      std::abort();
     if (parsed->spans) {
       for (const auto& edits : *parsed->spans) (void)ApplyRedactions(in, edits);
     }

@@ -50,8 +50,9 @@ TEST(WithheldRewriteTest, AlignsTheRuleScrubbersRedactions) {
 
 TEST(WithheldRewriteTest, AlignsRandomTexts) {
   std::mt19937 rng(11);
-  const std::vector<std::string> words = {"a", " ", "\n", "key", "=", "<private>", "</private>",
-                                          "[REDACTED:x:ab]", "ghp_", "token: ", "REDACTED", "]"};
+  const std::vector<std::string> words = {"a",    " ",         "\n",         "key",
+                                          "=",    "<private>", "</private>", "[REDACTED:x:ab]",
+                                          "ghp_", "token: ",   "REDACTED",   "]"};
   for (int round = 0; round < 300; ++round) {
     std::string text;
     int parts = 1 + static_cast<int>(rng() % 12);
@@ -90,10 +91,11 @@ TEST(WithheldRewriteTest, TheStoredFormHoldsNoText) {
   EXPECT_FALSE(back->spans.has_value());
   // A block value (JSON) is never taken for one.
   EXPECT_FALSE(WithheldRewrite::Is(R"({"type":"text","text":"#withheld-rewrite/1 "})"));
-  for (std::string_view bad : {"#withheld-rewrite/1 ", "#withheld-rewrite/1 {}",
-                               "#withheld-rewrite/1 {\"digest\":\"d\",\"spans\":[[[1,2,3]]]}",
-                               "#withheld-rewrite/1 {\"digest\":\"d\",\"spans\":[[[-1,2,0,\"r\"]]]}",
-                               "{\"digest\":\"d\",\"spans\":null}"}) {
+  for (std::string_view bad :
+       {"#withheld-rewrite/1 ", "#withheld-rewrite/1 {}",
+        "#withheld-rewrite/1 {\"digest\":\"d\",\"spans\":[[[1,2,3]]]}",
+        "#withheld-rewrite/1 {\"digest\":\"d\",\"spans\":[[[-1,2,0,\"r\"]]]}",
+        "{\"digest\":\"d\",\"spans\":null}"}) {
     EXPECT_EQ(WithheldRewrite::Parse(bad).status().code(), absl::StatusCode::kInvalidArgument)
         << bad;
   }

@@ -82,8 +82,7 @@ class Validator {
     if (auto ref = schema.find("$ref"); ref != schema.end() && ref->is_string()) {
       const Json* target = Resolve(ref->get_ref<const std::string&>());
       if (target == nullptr) {
-        return Fail(path, Cat("schema reference ", ref->get<std::string>(),
-                                       " cannot be resolved"));
+        return Fail(path, Cat("schema reference ", ref->get<std::string>(), " cannot be resolved"));
       }
       if (auto st = Validate(*target, v, path, depth + 1); !st.ok()) return st;
     }
@@ -118,10 +117,12 @@ class Validator {
 
     if (v.is_number()) {
       const double x = v.get<double>();
-      if (auto m = schema.find("minimum"); m != schema.end() && m->is_number() && x < m->get<double>()) {
+      if (auto m = schema.find("minimum");
+          m != schema.end() && m->is_number() && x < m->get<double>()) {
         return Fail(path, Cat("must be >= ", Short(*m), " (minimum), got ", Short(v)));
       }
-      if (auto m = schema.find("maximum"); m != schema.end() && m->is_number() && x > m->get<double>()) {
+      if (auto m = schema.find("maximum");
+          m != schema.end() && m->is_number() && x > m->get<double>()) {
         return Fail(path, Cat("must be <= ", Short(*m), " (maximum), got ", Short(v)));
       }
       if (auto m = schema.find("exclusiveMinimum");
@@ -217,7 +218,8 @@ class Validator {
       }
     }
     if (auto no = schema.find("not"); no != schema.end()) {
-      if (Validate(*no, v, path, depth + 1).ok()) return Fail(path, "matches a forbidden schema (not)");
+      if (Validate(*no, v, path, depth + 1).ok())
+        return Fail(path, "matches a forbidden schema (not)");
     }
     return absl::OkStatus();
   }
@@ -240,8 +242,10 @@ class Validator {
       std::string token = ref.substr(pos, end - pos);
       // JSON pointer escapes.
       for (size_t i = 0; (i = token.find('~', i)) != std::string::npos; ++i) {
-        if (i + 1 < token.size() && token[i + 1] == '1') token.replace(i, 2, "/");
-        else if (i + 1 < token.size() && token[i + 1] == '0') token.replace(i, 2, "~");
+        if (i + 1 < token.size() && token[i + 1] == '1')
+          token.replace(i, 2, "/");
+        else if (i + 1 < token.size() && token[i + 1] == '0')
+          token.replace(i, 2, "~");
       }
       if (node->is_object()) {
         auto it = node->find(token);
@@ -265,7 +269,8 @@ class Validator {
 
 absl::Status CheckSchemaNode(const Json& schema, int depth) {
   if (schema.is_boolean()) return absl::OkStatus();
-  if (!schema.is_object()) return absl::InvalidArgumentError("a schema must be an object or a boolean");
+  if (!schema.is_object())
+    return absl::InvalidArgumentError("a schema must be an object or a boolean");
   if (depth > kMaxRefDepth) return absl::InvalidArgumentError("schema nested too deeply");
   if (auto t = schema.find("type"); t != schema.end()) {
     if (t->is_string()) {

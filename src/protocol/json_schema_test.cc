@@ -70,7 +70,7 @@ TEST(JsonSchemaTest, EnumConstAndBounds) {
 TEST(JsonSchemaTest, StringLengthCountsCodePoints) {
   Json schema = {{"type", "string"}, {"minLength", 2}, {"maxLength", 3}};
   EXPECT_TRUE(ValidateJson(schema, "h\xC3\xA9\xE2\x82\xAC", "s").ok());  // "hé€": 3 code points
-  absl::Status st = ValidateJson(schema, "\xF0\x9F\x98\x80", "s");      // one emoji, 4 bytes
+  absl::Status st = ValidateJson(schema, "\xF0\x9F\x98\x80", "s");       // one emoji, 4 bytes
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.message(), "s: must be at least 2 characters long (minLength), got 1");
   EXPECT_FALSE(ValidateJson(schema, "abcd", "s").ok());
@@ -120,7 +120,7 @@ TEST(JsonSchemaTest, SelfReferenceTerminates) {
 }
 
 TEST(JsonSchemaTest, NegativeOrParsedCountsBehave) {
-  EXPECT_TRUE(Ok({{"type", "string"}, {"minLength", -1}}, ""));  // nonsense keyword ignored
+  EXPECT_TRUE(Ok({{"type", "string"}, {"minLength", -1}}, ""));   // nonsense keyword ignored
   Json parsed = Json::parse(R"({"type":"array","maxItems":1})");  // unsigned when parsed
   EXPECT_FALSE(Ok(parsed, Json::array({1, 2})));
   EXPECT_TRUE(Ok(parsed, Json::array({1})));
@@ -141,8 +141,10 @@ TEST(JsonSchemaTest, CheckSchemaRejectsBadSchemas) {
 }
 
 TEST(JsonSchemaTest, DefaultsAreReadNotApplied) {
-  Json schema = {{"type", "object"},
-                 {"properties", {{"limit", {{"type", "integer"}, {"default", 10}}}, {"q", {{"type", "string"}}}}}};
+  Json schema = {
+      {"type", "object"},
+      {"properties",
+       {{"limit", {{"type", "integer"}, {"default", 10}}}, {"q", {{"type", "string"}}}}}};
   EXPECT_EQ(SchemaDefaults(schema), Json({{"limit", 10}}));
   Json args = Json::object();
   EXPECT_TRUE(ValidateJson(schema, args).ok());

@@ -120,7 +120,8 @@ Parsed ParseMessage(Json value, bool batched) {
   }
   if (!has_id) return Invalid("invalid response: \"id\" is missing");
   if (has_result) {
-    if (!IsValidId(*id_it)) return Invalid("invalid response: \"id\" must be a string or an integer");
+    if (!IsValidId(*id_it))
+      return Invalid("invalid response: \"id\" must be a string or an integer");
     m.kind = MessageKind::kResponse;
     m.result = std::move(*result);
   } else {
@@ -133,8 +134,9 @@ Parsed ParseMessage(Json value, bool batched) {
     auto message = error->find(wire::kMessage);
     if (code == error->end() || !code->is_number_integer() || message == error->end() ||
         !message->is_string()) {
-      return Invalid("invalid response: \"error\" needs an integer \"code\" and a string \"message\"",
-                     std::move(id));
+      return Invalid(
+          "invalid response: \"error\" needs an integer \"code\" and a string \"message\"",
+          std::move(id));
     }
     m.kind = MessageKind::kErrorResponse;
     m.error = std::move(*error);
@@ -153,10 +155,10 @@ Incoming ParseIncoming(std::string_view raw, size_t max_bytes) {
     return in;
   }
   if (NestingDepth(raw) > kMaxJsonDepth) {
-    in.items.emplace_back(ParseError{kParseError,
-                                     "parse error: JSON nested deeper than " +
-                                         std::to_string(kMaxJsonDepth) + " levels",
-                                     nullptr});
+    in.items.emplace_back(ParseError{
+        kParseError,
+        "parse error: JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels",
+        nullptr});
     return in;
   }
   // No exceptions: malformed JSON and invalid UTF-8 yield a discarded value.

@@ -34,18 +34,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   base::FakeClock clock;
   base::ManualExecutor executor(clock);
   protocol::McpServer server(executor, {"fuzz", "0", ""});
-  (void)server.AddTool({"echo", "", "", Json::parse(R"({"type":"object","properties":{"text":{"type":"string"}}})"),
-                        nullptr, nullptr},
-                       [](std::shared_ptr<protocol::ToolCall> c) {
-                         c->Log(protocol::LoggingLevel::kInfo, "fuzz", c->arguments());
-                         c->SendProgress(1, 2, "half");
-                         c->Finish(protocol::TextResult(c->arguments().dump()));
-                       });
-  (void)server.AddTool({"ask", "", "", nullptr, nullptr, nullptr},
-                       [](std::shared_ptr<protocol::ToolCall> c) {
-                         c->SendRequest("sampling/createMessage", Json::object(), std::chrono::milliseconds(10),
-                                        [c](absl::StatusOr<Json>) { c->Finish(protocol::TextResult("x")); });
-                       });
+  (void)server.AddTool(
+      {"echo", "", "", Json::parse(R"({"type":"object","properties":{"text":{"type":"string"}}})"),
+       nullptr, nullptr},
+      [](std::shared_ptr<protocol::ToolCall> c) {
+        c->Log(protocol::LoggingLevel::kInfo, "fuzz", c->arguments());
+        c->SendProgress(1, 2, "half");
+        c->Finish(protocol::TextResult(c->arguments().dump()));
+      });
+  (void)server.AddTool(
+      {"ask", "", "", nullptr, nullptr, nullptr}, [](std::shared_ptr<protocol::ToolCall> c) {
+        c->SendRequest("sampling/createMessage", Json::object(), std::chrono::milliseconds(10),
+                       [c](absl::StatusOr<Json>) { c->Finish(protocol::TextResult("x")); });
+      });
   auto sink = std::make_shared<NullSink>();
   auto session = server.CreateSession({"fuzz", "local", "fuzz"}, sink);
   // Half of the inputs run against an initialized session.

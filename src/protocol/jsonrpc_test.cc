@@ -98,7 +98,8 @@ TEST(JsonRpcTest, MalformedJsonIsParseError) {
 }
 
 TEST(JsonRpcTest, InvalidUtf8IsParseError) {
-  std::string raw = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"s\":\"\xff\xfe\"}}";
+  std::string raw =
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"s\":\"\xff\xfe\"}}";
   EXPECT_EQ(Err(raw).code, kParseError);
   std::string overlong = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xc0\xaf\"}";
   EXPECT_EQ(Err(overlong).code, kParseError);
@@ -117,20 +118,20 @@ TEST(JsonRpcTest, WrongFieldTypesAreInvalidRequest) {
   };
   const Case cases[] = {
       {R"({"id":1,"method":"ping"})", true},                             // no jsonrpc
-      {R"({"jsonrpc":"1.0","id":1,"method":"ping"})", true},            // wrong version
-      {R"({"jsonrpc":2.0,"id":1,"method":"ping"})", true},              // version not a string
-      {R"({"jsonrpc":"2.0","id":1,"method":5})", true},                 // method not a string
-      {R"({"jsonrpc":"2.0","id":null,"method":"ping"})", false},        // null id
-      {R"({"jsonrpc":"2.0","id":1.5,"method":"ping"})", false},         // fractional id
-      {R"({"jsonrpc":"2.0","id":true,"method":"ping"})", false},        // bool id
-      {R"({"jsonrpc":"2.0","id":{"a":1},"method":"ping"})", false},     // object id
-      {R"({"jsonrpc":"2.0","id":[1],"method":"ping"})", false},         // array id
-      {R"({"jsonrpc":"2.0","id":1,"method":"ping","params":3})", true}, // scalar params
+      {R"({"jsonrpc":"1.0","id":1,"method":"ping"})", true},             // wrong version
+      {R"({"jsonrpc":2.0,"id":1,"method":"ping"})", true},               // version not a string
+      {R"({"jsonrpc":"2.0","id":1,"method":5})", true},                  // method not a string
+      {R"({"jsonrpc":"2.0","id":null,"method":"ping"})", false},         // null id
+      {R"({"jsonrpc":"2.0","id":1.5,"method":"ping"})", false},          // fractional id
+      {R"({"jsonrpc":"2.0","id":true,"method":"ping"})", false},         // bool id
+      {R"({"jsonrpc":"2.0","id":{"a":1},"method":"ping"})", false},      // object id
+      {R"({"jsonrpc":"2.0","id":[1],"method":"ping"})", false},          // array id
+      {R"({"jsonrpc":"2.0","id":1,"method":"ping","params":3})", true},  // scalar params
       {R"({"jsonrpc":"2.0","id":1,"method":"ping","params":"x"})", true},
       {R"({"jsonrpc":"2.0","id":1,"method":"ping","result":{}})", true},  // method and result
       {R"({"jsonrpc":"2.0","id":1})", true},                              // neither
       {R"({"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":"x"}})", true},
-      {R"({"jsonrpc":"2.0","result":{}})", false},                        // response without id
+      {R"({"jsonrpc":"2.0","result":{}})", false},  // response without id
       {R"({"jsonrpc":"2.0","id":1,"error":"bad"})", true},
       {R"({"jsonrpc":"2.0","id":1,"error":{"code":"x","message":"m"}})", true},
   };
@@ -165,9 +166,9 @@ TEST(JsonRpcTest, DeepNestingIsRejected) {
 }
 
 TEST(JsonRpcTest, BatchesYieldOneItemEach) {
-  Incoming in = ParseIncoming(
-      R"([{"jsonrpc":"2.0","id":1,"method":"ping"},5,{"jsonrpc":"2.0","method":"n"},)"
-      R"({"jsonrpc":"2.0","id":null,"method":"x"}])");
+  Incoming in =
+      ParseIncoming(R"([{"jsonrpc":"2.0","id":1,"method":"ping"},5,{"jsonrpc":"2.0","method":"n"},)"
+                    R"({"jsonrpc":"2.0","id":null,"method":"x"}])");
   ASSERT_TRUE(in.batch);
   ASSERT_EQ(in.items.size(), 4u);
   ASSERT_TRUE(std::holds_alternative<Message>(in.items[0]));

@@ -194,11 +194,12 @@ void McpSession::HoldForProject(Message m, Prevalidated pre) {
 }
 
 void McpSession::AskRoots(const Json& related) {
-  SendRequest(wire::kRootsList, Json::object(), server_.options_.request_timeout,
-              [weak = weak_from_this()](absl::StatusOr<Json> answer) {
-                if (auto s = weak.lock()) s->OnRoots(answer);
-              },
-              related, nullptr);
+  SendRequest(
+      wire::kRootsList, Json::object(), server_.options_.request_timeout,
+      [weak = weak_from_this()](absl::StatusOr<Json> answer) {
+        if (auto s = weak.lock()) s->OnRoots(answer);
+      },
+      related, nullptr);
 }
 
 void McpSession::OnRoots(const absl::StatusOr<Json>& answer) {

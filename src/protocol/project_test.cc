@@ -17,9 +17,8 @@ class ProjectTest : public McpServerTest {
     McpServerTest::SetUp();
     server_.SetProjectResolver([this](const Json& roots, SessionInfo& info) {
       resolved_with_.push_back(roots);
-      info.project = roots.is_array() && !roots.empty()
-                         ? roots[0]["uri"].get<std::string>()
-                         : std::string("fallback");
+      info.project = roots.is_array() && !roots.empty() ? roots[0]["uri"].get<std::string>()
+                                                        : std::string("fallback");
     });
     ASSERT_TRUE(server_
                     .AddTool({"whoami", "Who am I", "The session's project",

@@ -16,9 +16,9 @@ namespace contextd::protocol {
 
 // Who is on the other end of a session.
 struct SessionInfo {
-  std::string session_id;      // Mcp-Session-Id over HTTP; "stdio" on stdio
+  std::string session_id;        // Mcp-Session-Id over HTTP; "stdio" on stdio
   std::string tenant = "local";  // from the bearer token over HTTP; "local" on stdio
-  std::string transport;       // "stdio" or "http"
+  std::string transport;         // "stdio" or "http"
   // The project the session's branches, trail and memories belong to: "" until the engine fixes
   // it at the session's first tool call, resource read or prompt (then from the client's roots,
   // else `project_header`, else "default"; see McpServer::SetProjectResolver).

@@ -252,8 +252,9 @@ void McpSession::OnToolsCall(Message& m, Prevalidated& pre) {
   }
   std::any prepared;
   const bool same_prepare = same_tool && pre.prepared_with == info_;
-  absl::Status prepare_status = same_prepare ? std::move(pre.prepare_status)
-                                             : RunPrepare(tool->prepare, arguments, *info_, prepared);
+  absl::Status prepare_status = same_prepare
+                                    ? std::move(pre.prepare_status)
+                                    : RunPrepare(tool->prepare, arguments, *info_, prepared);
   if (same_prepare) prepared = std::move(pre.prepared);
   if (!prepare_status.ok()) {
     Reply(m.id, ToolResultToJson(

@@ -37,8 +37,8 @@ struct ToolDefinition {
   // every call are validated against it before the handler runs; a violation becomes a tool
   // result with isError:true naming the field and the rule.
   Json input_schema;
-  Json output_schema;  // optional (null = none)
-  Json annotations;    // optional ToolAnnotations object (null = none)
+  Json output_schema;   // optional (null = none)
+  Json annotations;     // optional ToolAnnotations object (null = none)
   Json meta = nullptr;  // optional `_meta` object of the listing (null = none)
 };
 
@@ -112,10 +112,10 @@ using ToolHandler = std::function<void(std::shared_ptr<ToolCall>)>;
 // received the request (any thread, concurrently with anything else), so that costly stateless
 // steps (scrubbing, token counting) do not hold the executor every session shares. It must read
 // only `arguments`, the calling `session`'s identity and state that is thread-safe (it may read
-// a database through its own connection), and keep no reference into either. Its result reaches the handler as ToolCall::prepared(). Runs on the executor
-// instead when the tool was replaced after the request arrived. If it throws, the call finishes
-// with an error result and the handler does not run.
-using ToolPrepare =
-    std::function<std::any(const Json& arguments, const SessionInfo& session)>;
+// a database through its own connection), and keep no reference into either. Its result reaches the
+// handler as ToolCall::prepared(). Runs on the executor instead when the tool was replaced after
+// the request arrived. If it throws, the call finishes with an error result and the handler does
+// not run.
+using ToolPrepare = std::function<std::any(const Json& arguments, const SessionInfo& session)>;
 
 }  // namespace contextd::protocol

@@ -1,10 +1,10 @@
 #include "scrub/internal/aho_corasick.h"
 
+#include <gtest/gtest.h>
+
 #include <random>
 #include <set>
 #include <tuple>
-
-#include <gtest/gtest.h>
 
 namespace contextd::scrub::internal {
 namespace {

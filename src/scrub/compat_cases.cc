@@ -2,9 +2,8 @@
 
 #include <fstream>
 #include <memory>
-#include <unordered_map>
-
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"

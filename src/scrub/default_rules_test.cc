@@ -1,16 +1,17 @@
 // True-positive and false-positive examples for every default rule, plus secrets in awkward
 // places (split across lines, JSON strings with escapes, URLs, next to base64 blocks).
+#include <gtest/gtest.h>
+
 #include <random>
 #include <set>
-
-#include <gtest/gtest.h>
 
 #include "scrub/rule_scrubber.h"
 
 namespace contextd::scrub {
 namespace {
 
-constexpr std::string_view kAlnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+constexpr std::string_view kAlnum =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 constexpr std::string_view kHex = "0123456789abcdef";
 constexpr std::string_view kB64 =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -57,9 +58,8 @@ std::vector<Case> TruePositives() {
   add("gcp-oauth-access-token", "Authorization: Bearer ", "ya29." + R(kUrlSafe, 120), "\n");
   add("azure-ad-client-secret", "AZURE_CLIENT_SECRET=", R(kAlnum, 3) + "8Q~" + R(kAlnum, 34), "\n");
   // azure-storage-account-key: in a connection string and as the value of a key name.
-  add("azure-storage-account-key",
-      "DefaultEndpointsProtocol=https;AccountName=prod;AccountKey=", R(kB64, 86) + "==",
-      ";EndpointSuffix=core.windows.net");
+  add("azure-storage-account-key", "DefaultEndpointsProtocol=https;AccountName=prod;AccountKey=",
+      R(kB64, 86) + "==", ";EndpointSuffix=core.windows.net");
   add("azure-storage-account-key", "AZURE_STORAGE_KEY=", R(kB64, 86) + "==", "\n");
   add("azure-storage-account-key", "export STORAGE_ACCOUNT_KEY=\"", R(kB64, 86) + "==", "\"\n");
   add("azure-storage-account-key", "  storageAccountKey: ", R(kB64, 86) + "==", "\n");
@@ -67,8 +67,9 @@ std::vector<Case> TruePositives() {
   add("azure-storage-account-key", "account_key = '", R(kB64, 86) + "==", "'\n");
   add("azure-storage-account-key", "az storage blob list --account-name prod --account-key ",
       R(kB64, 86) + "==", " -c backups");
-  add("azure-sas-token", "https://prod.blob.core.windows.net/c?sv=2022-11-02&sr=c&sig=",
-      R(kAlnum, 43) + "%3D", "&se=2027-01-01");
+  add("azure-sas-token",
+      "https://prod.blob.core.windows.net/c?sv=2022-11-02&sr=c&sig=", R(kAlnum, 43) + "%3D",
+      "&se=2027-01-01");
   add("digitalocean-token", "DO_TOKEN=", "dop_v1_" + R(kHex, 64), "\n");
   add("hashicorp-vault-token", "VAULT_TOKEN=", "hvs." + R(kUrlSafe, 95), "\n");
   add("github-pat", "git clone https://x:", "ghp_" + R(kAlnum, 36), "@github.com/o/r.git");
@@ -82,16 +83,19 @@ std::vector<Case> TruePositives() {
   add("gitlab-pipeline-trigger-token", "curl -F token=", "glptt-" + R(kHex, 40), " -F ref=main");
   add("gitlab-runner-token", "token = \"", "glrt-" + R(kUrlSafe, 20), "\"");
   add("gitlab-deploy-token", "password: ", "gldt-" + R(kUrlSafe, 20), "\n");
-  add("slack-token", "SLACK_BOT_TOKEN=",
-      "xoxb-" + R(kDigits, 12) + "-" + R(kDigits, 13) + "-" + R(kAlnum, 24), "\n");
-  add("slack-token", "app token: ", "xapp-1-A" + R("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", 10) +
-      "-" + R(kDigits, 13) + "-" + R("abcdef0123456789", 64), "\n");
+  add("slack-token",
+      "SLACK_BOT_TOKEN=", "xoxb-" + R(kDigits, 12) + "-" + R(kDigits, 13) + "-" + R(kAlnum, 24),
+      "\n");
+  add("slack-token", "app token: ",
+      "xapp-1-A" + R("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", 10) + "-" + R(kDigits, 13) + "-" +
+          R("abcdef0123456789", 64),
+      "\n");
   add("slack-webhook-url", "webhook: https://hooks.slack.com/services/",
       "T" + R(kAlnum, 8) + "/B" + R(kAlnum, 10) + "/" + R(kAlnum, 24), "\n");
   add("discord-webhook-url", "url = \"https://discord.com/api/webhooks/123456789012345678/",
       R(kUrlSafe, 68), "\"");
-  add("discord-bot-token", "DISCORD_BOT=",
-      "M" + R(kUrlSafe, 23) + "." + R(kUrlSafe, 6) + "." + R(kUrlSafe, 27), "\n");
+  add("discord-bot-token",
+      "DISCORD_BOT=", "M" + R(kUrlSafe, 23) + "." + R(kUrlSafe, 6) + "." + R(kUrlSafe, 27), "\n");
   add("telegram-bot-token", "bot = Bot(\"", "123456789:AA" + R(kUrlSafe, 33), "\")");
   add("stripe-api-key", "Stripe.api_key = '", "sk_live_" + R(kAlnum, 24), "'");
   add("stripe-api-key", "STRIPE_KEY=", "rk_test_" + R(kAlnum, 99), "\n");
@@ -100,10 +104,11 @@ std::vector<Case> TruePositives() {
   add("square-access-token", "secret: ", "sq0csp-" + R(kUrlSafe, 43), "\n");
   add("paypal-braintree-access-token", "BT=",
       "access_token$production$" + R("abcdefghijklmnopqrstuvwxyz0123456789", 16) + "$" +
-          R(kHex, 32), "\n");
+          R(kHex, 32),
+      "\n");
   add("paypal-client-secret", "PAYPAL_CLIENT_SECRET=", R(kUrlSafe, 80), "\n");
-  add("openai-api-key", "OPENAI_API_KEY=",
-      "sk-proj-" + R(kUrlSafe, 74) + "T3BlbkFJ" + R(kUrlSafe, 74), "\n");
+  add("openai-api-key",
+      "OPENAI_API_KEY=", "sk-proj-" + R(kUrlSafe, 74) + "T3BlbkFJ" + R(kUrlSafe, 74), "\n");
   add("openai-api-key", "openai.api_key = \"", "sk-" + R(kAlnum, 20) + "T3BlbkFJ" + R(kAlnum, 20),
       "\"");
   add("anthropic-api-key", "ANTHROPIC_API_KEY=", "sk-ant-api03-" + R(kUrlSafe, 93) + "AA", "\n");
@@ -125,18 +130,22 @@ std::vector<Case> TruePositives() {
   add("linear-api-key", "LINEAR_API_KEY=", "lin_api_" + R(kAlnum, 40), "\n");
   add("age-secret-key", "# created\n",
       "AGE-SECRET-KEY-1" + R("QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", 58), "\n");
-  add("database-url-password", "DATABASE_URL=postgres://app:", "s3cr3t-P4ss", "@db.internal:5432/app");
+  add("database-url-password", "DATABASE_URL=postgres://app:", "s3cr3t-P4ss",
+      "@db.internal:5432/app");
   add("database-url-password", "postgres://admin:", "Xk9#mP2vL8qR", "@db.prod.internal:5432/app");
   add("database-url-password", "mongodb+srv://admin:", "hunter22", "@cluster0.mongodb.net/test");
   add("database-url-password", "REDIS_URL=redis://default:", R(kAlnum, 24), "@cache:6379/0");
-  add("url-basic-auth", "pip install -i https://deploy:", "Zx81_pQ2-kk9", "@pypi.corp.io/simple pkg");
+  add("url-basic-auth", "pip install -i https://deploy:", "Zx81_pQ2-kk9",
+      "@pypi.corp.io/simple pkg");
   add("jwt", "Authorization: Bearer ",
       "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ." +
-          R(kUrlSafe, 43), "\n");
+          R(kUrlSafe, 43),
+      "\n");
   {
     std::string body;
     for (int i = 0; i < 10; ++i) body += R(kB64, 64) + "\n";
-    add("private-key", "-----BEGIN RSA PRIVATE KEY-----\n", body, "-----END RSA PRIVATE KEY-----\n");
+    add("private-key", "-----BEGIN RSA PRIVATE KEY-----\n", body,
+        "-----END RSA PRIVATE KEY-----\n");
     add("private-key", "{\"private_key\": \"-----BEGIN PRIVATE KEY-----\\n",
         R(kB64, 64) + "\\n" + R(kB64, 64) + "\\n", "-----END PRIVATE KEY-----\\n\"}");
   }
@@ -165,7 +174,8 @@ std::vector<Case> TruePositives() {
   add("generic-password", "Server=db;Database=app;User Id=sa;Password=", "Xk9#mP2vL8qR", ";");
   add("generic-password", "Driver={ODBC Driver 18};Server=x;Uid=app;Pwd=", "Qw3rty!x9Z", ";");
   add("generic-password", "passphrase = ", "correct-h0rse-battery", "\n");
-  add("generic-password", "openssl pkcs12 -export -in c.pem -passout pass:", "Xk9mP2vL8qR", " -out c.p12");
+  add("generic-password", "openssl pkcs12 -export -in c.pem -passout pass:", "Xk9mP2vL8qR",
+      " -out c.p12");
   add("generic-password", "INFO connecting with password=", "Wq7#pL2mZx", " user=app\n");
   add("generic-password", "<password>", "Wq7pL2mZx9", "</password>");
   add("generic-password", "the new password is ", "Wq7pL2mZx9", "\n");
@@ -202,17 +212,16 @@ std::vector<Case> TruePositives() {
   add("generic-flag", "python upload.py --api_key \"", R(kAlnum, 31) + "7", "\"");
   // authorization-header: Bearer / Basic / Token credentials wherever a header is written down.
   add("authorization-header", "curl -H 'Authorization: Bearer ", R(kAlnum, 40), "' https://api");
-  add("authorization-header", "DEBUG send: Authorization: Bearer ",
-      R(kB64, 40), "\r\n");  // an AWS secret access key used as a bearer token
+  add("authorization-header", "DEBUG send: Authorization: Bearer ", R(kB64, 40),
+      "\r\n");  // an AWS secret access key used as a bearer token
   add("authorization-header", "> Authorization: Bearer ", R(kAlnum, 32), "\n");
   add("authorization-header", "{\"headers\": {\"Authorization\": \"Bearer ", R(kUrlSafe, 40),
       "\"}}");
-  add("authorization-header", "headers = {'Authorization': 'Basic ", "YWRtaW46WGs5bVAydkw4cVI=",
-      "'}");
-  add("authorization-header", "curl --header \"Authorization: Basic ", "ZGVwbG95OlpxOC1yVDQhbXYyVw==",
-      "\" https://x");
-  add("authorization-header", "{\\\"Authorization\\\": \\\"Bearer ", R(kAlnum, 36),
-      "\\\"}");
+  add("authorization-header", "headers = {'Authorization': 'Basic ",
+      "YWRtaW46WGs5bVAydkw4cVI=", "'}");
+  add("authorization-header", "curl --header \"Authorization: Basic ",
+      "ZGVwbG95OlpxOC1yVDQhbXYyVw==", "\" https://x");
+  add("authorization-header", "{\\\"Authorization\\\": \\\"Bearer ", R(kAlnum, 36), "\\\"}");
   add("authorization-header", "req.Header.Set(\"Authorization\", \"token ", R(kHex, 40), "\")");
   add("authorization-header", "Proxy-Authorization: Basic ", "cHJveHk6WGs5bVAydkw4cVI=", "\n");
   return c;
@@ -222,7 +231,8 @@ std::vector<Case> FalsePositives() {
   return {
       {"aws-access-key-id", "AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE", ""},
       {"aws-access-key-id", "AKIAAAAAAAAAAAAAAAAA is not random", ""},
-      {"aws-secret-access-key", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", ""},
+      {"aws-secret-access-key", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+       ""},
       {"gcp-api-key", "AIzaSyXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX", ""},
       {"gcp-oauth-client-secret", "GOCSPX-<your-client-secret>", ""},
       {"gcp-oauth-access-token", "ya29.placeholder", ""},
@@ -233,7 +243,8 @@ std::vector<Case> FalsePositives() {
       {"azure-storage-account-key",
        "storage = get_storage()\n\"integrity\": \"sha512-" + std::string(86, 'A') + "==\"", ""},
       {"azure-storage-account-key",
-       "storage_key: \"sha512-9u/aB1F1Cy/1yH5e/f+hfNMeQPvEkWTF9k0Lwr5eEW1T6HQ9c0sSp6Gy1zbmXo4E/2uMA==\"",
+       "storage_key: "
+       "\"sha512-9u/aB1F1Cy/1yH5e/f+hfNMeQPvEkWTF9k0Lwr5eEW1T6HQ9c0sSp6Gy1zbmXo4E/2uMA==\"",
        ""},
       {"azure-sas-token", "?sig=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", ""},
       {"digitalocean-token", "dop_v1_ is the prefix", ""},
@@ -249,7 +260,8 @@ std::vector<Case> FalsePositives() {
       {"gitlab-runner-token", "glrt-${RUNNER_TOKEN}", ""},
       {"gitlab-deploy-token", "gldt-", ""},
       {"slack-token", "xoxb-your-token-here", ""},
-      {"slack-webhook-url", "https://hooks.slack.com/services/XXXXXXXXX/XXXXXXXXXXX/XXXXXXXXXXXXXXXXXXXXXXXX", ""},
+      {"slack-webhook-url",
+       "https://hooks.slack.com/services/XXXXXXXXX/XXXXXXXXXXX/XXXXXXXXXXXXXXXXXXXXXXXX", ""},
       {"discord-webhook-url", "https://discord.com/api/webhooks/{id}/{token}", ""},
       {"discord-bot-token", "bot: see README.md.section.about-tokens-and-configuration", ""},
       {"telegram-bot-token", "time 12:AA is not a token", ""},
@@ -282,7 +294,8 @@ std::vector<Case> FalsePositives() {
       {"database-url-password", "mysql://root:password@localhost/test", ""},
       {"database-url-password", "postgresql://localhost:5432/app", ""},
       {"database-url-password", "postgres://user:secret@localhost/db", ""},
-      {"database-url-password", "DATABASE_URL = 'postgres://postgres:postgres@localhost:5432/test'", ""},
+      {"database-url-password", "DATABASE_URL = 'postgres://postgres:postgres@localhost:5432/test'",
+       ""},
       {"database-url-password", "amqp://guest:guest@localhost:5672//", ""},
       {"database-url-password", "mysql://app:app_password@db/app", ""},
       {"database-url-password", "redis://:s3cr3t-P4ss@cache.example.com:6379/0", ""},
@@ -290,13 +303,16 @@ std::vector<Case> FalsePositives() {
       {"url-basic-auth", "https://github.com/org/repo/blob/main/a.py#L10", ""},
       // URL-parsing test output: placeholder credentials, reserved hosts.
       {"url-basic-auth", ">>> urlparse('http://user:pass@example.com')", ""},
-      {"url-basic-auth", "assert u.netloc == 'user:password@host'  # http://user:password@host", ""},
+      {"url-basic-auth", "assert u.netloc == 'user:password@host'  # http://user:password@host",
+       ""},
       {"url-basic-auth", "http://user:password@host:8080/path?q=1", ""},
       {"url-basic-auth", "http://admin:hunter22@example.com/login", ""},
       {"url-basic-auth", "proxy = 'http://user:pass123@proxy.test:3128'", ""},
       {"url-basic-auth", "https://{user}:{password}@{host}/{path}", ""},
       {"jwt", "eyJ is how base64 JSON starts", ""},
-      {"private-key", "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\n-----END PUBLIC KEY-----", ""},
+      {"private-key",
+       "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\n-----END PUBLIC KEY-----",
+       ""},
       {"private-key", "-----BEGIN RSA PRIVATE KEY-----\n...\n-----END RSA PRIVATE KEY-----", ""},
       {"generic-password", "password = os.getenv(\"DB_PASSWORD\")", ""},
       {"generic-password", "DB_PASSWORD=changeme", ""},
@@ -312,7 +328,8 @@ std::vector<Case> FalsePositives() {
       {"generic-password", "password = auth[2]", ""},
       {"generic-password", "Passwd=credentials[1], service=service", ""},
       {"generic-password", "newPassword = oldPassword2", ""},
-      {"generic-password", "MovedAttribute(\"HTTPPasswordMgr\", \"urllib2\", \"urllib.request\"),", ""},
+      {"generic-password", "MovedAttribute(\"HTTPPasswordMgr\", \"urllib2\", \"urllib.request\"),",
+       ""},
       {"generic-password", "re.compile(r'(?<password>[-a-zA-Z0-9_]{1,256})@')", ""},
       // Placeholders and lookups.
       {"generic-password", "password = os.environ[\"DB_PASSWORD\"]", ""},
@@ -324,7 +341,10 @@ std::vector<Case> FalsePositives() {
       {"generic-password", "DB_PASSWORD=password123", ""},
       {"generic-password", "self.client.login(username='admin', password='admin1234')", ""},
       {"generic-password", "curl -d password=$PASSWORD https://x", ""},
-      {"generic-password", "\"password\": \"pbkdf2_sha256$260000$Zx9Qw8Er7Ty6$abcdefghijklmnopqrstuvwxyz0123456789ABCDE=\"", ""},
+      {"generic-password",
+       "\"password\": "
+       "\"pbkdf2_sha256$260000$Zx9Qw8Er7Ty6$abcdefghijklmnopqrstuvwxyz0123456789ABCDE=\"",
+       ""},
       {"generic-password", "PASSWORD_MIN_LENGTH = 12345678", ""},
       {"generic-password", "password_hash_algorithm: argon2id-v19", ""},
       // 'pass' is a word of its own only: not in passed / passport / bypass / compass, nor the
@@ -336,25 +356,34 @@ std::vector<Case> FalsePositives() {
       {"generic-password", "compass = 'NW1234567'", ""},
       {"generic-password", "PWD=/home/user1/project2\nOLDPWD=/home/user1", ""},
       {"generic-password", "pwd = os.getcwd()", ""},
-      {"generic-password", "echo $TOKEN | docker login -u ci --password-stdin ghcr.io/org1/repo", ""},
+      {"generic-password", "echo $TOKEN | docker login -u ci --password-stdin ghcr.io/org1/repo",
+       ""},
       {"generic-password", "proxy_bypass = '10.0.0.0/8,192.168.0.0/16'", ""},
       {"generic-secret", "csrf_token = \"a1b2c3d4e5f6a1b2c3d4e5f6\"", ""},
       {"generic-secret", "token_count = 4096", ""},
-      {"generic-secret", "\"integrity\": \"sha512-" + std::string("Zm9vYmFyYmF6cXV4cXV1eHF1dXhxdXV4cXV1eA==") + "\"", ""},
+      {"generic-secret",
+       "\"integrity\": \"sha512-" + std::string("Zm9vYmFyYmF6cXV4cXV1eHF1dXhxdXV4cXV1eA==") + "\"",
+       ""},
       {"generic-secret", "api_key = settings.OPENAI_API_KEY", ""},
       {"generic-secret", "secret_name: 550e8400-e29b-41d4-a716-446655440000", ""},
-      {"generic-secret", "api_key=<YOUR_API_KEY>\nuser_id=01a0dc07-4a59-47af-a736-90d6a15f2091", ""},
+      {"generic-secret", "api_key=<YOUR_API_KEY>\nuser_id=01a0dc07-4a59-47af-a736-90d6a15f2091",
+       ""},
       {"generic-secret", "refresh_token=oauth2_access_token", ""},
       {"generic-secret", "url = 'https://x.io/cb?refresh_token=oauth2_access_token&state=a1'", ""},
       {"generic-secret", "SECRET_KEY = 'fake-key'", ""},
       {"generic-secret", "api_key: \"{{ api_key }}\"", ""},
       {"generic-secret", "token = None", ""},
-      {"generic-secret", "PRIVATE_KEY_TYPES = typing.Union[\n    ed25519.Ed25519PrivateKey,\n    x448.X448PrivateKey,\n]", ""},
+      {"generic-secret",
+       "PRIVATE_KEY_TYPES = typing.Union[\n    ed25519.Ed25519PrivateKey,\n    "
+       "x448.X448PrivateKey,\n]",
+       ""},
       {"generic-secret", "GNUTLS_PKCS11_OBJ_TOKEN_LABEL,\n\tGNUTLS_PKCS11_OBJ_TOKEN_SERIAL,", ""},
       {"generic-secret", "exports2.TOKEN = exports2.STRICT_TOKEN = exports2.HEX", ""},
       {"generic-secret", "\"oauth_token_secret=secret%3Dpassword&oauth_token=lock%26key\"", ""},
       // Sample values of RFC 6749 (quoted by every OAuth library).
-      {"generic-secret", "{\"access_token\":\"2YotnFZFEjr1zCsicMWpAA\",\"refresh_token\":\"tGzv3JOkF0XG5Qx2TlKWIA\"}", ""},
+      {"generic-secret",
+       "{\"access_token\":\"2YotnFZFEjr1zCsicMWpAA\",\"refresh_token\":\"tGzv3JOkF0XG5Qx2TlKWIA\"}",
+       ""},
       {"generic-secret", "--token-file /run/secrets/token1", ""},
       {"authorization-header", "Authorization: Bearer <token>", ""},
       {"authorization-header", "Authorization: Bearer ${TOKEN}", ""},
@@ -423,8 +452,10 @@ TEST(DefaultRulesTest, HardNegativesStayUntouched) {
   std::string text =
       "request_id=550e8400-e29b-41d4-a716-446655440000\n"
       "commit 3f786850e387550fdab836ed7e6dc881de23001b\n"
-      "\"integrity\": \"sha512-9u/aB1F1Cy/1yH5e/f+hfNMeQPvEkWTF9k0Lwr5eEW1T6HQ9c0sSp6Gy1zbmXo4E/2uMA==\",\n"
-      "<img src=\"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
+      "\"integrity\": "
+      "\"sha512-9u/aB1F1Cy/1yH5e/f+hfNMeQPvEkWTF9k0Lwr5eEW1T6HQ9c0sSp6Gy1zbmXo4E/2uMA==\",\n"
+      "<img "
+      "src=\"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
       "YPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==\">\n"
       "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\n"
       "AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n";
@@ -456,8 +487,9 @@ TEST(DefaultRulesTest, SecretInsideEscapedJson) {
 TEST(DefaultRulesTest, SecretsInUrls) {
   std::string gh = "ghp_" + R(kAlnum, 36);
   std::string gcp = "AIza" + R(kUrlSafe, 35);
-  std::string text = "https://" + gh + "@github.com/org/repo.git and https://api.x.io/v1?key=" +
-                     gcp + "&q=1 and amqp://guest:Gu3stPw9x@mq:5672/";
+  std::string text = "https://" + gh +
+                     "@github.com/org/repo.git and https://api.x.io/v1?key=" + gcp +
+                     "&q=1 and amqp://guest:Gu3stPw9x@mq:5672/";
   std::string out = Defaults().Scrub(text);
   EXPECT_EQ(out.find(gh), std::string::npos) << out;
   EXPECT_EQ(out.find(gcp), std::string::npos) << out;
@@ -474,7 +506,8 @@ TEST(DefaultRulesTest, SecretsNextToBase64Blocks) {
   EXPECT_EQ(out.find(tok), std::string::npos) << out;
   // The base64 blocks themselves are not secrets.
   EXPECT_NE(out.find(blob), std::string::npos);
-  EXPECT_EQ(out.size(), text.size() - tok.size() + std::string("[REDACTED:slack-token:xoxb]").size());
+  EXPECT_EQ(out.size(),
+            text.size() - tok.size() + std::string("[REDACTED:slack-token:xoxb]").size());
 }
 
 TEST(DefaultRulesTest, ManySecretsOnOneLineAndIdempotence) {
@@ -484,8 +517,8 @@ TEST(DefaultRulesTest, ManySecretsOnOneLineAndIdempotence) {
     secrets.push_back("ghp_" + R(kAlnum, 36));
     secrets.push_back("AKIA" + R(kAwsChars, 16));
     secrets.push_back(R(kAlnum, 12) + "1");
-    text += secrets[secrets.size() - 3] + " " + secrets[secrets.size() - 2] + " password=" +
-            secrets.back() + ";";
+    text += secrets[secrets.size() - 3] + " " + secrets[secrets.size() - 2] +
+            " password=" + secrets.back() + ";";
   }
   std::string out = Defaults().Scrub(text);
   for (const auto& s : secrets) EXPECT_EQ(out.find(s), std::string::npos) << s;

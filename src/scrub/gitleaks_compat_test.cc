@@ -6,6 +6,7 @@
 // the test fails on any other failure, and on a listed entry that no failing case needs.
 // Skipped when CONTEXTD_SOURCE_DIR is unset or the files are absent (a checkout without
 // ../shared).
+#include <gtest/gtest.h>
 #include <re2/re2.h>
 
 #include <cstdlib>
@@ -15,8 +16,6 @@
 #include <set>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "scrub/compat_cases.h"
 #include "scrub/rule_scrubber.h"

@@ -1,9 +1,9 @@
 #include "scrub/internal/keyword_hits.h"
 
+#include <gtest/gtest.h>
+
 #include <random>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "scrub/internal/aho_corasick.h"
 

@@ -63,8 +63,7 @@ absl::Status WriteFile0600(const std::string& path, std::string_view data, bool 
 absl::StatusOr<ArchiveKey> LoadArchiveKey(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
-    return absl::NotFoundError(
-        absl::StrCat("scrub key file ", path, ": ", std::strerror(errno)));
+    return absl::NotFoundError(absl::StrCat("scrub key file ", path, ": ", std::strerror(errno)));
   }
   if (!S_ISREG(st.st_mode)) {
     return absl::InvalidArgumentError(absl::StrCat("scrub key file ", path, " is not a file"));
@@ -91,8 +90,8 @@ absl::StatusOr<ArchiveKey> LoadArchiveKey(const std::string& path) {
     std::memcpy(key.bytes.data(), raw.data(), 32);
     return key;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "scrub key file ", path, " must hold 32 raw bytes or 64 hex characters"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("scrub key file ", path, " must hold 32 raw bytes or 64 hex characters"));
 }
 
 absl::Status CreateArchiveKeyFile(const std::string& path) {
@@ -113,9 +112,9 @@ std::string SealOriginal(const ArchiveKey& key, std::string_view plaintext,
   randombytes_buf(o, kNonce);
   unsigned long long clen = 0;
   crypto_aead_xchacha20poly1305_ietf_encrypt(
-      o + kNonce, &clen, reinterpret_cast<const unsigned char*>(plaintext.data()),
-      plaintext.size(), reinterpret_cast<const unsigned char*>(associated.data()),
-      associated.size(), nullptr, o, key.bytes.data());
+      o + kNonce, &clen, reinterpret_cast<const unsigned char*>(plaintext.data()), plaintext.size(),
+      reinterpret_cast<const unsigned char*>(associated.data()), associated.size(), nullptr, o,
+      key.bytes.data());
   out.resize(kNonce + clen);
   return out;
 }
@@ -164,8 +163,8 @@ absl::Status FileOriginalsArchive::Put(const std::string& id, std::string_view s
   RETURN_IF_ERROR(WriteFile0600(tmp, sealed, /*exclusive=*/false));
   std::string final_path = absl::StrCat(dir_, "/", id);
   if (std::rename(tmp.c_str(), final_path.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("cannot rename into ", final_path, ": ",
-                                            std::strerror(errno)));
+    return absl::InternalError(
+        absl::StrCat("cannot rename into ", final_path, ": ", std::strerror(errno)));
   }
   return absl::OkStatus();
 }

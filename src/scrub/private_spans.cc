@@ -26,7 +26,8 @@ bool IsSpace(char c) {
 bool NameAt(std::string_view text, size_t pos) {
   if (pos > text.size() || text.size() - pos < kName.size()) return false;
   for (size_t i = 0; i < kName.size(); ++i) {
-    if ((static_cast<unsigned char>(text[pos + i]) | 0x20) != static_cast<unsigned char>(kName[i])) {
+    if ((static_cast<unsigned char>(text[pos + i]) | 0x20) !=
+        static_cast<unsigned char>(kName[i])) {
       return false;
     }
   }

@@ -27,7 +27,9 @@ bool StartsCi(std::string_view t, size_t p, std::string_view word) {
   return true;
 }
 
-bool Space(char c) { return c != '\0' && std::string_view(" \t\n\r\f\v").find(c) != std::string_view::npos; }
+bool Space(char c) {
+  return c != '\0' && std::string_view(" \t\n\r\f\v").find(c) != std::string_view::npos;
+}
 
 // The model: which bytes are withheld, then each maximal run of them becomes one marker.
 std::string Model(std::string_view t) {

@@ -1,8 +1,8 @@
 #include "scrub/private_spans.h"
 
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 namespace contextd::scrub {
 namespace {

@@ -24,12 +24,12 @@ namespace contextd::scrub {
 // "decoded:<percent|hex|base64>" per encoding involved and "decode-depth:<n>".
 struct Finding {
   std::string rule_id;
-  size_t start = 0;        // the secret (secretGroup, or else the whole match): [start, end)
+  size_t start = 0;  // the secret (secretGroup, or else the whole match): [start, end)
   size_t end = 0;
   size_t match_start = 0;  // the whole regex match: [match_start, match_end)
   size_t match_end = 0;
-  size_t line = 0;         // 1-based line of `start`
-  double entropy = 0;      // Shannon entropy of the secret, as gitleaks computes it
+  size_t line = 0;     // 1-based line of `start`
+  double entropy = 0;  // Shannon entropy of the secret, as gitleaks computes it
   std::vector<std::string> tags;
 };
 
@@ -54,8 +54,8 @@ class RuleScrubber : public Scrubber {
   // problems(); so are allowlist regexes that fail (the rest of the allowlist stays). Returns
   // InvalidArgument when two rules share an id, or when `decode_depth` is outside
   // [0, kMaxDecodeDepth] (see ScrubConfig::decode_depth).
-  static absl::StatusOr<std::unique_ptr<RuleScrubber>> Create(const RulesConfig& config,
-                                                              int decode_depth = kDefaultDecodeDepth);
+  static absl::StatusOr<std::unique_ptr<RuleScrubber>> Create(
+      const RulesConfig& config, int decode_depth = kDefaultDecodeDepth);
 
   ~RuleScrubber() override;
 
@@ -100,8 +100,8 @@ struct ScrubConfig {
   // With rules_file: true keeps the built-in rules under the file's rules whatever its [extend]
   // says (the server's default); false lets the file decide, as gitleaks does (see ResolveRules).
   bool extend_default = true;
-  bool archive_originals = false; // keep encrypted originals (see originals_archive.h)
-  std::string key_file;           // required with archive_originals; must be mode 0600
+  bool archive_originals = false;  // keep encrypted originals (see originals_archive.h)
+  std::string key_file;            // required with archive_originals; must be mode 0600
   // Encoded secrets: base64 (standard or URL-safe), hex and percent-encoded runs whose decoding
   // is text are decoded in place and scanned with their line, up to this many levels (2: also
   // base64 of percent-encoded text, and so on); a secret found there redacts the whole encoded

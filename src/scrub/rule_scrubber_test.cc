@@ -1,13 +1,12 @@
 #include "scrub/rule_scrubber.h"
 
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <random>
-
-#include <gtest/gtest.h>
 
 namespace contextd::scrub {
 namespace {
@@ -282,10 +281,10 @@ condition = "AND"
 regexes = ['''key=zz''']
 stopwords = ["zzq"]
 )");
-  EXPECT_EQ(s->Scrub("key=abcfake123"), "key=abcfake123");             // global stopword
-  EXPECT_EQ(s->Scrub("# key=abc123456\n"), "# key=abc123456\n");       // line target
-  EXPECT_EQ(s->Scrub("key=zzqabc123"), "key=zzqabc123");               // AND: both pass
-  EXPECT_EQ(s->Scrub("key=zzabc1234"), "key=[REDACTED:t:zz]");         // AND: only regex
+  EXPECT_EQ(s->Scrub("key=abcfake123"), "key=abcfake123");        // global stopword
+  EXPECT_EQ(s->Scrub("# key=abc123456\n"), "# key=abc123456\n");  // line target
+  EXPECT_EQ(s->Scrub("key=zzqabc123"), "key=zzqabc123");          // AND: both pass
+  EXPECT_EQ(s->Scrub("key=zzabc1234"), "key=[REDACTED:t:zz]");    // AND: only regex
   EXPECT_EQ(s->Scrub("key=abc123456"), "key=[REDACTED:t:ab]");
 }
 
@@ -719,11 +718,27 @@ keywords = ["://"]
   auto slow = Make(wrapped);
   ASSERT_EQ(fast->num_rules(), 4u);
   ASSERT_EQ(slow->num_rules(), 4u);
-  const std::vector<std::string> pieces = {
-      "-----BEGIN RSA PRIVATE KEY-----\n", "-----END RSA PRIVATE KEY-----\n", "-----BEGIN KEY-----",
-      "-----END KEY-----", "[REDACTED:pem:MIIE]", "blob:", "zzzz", "kk", "kkk", "999", "\n", " ",
-      std::string(70, 'A'), std::string(130, 'b'), std::string(90, 'k'), "x",
-      "https://", "ftp://user:", "p4ssw0rd99", "@host.example", "@db1.internal "};
+  const std::vector<std::string> pieces = {"-----BEGIN RSA PRIVATE KEY-----\n",
+                                           "-----END RSA PRIVATE KEY-----\n",
+                                           "-----BEGIN KEY-----",
+                                           "-----END KEY-----",
+                                           "[REDACTED:pem:MIIE]",
+                                           "blob:",
+                                           "zzzz",
+                                           "kk",
+                                           "kkk",
+                                           "999",
+                                           "\n",
+                                           " ",
+                                           std::string(70, 'A'),
+                                           std::string(130, 'b'),
+                                           std::string(90, 'k'),
+                                           "x",
+                                           "https://",
+                                           "ftp://user:",
+                                           "p4ssw0rd99",
+                                           "@host.example",
+                                           "@db1.internal "};
   std::mt19937 rng(5);
   int found = 0;
   for (int round = 0; round < 400; ++round) {

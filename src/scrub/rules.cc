@@ -2,14 +2,14 @@
 // becomes an InvalidArgument naming the line (and column) or the key.
 #include "scrub/rules.h"
 
+#include <toml++/toml.h>
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
-
-#include <toml++/toml.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
@@ -29,8 +29,8 @@ std::string Where(const toml::node& n) {
 
 absl::Status BadKey(std::string_view ctx, std::string_view key, std::string_view want,
                     const toml::node& n) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(internal::Av(ctx), ": key '", internal::Av(key), "' must be ", internal::Av(want), Where(n)));
+  return absl::InvalidArgumentError(absl::StrCat(internal::Av(ctx), ": key '", internal::Av(key),
+                                                 "' must be ", internal::Av(want), Where(n)));
 }
 
 absl::Status GetString(const toml::table& t, std::string_view ctx, std::string_view key,
@@ -119,7 +119,8 @@ absl::Status ParseAllowlists(const toml::table& t, std::string_view ctx,
       const toml::table* at = e.as_table();
       if (at == nullptr) return BadKey(ctx, "allowlists", "an array of tables", e);
       AllowlistSpec a;
-      RETURN_IF_ERROR(ParseAllowlist(*at, absl::StrCat(internal::Av(ctx), " allowlists[", i++, "]"), &a));
+      RETURN_IF_ERROR(
+          ParseAllowlist(*at, absl::StrCat(internal::Av(ctx), " allowlists[", i++, "]"), &a));
       out->push_back(std::move(a));
     }
   }
@@ -139,8 +140,7 @@ absl::Status ParseRule(const toml::table& t, int index, std::string_view source,
   RETURN_IF_ERROR(GetString(t, ctx, "regex", &r->regex));
   RETURN_IF_ERROR(GetString(t, ctx, "path", &r->path));
   if (r->regex.empty() && r->path.empty() && !amends) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(ctx, ": needs 'regex' or 'path'", Where(t)));
+    return absl::InvalidArgumentError(absl::StrCat(ctx, ": needs 'regex' or 'path'", Where(t)));
   }
   double group = 0;
   RETURN_IF_ERROR(GetNumber(t, ctx, "secretGroup", &group));
@@ -206,10 +206,9 @@ absl::StatusOr<RulesConfig> ParseRulesToml(std::string_view toml_text,
     return FromTable(root, source_name);
   } catch (const toml::parse_error& e) {
     const auto& b = e.source().begin;
-    return absl::InvalidArgumentError(absl::StrCat(internal::Av(source_name), ":", static_cast<uint64_t>(b.line), ":",
-                                                   static_cast<uint64_t>(b.column),
-                                                   ": TOML syntax error: ",
-                                                   internal::Av(e.description())));
+    return absl::InvalidArgumentError(absl::StrCat(
+        internal::Av(source_name), ":", static_cast<uint64_t>(b.line), ":",
+        static_cast<uint64_t>(b.column), ": TOML syntax error: ", internal::Av(e.description())));
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(internal::Av(source_name), ": ", e.what()));
   }

@@ -39,8 +39,8 @@ struct RuleSpec {
   std::string description;
   std::string regex;
   std::string path;
-  int secret_group = 0;      // 0: the first non-empty capture group, or the whole match.
-  double entropy = 0;        // 0: no entropy threshold.
+  int secret_group = 0;               // 0: the first non-empty capture group, or the whole match.
+  double entropy = 0;                 // 0: no entropy threshold.
   std::vector<std::string> keywords;  // lower-cased at parse time.
   std::vector<std::string> tags;
   std::vector<AllowlistSpec> allowlists;

@@ -1,10 +1,10 @@
 #include "scrub/rules.h"
 
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <set>
-
-#include <gtest/gtest.h>
 
 #include "scrub/rule_scrubber.h"
 

@@ -2,15 +2,15 @@
 // of the recorded runs in ../shared/workloads/*.jsonl (see its README.md) is scanned with the
 // default rules, and must have no finding: these runs hold no secrets, so any finding is a false
 // redaction of code, test output or a command. Skipped when the workloads are not present.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "scrub/rule_scrubber.h"
 

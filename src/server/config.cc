@@ -106,10 +106,12 @@ const std::map<std::string, KeySpec>& Registry() {
   static const auto* registry = [] {
     auto* r = new std::map<std::string, KeySpec>();
     auto& m = *r;
-    m["server.transport"] = Scalar("server.transport", [](ServerConfig* c) { return &c->transport; });
+    m["server.transport"] =
+        Scalar("server.transport", [](ServerConfig* c) { return &c->transport; });
     m["server.listen"] = Scalar("server.listen", [](ServerConfig* c) { return &c->listen; });
     m["server.data_dir"] = Scalar("server.data_dir", [](ServerConfig* c) { return &c->data_dir; });
-    m["server.log_level"] = Scalar("server.log_level", [](ServerConfig* c) { return &c->log_level; });
+    m["server.log_level"] =
+        Scalar("server.log_level", [](ServerConfig* c) { return &c->log_level; });
     m["server.max_message_bytes"] =
         Scalar("server.max_message_bytes", [](ServerConfig* c) { return &c->max_message_bytes; });
     m["server.auth_token_file"] =
@@ -138,13 +140,16 @@ const std::map<std::string, KeySpec>& Registry() {
     CONTEXTD_FOLDING_KEY(session_idle_timeout_seconds);
 #undef CONTEXTD_FOLDING_KEY
 
-    m["tokens.encoding"] = Scalar("tokens.encoding", [](ServerConfig* c) { return &c->token_encoding; });
-    m["scrub.rules_file"] = Scalar("scrub.rules_file", [](ServerConfig* c) { return &c->scrub.rules_file; });
+    m["tokens.encoding"] =
+        Scalar("tokens.encoding", [](ServerConfig* c) { return &c->token_encoding; });
+    m["scrub.rules_file"] =
+        Scalar("scrub.rules_file", [](ServerConfig* c) { return &c->scrub.rules_file; });
     m["scrub.extend_default"] =
         Scalar("scrub.extend_default", [](ServerConfig* c) { return &c->scrub.extend_default; });
-    m["scrub.archive_originals"] =
-        Scalar("scrub.archive_originals", [](ServerConfig* c) { return &c->scrub.archive_originals; });
-    m["scrub.key_file"] = Scalar("scrub.key_file", [](ServerConfig* c) { return &c->scrub.key_file; });
+    m["scrub.archive_originals"] = Scalar(
+        "scrub.archive_originals", [](ServerConfig* c) { return &c->scrub.archive_originals; });
+    m["scrub.key_file"] =
+        Scalar("scrub.key_file", [](ServerConfig* c) { return &c->scrub.key_file; });
     m["scrub.decode_depth"] =
         Scalar("scrub.decode_depth", [](ServerConfig* c) { return &c->scrub.decode_depth; });
     m["trail.auto_scope_upstreams"] = Scalar("trail.auto_scope_upstreams", [](ServerConfig* c) {
@@ -196,7 +201,7 @@ const std::map<std::string, KeySpec>& Registry() {
     CONTEXTD_NATS_KEY(outbox_max_rows);
 #undef CONTEXTD_NATS_KEY
 #define CONTEXTD_RETENTION_KEY(name) \
-  m["retention." #name] =             \
+  m["retention." #name] =            \
       Scalar("retention." #name, [](ServerConfig* c) { return &c->retention.name; })
     CONTEXTD_RETENTION_KEY(trail_days);
     CONTEXTD_RETENTION_KEY(usage_detail_days);
@@ -377,7 +382,8 @@ absl::Status ParseUpstreams(const YAML::Node& node, std::vector<gateway::Upstrea
     RETURN_IF_ERROR(ParseUpstream(node[i], StrCat("upstreams[", i, "]"), &upstream));
     for (const auto& other : parsed) {
       if (other.name == upstream.name) {
-        return Bad(StrCat("upstreams[", i, "].name"), StrCat("duplicate upstream '", upstream.name, "'"));
+        return Bad(StrCat("upstreams[", i, "].name"),
+                   StrCat("duplicate upstream '", upstream.name, "'"));
       }
     }
     parsed.push_back(std::move(upstream));
@@ -413,8 +419,8 @@ absl::Status LoadConfigFile(const std::string& path, ServerConfig* config) {
         continue;
       }
       if (!section.second.IsMap()) {
-        return absl::InvalidArgumentError(StrCat(
-            "config file '", path, "': section '", section_name, "' must be a mapping"));
+        return absl::InvalidArgumentError(
+            StrCat("config file '", path, "': section '", section_name, "' must be a mapping"));
       }
       // Nested mappings (model_gateway.providers.anthropic.base_url): flattened to dotted keys.
       std::vector<std::pair<std::string, YAML::Node>> entries;
@@ -425,15 +431,15 @@ absl::Status LoadConfigFile(const std::string& path, ServerConfig* config) {
         if (entry.second.IsSequence()) {
           for (const auto& item : entry.second) {
             if (!item.IsScalar()) {
-              return absl::InvalidArgumentError(StrCat(
-                  "config file '", path, "': key '", key, "' must be a list of scalars"));
+              return absl::InvalidArgumentError(
+                  StrCat("config file '", path, "': key '", key, "' must be a list of scalars"));
             }
             values.push_back(item.as<std::string>());
           }
           auto it = Registry().find(key);
           if (it != Registry().end() && !it->second.is_list) {
-            return absl::InvalidArgumentError(StrCat(
-                "config file '", path, "': key '", key, "' takes a single value, not a list"));
+            return absl::InvalidArgumentError(StrCat("config file '", path, "': key '", key,
+                                                     "' takes a single value, not a list"));
           }
         } else if (entry.second.IsScalar()) {
           values.push_back(entry.second.as<std::string>());
@@ -512,7 +518,8 @@ absl::Status ValidateNatsEvents(const NatsEventsConfig& nats) {
         one.find_first_of(" \t") != std::string_view::npos) {
       return Bad("events.nats.url",
                  StrCat("expected nats://HOST:PORT or tls://HOST:PORT (comma-separated for a "
-                        "cluster), got '", events::RedactNatsUrl(nats.url), "'"));
+                        "cluster), got '",
+                        events::RedactNatsUrl(nats.url), "'"));
     }
     start = comma + 1;
   }
@@ -523,9 +530,9 @@ absl::Status ValidateNatsEvents(const NatsEventsConfig& nats) {
       return Bad("events.nats.stream", "must name a stream when events.nats.jetstream is true");
     }
     if (nats.stream.find_first_of(".*> \t/\\") != std::string::npos || nats.stream.size() > 64) {
-      return Bad("events.nats.stream",
-                 StrCat("'", nats.stream, "' is not a stream name (at most 64 characters, no "
-                        "'.', '*', '>', '/', '\\' or whitespace)"));
+      return Bad("events.nats.stream", StrCat("'", nats.stream,
+                                              "' is not a stream name (at most 64 characters, no "
+                                              "'.', '*', '>', '/', '\\' or whitespace)"));
     }
   }
   if (nats.queue_size < 1 || nats.queue_size > 1'000'000) {
@@ -597,8 +604,7 @@ absl::Status ValidateConfig(const ServerConfig& config) {
   if (config.store.postgres_pool_size < 1 || config.store.postgres_pool_size > 1000) {
     return Bad("store.postgres.pool_size", "must be between 1 and 1000");
   }
-  if (config.store.postgres_session_sync_ms < 0 ||
-      config.store.postgres_session_sync_ms > 60'000) {
+  if (config.store.postgres_session_sync_ms < 0 || config.store.postgres_session_sync_ms > 60'000) {
     return Bad("store.postgres.session_sync_ms", "must be between 0 and 60000");
   }
   if (config.http_threads < 1 || config.http_threads > 64) {
@@ -608,7 +614,8 @@ absl::Status ValidateConfig(const ServerConfig& config) {
     return Bad("tokens.encoding",
                StrCat("must be o200k_base or cl100k_base, got '", config.token_encoding, "'"));
   }
-  static const char* const kLevels[] = {"trace", "debug", "info", "warn", "warning", "error", "off"};
+  static const char* const kLevels[] = {"trace",   "debug", "info", "warn",
+                                        "warning", "error", "off"};
   bool level_ok = false;
   for (const char* l : kLevels) level_ok = level_ok || config.log_level == l;
   if (!level_ok) {
@@ -653,8 +660,8 @@ absl::Status ValidateConfig(const ServerConfig& config) {
     if (endpoint->model.empty()) {
       return Bad(StrCat("memory.", name, ".model"), "must be set when base_url is");
     }
-    if (endpoint->timeout_ms < 1) return Bad(StrCat("memory.", name, ".timeout_ms"),
-                                             "must be positive");
+    if (endpoint->timeout_ms < 1)
+      return Bad(StrCat("memory.", name, ".timeout_ms"), "must be positive");
   }
   RETURN_IF_ERROR(ValidateNatsEvents(config.nats_events));
   const RetentionConfig& keep = config.retention;

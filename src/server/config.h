@@ -58,7 +58,7 @@ struct ModelGatewayConfig {
 
 // An OpenAI-compatible endpoint the ReasoningBank may use (memory.distiller, memory.embeddings).
 struct MemoryEndpointConfig {
-  std::string base_url;     // empty: not used
+  std::string base_url;  // empty: not used
   std::string model;
   std::string api_key_env;  // the environment variable holding its key (never the key itself)
   int64_t timeout_ms = 30'000;
@@ -109,22 +109,22 @@ struct StoreConfig {
 // days; 0 keeps it forever. The sweep runs on a thread of its own every sweep_interval_s (0: only
 // `contextd trail prune`), in transactions of about batch_rows rows.
 struct RetentionConfig {
-  int64_t trail_days = 30;           // a session's trail after its last activity
-  int64_t usage_detail_days = 30;    // per-request usage; daily totals are kept forever
-  int64_t conversation_days = 90;    // a model conversation's decisions after it was last seen
-  int64_t memory_history_days = 180; // memory_history rows (each item keeps its newest)
+  int64_t trail_days = 30;            // a session's trail after its last activity
+  int64_t usage_detail_days = 30;     // per-request usage; daily totals are kept forever
+  int64_t conversation_days = 90;     // a model conversation's decisions after it was last seen
+  int64_t memory_history_days = 180;  // memory_history rows (each item keeps its newest)
   int64_t sweep_interval_s = 3600;
   int64_t batch_rows = 500;
 };
 
 struct ServerConfig {
   // server:
-  std::string transport = "http";      // "stdio" or "http"
+  std::string transport = "http";         // "stdio" or "http"
   std::string listen = "127.0.0.1:9090";  // ADDR:PORT; port 0 picks a free port
-  std::string data_dir;                // empty: $XDG_DATA_HOME/contextd or ~/.local/share/contextd
+  std::string data_dir;  // empty: $XDG_DATA_HOME/contextd or ~/.local/share/contextd
   std::string log_level = "info";
   int64_t max_message_bytes = 4 << 20;
-  std::string auth_token_file;         // one token per line, optional "tenant:" prefix
+  std::string auth_token_file;               // one token per line, optional "tenant:" prefix
   std::vector<std::string> allowed_origins;  // empty: loopback origins only
   std::vector<std::string> allowed_hosts;    // empty: loopback hosts only
   int64_t http_threads = 2;

@@ -112,13 +112,14 @@ TEST(ConfigTest, NatsEventsValidationNamesTheKey) {
               n.stream = "a.b";
             }).find("events.nats.stream"),
             std::string::npos);
-  EXPECT_NE(bad([](NatsEventsConfig& n) { n.subject_prefix = "a.>"; })
-                .find("events.nats.subject_prefix"),
-            std::string::npos);
+  EXPECT_NE(
+      bad([](NatsEventsConfig& n) { n.subject_prefix = "a.>"; }).find("events.nats.subject_prefix"),
+      std::string::npos);
   EXPECT_NE(bad([](NatsEventsConfig& n) { n.queue_size = 0; }).find("events.nats.queue_size"),
             std::string::npos);
-  EXPECT_NE(bad([](NatsEventsConfig& n) { n.credentials_file = "/nonexistent/x.creds"; })
-                .find("events.nats.credentials_file"),
+  EXPECT_NE(bad([](NatsEventsConfig& n) {
+              n.credentials_file = "/nonexistent/x.creds";
+            }).find("events.nats.credentials_file"),
             std::string::npos);
   ServerConfig off;
   off.nats_events.jetstream = true;
@@ -169,7 +170,9 @@ TEST(ConfigTest, EnvironmentOverridesAndRejectsUnknown) {
     return it == env.end() ? nullptr : it->second.c_str();
   };
   ServerConfig c;
-  ASSERT_TRUE(ApplyEnvironment(get, {"CONTEXTD_CONTEXT_FOLDING_MAX_DEPTH", "CONTEXTD_SERVER_LISTEN", "PATH"}, &c).ok());
+  ASSERT_TRUE(ApplyEnvironment(
+                  get, {"CONTEXTD_CONTEXT_FOLDING_MAX_DEPTH", "CONTEXTD_SERVER_LISTEN", "PATH"}, &c)
+                  .ok());
   EXPECT_EQ(c.folding.max_depth, 5);
   EXPECT_EQ(c.listen, "127.0.0.1:0");
   env["CONTEXTD_CONTEXT_FOLDING_MAX_DEPHT"] = "1";
@@ -193,8 +196,8 @@ TEST(ConfigTest, StoreBackendKeysAndTheirRules) {
     auto it = env.find(n);
     return it == env.end() ? nullptr : it->second.c_str();
   };
-  ASSERT_TRUE(ApplyEnvironment(get, {"CONTEXTD_STORE_POSTGRES_URL",
-                                     "CONTEXTD_STORE_POSTGRES_POOL_SIZE"}, &c)
+  ASSERT_TRUE(ApplyEnvironment(
+                  get, {"CONTEXTD_STORE_POSTGRES_URL", "CONTEXTD_STORE_POSTGRES_POOL_SIZE"}, &c)
                   .ok());
   EXPECT_EQ(c.store.postgres_url, "postgresql://ctx:pw@db/contextd");
   EXPECT_EQ(c.store.postgres_pool_size, 3);

@@ -79,20 +79,20 @@ class GroupCommitTest : public ::testing::Test {
                                call->Finish(protocol::TextResult(st.ok() ? "written" : "failed"));
                              })
                     .ok());
-    ASSERT_TRUE(server_
-                    .AddTool({"write", "Write", "Writes a row",
-                              Json{{"type", "object"}}, nullptr, nullptr},
-                             [this](std::shared_ptr<protocol::ToolCall> call) {
-                               std::lock_guard<std::mutex> lock(db_->mutex());
-                               absl::Status st = db_->BeginWrite();
-                               if (st.ok()) {
-                                 st = db_->EndWrite(db_->Exec(
-                                     "INSERT INTO schema_version VALUES (" +
-                                     std::to_string(next_version_++) + ", 'gc', 0)"));
-                               }
-                               call->Finish(protocol::TextResult(st.ok() ? "written" : "failed"));
-                             })
-                    .ok());
+    ASSERT_TRUE(
+        server_
+            .AddTool({"write", "Write", "Writes a row", Json{{"type", "object"}}, nullptr, nullptr},
+                     [this](std::shared_ptr<protocol::ToolCall> call) {
+                       std::lock_guard<std::mutex> lock(db_->mutex());
+                       absl::Status st = db_->BeginWrite();
+                       if (st.ok()) {
+                         st = db_->EndWrite(db_->Exec("INSERT INTO schema_version VALUES (" +
+                                                      std::to_string(next_version_++) +
+                                                      ", 'gc', 0)"));
+                       }
+                       call->Finish(protocol::TextResult(st.ok() ? "written" : "failed"));
+                     })
+            .ok());
     protocol::SessionInfo info;
     info.session_id = "s1";
     info.transport = "test";
@@ -136,9 +136,9 @@ class GroupCommitTest : public ::testing::Test {
 TEST_F(GroupCommitTest, RepliesOfOneBatchWaitForItsSingleCommit) {
   for (int id = 1; id <= 5; ++id) Send(CallWrite(id));
   executor_.RunUntilIdle();
-  EXPECT_EQ(gate_->commits(), 1);         // five writes, one commit
-  EXPECT_EQ(sent_before_commit_, 0u);     // no reply left before it
-  EXPECT_EQ(visible_before_commit_, 0);   // and nothing was durable before it
+  EXPECT_EQ(gate_->commits(), 1);        // five writes, one commit
+  EXPECT_EQ(sent_before_commit_, 0u);    // no reply left before it
+  EXPECT_EQ(visible_before_commit_, 0);  // and nothing was durable before it
   std::vector<Json> sent = sink_->Take();
   ASSERT_EQ(sent.size(), 5u);
   for (int i = 0; i < 5; ++i) {
@@ -205,20 +205,21 @@ TEST_F(GroupCommitTest, UpkeepRunsAfterACommitsRepliesWentOutAndNotAfterAFailure
 // Session::CloseThen (an HTTP DELETE's answer) is confirmed only once what the session's end
 // wrote is committed, with the commit's outcome.
 TEST_F(GroupCommitTest, ASessionsEndIsConfirmedAfterTheCommitOfWhatItWrote) {
-  server_.SetSessionHooks({nullptr, [this](const protocol::SessionInfo&, std::string_view why) {
-                             std::lock_guard<std::mutex> lock(db_->mutex());
-                             absl::Status st = db_->BeginWrite();
-                             if (st.ok()) {
-                               st = db_->EndWrite(db_->Exec(
-                                   why == "orphan"
-                                       ? "PRAGMA defer_foreign_keys=ON; INSERT INTO gc_child "
-                                         "VALUES (42)"
-                                       : "INSERT INTO schema_version VALUES (" +
-                                             std::to_string(next_version_++) + ", 'gc', 0)"));
-                             }
-                             EXPECT_TRUE(st.ok()) << st;
-                           },
-                           nullptr});
+  server_.SetSessionHooks(
+      {nullptr,
+       [this](const protocol::SessionInfo&, std::string_view why) {
+         std::lock_guard<std::mutex> lock(db_->mutex());
+         absl::Status st = db_->BeginWrite();
+         if (st.ok()) {
+           st = db_->EndWrite(db_->Exec(why == "orphan"
+                                            ? "PRAGMA defer_foreign_keys=ON; INSERT INTO gc_child "
+                                              "VALUES (42)"
+                                            : "INSERT INTO schema_version VALUES (" +
+                                                  std::to_string(next_version_++) + ", 'gc', 0)"));
+         }
+         EXPECT_TRUE(st.ok()) << st;
+       },
+       nullptr});
   std::vector<absl::Status> outcomes;
   std::vector<int64_t> durable_at_confirmation;
   auto done = [&](const absl::Status& st) {

@@ -32,12 +32,12 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                  .Help("Tokens charged to branches and session roots")
                  .Register(*registry_)
                  .Add({});
-  utilisation_ = &prometheus::BuildHistogram()
-                      .Name("contextd_branch_budget_utilisation_ratio")
-                      .Help("Tokens used over tokens allocated, at the end of each branch")
-                      .Register(*registry_)
-                      .Add({}, prometheus::Histogram::BucketBoundaries{0.1, 0.25, 0.5, 0.75, 0.8,
-                                                                       0.9, 1.0});
+  utilisation_ =
+      &prometheus::BuildHistogram()
+           .Name("contextd_branch_budget_utilisation_ratio")
+           .Help("Tokens used over tokens allocated, at the end of each branch")
+           .Register(*registry_)
+           .Add({}, prometheus::Histogram::BucketBoundaries{0.1, 0.25, 0.5, 0.75, 0.8, 0.9, 1.0});
   tool_latency_ = &prometheus::BuildHistogram()
                        .Name("contextd_tool_call_seconds")
                        .Help("Time spent inside contextd per tool call, by tool")
@@ -46,23 +46,24 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                   .Name("contextd_store_group_commits_total")
                   .Help("SQLite group commits, by outcome (ok, failed)")
                   .Register(*registry_);
-  commit_seconds_ = &prometheus::BuildHistogram()
-                         .Name("contextd_store_group_commit_seconds")
-                         .Help("Time to commit one group of writes")
-                         .Register(*registry_)
-                         .Add({}, prometheus::Histogram::BucketBoundaries{
-                                      0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
-                                      0.01, 0.05, 0.25});
-  commit_held_ = &prometheus::BuildHistogram()
-                      .Name("contextd_store_group_commit_held_messages")
-                      .Help("Outbound messages released by one group commit")
-                      .Register(*registry_)
-                      .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64,
-                                                                       128});
+  commit_seconds_ =
+      &prometheus::BuildHistogram()
+           .Name("contextd_store_group_commit_seconds")
+           .Help("Time to commit one group of writes")
+           .Register(*registry_)
+           .Add({}, prometheus::Histogram::BucketBoundaries{0.00005, 0.0001, 0.00025, 0.0005, 0.001,
+                                                            0.0025, 0.005, 0.01, 0.05, 0.25});
+  commit_held_ =
+      &prometheus::BuildHistogram()
+           .Name("contextd_store_group_commit_held_messages")
+           .Help("Outbound messages released by one group commit")
+           .Register(*registry_)
+           .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64, 128});
   memory_events_ = &prometheus::BuildCounter()
                         .Name("contextd_memory_events_total")
-                        .Help("ReasoningBank events (memory.recorded, memory.injected, "
-                              "memory.extracted, memory.feedback, ...), by type")
+                        .Help(
+                            "ReasoningBank events (memory.recorded, memory.injected, "
+                            "memory.extracted, memory.feedback, ...), by type")
                         .Register(*registry_);
   memory_items_ = &prometheus::BuildCounter()
                        .Name("contextd_memory_event_items_total")
@@ -79,26 +80,30 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                                    .Register(*registry_);
   memory_fallbacks_ = &prometheus::BuildCounter()
                            .Name("contextd_memory_fallbacks_total")
-                           .Help("Memory endpoint failures the bank fell back from, by part "
-                                 "(distiller, embeddings)")
+                           .Help(
+                               "Memory endpoint failures the bank fell back from, by part "
+                               "(distiller, embeddings)")
                            .Register(*registry_);
-  model_requests_ = &prometheus::BuildCounter()
-                         .Name("contextd_model_requests_total")
-                         .Help("Model requests through the gateway, by api, relayed status, tenant and project")
-                         .Register(*registry_);
+  model_requests_ =
+      &prometheus::BuildCounter()
+           .Name("contextd_model_requests_total")
+           .Help("Model requests through the gateway, by api, relayed status, tenant and project")
+           .Register(*registry_);
   model_last_ = &prometheus::BuildGauge()
                      .Name("contextd_model_last_request_timestamp_seconds")
                      .Help("Unix time of the last model request, by api")
                      .Register(*registry_);
   model_tokens_ = &prometheus::BuildCounter()
                        .Name("contextd_model_tokens_total")
-                       .Help("Message tokens as the client sent them (stage=client) and as "
-                             "forwarded after folding (stage=forwarded), by contextd's count")
+                       .Help(
+                           "Message tokens as the client sent them (stage=client) and as "
+                           "forwarded after folding (stage=forwarded), by contextd's count")
                        .Register(*registry_);
   model_provider_tokens_ = &prometheus::BuildCounter()
                                 .Name("contextd_model_provider_tokens_total")
-                                .Help("Tokens the provider reported, by kind (input, cache_read, "
-                                      "cache_creation, output), tenant and project")
+                                .Help(
+                                    "Tokens the provider reported, by kind (input, cache_read, "
+                                    "cache_creation, output), tenant and project")
                                 .Register(*registry_);
   model_folds_ = &prometheus::BuildCounter()
                       .Name("contextd_model_folds_total")
@@ -117,24 +122,26 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                            .Help("Tool results auto-folded into trail handles (first time)")
                            .Register(*registry_);
   model_auto_fold_tokens_ = &prometheus::BuildCounter()
-                                .Name("contextd_model_auto_fold_tokens_total")
-                                .Help("Tokens of the tool results auto-folded (first time)")
-                                .Register(*registry_);
+                                 .Name("contextd_model_auto_fold_tokens_total")
+                                 .Help("Tokens of the tool results auto-folded (first time)")
+                                 .Register(*registry_);
   model_auto_fold_steps_ =
       &prometheus::BuildCounter()
            .Name("contextd_model_auto_fold_steps_total")
-           .Help("Requests with auto-fold on, by what their step did (folded, below_trigger, "
-                 "below_clear_at_least, thinking, no_trail)")
+           .Help(
+               "Requests with auto-fold on, by what their step did (folded, below_trigger, "
+               "below_clear_at_least, thinking, no_trail)")
            .Register(*registry_);
   model_fallbacks_ = &prometheus::BuildCounter()
                           .Name("contextd_model_rewrite_fallbacks_total")
                           .Help("Requests forwarded unchanged because a rewrite was not valid")
                           .Register(*registry_);
   model_unfoldable_ = &prometheus::BuildCounter()
-                          .Name("contextd_model_unfoldable_requests_total")
-                          .Help("Requests of a folded API forwarded as sent because their history "
-                                "is kept by the provider, by api and reason")
-                          .Register(*registry_);
+                           .Name("contextd_model_unfoldable_requests_total")
+                           .Help(
+                               "Requests of a folded API forwarded as sent because their history "
+                               "is kept by the provider, by api and reason")
+                           .Register(*registry_);
   model_seconds_ = &prometheus::BuildHistogram()
                         .Name("contextd_model_request_seconds")
                         .Help("Model requests from arrival to the end of the answer, by api")
@@ -187,8 +194,8 @@ void Metrics::ModelRequestDone(const ModelRequest& r) {
     model_unfoldable_->Add({{"api", r.api}, {"reason", r.unfoldable}}).Increment();
   }
   model_seconds_
-      ->Add({{"api", r.api}}, prometheus::Histogram::BucketBoundaries{0.1, 0.5, 1, 2.5, 5, 10, 30,
-                                                                      60, 120, 300, 600})
+      ->Add({{"api", r.api}},
+            prometheus::Histogram::BucketBoundaries{0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600})
       .Observe(r.seconds);
 }
 
@@ -240,8 +247,8 @@ void Metrics::MemoryEvent(std::string_view type, double items, double tokens) {
 void Metrics::MemoryRetrieval(bool ok, double seconds) {
   memory_retrieval_seconds_
       ->Add({{"outcome", ok ? "ok" : "failed"}},
-            prometheus::Histogram::BucketBoundaries{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-                                                    0.05, 0.1, 0.5})
+            prometheus::Histogram::BucketBoundaries{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                    0.1, 0.5})
       .Observe(seconds);
 }
 
@@ -257,28 +264,31 @@ void Metrics::EventsEnabled() {
                            .Register(*registry_);
   events_dropped_ = &prometheus::BuildCounter()
                          .Name("contextd_events_dropped_total")
-                         .Help("Events not delivered to NATS, by reason (queue_full, "
-                               "disconnected, publish_error, retries_exhausted, shutdown, "
-                               "outbox_trimmed, outbox_error)")
+                         .Help(
+                             "Events not delivered to NATS, by reason (queue_full, "
+                             "disconnected, publish_error, retries_exhausted, shutdown, "
+                             "outbox_trimmed, outbox_error)")
                          .Register(*registry_);
   events_duplicates_ = &prometheus::BuildCounter()
                             .Name("contextd_events_jetstream_duplicates_total")
-                            .Help("JetStream publishes acked as duplicates (a retry of an event "
-                                  "the stream already held)")
+                            .Help(
+                                "JetStream publishes acked as duplicates (a retry of an event "
+                                "the stream already held)")
                             .Register(*registry_);
   events_outbox_rows_ = &prometheus::BuildGauge()
-                            .Name("contextd_events_outbox_rows")
-                            .Help("Events in the outbox not yet published (every instance's)")
-                            .Register(*registry_);
+                             .Name("contextd_events_outbox_rows")
+                             .Help("Events in the outbox not yet published (every instance's)")
+                             .Register(*registry_);
   events_outbox_age_ = &prometheus::BuildGauge()
-                           .Name("contextd_events_outbox_oldest_age_seconds")
-                           .Help("Age of the oldest event in the outbox (0 when empty)")
-                           .Register(*registry_);
+                            .Name("contextd_events_outbox_oldest_age_seconds")
+                            .Help("Age of the oldest event in the outbox (0 when empty)")
+                            .Register(*registry_);
   events_taken_over_ = &prometheus::BuildCounter()
-                           .Name("contextd_events_outbox_taken_over_total")
-                           .Help("Outbox events another instance left unpublished (its lease ran "
-                                 "out) that this instance took over")
-                           .Register(*registry_);
+                            .Name("contextd_events_outbox_taken_over_total")
+                            .Help(
+                                "Outbox events another instance left unpublished (its lease ran "
+                                "out) that this instance took over")
+                            .Register(*registry_);
   events_published_->Add({});
   events_duplicates_->Add({});
   events_outbox_rows_->Add({});
@@ -317,13 +327,15 @@ void Metrics::EventDuplicate() {
 void Metrics::BuildRetentionMetrics() {
   retention_rows_ = &prometheus::BuildCounter()
                          .Name("contextd_retention_swept_rows_total")
-                         .Help("Rows the retention sweep deleted, by kind (sessions, scopes, "
-                               "events, blobs, usage_rows, threads, rewrites, memory_history)")
+                         .Help(
+                             "Rows the retention sweep deleted, by kind (sessions, scopes, "
+                             "events, blobs, usage_rows, threads, rewrites, memory_history)")
                          .Register(*registry_);
   retention_bytes_ = &prometheus::BuildCounter()
                           .Name("contextd_retention_swept_bytes_total")
-                          .Help("Bytes of the rows the retention sweep deleted, by kind (blobs, "
-                                "rewrites)")
+                          .Help(
+                              "Bytes of the rows the retention sweep deleted, by kind (blobs, "
+                              "rewrites)")
                           .Register(*registry_);
   retention_kept_rows_ = &prometheus::BuildGauge()
                               .Name("contextd_retention_kept_rows")
@@ -331,8 +343,9 @@ void Metrics::BuildRetentionMetrics() {
                               .Register(*registry_);
   retention_kept_bytes_ = &prometheus::BuildGauge()
                                .Name("contextd_retention_kept_bytes")
-                               .Help("Bytes kept after the last sweep, by kind (blobs, rewrites, "
-                                     "database)")
+                               .Help(
+                                   "Bytes kept after the last sweep, by kind (blobs, rewrites, "
+                                   "database)")
                                .Register(*registry_);
   retention_sweeps_ = &prometheus::BuildCounter()
                            .Name("contextd_retention_sweeps_total")
@@ -354,9 +367,10 @@ void Metrics::BuildRetentionMetrics() {
 void Metrics::RetentionSwept(const store::RetentionReport& r) {
   retention_sweeps_->Add({{"outcome", r.skipped ? "skipped" : "ok"}}).Increment();
   const std::pair<const char*, const store::RetentionCount*> kinds[] = {
-      {"sessions", &r.sessions}, {"scopes", &r.scopes},     {"events", &r.events},
-      {"blobs", &r.blobs},       {"usage_rows", &r.usage_rows}, {"threads", &r.threads},
-      {"rewrites", &r.rewrites}, {"memory_history", &r.memory_history}};
+      {"sessions", &r.sessions},     {"scopes", &r.scopes},
+      {"events", &r.events},         {"blobs", &r.blobs},
+      {"usage_rows", &r.usage_rows}, {"threads", &r.threads},
+      {"rewrites", &r.rewrites},     {"memory_history", &r.memory_history}};
   for (const auto& [kind, count] : kinds) {
     retention_rows_->Add({{"kind", kind}}).Increment(static_cast<double>(count->rows));
   }
@@ -370,8 +384,9 @@ void Metrics::RetentionFailed() { retention_sweeps_->Add({{"outcome", "failed"}}
 
 void Metrics::RetentionKept(const store::RetentionKept& k) {
   const std::pair<const char*, int64_t> rows[] = {
-      {"scopes", k.scopes},         {"events", k.events},     {"blobs", k.blobs},
-      {"usage_rows", k.usage_rows}, {"usage_days", k.usage_days}, {"threads", k.threads},
+      {"scopes", k.scopes},         {"events", k.events},
+      {"blobs", k.blobs},           {"usage_rows", k.usage_rows},
+      {"usage_days", k.usage_days}, {"threads", k.threads},
       {"rewrites", k.rewrites},     {"memory_history", k.memory_history}};
   for (const auto& [kind, n] : rows) {
     retention_kept_rows_->Add({{"kind", kind}}).Set(static_cast<double>(n));

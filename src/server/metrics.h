@@ -8,8 +8,8 @@
 #include <mutex>
 #include <set>
 #include <string>
-#include <utility>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "store/retention.h"

@@ -62,11 +62,11 @@ namespace {
 
 using internal::BuildMemoryBank;
 using internal::BuildModelGateway;
+using internal::Engine;
 using internal::kOutboxLeaseMs;
+using internal::StartRetention;
 using internal::ToOutboxEvent;
 using internal::WallMillis;
-using internal::StartRetention;
-using internal::Engine;
 
 constexpr char kVersion[] = "0.1.0";
 constexpr char kInstructions[] =
@@ -114,8 +114,8 @@ absl::StatusOr<std::map<std::string, std::string>> ReadTokens(const std::string&
       token = std::string(l.substr(colon + 1));
     }
     if (token.size() < 16) {
-      return absl::InvalidArgumentError(base::StrCat(
-          "auth token file '", path, "': tokens must have at least 16 characters"));
+      return absl::InvalidArgumentError(
+          base::StrCat("auth token file '", path, "': tokens must have at least 16 characters"));
     }
     tokens[token] = tenant;
   }
@@ -125,12 +125,11 @@ absl::StatusOr<std::map<std::string, std::string>> ReadTokens(const std::string&
   return tokens;
 }
 
-
 // Longest startup wait for the upstreams' first catalogs; later ones arrive via list_changed.
 constexpr auto kUpstreamStartupWait = std::chrono::seconds(10);
 
 absl::StatusOr<std::shared_ptr<const scrub::Scrubber>> MakeScrubber(const ServerConfig& config,
-                                                                  const std::string& data_dir) {
+                                                                    const std::string& data_dir) {
   ASSIGN_OR_RETURN(auto rules, scrub::BuildScrubber(config.scrub));
   if (!config.scrub.archive_originals) return std::shared_ptr<const scrub::Scrubber>(rules);
   ASSIGN_OR_RETURN(scrub::ArchiveKey key, scrub::LoadArchiveKey(config.scrub.key_file));
@@ -173,12 +172,10 @@ absl::Status StartEvents(const ServerConfig& config, Engine& engine) {
     metrics->EventDropped(reason, n);
   };
   relay_hooks.taken_over = [metrics](int64_t n) { metrics->EventsTakenOver(n); };
-  relay_hooks.depth = [metrics](int64_t rows, double age) {
-    metrics->EventOutboxDepth(rows, age);
-  };
-  engine.outbox_relay = std::make_unique<events::OutboxRelay>(
-      *engine.outbox, *engine.events_publisher, relay_options, std::move(relay_hooks),
-      [] { return WallMillis(); });
+  relay_hooks.depth = [metrics](int64_t rows, double age) { metrics->EventOutboxDepth(rows, age); };
+  engine.outbox_relay =
+      std::make_unique<events::OutboxRelay>(*engine.outbox, *engine.events_publisher, relay_options,
+                                            std::move(relay_hooks), [] { return WallMillis(); });
   // Rows written on the executor become readable when their group commits (both backends,
   // decisions 0008 and 0026): the group commit's after-delivery hook wakes the relay.
   return absl::OkStatus();
@@ -212,8 +209,8 @@ void ScheduleDueSweep(Engine& engine) {
       for (const folding::SessionKey& session : *due) {
         absl::Status loaded = engine.manager->LoadSession(session);
         if (!loaded.ok()) {
-          base::LogWarn(base::StrCat("deadline sweep: session ", session.ToString(), ": ",
-                                     loaded.message()));
+          base::LogWarn(
+              base::StrCat("deadline sweep: session ", session.ToString(), ": ", loaded.message()));
         }
       }
       engine.metrics.SetActiveBranches(engine.manager->active_branches());
@@ -287,10 +284,11 @@ absl::Status BuildEngine(const ServerConfig& config, const RegisterFixtures& fix
 
   absl::Status status;
   engine.executor->RunSync([&] {
-    engine.manager = std::make_unique<folding::BranchManager>(
-        config.folding, *engine.executor, *engine.store, *counter, *engine.scrubber,
-        &engine.events);
-    if (engine.outbox) engine.manager->SetOutboxEncoder(OutboxEncoder(config.nats_events.subject_prefix));
+    engine.manager =
+        std::make_unique<folding::BranchManager>(config.folding, *engine.executor, *engine.store,
+                                                 *counter, *engine.scrubber, &engine.events);
+    if (engine.outbox)
+      engine.manager->SetOutboxEncoder(OutboxEncoder(config.nats_events.subject_prefix));
     // Before Recover(): branches force-returned at startup fold their trail scopes.
     trail::TrailOptions trail_options;
     trail_options.auto_scope_upstreams = config.trail_auto_scope_upstreams;
@@ -306,8 +304,8 @@ absl::Status BuildEngine(const ServerConfig& config, const RegisterFixtures& fix
                                                   std::move(trail_options));
     engine.ledger = std::make_unique<folding::EngineBranchLedger>(
         *engine.executor, *engine.manager, *engine.store, engine.trail.get(), *counter);
-    engine.trail_tools = std::make_unique<tools::TrailTools>(*engine.trail, engine.events, *engine.store,
-                                                      *counter);
+    engine.trail_tools =
+        std::make_unique<tools::TrailTools>(*engine.trail, engine.events, *engine.store, *counter);
     engine.trail_api =
         std::make_unique<viewer::TrailApi>(*engine.trail, *engine.trail_store, *engine.store);
     if (shared_db) {
@@ -328,9 +326,8 @@ absl::Status BuildEngine(const ServerConfig& config, const RegisterFixtures& fix
       base::LogWarn(base::StrCat("folded ", *autos,
                                  " auto-scope(s) left open by a previous run (server restarted)"));
     }
-    auto recovered =
-        shared_db ? absl::StatusOr<folding::RecoverResult>(folding::RecoverResult{})
-                 : engine.manager->Recover();
+    auto recovered = shared_db ? absl::StatusOr<folding::RecoverResult>(folding::RecoverResult{})
+                               : engine.manager->Recover();
     if (!recovered.ok()) {
       status = recovered.status();
       return;
@@ -341,8 +338,8 @@ absl::Status BuildEngine(const ServerConfig& config, const RegisterFixtures& fix
                                  "(server restarted)"));
     }
     engine.metrics.SetActiveBranches(engine.manager->active_branches());
-    engine.tools = std::make_unique<tools::FoldingTools>(*engine.manager, engine.events, engine.metrics,
-                                                  *engine.scrubber);
+    engine.tools = std::make_unique<tools::FoldingTools>(*engine.manager, engine.events,
+                                                         engine.metrics, *engine.scrubber);
     // Calling a contextd tool ends the agent's run of calls to one upstream.
     engine.tools->SetBeforeCall(
         [trail_tools = engine.trail_tools.get()](const protocol::SessionInfo& info) {
@@ -379,9 +376,9 @@ absl::Status BuildEngine(const ServerConfig& config, const RegisterFixtures& fix
                                      const protocol::Json& roots, protocol::SessionInfo& info) {
     tools::ResolveSessionProject(roots, info);
     if (shared != nullptr) shared->ProjectFixed(info);
-    base::LogInfo(base::StrCat("session ", info.session_id, " (tenant ", info.tenant,
-                               "): project ", info.project,
-                               info.project_label.empty() ? "" : " ", info.project_label));
+    base::LogInfo(base::StrCat("session ", info.session_id, " (tenant ", info.tenant, "): project ",
+                               info.project, info.project_label.empty() ? "" : " ",
+                               info.project_label));
     if (info.transport == "stdio") *stdio = info;
   });
   // Both backends: the writes the executor makes share one transaction per batch (SQLite:
@@ -394,8 +391,8 @@ absl::Status BuildEngine(const ServerConfig& config, const RegisterFixtures& fix
       [manager = engine.manager.get(), trail = engine.trail.get(), shared_db](const absl::Status&) {
         absl::Status reloaded = manager->ReloadFromStore();
         if (!reloaded.ok()) {
-          base::LogError(base::StrCat("reloading branches after a failed commit: ",
-                                      reloaded.message()));
+          base::LogError(
+              base::StrCat("reloading branches after a failed commit: ", reloaded.message()));
         }
         trail->ForgetCachedScopes();
         // Auto-scopes the trail no longer tracks would stay open until the next start: fold them
@@ -436,7 +433,8 @@ absl::Status BuildEngine(const ServerConfig& config, const RegisterFixtures& fix
     tools::FoldingTools* folding_tools = engine.tools.get();
     engine.trail_recorder = std::make_unique<tools::TrailRecorder>(*engine.trail);
     deps.observer = engine.trail_recorder.get();
-    deps.deliver_warnings = [folding_tools](protocol::ToolCall& call, protocol::ToolResult& result) {
+    deps.deliver_warnings = [folding_tools](protocol::ToolCall& call,
+                                            protocol::ToolResult& result) {
       folding_tools->DeliverWarnings(call, result, protocol::kProxiedNoticesMember);
     };
     ASSIGN_OR_RETURN(engine.gateway, gateway::Gateway::Create(std::move(deps), config.upstreams));

@@ -157,8 +157,8 @@ TEST_P(ConversationStoreContractTest, RecentConversationsSumFoldsAndSkipsPerConv
   ASSERT_TRUE(none.ok()) << none.status();
   EXPECT_TRUE(none->empty());
 
-  auto record = [&](std::string tenant, std::string conversation, std::string thread,
-                    int64_t at_ms, int folds_new, std::map<std::string, int> skipped,
+  auto record = [&](std::string tenant, std::string conversation, std::string thread, int64_t at_ms,
+                    int folds_new, std::map<std::string, int> skipped,
                     std::string project = "default") {
     UsageRecord r = Usage(std::move(tenant), "", at_ms, at_ms);
     r.key.conversation = std::move(conversation);

@@ -67,7 +67,7 @@ void OutboxStoreContractTest::SetUp() {
 }
 
 std::vector<folding::OutboxRow> OutboxStoreContractTest::List(folding::OutboxStore& store,
-                                                             int64_t after, int limit) {
+                                                              int64_t after, int limit) {
   auto rows = store.ListOwn(after, limit);
   EXPECT_TRUE(rows.ok()) << rows.status();
   return rows.ok() ? *rows : std::vector<folding::OutboxRow>{};

@@ -7,8 +7,8 @@
 #include <memory>
 #include <vector>
 
-#include "folding/outbox_store.h"
 #include "folding/branch_store.h"
+#include "folding/outbox_store.h"
 #include "store/testing/store_backend.h"
 
 namespace contextd::store::testing {
@@ -17,7 +17,7 @@ class OutboxStoreContractTest : public ::testing::TestWithParam<BackendFactory> 
  protected:
   void SetUp() override;
   std::vector<folding::OutboxRow> List(folding::OutboxStore& store, int64_t after = 0,
-                                      int limit = 100);
+                                       int limit = 100);
 
   std::unique_ptr<StoreBackend> backend_;
   std::unique_ptr<folding::BranchStore> branches_;  // writes rows as outbox_'s owner

@@ -1,11 +1,11 @@
 #include "tokens/bpe_tokenizer.h"
 
+#include <openssl/evp.h>
+
 #include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <sstream>
-
-#include <openssl/evp.h>
 
 #include "absl/status/status.h"
 #include "base/status_macros.h"
@@ -71,7 +71,7 @@ absl::StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::Create(EncodingSpec 
   std::string digest = Sha256Hex(spec.rank_file);
   if (digest != spec.rank_file_sha256) {
     return absl::DataLossError(Cat("rank file of ", spec.name, " has sha256 ", digest,
-                                            ", expected ", spec.rank_file_sha256));
+                                   ", expected ", spec.rank_file_sha256));
   }
   ASSIGN_OR_RETURN(RankTable ranks, RankTable::Parse(spec.rank_file));
   for (const SpecialToken& sp : spec.specials) {
@@ -198,12 +198,11 @@ absl::StatusOr<std::string> BpeTokenizer::Decode(std::span<const uint32_t> ids) 
 
 absl::StatusOr<EncodingSpec> BuiltinEncodingSpec(std::string_view name) {
   if (name == "o200k_base") {
-    return EncodingSpec{
-        "o200k_base",
-        internal::SplitPattern::kO200k,
-        internal::EmbeddedO200kBase(),
-        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
-        {{"<|endoftext|>", 199999}, {"<|endofprompt|>", 200018}}};
+    return EncodingSpec{"o200k_base",
+                        internal::SplitPattern::kO200k,
+                        internal::EmbeddedO200kBase(),
+                        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+                        {{"<|endoftext|>", 199999}, {"<|endofprompt|>", 200018}}};
   }
   if (name == "cl100k_base") {
     return EncodingSpec{"cl100k_base",

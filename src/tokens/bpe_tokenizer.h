@@ -33,7 +33,7 @@ struct SpecialToken {
 struct EncodingSpec {
   std::string_view name;
   internal::SplitPattern pattern;
-  std::string_view rank_file;        // contents of the .tiktoken rank file
+  std::string_view rank_file;         // contents of the .tiktoken rank file
   std::string_view rank_file_sha256;  // lowercase hex; checked before parsing
   std::vector<SpecialToken> specials;
 };

@@ -69,14 +69,16 @@ std::string Base64(std::string_view in) {
 // A toy vocabulary: every byte (rank = byte value), then `extra` in rank order from 256.
 std::string ToyRankFile(const std::vector<std::string>& extra) {
   std::string file;
-  for (int b = 0; b < 256; ++b) file += Base64(std::string(1, char(b))) + " " + std::to_string(b) + "\n";
-  for (size_t i = 0; i < extra.size(); ++i) file += Base64(extra[i]) + " " + std::to_string(256 + i) + "\n";
+  for (int b = 0; b < 256; ++b)
+    file += Base64(std::string(1, char(b))) + " " + std::to_string(b) + "\n";
+  for (size_t i = 0; i < extra.size(); ++i)
+    file += Base64(extra[i]) + " " + std::to_string(256 + i) + "\n";
   return file;
 }
 
 absl::StatusOr<std::unique_ptr<BpeTokenizer>> Toy(const std::string& file) {
-  return BpeTokenizer::Create(EncodingSpec{"toy", internal::SplitPattern::kO200k, file,
-                                           Sha256Hex(file), {{"<|end|>", 1000}}});
+  return BpeTokenizer::Create(EncodingSpec{
+      "toy", internal::SplitPattern::kO200k, file, Sha256Hex(file), {{"<|end|>", 1000}}});
 }
 
 TEST(BpeTokenizerTest, KnownIds) {
@@ -116,8 +118,21 @@ TEST(BpeTokenizerTest, InvalidUtf8CountsAsReplacementCharacter) {
 
 TEST(BpeTokenizerTest, DecodeRoundTripsAndRejectsUnknownIds) {
   std::mt19937 rng(3);
-  const char* pieces[] = {"a", "Z", " ", "\n", "\xC3\xA9", "\xE8\xAF\xAD", "\xF0\x9F\x98\x80", "'s",
-                          "1", "<|endoftext|>", "\xCC\x81", "\t", "\xC2\x85", ".", "//"};
+  const char* pieces[] = {"a",
+                          "Z",
+                          " ",
+                          "\n",
+                          "\xC3\xA9",
+                          "\xE8\xAF\xAD",
+                          "\xF0\x9F\x98\x80",
+                          "'s",
+                          "1",
+                          "<|endoftext|>",
+                          "\xCC\x81",
+                          "\t",
+                          "\xC2\x85",
+                          ".",
+                          "//"};
   for (int i = 0; i < 500; ++i) {
     std::string s;
     for (int k = rng() % 30; k > 0; --k) s += pieces[rng() % std::size(pieces)];
@@ -147,9 +162,9 @@ TEST(BpeTokenizerTest, LoadErrors) {
   spec->rank_file = corrupted;
   EXPECT_EQ(BpeTokenizer::Create(*spec).status().code(), absl::StatusCode::kDataLoss);
   // Malformed files with a matching hash are still rejected.
-  for (std::string file : {std::string(""), std::string("YQ== 0\nYQ== 1\n"),
-                           std::string("not base64! 0\n"), std::string("YQ==\n"),
-                           std::string("YQ== x\n"), ToyRankFile({}) + "YWI= 7\n"}) {
+  for (std::string file :
+       {std::string(""), std::string("YQ== 0\nYQ== 1\n"), std::string("not base64! 0\n"),
+        std::string("YQ==\n"), std::string("YQ== x\n"), ToyRankFile({}) + "YWI= 7\n"}) {
     EXPECT_EQ(Toy(file).status().code(), absl::StatusCode::kInvalidArgument) << file.substr(0, 20);
   }
 }
@@ -158,7 +173,8 @@ TEST(BpeTokenizerTest, GetEncodingSharesOneInstanceAcrossThreads) {
   std::vector<const BpeTokenizer*> seen(8);
   std::vector<std::thread> threads;
   for (int i = 0; i < 8; ++i) {
-    threads.emplace_back([&seen, i] { seen[i] = *GetEncoding(i % 2 ? "cl100k_base" : "o200k_base"); });
+    threads.emplace_back(
+        [&seen, i] { seen[i] = *GetEncoding(i % 2 ? "cl100k_base" : "o200k_base"); });
   }
   for (auto& t : threads) t.join();
   for (int i = 0; i < 8; ++i) EXPECT_EQ(seen[i], seen[i % 2]);
@@ -167,7 +183,8 @@ TEST(BpeTokenizerTest, GetEncodingSharesOneInstanceAcrossThreads) {
 
 TEST(BpeTokenizerTest, ConcurrentEncodesAgree) {
   std::string text;
-  for (int i = 0; i < 2000; ++i) text += "identifier_" + std::to_string(i) + " \xE8\xAF\xAD\xE8\xA8\x80 ";
+  for (int i = 0; i < 2000; ++i)
+    text += "identifier_" + std::to_string(i) + " \xE8\xAF\xAD\xE8\xA8\x80 ";
   std::vector<uint32_t> want = O200k().Encode(text);
   std::vector<std::vector<uint32_t>> got(4);
   std::vector<std::thread> threads;
@@ -193,8 +210,8 @@ TEST(BpeTokenizerTest, ShortAndLongMergesAgree) {
   auto table = internal::RankTable::Parse(spec->rank_file);
   ASSERT_TRUE(table.ok());
   std::mt19937 rng(11);
-  const std::string alphabets[] = {"abcdefghijklmnopqrstuvwxyz", "etaoin ", "ab", "0123456789abcdef",
-                                   "\xE8\xAF\xAD\xE8\xA8\x80\xE5\xA4\x84"};
+  const std::string alphabets[] = {"abcdefghijklmnopqrstuvwxyz", "etaoin ", "ab",
+                                   "0123456789abcdef", "\xE8\xAF\xAD\xE8\xA8\x80\xE5\xA4\x84"};
   for (int i = 0; i < 3000; ++i) {
     const std::string& alpha = alphabets[i % std::size(alphabets)];
     size_t n = 2 + rng() % (internal::kShortPieceMax - 1);

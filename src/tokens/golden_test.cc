@@ -44,7 +44,8 @@ std::string DecodeInput(const std::string& field) {
 
 std::vector<Golden> ReadGoldens() {
   const char* src = std::getenv("CONTEXTD_SOURCE_DIR");
-  std::string path = std::string(src ? src : CONTEXTD_SOURCE_DIR_FALLBACK) + "/tests/tokens/goldens.tsv";
+  std::string path =
+      std::string(src ? src : CONTEXTD_SOURCE_DIR_FALLBACK) + "/tests/tokens/goldens.tsv";
   std::ifstream in(path);
   EXPECT_TRUE(in.good()) << "cannot open " << path;
   std::vector<Golden> out;

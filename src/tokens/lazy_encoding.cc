@@ -16,8 +16,10 @@ const BpeTokenizer& LazyEncoding::Get() const {
   if (t != nullptr) return *t;
   absl::StatusOr<const BpeTokenizer*> got = GetEncoding(name_);
   if (!got.ok()) {
-    std::fprintf(stderr, "contextd: the embedded %s vocabulary cannot be loaded (%s): the binary is "
-                 "corrupt; rebuild it\n", name_.c_str(), std::string(got.status().message()).c_str());
+    std::fprintf(stderr,
+                 "contextd: the embedded %s vocabulary cannot be loaded (%s): the binary is "
+                 "corrupt; rebuild it\n",
+                 name_.c_str(), std::string(got.status().message()).c_str());
     std::abort();
   }
   loaded_.store(*got, std::memory_order_release);

@@ -32,18 +32,32 @@ TEST(PretokenizerTest, NewlinesAndWhitespaceRuns) {
   EXPECT_EQ(Split(kO200k, "a \r\n  \n\tb"), (V{"a", " \r\n  \n", "\tb"}));
   EXPECT_EQ(Split(kCl100k, "a   b"), (V{"a", "  ", " b"}));
   // U+0085 is White_Space in Rust's regex (JavaScript ports disagree); U+FEFF is not.
-  EXPECT_EQ(Split(kO200k, "a\xC2\x85\xC2\x85" "b"), (V{"a", "\xC2\x85", "\xC2\x85" "b"}));
-  EXPECT_EQ(Split(kO200k, "a \xEF\xBB\xBF" "b"), (V{"a", " \xEF\xBB\xBF", "b"}));
+  EXPECT_EQ(Split(kO200k,
+                  "a\xC2\x85\xC2\x85"
+                  "b"),
+            (V{"a", "\xC2\x85",
+               "\xC2\x85"
+               "b"}));
+  EXPECT_EQ(Split(kO200k,
+                  "a \xEF\xBB\xBF"
+                  "b"),
+            (V{"a", " \xEF\xBB\xBF", "b"}));
 }
 
 TEST(PretokenizerTest, O200kCaseRuns) {
   EXPECT_EQ(Split(kO200k, "HTTPServer iPhone"), (V{"HTTPServer", " i", "Phone"}));
   EXPECT_EQ(Split(kO200k, "ABC def"), (V{"ABC", " def"}));
   // "カA": the upper run takes both, then backtracks to the Lo character for the lower run.
-  EXPECT_EQ(Split(kO200k, "\xE3\x82\xAB" "A "), (V{"\xE3\x82\xAB", "A", " "}));
+  EXPECT_EQ(Split(kO200k,
+                  "\xE3\x82\xAB"
+                  "A "),
+            (V{"\xE3\x82\xAB", "A", " "}));
   // A leading mark: the prefix try fails ("ABC" has no lower-set character), then the mark
   // alone is the lower run.
-  EXPECT_EQ(Split(kO200k, "\xCC\x81" "ABC"), (V{"\xCC\x81", "ABC"}));
+  EXPECT_EQ(Split(kO200k,
+                  "\xCC\x81"
+                  "ABC"),
+            (V{"\xCC\x81", "ABC"}));
 }
 
 TEST(PretokenizerTest, Contractions) {

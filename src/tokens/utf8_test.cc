@@ -30,18 +30,23 @@ TEST(Utf8Test, ReplacesMaximalSubpartsLikePython) {
   struct Case {
     std::string in, out;
   } cases[] = {
-      {"a\x80" "b", "a\xEF\xBF\xBD" "b"},
+      {"a\x80"
+       "b",
+       "a\xEF\xBF\xBD"
+       "b"},
       {"\xBF\xBF", Rep(2)},
-      {"\xC0\xAF", Rep(2)},                       // C0 is never valid
+      {"\xC0\xAF", Rep(2)},  // C0 is never valid
       {"\xC1\xBF", Rep(2)},
-      {"\xE0\x80\xAF", Rep(3)},                   // E0 needs A0..BF next
-      {"\xE2\x82", Rep(1)},                       // truncated: one maximal subpart
+      {"\xE0\x80\xAF", Rep(3)},  // E0 needs A0..BF next
+      {"\xE2\x82", Rep(1)},      // truncated: one maximal subpart
       {"\xE2\x82x", Rep(1) + "x"},
       {"\xF0\x9F\x98", Rep(1)},
-      {"\xF0\x9F\x98" "A", Rep(1) + "A"},
-      {"\xF0\x80\x80\xAF", Rep(4)},               // F0 needs 90..BF next
-      {"\xED\xA0\x80", Rep(3)},                   // surrogate
-      {"\xF4\x90\x80\x80", Rep(4)},               // above U+10FFFF
+      {"\xF0\x9F\x98"
+       "A",
+       Rep(1) + "A"},
+      {"\xF0\x80\x80\xAF", Rep(4)},  // F0 needs 90..BF next
+      {"\xED\xA0\x80", Rep(3)},      // surrogate
+      {"\xF4\x90\x80\x80", Rep(4)},  // above U+10FFFF
       {"\xF5\x80", Rep(2)},
       {"\xFF\xFE", Rep(2)},
       {"\xC3", Rep(1)},

@@ -36,43 +36,49 @@ Json CreateSchema(const folding::FoldingConfig& config) {
       {"type", "object"},
       {"properties",
        {{"description",
-         {{"type", "string"}, {"minLength", 1}, {"maxLength", folding::kMaxDescriptionChars},
+         {{"type", "string"},
+          {"minLength", 1},
+          {"maxLength", folding::kMaxDescriptionChars},
           {"description", "The subtask, in a line"}}},
         {"prompt",
-         {{"type", "string"}, {"minLength", 1}, {"maxLength", folding::kMaxPromptChars},
+         {{"type", "string"},
+          {"minLength", 1},
+          {"maxLength", folding::kMaxPromptChars},
           {"description", "What the branch is to do"}}},
         {"budget",
-         {{"type", "integer"}, {"minimum", 1}, {"maximum", config.max_budget},
-          {"description", "Token budget (default " +
-                              std::to_string(config.default_budget) + ")"}}},
+         {{"type", "integer"},
+          {"minimum", 1},
+          {"maximum", config.max_budget},
+          {"description", "Token budget (default " + std::to_string(config.default_budget) + ")"}}},
         {"timeout_seconds",
-         {{"type", "integer"}, {"minimum", 1}, {"maximum", config.max_timeout_seconds},
+         {{"type", "integer"},
+          {"minimum", 1},
+          {"maximum", config.max_timeout_seconds},
           {"description", "Deadline in seconds (default " +
                               std::to_string(config.default_timeout_seconds) + ")"}}},
         {"inject_memories",
-         {{"type", "boolean"}, {"default", true},
-          {"description", "Inject relevant memories"}}},
+         {{"type", "boolean"}, {"default", true}, {"description", "Inject relevant memories"}}},
         {"parent_branch_id",
-         {{"type", "string"},
-          {"description", "Default: the innermost active branch"}}}}},
+         {{"type", "string"}, {"description", "Default: the innermost active branch"}}}}},
       {"required", {"description", "prompt"}},
       {"additionalProperties", false}};
 }
 
 Json ReturnSchema() {
-  return Json{
-      {"type", "object"},
-      {"properties",
-       {{"branch_id",
-         {{"type", "string"}, {"description", "Default: the innermost active branch"}}},
-        {"message",
-         {{"type", "string"}, {"maxLength", folding::kMaxReturnMessageChars},
-          {"description", "The summary: all your context keeps of the branch"}}},
-        {"extract_memory",
-         {{"type", "boolean"}, {"default", false},
-          {"description", "Distil the branch into a memory"}}}}},
-      {"required", {"message"}},
-      {"additionalProperties", false}};
+  return Json{{"type", "object"},
+              {"properties",
+               {{"branch_id",
+                 {{"type", "string"}, {"description", "Default: the innermost active branch"}}},
+                {"message",
+                 {{"type", "string"},
+                  {"maxLength", folding::kMaxReturnMessageChars},
+                  {"description", "The summary: all your context keeps of the branch"}}},
+                {"extract_memory",
+                 {{"type", "boolean"},
+                  {"default", false},
+                  {"description", "Distil the branch into a memory"}}}}},
+              {"required", {"message"}},
+              {"additionalProperties", false}};
 }
 
 Json StatusSchema() {
@@ -87,16 +93,17 @@ Json StatusSchema() {
 Json ViewToJson(const folding::BranchView& v) {
   Json children = Json::array();
   for (const auto& c : v.children) children.push_back(ViewToJson(c));
-  Json out{{"branch_id", v.branch_id},
-           {"parent_branch_id", v.parent_branch_id.empty() ? Json(nullptr) : Json(v.parent_branch_id)},
-           {"depth", v.depth},
-           {"description", v.description},
-           {"status", std::string(folding::BranchStatusName(v.status))},
-           {"tokens_used", v.tokens_used},
-           {"budget_allocated", v.budget_allocated},
-           {"reserved_for_children", v.reserved_for_children},
-           {"deadline", folding::FormatWallMillis(v.deadline_wall_ms)},
-           {"children", std::move(children)}};
+  Json out{
+      {"branch_id", v.branch_id},
+      {"parent_branch_id", v.parent_branch_id.empty() ? Json(nullptr) : Json(v.parent_branch_id)},
+      {"depth", v.depth},
+      {"description", v.description},
+      {"status", std::string(folding::BranchStatusName(v.status))},
+      {"tokens_used", v.tokens_used},
+      {"budget_allocated", v.budget_allocated},
+      {"reserved_for_children", v.reserved_for_children},
+      {"deadline", folding::FormatWallMillis(v.deadline_wall_ms)},
+      {"children", std::move(children)}};
   if (v.time_left_ms) out["time_left_seconds"] = *v.time_left_ms / 1000.0;
   if (!v.finish_reason.empty()) out["finish_reason"] = v.finish_reason;
   if (!v.summary.empty()) out["summary"] = v.summary;
@@ -118,9 +125,8 @@ class CallTimer {
   CallTimer(ToolMetrics& metrics, std::string tool)
       : metrics_(metrics), tool_(std::move(tool)), start_(std::chrono::steady_clock::now()) {}
   ~CallTimer() {
-    metrics_.ToolCallLatency(tool_, std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                                                  start_)
-                                        .count());
+    metrics_.ToolCallLatency(
+        tool_, std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
   }
   CallTimer(const CallTimer&) = delete;
   CallTimer& operator=(const CallTimer&) = delete;
@@ -169,8 +175,7 @@ void FoldingTools::OnEvent(const folding::BranchEvent& event) {
 }
 
 void FoldingTools::FinishWithError(ToolCall& call, const absl::Status& status) {
-  ToolResult error =
-      protocol::ErrorResult(scrubber_.Scrub(std::string(status.message())));
+  ToolResult error = protocol::ErrorResult(scrubber_.Scrub(std::string(status.message())));
   DeliverWarnings(call, error, protocol::kNoticesMember);
   call.Finish(std::move(error));
 }
@@ -196,23 +201,24 @@ absl::Status FoldingTools::Register(protocol::McpServer& server) {
       protocol::ToolDefinition{
           std::string(protocol::kBranchCreateTool), "Create a branch",
           std::string(protocol::kBranchCreateDescriptionOpening) +
-              std::string(" (exploring, searching, debugging), with its own token budget and "
-                       "deadline. Call it in the same turn as the subtask's first tool call. Then "
-                       "call branch_return with a short summary: the branch's work is folded away "
-                       "and only the summary stays in your context."),
+              std::string(
+                  " (exploring, searching, debugging), with its own token budget and "
+                  "deadline. Call it in the same turn as the subtask's first tool call. Then "
+                  "call branch_return with a short summary: the branch's work is folded away "
+                  "and only the summary stays in your context."),
           CreateSchema(config), nullptr, Json{{"readOnlyHint", false}}, AlwaysLoad()},
       [this](std::shared_ptr<ToolCall> call) {
         if (before_call_) before_call_(call->session());
         Create(call);
       },
       [this](const Json& args, const protocol::SessionInfo& session) -> std::any {
-        PreparedCreate prepared{
-            manager_.PrepareText(OptString(args, "description").value_or("")),
-            manager_.PrepareText(OptString(args, "prompt").value_or("")), {}};
+        PreparedCreate prepared{manager_.PrepareText(OptString(args, "description").value_or("")),
+                                manager_.PrepareText(OptString(args, "prompt").value_or("")),
+                                {}};
         // Retrieval reads the memory database here, on the receiving thread, not the executor.
         if (memory_ != nullptr && OptBool(args, "inject_memories", true)) {
-          prepared.memories = memory_->Retrieve(session, prepared.description.text(),
-                                                prepared.prompt.text());
+          prepared.memories =
+              memory_->Retrieve(session, prepared.description.text(), prepared.prompt.text());
         }
         return prepared;
       });
@@ -301,8 +307,8 @@ void FoldingTools::Create(const std::shared_ptr<ToolCall>& call) {
   out["injected_context"] = std::move(injected);
   out["injected_tokens"] = r.injected_tokens;
   out["instructions"] = folding::kCreateInstructions;
-  if (!memory_warning.empty()) protocol::AppendNotice(result, memory_warning,
-                                                      protocol::kNoticesMember);
+  if (!memory_warning.empty())
+    protocol::AppendNotice(result, memory_warning, protocol::kNoticesMember);
   DeliverWarnings(*call, result, protocol::kNoticesMember);
   call->Finish(std::move(result));
 }

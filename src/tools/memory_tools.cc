@@ -55,8 +55,9 @@ Json ItemJson(const memory::MemoryItem& m) {
 std::string ItemLine(const memory::MemoryItem& m) {
   char confidence[16];
   std::snprintf(confidence, sizeof confidence, "%.2f", m.Confidence());
-  return absl::StrCat("- ", m.id, " ", m.outcome == memory::Outcome::kSuccess ? "[worked]" : "[avoid]",
-                      " (", memory::StatusName(m.status), ", ", memory::ScopeName(m.scope),
+  return absl::StrCat("- ", m.id, " ",
+                      m.outcome == memory::Outcome::kSuccess ? "[worked]" : "[avoid]", " (",
+                      memory::StatusName(m.status), ", ", memory::ScopeName(m.scope),
                       ", confidence ", confidence, "): ", m.title, ": ", m.content);
 }
 
@@ -88,8 +89,7 @@ MemoryTools::~MemoryTools() {
 }
 
 MemoryRetrieval MemoryTools::Retrieve(const protocol::SessionInfo& session,
-                                      std::string_view description,
-                                      std::string_view prompt) const {
+                                      std::string_view description, std::string_view prompt) const {
   MemoryRetrieval out;
   const auto start = std::chrono::steady_clock::now();
   folding::SessionKey key = SessionKeyFor(session);
@@ -162,8 +162,8 @@ void MemoryTools::QueueExtraction(folding::SessionKey session, folding::Branch b
                               std::min<int64_t>(trail::kMaxUnfoldLimit, kTraceEvents - offset));
     if (!page.ok()) {
       // No trail (e.g. the branch's scope is unknown): distil from the texts alone.
-      base::LogWarn(absl::StrCat("memory: reading the trail of ", branch.id, ": ",
-                                 page.status().message()));
+      base::LogWarn(
+          absl::StrCat("memory: reading the trail of ", branch.id, ": ", page.status().message()));
       break;
     }
     for (const trail::Event& e : page->events) {
@@ -177,8 +177,8 @@ void MemoryTools::QueueExtraction(folding::SessionKey session, folding::Branch b
   worker_->Post([this, trace = std::move(trace)] {
     auto result = bank_.Extract(trace, extract_scope_);
     if (!result.ok()) {
-      base::LogWarn(absl::StrCat("memory: distilling ", trace.branch_id, ": ",
-                                 result.status().message()));
+      base::LogWarn(
+          absl::StrCat("memory: distilling ", trace.branch_id, ": ", result.status().message()));
     }
   });
 }
@@ -202,10 +202,9 @@ absl::Status MemoryTools::Register(protocol::McpServer& server) {
           "project and team.",
           Json{{"type", "object"},
                {"properties",
-                {{"query", {{"type", "string"}, {"minLength", 1},
-                            {"maxLength", memory::kMaxQueryChars}}},
-                 {"limit", {{"type", "integer"}, {"minimum", 1}, {"maximum", 50},
-                            {"default", 5}}},
+                {{"query",
+                  {{"type", "string"}, {"minLength", 1}, {"maxLength", memory::kMaxQueryChars}}},
+                 {"limit", {{"type", "integer"}, {"minimum", 1}, {"maximum", 50}, {"default", 5}}},
                  {"scope", ScopeEnum()}}},
                {"required", {"query"}},
                {"additionalProperties", false}},
@@ -219,19 +218,25 @@ absl::Status MemoryTools::Register(protocol::McpServer& server) {
           "(failure). It is injected into later branches with a similar task.",
           Json{{"type", "object"},
                {"properties",
-                {{"title", {{"type", "string"}, {"minLength", 1},
-                            {"maxLength", memory::kMaxTitleChars}}},
-                 {"description", {{"type", "string"}, {"minLength", 1},
-                                  {"maxLength", memory::kMaxDescriptionChars},
-                                  {"description", "One sentence: when it applies"}}},
-                 {"content", {{"type", "string"}, {"minLength", 1},
-                              {"maxLength", memory::kMaxContentChars},
-                              {"description", "1-3 sentences: what to do or avoid, and why"}}},
-                 {"outcome", {{"type", "string"}, {"enum", {"success", "failure"}},
-                              {"default", "success"}}},
-                 {"tags", {{"type", "array"}, {"maxItems", memory::kMaxTags},
-                           {"items", {{"type", "string"}, {"minLength", 1},
-                                      {"maxLength", memory::kMaxTagChars}}}}},
+                {{"title",
+                  {{"type", "string"}, {"minLength", 1}, {"maxLength", memory::kMaxTitleChars}}},
+                 {"description",
+                  {{"type", "string"},
+                   {"minLength", 1},
+                   {"maxLength", memory::kMaxDescriptionChars},
+                   {"description", "One sentence: when it applies"}}},
+                 {"content",
+                  {{"type", "string"},
+                   {"minLength", 1},
+                   {"maxLength", memory::kMaxContentChars},
+                   {"description", "1-3 sentences: what to do or avoid, and why"}}},
+                 {"outcome",
+                  {{"type", "string"}, {"enum", {"success", "failure"}}, {"default", "success"}}},
+                 {"tags",
+                  {{"type", "array"},
+                   {"maxItems", memory::kMaxTags},
+                   {"items",
+                    {{"type", "string"}, {"minLength", 1}, {"maxLength", memory::kMaxTagChars}}}}},
                  {"scope", ScopeEnum()}}},
                {"required", {"title", "description", "content"}},
                {"additionalProperties", false}},
@@ -243,23 +248,24 @@ absl::Status MemoryTools::Register(protocol::McpServer& server) {
           "memory_feedback", "Rate a memory",
           "Say whether an injected or found memory helped; unhelpful ones stop being injected.",
           Json{{"type", "object"},
-               {"properties", {{"memory_id", {{"type", "string"}, {"minLength", 1}}},
-                               {"helpful", {{"type", "boolean"}}}}},
+               {"properties",
+                {{"memory_id", {{"type", "string"}, {"minLength", 1}}},
+                 {"helpful", {{"type", "boolean"}}}}},
                {"required", {"memory_id", "helpful"}},
                {"additionalProperties", false}},
           nullptr, Json{{"readOnlyHint", false}}},
       [this](std::shared_ptr<ToolCall> call) { Rate(call, /*outcome=*/false); });
   if (!s.ok()) return s;
   return server.AddTool(
-      protocol::ToolDefinition{
-          "memory_outcome", "Report a memory's outcome",
-          "Say whether the task that followed a memory succeeded.",
-          Json{{"type", "object"},
-               {"properties", {{"memory_id", {{"type", "string"}, {"minLength", 1}}},
-                               {"succeeded", {{"type", "boolean"}}}}},
-               {"required", {"memory_id", "succeeded"}},
-               {"additionalProperties", false}},
-          nullptr, Json{{"readOnlyHint", false}}},
+      protocol::ToolDefinition{"memory_outcome", "Report a memory's outcome",
+                               "Say whether the task that followed a memory succeeded.",
+                               Json{{"type", "object"},
+                                    {"properties",
+                                     {{"memory_id", {{"type", "string"}, {"minLength", 1}}},
+                                      {"succeeded", {{"type", "boolean"}}}}},
+                                    {"required", {"memory_id", "succeeded"}},
+                                    {"additionalProperties", false}},
+                               nullptr, Json{{"readOnlyHint", false}}},
       [this](std::shared_ptr<ToolCall> call) { Rate(call, /*outcome=*/true); });
 }
 
@@ -277,8 +283,8 @@ void MemoryTools::Search(const std::shared_ptr<ToolCall>& call) {
   OnWorker(call, [this, call, caller, query = StringArg(args, "query"), limit, scope] {
     auto hits = bank_.Search(caller, query, limit, scope);
     if (!hits.ok()) return FinishError(*call, hits.status());
-    std::string text = hits->empty() ? "No memories match."
-                                     : absl::StrCat(hits->size(), " memories, best first:");
+    std::string text =
+        hits->empty() ? "No memories match." : absl::StrCat(hits->size(), " memories, best first:");
     Json list = Json::array();
     for (const memory::SearchHit& h : *hits) {
       absl::StrAppend(&text, "\n", ItemLine(h.item));
@@ -349,8 +355,8 @@ void MemoryTools::Rate(const std::shared_ptr<ToolCall>& call, bool outcome) {
   const bool positive = flag != args.end() && flag->is_boolean() && flag->get<bool>();
   memory::Caller caller = CallerFor(SessionKeyFor(call->session()), call->session().session_id);
   OnWorker(call, [this, call, caller, id = std::move(id), positive, outcome] {
-    auto item = outcome ? bank_.RecordOutcome(caller, id, positive)
-                        : bank_.Feedback(caller, id, positive);
+    auto item =
+        outcome ? bank_.RecordOutcome(caller, id, positive) : bank_.Feedback(caller, id, positive);
     if (!item.ok()) return FinishError(*call, item.status());
     ToolResult result = protocol::TextResult(absl::StrCat("Noted. ", ItemLine(*item)));
     result.structured_content = Json{{"memory", ItemJson(*item)}};

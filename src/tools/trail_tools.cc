@@ -6,8 +6,8 @@
 #include "base/logging.h"
 #include "base/str_cat.h"
 #include "folding/text.h"
-#include "tools/internal/tool_args.h"
 #include "tools/folding_tools.h"
+#include "tools/internal/tool_args.h"
 #include "tools/session_key.h"
 
 namespace contextd::tools {
@@ -43,11 +43,10 @@ Json ScopeToJson(const trail::Scope& s) {
 }
 
 Json EventToJson(const trail::Event& e) {
-  return Json{{"seq", e.seq},         {"scope_id", e.scope_id},
-              {"kind", trail::EventKindName(e.kind)},
-              {"label", e.label},     {"payload", e.payload},
-              {"sha256", e.payload_hash}, {"tokens", e.tokens},
-              {"is_error", e.is_error},   {"at_ms", e.at_ms}};
+  return Json{
+      {"seq", e.seq},       {"scope_id", e.scope_id}, {"kind", trail::EventKindName(e.kind)},
+      {"label", e.label},   {"payload", e.payload},   {"sha256", e.payload_hash},
+      {"tokens", e.tokens}, {"is_error", e.is_error}, {"at_ms", e.at_ms}};
 }
 
 std::string EventText(const trail::Event& e) {
@@ -105,14 +104,15 @@ void TrailTools::OnEvent(const folding::BranchEvent& event) {
         status = b.status();
         break;
       }
-      int64_t prompt_tokens = stored ? static_cast<int64_t>(counter_.Count((*b)->prompt))
-                                     : event.text_tokens;
+      int64_t prompt_tokens =
+          stored ? static_cast<int64_t>(counter_.Count((*b)->prompt)) : event.text_tokens;
       // What the branch received besides its prompt (memories) is part of the audit record.
       std::string received = (*b)->prompt;
       if (!(*b)->injected_context.empty()) {
         received += "\n\n[injected context]";
         for (const folding::InjectedContext& c : (*b)->injected_context) {
-          received += base::StrCat("\n- ", c.kind, " ", c.ref, " (", c.tokens, " tokens): ", c.text);
+          received +=
+              base::StrCat("\n- ", c.kind, " ", c.ref, " (", c.tokens, " tokens): ", c.text);
           prompt_tokens += c.tokens;
         }
       }
@@ -133,9 +133,8 @@ void TrailTools::OnEvent(const folding::BranchEvent& event) {
         status = b.status();
         break;
       }
-      const int64_t summary_tokens = stored
-                                         ? static_cast<int64_t>(counter_.Count((*b)->summary))
-                                         : event.text_tokens;
+      const int64_t summary_tokens =
+          stored ? static_cast<int64_t>(counter_.Count((*b)->summary)) : event.text_tokens;
       status = trail_.OnBranchFolded(event.branch_id, (*b)->summary, summary_tokens,
                                      event.type == folding::BranchEventType::kForceReturned,
                                      event.reason.empty() ? (*b)->finish_reason : event.reason);
@@ -186,18 +185,29 @@ absl::Status TrailTools::Register(protocol::McpServer& server) {
           "sessions of this project.",
           Json{{"type", "object"},
                {"properties",
-                {{"scope_id", {{"type", "string"}, {"minLength", 1}, {"maxLength", 200},
-                               {"description", "Branch id (br_...), auto-scope id (auto_...) "
-                                               "or session scope id (ses_...)"}}},
-                 {"event", {{"type", "integer"}, {"minimum", 1},
-                            {"description", "Show only this event (its seq) and, for a tool "
-                                            "result, its call: what a folded-result handle "
-                                            "names"}}},
-                 {"offset", {{"type", "integer"}, {"minimum", 0},
-                             {"description", "Skip this many events (default 0)"}}},
-                 {"limit", {{"type", "integer"}, {"minimum", 1},
-                            {"maximum", trail::kMaxUnfoldLimit},
-                            {"description", "Events per page (default 20)"}}}}},
+                {{"scope_id",
+                  {{"type", "string"},
+                   {"minLength", 1},
+                   {"maxLength", 200},
+                   {"description",
+                    "Branch id (br_...), auto-scope id (auto_...) "
+                    "or session scope id (ses_...)"}}},
+                 {"event",
+                  {{"type", "integer"},
+                   {"minimum", 1},
+                   {"description",
+                    "Show only this event (its seq) and, for a tool "
+                    "result, its call: what a folded-result handle "
+                    "names"}}},
+                 {"offset",
+                  {{"type", "integer"},
+                   {"minimum", 0},
+                   {"description", "Skip this many events (default 0)"}}},
+                 {"limit",
+                  {{"type", "integer"},
+                   {"minimum", 1},
+                   {"maximum", trail::kMaxUnfoldLimit},
+                   {"description", "Events per page (default 20)"}}}}},
                {"required", {"scope_id"}},
                {"additionalProperties", false}},
           nullptr, Json{{"readOnlyHint", true}}},
@@ -220,10 +230,9 @@ absl::Status TrailTools::Register(protocol::McpServer& server) {
   if (!s.ok()) return s;
 
   s = server.AddResourceTemplate(
-      protocol::ResourceTemplateDefinition{"trail://sessions/{id}", "trail-session",
-                                           "Trail of a session",
-                                           "A session's scopes and folded view (JSON)",
-                                           "application/json"},
+      protocol::ResourceTemplateDefinition{
+          "trail://sessions/{id}", "trail-session", "Trail of a session",
+          "A session's scopes and folded view (JSON)", "application/json"},
       [this](const protocol::ResourceRead& read, protocol::ResourceDone done) {
         std::string id = read.variables.count("id") ? read.variables.at("id") : "";
         auto root = trail_.GetScope(TrailSessionFor(read.session), id);
@@ -267,7 +276,8 @@ absl::Status TrailTools::Register(protocol::McpServer& server) {
         }
         Json events = Json::array();
         for (const auto& e : page->events) events.push_back(EventToJson(e));
-        Json body{{"scope", ScopeToJson(*scope)}, {"total_events", page->total},
+        Json body{{"scope", ScopeToJson(*scope)},
+                  {"total_events", page->total},
                   {"events", std::move(events)}};
         done(Json::array({Json{
             {"uri", read.uri}, {"mimeType", "application/json"}, {"text", base::DumpJson(body)}}}));
@@ -304,18 +314,18 @@ void TrailTools::Unfold(const std::shared_ptr<ToolCall>& call) {
   trail::SessionRef session = TrailSessionFor(call->session());
   auto scope = trail_.GetScope(session, id);
   if (!scope.ok()) {
-    return FinishError(call, absl::NotFoundError(base::StrCat(
-                                 "scope ", id, " not found in this project (use trail_search or "
-                                 "context_view to find scope ids)")));
+    return FinishError(
+        call, absl::NotFoundError(base::StrCat("scope ", id,
+                                               " not found in this project (use trail_search or "
+                                               "context_view to find scope ids)")));
   }
   if (args.contains("event")) return UnfoldEvent(call, *scope, IntArg(args, "event", 0));
   auto page = trail_.Unfold(session, id, offset, limit);
   if (!page.ok()) return FinishError(call, page.status());
-  std::string text = base::StrCat(trail::ScopeKindName(scope->kind), " ", id, " [",
-                                  trail::ScopeStatusName(scope->status), "] ", scope->description,
-                                  "\nevents ", offset + (page->events.empty() ? 0 : 1), "-",
-                                  offset + static_cast<int64_t>(page->events.size()), " of ",
-                                  page->total, "\n");
+  std::string text = base::StrCat(
+      trail::ScopeKindName(scope->kind), " ", id, " [", trail::ScopeStatusName(scope->status), "] ",
+      scope->description, "\nevents ", offset + (page->events.empty() ? 0 : 1), "-",
+      offset + static_cast<int64_t>(page->events.size()), " of ", page->total, "\n");
   if (scope->status == trail::ScopeStatus::kFolded) {
     text += base::StrCat("summary: ", scope->summary, "\n");
   }

@@ -134,12 +134,14 @@ class TrailToolsTest : public ::testing::Test {
 
 TEST_F(TrailToolsTest, ViewUnfoldSearchAndResources) {
   CreateBranch("br_one", "", "explore the parser");
-  ASSERT_TRUE(trail_->RecordToolCall(Ref(), "br_one", "fs__read", "{\"path\":\"parser.cc\"}",
-                                     "int parse() { return 42; } // many lines", 5, 300, false)
+  ASSERT_TRUE(trail_
+                  ->RecordToolCall(Ref(), "br_one", "fs__read", "{\"path\":\"parser.cc\"}",
+                                   "int parse() { return 42; } // many lines", 5, 300, false)
                   .ok());
   ReturnBranch("br_one", "parser.cc parse returns 42");
   CreateBranch("br_two", "", "debug the lexer");
-  ASSERT_TRUE(trail_->RecordToolCall(Ref(), "br_two", "grep", "{}", "lexer.cc:10", 1, 4, false).ok());
+  ASSERT_TRUE(
+      trail_->RecordToolCall(Ref(), "br_two", "grep", "{}", "lexer.cc:10", 1, 4, false).ok());
 
   Json view = Tool("context_view", Json::object());
   EXPECT_FALSE(view.value("isError", false)) << view.dump();
@@ -200,9 +202,9 @@ TEST_F(TrailToolsTest, ViewUnfoldSearchAndResources) {
   EXPECT_TRUE(res.contains("error")) << res.dump();
 
   // A folded-result handle names one event: it comes back with its call.
-  auto kept = trail_->FindOrRecordToolCall(Ref(), "", "fs__read", "{\"path\":\"parser.cc\"}",
-                                           "int parse() { return 42; } // many lines", 5, 300,
-                                           false);
+  auto kept =
+      trail_->FindOrRecordToolCall(Ref(), "", "fs__read", "{\"path\":\"parser.cc\"}",
+                                   "int parse() { return 42; } // many lines", 5, 300, false);
   ASSERT_TRUE(kept.ok()) << kept.status();
   EXPECT_EQ(kept->scope_id, "br_one") << "found where it was recorded, not recorded again";
   Json one = Tool("trail_unfold", {{"scope_id", "br_one"}, {"event", kept->result_seq}});
@@ -233,9 +235,7 @@ class AutoScopeToolsTest : public TrailToolsTest {
     };
     return o;
   }
-  protocol::SessionInfo Info() {
-    return protocol::SessionInfo{"s1", "local", "test", "", "", ""};
-  }
+  protocol::SessionInfo Info() { return protocol::SessionInfo{"s1", "local", "test", "", "", ""}; }
 };
 
 TEST_F(AutoScopeToolsTest, RootCallsFoldIntoAnAutoScopeThatContextViewShowsAsItsSummary) {

@@ -64,7 +64,8 @@ int64_t Cost(const Tree& tree, const std::string& id) {
       if (IsChildMarker(tree, e) && tree.scopes.at(e.label).parent_id == id) {
         placed[e.label] = true;
         const Scope& c = tree.scopes.at(e.label);
-        total += c.status == ScopeStatus::kFolded ? c.summary_tokens : e.tokens + Cost(tree, e.label);
+        total +=
+            c.status == ScopeStatus::kFolded ? c.summary_tokens : e.tokens + Cost(tree, e.label);
       } else {
         total += e.tokens;
       }
@@ -135,7 +136,8 @@ void RenderScope(const Tree& tree, const std::string& id, int level, int depth, 
   }
   if (auto it = tree.children.find(id); it != tree.children.end()) {
     for (const std::string& child : it->second) {
-      if (!placed.count(child)) RenderChild(tree, tree.scopes.at(child), nullptr, level, depth, out);
+      if (!placed.count(child))
+        RenderChild(tree, tree.scopes.at(child), nullptr, level, depth, out);
     }
   }
 }
@@ -178,8 +180,8 @@ absl::Status Trail::WriteScopeWithEvents(Scope scope, std::vector<NewEvent> even
   return store_.OpenScopeWithEvents(scope, events);
 }
 
-absl::Status Trail::WriteFold(std::string_view id, std::string_view summary,
-                              int64_t summary_tokens, int64_t at_ms) {
+absl::Status Trail::WriteFold(std::string_view id, std::string_view summary, int64_t summary_tokens,
+                              int64_t at_ms) {
   return store_.FoldScope(id, Kept(summary), summary_tokens, at_ms);
 }
 
@@ -219,9 +221,8 @@ absl::StatusOr<std::string> Trail::RootScope(const SessionRef& session) {
 }
 
 absl::Status Trail::OnBranchCreated(const SessionRef& session, std::string_view branch_id,
-                                    std::string_view parent_branch_id,
-                                    std::string_view description, std::string_view prompt,
-                                    int64_t prompt_tokens) {
+                                    std::string_view parent_branch_id, std::string_view description,
+                                    std::string_view prompt, int64_t prompt_tokens) {
   std::string parent(parent_branch_id);
   if (parent.empty()) {
     ASSIGN_OR_RETURN(parent, RootScope(session));
@@ -300,10 +301,20 @@ absl::StatusOr<RecordedCall> Trail::RecordToolCall(const SessionRef& session,
     recorded.scope_id = std::string(scope_id);
   }
   int64_t now = clock_.WallMillis();
-  NewEvent call{recorded.scope_id, EventKind::kToolCall, std::string(tool),
-                std::string(arguments_text), tokens_args, false, now};
-  NewEvent result{recorded.scope_id, EventKind::kToolResult, std::string(tool),
-                  std::string(result_text), tokens_result, is_error, now};
+  NewEvent call{recorded.scope_id,
+                EventKind::kToolCall,
+                std::string(tool),
+                std::string(arguments_text),
+                tokens_args,
+                false,
+                now};
+  NewEvent result{recorded.scope_id,
+                  EventKind::kToolResult,
+                  std::string(tool),
+                  std::string(result_text),
+                  tokens_result,
+                  is_error,
+                  now};
   ASSIGN_OR_RETURN(std::vector<int64_t> seqs, WriteEvents({call, result}));
   recorded.call_seq = seqs.at(0);
   recorded.result_seq = seqs.at(1);
@@ -536,7 +547,7 @@ absl::StatusOr<EventPage> Trail::Unfold(const SessionRef& session, std::string_v
 }
 
 absl::StatusOr<std::vector<Event>> Trail::UnfoldEvent(const SessionRef& session,
-                                                     std::string_view scope_id, int64_t seq) {
+                                                      std::string_view scope_id, int64_t seq) {
   RETURN_IF_ERROR(GetScope(session, scope_id).status());
   ASSIGN_OR_RETURN(std::optional<Event> event, store_.GetEvent(seq));
   if (!event || event->scope_id != scope_id) {

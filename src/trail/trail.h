@@ -113,13 +113,10 @@ class Trail {
   // folded out of the model's context. The newest tool_result event of the session whose payload
   // is `result_text` (as stored: withheld) when there is one (the call was recorded when its
   // result arrived); otherwise RecordToolCall(...) now. Errors as RecordToolCall's.
-  absl::StatusOr<RecordedCall> FindOrRecordToolCall(const SessionRef& session,
-                                                    std::string_view scope_id,
-                                                    std::string_view tool,
-                                                    std::string_view arguments_text,
-                                                    std::string_view result_text,
-                                                    int64_t tokens_args, int64_t tokens_result,
-                                                    bool is_error);
+  absl::StatusOr<RecordedCall> FindOrRecordToolCall(
+      const SessionRef& session, std::string_view scope_id, std::string_view tool,
+      std::string_view arguments_text, std::string_view result_text, int64_t tokens_args,
+      int64_t tokens_result, bool is_error);
 
   // For the gateway: one proxied call made outside any branch, to upstream `upstream` (`tool`:
   // what RecordToolCall records as the label, "<upstream>__<tool>" or an exposed resource uri).
@@ -183,8 +180,8 @@ class Trail {
   void ReleaseSession(const SessionRef& session);
   // After a retention sweep (here or on another instance): forgets (as ReleaseSession does)
   // every cached session whose root scope is no longer in the store, so that its next use opens
-  // a new root instead of appending to a deleted one. One read per cached session; returns how many were
-  // forgotten. Unavailable/Internal from the store (nothing is forgotten then).
+  // a new root instead of appending to a deleted one. One read per cached session; returns how many
+  // were forgotten. Unavailable/Internal from the store (nothing is forgotten then).
   absl::StatusOr<int> ForgetSweptSessions();
 
   // Forgets every cached root scope id, scope owner and open auto-scope, so that the trail

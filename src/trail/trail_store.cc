@@ -4,7 +4,9 @@
 
 namespace contextd::trail {
 
-std::string SessionRef::ToString() const { return base::StrCat(tenant, "/", project, "/", session_id); }
+std::string SessionRef::ToString() const {
+  return base::StrCat(tenant, "/", project, "/", session_id);
+}
 
 const char* ScopeKindName(ScopeKind kind) {
   switch (kind) {

@@ -3,8 +3,9 @@
 // branch a scope under its parent; events are the leaves. Payloads are content-addressed blobs
 // (SHA-256) stored once. Every write is atomic and durable against a process crash when it
 // returns OK, or, where the server groups commits, once that group commits (no reply is sent
-// before then: server/group_commit.h). Implementations are thread-safe. All text handed in must already be scrubbed
-// and have its private spans withheld (Trail applies TrailOptions::withhold to every text it writes).
+// before then: server/group_commit.h). Implementations are thread-safe. All text handed in must
+// already be scrubbed and have its private spans withheld (Trail applies TrailOptions::withhold to
+// every text it writes).
 #pragma once
 
 #include <cstdint>
@@ -109,7 +110,7 @@ struct SessionEntry {
   std::string root_scope_id;
   SessionRef session;
   int64_t created_at_ms = 0;
-  int64_t scope_count = 0;  // including the root
+  int64_t scope_count = 0;   // including the root
   int64_t event_tokens = 0;  // sum over every scope of the session
 };
 
@@ -136,7 +137,8 @@ class TrailStore {
   virtual absl::StatusOr<std::string> OpenSessionRoot(const Scope& root) = 0;
   // Appends `events` in order, in one transaction; returns their sequence numbers. NotFound if a
   // scope is unknown (nothing is written). Identical payloads share one blob.
-  virtual absl::StatusOr<std::vector<int64_t>> AppendEvents(const std::vector<NewEvent>& events) = 0;
+  virtual absl::StatusOr<std::vector<int64_t>> AppendEvents(
+      const std::vector<NewEvent>& events) = 0;
   // Marks scope `id` folded with `summary`. NotFound if unknown; FailedPrecondition if already
   // folded.
   virtual absl::Status FoldScope(std::string_view id, std::string_view summary,

@@ -113,8 +113,9 @@ TEST(AutoScopeDigestTest, PathsUnderOneDirectoryAreShownRelativeToIt) {
   // One path is shown whole; so are paths whose common directory is short.
   AutoScopeDigest one("fs");
   one.Add("fs__read_text_file", R"({"path":"/home/me/repo/src/a.cc"})", "x", false, 1);
-  EXPECT_EQ(one.Summary(Words),
-            "fs: 1 call (1 ok, 0 errors), 1 token; read_text_file x1 (path=/home/me/repo/src/a.cc)");
+  EXPECT_EQ(
+      one.Summary(Words),
+      "fs: 1 call (1 ok, 0 errors), 1 token; read_text_file x1 (path=/home/me/repo/src/a.cc)");
   AutoScopeDigest apart("fs");
   apart.Add("fs__read_text_file", R"({"path":"/home/me/a"})", "x", false, 1);
   apart.Add("fs__read_text_file", R"({"path":"/srv/data/b"})", "x", false, 1);

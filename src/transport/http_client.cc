@@ -304,8 +304,8 @@ void HttpClient::WorkerLoop(const std::shared_ptr<std::atomic<bool>>& done) {
     if (tasks_.empty()) {
       if (stopping_ || idle_workers_ >= kMaxIdleWorkers) break;
       ++idle_workers_;
-      bool woke = task_cv_.wait_for(lock, kIdleLifetime,
-                                    [this] { return stopping_ || !tasks_.empty(); });
+      bool woke =
+          task_cv_.wait_for(lock, kIdleLifetime, [this] { return stopping_ || !tasks_.empty(); });
       --idle_workers_;
       if (!woke || tasks_.empty()) break;
     }
@@ -365,8 +365,8 @@ absl::Status HttpClient::Run(ClientCall& call, const Prepared& request,
       was_cancelled = call.cancelled_;
     }
     if (!status.ok() && was_cancelled) return cancelled;
-    if (reused && (stale == Stale::kUnsent ||
-                   (stale == Stale::kUnanswered && request.retry_unanswered))) {
+    if (reused &&
+        (stale == Stale::kUnsent || (stale == Stale::kUnanswered && request.retry_unanswered))) {
       // The server closed the idle connection (perhaps as we sent): it did not get the whole
       // request, or got it and closed without a byte of answer (a closing keep-alive
       // connection, or a server that died). Sent again on a fresh connection; the second case
@@ -442,8 +442,7 @@ absl::StatusOr<std::shared_ptr<ClientCall::Connection>> HttpClient::Connect(
 }
 
 absl::Status HttpClient::Exchange(ClientCall& call, Connection& c, const Prepared& request,
-                                  const ClientCallbacks& callbacks, Stale& stale,
-                                  bool& reusable) {
+                                  const ClientCallbacks& callbacks, Stale& stale, bool& reusable) {
   const std::string& where = request.where;
   beast::error_code ec;
   bool done = false;

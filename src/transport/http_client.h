@@ -13,14 +13,14 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <deque>
-#include <set>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <list>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -180,9 +180,9 @@ class HttpClient {
   std::mutex mu_;                                // guards the members below
   std::map<std::string, std::list<Idle>> idle_;  // newest last
   std::list<Worker> workers_;
-  std::deque<Task> tasks_;                       // not yet taken by a worker
+  std::deque<Task> tasks_;                           // not yet taken by a worker
   std::set<std::shared_ptr<ClientCall>> in_flight_;  // started, not yet ended
-  std::condition_variable task_cv_;              // a task arrived, or stopping_
+  std::condition_variable task_cv_;                  // a task arrived, or stopping_
   int idle_workers_ = 0;
   bool stopping_ = false;
   std::atomic<uint64_t> connections_opened_{0};

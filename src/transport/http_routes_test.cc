@@ -272,8 +272,9 @@ TEST_F(HttpRoutesTest, HealthzReportsReadiness) {
   o.health = [&ready] {
     HealthAnswer answer;
     answer.ready = ready.load();
-    answer.json = answer.ready ? R"({"status":"ok"})"
-                               : R"({"status":"unavailable","checks":{"database":{"status":"error"}}})";
+    answer.json = answer.ready
+                      ? R"({"status":"ok"})"
+                      : R"({"status":"unavailable","checks":{"database":{"status":"error"}}})";
     return answer;
   };
   Start(o);

@@ -88,8 +88,10 @@ class HttpServer::Impl {
       }
       if (health) {
         HealthAnswer answer = health();
-        return responder->Respond({answer.ready ? 200 : 503, "application/json",
-                                   {{"Cache-Control", "no-store"}}, answer.json + "\n"});
+        return responder->Respond({answer.ready ? 200 : 503,
+                                   "application/json",
+                                   {{"Cache-Control", "no-store"}},
+                                   answer.json + "\n"});
       }
       responder->Respond({200, "text/plain", {}, "ok\n"});
     };

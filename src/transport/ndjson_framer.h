@@ -43,7 +43,7 @@ class NdjsonFramer {
   void EmitLine(std::string_view line, Handler handler);
 
   const size_t max_line_bytes_;
-  std::string partial_;    // the start of a line whose newline has not arrived yet
+  std::string partial_;      // the start of a line whose newline has not arrived yet
   bool discarding_ = false;  // inside an oversize line: drop bytes until the next newline
 };
 

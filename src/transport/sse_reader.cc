@@ -89,7 +89,8 @@ void SseReader::Line(std::string_view line, const std::function<void(std::string
   if (skipping_ || line.front() == ':') return;  // comment (keep-alive)
   size_t colon = line.find(':');
   std::string_view field = line.substr(0, colon);
-  std::string_view value = colon == std::string_view::npos ? std::string_view() : line.substr(colon + 1);
+  std::string_view value =
+      colon == std::string_view::npos ? std::string_view() : line.substr(colon + 1);
   if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
   if (field == "data") {
     if (data_.size() + value.size() + 1 > max_event_bytes_) {

@@ -38,13 +38,13 @@ class SseReader {
   void DropOverlongLine();
 
   const size_t max_event_bytes_;
-  std::string partial_;    // bytes of a line not yet terminated
-  std::string data_;       // data lines of the current event, each followed by '\n'
+  std::string partial_;  // bytes of a line not yet terminated
+  std::string data_;     // data lines of the current event, each followed by '\n'
   bool has_data_ = false;
-  bool skipping_ = false;  // the current event overflowed: ignore it up to its blank line
-  bool after_cr_ = false;  // the last byte fed was '\r' (a following '\n' belongs to it)
+  bool skipping_ = false;         // the current event overflowed: ignore it up to its blank line
+  bool after_cr_ = false;         // the last byte fed was '\r' (a following '\n' belongs to it)
   bool discarding_line_ = false;  // inside an overlong line: its bytes up to its end are dropped
-  std::string id_buffer_;  // the id field seen last (applies when its event completes)
+  std::string id_buffer_;         // the id field seen last (applies when its event completes)
   std::string last_event_id_;
   std::optional<int64_t> retry_ms_;
   int64_t dropped_ = 0;

@@ -20,7 +20,8 @@ std::vector<std::string> Run(std::string_view data, size_t chunk, size_t max, st
     if (event.size() > max) std::abort();
     out.push_back(std::move(event));
   };
-  for (size_t pos = 0; pos < data.size(); pos += chunk) reader.Feed(data.substr(pos, chunk), on_event);
+  for (size_t pos = 0; pos < data.size(); pos += chunk)
+    reader.Feed(data.substr(pos, chunk), on_event);
   reader.Finish(on_event);
   *id = reader.last_event_id();
   *dropped = reader.dropped();

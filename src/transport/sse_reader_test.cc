@@ -28,8 +28,8 @@ TEST(SseReaderTest, EventsWithCrLfAndMultiLineData) {
 
 TEST(SseReaderTest, AnOverlongLineDropsItsEventHowEverItArrives) {
   const std::string big = "data: " + std::string(100, 'x');
-  const std::string stream = "data: kept\n\n" + big + "\ndata: rest of the dropped event\n\n" +
-                             "data: next\n\n";
+  const std::string stream =
+      "data: kept\n\n" + big + "\ndata: rest of the dropped event\n\n" + "data: next\n\n";
   const std::vector<std::string> want = {"kept", "next"};
   {
     SseReader whole(64);

@@ -90,9 +90,9 @@ class StdioSink final : public protocol::MessageSink {
       if (msg.kind == protocol::MessageKind::kRequest) {
         auto [it, inserted] = batch_routes_.try_emplace(base::DumpJson(msg.id), batch);
         if (!inserted) {
-          batch->responses.push_back(protocol::Serialize(protocol::MakeError(
-              msg.id, protocol::kInvalidRequest,
-              "invalid request: duplicate request id in a batch in flight")));
+          batch->responses.push_back(protocol::Serialize(
+              protocol::MakeError(msg.id, protocol::kInvalidRequest,
+                                  "invalid request: duplicate request id in a batch in flight")));
           continue;
         }
         ++batch->remaining;
@@ -109,9 +109,9 @@ class StdioSink final : public protocol::MessageSink {
   bool StartRequest(const protocol::Message& msg) {
     std::unique_lock<std::mutex> lock(mu_);
     if (!batch_routes_.empty() && batch_routes_.count(base::DumpJson(msg.id)) != 0) {
-      std::string line = protocol::Serialize(protocol::MakeError(
-          msg.id, protocol::kInvalidRequest,
-          "invalid request: duplicate request id in a batch in flight"));
+      std::string line = protocol::Serialize(
+          protocol::MakeError(msg.id, protocol::kInvalidRequest,
+                              "invalid request: duplicate request id in a batch in flight"));
       line.push_back('\n');
       AppendLocked(line);
       return false;
@@ -234,10 +234,10 @@ absl::Status ServeStdio(protocol::SessionFactory& factory, int in_fd, int out_fd
   NdjsonFramer framer(options.max_message_bytes);
   auto on_line = [&](const NdjsonFramer::Event& ev) {
     if (ev.kind == NdjsonFramer::Event::Kind::kTooLong) {
-      sink->WriteDirect(protocol::MakeError(
-          nullptr, protocol::kInvalidRequest,
-          "invalid request: message exceeds " + std::to_string(options.max_message_bytes) +
-              " bytes"));
+      sink->WriteDirect(protocol::MakeError(nullptr, protocol::kInvalidRequest,
+                                            "invalid request: message exceeds " +
+                                                std::to_string(options.max_message_bytes) +
+                                                " bytes"));
       return;
     }
     protocol::Incoming in = protocol::ParseIncoming(ev.line, options.max_message_bytes);

@@ -100,7 +100,8 @@ TEST(StdioTransportTest, AnswersRequestsAndCreatesOneStdioSession) {
   Json r = h.ReadJson();
   EXPECT_EQ(r["id"], 1);
   EXPECT_EQ(r["result"]["protocolVersion"], "2025-03-26");
-  h.Write(R"({"jsonrpc":"2.0","id":"x","method":"ping","params":{"a":1}})" "\r\n");
+  h.Write(R"({"jsonrpc":"2.0","id":"x","method":"ping","params":{"a":1}})"
+          "\r\n");
   r = h.ReadJson();
   EXPECT_EQ(r["id"], "x");
   EXPECT_EQ(r["result"]["echo"]["a"], 1);
@@ -151,7 +152,9 @@ TEST(StdioTransportTest, BatchAnsweredAsOneArrayLine) {
   std::set<int> ids = {r[0]["id"].get<int>(), r[1]["id"].get<int>()};
   EXPECT_EQ(ids, (std::set<int>{1, 2}));
   // A batch of notifications only gets nothing; the next line proves it.
-  h.Write(R"([{"jsonrpc":"2.0","method":"notifications/a"}])" "\n" + Req(3) + "\n");
+  h.Write(R"([{"jsonrpc":"2.0","method":"notifications/a"}])"
+          "\n" +
+          Req(3) + "\n");
   EXPECT_EQ(h.ReadJson()["id"], 3);
 }
 
@@ -187,10 +190,11 @@ TEST(StdioTransportTest, BadInputGetsErrorsAndTheStreamContinues) {
   EXPECT_EQ(h.ReadJson()["error"]["code"], protocol::kInvalidRequest);
   h.Write("\"str\"\n");
   EXPECT_EQ(h.ReadJson()["error"]["code"], protocol::kInvalidRequest);
-  h.Write(R"({"jsonrpc":"2.0","id":null,"method":"ping"})" "\n");
+  h.Write(R"({"jsonrpc":"2.0","id":null,"method":"ping"})"
+          "\n");
   EXPECT_EQ(h.ReadJson()["error"]["code"], protocol::kInvalidRequest);
-  h.Write(std::string(R"({"jsonrpc":"2.0","id":5,"method":"ping","params":{"s":")") +
-          "\xff\xfe" + "\"}}\n");
+  h.Write(std::string(R"({"jsonrpc":"2.0","id":5,"method":"ping","params":{"s":")") + "\xff\xfe" +
+          "\"}}\n");
   EXPECT_EQ(h.ReadJson()["error"]["code"], protocol::kParseError);
   // Oversize: one error, then the next message is served.
   h.Write(std::string(5000, 'x'));
@@ -239,12 +243,15 @@ TEST(StdioTransportTest, ClientClosingOutputDoesNotKillTheServer) {
 
 TEST(StdioTransportTest, ForwardsNotificationsAndResponsesToTheSession) {
   StdioHarness h;
-  h.Write(R"({"jsonrpc":"2.0","method":"notifications/initialized"})" "\n"
-          R"({"jsonrpc":"2.0","id":"s1","result":{}})" "\n" + Req(1) + "\n");
+  h.Write(R"({"jsonrpc":"2.0","method":"notifications/initialized"})"
+          "\n"
+          R"({"jsonrpc":"2.0","id":"s1","result":{}})"
+          "\n" +
+          Req(1) + "\n");
   EXPECT_EQ(h.ReadJson()["id"], 1);
   auto got = h.factory().received_non_requests();
-  EXPECT_EQ(got, (std::vector<std::string>{"notification:notifications/initialized",
-                                           "response:\"s1\""}));
+  EXPECT_EQ(
+      got, (std::vector<std::string>{"notification:notifications/initialized", "response:\"s1\""}));
 }
 
 }  // namespace

@@ -109,8 +109,7 @@ TEST(ParseHttpUrl, AcceptsHttpAndHttpsWithDefaultPorts) {
 TEST(UpstreamHttpChannel, HttpsWithTheCertificateTrustedThroughCaFile) {
   TempDir dir;
   ASSERT_TRUE(testing::WriteSelfSignedCertificate(dir.path(), "server", "IP:127.0.0.1").ok());
-  auto server = FakeMcpHttpServer::Start(
-      {dir.path() + "/server.crt", dir.path() + "/server.key"});
+  auto server = FakeMcpHttpServer::Start({dir.path() + "/server.crt", dir.path() + "/server.key"});
   ASSERT_TRUE(server.ok()) << server.status();
   Recorder recorder;
   auto channel = Open((*server)->url(), recorder, dir.path() + "/server.crt");
@@ -124,8 +123,7 @@ TEST(UpstreamHttpChannel, HttpsWithTheCertificateTrustedThroughCaFile) {
 TEST(UpstreamHttpChannel, UntrustedCertificateEndsTheChannelWithATlsReason) {
   TempDir dir;
   ASSERT_TRUE(testing::WriteSelfSignedCertificate(dir.path(), "server", "IP:127.0.0.1").ok());
-  auto server = FakeMcpHttpServer::Start(
-      {dir.path() + "/server.crt", dir.path() + "/server.key"});
+  auto server = FakeMcpHttpServer::Start({dir.path() + "/server.crt", dir.path() + "/server.key"});
   ASSERT_TRUE(server.ok()) << server.status();
   std::string port = (*server)->url().substr(std::string("https://127.0.0.1:").size());
   port = port.substr(0, port.find('/'));
@@ -174,8 +172,8 @@ TEST(UpstreamHttpChannel, GetStreamDeliversEventsAndResumesWithLastEventIdAfterA
                        ": hello\nretry: 1\nid: 7\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"a\"}\n\n"
                        "id: 8\ndata: {\"jsonrpc\":",
                        false});
-  (*server)->QueueGet({200, "id: 9\ndata: {\"jsonrpc\":\"2.0\",\r\ndata: \"method\":\"b\"}\r\n\r\n",
-                       true});
+  (*server)->QueueGet(
+      {200, "id: 9\ndata: {\"jsonrpc\":\"2.0\",\r\ndata: \"method\":\"b\"}\r\n\r\n", true});
   Recorder recorder;
   auto channel = Open((*server)->url(), recorder);
   ASSERT_NE(channel, nullptr);
@@ -205,9 +203,9 @@ TEST(UpstreamHttpChannel, GetStreamAnswered405IsNotRetried) {
   ASSERT_TRUE((*server)->WaitForGets(1, 10s));
   // Requests keep working; with a 1 ms retry delay a retried GET would show up meanwhile.
   for (int i = 2; i < 12; ++i) {
-    ASSERT_TRUE(channel->Send(R"({"jsonrpc":"2.0","id":)" + std::to_string(i) +
-                              R"(,"method":"ping"})")
-                    .ok());
+    ASSERT_TRUE(
+        channel->Send(R"({"jsonrpc":"2.0","id":)" + std::to_string(i) + R"(,"method":"ping"})")
+            .ok());
     EXPECT_NE(recorder.NextLine().find("\"result\""), std::string::npos);
   }
   EXPECT_EQ((*server)->get_last_event_ids().size(), 1u);
@@ -259,9 +257,10 @@ TEST(UpstreamHttpChannel, AnSseAnswerIsBoundedPerEventNotInTotal) {
   // Ten progress events of about 100 bytes: 1 KB in all, each under the limit.
   std::string progress;
   for (int i = 1; i <= 10; ++i) {
-    progress += "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":"
-                "{\"progressToken\":\"t\",\"progress\":" +
-                std::to_string(i) + ",\"message\":\"step\"}}\n\n";
+    progress +=
+        "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":"
+        "{\"progressToken\":\"t\",\"progress\":" +
+        std::to_string(i) + ",\"message\":\"step\"}}\n\n";
   }
   (*server)->AnswerPostsWithSse(progress);
   ASSERT_TRUE(channel->Send(R"({"jsonrpc":"2.0","id":2,"method":"tools/call"})").ok());

@@ -132,8 +132,8 @@ absl::StatusOr<std::unique_ptr<UpstreamStdioChannel>> UpstreamStdioChannel::Star
     for (int fd : {in_pipe[1], out_pipe[0], err_pipe[0]}) ::close(fd);
     int status = 0;
     ::waitpid(pid, &status, 0);
-    return absl::NotFoundError(base::StrCat("cannot start '", options.command,
-                                            "': ", strerror(child_errno)));
+    return absl::NotFoundError(
+        base::StrCat("cannot start '", options.command, "': ", strerror(child_errno)));
   }
 
   std::unique_ptr<UpstreamStdioChannel> channel(new UpstreamStdioChannel());

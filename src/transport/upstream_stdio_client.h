@@ -26,12 +26,12 @@ namespace contextd::transport {
 
 // What to run and how.
 struct UpstreamStdioOptions {
-  std::string command;                      // looked up on PATH when it has no '/'
-  std::vector<std::string> args;            // after the program name
-  std::map<std::string, std::string> env;   // added to (overriding) the parent's environment
-  std::string cwd;                          // empty: the parent's
-  size_t max_line_bytes = 64 << 20;         // longer stdout lines are dropped (and logged)
-  std::string log_name;                     // prefix of the child's stderr lines in the log
+  std::string command;                     // looked up on PATH when it has no '/'
+  std::vector<std::string> args;           // after the program name
+  std::map<std::string, std::string> env;  // added to (overriding) the parent's environment
+  std::string cwd;                         // empty: the parent's
+  size_t max_line_bytes = 64 << 20;        // longer stdout lines are dropped (and logged)
+  std::string log_name;                    // prefix of the child's stderr lines in the log
 };
 
 // Callbacks of a stdio channel (both run on its stdout reader thread). on_closed's reason is

@@ -51,7 +51,8 @@ struct Inbox {
 
 TEST(UpstreamStdioChannel, RoundTripsLinesThroughAChild) {
   Inbox inbox;
-  auto channel = UpstreamStdioChannel::Start({"cat", {}, {}, "", 1 << 20, "cat"}, inbox.Callbacks());
+  auto channel =
+      UpstreamStdioChannel::Start({"cat", {}, {}, "", 1 << 20, "cat"}, inbox.Callbacks());
   ASSERT_TRUE(channel.ok()) << channel.status();
   EXPECT_GT((*channel)->pid(), 0);
   ASSERT_TRUE((*channel)->Send(R"({"jsonrpc":"2.0","method":"x"})").ok());
@@ -65,10 +66,13 @@ TEST(UpstreamStdioChannel, RoundTripsLinesThroughAChild) {
 
 TEST(UpstreamStdioChannel, PassesEnvironmentAndWorkingDirectory) {
   Inbox inbox;
-  auto channel = UpstreamStdioChannel::Start(
-      {"sh", {"-c", "echo \"$GW_TEST_VAR:$(pwd)\""}, {{"GW_TEST_VAR", "hello"}}, "/tmp", 1 << 20,
-       "sh"},
-      inbox.Callbacks());
+  auto channel = UpstreamStdioChannel::Start({"sh",
+                                              {"-c", "echo \"$GW_TEST_VAR:$(pwd)\""},
+                                              {{"GW_TEST_VAR", "hello"}},
+                                              "/tmp",
+                                              1 << 20,
+                                              "sh"},
+                                             inbox.Callbacks());
   ASSERT_TRUE(channel.ok()) << channel.status();
   EXPECT_EQ(inbox.NextLine(), "hello:/tmp");
   EXPECT_TRUE(inbox.WaitClosed());

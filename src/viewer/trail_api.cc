@@ -122,7 +122,8 @@ Json ScopeJson(const trail::Scope& s) {
 }
 
 Json EventJson(const trail::Event& e, bool whole) {
-  std::string_view payload = whole ? std::string_view(e.payload) : Prefix(e.payload, kApiPreviewBytes);
+  std::string_view payload =
+      whole ? std::string_view(e.payload) : Prefix(e.payload, kApiPreviewBytes);
   Json out{{"seq", e.seq},
            {"scope_id", e.scope_id},
            {"kind", trail::EventKindName(e.kind)},
@@ -215,7 +216,8 @@ ApiResponse TrailApi::Get(std::string_view tenant, std::string_view path, std::s
   if (!seg.empty() && seg.back().empty()) seg.pop_back();  // a trailing slash
   try {
     if (seg.size() == 1 && seg[0] == "sessions") return Sessions(tenant, query);
-    if (seg.size() == 3 && seg[0] == "sessions" && seg[2] == "scopes") return Scopes(tenant, seg[1]);
+    if (seg.size() == 3 && seg[0] == "sessions" && seg[2] == "scopes")
+      return Scopes(tenant, seg[1]);
     if (seg.size() == 3 && seg[0] == "scopes" && seg[2] == "events") {
       return Events(tenant, seg[1], query);
     }
@@ -233,7 +235,7 @@ ApiResponse TrailApi::Get(std::string_view tenant, std::string_view path, std::s
 }
 
 absl::StatusOr<TrailApi::Tokens> TrailApi::SessionTokens(const std::string& root,
-                                                        const std::vector<trail::Scope>& scopes) {
+                                                         const std::vector<trail::Scope>& scopes) {
   std::string fp = FingerprintOf(scopes);
   auto it = tokens_cache_.find(root);
   if (it != tokens_cache_.end() && it->second.fingerprint == fp) return it->second.tokens;
@@ -453,8 +455,7 @@ ApiResponse TrailApi::Stats(std::string_view tenant, std::string_view query) {
 }
 
 ApiResponse TrailApi::Conversations(std::string_view tenant, std::string_view query) {
-  auto limit = IntParam(query, "limit", kApiDefaultConversationLimit, 1,
-                        kApiMaxConversationLimit);
+  auto limit = IntParam(query, "limit", kApiDefaultConversationLimit, 1, kApiMaxConversationLimit);
   if (!limit.ok()) return FromStatus(limit.status());
   Json list = Json::array();
   if (conversations_ != nullptr) {

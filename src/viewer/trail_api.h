@@ -44,9 +44,7 @@ class TrailApi {
 
   // The model gateway's store, for /api/v1/conversations (nullptr, the default: the gateway is
   // off and the list is empty). It must outlive the API.
-  void SetConversations(model::ConversationStore* conversations) {
-    conversations_ = conversations;
-  }
+  void SetConversations(model::ConversationStore* conversations) { conversations_ = conversations; }
 
   // Answers GET `path` (starting "/api/v1/") with query string `query` ("a=1&b=2", undecoded)
   // for `tenant`. 404 for unknown paths and for anything of another tenant, 400 for bad

@@ -69,7 +69,9 @@ class StreamSlot {
 struct Stream {
   Stream(std::shared_ptr<HttpResponder> r, std::string t, std::string root_id,
          std::shared_ptr<std::atomic<size_t>> open)
-      : responder(std::move(r)), tenant(std::move(t)), root(std::move(root_id)),
+      : responder(std::move(r)),
+        tenant(std::move(t)),
+        root(std::move(root_id)),
         slot(std::move(open)) {}
   std::shared_ptr<HttpResponder> responder;
   std::string tenant;
@@ -125,10 +127,10 @@ void HandleStream(HttpRequest request, std::shared_ptr<HttpResponder> responder,
                     std::string(fp.status().message())));
     }
     stream->fingerprint = *fp;
-    stream->responder->StartStream(
-        200, "text/event-stream",
-        {{"Cache-Control", "no-store"}, {"X-Accel-Buffering", "no"},
-         {"X-Content-Type-Options", "nosniff"}});
+    stream->responder->StartStream(200, "text/event-stream",
+                                   {{"Cache-Control", "no-store"},
+                                    {"X-Accel-Buffering", "no"},
+                                    {"X-Content-Type-Options", "nosniff"}});
     stream->responder->Write(base::StrCat(
         "retry: 2000\n\n", Event("hello", {{"root_id", stream->root}, {"fingerprint", *fp}})));
     stream->last_write = std::chrono::steady_clock::now();
@@ -209,13 +211,13 @@ std::vector<HttpRoute> UiRoutes(TrailApi& api, base::Executor& executor, UiOptio
         path.compare(0, kSessionsPrefix.size(), kSessionsPrefix) == 0 &&
         path.compare(path.size() - kStreamSuffix.size(), kStreamSuffix.size(), kStreamSuffix) ==
             0) {
-      std::string root = path.substr(kSessionsPrefix.size(), path.size() - kSessionsPrefix.size() -
-                                                                 kStreamSuffix.size());
+      std::string root = path.substr(kSessionsPrefix.size(),
+                                     path.size() - kSessionsPrefix.size() - kStreamSuffix.size());
       if (root.empty() || root.find('/') != std::string::npos) {
         return responder->Respond(JsonError(404, "no such API path"));
       }
-      return HandleStream(std::move(request), std::move(responder), std::move(root), api,
-                          executor, options, open);
+      return HandleStream(std::move(request), std::move(responder), std::move(root), api, executor,
+                          options, open);
     }
     executor->Post([api, responder, tenant = request.tenant(), path = std::move(path),
                     query = std::string(request.query())] {

@@ -1,5 +1,6 @@
 // Replays every file of a seed corpus directory through a libFuzzer entry point, so that the
-// seeds run as an ordinary ctest in every build (no libFuzzer needed). Not thread-safe; one process.
+// seeds run as an ordinary ctest in every build (no libFuzzer needed). Not thread-safe; one
+// process.
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>

@@ -27,8 +27,8 @@ class NatsServer {
     if (const char* env = std::getenv("CONTEXTD_NATS_SERVER"); env != nullptr && *env != '\0') {
       return env;
     }
-    for (const char* p : {"/usr/bin/nats-server", "/usr/sbin/nats-server",
-                          "/usr/local/bin/nats-server"}) {
+    for (const char* p :
+         {"/usr/bin/nats-server", "/usr/sbin/nats-server", "/usr/local/bin/nats-server"}) {
       if (::access(p, X_OK) == 0) return p;
     }
     return "";
@@ -101,8 +101,8 @@ class NatsServer {
   }
 
   bool Launch() {
-    std::vector<std::string> args = {Binary(), "-a", "127.0.0.1", "-p", std::to_string(port_),
-                                     "-l", dir_ + "/nats.log"};
+    std::vector<std::string> args = {
+        Binary(), "-a", "127.0.0.1", "-p", std::to_string(port_), "-l", dir_ + "/nats.log"};
     if (jetstream_) {
       args.insert(args.end(), {"-js", "-sd", dir_ + "/js"});
     }

@@ -23,9 +23,7 @@ bool extra_tool = false;
 bool dropped = false;
 int cancellations = 0;  // notifications/cancelled received while `slow` ran
 
-void Send(const Json& message) {
-  std::cout << message.dump() << "\n" << std::flush;
-}
+void Send(const Json& message) { std::cout << message.dump() << "\n" << std::flush; }
 
 Json Text(const std::string& text) {
   return Json{{"content", Json::array({{{"type", "text"}, {"text", text}}})}};
@@ -35,13 +33,15 @@ Json ToolsList() {
   Json object_schema = {{"type", "object"}};
   Json tools = Json::array();
   auto add = [&](const std::string& name, Json schema) {
-    tools.push_back({{"name", name}, {"description", "test tool " + name}, {"inputSchema", schema}});
+    tools.push_back(
+        {{"name", name}, {"description", "test tool " + name}, {"inputSchema", schema}});
   };
   add("echo", {{"type", "object"},
                {"properties", {{"text", {{"type", "string"}}}}},
                {"required", {"text"}}});
-  add("secret", {{"type", "object"},
-                 {"properties", {{"note", {{"type", "string"}, {"description", "not SECRET123"}}}}}});
+  add("secret",
+      {{"type", "object"},
+       {"properties", {{"note", {{"type", "string"}, {"description", "not SECRET123"}}}}}});
   // Prose that a scrubber must redact before the agent sees it (the tool's own description too).
   tools.back()["description"] = "returns a token like SECRET123";
   add("big", {{"type", "object"}, {"properties", {{"words", {{"type", "integer"}}}}}});
@@ -78,9 +78,10 @@ Json CallTool(const Json& params) {
   Json args = params.value("arguments", Json::object());
   if (name == "echo") return Text(args.value("text", ""));
   if (name == "secret") {
-    return Json{{"content", Json::array({{{"type", "text"},
-                                          {"text", "token=ghp_0123456789abcdefghijABCDEFGHIJ012345 ok"}}})},
-                {"structuredContent", {{"key", "ghp_0123456789abcdefghijABCDEFGHIJ012345"}}}};
+    return Json{
+        {"content", Json::array({{{"type", "text"},
+                                  {"text", "token=ghp_0123456789abcdefghijABCDEFGHIJ012345 ok"}}})},
+        {"structuredContent", {{"key", "ghp_0123456789abcdefghijABCDEFGHIJ012345"}}}};
   }
   if (name == "big") {
     std::string text;
@@ -98,7 +99,8 @@ Json CallTool(const Json& params) {
   }
   if (name == "slow") {
     // Sleeps, but watches stdin for notifications/cancelled meanwhile.
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(args.value("ms", 1000));
+    auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(args.value("ms", 1000));
     while (std::chrono::steady_clock::now() < deadline) {
       pollfd fd{0, POLLIN, 0};
       if (std::cin.rdbuf()->in_avail() > 0 || ::poll(&fd, 1, 5) > 0) {
@@ -120,8 +122,11 @@ Json CallTool(const Json& params) {
     for (int i = 1; i <= steps && !token.is_null(); ++i) {
       Send({{"jsonrpc", "2.0"},
             {"method", "notifications/progress"},
-            {"params", {{"progressToken", token}, {"progress", i}, {"total", steps},
-                        {"message", "step " + std::to_string(i)}}}});
+            {"params",
+             {{"progressToken", token},
+              {"progress", i},
+              {"total", steps},
+              {"message", "step " + std::to_string(i)}}}});
     }
     return Text("done " + std::to_string(steps));
   }
@@ -130,18 +135,20 @@ Json CallTool(const Json& params) {
     Send({{"jsonrpc", "2.0"},
           {"id", "s1"},
           {"method", "sampling/createMessage"},
-          {"params", {{"messages", Json::array({{{"role", "user"},
-                                                  {"content", {{"type", "text"},
-                                                               {"text", args.value("prompt", "")}}}}})},
-                      {"maxTokens", 10}}}});
+          {"params",
+           {{"messages",
+             Json::array({{{"role", "user"},
+                           {"content", {{"type", "text"}, {"text", args.value("prompt", "")}}}}})},
+            {"maxTokens", 10}}}});
     Json response = AwaitResponse("s1");
     if (response.contains("error")) return Text("sampling failed: " + response["error"].dump());
     return Text("sampled: " + response["result"]["content"].value("text", ""));
   }
   if (name == "log") {
-    Send({{"jsonrpc", "2.0"},
-          {"method", "notifications/message"},
-          {"params", {{"level", "warning"}, {"logger", "test"}, {"data", args.value("text", "")}}}});
+    Send(
+        {{"jsonrpc", "2.0"},
+         {"method", "notifications/message"},
+         {"params", {{"level", "warning"}, {"logger", "test"}, {"data", args.value("text", "")}}}});
     return Text("logged");
   }
   if (name == "add_tool") {
@@ -175,9 +182,10 @@ int main() {
     Json result;
     if (method == "initialize") {
       result = {{"protocolVersion", params.value("protocolVersion", "2025-11-25")},
-                {"capabilities", {{"tools", {{"listChanged", true}}},
-                                  {"resources", {{"listChanged", true}}},
-                                  {"prompts", {{"listChanged", true}}}}},
+                {"capabilities",
+                 {{"tools", {{"listChanged", true}}},
+                  {"resources", {{"listChanged", true}}},
+                  {"prompts", {{"listChanged", true}}}}},
                 {"serverInfo", {{"name", "test-upstream"}, {"version", "1"}}}};
     } else if (method == "tools/list") {
       result = ToolsList();
@@ -193,9 +201,10 @@ int main() {
     } else if (method == "resources/list") {
       result = {{"resources", Json::array()}};
       if (!dropped) {
-        result["resources"].push_back(
-            {{"uri", "test://greeting"}, {"name", "greeting"}, {"description", "says SECRET123"},
-             {"mimeType", "text/plain"}});
+        result["resources"].push_back({{"uri", "test://greeting"},
+                                       {"name", "greeting"},
+                                       {"description", "says SECRET123"},
+                                       {"mimeType", "text/plain"}});
       }
     } else if (method == "resources/templates/list") {
       result = {{"resourceTemplates", Json::array()}};
@@ -204,45 +213,54 @@ int main() {
             {{"uriTemplate", "test://item/{id}"}, {"name", "item"}, {"title", "item SECRET123"}});
       }
     } else if (method == "prompts/list") {
-      result = {{"prompts", Json::array({{{"name", "malformed"}},
-                                         {{"name", "slow_prompt"},
-                                          {"arguments", {{{"name", "ms"}, {"required", true}}}}}})}};
+      result = {
+          {"prompts", Json::array({{{"name", "malformed"}},
+                                   {{"name", "slow_prompt"},
+                                    {"arguments", {{{"name", "ms"}, {"required", true}}}}}})}};
       if (!dropped) {
-        result["prompts"].push_back({{"name", "greet"},
-                                     {"description", "greets someone"},
-                                     {"arguments", {{{"name", "who"}, {"description", "whom, not SECRET123"},
-                                                     {"required", true}}}}});
+        result["prompts"].push_back(
+            {{"name", "greet"},
+             {"description", "greets someone"},
+             {"arguments",
+              {{{"name", "who"}, {"description", "whom, not SECRET123"}, {"required", true}}}}});
       }
     } else if (method == "prompts/get") {
       std::string prompt = params.value("name", "");
       Json args = params.value("arguments", Json::object());
       if (prompt == "greet" && !dropped) {
-        result = {{"description", "greeting SECRET123"},
-                  {"messages",
-                   {{{"role", "user"},
-                     {"content", {{"type", "text"},
-                                  {"text", "hello " + args.value("who", "") + " SECRET123"}}}},
-                    {{"role", "assistant"},
-                     {"content", {{"type", "resource"},
-                                  {"resource", {{"uri", "test://x"}, {"text", "key SECRET123"}}}}}}}}};
+        result = {
+            {"description", "greeting SECRET123"},
+            {"messages",
+             {{{"role", "user"},
+               {"content",
+                {{"type", "text"}, {"text", "hello " + args.value("who", "") + " SECRET123"}}}},
+              {{"role", "assistant"},
+               {"content",
+                {{"type", "resource"},
+                 {"resource", {{"uri", "test://x"}, {"text", "key SECRET123"}}}}}}}}};
       } else if (prompt == "malformed") {
         result = {{"messages", "not a list"}};
       } else if (prompt == "slow_prompt") {
-        std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(args.value("ms", "0").c_str())));
+        std::this_thread::sleep_for(
+            std::chrono::milliseconds(std::atoi(args.value("ms", "0").c_str())));
         result = {{"messages", Json::array()}};
       } else {
-        Send({{"jsonrpc", "2.0"}, {"id", id},
+        Send({{"jsonrpc", "2.0"},
+              {"id", id},
               {"error", {{"code", -32602}, {"message", "unknown prompt " + prompt}}}});
         continue;
       }
     } else if (method == "resources/read") {
-      result = {{"contents", Json::array({{{"uri", params.value("uri", "")},
-                                            {"mimeType", "text/plain"},
-                                            {"text", "hello SECRET123 ghp_0123456789abcdefghijABCDEFGHIJ012345"}}})}};
+      result = {
+          {"contents",
+           Json::array({{{"uri", params.value("uri", "")},
+                         {"mimeType", "text/plain"},
+                         {"text", "hello SECRET123 ghp_0123456789abcdefghijABCDEFGHIJ012345"}}})}};
     } else if (method == "ping") {
       result = Json::object();
     } else {
-      Send({{"jsonrpc", "2.0"}, {"id", id},
+      Send({{"jsonrpc", "2.0"},
+            {"id", id},
             {"error", {{"code", -32601}, {"message", "method not found"}}}});
       continue;
     }

@@ -91,7 +91,7 @@ class InMemoryConversationStore final : public ConversationStore {
   }
 
   absl::StatusOr<std::vector<ConversationSummary>> RecentConversations(std::string_view tenant,
-                                                                        int limit) override {
+                                                                       int limit) override {
     std::lock_guard<std::mutex> lock(mu_);
     std::map<std::string, ConversationSummary> by_id;
     for (const UsageRecord& r : usage_) {

@@ -17,13 +17,13 @@ inline void AppendTo(std::string& out, const std::string& s) { out.append(s); }
 inline void AppendTo(std::string& out, const char* s) { out.append(s); }
 inline void AppendTo(std::string& out, char c) { out.push_back(c); }
 template <typename T>
-  requires(std::is_same_v<T, absl::string_view> && !std::is_same_v<T, std::string_view>)
-inline void AppendTo(std::string& out, const T& s) {
+requires(std::is_same_v<T, absl::string_view> &&
+         !std::is_same_v<T, std::string_view>) inline void AppendTo(std::string& out, const T& s) {
   out.append(s.data(), s.size());
 }
 template <typename T>
-  requires(std::is_integral_v<T> && !std::is_same_v<T, char> && !std::is_same_v<T, bool>)
-inline void AppendTo(std::string& out, T v) {
+requires(std::is_integral_v<T> && !std::is_same_v<T, char> &&
+         !std::is_same_v<T, bool>) inline void AppendTo(std::string& out, T v) {
   out.append(std::to_string(v));
 }
 

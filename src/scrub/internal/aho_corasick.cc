@@ -19,7 +19,8 @@ AhoCorasick::AhoCorasick(const std::vector<std::string>& patterns) {
       if (folded_class[f] == 0) folded_class[f] = static_cast<uint8_t>(num_classes_++);
     }
   }
-  for (unsigned c = 0; c < 256; ++c) class_of_[c] = folded_class[Fold(static_cast<unsigned char>(c))];
+  for (unsigned c = 0; c < 256; ++c)
+    class_of_[c] = folded_class[Fold(static_cast<unsigned char>(c))];
   const uint32_t nc = num_classes_;
 
   // Trie with goto table (-1 = none), then BFS for failure links into a full DFA.

@@ -13,9 +13,9 @@
 #include <re2/re2.h>
 #include <re2/set.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>

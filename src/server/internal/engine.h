@@ -77,7 +77,7 @@ struct Engine {
   std::unique_ptr<folding::BranchManager> manager;  // executor only
   std::unique_ptr<tools::FoldingTools> tools;       // executor only
   std::unique_ptr<trail::TrailStore> trail_store;
-  std::unique_ptr<trail::Trail> trail;                   // executor only
+  std::unique_ptr<trail::Trail> trail;  // executor only
   // Both gateways charge branches and record calls through it (over manager, store and trail).
   std::unique_ptr<folding::BranchLedger> ledger;
   std::unique_ptr<tools::TrailTools> trail_tools;        // executor only

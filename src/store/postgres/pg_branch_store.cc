@@ -106,7 +106,8 @@ absl::Status PgBranchStore::CommitIn(PgConn& c, const folding::BranchWrite& writ
     }
   }
   // The events of this change, in its transaction (decision 0027).
-  for (const folding::OutboxEvent& e : write.events) RETURN_IF_ERROR(PgInsertOutboxRow(c, e, owner));
+  for (const folding::OutboxEvent& e : write.events)
+    RETURN_IF_ERROR(PgInsertOutboxRow(c, e, owner));
   return absl::OkStatus();
 }
 

@@ -166,19 +166,18 @@ absl::StatusOr<model::UsageTotals> PgConversationStore::Totals(std::string_view 
   return t;
 }
 
-absl::StatusOr<std::vector<model::ConversationSummary>>
-PgConversationStore::RecentConversations(std::string_view tenant, int limit) {
+absl::StatusOr<std::vector<model::ConversationSummary>> PgConversationStore::RecentConversations(
+    std::string_view tenant, int limit) {
   std::vector<model::ConversationSummary> out;
   RETURN_IF_ERROR(db_->Read([&](PgConn& c) -> absl::Status {
     out.clear();
     ASSIGN_OR_RETURN(
-        PgResult r,
-        c.Exec("SELECT conversation, (array_agg(project ORDER BY at_ms DESC, seq))[1], "
-               "MAX(at_ms), MIN(at_ms), COUNT(*), SUM(folds_new), SUM(tokens_before), "
-               "SUM(tokens_after), string_agg(NULLIF(folds_skipped, ''), E'\\n') "
-               "FROM model_usage WHERE tenant = $1 GROUP BY conversation "
-               "ORDER BY MAX(at_ms) DESC, conversation COLLATE \"C\" LIMIT $2",
-               {tenant, static_cast<int64_t>(limit)}));
+        PgResult r, c.Exec("SELECT conversation, (array_agg(project ORDER BY at_ms DESC, seq))[1], "
+                           "MAX(at_ms), MIN(at_ms), COUNT(*), SUM(folds_new), SUM(tokens_before), "
+                           "SUM(tokens_after), string_agg(NULLIF(folds_skipped, ''), E'\\n') "
+                           "FROM model_usage WHERE tenant = $1 GROUP BY conversation "
+                           "ORDER BY MAX(at_ms) DESC, conversation COLLATE \"C\" LIMIT $2",
+                           {tenant, static_cast<int64_t>(limit)}));
     for (int i = 0; i < r.rows(); ++i) {
       model::ConversationSummary s;
       s.conversation = r.Text(i, 0);
@@ -204,23 +203,25 @@ absl::StatusOr<std::vector<ProjectUsage>> PgConversationStore::UsageByProject(
     out.clear();
     ASSIGN_OR_RETURN(
         PgResult r,
-        c.Exec("SELECT tenant, project, SUM(n), COALESCE(SUM(input_tokens), 0), "
-               "COALESCE(SUM(cache_read_input_tokens), 0), "
-               "COALESCE(SUM(cache_creation_input_tokens), 0), "
-               "COALESCE(SUM(output_tokens), 0), COALESCE(SUM(tokens_before), 0), "
-               "COALESCE(SUM(tokens_after), 0), COALESCE(MAX(at_ms), 0), "
-               "COALESCE(SUM(folds_new), 0), COALESCE(SUM(folds_skipped), 0) FROM (SELECT tenant, "
-               "project, 1 AS n, input_tokens, cache_read_input_tokens, cache_creation_input_tokens, "
-               "output_tokens, tokens_before, tokens_after, at_ms, folds_new, (SELECT "
-               "COALESCE(SUM(value::bigint), 0) FROM json_each_text(NULLIF(model_usage.folds_skipped, "
-               "'')::json)) AS folds_skipped FROM model_usage "
-               "WHERE ($1 = '' OR tenant = $1) AND at_ms >= $2 "
-               // Days whose detail the retention sweep rolled up (decision 0031): whole days.
-               "UNION ALL SELECT tenant, project, requests, input_tokens, cache_read_input_tokens, "
-               "cache_creation_input_tokens, output_tokens, tokens_before, tokens_after, last_at_ms, "
-               "folds_new, folds_skipped FROM model_usage_daily WHERE ($1 = '' OR tenant = $1) AND (day + 1) * 86400000 > $2"
-               ") u GROUP BY tenant, project ORDER BY tenant, project",
-               {tenant, since_ms}));
+        c.Exec(
+            "SELECT tenant, project, SUM(n), COALESCE(SUM(input_tokens), 0), "
+            "COALESCE(SUM(cache_read_input_tokens), 0), "
+            "COALESCE(SUM(cache_creation_input_tokens), 0), "
+            "COALESCE(SUM(output_tokens), 0), COALESCE(SUM(tokens_before), 0), "
+            "COALESCE(SUM(tokens_after), 0), COALESCE(MAX(at_ms), 0), "
+            "COALESCE(SUM(folds_new), 0), COALESCE(SUM(folds_skipped), 0) FROM (SELECT tenant, "
+            "project, 1 AS n, input_tokens, cache_read_input_tokens, cache_creation_input_tokens, "
+            "output_tokens, tokens_before, tokens_after, at_ms, folds_new, (SELECT "
+            "COALESCE(SUM(value::bigint), 0) FROM json_each_text(NULLIF(model_usage.folds_skipped, "
+            "'')::json)) AS folds_skipped FROM model_usage "
+            "WHERE ($1 = '' OR tenant = $1) AND at_ms >= $2 "
+            // Days whose detail the retention sweep rolled up (decision 0031): whole days.
+            "UNION ALL SELECT tenant, project, requests, input_tokens, cache_read_input_tokens, "
+            "cache_creation_input_tokens, output_tokens, tokens_before, tokens_after, last_at_ms, "
+            "folds_new, folds_skipped FROM model_usage_daily WHERE ($1 = '' OR tenant = $1) AND "
+            "(day + 1) * 86400000 > $2"
+            ") u GROUP BY tenant, project ORDER BY tenant, project",
+            {tenant, since_ms}));
     for (int i = 0; i < r.rows(); ++i) {
       ProjectUsage u;
       u.tenant = r.Text(i, 0);

@@ -254,8 +254,7 @@ absl::StatusOr<std::unique_ptr<PgConn>> PgDatabase::Acquire() {
 void PgDatabase::Release(std::unique_ptr<PgConn> conn) {
   std::lock_guard<std::mutex> lock(mu_);
   // A connection left inside a transaction (an error while rolling back) is not reused.
-  if (!conn->Drain().ok() || conn->broken() ||
-      PQtransactionStatus(conn->conn_) != PQTRANS_IDLE) {
+  if (!conn->Drain().ok() || conn->broken() || PQtransactionStatus(conn->conn_) != PQTRANS_IDLE) {
     PQfinish(conn->conn_);
     --open_;
   } else {
@@ -318,8 +317,7 @@ absl::Status PgDatabase::Read(const std::function<absl::Status(PgConn&)>& body) 
 }
 
 bool PgDatabase::OnGroupThread() const {
-  return group_mode_.load(std::memory_order_acquire) &&
-         std::this_thread::get_id() == group_thread_;
+  return group_mode_.load(std::memory_order_acquire) && std::this_thread::get_id() == group_thread_;
 }
 
 void PgDatabase::EnableGroupCommit(std::thread::id group_thread,

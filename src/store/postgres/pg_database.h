@@ -135,8 +135,8 @@ class PgConn {
   pg_conn* conn_;
   std::unordered_map<std::string, std::string> prepared_;  // sql -> statement name
   mutable std::string last_sqlstate_;
-  std::string pending_;     // the SendScript whose answer is not collected yet, or ""
-  absl::Status deferred_;   // a SendScript that failed: the connection is done
+  std::string pending_;    // the SendScript whose answer is not collected yet, or ""
+  absl::Status deferred_;  // a SendScript that failed: the connection is done
 };
 
 class PgDatabase {
@@ -168,9 +168,9 @@ class PgDatabase {
 
   // Switches the writes and reads made on thread `group_thread` to group mode (above). Call
   // before the writes that should be grouped, with no group open (a second call replaces the
-  // first; not while the group thread may be writing). `on_group_open` is called on the group thread,
-  // under this database's group lock: it must not use the database, only schedule CommitGroup.
-  // Writes on other threads keep committing on their own.
+  // first; not while the group thread may be writing). `on_group_open` is called on the group
+  // thread, under this database's group lock: it must not use the database, only schedule
+  // CommitGroup. Writes on other threads keep committing on their own.
   void EnableGroupCommit(std::thread::id group_thread, std::function<void()> on_group_open);
   // Commits the open group, if any (OK if none), and returns its connection to the pool. On error
   // (COMMIT refused, e.g. by a deferred constraint; connection lost) nothing of the group stays and
@@ -219,9 +219,9 @@ class PgDatabase {
   // Held by the group thread across a grouped write or read (so CommitGroup from another thread
   // waits for it); never while waiting for the pool's mu_ in a way mu_'s holders could need.
   std::mutex group_mu_;
-  std::function<void()> on_group_open_;    // under group_mu_
-  std::unique_ptr<PgConn> group_conn_;     // the open group's connection, under group_mu_
-  absl::Status group_failed_;              // a group rolled back before its commit, group_mu_
+  std::function<void()> on_group_open_;  // under group_mu_
+  std::unique_ptr<PgConn> group_conn_;   // the open group's connection, under group_mu_
+  absl::Status group_failed_;            // a group rolled back before its commit, group_mu_
 };
 
 }  // namespace contextd::store

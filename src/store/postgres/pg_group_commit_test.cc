@@ -41,15 +41,15 @@ class PgGroupCommitTest : public ::testing::Test {
                          "CREATE TABLE gc_parent (id INTEGER PRIMARY KEY);"
                          "CREATE TABLE gc_child (id INTEGER PRIMARY KEY, parent INTEGER "
                          "REFERENCES gc_parent DEFERRABLE INITIALLY DEFERRED)");
-                   }).ok());
+                   })
+                    .ok());
     // Grouped on this thread; the "flush" is the test's own CommitGroup call.
     db_->EnableGroupCommit(std::this_thread::get_id(), [this] { ++groups_opened_; });
   }
 
   absl::Status Insert(PgDatabase& db, int id) {
-    return db.Write([id](PgConn& c) {
-      return c.Exec("INSERT INTO gc_t (id) VALUES ($1)", {id}).status();
-    });
+    return db.Write(
+        [id](PgConn& c) { return c.Exec("INSERT INTO gc_t (id) VALUES ($1)", {id}).status(); });
   }
   // The ids `db` sees (from this thread: inside the open group, if `db` has one).
   std::vector<int64_t> Rows(PgDatabase& db) {
@@ -125,7 +125,8 @@ TEST_F(PgGroupCommitTest, AFailedCommitLosesTheGroupAndNothingCommittedBefore) {
   // Applied in the group (the foreign key is checked at COMMIT only), so the write says OK...
   ASSERT_TRUE(db_->Write([](PgConn& c) {
                    return c.Exec("INSERT INTO gc_child (id, parent) VALUES (1, 99)").status();
-                 }).ok());
+                 })
+                  .ok());
   ASSERT_TRUE(Insert(*db_, 12).ok());
   // ...and the commit fails for the whole group: every writer of it hears the error.
   absl::Status committed = db_->CommitGroup();
@@ -142,12 +143,16 @@ TEST_F(PgGroupCommitTest, AFailedCommitLosesTheGroupAndNothingCommittedBefore) {
 TEST_F(PgGroupCommitTest, ABrokenGroupIsReportedOnceAndTakesLaterWritesWithIt) {
   ASSERT_TRUE(Insert(*db_, 1).ok());
   // The group's connection is killed from the outside (a server restart, a network cut).
-  ASSERT_TRUE(other_->Write([](PgConn& c) {
-                     return c.Exec("SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
-                                   "WHERE datname = current_database() AND pid <> "
-                                   "pg_backend_pid() AND state = 'idle in transaction'")
-                         .status();
-                   }).ok());
+  ASSERT_TRUE(other_
+                  ->Write([](PgConn& c) {
+                    return c
+                        .Exec(
+                            "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
+                            "WHERE datname = current_database() AND pid <> "
+                            "pg_backend_pid() AND state = 'idle in transaction'")
+                        .status();
+                  })
+                  .ok());
   EXPECT_EQ(Insert(*db_, 2).code(), absl::StatusCode::kUnavailable);
   EXPECT_FALSE(db_->group_open());
   // A write after the failure opens a new group; it is lost with the broken one, so that
@@ -167,14 +172,16 @@ TEST_F(PgGroupCommitTest, ABodyThatSwallowsAnErrorFailsTheGroup) {
   EXPECT_TRUE(db_->Write([](PgConn& c) {
                    (void)c.Exec("SELECT * FROM no_such_table");
                    return absl::OkStatus();
-                 }).ok());
+                 })
+                  .ok());
   EXPECT_FALSE(db_->CommitGroup().ok());
   EXPECT_EQ(Rows(*other_), Ids{});
   // The same, found by the next write instead of the commit.
   ASSERT_TRUE(db_->Write([](PgConn& c) {
                    (void)c.Exec("SELECT * FROM no_such_table");
                    return absl::OkStatus();
-                 }).ok());
+                 })
+                  .ok());
   EXPECT_FALSE(Insert(*db_, 2).ok());
   EXPECT_FALSE(db_->group_open());
   EXPECT_FALSE(db_->CommitGroup().ok());

@@ -31,7 +31,7 @@ absl::Status PgOutboxStore::Append(const std::vector<folding::OutboxEvent>& even
 }
 
 absl::StatusOr<std::vector<folding::OutboxRow>> PgOutboxStore::ListOwn(int64_t after_seq,
-                                                                      int limit) {
+                                                                       int limit) {
   std::vector<folding::OutboxRow> out;
   absl::Status read = db_->Read([&](PgConn& c) -> absl::Status {
     out.clear();

@@ -52,8 +52,8 @@ absl::Status ConfigureSqlite() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<sqlite3*> OpenConnection(const std::string& path, int flags,
-                                        std::string_view what, int busy_timeout_ms) {
+absl::StatusOr<sqlite3*> OpenConnection(const std::string& path, int flags, std::string_view what,
+                                        int busy_timeout_ms) {
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, WalGatherVfsName());
   if (rc != SQLITE_OK) {
@@ -146,8 +146,8 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
                                                          const DatabaseOptions& options) {
   if (options.page_size < 512 || options.page_size > 65536 ||
       (options.page_size & (options.page_size - 1)) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "page size ", options.page_size, " for ", path, ": use a power of two from 512 to 65536"));
+    return absl::InvalidArgumentError(absl::StrCat("page size ", options.page_size, " for ", path,
+                                                   ": use a power of two from 512 to 65536"));
   }
   if (options.create_directories && path != ":memory:") {
     std::filesystem::path dir = std::filesystem::path(path).parent_path();
@@ -202,10 +202,9 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
       out->wal_restart_frames_ = std::max<int64_t>(1, options.wal_restart_bytes / frame);
       sqlite3_wal_hook(db, &Database::OnWalCommit, out.get());
     }
-    ASSIGN_OR_RETURN(sqlite3 * ckpt,
-                     OpenConnection(path, SQLITE_OPEN_READWRITE,
-                                    absl::StrCat("checkpoint connection to ", path),
-                                    options.busy_timeout_ms));
+    ASSIGN_OR_RETURN(sqlite3 * ckpt, OpenConnection(path, SQLITE_OPEN_READWRITE,
+                                                    absl::StrCat("checkpoint connection to ", path),
+                                                    options.busy_timeout_ms));
     // A connection opens the WAL only when it first reads the database; until then a checkpoint
     // on it does nothing at all (it reports -1 frames) and the WAL grows without end.
     int rc = sqlite3_exec(ckpt, "SELECT COUNT(*) FROM sqlite_schema", nullptr, nullptr, nullptr);
@@ -486,10 +485,10 @@ absl::Status Database::Migrate() {
       ASSIGN_OR_RETURN(Statement check, Prepare("PRAGMA foreign_key_check"));
       ASSIGN_OR_RETURN(bool violated, check.Step());
       if (violated) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            path_, ": after the migrations, a row of ", check.Text(0), " (rowid ", check.Int(1),
-            ") refers to a missing row of ", check.Text(2),
-            "; nothing was changed: restore the file from a backup or report it"));
+        return absl::FailedPreconditionError(
+            absl::StrCat(path_, ": after the migrations, a row of ", check.Text(0), " (rowid ",
+                         check.Int(1), ") refers to a missing row of ", check.Text(2),
+                         "; nothing was changed: restore the file from a backup or report it"));
       }
     }
     return absl::OkStatus();

@@ -230,8 +230,8 @@ class Database {
 // Opens an SQLite connection to `path` with `flags` (plus SQLITE_OPEN_NOMUTEX) through
 // contextd's WAL-gathering VFS, with `busy_timeout_ms`. Unavailable "cannot open <what>: ..."
 // on failure (nothing is left open).
-absl::StatusOr<sqlite3*> OpenConnection(const std::string& path, int flags,
-                                        std::string_view what, int busy_timeout_ms);
+absl::StatusOr<sqlite3*> OpenConnection(const std::string& path, int flags, std::string_view what,
+                                        int busy_timeout_ms);
 
 // Converts an SQLite result code and message into a Status (BUSY/LOCKED -> Unavailable,
 // CONSTRAINT -> AlreadyExists for unique/primary-key violations else FailedPrecondition,

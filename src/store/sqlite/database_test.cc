@@ -296,22 +296,26 @@ TEST(DatabaseTest, Migration6KeepsEveryRowAndChecksWithoutTemporaryTables) {
   EXPECT_EQ(QueryInt(d, "SELECT COUNT(*) FROM branch_charges"), 1);
   EXPECT_EQ(QueryText(d, "PRAGMA integrity_check"), "ok");
   EXPECT_EQ(QueryInt(d, "SELECT COUNT(*) FROM pragma_foreign_key_check"), 0);
-  EXPECT_EQ(QueryInt(d, "SELECT COUNT(*) FROM sqlite_schema WHERE name IN ('branches_live', "
-                        "'branches_by_session', 'trail_scopes_by_root', 'trail_scopes_open', "
-                        "'trail_session_roots', 'trail_events_by_scope')"),
+  EXPECT_EQ(QueryInt(d,
+                     "SELECT COUNT(*) FROM sqlite_schema WHERE name IN ('branches_live', "
+                     "'branches_by_session', 'trail_scopes_by_root', 'trail_scopes_open', "
+                     "'trail_session_roots', 'trail_events_by_scope')"),
             6);
   // The write path's statements compare in place.
   EXPECT_FALSE(UsesEphemeralTable(
-      d, "INSERT INTO branches (id, tenant, project, session_id, depth, description, prompt, "
-         "status, budget_allocated, deadline_ms, created_at_ms) "
-         "VALUES ('c','t','p','s',1,'d','p','active',1,1,1)"));
+      d,
+      "INSERT INTO branches (id, tenant, project, session_id, depth, description, prompt, "
+      "status, budget_allocated, deadline_ms, created_at_ms) "
+      "VALUES ('c','t','p','s',1,'d','p','active',1,1,1)"));
   EXPECT_FALSE(UsesEphemeralTable(d, "UPDATE branches SET status = 'completed' WHERE id = 'c'"));
   EXPECT_FALSE(UsesEphemeralTable(
-      d, "INSERT INTO trail_scopes (id, tenant, project, session_id, kind, root_id, "
-         "description, status, created_at_ms) VALUES ('x','t','p','s','auto','ses','d','open',1)"));
+      d,
+      "INSERT INTO trail_scopes (id, tenant, project, session_id, kind, root_id, "
+      "description, status, created_at_ms) VALUES ('x','t','p','s','auto','ses','d','open',1)"));
   EXPECT_FALSE(UsesEphemeralTable(
-      d, "INSERT INTO trail_events (scope_id, kind, label, blob_hash, tokens, at_ms) "
-         "VALUES ('ses','warning','l','h1',1,1)"));
+      d,
+      "INSERT INTO trail_events (scope_id, kind, label, blob_hash, tokens, at_ms) "
+      "VALUES ('ses','warning','l','h1',1,1)"));
   // The constraints still hold, foreign keys included.
   EXPECT_FALSE(d.Exec("UPDATE branches SET status = 'paused' WHERE id = 'br_a'").ok());
   EXPECT_FALSE(d.Exec("UPDATE trail_scopes SET kind = 'other' WHERE pos = 4").ok());
@@ -338,8 +342,9 @@ TEST(DatabaseTest, Migration8CountsBranchDepthsFromZeroAndKeepsTheRest) {
   EXPECT_EQ(QueryText(d, "SELECT parent_id FROM branches WHERE id = 'br_b'"), "br_a");
   EXPECT_EQ(QueryText(d, "PRAGMA integrity_check"), "ok");
   EXPECT_EQ(QueryInt(d, "SELECT COUNT(*) FROM pragma_foreign_key_check"), 0);
-  EXPECT_EQ(QueryInt(d, "SELECT COUNT(*) FROM sqlite_schema WHERE name IN ('branches_live', "
-                        "'branches_by_session')"),
+  EXPECT_EQ(QueryInt(d,
+                     "SELECT COUNT(*) FROM sqlite_schema WHERE name IN ('branches_live', "
+                     "'branches_by_session')"),
             2);
   // Depth 0 is accepted now, a negative one still is not, and the references still hold.
   EXPECT_TRUE(d.Exec("INSERT INTO branches (id, tenant, project, session_id, depth, description, "
@@ -366,8 +371,9 @@ TEST(DatabaseTest, Migration9AddsTheModelTablesAndKeepsTheRest) {
   EXPECT_EQ(QueryText(d, "SELECT name FROM schema_version WHERE version = 9"),
             "0009_model_conversations.sql");
   EXPECT_EQ(QueryInt(d, "SELECT COUNT(*) FROM branches"), 1);
-  EXPECT_EQ(QueryInt(d, "SELECT COUNT(*) FROM sqlite_schema WHERE name IN ('model_threads', "
-                        "'model_rewrites', 'model_usage', 'model_usage_by_branch')"),
+  EXPECT_EQ(QueryInt(d,
+                     "SELECT COUNT(*) FROM sqlite_schema WHERE name IN ('model_threads', "
+                     "'model_rewrites', 'model_usage', 'model_usage_by_branch')"),
             4);
   EXPECT_EQ(QueryText(d, "PRAGMA integrity_check"), "ok");
   // The kind CHECK compares in place and holds; a (kind, key) is unique per thread.
@@ -396,8 +402,9 @@ TEST(DatabaseTest, Migration11TakesAutoFoldRewritesAndKeepsEveryRewriteInOrder) 
   Database& d = **db;
   EXPECT_EQ(QueryText(d, "SELECT name FROM schema_version WHERE version = 11"),
             "0011_auto_fold_rewrites.sql");
-  EXPECT_EQ(QueryText(d, "SELECT group_concat(seq || ':' || kind, ',') FROM (SELECT * FROM "
-                         "model_rewrites ORDER BY seq)"),
+  EXPECT_EQ(QueryText(d,
+                      "SELECT group_concat(seq || ':' || kind, ',') FROM (SELECT * FROM "
+                      "model_rewrites ORDER BY seq)"),
             "3:1,7:3");
   const std::string insert =
       "INSERT INTO model_rewrites (tenant, conversation, thread, kind, key, value) VALUES ";
@@ -410,14 +417,14 @@ TEST(DatabaseTest, MigrationsThatWouldLeaveABrokenForeignKeyChangeNothing) {
   TempDir tmp;
   std::string path = tmp.File("v5.db");
   // An event whose scope is gone (written with foreign keys off, by hand or by a bug).
-  WriteVersion5File(path, "DELETE FROM trail_events; INSERT INTO trail_events (seq, scope_id, "
-                          "kind, label, blob_hash, tokens, at_ms) VALUES "
-                          "(8, 'gone', 'warning', 'l', 'h1', 1, 1);");
+  WriteVersion5File(path,
+                    "DELETE FROM trail_events; INSERT INTO trail_events (seq, scope_id, "
+                    "kind, label, blob_hash, tokens, at_ms) VALUES "
+                    "(8, 'gone', 'warning', 'l', 'h1', 1, 1);");
   auto db = Database::Open(path);
   ASSERT_FALSE(db.ok());
   EXPECT_EQ(db.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(db.status().message().find("trail_events"), absl::string_view::npos)
-      << db.status();
+  EXPECT_NE(db.status().message().find("trail_events"), absl::string_view::npos) << db.status();
   sqlite3* raw = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
   sqlite3_stmt* st = nullptr;
@@ -492,17 +499,17 @@ absl::Status WriteRow(Database& db, int version, bool fail = false) {
   std::lock_guard<std::mutex> lock(db.mutex());
   absl::Status begun = db.BeginWrite();
   if (!begun.ok()) return begun;
-  absl::Status body = db.Exec("INSERT INTO schema_version VALUES (" + std::to_string(version) +
-                              ", 'w', 0)");
+  absl::Status body =
+      db.Exec("INSERT INTO schema_version VALUES (" + std::to_string(version) + ", 'w', 0)");
   if (body.ok() && fail) body = absl::AbortedError("the write's own failure");
   return db.EndWrite(body);
 }
 
 int64_t CountRows(Database& db, int version) {
   std::lock_guard<std::mutex> lock(db.mutex());
-  return QueryInt(db, ("SELECT COUNT(*) FROM schema_version WHERE version = " +
-                       std::to_string(version))
-                          .c_str());
+  return QueryInt(
+      db,
+      ("SELECT COUNT(*) FROM schema_version WHERE version = " + std::to_string(version)).c_str());
 }
 
 TEST(DatabaseGroupCommitTest, PlainWritesAreVisibleToAnotherConnectionAtOnce) {

@@ -92,8 +92,8 @@ TEST(FoldingOverSqliteTest, AfterALostGroupTheEngineReloadsWhatTheStoreKept) {
   // violation is checked only at COMMIT, like a disk failure there): both are lost.
   auto lost = e.Run([&] { return e.mgr->Create(kS1, Req("three", 100)); });
   ASSERT_TRUE(lost.ok());
-  ASSERT_TRUE(e.Run([&] { return e.mgr->Charge(kS1, kept->branch_id, Rec("fs__read", "x y")); })
-                  .ok());
+  ASSERT_TRUE(
+      e.Run([&] { return e.mgr->Charge(kS1, kept->branch_id, Rec("fs__read", "x y")); }).ok());
   {
     std::lock_guard<std::mutex> lock(db.mutex());
     ASSERT_TRUE(db.BeginWrite().ok());

@@ -389,7 +389,6 @@ CREATE TABLE model_usage (
 CREATE INDEX model_usage_by_branch ON model_usage (tenant, branch_id);
 )sql";
 
-
 // 0010_memory.sql: the ReasoningBank (memory/memory_store.h, written by SqliteMemoryStore).
 // - memories: one row per item; `pos` names the rowid the two FTS5 indexes point at. Tags are
 //   newline-separated. Nothing is deleted: retiring and merging change `status`.

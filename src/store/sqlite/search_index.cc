@@ -94,8 +94,8 @@ absl::Status SearchIndex::AttachLocked() {
     const int code = sqlite3_extended_errcode(db_) & 0xff;
     if (was_attached) (void)Exec("DETACH DATABASE search");  // so that a later call starts over
     if (attempt > 0 || (code != SQLITE_NOTADB && code != SQLITE_CORRUPT)) return st;
-    base::LogWarn(base::StrCat("search index ", path_, " is unreadable (", st.message(),
-                               "): rebuilding it"));
+    base::LogWarn(
+        base::StrCat("search index ", path_, " is unreadable (", st.message(), "): rebuilding it"));
     std::error_code ec;
     for (const char* suffix : {"", "-wal", "-shm"}) {
       std::filesystem::remove(path_ + suffix, ec);
@@ -128,12 +128,11 @@ absl::Status SearchIndex::Prepare(std::string_view search_sql) {
   RETURN_IF_ERROR(prepare(begin_, "BEGIN"));
   RETURN_IF_ERROR(prepare(commit_, "COMMIT"));
   RETURN_IF_ERROR(prepare(rollback_, "ROLLBACK"));
-  RETURN_IF_ERROR(prepare(lock_index_,
-                          "UPDATE search.search_meta SET value = value WHERE key = 'watermark'"));
+  RETURN_IF_ERROR(
+      prepare(lock_index_, "UPDATE search.search_meta SET value = value WHERE key = 'watermark'"));
   RETURN_IF_ERROR(prepare(read_meta_, "SELECT value FROM search.search_meta WHERE key = ?"));
   RETURN_IF_ERROR(prepare(read_identity_, "SELECT id FROM main.trail_search_identity"));
-  RETURN_IF_ERROR(
-      prepare(read_log_end_, "SELECT COALESCE(MAX(seq), 0) FROM main.trail_fts_log"));
+  RETURN_IF_ERROR(prepare(read_log_end_, "SELECT COALESCE(MAX(seq), 0) FROM main.trail_fts_log"));
   RETURN_IF_ERROR(prepare(clear_, "DELETE FROM search.trail_fts"));
   RETURN_IF_ERROR(prepare(rebuild_chunk_end_,
                           "SELECT MAX(pos), COUNT(*) FROM (SELECT pos FROM main.trail_scopes "
@@ -151,8 +150,8 @@ absl::Status SearchIndex::Prepare(std::string_view search_sql) {
                           "SELECT s.pos, s.description, s.summary FROM main.trail_scopes s "
                           "WHERE s.pos IN (SELECT pos FROM main.trail_fts_log WHERE seq > ?1 "
                           "AND seq <= ?2) ORDER BY s.pos"));
-  RETURN_IF_ERROR(prepare(write_meta_,
-                          "INSERT OR REPLACE INTO search.search_meta (key, value) VALUES (?, ?)"));
+  RETURN_IF_ERROR(
+      prepare(write_meta_, "INSERT OR REPLACE INTO search.search_meta (key, value) VALUES (?, ?)"));
   return prepare(search_, search_sql);
 }
 
@@ -173,9 +172,9 @@ absl::Status SearchIndex::CatchUpLocked(std::chrono::steady_clock::time_point de
     ASSIGN_OR_RETURN(bool rebuilding, StepLocked());
     if (!rebuilding) return absl::OkStatus();
     if (std::chrono::steady_clock::now() >= deadline) {
-      return absl::DeadlineExceededError(base::StrCat(
-          path_, " is being rebuilt from the database (up to scope ", rebuilt_to_,
-          "): this search sees only what it holds so far"));
+      return absl::DeadlineExceededError(
+          base::StrCat(path_, " is being rebuilt from the database (up to scope ", rebuilt_to_,
+                       "): this search sees only what it holds so far"));
     }
   }
 }
@@ -303,8 +302,7 @@ absl::Status SearchIndex::Search(std::string_view match, std::string_view tenant
   absl::Status caught_up = CatchUpLocked(deadline);
   if (bounded) sqlite3_busy_timeout(db_, options_.busy_timeout_ms);
   if (!caught_up.ok()) {
-    base::LogWarn(base::StrCat("search index not updated before a search: ",
-                               caught_up.message()));
+    base::LogWarn(base::StrCat("search index not updated before a search: ", caught_up.message()));
   }
   ResetOnExit reset(search_);
   search_.Bind(1, match);

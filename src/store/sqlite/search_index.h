@@ -58,9 +58,10 @@ class SearchIndex {
   // Opens a connection to the database at `db_path` (migrated to at least version 7), attaches
   // the index file (creating it, or recreating it if it is not a database), and starts the
   // thread. Without a thread (interval_ms 0) the index file is attached only when first needed,
-  // so that a tool that never searches leaves no index file behind. `search_sql` is the search statement, prepared on that connection: the index is
-  // `search.trail_fts`, the database's tables are `main.*`, and it takes parameters (match,
-  // tenant, project, limit). Unavailable/Internal if SQLite fails (the message names the file).
+  // so that a tool that never searches leaves no index file behind. `search_sql` is the search
+  // statement, prepared on that connection: the index is `search.trail_fts`, the database's tables
+  // are `main.*`, and it takes parameters (match, tenant, project, limit). Unavailable/Internal if
+  // SQLite fails (the message names the file).
   static absl::StatusOr<std::unique_ptr<SearchIndex>> Open(const std::string& db_path,
                                                            std::string_view search_sql,
                                                            const SearchIndexOptions& options = {});
@@ -118,9 +119,9 @@ class SearchIndex {
   std::atomic<int64_t> indexed_seq_{0};
   std::mutex wake_mu_;
   std::condition_variable wake_;
-  bool stop_ = false;       // under wake_mu_
+  bool stop_ = false;                        // under wake_mu_
   std::atomic<bool> stop_requested_{false};  // ends a rebuild's run of chunks early
-  int64_t pass_noted_ = 0;  // noted_seq_ when the last pass began; under wake_mu_
+  int64_t pass_noted_ = 0;                   // noted_seq_ when the last pass began; under wake_mu_
   std::thread thread_;
 };
 

@@ -265,23 +265,24 @@ absl::StatusOr<std::vector<ProjectUsage>> SqliteConversationStore::UsageByProjec
   // Run rarely (a CLI): prepared per call.
   ASSIGN_OR_RETURN(
       Statement st,
-      db_->Prepare("SELECT tenant, project, SUM(n), COALESCE(SUM(input_tokens), 0), "
-                   "COALESCE(SUM(cache_read_input_tokens), 0), "
-                   "COALESCE(SUM(cache_creation_input_tokens), 0), "
-                   "COALESCE(SUM(output_tokens), 0), COALESCE(SUM(tokens_before), 0), "
-                   "COALESCE(SUM(tokens_after), 0), COALESCE(MAX(at_ms), 0), "
-                   "COALESCE(SUM(folds_new), 0), COALESCE(SUM(folds_skipped), 0) FROM (SELECT tenant, "
-                   "project, 1 AS n, input_tokens, cache_read_input_tokens, cache_creation_input_tokens, "
-                   "output_tokens, tokens_before, tokens_after, at_ms, folds_new, CASE WHEN "
-                   "json_valid(folds_skipped) THEN (SELECT COALESCE(SUM(value), 0) FROM "
-                   "json_each(folds_skipped)) ELSE 0 END AS folds_skipped FROM model_usage "
-                   "WHERE (?1 = '' OR tenant = ?1) AND at_ms >= ?2 "
-                   // Days whose detail the retention sweep rolled up (decision 0031): whole days.
-                   "UNION ALL SELECT tenant, project, requests, input_tokens, cache_read_input_tokens, "
-                   "cache_creation_input_tokens, output_tokens, tokens_before, tokens_after, last_at_ms, "
-                   "folds_new, folds_skipped "
-                   "FROM model_usage_daily WHERE (?1 = '' OR tenant = ?1) AND (day + 1) * 86400000 > ?2"
-                   ") u GROUP BY tenant, project ORDER BY tenant, project"));
+      db_->Prepare(
+          "SELECT tenant, project, SUM(n), COALESCE(SUM(input_tokens), 0), "
+          "COALESCE(SUM(cache_read_input_tokens), 0), "
+          "COALESCE(SUM(cache_creation_input_tokens), 0), "
+          "COALESCE(SUM(output_tokens), 0), COALESCE(SUM(tokens_before), 0), "
+          "COALESCE(SUM(tokens_after), 0), COALESCE(MAX(at_ms), 0), "
+          "COALESCE(SUM(folds_new), 0), COALESCE(SUM(folds_skipped), 0) FROM (SELECT tenant, "
+          "project, 1 AS n, input_tokens, cache_read_input_tokens, cache_creation_input_tokens, "
+          "output_tokens, tokens_before, tokens_after, at_ms, folds_new, CASE WHEN "
+          "json_valid(folds_skipped) THEN (SELECT COALESCE(SUM(value), 0) FROM "
+          "json_each(folds_skipped)) ELSE 0 END AS folds_skipped FROM model_usage "
+          "WHERE (?1 = '' OR tenant = ?1) AND at_ms >= ?2 "
+          // Days whose detail the retention sweep rolled up (decision 0031): whole days.
+          "UNION ALL SELECT tenant, project, requests, input_tokens, cache_read_input_tokens, "
+          "cache_creation_input_tokens, output_tokens, tokens_before, tokens_after, last_at_ms, "
+          "folds_new, folds_skipped "
+          "FROM model_usage_daily WHERE (?1 = '' OR tenant = ?1) AND (day + 1) * 86400000 > ?2"
+          ") u GROUP BY tenant, project ORDER BY tenant, project"));
   ResetOnExit reset(st);
   st.Bind(1, tenant);
   st.Bind(2, since_ms);

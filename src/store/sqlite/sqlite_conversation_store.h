@@ -14,8 +14,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "model/conversation_store.h"
-#include "store/sqlite/database.h"
 #include "store/project_usage.h"
+#include "store/sqlite/database.h"
 
 namespace contextd::store {
 

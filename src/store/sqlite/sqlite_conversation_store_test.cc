@@ -10,8 +10,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "model/testing/in_memory_conversation_store.h"
-#include "store/sqlite/sqlite_branch_store.h"
 #include "store/conversation_store_contract.h"
+#include "store/sqlite/sqlite_branch_store.h"
 #include "store/test_util.h"
 
 namespace contextd::store {

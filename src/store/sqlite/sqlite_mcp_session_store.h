@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "store/sqlite/database.h"
 #include "store/mcp_session_store.h"
+#include "store/sqlite/database.h"
 
 namespace contextd::store {
 

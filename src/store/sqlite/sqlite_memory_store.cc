@@ -72,7 +72,9 @@ void BindItem(Statement& st, const MemoryItem& m) {
 }
 
 // Reads a row of kColumns.
-absl::StatusOr<MemoryItem> ReadItem(const Statement& st) { return MemoryItemFromRow(SqliteRow(st)); }
+absl::StatusOr<MemoryItem> ReadItem(const Statement& st) {
+  return MemoryItemFromRow(SqliteRow(st));
+}
 
 }  // namespace
 
@@ -101,14 +103,14 @@ absl::Status SqliteMemoryStore::PrepareAll() {
   ASSIGN_OR_RETURN(insert_history_,
                    db_->Prepare("INSERT INTO memory_history (memory_id, action, actor, detail, "
                                 "at_ms) VALUES (?, ?, ?, ?, ?)"));
-  ASSIGN_OR_RETURN(get_, db_->Prepare(absl::StrCat("SELECT ", kColumns,
-                                                   " FROM memories WHERE id = ?")));
+  ASSIGN_OR_RETURN(get_,
+                   db_->Prepare(absl::StrCat("SELECT ", kColumns, " FROM memories WHERE id = ?")));
   ASSIGN_OR_RETURN(history_, db_->Prepare("SELECT seq, memory_id, action, actor, detail, at_ms "
                                           "FROM memory_history WHERE memory_id = ? ORDER BY seq"));
-  ASSIGN_OR_RETURN(by_task_,
-                   db_->Prepare(absl::StrCat("SELECT ", kColumns, " FROM memories m WHERE ",
-                                             kVisible, " AND m.source_description = ?5 AND "
-                                             "(m.scope <> 'org' OR m.tenant = ?1) LIMIT 50")));
+  ASSIGN_OR_RETURN(
+      by_task_, db_->Prepare(absl::StrCat("SELECT ", kColumns, " FROM memories m WHERE ", kVisible,
+                                          " AND m.source_description = ?5 AND "
+                                          "(m.scope <> 'org' OR m.tenant = ?1) LIMIT 50")));
   ASSIGN_OR_RETURN(add_term_,
                    db_->Prepare("INSERT INTO memory_terms (term, content_df, task_df) VALUES "
                                 "(?1, ?2, ?3) ON CONFLICT (term) DO UPDATE SET content_df = "
@@ -122,12 +124,11 @@ absl::Status SqliteMemoryStore::PrepareAll() {
                                 "FROM memory_fts JOIN memories m ON m.pos = memory_fts.rowid "
                                 "WHERE memory_fts MATCH ?5 AND ",
                                 kVisible, " ORDER BY r LIMIT ?6")));
-  ASSIGN_OR_RETURN(
-      search_tasks_,
-      db_->Prepare(absl::StrCat("SELECT m.id, bm25(memory_task_fts, 2.0, 1.0) AS r "
-                                "FROM memory_task_fts JOIN memories m ON m.pos = "
-                                "memory_task_fts.rowid WHERE memory_task_fts MATCH ?5 AND ",
-                                kVisible, " ORDER BY r LIMIT ?6")));
+  ASSIGN_OR_RETURN(search_tasks_, db_->Prepare(absl::StrCat(
+                                      "SELECT m.id, bm25(memory_task_fts, 2.0, 1.0) AS r "
+                                      "FROM memory_task_fts JOIN memories m ON m.pos = "
+                                      "memory_task_fts.rowid WHERE memory_task_fts MATCH ?5 AND ",
+                                      kVisible, " ORDER BY r LIMIT ?6")));
   ASSIGN_OR_RETURN(put_vector_,
                    db_->Prepare("INSERT INTO memory_vectors (memory_id, model, dim, vector) "
                                 "VALUES (?, ?, ?, ?) ON CONFLICT (memory_id, model) DO UPDATE "
@@ -208,9 +209,8 @@ absl::Status SqliteMemoryStore::Update(const MemoryItem& item,
         old = std::move(stored);
       }
     }
-    if (old.has_value() &&
-        (old->title != item.title || old->description != item.description ||
-         old->content != item.content || old->tags != item.tags)) {
+    if (old.has_value() && (old->title != item.title || old->description != item.description ||
+                            old->content != item.content || old->tags != item.tags)) {
       RETURN_IF_ERROR(CountTermsLocked(*old, -1));
       MemoryItem recount = item;
       recount.source = old->source;  // Update keeps the source task
@@ -220,8 +220,8 @@ absl::Status SqliteMemoryStore::Update(const MemoryItem& item,
     ResetOnExit reset(update_);
     BindItem(update_, item);
     RETURN_IF_ERROR(update_.Run());
-    if (db_->Changes() == 0) return absl::NotFoundError(absl::StrCat("memory ", item.id,
-                                                                     " not found"));
+    if (db_->Changes() == 0)
+      return absl::NotFoundError(absl::StrCat("memory ", item.id, " not found"));
     for (const HistoryEntry& e : entries) RETURN_IF_ERROR(AppendHistoryLocked(e));
     return absl::OkStatus();
   }();
@@ -274,7 +274,8 @@ absl::StatusOr<std::vector<MemoryItem>> SqliteMemoryStore::List(const memory::Li
   std::lock_guard<std::mutex> lock(db_->mutex());
   ASSIGN_OR_RETURN(
       Statement st,
-      db_->Prepare(absl::StrCat("SELECT ", kColumns, " FROM memories WHERE id > ?1 AND "
+      db_->Prepare(absl::StrCat("SELECT ", kColumns,
+                                " FROM memories WHERE id > ?1 AND "
                                 "(?2 IS NULL OR tenant = ?2) AND (?3 IS NULL OR project = ?3) AND "
                                 "(?4 IS NULL OR status = ?4) ORDER BY id LIMIT ?5")));
   st.Bind(1, f.after_id);
@@ -400,8 +401,8 @@ absl::StatusOr<std::vector<memory::MemoryStore::StoredVector>> SqliteMemoryStore
     std::string blob = all_vectors_.Blob(2);
     if (dim <= 0 || blob.size() != static_cast<size_t>(dim) * sizeof(float)) {
       return absl::InternalError(absl::StrCat("memory vector of ", all_vectors_.Text(0), " (",
-                                              std::string(model), "): ", blob.size(), " bytes for ", dim,
-                                              " dimensions"));
+                                              std::string(model), "): ", blob.size(), " bytes for ",
+                                              dim, " dimensions"));
     }
     StoredVector sv;
     sv.id = all_vectors_.Text(0);

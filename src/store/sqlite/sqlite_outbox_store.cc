@@ -53,7 +53,7 @@ absl::Status SqliteOutboxStore::Append(const std::vector<folding::OutboxEvent>& 
 }
 
 absl::StatusOr<std::vector<folding::OutboxRow>> SqliteOutboxStore::ListOwn(int64_t after_seq,
-                                                                          int limit) {
+                                                                           int limit) {
   std::vector<folding::OutboxRow> raw;
   {
     std::lock_guard<std::mutex> lock(reader_->mutex());
@@ -91,9 +91,10 @@ absl::StatusOr<std::vector<folding::OutboxRow>> SqliteOutboxStore::ListOwn(int64
         ++it;
       }
     }
-    raw.erase(std::remove_if(raw.begin(), raw.end(),
-                             [&](const folding::OutboxRow& r) { return removed_.count(r.seq) > 0; }),
-              raw.end());
+    raw.erase(
+        std::remove_if(raw.begin(), raw.end(),
+                       [&](const folding::OutboxRow& r) { return removed_.count(r.seq) > 0; }),
+        raw.end());
   }
   if (raw.size() > static_cast<size_t>(limit)) raw.resize(static_cast<size_t>(limit));
   return raw;

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "store/sqlite/database.h"
 #include "store/retention.h"
+#include "store/sqlite/database.h"
 
 namespace contextd::store {
 

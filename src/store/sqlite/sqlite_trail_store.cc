@@ -437,8 +437,8 @@ absl::StatusOr<std::optional<Event>> SqliteTrailStore::PreviousEvent(std::string
 }
 
 absl::StatusOr<std::optional<Event>> SqliteTrailStore::FindEvent(std::string_view root_scope_id,
-                                                                std::string_view payload_hash,
-                                                                trail::EventKind kind) {
+                                                                 std::string_view payload_hash,
+                                                                 trail::EventKind kind) {
   std::lock_guard<std::mutex> lock(db_->mutex());
   ResetOnExit reset(find_event_);
   find_event_.Bind(1, root_scope_id);
@@ -510,9 +510,9 @@ absl::StatusOr<std::vector<Scope>> SqliteTrailStore::ListOpenScopesOf(
 }
 
 absl::StatusOr<std::vector<trail::SearchHit>> SqliteTrailStore::Search(std::string_view tenant,
-                                                                      std::string_view project,
-                                                                      std::string_view query,
-                                                                      int64_t limit) {
+                                                                       std::string_view project,
+                                                                       std::string_view query,
+                                                                       int64_t limit) {
   ASSIGN_OR_RETURN(std::string match, FtsQuery(query));
   // On the index's own connection, not under the database's mutex: the engine's writes go on.
   std::vector<std::string> snippets;

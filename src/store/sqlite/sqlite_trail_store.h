@@ -46,9 +46,9 @@ class SqliteTrailStore final : public trail::TrailStore {
                          int64_t at_ms) override;
   absl::Status OpenScopeWithEvents(const trail::Scope& scope,
                                    const std::vector<trail::NewEvent>& events) override;
-  absl::Status FoldScopeAfterEvents(const std::vector<trail::NewEvent>& events,
-                                    std::string_view id, std::string_view summary,
-                                    int64_t summary_tokens, int64_t at_ms) override;
+  absl::Status FoldScopeAfterEvents(const std::vector<trail::NewEvent>& events, std::string_view id,
+                                    std::string_view summary, int64_t summary_tokens,
+                                    int64_t at_ms) override;
   absl::StatusOr<std::optional<trail::Scope>> GetScope(std::string_view id) override;
   absl::StatusOr<trail::EventPage> ListEvents(std::string_view scope_id, int64_t offset,
                                               int64_t limit) override;

@@ -20,9 +20,9 @@ namespace contextd::store {
 namespace {
 
 using testing::AutoOn;
-using testing::TrailStoreContractTest;
 using testing::MakeScope;
 using testing::Session;
+using testing::TrailStoreContractTest;
 
 using trail::EventKind;
 using trail::NewEvent;
@@ -30,7 +30,6 @@ using trail::Scope;
 using trail::ScopeKind;
 using trail::ScopeStatus;
 using trail::SessionRef;
-
 
 class SqliteTrailStoreTest : public ::testing::Test {
  protected:
@@ -43,15 +42,18 @@ class SqliteTrailStoreTest : public ::testing::Test {
   std::unique_ptr<SqliteTrailStore> store_;
 };
 
-
 TEST_F(SqliteTrailStoreTest, IdenticalPayloadsShareOneBlob) {
   SessionRef s = Session("a");
   ASSERT_TRUE(store_->OpenScope(MakeScope("ses_1", "", "session", s)).ok());
   std::string big(100000, 'x');
   for (int i = 0; i < 5; ++i) {
-    ASSERT_TRUE(store_->AppendEvents({NewEvent{"ses_1", EventKind::kToolResult, "t", big, 1, false, i}}).ok());
+    ASSERT_TRUE(
+        store_->AppendEvents({NewEvent{"ses_1", EventKind::kToolResult, "t", big, 1, false, i}})
+            .ok());
   }
-  ASSERT_TRUE(store_->AppendEvents({NewEvent{"ses_1", EventKind::kToolResult, "t", "other", 1, false, 9}}).ok());
+  ASSERT_TRUE(
+      store_->AppendEvents({NewEvent{"ses_1", EventKind::kToolResult, "t", "other", 1, false, 9}})
+          .ok());
   auto blobs = store_->BlobCount();
   ASSERT_TRUE(blobs.ok());
   EXPECT_EQ(*blobs, 2);
@@ -60,9 +62,6 @@ TEST_F(SqliteTrailStoreTest, IdenticalPayloadsShareOneBlob) {
   EXPECT_EQ(page->total, 6);
   EXPECT_EQ(page->events[3].payload, big);
 }
-
-
-
 
 int64_t CountRows(const std::string& path, const char* sql) {
   sqlite3* db = nullptr;
@@ -376,7 +375,6 @@ class TrailTest : public SqliteTrailStoreTest {
   base::FakeClock clock_;
 };
 
-
 // ---- Migration 0003_auto_scopes.sql
 
 TEST(TrailMigrationTest, AVersion2FileUpgradesKeepingScopesEventsAndSearch) {
@@ -458,13 +456,7 @@ TEST(TrailMigrationTest, AVersion2FileUpgradesKeepingScopesEventsAndSearch) {
                    .ok());
 }
 
-
 // ---- Auto-scopes (trail.auto_scope_upstreams) over the real store.
-
-
-
-
-
 
 // Every text the trail writes passes through TrailOptions::withhold (the server's is
 // scrub::WithholdPrivate; the store room does not include scrub, so a stand-in here): after
@@ -496,8 +488,9 @@ TEST_F(TrailTest, EveryStoredTextPassesThroughWithhold) {
     ASSERT_TRUE(t.FoldAutoScope(s).ok());
     auto auto_scope = t.GetScope(s, up->scope_id);
     ASSERT_TRUE(auto_scope.ok());
-    EXPECT_EQ(auto_scope->summary,
-              "fs: 1 call (0 ok, 1 error), 8 tokens; read x1 (path=/[w]); errors: read: Error: [w]");
+    EXPECT_EQ(
+        auto_scope->summary,
+        "fs: 1 call (0 ok, 1 error), 8 tokens; read x1 (path=/[w]); errors: read: Error: [w]");
     ASSERT_TRUE(t.OnBranchCreated(s, "br_a", "", "desc " + mark, "prompt " + mark, 17).ok());
     ASSERT_TRUE(t.RecordToolCall(s, "br_a", "t", mark, mark, 2, 2, false).ok());
     ASSERT_TRUE(t.OnBranchWarning("br_a", "warn " + mark).ok());

@@ -87,9 +87,8 @@ class PgBackend final : public StoreBackend {
       folding::BranchStore& writer) override {
     auto db = PgDatabase::Open(options());
     if (!db.ok()) return db.status();
-    return std::unique_ptr<folding::OutboxStore>(
-        PgOutboxStore::Create(std::shared_ptr<PgDatabase>(std::move(*db)),
-                              static_cast<PgBranchStore&>(writer).owner()));
+    return std::unique_ptr<folding::OutboxStore>(PgOutboxStore::Create(
+        std::shared_ptr<PgDatabase>(std::move(*db)), static_cast<PgBranchStore&>(writer).owner()));
   }
   const std::string& conninfo() const { return conninfo_; }
   const std::string& dbname() const { return dbname_; }

@@ -11,13 +11,13 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "folding/outbox_store.h"
 #include "folding/branch_store.h"
+#include "folding/outbox_store.h"
 #include "memory/memory_store.h"
+#include "model/conversation_store.h"
+#include "store/mcp_session_store.h"
 #include "store/project_usage.h"
 #include "store/retention.h"
-#include "store/mcp_session_store.h"
-#include "model/conversation_store.h"
 #include "trail/trail_store.h"
 
 namespace contextd::store::testing {

@@ -206,8 +206,8 @@ struct HugeScratch {
     uint32_t count;
     uint32_t pos[14];
   };
-  std::vector<uint32_t> heads;  // rank -> newest chunk in pool, or kNil
-  std::vector<uint64_t> words;  // bit r: bucket r is non-empty
+  std::vector<uint32_t> heads;    // rank -> newest chunk in pool, or kNil
+  std::vector<uint64_t> words;    // bit r: bucket r is non-empty
   std::vector<uint64_t> summary;  // bit w: words[w] != 0
   std::vector<Chunk> pool;
   std::vector<uint32_t> run;

@@ -9,19 +9,24 @@
 #error "CONTEXTD_CL100K_PATH must name data/cl100k_base.tiktoken"
 #endif
 
-#define CONTEXTD_EMBED(sym, path)                       \
-  __asm__(".pushsection .rodata\n"                      \
-          ".balign 16\n"                                \
-          ".globl " #sym "_begin\n"                     \
-          ".hidden " #sym "_begin\n"                    \
-          ".type " #sym "_begin, @object\n"             \
-          #sym "_begin:\n"                              \
-          ".incbin \"" path "\"\n"                      \
-          ".globl " #sym "_end\n"                       \
-          ".hidden " #sym "_end\n"                      \
-          #sym "_end:\n"                                \
-          ".byte 0\n"                                   \
-          ".popsection\n")
+#define CONTEXTD_EMBED(sym, path)            \
+  __asm__(                                   \
+      ".pushsection .rodata\n"               \
+      ".balign 16\n"                         \
+      ".globl " #sym                         \
+      "_begin\n"                             \
+      ".hidden " #sym                        \
+      "_begin\n"                             \
+      ".type " #sym "_begin, @object\n" #sym \
+      "_begin:\n"                            \
+      ".incbin \"" path                      \
+      "\"\n"                                 \
+      ".globl " #sym                         \
+      "_end\n"                               \
+      ".hidden " #sym "_end\n" #sym          \
+      "_end:\n"                              \
+      ".byte 0\n"                            \
+      ".popsection\n")
 
 CONTEXTD_EMBED(contextd_tokens_o200k, CONTEXTD_O200K_PATH);
 CONTEXTD_EMBED(contextd_tokens_cl100k, CONTEXTD_CL100K_PATH);

@@ -116,8 +116,8 @@ class RankTable {
     return Mix(h);
   }
 
-  std::string arena_;               // token bytes, in rank order
-  std::vector<uint32_t> offsets_;   // rank -> offset in arena_; rank_end() + 1 entries
+  std::string arena_;              // token bytes, in rank order
+  std::vector<uint32_t> offsets_;  // rank -> offset in arena_; rank_end() + 1 entries
   std::vector<Slot> slots_;
   std::vector<uint8_t> tags_;  // per slot: 0 if empty, else Tag(hash)
   size_t mask_ = 0;

@@ -1,10 +1,10 @@
 #include "tokens/internal/unicode_classes.h"
 
+#include <utf8proc.h>
+
 #include <cstring>
 #include <map>
 #include <string>
-
-#include <utf8proc.h>
 
 namespace contextd::tokens::internal {
 namespace {
@@ -15,8 +15,15 @@ namespace {
 bool IsWhiteSpace(uint32_t cp) {
   if (cp >= 0x09 && cp <= 0x0D) return true;
   switch (cp) {
-    case 0x20: case 0x85: case 0xA0: case 0x1680: case 0x2028: case 0x2029: case 0x202F:
-    case 0x205F: case 0x3000:
+    case 0x20:
+    case 0x85:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
+    case 0x3000:
       return true;
     default:
       return cp >= 0x2000 && cp <= 0x200A;

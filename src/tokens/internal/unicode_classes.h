@@ -1,6 +1,7 @@
 // Character classes the tiktoken split patterns need (\p{L}, \p{N}, \p{M}, the upper/lower letter
 // sets of o200k_base, and Unicode White_Space), for every code point, from libutf8proc's
-// general categories. Built once per process; immutable afterwards and safe to read from any thread.
+// general categories. Built once per process; immutable afterwards and safe to read from any
+// thread.
 #pragma once
 
 #include <cstddef>
@@ -11,12 +12,12 @@ namespace contextd::tokens::internal {
 
 // Bits of a code point's class byte.
 enum ClassBits : uint8_t {
-  kLetter = 1 << 0,     // \p{L}: Lu Ll Lt Lm Lo
-  kUpperSet = 1 << 1,   // [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]
-  kLowerSet = 1 << 2,   // [\p{Ll}\p{Lm}\p{Lo}\p{M}]
-  kNumber = 1 << 3,     // \p{N}: Nd Nl No
-  kSpace = 1 << 4,      // \s as Rust's regex defines it: the Unicode White_Space property
-  kMark = 1 << 5,       // \p{M}: Mn Mc Me
+  kLetter = 1 << 0,    // \p{L}: Lu Ll Lt Lm Lo
+  kUpperSet = 1 << 1,  // [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]
+  kLowerSet = 1 << 2,  // [\p{Ll}\p{Lm}\p{Lo}\p{M}]
+  kNumber = 1 << 3,    // \p{N}: Nd Nl No
+  kSpace = 1 << 4,     // \s as Rust's regex defines it: the Unicode White_Space property
+  kMark = 1 << 5,      // \p{M}: Mn Mc Me
 };
 
 // A two-stage lookup table from code point to class byte.

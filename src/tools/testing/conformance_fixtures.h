@@ -1,8 +1,8 @@
 // Conformance fixtures: the tools, resources, prompts and completions that the
-// @modelcontextprotocol/conformance server scenarios call (test_simple_text, test_tool_with_progress,
-// test_sampling, test://static-text, test_prompt_with_arguments, ...), registered on the real MCP
-// engine. Registered only by the test binary: `contextd-conformance serve --conformance-fixtures`
-// (src/cli/testing); the production contextd does not link them.
+// @modelcontextprotocol/conformance server scenarios call (test_simple_text,
+// test_tool_with_progress, test_sampling, test://static-text, test_prompt_with_arguments, ...),
+// registered on the real MCP engine. Registered only by the test binary: `contextd-conformance
+// serve --conformance-fixtures` (src/cli/testing); the production contextd does not link them.
 // RegisterConformanceFixtures may be called from any thread before sessions start.
 #pragma once
 

@@ -7,15 +7,14 @@
 #include <sys/socket.h>
 
 #include <atomic>
-#include <cstdio>
-#include <functional>
-#include <optional>
-
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <cstdio>
+#include <functional>
+#include <optional>
 
 #include "nlohmann/json.hpp"
 
@@ -46,8 +45,8 @@ absl::Status WriteSelfSignedCertificate(const std::string& dir, const std::strin
   if (ok) {
     X509_NAME* name = X509_get_subject_name(cert);
     ok = X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                                    reinterpret_cast<const unsigned char*>("contextd test"), -1,
-                                    -1, 0) == 1 &&
+                                    reinterpret_cast<const unsigned char*>("contextd test"), -1, -1,
+                                    0) == 1 &&
          X509_set_issuer_name(cert, name) == 1;
   }
   if (ok) {
@@ -152,9 +151,10 @@ struct FakeMcpHttpServer::Impl {
               " Scripted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
         return;
       }
-      write("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-            "Connection: close\r\n\r\n" +
-            answer.sse);
+      write(
+          "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+          "Connection: close\r\n\r\n" +
+          answer.sse);
       if (answer.hold) {
         std::unique_lock<std::mutex> lock(mu);
         cv.wait(lock, [this] { return stopping; });
@@ -179,8 +179,8 @@ struct FakeMcpHttpServer::Impl {
       result = R"({"protocolVersion":"2025-11-25","capabilities":{},)"
                R"("serverInfo":{"name":"fake","version":"1"}})";
     }
-    std::string body = R"({"jsonrpc":"2.0","id":)" + message["id"].dump() + R"(,"result":)" +
-                       result + "}";
+    std::string body =
+        R"({"jsonrpc":"2.0","id":)" + message["id"].dump() + R"(,"result":)" + result + "}";
     std::optional<std::string> sse_events;
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -191,9 +191,10 @@ struct FakeMcpHttpServer::Impl {
             *sse_events + "data: " + body + "\n\n");
       return;
     }
-    write("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: fake-session\r\n"
-          "Content-Length: " +
-          std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+    write(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: fake-session\r\n"
+        "Content-Length: " +
+        std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
   }
 };
 
@@ -216,8 +217,8 @@ absl::StatusOr<std::unique_ptr<FakeMcpHttpServer>> FakeMcpHttpServer::Start(Opti
   Impl* raw = impl.get();
   impl->accept_thread = std::thread([raw] { raw->AcceptLoop(); });
   std::unique_ptr<FakeMcpHttpServer> server(new FakeMcpHttpServer(std::move(impl)));
-  server->url_ = std::string(https ? "https" : "http") + "://127.0.0.1:" + std::to_string(port) +
-                 "/mcp";
+  server->url_ =
+      std::string(https ? "https" : "http") + "://127.0.0.1:" + std::to_string(port) + "/mcp";
   return server;
 }
 
