@@ -21,6 +21,8 @@ class Row {
   virtual bool IsNull(int col) const = 0;
   virtual int64_t Int(int col) const = 0;
   virtual std::string Text(int col) const = 0;
+  // A BLOB (SQLite) or bytea (PostgreSQL) column's bytes; empty for NULL.
+  virtual std::string Bytes(int col) const = 0;
   // A boolean column (SQLite: an integer, nonzero is true).
   virtual bool Bool(int col) const = 0;
 };

@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "store/sqlite/sqlite_conversation_store.h"
+#include "store/conversation_rows.h"
 #include "store/usage_folds.h"
 
 namespace contextd::store {
@@ -11,24 +11,12 @@ namespace {
 using model::ConversationKey;
 using model::ConversationState;
 using model::Rewrite;
-using model::RewriteKind;
 
 constexpr char kTotals[] =
     "SELECT COUNT(*), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(cache_read_input_tokens), 0), "
     "COALESCE(SUM(cache_creation_input_tokens), 0), COALESCE(SUM(output_tokens), 0), "
     "COALESCE(SUM(tokens_before), 0), COALESCE(SUM(tokens_after), 0), COALESCE(MAX(at_ms), 0) "
     "FROM model_usage WHERE tenant = $1 AND ($2 = '' OR branch_id = $2)";
-
-std::string ThreadName(const ConversationKey& key) {
-  return absl::StrCat("model thread ", key.tenant, "/", key.conversation, "/", key.thread);
-}
-
-absl::Status About(const ConversationKey& key, const absl::Status& st) {
-  if (st.ok()) return st;
-  return absl::Status(st.code(), absl::StrCat(ThreadName(key), ": ", st.message()));
-}
-
-bool IsRewriteKind(int64_t kind) { return kind >= 1 && kind <= 4; }
 
 }  // namespace
 
@@ -55,28 +43,14 @@ absl::StatusOr<std::optional<ConversationState>> PgConversationStore::Load(
                                           "$2 AND thread = $3",
                                           {key.tenant, key.conversation, key.thread}));
       if (t.rows() == 0) return absl::OkStatus();
-      ConversationState state;
-      auto frontier = DecodeFrontier(t.Bytes(0, 0));
-      if (!frontier.ok()) {
-        return absl::InternalError(
-            absl::StrCat(ThreadName(key), ": corrupt frontier: ", frontier.status().message()));
-      }
-      state.frontier = *std::move(frontier);
-      state.requests = t.Int(0, 1);
-      state.created_ms = t.Int(0, 2);
-      state.last_ms = t.Int(0, 3);
+      ASSIGN_OR_RETURN(ConversationState state, ThreadFromRow(PgRow(t, 0), key));
       ASSIGN_OR_RETURN(PgResult r, c.Exec("SELECT kind, key, value FROM model_rewrites WHERE "
                                           "tenant = $1 AND conversation = $2 AND thread = $3 "
                                           "ORDER BY seq",
                                           {key.tenant, key.conversation, key.thread}));
       for (int i = 0; i < r.rows(); ++i) {
-        int64_t kind = r.Int(i, 0);
-        if (!IsRewriteKind(kind)) {
-          return absl::InternalError(
-              absl::StrCat(ThreadName(key), ": rewrite of unknown kind ", kind));
-        }
-        state.rewrites.push_back(
-            Rewrite{static_cast<RewriteKind>(kind), r.Bytes(i, 1), r.Bytes(i, 2)});
+        ASSIGN_OR_RETURN(Rewrite rewrite, RewriteFromRow(PgRow(r, i), key));
+        state.rewrites.push_back(std::move(rewrite));
       }
       out = std::move(state);
       return absl::OkStatus();
@@ -90,14 +64,14 @@ absl::StatusOr<std::optional<ConversationState>> PgConversationStore::Load(
         st.message().find(ThreadName(key)) != std::string_view::npos) {
       return st;
     }
-    return About(key, st);
+    return AboutThread(key, st);
   }
   return out;
 }
 
 absl::Status PgConversationStore::Save(const ConversationKey& key,
                                        const model::ConversationUpdate& update) {
-  return About(key, db_->Write([&](PgConn& c) -> absl::Status {
+  return AboutThread(key, db_->Write([&](PgConn& c) -> absl::Status {
     RETURN_IF_ERROR(
         c.Exec("INSERT INTO model_threads (tenant, conversation, thread, frontier, requests, "
                "created_ms, last_ms) VALUES ($1, $2, $3, $4, 1, $5, $5) "
@@ -153,14 +127,7 @@ absl::StatusOr<model::UsageTotals> PgConversationStore::Totals(std::string_view 
   model::UsageTotals t;
   RETURN_IF_ERROR(db_->Read([&](PgConn& c) -> absl::Status {
     ASSIGN_OR_RETURN(PgResult r, c.Exec(kTotals, {tenant, branch_id}));
-    t.requests = r.Int(0, 0);
-    t.input_tokens = r.Int(0, 1);
-    t.cache_read_input_tokens = r.Int(0, 2);
-    t.cache_creation_input_tokens = r.Int(0, 3);
-    t.output_tokens = r.Int(0, 4);
-    t.tokens_before = r.Int(0, 5);
-    t.tokens_after = r.Int(0, 6);
-    t.last_at_ms = r.Int(0, 7);
+    t = UsageTotalsFromRow(PgRow(r, 0));
     return absl::OkStatus();
   }));
   return t;
@@ -179,16 +146,7 @@ absl::StatusOr<std::vector<model::ConversationSummary>> PgConversationStore::Rec
                            "ORDER BY MAX(at_ms) DESC, conversation COLLATE \"C\" LIMIT $2",
                            {tenant, static_cast<int64_t>(limit)}));
     for (int i = 0; i < r.rows(); ++i) {
-      model::ConversationSummary s;
-      s.conversation = r.Text(i, 0);
-      s.project = r.Text(i, 1);
-      s.last_at_ms = r.Int(i, 2);
-      s.first_at_ms = r.Int(i, 3);
-      s.requests = r.Int(i, 4);
-      s.folds_new = r.Int(i, 5);
-      s.tokens_before = r.Int(i, 6);
-      s.tokens_after = r.Int(i, 7);
-      if (!r.IsNull(i, 8)) MergeFoldsSkipped(r.Text(i, 8), s.folds_skipped);
+      model::ConversationSummary s = ConversationSummaryFromRow(PgRow(r, i));
       out.push_back(std::move(s));
     }
     return absl::OkStatus();
@@ -223,19 +181,7 @@ absl::StatusOr<std::vector<ProjectUsage>> PgConversationStore::UsageByProject(
             ") u GROUP BY tenant, project ORDER BY tenant, project",
             {tenant, since_ms}));
     for (int i = 0; i < r.rows(); ++i) {
-      ProjectUsage u;
-      u.tenant = r.Text(i, 0);
-      u.project = r.Text(i, 1);
-      u.totals.requests = r.Int(i, 2);
-      u.totals.input_tokens = r.Int(i, 3);
-      u.totals.cache_read_input_tokens = r.Int(i, 4);
-      u.totals.cache_creation_input_tokens = r.Int(i, 5);
-      u.totals.output_tokens = r.Int(i, 6);
-      u.totals.tokens_before = r.Int(i, 7);
-      u.totals.tokens_after = r.Int(i, 8);
-      u.totals.last_at_ms = r.Int(i, 9);
-      u.folds_new = r.Int(i, 10);
-      u.folds_skipped = r.Int(i, 11);
+      ProjectUsage u = ProjectUsageFromRow(PgRow(r, i));
       out.push_back(std::move(u));
     }
     return absl::OkStatus();

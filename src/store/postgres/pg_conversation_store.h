@@ -1,8 +1,8 @@
 // PgConversationStore: the model gateway's ConversationStore in PostgreSQL (tables model_threads,
 // model_rewrites, model_usage of pg_migrations.h; frontier, keys and values as bytea, the frontier
-// encoded as in SQLite: EncodeFrontier). Each Save and RecordUsage is one transaction, committed
-// before it returns. Thread-safe: each call takes a pooled connection, so any instance sharing
-// the database continues a conversation another one began.
+// encoded as in SQLite: store/conversation_rows.h). Each Save and RecordUsage is one transaction,
+// committed before it returns. Thread-safe: each call takes a pooled connection, so any instance
+// sharing the database continues a conversation another one began.
 #pragma once
 
 #include <memory>

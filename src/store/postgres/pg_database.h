@@ -101,6 +101,7 @@ class PgRow final : public Row {
   bool IsNull(int col) const override { return result_.IsNull(row_, col); }
   int64_t Int(int col) const override { return result_.Int(row_, col); }
   std::string Text(int col) const override { return result_.Text(row_, col); }
+  std::string Bytes(int col) const override { return result_.Bytes(row_, col); }
   bool Bool(int col) const override { return result_.Bool(row_, col); }
 
  private:

@@ -108,6 +108,7 @@ class SqliteRow final : public Row {
   bool IsNull(int col) const override { return st_.IsNull(col); }
   int64_t Int(int col) const override { return st_.Int(col); }
   std::string Text(int col) const override { return st_.Text(col); }
+  std::string Bytes(int col) const override { return st_.Blob(col); }
   bool Bool(int col) const override { return st_.Int(col) != 0; }
 
  private:

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "store/conversation_rows.h"
 #include "store/usage_folds.h"
 
 namespace contextd::store {
@@ -14,12 +15,8 @@ using model::ConversationKey;
 using model::ConversationState;
 using model::ConversationUpdate;
 using model::Rewrite;
-using model::RewriteKind;
 using model::UsageRecord;
 using model::UsageTotals;
-
-// A varint of a 64-bit value takes at most 10 bytes.
-constexpr int kMaxVarintBytes = 10;
 
 constexpr char kTotalsColumns[] =
     "SELECT COUNT(*), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(cache_read_input_tokens), 0), "
@@ -27,76 +24,7 @@ constexpr char kTotalsColumns[] =
     "COALESCE(SUM(tokens_before), 0), COALESCE(SUM(tokens_after), 0), COALESCE(MAX(at_ms), 0) "
     "FROM model_usage WHERE tenant = ?";
 
-std::string ThreadName(const ConversationKey& key) {
-  return absl::StrCat("model thread ", key.tenant, "/", key.conversation, "/", key.thread);
-}
-
-// Prefixes a failed status's message with the thread it concerns.
-absl::Status About(const ConversationKey& key, const absl::Status& st) {
-  if (st.ok()) return st;
-  return absl::Status(st.code(), absl::StrCat(ThreadName(key), ": ", st.message()));
-}
-
-bool IsRewriteKind(int64_t kind) {
-  return kind == static_cast<int64_t>(RewriteKind::kBlock) ||
-         kind == static_cast<int64_t>(RewriteKind::kAppend) ||
-         kind == static_cast<int64_t>(RewriteKind::kFold) ||
-         kind == static_cast<int64_t>(RewriteKind::kAutoFold);
-}
-
 }  // namespace
-
-std::string EncodeFrontier(const std::vector<std::string>& hashes) {
-  std::string out;
-  for (const std::string& h : hashes) {
-    uint64_t n = h.size();
-    while (n >= 0x80) {
-      out.push_back(static_cast<char>((n & 0x7f) | 0x80));
-      n >>= 7;
-    }
-    out.push_back(static_cast<char>(n));
-    out.append(h);
-  }
-  return out;
-}
-
-absl::StatusOr<std::vector<std::string>> DecodeFrontier(std::string_view blob) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos < blob.size()) {
-    const size_t start = pos;
-    uint64_t len = 0;
-    int shift = 0;
-    bool done = false;
-    for (int i = 0; i < kMaxVarintBytes && pos < blob.size(); ++i) {
-      const auto byte = static_cast<uint8_t>(blob[pos++]);
-      const uint64_t bits = byte & 0x7f;
-      // The tenth byte may carry only the top bit of a 64-bit value.
-      if (shift == 63 && bits > 1) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("frontier entry ", out.size(), " at byte ", start, ": length overflows"));
-      }
-      len |= bits << shift;
-      shift += 7;
-      if ((byte & 0x80) == 0) {
-        done = true;
-        break;
-      }
-    }
-    if (!done) {
-      return absl::InvalidArgumentError(absl::StrCat("frontier entry ", out.size(), " at byte ",
-                                                     start, ": truncated or over-long length"));
-    }
-    if (len > blob.size() - pos) {
-      return absl::InvalidArgumentError(absl::StrCat("frontier entry ", out.size(), " at byte ",
-                                                     start, ": length ", len, " exceeds the ",
-                                                     blob.size() - pos, " bytes left"));
-    }
-    out.emplace_back(blob.substr(pos, static_cast<size_t>(len)));
-    pos += static_cast<size_t>(len);
-  }
-  return out;
-}
 
 absl::StatusOr<std::unique_ptr<SqliteConversationStore>> SqliteConversationStore::Open(
     const std::string& path, const DatabaseOptions& options) {
@@ -157,19 +85,11 @@ absl::StatusOr<std::optional<ConversationState>> SqliteConversationStore::Load(
   get_thread_.Bind(2, key.conversation);
   get_thread_.Bind(3, key.thread);
   absl::StatusOr<bool> row = get_thread_.Step();
-  if (!row.ok()) return About(key, row.status());
+  if (!row.ok()) return AboutThread(key, row.status());
   if (!*row) return std::optional<ConversationState>();
 
-  ConversationState state;
-  absl::StatusOr<std::vector<std::string>> frontier = DecodeFrontier(get_thread_.Blob(0));
-  if (!frontier.ok()) {
-    return absl::InternalError(
-        absl::StrCat(ThreadName(key), ": corrupt frontier: ", frontier.status().message()));
-  }
-  state.frontier = *std::move(frontier);
-  state.requests = get_thread_.Int(1);
-  state.created_ms = get_thread_.Int(2);
-  state.last_ms = get_thread_.Int(3);
+  absl::StatusOr<ConversationState> state = ThreadFromRow(SqliteRow(get_thread_), key);
+  if (!state.ok()) return state.status();
 
   ResetOnExit reset_rewrites(get_rewrites_);
   get_rewrites_.Bind(1, key.tenant);
@@ -177,23 +97,19 @@ absl::StatusOr<std::optional<ConversationState>> SqliteConversationStore::Load(
   get_rewrites_.Bind(3, key.thread);
   for (;;) {
     absl::StatusOr<bool> next = get_rewrites_.Step();
-    if (!next.ok()) return About(key, next.status());
+    if (!next.ok()) return AboutThread(key, next.status());
     if (!*next) break;
-    const int64_t kind = get_rewrites_.Int(0);
-    if (!IsRewriteKind(kind)) {
-      return absl::InternalError(absl::StrCat(ThreadName(key), ": rewrite of unknown kind ", kind));
-    }
-    state.rewrites.push_back(
-        Rewrite{static_cast<RewriteKind>(kind), get_rewrites_.Blob(1), get_rewrites_.Blob(2)});
+    ASSIGN_OR_RETURN(Rewrite rewrite, RewriteFromRow(SqliteRow(get_rewrites_), key));
+    state->rewrites.push_back(std::move(rewrite));
   }
-  return std::optional<ConversationState>(std::move(state));
+  return std::optional<ConversationState>(*std::move(state));
 }
 
 absl::Status SqliteConversationStore::Save(const ConversationKey& key,
                                            const ConversationUpdate& update) {
   std::lock_guard<std::mutex> lock(db_->mutex());
-  RETURN_IF_ERROR(About(key, db_->BeginWrite()));
-  return About(key, db_->EndWrite(SaveLocked(key, update)));
+  RETURN_IF_ERROR(AboutThread(key, db_->BeginWrite()));
+  return AboutThread(key, db_->EndWrite(SaveLocked(key, update)));
 }
 
 absl::Status SqliteConversationStore::SaveLocked(const ConversationKey& key,
@@ -290,19 +206,7 @@ absl::StatusOr<std::vector<ProjectUsage>> SqliteConversationStore::UsageByProjec
   while (true) {
     ASSIGN_OR_RETURN(bool row, st.Step());
     if (!row) break;
-    ProjectUsage u;
-    u.tenant = st.Text(0);
-    u.project = st.Text(1);
-    u.totals.requests = st.Int(2);
-    u.totals.input_tokens = st.Int(3);
-    u.totals.cache_read_input_tokens = st.Int(4);
-    u.totals.cache_creation_input_tokens = st.Int(5);
-    u.totals.output_tokens = st.Int(6);
-    u.totals.tokens_before = st.Int(7);
-    u.totals.tokens_after = st.Int(8);
-    u.totals.last_at_ms = st.Int(9);
-    u.folds_new = st.Int(10);
-    u.folds_skipped = st.Int(11);
+    ProjectUsage u = ProjectUsageFromRow(SqliteRow(st));
     out.push_back(std::move(u));
   }
   return out;
@@ -333,16 +237,7 @@ SqliteConversationStore::RecentConversations(std::string_view tenant, int limit)
   while (true) {
     ASSIGN_OR_RETURN(bool row, st.Step());
     if (!row) break;
-    model::ConversationSummary c;
-    c.conversation = st.Text(0);
-    c.project = st.Text(1);
-    c.last_at_ms = st.Int(2);
-    c.first_at_ms = st.Int(3);
-    c.requests = st.Int(4);
-    c.folds_new = st.Int(5);
-    c.tokens_before = st.Int(6);
-    c.tokens_after = st.Int(7);
-    if (!st.IsNull(8)) MergeFoldsSkipped(st.Text(8), c.folds_skipped);
+    model::ConversationSummary c = ConversationSummaryFromRow(SqliteRow(st));
     out.push_back(std::move(c));
   }
   return out;
@@ -358,15 +253,7 @@ absl::StatusOr<UsageTotals> SqliteConversationStore::Totals(std::string_view ten
   // An aggregate without GROUP BY always yields one row.
   ASSIGN_OR_RETURN(bool row, st.Step());
   if (!row) return absl::InternalError("usage totals: the aggregate returned no row");
-  UsageTotals t;
-  t.requests = st.Int(0);
-  t.input_tokens = st.Int(1);
-  t.cache_read_input_tokens = st.Int(2);
-  t.cache_creation_input_tokens = st.Int(3);
-  t.output_tokens = st.Int(4);
-  t.tokens_before = st.Int(5);
-  t.tokens_after = st.Int(6);
-  t.last_at_ms = st.Int(7);
+  UsageTotals t = UsageTotalsFromRow(SqliteRow(st));
   return t;
 }
 

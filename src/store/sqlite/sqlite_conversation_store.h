@@ -19,13 +19,6 @@
 
 namespace contextd::store {
 
-// The frontier as stored in model_threads.frontier: each hash as an unsigned LEB128 varint of its
-// length followed by its bytes, in order (no count, no terminator; an empty list is empty).
-std::string EncodeFrontier(const std::vector<std::string>& hashes);
-// The inverse of EncodeFrontier. InvalidArgument (saying where) if `blob` is not such a list: a
-// truncated or over-long varint, or a length past the end of the blob.
-absl::StatusOr<std::vector<std::string>> DecodeFrontier(std::string_view blob);
-
 class SqliteConversationStore final : public model::ConversationStore {
  public:
   // Opens (creating and migrating) the database file at `path` with its own connection.

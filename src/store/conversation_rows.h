@@ -1,0 +1,47 @@
+// The model gateway's conversation rows written once for both backends (store/rows.h's Row): the
+// frontier's stored encoding, a thread's state, its rewrites, and the usage aggregates that
+// `contextd usage`, `contextd status` and the viewer read. Pure functions; thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "model/conversation_store.h"
+#include "store/project_usage.h"
+#include "store/rows.h"
+
+namespace contextd::store {
+
+// The frontier as stored in model_threads.frontier: each hash as an unsigned LEB128 varint of its
+// length followed by its bytes, in order (no count, no terminator; an empty list is empty).
+std::string EncodeFrontier(const std::vector<std::string>& hashes);
+// The inverse of EncodeFrontier. InvalidArgument (saying where) if `blob` is not such a list: a
+// truncated or over-long varint, or a length past the end of the blob.
+absl::StatusOr<std::vector<std::string>> DecodeFrontier(std::string_view blob);
+
+// "model thread <tenant>/<conversation>/<thread>", for errors.
+std::string ThreadName(const model::ConversationKey& key);
+// `st` with its message prefixed by the thread it concerns (OK stays OK).
+absl::Status AboutThread(const model::ConversationKey& key, const absl::Status& st);
+
+// A thread's state from (frontier, requests, created_ms, last_ms) of model_threads, rewrites not
+// yet read. Internal naming the thread for a corrupt frontier.
+absl::StatusOr<model::ConversationState> ThreadFromRow(const Row& row,
+                                                       const model::ConversationKey& key);
+// One rewrite from (kind, key, value) of model_rewrites. Internal naming the thread for a kind
+// this binary does not know.
+absl::StatusOr<model::Rewrite> RewriteFromRow(const Row& row, const model::ConversationKey& key);
+
+// The aggregate columns of model_usage in this order, from column `first`: COUNT, input,
+// cache read, cache creation, output, tokens before, tokens after, last at_ms.
+model::UsageTotals UsageTotalsFromRow(const Row& row, int first = 0);
+// (tenant, project, then UsageTotalsFromRow's eight columns, folds_new, folds_skipped).
+ProjectUsage ProjectUsageFromRow(const Row& row);
+// (conversation, project, last at_ms, first at_ms, requests, folds_new, tokens before, tokens
+// after, the skipped-fold objects joined by newlines or NULL).
+model::ConversationSummary ConversationSummaryFromRow(const Row& row);
+
+}  // namespace contextd::store
