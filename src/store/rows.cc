@@ -113,4 +113,20 @@ trail::Scope ScopeFromRow(const Row& row) {
   return s;
 }
 
+absl::StatusOr<trail::Event> EventFromRow(const Row& row) {
+  trail::Event e;
+  e.seq = row.Int(0);
+  e.scope_id = row.Text(1);
+  auto kind = trail::ParseEventKind(row.Text(2));
+  if (!kind.ok()) return kind.status();
+  e.kind = *kind;
+  e.label = row.Text(3);
+  e.payload = row.Bytes(4);
+  e.payload_hash = row.Text(5);
+  e.tokens = row.Int(6);
+  e.is_error = row.Bool(7);
+  e.at_ms = row.Int(8);
+  return e;
+}
+
 }  // namespace contextd::store

@@ -66,4 +66,14 @@ inline constexpr int kTrailScopeColumnCount = 14;
 // A trail scope from a row of kTrailScopeColumns (the schema's CHECKs admit only known kinds).
 trail::Scope ScopeFromRow(const Row& row);
 
+// The columns EventFromRow reads, in order, with their FROM clause: `e` is trail_events, `b` its
+// blob.
+inline constexpr char kTrailEventColumns[] =
+    "e.seq, e.scope_id, e.kind, e.label, b.content, e.blob_hash, e.tokens, e.is_error, e.at_ms "
+    "FROM trail_events e JOIN trail_blobs b ON b.hash = e.blob_hash";
+
+// A trail event from a row of kTrailEventColumns (the payload's bytes as stored).
+// InvalidArgument (trail::ParseEventKind) for a kind this binary does not know.
+absl::StatusOr<trail::Event> EventFromRow(const Row& row);
+
 }  // namespace contextd::store

@@ -18,25 +18,11 @@ using trail::ScopeStatus;
 constexpr const char* kScopeColumns = kTrailScopeColumns;
 constexpr int kScopeColumnCount = kTrailScopeColumnCount;
 
-constexpr char kEventColumns[] =
-    "e.seq, e.scope_id, e.kind, e.label, b.content, e.blob_hash, e.tokens, e.is_error, e.at_ms "
-    "FROM trail_events e JOIN trail_blobs b ON b.hash = e.blob_hash";
+constexpr const char* kEventColumns = kTrailEventColumns;
 
 Scope ReadScope(const PgResult& r, int i) { return ScopeFromRow(PgRow(r, i)); }
 
-absl::StatusOr<Event> ReadEvent(const PgResult& r, int i) {
-  Event e;
-  e.seq = r.Int(i, 0);
-  e.scope_id = r.Text(i, 1);
-  ASSIGN_OR_RETURN(e.kind, trail::ParseEventKind(r.Text(i, 2)));
-  e.label = r.Text(i, 3);
-  e.payload = r.Bytes(i, 4);
-  e.payload_hash = r.Text(i, 5);
-  e.tokens = r.Int(i, 6);
-  e.is_error = r.Bool(i, 7);
-  e.at_ms = r.Int(i, 8);
-  return e;
-}
+absl::StatusOr<Event> ReadEvent(const PgResult& r, int i) { return EventFromRow(PgRow(r, i)); }
 
 std::vector<std::string> HashPayloads(const std::vector<trail::NewEvent>& events) {
   std::vector<std::string> hashes;

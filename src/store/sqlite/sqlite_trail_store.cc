@@ -21,11 +21,8 @@ using trail::ScopeStatus;
 constexpr const char* kScopeColumns = kTrailScopeColumns;
 constexpr int kScopeColumnCount = kTrailScopeColumnCount;
 
-// Columns 0..8 of an event read (SqliteTrailStore::ReadEvent), with the FROM clause: `e` is
-// trail_events, `b` its blob.
-constexpr char kEventColumns[] =
-    "e.seq, e.scope_id, e.kind, e.label, b.content, e.blob_hash, e.tokens, e.is_error, e.at_ms "
-    "FROM trail_events e JOIN trail_blobs b ON b.hash = e.blob_hash";
+// Columns 0..8 of an event read (store/rows.h), with the FROM clause.
+constexpr const char* kEventColumns = kTrailEventColumns;
 
 Scope ReadScope(const Statement& st) { return ScopeFromRow(SqliteRow(st)); }
 
@@ -401,17 +398,7 @@ absl::StatusOr<trail::EventPage> SqliteTrailStore::ListEvents(std::string_view s
 }
 
 absl::StatusOr<Event> SqliteTrailStore::ReadEvent(Statement& st) {
-  Event e;
-  e.seq = st.Int(0);
-  e.scope_id = st.Text(1);
-  ASSIGN_OR_RETURN(e.kind, trail::ParseEventKind(st.Text(2)));
-  e.label = st.Text(3);
-  e.payload = st.Text(4);
-  e.payload_hash = st.Text(5);
-  e.tokens = st.Int(6);
-  e.is_error = st.Int(7) != 0;
-  e.at_ms = st.Int(8);
-  return e;
+  return EventFromRow(SqliteRow(st));
 }
 
 absl::StatusOr<std::optional<Event>> SqliteTrailStore::GetEvent(int64_t seq) {
