@@ -10,7 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
 #include "memory/memory_bank.h"
-#include "store/sqlite/sqlite_memory_store.h"
+#include "store/internal/memory_search.h"
 
 namespace contextd::store {
 namespace {

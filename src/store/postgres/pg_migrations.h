@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "store/sqlite/migrations.h"
+#include "store/internal/migration.h"
 
 namespace contextd::store {
 

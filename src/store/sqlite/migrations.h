@@ -5,13 +5,9 @@
 
 #include <vector>
 
-namespace contextd::store {
+#include "store/internal/migration.h"
 
-struct Migration {
-  int version;       // 1, 2, ... without gaps
-  const char* name;  // "0001_init.sql"
-  const char* sql;   // the statements
-};
+namespace contextd::store {
 
 // All migrations in version order.
 const std::vector<Migration>& Migrations();

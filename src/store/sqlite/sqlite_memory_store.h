@@ -15,14 +15,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "memory/memory_store.h"
+#include "store/internal/memory_search.h"
 #include "store/sqlite/database.h"
 
 namespace contextd::store {
-
-// A BM25 query reads the postings of its rarest terms until their document frequencies add up to
-// this many (at least one term is always kept), at most kMaxQueryTerms terms.
-inline constexpr int64_t kPostingsBudget = 1000;
-inline constexpr size_t kMaxQueryTerms = 12;
 
 class SqliteMemoryStore final : public memory::MemoryStore {
  public:
