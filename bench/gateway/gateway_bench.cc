@@ -19,6 +19,7 @@
 #include "base/executor.h"
 #include "base/logging.h"
 #include "folding/branch_manager.h"
+#include "folding/engine_branch_ledger.h"
 #include "gateway/gateway.h"
 #include "protocol/mcp_server.h"
 #include "scrub/rule_scrubber.h"
@@ -128,6 +129,8 @@ int Run(int calls, int payload) {
                                                        **scrubber, nullptr);
     (void)manager->Recover();
   });
+  // What the server charges through (server/server.cc): the ledger over the manager.
+  folding::EngineBranchLedger ledger(executor, *manager, **store, nullptr, **counter);
   auto key_for = [](const protocol::SessionInfo& info) {
     return folding::SessionKey{info.tenant, "default", info.session_id};
   };
@@ -136,7 +139,7 @@ int Run(int calls, int payload) {
   config.stdio = gateway::StdioUpstream{GATEWAY_TEST_UPSTREAM, {}, {}, ""};
   auto gw = gateway::Gateway::Create(
       gateway::GatewayDeps{
-          server.get(), manager.get(), *counter, scrubber->get(), key_for, nullptr, nullptr, {}},
+          server.get(), &ledger, *counter, scrubber->get(), key_for, nullptr, nullptr, {}},
       {config});
   if (!gw.ok()) return 1;
   executor.RunSync([&] { (*gw)->Start(); });
