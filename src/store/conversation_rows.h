@@ -35,10 +35,24 @@ absl::StatusOr<model::ConversationState> ThreadFromRow(const Row& row,
 // this binary does not know.
 absl::StatusOr<model::Rewrite> RewriteFromRow(const Row& row, const model::ConversationKey& key);
 
-// The aggregate columns of model_usage in this order, from column `first`: COUNT, input,
+// The aggregate columns of model_usage that UsageTotalsFromRow reads, in order: COUNT, input,
 // cache read, cache creation, output, tokens before, tokens after, last at_ms.
+inline constexpr char kUsageTotalsColumns[] =
+    "COUNT(*), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(cache_read_input_tokens), 0), "
+    "COALESCE(SUM(cache_creation_input_tokens), 0), COALESCE(SUM(output_tokens), 0), "
+    "COALESCE(SUM(tokens_before), 0), COALESCE(SUM(tokens_after), 0), COALESCE(MAX(at_ms), 0)";
 model::UsageTotals UsageTotalsFromRow(const Row& row, int first = 0);
-// (tenant, project, then UsageTotalsFromRow's eight columns, folds_new, folds_skipped).
+
+// The columns ProjectUsageFromRow reads, over a subquery `u` of (tenant, project, n, the four
+// token counts, tokens_before, tokens_after, at_ms, folds_new, folds_skipped) that each backend
+// writes in its dialect: tenant, project, then UsageTotalsFromRow's eight, folds_new,
+// folds_skipped.
+inline constexpr char kProjectUsageColumns[] =
+    "tenant, project, SUM(n), COALESCE(SUM(input_tokens), 0), "
+    "COALESCE(SUM(cache_read_input_tokens), 0), COALESCE(SUM(cache_creation_input_tokens), 0), "
+    "COALESCE(SUM(output_tokens), 0), COALESCE(SUM(tokens_before), 0), "
+    "COALESCE(SUM(tokens_after), 0), COALESCE(MAX(at_ms), 0), COALESCE(SUM(folds_new), 0), "
+    "COALESCE(SUM(folds_skipped), 0)";
 ProjectUsage ProjectUsageFromRow(const Row& row);
 // (conversation, project, last at_ms, first at_ms, requests, folds_new, tokens before, tokens
 // after, the skipped-fold objects joined by newlines or NULL).

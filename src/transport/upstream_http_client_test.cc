@@ -7,7 +7,6 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
-#include <filesystem>
 #include <mutex>
 
 #include "gtest/gtest.h"
@@ -20,6 +19,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::FakeMcpHttpServer;
+using testing::TempDir;
 
 constexpr char kInitialize[] =
     R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}})";
@@ -62,19 +62,6 @@ class Recorder {
   std::condition_variable cv_;
   std::deque<std::string> lines_;
   std::string closed_;
-};
-
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "ctxd_tls_XXXXXX").string();
-    path_ = ::mkdtemp(pattern.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
 };
 
 std::unique_ptr<UpstreamHttpChannel> Open(const std::string& url, Recorder& recorder,

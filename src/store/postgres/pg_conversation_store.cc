@@ -12,11 +12,29 @@ using model::ConversationKey;
 using model::ConversationState;
 using model::Rewrite;
 
-constexpr char kTotals[] =
-    "SELECT COUNT(*), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(cache_read_input_tokens), 0), "
-    "COALESCE(SUM(cache_creation_input_tokens), 0), COALESCE(SUM(output_tokens), 0), "
-    "COALESCE(SUM(tokens_before), 0), COALESCE(SUM(tokens_after), 0), COALESCE(MAX(at_ms), 0) "
-    "FROM model_usage WHERE tenant = $1 AND ($2 = '' OR branch_id = $2)";
+const std::string& TotalsSql() {
+  static const std::string sql = absl::StrCat("SELECT ", kUsageTotalsColumns,
+                                              " FROM model_usage WHERE tenant = $1 AND "
+                                              "($2 = '' OR branch_id = $2)");
+  return sql;
+}
+
+// Per (tenant, project) since $2, for tenant $1 ('' = all): the detail rows, and the days whose
+// detail the retention sweep rolled up (decision 0031: whole days).
+const std::string& ProjectUsageSql() {
+  static const std::string sql = absl::StrCat(
+      "SELECT ", kProjectUsageColumns,
+      " FROM (SELECT tenant, project, 1 AS n, input_tokens, cache_read_input_tokens, "
+      "cache_creation_input_tokens, output_tokens, tokens_before, tokens_after, at_ms, folds_new, "
+      "(SELECT COALESCE(SUM(value::bigint), 0) FROM json_each_text(NULLIF("
+      "model_usage.folds_skipped, '')::json)) AS folds_skipped FROM model_usage "
+      "WHERE ($1 = '' OR tenant = $1) AND at_ms >= $2 "
+      "UNION ALL SELECT tenant, project, requests, input_tokens, cache_read_input_tokens, "
+      "cache_creation_input_tokens, output_tokens, tokens_before, tokens_after, last_at_ms, "
+      "folds_new, folds_skipped FROM model_usage_daily WHERE ($1 = '' OR tenant = $1) AND "
+      "(day + 1) * 86400000 > $2) u GROUP BY tenant, project ORDER BY tenant, project");
+  return sql;
+}
 
 }  // namespace
 
@@ -126,7 +144,7 @@ absl::StatusOr<model::UsageTotals> PgConversationStore::Totals(std::string_view 
                                                                std::string_view branch_id) {
   model::UsageTotals t;
   RETURN_IF_ERROR(db_->Read([&](PgConn& c) -> absl::Status {
-    ASSIGN_OR_RETURN(PgResult r, c.Exec(kTotals, {tenant, branch_id}));
+    ASSIGN_OR_RETURN(PgResult r, c.Exec(TotalsSql(), {tenant, branch_id}));
     t = UsageTotalsFromRow(PgRow(r, 0));
     return absl::OkStatus();
   }));
@@ -146,8 +164,7 @@ absl::StatusOr<std::vector<model::ConversationSummary>> PgConversationStore::Rec
                            "ORDER BY MAX(at_ms) DESC, conversation COLLATE \"C\" LIMIT $2",
                            {tenant, static_cast<int64_t>(limit)}));
     for (int i = 0; i < r.rows(); ++i) {
-      model::ConversationSummary s = ConversationSummaryFromRow(PgRow(r, i));
-      out.push_back(std::move(s));
+      out.push_back(ConversationSummaryFromRow(PgRow(r, i)));
     }
     return absl::OkStatus();
   }));
@@ -159,30 +176,9 @@ absl::StatusOr<std::vector<ProjectUsage>> PgConversationStore::UsageByProject(
   std::vector<ProjectUsage> out;
   RETURN_IF_ERROR(db_->Read([&](PgConn& c) -> absl::Status {
     out.clear();
-    ASSIGN_OR_RETURN(
-        PgResult r,
-        c.Exec(
-            "SELECT tenant, project, SUM(n), COALESCE(SUM(input_tokens), 0), "
-            "COALESCE(SUM(cache_read_input_tokens), 0), "
-            "COALESCE(SUM(cache_creation_input_tokens), 0), "
-            "COALESCE(SUM(output_tokens), 0), COALESCE(SUM(tokens_before), 0), "
-            "COALESCE(SUM(tokens_after), 0), COALESCE(MAX(at_ms), 0), "
-            "COALESCE(SUM(folds_new), 0), COALESCE(SUM(folds_skipped), 0) FROM (SELECT tenant, "
-            "project, 1 AS n, input_tokens, cache_read_input_tokens, cache_creation_input_tokens, "
-            "output_tokens, tokens_before, tokens_after, at_ms, folds_new, (SELECT "
-            "COALESCE(SUM(value::bigint), 0) FROM json_each_text(NULLIF(model_usage.folds_skipped, "
-            "'')::json)) AS folds_skipped FROM model_usage "
-            "WHERE ($1 = '' OR tenant = $1) AND at_ms >= $2 "
-            // Days whose detail the retention sweep rolled up (decision 0031): whole days.
-            "UNION ALL SELECT tenant, project, requests, input_tokens, cache_read_input_tokens, "
-            "cache_creation_input_tokens, output_tokens, tokens_before, tokens_after, last_at_ms, "
-            "folds_new, folds_skipped FROM model_usage_daily WHERE ($1 = '' OR tenant = $1) AND "
-            "(day + 1) * 86400000 > $2"
-            ") u GROUP BY tenant, project ORDER BY tenant, project",
-            {tenant, since_ms}));
+    ASSIGN_OR_RETURN(PgResult r, c.Exec(ProjectUsageSql(), {tenant, since_ms}));
     for (int i = 0; i < r.rows(); ++i) {
-      ProjectUsage u = ProjectUsageFromRow(PgRow(r, i));
-      out.push_back(std::move(u));
+      out.push_back(ProjectUsageFromRow(PgRow(r, i)));
     }
     return absl::OkStatus();
   }));

@@ -18,11 +18,9 @@ using model::Rewrite;
 using model::UsageRecord;
 using model::UsageTotals;
 
-constexpr char kTotalsColumns[] =
-    "SELECT COUNT(*), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(cache_read_input_tokens), 0), "
-    "COALESCE(SUM(cache_creation_input_tokens), 0), COALESCE(SUM(output_tokens), 0), "
-    "COALESCE(SUM(tokens_before), 0), COALESCE(SUM(tokens_after), 0), COALESCE(MAX(at_ms), 0) "
-    "FROM model_usage WHERE tenant = ?";
+std::string TotalsSql() {
+  return absl::StrCat("SELECT ", kUsageTotalsColumns, " FROM model_usage WHERE tenant = ?");
+}
 
 }  // namespace
 
@@ -68,9 +66,9 @@ absl::Status SqliteConversationStore::PrepareAll() {
                    "cache_creation_input_tokens, output_tokens, tokens_before, tokens_after, "
                    "duration_ms, project, folds_new, folds_skipped) "
                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
-  ASSIGN_OR_RETURN(totals_by_tenant_, db_->Prepare(kTotalsColumns));
+  ASSIGN_OR_RETURN(totals_by_tenant_, db_->Prepare(TotalsSql()));
   ASSIGN_OR_RETURN(totals_by_branch_,
-                   db_->Prepare(absl::StrCat(kTotalsColumns, " AND branch_id = ?")));
+                   db_->Prepare(absl::StrCat(TotalsSql(), " AND branch_id = ?")));
   return absl::OkStatus();
 }
 
@@ -181,14 +179,10 @@ absl::StatusOr<std::vector<ProjectUsage>> SqliteConversationStore::UsageByProjec
   // Run rarely (a CLI): prepared per call.
   ASSIGN_OR_RETURN(
       Statement st,
-      db_->Prepare(
-          "SELECT tenant, project, SUM(n), COALESCE(SUM(input_tokens), 0), "
-          "COALESCE(SUM(cache_read_input_tokens), 0), "
-          "COALESCE(SUM(cache_creation_input_tokens), 0), "
-          "COALESCE(SUM(output_tokens), 0), COALESCE(SUM(tokens_before), 0), "
-          "COALESCE(SUM(tokens_after), 0), COALESCE(MAX(at_ms), 0), "
-          "COALESCE(SUM(folds_new), 0), COALESCE(SUM(folds_skipped), 0) FROM (SELECT tenant, "
-          "project, 1 AS n, input_tokens, cache_read_input_tokens, cache_creation_input_tokens, "
+      db_->Prepare(absl::StrCat(
+          "SELECT ", kProjectUsageColumns,
+          " FROM (SELECT tenant, project, 1 AS n, input_tokens, cache_read_input_tokens, "
+          "cache_creation_input_tokens, "
           "output_tokens, tokens_before, tokens_after, at_ms, folds_new, CASE WHEN "
           "json_valid(folds_skipped) THEN (SELECT COALESCE(SUM(value), 0) FROM "
           "json_each(folds_skipped)) ELSE 0 END AS folds_skipped FROM model_usage "
@@ -198,7 +192,7 @@ absl::StatusOr<std::vector<ProjectUsage>> SqliteConversationStore::UsageByProjec
           "cache_creation_input_tokens, output_tokens, tokens_before, tokens_after, last_at_ms, "
           "folds_new, folds_skipped "
           "FROM model_usage_daily WHERE (?1 = '' OR tenant = ?1) AND (day + 1) * 86400000 > ?2"
-          ") u GROUP BY tenant, project ORDER BY tenant, project"));
+          ") u GROUP BY tenant, project ORDER BY tenant, project")));
   ResetOnExit reset(st);
   st.Bind(1, tenant);
   st.Bind(2, since_ms);
@@ -206,8 +200,7 @@ absl::StatusOr<std::vector<ProjectUsage>> SqliteConversationStore::UsageByProjec
   while (true) {
     ASSIGN_OR_RETURN(bool row, st.Step());
     if (!row) break;
-    ProjectUsage u = ProjectUsageFromRow(SqliteRow(st));
-    out.push_back(std::move(u));
+    out.push_back(ProjectUsageFromRow(SqliteRow(st)));
   }
   return out;
 }
@@ -237,8 +230,7 @@ SqliteConversationStore::RecentConversations(std::string_view tenant, int limit)
   while (true) {
     ASSIGN_OR_RETURN(bool row, st.Step());
     if (!row) break;
-    model::ConversationSummary c = ConversationSummaryFromRow(SqliteRow(st));
-    out.push_back(std::move(c));
+    out.push_back(ConversationSummaryFromRow(SqliteRow(st)));
   }
   return out;
 }
