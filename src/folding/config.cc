@@ -67,6 +67,10 @@ absl::Status FoldingConfig::Validate() const {
     return err("memory_min_confidence", "must be between 0 and 1", memory_min_confidence);
   }
   if (memory_max_items < 0) return err("memory_max_items", "must be >= 0", memory_max_items);
+  if (branch_view != "isolated" && branch_view != "inherited") {
+    return err("branch_view", "must be \"isolated\" or \"inherited\"",
+               absl::StrCat("\"", branch_view, "\""));
+  }
   if (max_concurrent_branches_per_session < 1) {
     return err("max_concurrent_branches_per_session", "must be >= 1",
                max_concurrent_branches_per_session);

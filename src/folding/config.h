@@ -40,6 +40,12 @@ struct FoldingConfig {
   int max_concurrent_branches_per_instance = 100;
   std::string branch_creation_rate_limit = "5/minute";
   int64_t session_idle_timeout_seconds = 1800;
+  // What the model gateway sends the model while a branch is open (model/branch_view.h):
+  // "isolated" (the conversation's opening, the branch's opening turn and its own turns) or
+  // "inherited" (the parent's whole history too). branch_view_keep_opening: off, the isolated
+  // view leaves out the conversation's opening as well (the seed's strict FR-002).
+  std::string branch_view = "isolated";
+  bool branch_view_keep_opening = true;
 
   // OK if every value is in range; otherwise InvalidArgument whose message starts with the full
   // key, e.g. "context_folding.max_budget: must be >= default_budget (8192), got 100".

@@ -429,6 +429,13 @@ int AnthropicRequest::MarkerCount(const RenderPlan& plan) const {
   int count = markers_outside_messages_;
   size_t fold = 0;
   for (size_t m = 0; m < refs_.size(); ++m) {
+    if (plan.view && m == plan.view->keep) {
+      while (fold < plan.folds.size() && plan.folds[fold].create_message < plan.view->resume) {
+        ++fold;
+      }
+      m = plan.view->resume - 1;
+      continue;
+    }
     if (fold < plan.folds.size() && m > plan.folds[fold].create_message) {
       const FoldEdit& edit = plan.folds[fold];
       for (const auto& [km, kb] : edit.kept_blocks) {
@@ -525,8 +532,26 @@ bool AnthropicRequest::RenderFold(const FoldEdit& edit, const RenderPlan& plan, 
   return move;
 }
 
+bool AnthropicRequest::RenderOpening(const ViewEdit& view, int markers_left,
+                                     std::string& out) const {
+  std::string block = absl::StrCat("{\"type\":\"text\",\"text\":", QuoteJsonString(view.opening), "}");
+  const RawNode* moved = nullptr;
+  for (size_t m = view.keep; m < view.resume && m < refs_.size() && moved == nullptr; ++m) {
+    for (const BlockRef& ref : refs_[m].blocks) {
+      if (ref.cache_control != nullptr) {
+        moved = ref.cache_control;
+        break;
+      }
+    }
+  }
+  const bool move = moved != nullptr && markers_left > 0;
+  if (move) block = WithMarker(std::move(block), moved->Text(body_));
+  absl::StrAppend(&out, "{\"role\":\"user\",\"content\":[", block, "]}");
+  return move;
+}
+
 std::string AnthropicRequest::Render(const RenderPlan& plan) const {
-  if (plan.folds.empty() && plan.blocks.empty() && plan.appends.empty()) return body_;
+  if (plan.Empty()) return body_;
   std::string_view doc = body_;
   std::string out;
   out.reserve(body_.size());
@@ -537,6 +562,15 @@ std::string AnthropicRequest::Render(const RenderPlan& plan) const {
   const size_t n = refs_.size();
   for (size_t m = 0; m < n; ++m) {
     if (m > 0) out.append(Separator(m));
+    if (plan.view && m == plan.view->keep) {
+      if (RenderOpening(*plan.view, markers_left, out)) markers_left -= 1;
+      // The hidden messages' folds are not rendered (nor counted).
+      while (fold < plan.folds.size() && plan.folds[fold].create_message < plan.view->resume) {
+        ++fold;
+      }
+      m = plan.view->resume - 1;
+      continue;
+    }
     RenderMessage(m, plan, out);
     if (fold < plan.folds.size() && plan.folds[fold].create_message == m) {
       const FoldEdit& edit = plan.folds[fold];

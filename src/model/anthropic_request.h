@@ -99,6 +99,9 @@ class AnthropicRequest : public ModelRequest {
   // Writes the message that stands for a fold; true if it moved a breakpoint onto it.
   bool RenderFold(const FoldEdit& edit, const RenderPlan& plan, int markers_left,
                   std::string& out) const;
+  // Writes the user message that opens a branch view; true if it moved a breakpoint onto it (the
+  // first of the hidden messages' breakpoints, while one of the four is left).
+  bool RenderOpening(const ViewEdit& view, int markers_left, std::string& out) const;
   int MarkerCount(const RenderPlan& plan) const;
   // The reminders the client appended to the create's result block `at`, as the model receives
   // that block (FoldEdit::create_result); "" when none.

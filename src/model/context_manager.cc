@@ -158,6 +158,7 @@ void ContextManager::Forget(ThreadState& state) {
   state.appends.clear();
   state.folds.clear();
   state.auto_folds.clear();
+  state.views.clear();
 }
 
 void ContextManager::SaveFrontier(const AppliedRequest& applied) {
@@ -197,6 +198,12 @@ absl::StatusOr<bool> ContextManager::Load(const ConversationKey& key, ThreadStat
           auto record = FoldRecord::Parse(rewrite.value);
           if (!record.ok()) return record.status();
           state.folds.emplace(rewrite.key, *std::move(record));
+          break;
+        }
+        case RewriteKind::kView: {
+          auto record = ViewRecord::Parse(rewrite.value);
+          if (!record.ok()) return record.status();
+          state.views.emplace(rewrite.key, *std::move(record));
           break;
         }
       }
@@ -526,6 +533,10 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
 
   RenderPlan plan;
   plan.folds = folds.edits;
+  ApplyView(*request, folds, *state, plan, update, applied);
+  // Messages the view hides are not sent (their decisions are still taken: the parent's view
+  // sends them again after the return).
+  auto hidden = [&](size_t m) { return plan.view && m >= plan.view->keep && m < plan.view->resume; };
   // Messages a fold removes are not sent: no decision is needed for them, but for the blocks
   // that stay (what a person typed inside the span).
   std::vector<bool> removed(t.messages.size(), false);
@@ -553,7 +564,7 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
       auto folded = state->auto_folds.find(block.key);
       if (folded != state->auto_folds.end() && scrubbable && block.kind == BlockKind::kToolResult) {
         plan.blocks[{m, b}] = folded->second;
-        if (!removed[m]) {
+        if (!removed[m] && !hidden(m)) {
           ++applied.auto_folds_applied;
           auto_point = m + 1;
           auto_fold_delta += TextTokens(*state, std::string(HandleOf(folded->second))) -
@@ -616,22 +627,17 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
     }
   }
   RecordCalls(applied.key, *request, old, before_charge, *state, scrubbed_texts);
-  // What the model receives: the client's count, less what folds removed, plus what they and
-  // the appended notices add (redactions change a block's count little and are not recounted).
-  applied.tokens_after = applied.tokens_before;
-  for (const FoldEdit& edit : plan.folds) {
-    for (size_t m = edit.create_message + 1; m <= edit.end_message; ++m) {
-      applied.tokens_after -= MessageTokens(*state, *request, m);
-    }
-    for (const auto& [m, b] : edit.kept_blocks)
-      applied.tokens_after += Tokens(*state, *request, m, b);
-    applied.tokens_after += TextTokens(*state, edit.result_text);
-    if (!edit.stub_call_ids.empty()) {
-      applied.tokens_after += static_cast<int64_t>(edit.stub_call_ids.size()) *
-                              TextTokens(*state, StubResultText(edit.branch_id));
-    }
+  // What the model receives: the client's count, less what folds and the view removed, plus what
+  // they and the appended notices add (redactions change a block's count little and are not
+  // recounted).
+  applied.tokens_after = PlanTokens(*state, *request, plan, 0, t.messages.size());
+  if (plan.view) {
+    applied.view_tokens_spared =
+        PlanTokens(*state, *request, plan, plan.view->keep, plan.view->resume) -
+        TextTokens(*state, plan.view->opening);
+    applied.tokens_after -= applied.view_tokens_spared;
+    for (size_t m = plan.view->keep; m < plan.view->resume; ++m) removed[m] = true;
   }
-  for (const auto& [m, text] : plan.appends) applied.tokens_after += TextTokens(*state, text);
   applied.tokens_after += auto_fold_delta;
   if (auto_fold.value_or(options_.auto_fold.enabled)) {
     RunAutoFold(*request, folds, removed, auto_point, *state, plan, update, applied);
@@ -645,6 +651,7 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
                                   valid.message(), "); forwarding the request unchanged"));
       applied.body = request->body();
       applied.fallback = true;
+      KeepInheritedView(*state, update, applied);
     }
   }
 

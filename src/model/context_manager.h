@@ -25,6 +25,7 @@
 #include "folding/branch_ledger.h"
 #include "model/anthropic_request.h"
 #include "model/auto_fold.h"
+#include "model/branch_view.h"
 #include "model/conversation_store.h"
 #include "model/fold.h"
 #include "model/model_request.h"
@@ -50,6 +51,9 @@ struct ContextManagerOptions {
   size_t max_kept_request_bytes = 256u << 20;
   // model_gateway.auto_fold (needs a ledger to fold anything: the trail keeps what it folds).
   AutoFoldOptions auto_fold;
+  // context_folding.branch_view and branch_view_keep_opening: what the model sees while a branch
+  // is open (branch_view.h). Decided once per branch: a change applies to branches opened after.
+  BranchViewOptions branch_view;
 };
 
 // What Apply did to one request.
@@ -73,6 +77,9 @@ struct AppliedRequest {
   int auto_folds_applied = 0;       // tool results sent as auto-fold handles (stored or new)
   int auto_folds_new = 0;           // folded by this request's step
   int64_t auto_fold_tokens = 0;     // tokens of the results this request's step folded
+  // The view the open branch got (BranchViewName), "" when no branch is open.
+  std::string view;
+  int64_t view_tokens_spared = 0;  // what the isolated view left out, less its opening turn
   // What this request's auto-fold step did (AutoFoldOutcomeName); "" when auto-fold was off.
   std::string auto_fold_outcome;
   // Set when this request decided nothing new and only moved the frontier: that write is left
@@ -139,6 +146,7 @@ class ContextManager {
     std::unordered_map<std::string, std::string> appends;     // RewriteKind::kAppend
     std::map<std::string, FoldRecord> folds;                  // RewriteKind::kFold
     std::unordered_map<std::string, std::string> auto_folds;  // RewriteKind::kAutoFold
+    std::map<std::string, ViewRecord> views;                  // RewriteKind::kView
     std::unordered_map<std::string, int64_t> tokens;          // block key -> tokens
     std::unordered_map<std::string, int64_t> message_tokens;  // message key -> tokens
     // Create call ids of branches whose skip was reported (FoldPlan::skipped): left whole without
@@ -198,6 +206,23 @@ class ContextManager {
   std::optional<folding::BranchCharge> ChargeBranch(const std::string& tenant,
                                                     const std::string& id, const std::string& label,
                                                     const std::string& excerpt, int64_t tokens);
+  // The view of the innermost open branch of `folds` (branch_view.h): the stored decision, or
+  // one taken now (added to `update`); sets plan.view when it is isolated, and applied.view.
+  // `plan` holds the request's folds.
+  void ApplyView(const ModelRequest& request, const FoldPlan& folds, ThreadState& state,
+                 RenderPlan& plan, ConversationUpdate& update, AppliedRequest& applied) const;
+  // After a fallback (the request forwarded as sent): a view decided by this request becomes
+  // inherited, since the model now answers on the parent's history.
+  static void KeepInheritedView(ThreadState& state, ConversationUpdate& update,
+                                AppliedRequest& applied);
+  // The text of the user turn that opens the view of the branch created in message `create`,
+  // whose calls message `answer` answers (scrubbed; the notices contextd appended to the answer
+  // ride on).
+  std::string BuildOpening(const ModelRequest& request, const FoldPlan& folds, size_t answer,
+                           const ThreadState& state) const;
+  // What messages [from, to) weigh as `plan` renders them (folds, appends; not auto-fold).
+  int64_t PlanTokens(ThreadState& state, const ModelRequest& request, const RenderPlan& plan,
+                     size_t from, size_t to) const;
   void ChargeSpan(const std::string& tenant, const ModelRequest& request, size_t old,
                   ThreadState& state, FoldPlan& folds, ConversationUpdate& update,
                   AppliedRequest& applied);

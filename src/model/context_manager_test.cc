@@ -104,13 +104,14 @@ struct Fixture {
         }
         return out;
       }};
+  ContextManagerOptions options;
   std::unique_ptr<ContextManager> manager = Make(scrubber);
   // Budget of the charger below; what it was charged.
   int64_t budget = 1'000'000;
   int64_t charged = 0;
   std::vector<std::string> labels;
   std::unique_ptr<ContextManager> Make(const scrub::Scrubber& s) {
-    return std::make_unique<ContextManager>(ContextManagerOptions{}, store, s, counter, &ledger);
+    return std::make_unique<ContextManager>(options, store, s, counter, &ledger);
   }
   AppliedRequest Apply(const Conversation& c, ContextManager* m = nullptr) {
     auto request = c.Request();
@@ -576,6 +577,9 @@ TEST(ContextManagerChatTest, FoldsAReturnedBranchAndChargesItsSpan) {
 
 TEST(ContextManagerChatTest, TheBudgetWarningIsAUserMessageAfterTheResults) {
   Fixture f;
+  // The parent's history stays in view: the warning goes after the results, as sent.
+  f.options.branch_view.view = BranchView::kInherited;
+  f.manager = f.Make(f.scrubber);
   f.budget = 1000;
   ChatConversation c;
   c.Calls({{"c1", "contextd__branch_create"}, {"r1", "read"}});

@@ -43,6 +43,7 @@ enum class RewriteKind {
   // key: hash of an original tool result block; value: the block sent in its place, its text a
   // handle naming where the trail keeps the result (auto-fold). Wins over a kBlock decision.
   kAutoFold = 4,
+  kView = 5,  // key: the branch_create tool_use id; value: the branch view record (JSON)
 };
 
 // One durable rewrite decision. The first decision stored for a (kind, key) wins.

@@ -388,6 +388,7 @@ FoldPlan PlanFolds(const Transcript& t, const std::map<std::string, FoldRecord>&
     plan.open_branch_ids.push_back(c.branch_id);
     plan.open_branch_id = c.branch_id;
     plan.open_branch_create_message = c.create_message;
+    plan.open_branch_create_call_id = c.create_call_id;
   }
   return plan;
 }

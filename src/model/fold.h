@@ -100,6 +100,7 @@ struct FoldPlan {
   // the message that created it (its span runs from there to the tail).
   std::string open_branch_id;
   size_t open_branch_create_message = 0;
+  std::string open_branch_create_call_id;
   std::vector<std::string> open_branch_ids;  // all open at the tail, outermost first
 };
 

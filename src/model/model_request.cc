@@ -7,6 +7,20 @@ Transcript ModelRequest::RenderedTranscript(const RenderPlan& plan) const {
   Transcript out;
   size_t fold = 0;
   for (size_t m = 0; m < in.messages.size(); ++m) {
+    if (plan.view && m == plan.view->keep && plan.view->resume > m) {
+      Message opening;
+      opening.role = Role::kUser;
+      Block text;
+      text.kind = BlockKind::kText;
+      text.text = plan.view->opening;
+      opening.blocks.push_back(std::move(text));
+      out.messages.push_back(std::move(opening));
+      while (fold < plan.folds.size() && plan.folds[fold].create_message < plan.view->resume) {
+        ++fold;
+      }
+      m = plan.view->resume - 1;
+      continue;
+    }
     out.messages.push_back(in.messages[m]);
     if (plan.appends.count(m)) {
       Block appended;

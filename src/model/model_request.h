@@ -8,11 +8,13 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "model/branch_view.h"
 #include "model/fold.h"
 #include "model/model_api.h"
 #include "model/transcript.h"
@@ -39,6 +41,12 @@ struct RenderPlan {
   // message -> text content parts added after its content ({"type":"text","text":...} objects
   // joined by ','; a shape both APIs accept).
   std::map<size_t, std::string> appends;
+  // An isolated branch view (branch_view.h): messages [view->keep, view->resume) are sent as one
+  // user message of text view->opening. No fold, block or append of those messages is rendered.
+  std::optional<ViewEdit> view;
+
+  // Whether the plan changes nothing (Render then returns the body as sent).
+  bool Empty() const { return folds.empty() && blocks.empty() && appends.empty() && !view; }
 };
 
 class ModelRequest {

@@ -306,12 +306,16 @@ void OpenAIChatRequest::RenderFold(const FoldEdit& edit, const RenderPlan& plan,
 }
 
 std::string OpenAIChatRequest::Render(const RenderPlan& plan) const {
-  if (plan.folds.empty() && plan.blocks.empty() && plan.appends.empty()) return body_;
+  if (plan.Empty()) return body_;
   if (messages_->children.empty()) return body_;
   return internal::RenderWireArray(
       body_, *messages_, preamble_, refs_, plan,
       {[&](size_t m, std::string& out) { RenderAppend(m, plan, out); },
-       [&](const FoldEdit& edit, std::string& out) { RenderFold(edit, plan, out); }});
+       [&](const FoldEdit& edit, std::string& out) { RenderFold(edit, plan, out); },
+       [&](const ViewEdit& view, std::string& out) {
+         absl::StrAppend(&out, "{\"role\":\"user\",\"content\":", QuoteJsonString(view.opening),
+                         "}");
+       }});
 }
 
 }  // namespace contextd::model

@@ -412,7 +412,7 @@ void OpenAIResponsesRequest::RenderFold(const FoldEdit& edit, const RenderPlan& 
 }
 
 std::string OpenAIResponsesRequest::Render(const RenderPlan& plan) const {
-  if (plan.folds.empty() && plan.blocks.empty() && plan.appends.empty()) return body_;
+  if (plan.Empty()) return body_;
   if (input_string_ != nullptr) {
     // A string input can only have its text rewritten (nothing to fold; a notice would need it
     // turned into an array, and no branch can be open in a conversation of one message).
@@ -425,7 +425,13 @@ std::string OpenAIResponsesRequest::Render(const RenderPlan& plan) const {
   return internal::RenderWireArray(
       body_, *input_, preamble_, refs_, plan,
       {[&](size_t m, std::string& out) { RenderAppend(m, plan, out); },
-       [&](const FoldEdit& edit, std::string& out) { RenderFold(edit, plan, out); }});
+       [&](const FoldEdit& edit, std::string& out) { RenderFold(edit, plan, out); },
+       [&](const ViewEdit& view, std::string& out) {
+         absl::StrAppend(&out,
+                         "{\"type\":\"message\",\"role\":\"user\",\"content\":[{\"type\":"
+                         "\"input_text\",\"text\":",
+                         QuoteJsonString(view.opening), "}]}");
+       }});
 }
 
 }  // namespace contextd::model

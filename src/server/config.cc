@@ -138,6 +138,8 @@ const std::map<std::string, KeySpec>& Registry() {
     CONTEXTD_FOLDING_KEY(max_concurrent_branches_per_instance);
     CONTEXTD_FOLDING_KEY(branch_creation_rate_limit);
     CONTEXTD_FOLDING_KEY(session_idle_timeout_seconds);
+    CONTEXTD_FOLDING_KEY(branch_view);
+    CONTEXTD_FOLDING_KEY(branch_view_keep_opening);
 #undef CONTEXTD_FOLDING_KEY
 
     m["tokens.encoding"] =

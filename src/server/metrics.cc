@@ -132,6 +132,18 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                "Requests with auto-fold on, by what their step did (folded, below_trigger, "
                "below_clear_at_least, thinking, no_trail)")
            .Register(*registry_);
+  model_branch_views_ =
+      &prometheus::BuildCounter()
+           .Name("contextd_model_branch_view_requests_total")
+           .Help("Requests sent while a branch was open, by the view the model got (isolated, "
+                 "inherited)")
+           .Register(*registry_);
+  model_view_tokens_spared_ =
+      &prometheus::BuildCounter()
+           .Name("contextd_model_branch_view_tokens_spared_total")
+           .Help("Tokens the isolated branch view left out of requests (the parent's history, "
+                 "less the branch's opening turn)")
+           .Register(*registry_);
   model_fallbacks_ = &prometheus::BuildCounter()
                           .Name("contextd_model_rewrite_fallbacks_total")
                           .Help("Requests forwarded unchanged because a rewrite was not valid")
@@ -189,6 +201,10 @@ void Metrics::ModelRequestDone(const ModelRequest& r) {
     model_auto_fold_steps_->Add({{"api", r.api}, {"outcome", r.auto_fold_outcome}}).Increment();
     model_auto_folds_->Add({{"api", r.api}}).Increment(r.auto_folds_new);
     model_auto_fold_tokens_->Add({{"api", r.api}}).Increment(r.auto_fold_tokens);
+  }
+  if (!r.view.empty()) {
+    model_branch_views_->Add({{"api", r.api}, {"view", r.view}}).Increment();
+    model_view_tokens_spared_->Add({{"api", r.api}}).Increment(r.view_tokens_spared);
   }
   if (!r.unfoldable.empty()) {
     model_unfoldable_->Add({{"api", r.api}, {"reason", r.unfoldable}}).Increment();

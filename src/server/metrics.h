@@ -72,6 +72,8 @@ class Metrics final : public tools::ToolMetrics {
     bool fallback = false;
     std::string auto_fold_outcome;  // "" when auto-fold was off for the request
     double auto_folds_new = 0, auto_fold_tokens = 0;
+    std::string view;  // the open branch's view (isolated, inherited); "" when none was open
+    double view_tokens_spared = 0;
     std::string unfoldable;  // why F(.) could not apply ("previous_response_id", ...), or ""
   };
   void ModelRequestDone(const ModelRequest& request);
@@ -130,6 +132,8 @@ class Metrics final : public tools::ToolMetrics {
   prometheus::Family<prometheus::Counter>* model_provider_tokens_;
   prometheus::Family<prometheus::Counter>* model_folds_;
   prometheus::Family<prometheus::Counter>* model_folds_skipped_;
+  prometheus::Family<prometheus::Counter>* model_branch_views_;
+  prometheus::Family<prometheus::Counter>* model_view_tokens_spared_;
   prometheus::Family<prometheus::Counter>* model_auto_folds_;
   prometheus::Family<prometheus::Counter>* model_auto_fold_tokens_;
   prometheus::Family<prometheus::Counter>* model_auto_fold_steps_;

@@ -61,6 +61,8 @@ Metrics::ModelRequest MetricsOf(const model::ModelRequestReport& report) {
   r.auto_fold_outcome = report.applied.auto_fold_outcome;
   r.auto_folds_new = report.applied.auto_folds_new;
   r.auto_fold_tokens = static_cast<double>(report.applied.auto_fold_tokens);
+  r.view = report.applied.view;
+  r.view_tokens_spared = static_cast<double>(report.applied.view_tokens_spared);
   r.unfoldable = report.unfoldable;
   return r;
 }
@@ -74,6 +76,10 @@ absl::Status BuildModelGateway(const ServerConfig& config,
   ASSIGN_OR_RETURN(engine.conversations, engine.backend->OpenConversationStore());
   model::ContextManagerOptions context_options;
   context_options.auto_fold = mg.auto_fold;
+  // Validated with the rest of context_folding (FoldingConfig::Validate).
+  ASSIGN_OR_RETURN(context_options.branch_view.view,
+                   model::ParseBranchView(config.folding.branch_view));
+  context_options.branch_view.keep_opening = config.folding.branch_view_keep_opening;
   // Branch lookups, span charges, built-in tool calls and auto-fold's archive go through the
   // ledger the MCP gateway charges through too.
   engine.context_manager = std::make_unique<model::ContextManager>(

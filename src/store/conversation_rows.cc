@@ -16,7 +16,8 @@ bool IsRewriteKind(int64_t kind) {
   return kind == static_cast<int64_t>(RewriteKind::kBlock) ||
          kind == static_cast<int64_t>(RewriteKind::kAppend) ||
          kind == static_cast<int64_t>(RewriteKind::kFold) ||
-         kind == static_cast<int64_t>(RewriteKind::kAutoFold);
+         kind == static_cast<int64_t>(RewriteKind::kAutoFold) ||
+         kind == static_cast<int64_t>(RewriteKind::kView);
 }
 
 }  // namespace

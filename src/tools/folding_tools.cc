@@ -44,7 +44,10 @@ Json CreateSchema(const folding::FoldingConfig& config) {
          {{"type", "string"},
           {"minLength", 1},
           {"maxLength", folding::kMaxPromptChars},
-          {"description", "What the branch is to do"}}},
+          {"description",
+           "What the branch is to do, with what it needs to know: the branch sees the "
+           "conversation's opening and this prompt, not the work done since (name the files, "
+           "identifiers and findings it needs)"}}},
         {"budget",
          {{"type", "integer"},
           {"minimum", 1},

@@ -61,6 +61,19 @@ std::string RenderWireArray(std::string_view body, const RawNode& array, size_t 
   }
   size_t fold = 0;
   for (size_t m = 0; m < refs.size(); ++m) {
+    if (plan.view && m == plan.view->keep) {
+      if (preamble > 0 || m > 0) {
+        out.push_back(',');
+      } else {
+        out.append(WireSeparator(body, array, 0));
+      }
+      hooks.opening(*plan.view, out);
+      while (fold < plan.folds.size() && plan.folds[fold].create_message < plan.view->resume) {
+        ++fold;
+      }
+      m = plan.view->resume - 1;
+      continue;
+    }
     for (size_t wire = refs[m].first_wire; wire < refs[m].end_wire; ++wire) {
       out.append(WireSeparator(body, array, wire));
       RenderWireItem(body, array, refs[m], m, wire, plan, out);

@@ -55,11 +55,14 @@ void RenderKeptSpanItems(std::string_view body, const RawNode& array,
 struct WireRenderHooks {
   std::function<void(size_t m, std::string& out)> append;
   std::function<void(const FoldEdit& edit, std::string& out)> fold;
+  // The user item that opens a branch view (RenderPlan::view), without a separator.
+  std::function<void(const ViewEdit& view, std::string& out)> opening;
 };
 
 // `body` with `plan` applied to the non-empty array `array`: its first `preamble` items as sent,
 // then each message's items (see RenderWireItem), its appends and, at a fold's create message,
-// the fold in place of the messages it spans; the rest of the body as sent.
+// the fold in place of the messages it spans; at a view's first hidden message, the view's opening
+// item in place of the hidden ones; the rest of the body as sent.
 std::string RenderWireArray(std::string_view body, const RawNode& array, size_t preamble,
                             const std::vector<WireMessageRef>& refs, const RenderPlan& plan,
                             const WireRenderHooks& hooks);

@@ -143,7 +143,8 @@ class InMemoryConversationStore final : public ConversationStore {
   }
   static bool IsKind(RewriteKind kind) {
     return kind == RewriteKind::kBlock || kind == RewriteKind::kAppend ||
-           kind == RewriteKind::kFold || kind == RewriteKind::kAutoFold;
+           kind == RewriteKind::kFold || kind == RewriteKind::kAutoFold ||
+           kind == RewriteKind::kView;
   }
 
   std::mutex mu_;

@@ -309,6 +309,13 @@ ALTER TABLE model_usage_daily ADD COLUMN folds_new BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE model_usage_daily ADD COLUMN folds_skipped BIGINT NOT NULL DEFAULT 0;
 )sql";
 
+// 7: model_rewrites takes kind 5 (model::RewriteKind::kView, issue 33; SQLite's 18).
+constexpr char k0007ViewRewrites[] = R"sql(
+ALTER TABLE model_rewrites DROP CONSTRAINT model_rewrites_kind_check;
+ALTER TABLE model_rewrites ADD CONSTRAINT model_rewrites_kind_check
+  CHECK (kind >= 1 AND kind <= 5);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& PgMigrations() {
@@ -319,6 +326,7 @@ const std::vector<Migration>& PgMigrations() {
       {4, "0004_one_trail_per_session.sql", k0004OneTrailPerSession},
       {5, "0005_retention.sql", k0005Retention},
       {6, "0006_usage_folds.sql", k0006UsageFolds},
+      {7, "0007_view_rewrites.sql", k0007ViewRewrites},
   };
   return kAll;
 }

@@ -385,7 +385,8 @@ TEST(DatabaseTest, Migration9AddsTheModelTablesAndKeepsTheRest) {
   EXPECT_TRUE(d.Exec(insert + "('t','c','th2',3,X'00',X'02')").ok());
   EXPECT_FALSE(d.Exec(insert + "('t','c','th',0,X'01',X'01')").ok());
   EXPECT_TRUE(d.Exec(insert + "('t','c','th',4,X'01',X'01')").ok());  // from migration 11
-  EXPECT_FALSE(d.Exec(insert + "('t','c','th',5,X'01',X'01')").ok());
+  EXPECT_TRUE(d.Exec(insert + "('t','c','th',5,X'01',X'01')").ok());  // from migration 18
+  EXPECT_FALSE(d.Exec(insert + "('t','c','th',6,X'01',X'01')").ok());
   EXPECT_FALSE(d.Exec("INSERT INTO model_threads VALUES ('t','c','th',X'',-1,1,1)").ok());
 }
 

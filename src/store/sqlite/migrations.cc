@@ -597,6 +597,25 @@ ALTER TABLE model_usage_daily ADD COLUMN folds_new INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE model_usage_daily ADD COLUMN folds_skipped INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// 0018: model_rewrites takes kind 5 (model::RewriteKind::kView, issue 33: a branch's view).
+// Rebuilt as 0011 was, `seq` kept.
+constexpr char k0018ViewRewrites[] = R"sql(
+CREATE TABLE model_rewrites_0018 (
+  seq          INTEGER PRIMARY KEY,
+  tenant       TEXT NOT NULL,
+  conversation TEXT NOT NULL,
+  thread       TEXT NOT NULL,
+  kind         INTEGER NOT NULL CHECK (kind >= 1 AND kind <= 5),
+  key          BLOB NOT NULL,
+  value        BLOB NOT NULL,
+  UNIQUE (tenant, conversation, thread, kind, key)
+);
+INSERT INTO model_rewrites_0018 (seq, tenant, conversation, thread, kind, key, value)
+  SELECT seq, tenant, conversation, thread, kind, key, value FROM model_rewrites ORDER BY seq;
+DROP TABLE model_rewrites;
+ALTER TABLE model_rewrites_0018 RENAME TO model_rewrites;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
@@ -618,6 +637,7 @@ const std::vector<Migration>& Migrations() {
       {15, "0015_one_trail_per_session.sql", k0015OneTrailPerSession},
       {16, "0016_retention.sql", k0016Retention},
       {17, "0017_usage_folds.sql", k0017UsageFolds},
+      {18, "0018_view_rewrites.sql", k0018ViewRewrites},
   };
   return kAll;
 }

@@ -1,0 +1,173 @@
+// ContextManager's branch view (branch_view.h): deciding it, building its opening turn, and what
+// a plan's messages weigh. Split from context_manager.cc, whose class it belongs to.
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "base/logging.h"
+#include "model/context_manager.h"
+#include "model/raw_json.h"
+#include "scrub/private_spans.h"
+
+namespace contextd::model {
+namespace {
+
+// The texts of an append decision's parts (`{"type":"text","text":...}` objects joined by ',').
+std::vector<std::string> AppendTexts(std::string_view value) {
+  std::vector<std::string> texts;
+  const std::string parts = absl::StrCat("[", std::string(value), "]");
+  auto parsed = ParseRawJson(parts, 3);
+  if (!parsed.ok()) return texts;
+  for (const RawNode& part : parsed->children) {
+    if (part.type != JsonType::kObject) continue;
+    if (auto text = StringMember(parts, part, "text")) texts.push_back(*std::move(text));
+  }
+  return texts;
+}
+
+}  // namespace
+
+std::string ContextManager::BuildOpening(const ModelRequest& request, const FoldPlan& folds,
+                                         size_t answer, const ThreadState& state) const {
+  const Transcript& t = request.transcript();
+  const size_t create = folds.open_branch_create_message;
+  OpeningParts parts;
+  parts.branch_id = folds.open_branch_id;
+  std::map<std::string, size_t> calls;  // call id -> its block in the create message
+  for (size_t b = 0; b < t.messages[create].blocks.size(); ++b) {
+    const Block& block = t.messages[create].blocks[b];
+    if (block.kind != BlockKind::kToolCall) continue;
+    calls.emplace(block.call_id, b);
+    if (block.call_id == folds.open_branch_create_call_id) {
+      ReadCreateArguments(request.BlockText(create, b), parts);
+    }
+  }
+  parts.description = scrubber_.Scrub(parts.description);
+  parts.prompt = scrubber_.Scrub(parts.prompt);
+  const Message& message = t.messages[answer];
+  for (size_t b = 0; b < message.blocks.size(); ++b) {
+    const Block& block = message.blocks[b];
+    if (block.kind == BlockKind::kText) {
+      parts.texts.push_back(scrubber_.Scrub(request.BlockText(answer, b)));
+      continue;
+    }
+    if (block.kind != BlockKind::kToolResult) {
+      ++parts.left_out;
+      continue;
+    }
+    std::string result = scrubber_.Scrub(request.BlockText(answer, b));
+    if (block.call_id == folds.open_branch_create_call_id) {
+      parts.create_result = std::move(result);
+      continue;
+    }
+    auto call = calls.find(block.call_id);
+    if (call == calls.end()) continue;  // an invalid transcript: the view is refused later
+    const Block& call_block = t.messages[create].blocks[call->second];
+    parts.calls.push_back({call_block.tool_name,
+                           scrubber_.Scrub(request.BlockText(create, call->second)),
+                           std::move(result), block.is_error});
+  }
+  // What contextd appended to the answer (a budget notice) rides on.
+  if (auto append = state.appends.find(message.key); append != state.appends.end()) {
+    for (std::string& text : AppendTexts(append->second)) parts.texts.push_back(std::move(text));
+  }
+  return OpeningText(parts);
+}
+
+void ContextManager::ApplyView(const ModelRequest& request, const FoldPlan& folds,
+                               ThreadState& state, RenderPlan& plan, ConversationUpdate& update,
+                               AppliedRequest& applied) const {
+  if (folds.open_branch_id.empty() || folds.open_branch_create_call_id.empty()) return;
+  const Transcript& t = request.transcript();
+  const size_t create = folds.open_branch_create_message;
+  std::optional<size_t> answer = AnswerMessage(t, create);
+  if (!answer) return;
+  const std::string& key = folds.open_branch_create_call_id;
+  auto stored = state.views.find(key);
+  const bool decide = stored == state.views.end();
+  ViewRecord record;
+  if (decide) {
+    record.branch_id = folds.open_branch_id;
+    record.keep_opening = options_.branch_view.keep_opening;
+    // Once the model has answered inside the branch on the parent's history, that history stays.
+    record.view = options_.branch_view.view == BranchView::kIsolated && !AnsweredInside(t, *answer)
+                      ? BranchView::kIsolated
+                      : BranchView::kInherited;
+  } else {
+    record = stored->second;
+  }
+  if (record.view == BranchView::kIsolated) {
+    ViewEdit edit;
+    edit.keep = record.keep_opening ? std::min(OpeningEnd(t), create) : 0;
+    edit.resume = *answer + 1;
+    edit.branch_id = record.branch_id;
+    edit.opening = record.opening;
+    if (edit.opening.empty()) {
+      edit.opening = BuildOpening(request, folds, *answer, state);
+      const std::string digest = Hex(Digest({edit.opening}));
+      if (decide) {
+        record.opening_digest = digest;
+        if (!scrub::ContainsPrivate(edit.opening)) record.opening = edit.opening;
+      } else if (digest != record.opening_digest) {
+        base::LogWarn(absl::StrCat("model gateway: the view of branch ", record.branch_id,
+                                   " could not be repeated byte for byte (the scrub rules changed "
+                                   "since it was sent); it is sent as built with the current rules"));
+      }
+    }
+    RenderPlan with_view;
+    with_view.folds = plan.folds;
+    with_view.view = edit;
+    // A view that would break a valid transcript is not taken: the branch sees the parent's.
+    if (decide && ValidateTranscript(t).ok() &&
+        !ValidateTranscript(request.RenderedTranscript(with_view)).ok()) {
+      base::LogWarn(absl::StrCat("model gateway: branch ", record.branch_id,
+                                 " keeps the inherited view (an isolated one was not valid)"));
+      record = ViewRecord{record.branch_id, BranchView::kInherited, record.keep_opening, "", ""};
+    } else {
+      plan.view = std::move(edit);
+    }
+  }
+  applied.view = BranchViewName(record.view);
+  if (decide) {
+    update.new_rewrites.push_back({RewriteKind::kView, key, record.Serialize()});
+    state.views.emplace(key, std::move(record));
+  }
+}
+
+void ContextManager::KeepInheritedView(ThreadState& state, ConversationUpdate& update,
+                                       AppliedRequest& applied) {
+  for (Rewrite& rewrite : update.new_rewrites) {
+    if (rewrite.kind != RewriteKind::kView) continue;
+    auto it = state.views.find(rewrite.key);
+    if (it == state.views.end() || it->second.view != BranchView::kIsolated) continue;
+    it->second = ViewRecord{it->second.branch_id, BranchView::kInherited, it->second.keep_opening,
+                            "", ""};
+    rewrite.value = it->second.Serialize();
+    applied.view = BranchViewName(BranchView::kInherited);
+    applied.view_tokens_spared = 0;
+  }
+}
+
+int64_t ContextManager::PlanTokens(ThreadState& state, const ModelRequest& request,
+                                   const RenderPlan& plan, size_t from, size_t to) const {
+  int64_t n = 0;
+  for (size_t m = from; m < to; ++m) {
+    n += MessageTokens(state, request, m);
+    if (auto append = plan.appends.find(m); append != plan.appends.end()) {
+      n += TextTokens(state, append->second);
+    }
+  }
+  for (const FoldEdit& edit : plan.folds) {
+    if (edit.create_message < from || edit.create_message >= to) continue;
+    for (size_t m = edit.create_message + 1; m <= edit.end_message; ++m) {
+      n -= MessageTokens(state, request, m);
+    }
+    for (const auto& [m, b] : edit.kept_blocks) n += Tokens(state, request, m, b);
+    n += TextTokens(state, edit.result_text);
+    n += static_cast<int64_t>(edit.stub_call_ids.size()) *
+         TextTokens(state, StubResultText(edit.branch_id));
+  }
+  return n;
+}
+
+}  // namespace contextd::model
