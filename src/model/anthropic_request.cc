@@ -107,6 +107,7 @@ absl::Status AnthropicRequest::Index(AnthropicRequest* previous, size_t reused) 
   markers_outside_messages_ =
       CountMarkers(doc, FindMember(doc, root_, "system")) + CountMarkers(doc, tools);
   names_.DeclareFrom(doc, tools);
+  SetOffersTools(tools);
 
   refs_.reserve(messages_->children.size());
   transcript_.messages.reserve(messages_->children.size());

@@ -73,6 +73,33 @@ bool AnsweredInside(const Transcript& transcript, size_t answer) {
   return false;
 }
 
+bool IsSummaryRequest(const Transcript& transcript, bool offers_tools) {
+  if (!offers_tools) return true;
+  if (transcript.messages.empty()) return false;
+  // Codex's remote compaction asks for it with an input item.
+  for (const Block& block : transcript.messages.back().blocks) {
+    if (block.type == "compaction_trigger") return true;
+  }
+  if (transcript.messages.back().role != Role::kUser) return false;
+  // The prompts of the clients that keep their tools in a compaction request (Block::text holds
+  // a text block's first kTextPrefixBytes).
+  static constexpr std::string_view kPrompts[] = {
+      "CRITICAL: Respond with TEXT ONLY",  // Claude Code
+  };
+  for (const Block& block : transcript.messages.back().blocks) {
+    if (block.kind != BlockKind::kText) continue;
+    for (std::string_view prompt : kPrompts) {
+      if (std::string_view(block.text).starts_with(prompt)) return true;
+    }
+  }
+  return false;
+}
+
+std::string OpenBranchText(const std::string& branch_id) {
+  return absl::StrCat("[branch ", branch_id,
+                      " is open; its work so far is left out of this summary request]");
+}
+
 void ReadCreateArguments(std::string_view arguments, OpeningParts& parts) {
   nlohmann::json j = nlohmann::json::parse(arguments, nullptr, false);
   if (!j.is_object()) return;

@@ -74,6 +74,17 @@ std::optional<size_t> AnswerMessage(const Transcript& transcript, size_t create)
 // already answered on (and its thinking is bound to), so such a branch keeps the inherited view.
 bool AnsweredInside(const Transcript& transcript, size_t answer);
 
+// Whether a request asks the model to summarise the conversation rather than go on with it (a
+// client's compaction): it offers no tools (Codex's compaction, side requests), its last message
+// holds a `compaction_trigger` item (Responses), or is a user text opening with a compaction
+// prompt a client keeps its tools for (Claude Code's). The gateway also marks the requests of a
+// compaction route (ModelRequest::MarkSummary). Its answer replaces the history, so it is sent the parent's view, the open branches
+// folded as they stand: a summary of the branch alone would lose the parent's work.
+bool IsSummaryRequest(const Transcript& transcript, bool offers_tools);
+
+// The text standing for an open branch in a summary request.
+std::string OpenBranchText(const std::string& branch_id);
+
 // A call made in the create's turn and what it answered, as the model reads them (scrubbed).
 struct OpeningCall {
   std::string tool;

@@ -533,7 +533,7 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
 
   RenderPlan plan;
   plan.folds = folds.edits;
-  ApplyView(*request, folds, *state, plan, update, applied);
+  ApplyView(tenant, *request, folds, *state, plan, update, applied);
   // Messages the view hides are not sent (their decisions are still taken: the parent's view
   // sends them again after the return).
   auto hidden = [&](size_t m) { return plan.view && m >= plan.view->keep && m < plan.view->resume; };

@@ -77,7 +77,8 @@ struct AppliedRequest {
   int auto_folds_applied = 0;       // tool results sent as auto-fold handles (stored or new)
   int auto_folds_new = 0;           // folded by this request's step
   int64_t auto_fold_tokens = 0;     // tokens of the results this request's step folded
-  // The view the open branch got (BranchViewName), "" when no branch is open.
+  // The view the open branch got (BranchViewName; "summary" for a summary request in an isolated
+  // branch: the parent's view, open branches folded as they stand), "" when no branch is open.
   std::string view;
   int64_t view_tokens_spared = 0;  // what the isolated view left out, less its opening turn
   // What this request's auto-fold step did (AutoFoldOutcomeName); "" when auto-fold was off.
@@ -209,8 +210,13 @@ class ContextManager {
   // The view of the innermost open branch of `folds` (branch_view.h): the stored decision, or
   // one taken now (added to `update`); sets plan.view when it is isolated, and applied.view.
   // `plan` holds the request's folds.
-  void ApplyView(const ModelRequest& request, const FoldPlan& folds, ThreadState& state,
-                 RenderPlan& plan, ConversationUpdate& update, AppliedRequest& applied) const;
+  void ApplyView(const std::string& tenant, const ModelRequest& request, const FoldPlan& folds,
+                 ThreadState& state, RenderPlan& plan, ConversationUpdate& update,
+                 AppliedRequest& applied) const;
+  // A summary request (IsSummaryRequest) in an isolated branch: `plan` folds every open branch
+  // as it stands (OpenBranchText), so the summary covers the parent's work; nothing is stored.
+  void FoldForSummary(const std::string& tenant, const ModelRequest& request,
+                      const FoldPlan& folds, const ThreadState& state, RenderPlan& plan) const;
   // After a fallback (the request forwarded as sent): a view decided by this request becomes
   // inherited, since the model now answers on the parent's history.
   static void KeepInheritedView(ThreadState& state, ConversationUpdate& update,

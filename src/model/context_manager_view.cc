@@ -1,6 +1,7 @@
 // ContextManager's branch view (branch_view.h): deciding it, building its opening turn, and what
 // a plan's messages weigh. Split from context_manager.cc, whose class it belongs to.
 #include <map>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -74,9 +75,29 @@ std::string ContextManager::BuildOpening(const ModelRequest& request, const Fold
   return OpeningText(parts);
 }
 
-void ContextManager::ApplyView(const ModelRequest& request, const FoldPlan& folds,
-                               ThreadState& state, RenderPlan& plan, ConversationUpdate& update,
-                               AppliedRequest& applied) const {
+void ContextManager::FoldForSummary(const std::string& tenant, const ModelRequest& request,
+                                    const FoldPlan& folds, const ThreadState& state,
+                                    RenderPlan& plan) const {
+  const std::set<std::string> open(folds.open_branch_ids.begin(), folds.open_branch_ids.end());
+  // The open branches read as ended here: folded up to the tail, as a force-return would be,
+  // without a decision (the branches go on; the summary replaces this history).
+  FoldPlan so_far = PlanFolds(
+      request.transcript(), state.folds,
+      [&](const std::string& id) -> std::optional<BranchFacts> {
+        std::optional<BranchFacts> facts = Find(tenant, id);
+        if (facts && open.count(id)) facts->ended = true;
+        return facts;
+      },
+      &state.settled);
+  for (FoldEdit& edit : so_far.edits) {
+    if (open.count(edit.branch_id)) edit.result_text = OpenBranchText(edit.branch_id);
+  }
+  plan.folds = std::move(so_far.edits);
+}
+
+void ContextManager::ApplyView(const std::string& tenant, const ModelRequest& request,
+                               const FoldPlan& folds, ThreadState& state, RenderPlan& plan,
+                               ConversationUpdate& update, AppliedRequest& applied) const {
   if (folds.open_branch_id.empty() || folds.open_branch_create_call_id.empty()) return;
   const Transcript& t = request.transcript();
   const size_t create = folds.open_branch_create_message;
@@ -85,6 +106,16 @@ void ContextManager::ApplyView(const ModelRequest& request, const FoldPlan& fold
   const std::string& key = folds.open_branch_create_call_id;
   auto stored = state.views.find(key);
   const bool decide = stored == state.views.end();
+  if (request.asks_summary()) {
+    // Decided by the branch's own requests, not by this one (whose answer is not the branch's).
+    if (decide || stored->second.view == BranchView::kInherited) {
+      applied.view = BranchViewName(BranchView::kInherited);
+      return;
+    }
+    FoldForSummary(tenant, request, folds, state, plan);
+    applied.view = "summary";
+    return;
+  }
   ViewRecord record;
   if (decide) {
     record.branch_id = folds.open_branch_id;

@@ -91,10 +91,12 @@ struct Fixture {
   void Return(const std::string& id, const std::string& summary) {
     branches[id] = BranchFacts{id, true, "completed", "", summary, 100, 90};
   }
-  AppliedRequest Apply(const json& messages, ContextManager* m = nullptr) {
+  // `tools`: whether the request offers tools (an agent's loop does; a summary request may not).
+  AppliedRequest Apply(const json& messages, ContextManager* m = nullptr, bool tools = true) {
     json sent = messages;
     sent.back()["content"].back()["cache_control"] = {{"type", "ephemeral"}};
     json body = {{"model", "m"}, {"max_tokens", 10}, {"system", "sys"}, {"messages", sent}};
+    if (tools) body["tools"] = json::array({{{"name", "Read"}, {"input_schema", json::object()}}});
     auto parsed = AnthropicRequest::Parse(body.dump());
     EXPECT_TRUE(parsed.ok()) << parsed.status();
     std::shared_ptr<ModelRequest> request = *std::move(parsed);
@@ -257,6 +259,32 @@ TEST(BranchViewTest, AForceReturnEndsTheViewWhereItWasDecided) {
   EXPECT_THAT(exhausted.body, Not(HasSubstr("zzzz")));
 }
 
+TEST(BranchViewTest, ASummaryRequestGetsTheParentsViewWithTheOpenBranchesFolded) {
+  Fixture f;
+  json m = ParentThenBranch();
+  f.Open(kOuter);
+  AppliedRequest view = f.Apply(m);
+  m.push_back(Msg("assistant", json::array({Use("b1", "Bash")})));
+  m.push_back(Msg("user", json::array({Result("b1", "BRANCH_WORK output")})));
+  json compact = m;
+  compact.push_back(Msg("user", json::array({Text("CRITICAL: Respond with TEXT ONLY. Summarise.")})));
+  for (bool tools : {true, false}) {
+    AppliedRequest summary = f.Apply(compact, nullptr, tools);
+    EXPECT_EQ(summary.view, "summary");
+    EXPECT_THAT(summary.body, HasSubstr("PARENT_FILE"));
+    EXPECT_THAT(summary.body, HasSubstr(OpenBranchText(kOuter)));
+    EXPECT_THAT(summary.body, HasSubstr("CRITICAL: Respond with TEXT ONLY"));
+    EXPECT_THAT(summary.body, Not(HasSubstr("BRANCH_WORK")));
+    EXPECT_THAT(summary.body, Not(HasSubstr("[contextd] Branch")));
+    EXPECT_EQ(summary.folds_new, 0);
+  }
+  // The branch goes on in its view.
+  AppliedRequest next = f.Apply(m);
+  EXPECT_EQ(next.view, "isolated");
+  EXPECT_EQ(json::parse(next.body)["messages"][1]["content"][0]["text"],
+            json::parse(view.body)["messages"][1]["content"][0]["text"]);
+}
+
 TEST(BranchViewTest, ChatCompletionsGetsTheViewAsAUserMessage) {
   Fixture f;
   f.Open(kOuter);
@@ -277,7 +305,9 @@ TEST(BranchViewTest, ChatCompletionsGetsTheViewAsAUserMessage) {
         json::array({call("c1", "contextd__branch_create",
                           "{\"description\":\"d\",\"prompt\":\"look at lexer.cc\"}")})}});
   messages.push_back({{"role", "tool"}, {"tool_call_id", "c1"}, {"content", Created(kOuter)}});
-  json body = {{"model", "m"}, {"messages", messages}};
+  json body = {{"model", "m"},
+               {"messages", messages},
+               {"tools", json::array({{{"type", "function"}, {"function", {{"name", "read"}}}}})}};
   auto parsed = OpenAIChatRequest::Parse(body.dump());
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   auto applied = f.manager->Apply("local", "", std::shared_ptr<ModelRequest>(*std::move(parsed)), 1);

@@ -395,6 +395,9 @@ void ModelGateway::Fold(const ModelApiRow& api, const std::shared_ptr<Exchange>&
     return;
   }
   std::shared_ptr<ModelRequest> messages = *std::move(parsed);
+  // A standalone compaction (/v1/responses/compact) summarises the conversation (branch_view.h).
+  std::string_view path = std::string_view(exchange->target).substr(0, exchange->target.find('?'));
+  if (path.ends_with("/compact")) messages->MarkSummary();
   exchange->report.usage.model = messages->model();
   if (std::string_view reason = messages->unfoldable_reason(); !reason.empty()) {
     // History the provider keeps (previous_response_id, conversation): this body is not the

@@ -17,6 +17,7 @@
 #include "model/branch_view.h"
 #include "model/fold.h"
 #include "model/model_api.h"
+#include "model/raw_json.h"
 #include "model/transcript.h"
 
 namespace contextd::model {
@@ -61,6 +62,13 @@ class ModelRequest {
   virtual const Transcript& transcript() const = 0;
   // The request's `model`, "" when absent.
   virtual const std::string& model() const = 0;
+  // Whether the request offers the model tools (a non-empty `tools` array). One that does not
+  // cannot go on with an agent's tool loop: a side request (a summary, a title).
+  bool offers_tools() const { return offers_tools_; }
+  // Whether the request asks for a summary of its conversation (IsSummaryRequest): the gateway
+  // marks a compaction route's; the rest is read from the transcript.
+  bool asks_summary() const { return asks_summary_ || IsSummaryRequest(transcript(), offers_tools_); }
+  void MarkSummary() { asks_summary_ = true; }
   // How many messages the parse took over from the conversation's previous request.
   virtual size_t reused_messages() const = 0;
   // Why the request cannot be rewritten at all (a metric label: its history is kept by the
@@ -88,6 +96,16 @@ class ModelRequest {
   virtual std::string Render(const RenderPlan& plan) const = 0;
   // The transcript as Render(plan) leaves it (for validation and counting), without keys.
   Transcript RenderedTranscript(const RenderPlan& plan) const;
+
+ protected:
+  // Set by the adapter's parse from `tools`.
+  void SetOffersTools(const RawNode* tools) {
+    offers_tools_ = tools != nullptr && tools->type == JsonType::kArray && !tools->children.empty();
+  }
+
+ private:
+  bool offers_tools_ = false;
+  bool asks_summary_ = false;
 };
 
 }  // namespace contextd::model

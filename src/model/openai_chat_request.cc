@@ -99,6 +99,7 @@ absl::Status OpenAIChatRequest::Index() {
   }
   if (auto model = StringMember(doc, root_, "model")) model_ = *model;
   names_.DeclareFrom(doc, FindMember(doc, root_, "tools"));
+  SetOffersTools(FindMember(doc, root_, "tools"));
   const std::vector<RawNode>& wires = messages_->children;
   wire_roles_.reserve(wires.size());
   for (size_t w = 0; w < wires.size(); ++w) {

@@ -114,6 +114,7 @@ absl::Status OpenAIResponsesRequest::Index() {
   }
   if (auto model = StringMember(doc, root_, "model")) model_ = *model;
   names_.DeclareFrom(doc, FindMember(doc, root_, "tools"));
+  SetOffersTools(FindMember(doc, root_, "tools"));
   // History kept by the provider: what the model reads is not in this body, so no rewrite of it
   // could keep the conversation consistent.
   for (const char* name : {"previous_response_id", "conversation"}) {
