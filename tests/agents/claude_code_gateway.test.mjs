@@ -42,7 +42,10 @@ function withoutMarkers(messages) {
 // to $CONTEXTD_AGENT_DUMP_DIR/claude-<label>.json when set.
 async function runThroughGateway({ double, dataDir, ws, prompt, allowedTools, label }) {
   const config = join(dataDir, 'contextd.yaml');
-  writeFileSync(config, ['model_gateway:', '  anthropic:', `    base_url: ${double.url}`, ''].join('\n'));
+  // What these tests check inside the branch is the parent's history as sent (`branch_view:
+  // inherited`, contextd before issue 33); the isolated view, the default, is branch_view.test.mjs's.
+  writeFileSync(config, ['context_folding:', '  branch_view: inherited',
+    'model_gateway:', '  anthropic:', `    base_url: ${double.url}`, ''].join('\n'));
   const server = await startHttpServer({ dataDir, args: ['--config', config] });
   const origin = new URL(server.url).origin;
   const run = await runClaude({

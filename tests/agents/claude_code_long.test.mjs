@@ -16,7 +16,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { startAnthropicDouble } from './lib/anthropic_double.mjs';
 import { startClaudeStream, writeMcpConfig, claudeMissing } from './lib/claude.mjs';
-import { lastResult, branchIdIn, excerpt } from './lib/transcript.mjs';
+import { excerpt, openedBranchId, messageText, kViewOpening } from './lib/transcript.mjs';
 import { startChain, foldMetrics, firstResultOf, foldFailures, report, saveCorpus, dumpSession, makeWorkspace, tailOfLongScript } from './lib/long_session.mjs';
 import { BINARY, cleanup, tempDataDir } from '../e2e/harness.mjs';
 
@@ -27,7 +27,8 @@ const workspace = () => makeWorkspace('contextd-long-ws', ['a1', 'a2', 'a3', 'a4
 
 const bash = (command) => ({ name: 'Bash', input: { command, description: command.slice(0, 40) } });
 const read = (ws, file) => ({ name: 'Read', input: { file_path: join(ws, file) } });
-const idOf = (body) => branchIdIn(lastResult([body], 'branch_create').result);
+// The branch just opened: in its isolated view (issue 33) its id opens the branch's first message.
+const idOf = (body) => openedBranchId(body);
 
 test('Claude Code, 40+ turns through the gateway: every branch folds, nothing skipped, the provider checks hold', { skip: missing ?? false, timeout: 420000 }, async () => {
   const ws = workspace();
@@ -128,9 +129,14 @@ test('Claude Code, 40+ turns through the gateway: every branch folds, nothing sk
     ], [[ws, '/work/repo'], [dataDir, '/data']]);
 
     const failures = foldFailures(branches, modelBodies);
-    // What the user typed stays, in order, on every request after it arrived.
+    // What the user typed stays, in order, on every request after it arrived, but in the isolated
+    // views of the branches opened after B (issue 33: a view shows the conversation's opening and
+    // the branch's own work, not the parent's history).
     const typedAt = firstResultOf(clientBodies, (name, input) => name === 'Bash' && String(input.command).startsWith('sleep 1'));
+    const inLaterView = (body) => [ids.C, ids.D, ids.E].some((id) => body.messages.some((m) => m.role === 'user' &&
+      messageText(m).startsWith(`${kViewOpening}${id}`)));
     for (let j = typedAt; j >= 0 && j < modelBodies.length; j++) {
+      if (inLaterView(modelBodies[j])) continue;
       if (!JSON.stringify(modelBodies[j].messages).includes(typed)) failures.push(`request ${j} lost the message the user typed inside B`);
     }
     assert.deepEqual(metrics.skipped, {}, `no fold skipped: ${JSON.stringify(metrics.skipped)}`);

@@ -120,7 +120,10 @@ test('codex exec through contextd connect codex: model requests via contextd /v1
   const { state, script } = scenario();
   const double = await startResponsesDouble({ script });
   const config = join(dataDir, 'contextd.yaml');
-  writeFileSync(config, ['model_gateway:', '  openai:', `    base_url: ${double.url}`, ''].join('\n'));
+  // What this test checks inside the branch is the parent's history as sent (`branch_view:
+  // inherited`, contextd before issue 33); the isolated view, the default, is branch_view.test.mjs's.
+  writeFileSync(config, ['context_folding:', '  branch_view: inherited',
+    'model_gateway:', '  openai:', `    base_url: ${double.url}`, ''].join('\n'));
   const server = await startHttpServer({ dataDir, args: ['--config', config] });
   const origin = new URL(server.url).origin;
   const workspace = mkdtempSync(join(tmpdir(), 'contextd-codex-gw-ws-'));

@@ -118,7 +118,10 @@ async function runSession(mode) {
   };
   const double = await startAnthropicDouble({ script: Array.from({ length: 40 }, () => dispatch) });
   try {
-    chain = await startChain({ double, dataDir });
+    // The compaction and the fold as the parent's history shows them (`branch_view: inherited`,
+    // contextd before issue 33): a compaction inside an isolated branch view is
+    // branch_view.test.mjs's.
+    chain = await startChain({ double, dataDir, folding: ['  branch_view: inherited'] });
     const session = startClaudeStream({
       prompt: 'Survey this repository.', modelUrl: chain.modelUrl, cwd: ws,
       mcpConfig: writeMcpConfig(ws, { url: chain.mcpUrl }), allowedTools: ['Read', 'Bash', 'mcp__contextd'],

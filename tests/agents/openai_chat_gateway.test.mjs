@@ -5,8 +5,10 @@
 // recorded); /v1/models routed by the request's headers; a conversation whose branch
 // (branch_create ... branch_return, called over MCP) the double sees folded on the next request,
 // every tool call still answered, the prefix unchanged, and a secret in a tool result it never
-// sees; errors in the OpenAI shape, the provider's relayed byte for byte. Every wait is on an
-// event, bounded by `within` or the test's timeout.
+// sees; the isolated branch view (issue 33: while the branch is open the double gets the opening,
+// one user message opening the branch and the branch's own turns, not the parent's; after the
+// return the parent, folded); errors in the OpenAI shape, the provider's relayed byte for byte.
+// Every wait is on an event, bounded by `within` or the test's timeout.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
@@ -205,7 +207,9 @@ test('a branch is folded on the next request, a secret in a tool result never re
     { text: 'The port is 8080.' },
     { text: 'You are welcome.' },
   ] });
-  const gw = await startGateway({ openai: { base_url: double.url } });
+  // The branch's requests checked here are the parent's history as sent (`branch_view:
+  // inherited`, contextd before issue 33); the isolated view, the default, has its own test below.
+  const gw = await startGateway({ openai: { base_url: double.url }, folding: { branch_view: 'inherited' } });
   const { client: mcp } = await connectHttp(gw.url);
   const client = sdk(gw.origin);
   // An assistant message as the agent sends it back.
@@ -276,6 +280,118 @@ test('a branch is folded on the next request, a secret in a tool result never re
     const text = await metricsWhen(gw.origin, (t) => metric(t, 'contextd_model_requests_total', { api: 'openai_chat' }) === 4);
     assert.equal(metric(text, 'contextd_model_folds_total', { api: 'openai_chat' }), 1);
     assert.equal(metric(text, 'contextd_model_redacted_blocks_total', { api: 'openai_chat' }), 1);
+  } finally {
+    await mcp.close();
+    await gw.stop();
+    await double.close();
+  }
+});
+
+// The text of a Chat message: its string content or its text parts joined.
+const chatText = (m) => (typeof m?.content === 'string' ? m.content
+  : (m?.content ?? []).filter((p) => p.type === 'text').map((p) => p.text).join('\n'));
+
+test('isolated branch view: inside a branch the model gets the opening and the branch\'s own turns, not the parent\'s; after the return the parent, folded', opts(90000), async () => {
+  // Text only a tool result holds: where it shows up says whose work reached the model.
+  const PARENT_MARKER = 'PARENT_MARKER_chat_r4';
+  const BRANCH_MARKER = 'BRANCH_MARKER_chat_t8';
+  const createInput = { description: 'read the branch file', prompt: 'read /w/branch.txt and report what it holds (PROMPT_CHAT_b2)' };
+  const returnInput = { message: 'SUMMARY_CHAT: branch.txt holds 40 lines' };
+  const double = await startChatDouble({ script: [
+    { calls: [{ id: 'call_parent', name: 'read_file', arguments: { path: '/w/parent.txt' } }] },
+    // branch_create with a read beside it: its answer (a secret in it) opens the branch too.
+    { calls: [{ id: 'call_create', name: 'contextd__branch_create', arguments: createInput },
+      { id: 'call_cfg', name: 'read_file', arguments: { path: '/w/config.txt' } }] },
+    { calls: [{ id: 'call_branch', name: 'read_file', arguments: { path: '/w/branch.txt' } }] },
+    { calls: [{ id: 'call_return', name: 'contextd__branch_return', arguments: returnInput }] },
+    { text: 'branch.txt holds 40 lines.' },
+  ] });
+  const gw = await startGateway({ openai: { base_url: double.url } });
+  const { client: mcp } = await connectHttp(gw.url);
+  const client = sdk(gw.origin);
+  const asSent = (m) => ({ role: 'assistant', content: m.content ?? null,
+    ...(m.tool_calls?.length ? { tool_calls: m.tool_calls.map((c) => ({ id: c.id, type: 'function',
+      function: { name: c.function.name, arguments: c.function.arguments } })) } : {}) });
+  const lines = (marker) => Array.from({ length: 40 }, (_, i) => `${marker} line ${i}: some words about the code`).join('\n');
+  try {
+    const opening = [{ role: 'system', content: 'You are a test.' }, { role: 'user', content: 'Survey the files (TASK_CHAT_x1).' }];
+    const messages = [...opening];
+    const r1 = await client.chat.completions.create({ model: MODEL, messages, tools: TOOLS });
+    messages.push(asSent(r1.choices[0].message));
+    messages.push({ role: 'tool', tool_call_id: 'call_parent', content: lines(PARENT_MARKER) });
+    const r2 = await client.chat.completions.create({ model: MODEL, messages, tools: TOOLS });
+    assert.deepEqual(r2.choices[0].message.tool_calls.map((c) => c.function.name), ['contextd__branch_create', 'read_file']);
+    const seen2 = double.requests.at(-1);
+    assert.ok(seen2.raw.includes(PARENT_MARKER), 'before the branch the parent is sent as it is');
+
+    // The agent runs branch_create over MCP: the branch exists, open in this conversation.
+    const created = await mcp.callTool({ name: 'branch_create', arguments: createInput });
+    assert.ok(!created.isError, textOf(created));
+    const branch = branchIdIn(textOf(created));
+    assert.ok(branch, textOf(created));
+    messages.push(asSent(r2.choices[0].message));
+    messages.push({ role: 'tool', tool_call_id: 'call_create', content: textOf(created) });
+    messages.push({ role: 'tool', tool_call_id: 'call_cfg', content: `port = 8080\ngithub_token = ${SECRET}\n` });
+
+    // The branch's first turn: the opening as sent, then one user message opening the branch
+    // (branch_create's answer and the read's, redacted).
+    const r3 = await client.chat.completions.create({ model: MODEL, messages, tools: TOOLS });
+    assert.deepEqual(r3.choices[0].message.tool_calls.map((c) => c.id), ['call_branch']);
+    const seen3 = double.requests.at(-1);
+    const got3 = seen3.json.messages;
+    const where3 = JSON.stringify(got3, null, 1).slice(0, 3000);
+    assert.equal(got3.length, opening.length + 1, where3);
+    assert.deepEqual(got3.slice(0, opening.length), opening);
+    assert.equal(got3[2].role, 'user', where3);
+    const open = chatText(got3[2]);
+    assert.ok(open.startsWith(`[contextd] Branch ${branch}`), where3);
+    for (const part of [createInput.description, createInput.prompt, textOf(created), 'port = 8080',
+      'github_token = [REDACTED:github-pat:ghp_]']) assert.ok(open.includes(part), `${part} in ${open}`);
+    assert.ok(!seen3.raw.includes(SECRET), 'the secret reached the model');
+    assert.ok(!seen3.raw.includes(PARENT_MARKER), `the parent's work reached the branch: ${where3}`);
+    assert.deepEqual(seen3.json.tools, TOOLS, 'tools as sent');
+    assert.equal(seen3.raw.slice(seen3.raw.indexOf(',"tools":')), seen2.raw.slice(seen2.raw.indexOf(',"tools":')), 'every byte after the messages as sent');
+
+    messages.push(asSent(r3.choices[0].message));
+    messages.push({ role: 'tool', tool_call_id: 'call_branch', content: lines(BRANCH_MARKER) });
+    // Streamed: the branch's second turn, its own work after the view's opening, byte for byte a
+    // continuation of the first.
+    const r4 = await client.chat.completions.stream({ model: MODEL, messages, tools: TOOLS }).finalChatCompletion();
+    assert.deepEqual(r4.choices[0].message.tool_calls.map((c) => c.id), ['call_return']);
+    const seen4 = double.requests.at(-1);
+    assert.ok(seen4.raw.startsWith(messagesPrefix(seen3.raw)), `not a continuation:\n${seen4.raw.slice(0, 2000)}`);
+    assert.deepEqual(seen4.json.messages.slice(3).map((m) => [m.role, m.tool_call_id ?? null]), [['assistant', null], ['tool', 'call_branch']]);
+    assert.ok(seen4.raw.includes(BRANCH_MARKER) && !seen4.raw.includes(PARENT_MARKER));
+
+    const returned = await mcp.callTool({ name: 'branch_return', arguments: returnInput });
+    assert.ok(!returned.isError, textOf(returned));
+    messages.push(asSent(r4.choices[0].message));
+    messages.push({ role: 'tool', tool_call_id: 'call_return', content: textOf(returned) });
+
+    // Returned: the parent's transcript, byte for byte up to branch_create's answer, which now
+    // stands for the branch with its summary.
+    const r5 = await client.chat.completions.create({ model: MODEL, messages, tools: TOOLS });
+    assert.equal(r5.choices[0].message.content, 'branch.txt holds 40 lines.');
+    const seen5 = double.requests.at(-1);
+    const got5 = seen5.json.messages;
+    assert.deepEqual(got5.map((m) => [m.role, m.tool_call_id ?? null]), [['system', null], ['user', null],
+      ['assistant', null], ['tool', 'call_parent'], ['assistant', null], ['tool', 'call_create'], ['tool', 'call_cfg']]);
+    const cut = seen2.raw.indexOf(',"tools":') - 1;
+    assert.equal(seen5.raw.slice(0, cut), seen2.raw.slice(0, cut), 'the parent\'s prefix as it was sent before the branch');
+    assert.match(got5[5].content, new RegExp(`^\\[branch ${branch} returned; \\d+ tokens folded away\\]\\n`));
+    assert.ok(got5[5].content.includes(returnInput.message));
+    assert.equal(got5[6].content, '(folded with the branch)');
+    assert.ok(!seen5.raw.includes(SECRET));
+    assert.ok(seen5.raw.includes(PARENT_MARKER) && !seen5.raw.includes(BRANCH_MARKER) && !seen5.raw.includes('[contextd] Branch'));
+    assert.deepEqual(double.problems, [], 'every request was valid (tool calls paired)');
+
+    const text = await metricsWhen(gw.origin, (t) => metric(t, 'contextd_model_requests_total', { api: 'openai_chat' }) === 5);
+    const views = metric(text, 'contextd_model_branch_view_requests_total', { api: 'openai_chat', view: 'isolated' });
+    const spared = metric(text, 'contextd_model_branch_view_tokens_spared_total', { api: 'openai_chat' });
+    console.log(`--- Chat: 5 requests, ${views} in the isolated view, ${spared} tokens spared`);
+    assert.equal(views, 2);
+    assert.ok(spared > 0, text.split('\n').filter((l) => l.includes('branch_view')).join('\n'));
+    assert.equal(metric(text, 'contextd_model_folds_total', { api: 'openai_chat' }), 1);
   } finally {
     await mcp.close();
     await gw.stop();

@@ -7,8 +7,11 @@
 // of encrypted_content to the items before it holds on every later request), JSON and SSE; a
 // secret in a function_call_output the double never sees; usage read from the answer and the SSE
 // stream's response.completed; requests naming previous_response_id forwarded byte for byte and
-// counted; errors in the OpenAI shape. Every wait is on an event, bounded by `within` or the
-// test's timeout.
+// counted; errors in the OpenAI shape. With the official openai SDK as the client, the isolated
+// branch view (issue 33): while the branch is open the double gets the opening items, one user
+// message opening the branch and the branch's own items, not the parent's; after the return the
+// parent's items as before, folded. Every wait is on an event, bounded by `within` or the test's
+// timeout.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
@@ -103,7 +106,9 @@ test('a branch folds in Responses form: the summary as branch_create\'s output, 
     { text: 'The port is 8080.' },
     { text: 'You are welcome.' },
   ] });
-  const gw = await startGateway({ openai: { base_url: double.url } });
+  // The branch's requests checked here are the parent's history as sent (`branch_view:
+  // inherited`, contextd before issue 33); the isolated view, the default, has its own test below.
+  const gw = await startGateway({ openai: { base_url: double.url }, folding: { branch_view: 'inherited' } });
   const { client: mcp } = await connectHttp(gw.url);
   const base = { model: MODEL, instructions: 'You are a test.', tools: TOOLS, store: false,
     include: ['reasoning.encrypted_content'], parallel_tool_calls: true };
@@ -187,6 +192,169 @@ test('a branch folds in Responses form: the summary as branch_create\'s output, 
     assert.equal(metric(text, 'contextd_model_provider_tokens_total', { api: 'openai_responses', kind: 'output' }),
       usage.reduce((n, u) => n + u.output_tokens, 0));
     assert.ok(!gw.stderr().includes(KEY), 'the key is never logged');
+  } finally {
+    await mcp.close();
+    await gw.stop();
+    await double.close();
+  }
+});
+
+const sdkEntry = new URL('../../tools/npm/agents/node_modules/openai/index.mjs', import.meta.url);
+const sdkMissing = missing ?? (existsSync(sdkEntry) ? null
+  : 'the openai SDK is not installed (scripts/install-deps.sh installs tools/npm/agents)');
+const OpenAI = sdkMissing ? null : (await import(sdkEntry)).default;
+const itemText = (item) => (typeof item?.content === 'string' ? item.content
+  : (item?.content ?? []).map((p) => p?.text ?? '').join(''));
+const excerptOf = (s, n) => (s.length > n ? `${s.slice(0, n)}…` : s);
+
+test('isolated branch view (official SDK): inside a branch the model gets the opening and the branch\'s own items, not the parent\'s; after the return the parent, folded', { skip: sdkMissing ?? false, timeout: 90000 }, async () => {
+  // Text only a function_call_output holds: where it shows up says whose work reached the model.
+  const PARENT_MARKER = 'PARENT_MARKER_resp_r4';
+  const BRANCH_MARKER = 'BRANCH_MARKER_resp_t8';
+  const createArgs = { description: 'read the branch file', prompt: 'read /w/branch.txt and report what it holds (PROMPT_RESP_b2)' };
+  const returnArgs = { message: 'SUMMARY_RESP: branch.txt holds 40 lines' };
+  const double = await startResponsesDouble({ script: [
+    { calls: [{ call_id: 'call_parent', name: 'read_file', arguments: { path: '/w/parent.txt' } }] },
+    // branch_create with a read beside it: its answer (a secret in it) opens the branch too.
+    { calls: [{ call_id: 'call_create', name: 'contextd__branch_create', arguments: createArgs },
+      { call_id: 'call_cfg', name: 'read_file', arguments: { path: '/w/config.txt' } }] },
+    { calls: [{ call_id: 'call_branch', name: 'read_file', arguments: { path: '/w/branch.txt' } }] },
+    { calls: [{ call_id: 'call_return', name: 'contextd__branch_return', arguments: returnArgs }] },
+    { text: 'branch.txt holds 40 lines.' },
+  ] });
+  const gw = await startGateway({ openai: { base_url: double.url } });
+  const { client: mcp } = await connectHttp(gw.url);
+  const client = new OpenAI({ apiKey: KEY, baseURL: `${gw.origin}/v1`, maxRetries: 0, timeout: 15000 });
+  const base = { model: MODEL, instructions: 'You are a test.', tools: TOOLS, store: false,
+    include: ['reasoning.encrypted_content'], parallel_tool_calls: true };
+  const lines = (marker) => Array.from({ length: 40 }, (_, i) => `${marker} line ${i}: some words about the code`).join('\n');
+  const shown = (req) => JSON.stringify(req.json.input.map((i) => [i.type, i.role ?? i.call_id ?? null]));
+  try {
+    const opening = [
+      { type: 'message', role: 'developer', content: [{ type: 'input_text', text: 'Be brief.' }] },
+      { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Survey the files (TASK_RESP_x1).' }] },
+    ];
+    const input = [...opening];
+    const r1 = await client.responses.create({ ...base, input });
+    input.push(...r1.output, { type: 'function_call_output', call_id: 'call_parent', output: lines(PARENT_MARKER) });
+    const r2 = await client.responses.create({ ...base, input });
+    assert.deepEqual(r2.output.map((o) => o.call_id ?? null), [null, 'call_create', 'call_cfg']);
+    const seen2 = double.responseRequests().at(-1);
+    assert.ok(seen2.bodyText.includes(PARENT_MARKER), 'before the branch the parent is sent as it is');
+
+    // The agent runs branch_create over MCP: the branch exists, open in this conversation.
+    const created = await mcp.callTool({ name: 'branch_create', arguments: createArgs });
+    assert.ok(!created.isError, textOf(created));
+    const branch = branchIdIn(textOf(created));
+    assert.ok(branch, textOf(created));
+    input.push(...r2.output, { type: 'function_call_output', call_id: 'call_create', output: textOf(created) },
+      { type: 'function_call_output', call_id: 'call_cfg', output: `port = 8080\ngithub_token = ${SECRET}\n` });
+
+    // The branch's first turn (streamed through the SDK): the opening as sent, then one user
+    // message opening the branch; instructions and tools as sent.
+    const stream = await client.responses.create({ ...base, input, stream: true });
+    let r3 = null;
+    for await (const event of stream) if (event.type === 'response.completed') r3 = event.response;
+    assert.deepEqual(r3.output.map((o) => o.call_id ?? null), [null, 'call_branch']);
+    const seen3 = double.responseRequests().at(-1);
+    const got3 = seen3.json.input;
+    assert.equal(got3.length, opening.length + 1, shown(seen3));
+    assert.deepEqual(rawItems(seen3.bodyText).slice(0, 2), opening.map((i) => JSON.stringify(i)), 'the opening as sent');
+    assert.ok(got3[2].type === 'message' && got3[2].role === 'user', shown(seen3));
+    const open = itemText(got3[2]);
+    assert.ok(open.startsWith(`[contextd] Branch ${branch}`), open);
+    for (const part of [createArgs.description, createArgs.prompt, textOf(created), 'port = 8080',
+      'github_token = [REDACTED:github-pat:ghp_]']) assert.ok(open.includes(part), `${part} in ${open}`);
+    assert.ok(!seen3.bodyText.includes(SECRET), 'the secret reached the model');
+    assert.ok(!seen3.bodyText.includes(PARENT_MARKER), `the parent's work reached the branch: ${shown(seen3)}`);
+    assert.equal(seen3.json.instructions, base.instructions);
+    assert.deepEqual(seen3.json.tools, TOOLS);
+
+    input.push(...r3.output, { type: 'function_call_output', call_id: 'call_branch', output: lines(BRANCH_MARKER) });
+    // The branch's second turn: a continuation of the first, byte for byte (the double verifies
+    // the reasoning item it made for the view against the view's items).
+    const r4 = await client.responses.create({ ...base, input });
+    assert.deepEqual(r4.output.map((o) => o.call_id ?? null), [null, 'call_return']);
+    const seen4 = double.responseRequests().at(-1);
+    assert.deepEqual(rawItems(seen4.bodyText).slice(0, 3), rawItems(seen3.bodyText));
+    assert.deepEqual(seen4.json.input.slice(3).map((i) => [i.type, i.call_id ?? null]),
+      [['reasoning', null], ['function_call', 'call_branch'], ['function_call_output', 'call_branch']]);
+    assert.ok(seen4.bodyText.includes(BRANCH_MARKER) && !seen4.bodyText.includes(PARENT_MARKER));
+
+    const returned = await mcp.callTool({ name: 'branch_return', arguments: returnArgs });
+    assert.ok(!returned.isError, textOf(returned));
+    input.push(...r4.output, { type: 'function_call_output', call_id: 'call_return', output: textOf(returned) });
+
+    // Returned: the parent's items as sent before the branch, branch_create's output the summary.
+    const r5 = await client.responses.create({ ...base, input });
+    assert.equal(r5.output_text, 'branch.txt holds 40 lines.');
+    const seen5 = double.responseRequests().at(-1);
+    const got5 = seen5.json.input;
+    assert.deepEqual(got5.map((i) => [i.type, i.role ?? i.call_id ?? null]), [['message', 'developer'], ['message', 'user'],
+      ['reasoning', null], ['function_call', 'call_parent'], ['function_call_output', 'call_parent'],
+      ['reasoning', null], ['function_call', 'call_create'], ['function_call', 'call_cfg'],
+      ['function_call_output', 'call_create'], ['function_call_output', 'call_cfg']]);
+    assert.deepEqual(rawItems(seen5.bodyText).slice(0, 5), rawItems(seen2.bodyText), 'the parent\'s items as they were sent before the branch');
+    assert.match(got5[8].output, new RegExp(`^\\[branch ${branch} returned; \\d+ tokens folded away\\]\\n`));
+    assert.ok(got5[8].output.includes(returnArgs.message));
+    assert.equal(got5[9].output, '(folded with the branch)');
+    assert.ok(!seen5.bodyText.includes(SECRET));
+    assert.ok(seen5.bodyText.includes(PARENT_MARKER) && !seen5.bodyText.includes(BRANCH_MARKER) && !seen5.bodyText.includes('[contextd] Branch'));
+    assertPaired(got5);
+    assert.deepEqual(double.problems, [], 'every request was valid (reasoning verified, calls paired)');
+
+    const text = await metricsWhen(gw.origin, (t) => metric(t, 'contextd_model_requests_total', { api: 'openai_responses' }) === 5);
+    const views = metric(text, 'contextd_model_branch_view_requests_total', { api: 'openai_responses', view: 'isolated' });
+    const spared = metric(text, 'contextd_model_branch_view_tokens_spared_total', { api: 'openai_responses' });
+    console.log(`--- Responses: 5 requests, ${views} in the isolated view, ${spared} tokens spared`);
+    assert.equal(views, 2);
+    assert.ok(spared > 0, text.split('\n').filter((l) => l.includes('branch_view')).join('\n'));
+    assert.equal(metric(text, 'contextd_model_folds_total', { api: 'openai_responses' }), 1);
+  } finally {
+    await mcp.close();
+    await gw.stop();
+    await double.close();
+  }
+});
+
+test('responses.compact (official SDK) while a branch is open: the compaction takes the parent\'s items, not the branch\'s view', { skip: sdkMissing ?? false, timeout: 90000 }, async () => {
+  // What the compaction returns replaces the client's history: made from the branch's isolated
+  // view, it would drop everything the parent did after its opening.
+  const PARENT_MARKER = 'PARENT_MARKER_compact_r4';
+  const createArgs = { description: 'read the branch file', prompt: 'read /w/branch.txt (PROMPT_COMPACT_b2)' };
+  const double = await startResponsesDouble({ script: [
+    { calls: [{ call_id: 'call_parent', name: 'read_file', arguments: { path: '/w/parent.txt' } }] },
+    { calls: [{ call_id: 'call_create', name: 'contextd__branch_create', arguments: createArgs }] },
+    { calls: [{ call_id: 'call_branch', name: 'read_file', arguments: { path: '/w/branch.txt' } }] },
+  ] });
+  const gw = await startGateway({ openai: { base_url: double.url } });
+  const { client: mcp } = await connectHttp(gw.url);
+  const client = new OpenAI({ apiKey: KEY, baseURL: `${gw.origin}/v1`, maxRetries: 0, timeout: 15000 });
+  const base = { model: MODEL, instructions: 'You are a test.', tools: TOOLS, store: false, include: ['reasoning.encrypted_content'] };
+  try {
+    const input = [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Survey the files.' }] }];
+    const r1 = await client.responses.create({ ...base, input });
+    input.push(...r1.output, { type: 'function_call_output', call_id: 'call_parent', output: `${PARENT_MARKER}: 40 lines` });
+    const r2 = await client.responses.create({ ...base, input });
+    const created = await mcp.callTool({ name: 'branch_create', arguments: createArgs });
+    assert.ok(!created.isError, textOf(created));
+    const branch = branchIdIn(textOf(created));
+    input.push(...r2.output, { type: 'function_call_output', call_id: 'call_create', output: textOf(created) });
+    const r3 = await client.responses.create({ ...base, input });
+    assert.ok(itemText(double.responseRequests().at(-1).json.input.at(-1)).startsWith(`[contextd] Branch ${branch}`), 'the branch runs in its view');
+    input.push(...r3.output, { type: 'function_call_output', call_id: 'call_branch', output: 'branch.txt: 40 lines' });
+
+    // The client compacts its history with the branch open.
+    const compacted = await client.responses.compact({ model: MODEL, instructions: base.instructions, input });
+    assert.equal(compacted.object, 'response.compaction');
+    const seen = double.requests.at(-1);
+    assert.equal(seen.url, '/v1/responses/compact');
+    const shown = JSON.stringify(seen.json.input.map((i) => [i.type, i.role ?? i.call_id ?? null, excerptOf(itemText(i), 60)]));
+    console.log(`--- the compaction request as the model received it: ${shown}`);
+    assert.ok(!seen.json.input.some((i) => i.type === 'message' && itemText(i).startsWith('[contextd] Branch')),
+      `the compaction was sent as branch ${branch}'s isolated view: ${shown}`);
+    assert.ok(seen.bodyText.includes(PARENT_MARKER), `the parent's work reaches the compaction: ${shown}`);
+    assert.deepEqual(double.problems, []);
   } finally {
     await mcp.close();
     await gw.stop();

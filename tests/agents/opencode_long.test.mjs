@@ -12,7 +12,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { startAnthropicDouble } from './lib/anthropic_double.mjs';
 import { runOpenCode, opencodeMissing } from './lib/opencode.mjs';
-import { toolExchanges, branchIdIn, excerpt } from './lib/transcript.mjs';
+import { toolExchanges, branchIdIn, excerpt, openedBranchId } from './lib/transcript.mjs';
 import { startChain, foldMetrics, firstResultOf, foldFailures, report, saveCorpus, dumpSession, makeWorkspace, tailOfLongScript } from './lib/long_session.mjs';
 import { BINARY, cleanup, tempDataDir } from '../e2e/harness.mjs';
 
@@ -23,11 +23,12 @@ const workspace = () => makeWorkspace('contextd-oclong-ws', ['a1', 'a2', 'a3', '
 
 const bash = (command) => ({ name: 'bash', input: { command, description: command.slice(0, 40) } });
 const read = (ws, file) => ({ name: 'read', input: { filePath: join(ws, file) } });
-// The id in the newest branch_create result of the request.
-const idOf = (body) => {
-  const created = toolExchanges(body).filter((e) => e.name.endsWith('branch_create') && e.result !== null);
+// The id in the newest branch_create result of the request (in the branch's isolated view, issue
+// 33, in the message that opens it).
+const idOf = (body) => openedBranchId(body, (b) => {
+  const created = toolExchanges(b).filter((e) => e.name.endsWith('branch_create') && e.result !== null);
   return branchIdIn(created.at(-1)?.result);
-};
+});
 
 test('OpenCode, 40+ turns through the gateway: contextd_* tools fold every branch, nothing skipped, the provider checks hold', { skip: missing ?? false, timeout: 420000 }, async () => {
   const ws = workspace();

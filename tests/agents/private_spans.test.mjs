@@ -3,7 +3,8 @@
 // - model gateway (raw fetch -> contextd -> the scripted Anthropic double) with contextd's MCP
 //   tools called over HTTP: a user message and a built-in tool result holding private text (and
 //   secrets inside and outside the span), a branch whose description, prompt and summary hold
-//   private text, its span charged, the branch folded; then a restart on the same data dir. The
+//   private text (read inside the branch in its isolated view), its span charged, the branch
+//   folded; then a restart on the same data dir. The
 //   double receives the private text unchanged (secrets redacted as always), the prefix stays
 //   byte-identical after the restart (the double refuses a thinking block behind a changed one);
 // - MCP gateway (the SDK client -> contextd -> server-filesystem): a file with private text read
@@ -19,7 +20,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, realpathSync, statS
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startAnthropicDouble } from './lib/anthropic_double.mjs';
-import { branchIdIn } from './lib/transcript.mjs';
+import { branchIdIn, messageText, kViewOpening } from './lib/transcript.mjs';
 import { BINARY, startHttpServer, connectHttp, cleanup, tempDataDir, textOf } from '../e2e/harness.mjs';
 
 const FS_SERVER = new URL('../../tools/npm/upstreams/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js',
@@ -150,8 +151,12 @@ test('model gateway: private text reaches the model unchanged and no storage kee
     const [q1, q2, q3] = double.requests.filter((r) => r.main);
     assert.equal(q1.json.messages[0].content[0].text,
       `Find the port. <private>${M.user} my token ${REDACTED}</private> public ${REDACTED}`);
-    const sentRead = q2.json.messages.at(-1).content[1].content;
-    assert.equal(sentRead, `port = 8080\n<private>${M.tool} ${REDACTED}</private>\ngithub ${REDACTED}\n`);
+    // Inside the branch the model reads its isolated view (issue 33): the read's result is in the
+    // user message that opens the branch, with its description and prompt, private text as sent.
+    const opening = messageText(q2.json.messages.at(-1));
+    assert.ok(opening.startsWith(`${kViewOpening}${branch}`), opening);
+    assert.ok(opening.includes(`port = 8080\n<private>${M.tool} ${REDACTED}</private>\ngithub ${REDACTED}\n`), opening);
+    assert.ok(opening.includes(createInput.description) && opening.includes(createInput.prompt), opening);
     // The fold: the branch's work is gone, its stored summary stands for it.
     assert.ok(!q3.raw.includes(M.tool), 'the branch folded away');
     assert.ok(q3.raw.includes('port is 8080 <private>[withheld]</private>'), q3.raw);

@@ -9,11 +9,15 @@ import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startHttpServer } from '../../e2e/harness.mjs';
+import { kViewOpening, messageText } from './transcript.mjs';
 
 // A pass-through HTTP proxy to `target` (an origin) that records every request body it forwards
-// ({method, url, headers, raw, json}) and streams the answer back unchanged.
+// ({method, url, headers, raw, json}) and streams the answer back unchanged. `recorder.target` may
+// be changed (a restarted contextd); `recorder.gate`, when set, is called with each request's
+// record before it is forwarded, and the request waits for the promise it returns.
 export async function startRecorder(target) {
   const requests = [];
+  const recorder = { requests, target, gate: null, url: '', close: null };
   const server = createServer((req, res) => {
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
@@ -22,37 +26,42 @@ export async function startRecorder(target) {
       const record = { method: req.method, url: req.url, headers: req.headers, raw: raw.toString('utf8'), json: null };
       try { record.json = JSON.parse(record.raw); } catch { /* not JSON */ }
       requests.push(record);
-      const up = httpRequest(`${target}${req.url}`, { method: req.method, headers: { ...req.headers, host: new URL(target).host } }, (upRes) => {
-        res.writeHead(upRes.statusCode ?? 502, upRes.headers);
-        upRes.pipe(res);
-      });
-      up.on('error', (e) => { res.writeHead(502); res.end(String(e)); });
-      up.end(raw);
+      const forward = () => {
+        const to = recorder.target;
+        const up = httpRequest(`${to}${req.url}`, { method: req.method, headers: { ...req.headers, host: new URL(to).host } }, (upRes) => {
+          res.writeHead(upRes.statusCode ?? 502, upRes.headers);
+          upRes.pipe(res);
+        });
+        up.on('error', (e) => { res.writeHead(502); res.end(String(e)); });
+        up.end(raw);
+      };
+      if (!recorder.gate) { forward(); return; }
+      Promise.resolve().then(() => recorder.gate(record)).then(forward, (e) => { res.writeHead(502); res.end(String(e?.stack ?? e)); });
     });
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    requests,
-    url: `http://127.0.0.1:${server.address().port}`,
-    close: () => new Promise((resolve) => { server.closeAllConnections?.(); server.close(() => resolve()); }),
-  };
+  recorder.url = `http://127.0.0.1:${server.address().port}`;
+  recorder.close = () => new Promise((resolve) => { server.closeAllConnections?.(); server.close(() => resolve()); });
+  return recorder;
 }
 
 // contextd (HTTP, port 0, `dataDir`) whose model gateway forwards Anthropic requests to
-// `double`, with a recorder in front of its model endpoint. Resolves with {server, origin (contextd),
-// mcpUrl, modelUrl (the recorder), recorder, stop()}.
-export async function startChain({ double, dataDir }) {
+// `double`, with a recorder in front of its model endpoint. `folding`: more `context_folding:`
+// lines (indented), `yaml`: more top-level sections (lines). Resolves with {server, origin
+// (contextd), mcpUrl, modelUrl (the recorder), recorder, config (its path), stop()}.
+export async function startChain({ double, dataDir, folding = [], yaml = [] }) {
   const config = join(dataDir, 'contextd.yaml');
   // A scripted session opens branches faster than a person would: the rate limit is raised.
-  writeFileSync(config, ['context_folding:', '  branch_creation_rate_limit: 60/minute',
-    'model_gateway:', '  anthropic:', `    base_url: ${double.url}`, ''].join('\n'));
+  writeFileSync(config, ['context_folding:', '  branch_creation_rate_limit: 60/minute', ...folding,
+    'model_gateway:', '  anthropic:', `    base_url: ${double.url}`, ...yaml, ''].join('\n'));
   const server = await startHttpServer({ dataDir, args: ['--config', config] });
   const origin = new URL(server.url).origin;
   const recorder = await startRecorder(origin);
-  return {
-    server, origin, mcpUrl: server.url, modelUrl: recorder.url, recorder,
-    async stop() { await recorder.close(); await server.stop(); },
+  const chain = {
+    server, origin, mcpUrl: server.url, modelUrl: recorder.url, recorder, config,
+    async stop() { await recorder.close(); await chain.server.stop(); },
   };
+  return chain;
 }
 
 // contextd's fold counters from /metrics: {folds, skipped: {reason: n}, text}.
@@ -95,9 +104,12 @@ export function firstResultOf(bodies, match) {
 // from (index of the first model request that must be folded), until (index from which a parent's
 // fold has taken this one's summary with it; Infinity), markers (text only the branch's work
 // holds), summary (text the folded result must carry), stands (RegExp on the folded result)}].
-// `bodies`: the double's main requests, in order. Returns a list of failures (empty when all hold).
+// `bodies`: the double's main requests, in order. A request in another branch's isolated view
+// (issue 33) does not show the parent's history: only the markers are checked there. Returns a
+// list of failures (empty when all hold).
 export function foldFailures(branches, bodies) {
   const failures = [];
+  const inView = (body) => (body.messages ?? []).some((m) => m.role === 'user' && messageText(m).startsWith(kViewOpening));
   for (const b of branches) {
     if (b.from < 0 || b.from >= bodies.length) { failures.push(`${b.name}: its return never reached the model (from=${b.from})`); continue; }
     for (let j = b.from; j < bodies.length; j++) {
@@ -105,7 +117,7 @@ export function foldFailures(branches, bodies) {
       for (const marker of b.markers) {
         if (text.includes(marker)) { failures.push(`${b.name}: request ${j} still carries ${marker} (folded from ${b.from})`); break; }
       }
-      if (j < (b.until ?? Infinity)) {
+      if (j < (b.until ?? Infinity) && !inView(bodies[j])) {
         if (b.summary && !text.includes(b.summary)) failures.push(`${b.name}: request ${j} lacks the summary ${JSON.stringify(b.summary)}`);
         if (b.stands && !b.stands.test(text)) failures.push(`${b.name}: request ${j} lacks ${b.stands}`);
       }

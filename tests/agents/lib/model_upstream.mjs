@@ -78,11 +78,17 @@ export function makeCa(name) {
 
 // Starts contextd (HTTP, port 0, fresh data dir) with `model_gateway: {anthropic: anthropic,
 // openai: openai, max_body_bytes}` (sections left out when not given; `providers`: the
-// model_gateway.providers.<name> mapping, of which anthropic and openai are aliases). Resolves
-// with the harness's server plus {origin, stop()} (stop also removes the data dir).
-export async function startGateway({ anthropic = null, openai = null, autoFold = null, maxBodyBytes = null, providers = null }) {
+// model_gateway.providers.<name> mapping, of which anthropic and openai are aliases; `folding`:
+// `context_folding:` keys). Resolves with the harness's server plus {origin, stop()} (stop also
+// removes the data dir).
+export async function startGateway({ anthropic = null, openai = null, autoFold = null, maxBodyBytes = null, providers = null, folding = null }) {
   const dataDir = tempDataDir();
-  const lines = ['model_gateway:'];
+  const lines = [];
+  if (folding) {
+    lines.push('context_folding:');
+    for (const [k, v] of Object.entries(folding)) lines.push(`  ${k}: ${JSON.stringify(v)}`);
+  }
+  lines.push('model_gateway:');
   if (maxBodyBytes !== null) lines.push(`  max_body_bytes: ${maxBodyBytes}`);
   if (providers) {
     lines.push('  providers:');

@@ -54,3 +54,22 @@ export function excerpt(text, max = 700) {
   const t = String(text ?? '');
   return t.length <= max ? t : `${t.slice(0, max)}... (${t.length} chars)`;
 }
+
+// What opens the user message standing for branch_create's answer in contextd's isolated branch
+// view (issue 33).
+export const kViewOpening = '[contextd] Branch ';
+
+// The text of a message: its string content or its text blocks joined.
+export function messageText(m) {
+  if (typeof m?.content === 'string') return m.content;
+  return (m?.content ?? []).filter((b) => b.type === 'text').map((b) => b.text).join('\n');
+}
+
+// The id of the branch a request shows opened last: in an isolated branch view it opens the user
+// message that stands for the create's answer, otherwise it is in branch_create's tool_result
+// (`fromResult(body)`; by default the latest result of a tool named `branch_create` or
+// `*__branch_create`, throwing as lastResult when there is none).
+export function openedBranchId(body, fromResult = (b) => branchIdIn(lastResult([b], 'branch_create').result)) {
+  const open = (body.messages ?? []).findLast((m) => m.role === 'user' && messageText(m).startsWith(kViewOpening));
+  return open ? branchIdIn(messageText(open)) : fromResult(body);
+}
