@@ -321,8 +321,8 @@ void ReportConversations(const BaseUrl& base, const std::string& token, int limi
   }
   out << "model conversations (most recent first):\n";
   out << "  " << std::left << std::setw(28) << "conversation" << std::right << std::setw(9)
-      << "requests" << std::setw(7) << "folds" << std::setw(9) << "skipped" << std::setw(15)
-      << "tokens saved"
+      << "requests" << std::setw(7) << "folds" << std::setw(9) << "skipped" << std::setw(10)
+      << "isolated" << std::setw(15) << "tokens saved"
       << "  last request\n";
   for (const nlohmann::json& c : body["conversations"]) {
     if (!c.is_object()) continue;
@@ -337,8 +337,8 @@ void ReportConversations(const BaseUrl& base, const std::string& token, int limi
     }
     out << "  " << std::left << std::setw(28) << Fit(id, 28) << std::right << std::setw(9)
         << IntOf(c, "requests") << std::setw(7) << IntOf(c, "folds_made") << std::setw(9)
-        << IntOf(c, "folds_skipped") << std::setw(15) << saved_text << "  "
-        << Ago(now, IntOf(c, "last_at_ms"));
+        << IntOf(c, "folds_skipped") << std::setw(10) << IntOf(c, "isolated_requests")
+        << std::setw(15) << saved_text << "  " << Ago(now, IntOf(c, "last_at_ms"));
     auto reasons = c.find("folds_skipped_by_reason");
     if (reasons != c.end() && reasons->is_object() && !reasons->empty()) {
       out << "  skipped:";

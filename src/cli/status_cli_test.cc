@@ -160,6 +160,7 @@ TEST_F(StatusTest, ListsConversationsWithFoldsMadeAndSkipped) {
            "folds_made":2,"folds_skipped":3,
            "folds_skipped_by_reason":{"not_at_tail":2,"unknown_block":1},
            "tokens_before":10000,"tokens_after":7500,"tokens_saved":2500,
+           "isolated_requests":4,"view_tokens_spared":1800,
            "first_at_ms":1700000000000,"last_at_ms":1700000088000},
           {"conversation":"m:ab12","project":"default","requests":2,"folds_made":1,
            "folds_skipped":0,"folds_skipped_by_reason":{},"tokens_before":0,"tokens_after":0,
@@ -172,10 +173,11 @@ TEST_F(StatusTest, ListsConversationsWithFoldsMadeAndSkipped) {
   EXPECT_THAT(out, HasSubstr("model conversations (most recent first"));
   EXPECT_THAT(out, HasSubstr("conversation"));
   EXPECT_THAT(out, HasSubstr("0f3c2a9e-5b7d-4c1e-9a8b-2d.."));  // cut to its column
-  EXPECT_THAT(out, HasSubstr("        5      2        3     2500 (25%)  12 s ago  skipped: "
-                             "not_at_tail 2, unknown_block 1\n"));
+  EXPECT_THAT(out,
+              HasSubstr("        5      2        3         4     2500 (25%)  12 s ago  skipped: "
+                        "not_at_tail 2, unknown_block 1\n"));
   EXPECT_THAT(out, HasSubstr("m:ab12"));
-  EXPECT_THAT(out, HasSubstr("        2      1        0              0  2 h ago\n"));
+  EXPECT_THAT(out, HasSubstr("        2      1        0         0              0  2 h ago\n"));
   // In the order the server gave (most recent first), after the model lines.
   EXPECT_LT(out.find("model: 7 request(s)"), out.find("model conversations"));
   EXPECT_LT(out.find("0f3c2a9e"), out.find("m:ab12"));

@@ -535,7 +535,8 @@ bool AnthropicRequest::RenderFold(const FoldEdit& edit, const RenderPlan& plan, 
 
 bool AnthropicRequest::RenderOpening(const ViewEdit& view, int markers_left,
                                      std::string& out) const {
-  std::string block = absl::StrCat("{\"type\":\"text\",\"text\":", QuoteJsonString(view.opening), "}");
+  std::string block =
+      absl::StrCat("{\"type\":\"text\",\"text\":", QuoteJsonString(view.opening), "}");
   const RawNode* moved = nullptr;
   for (size_t m = view.keep; m < view.resume && m < refs_.size() && moved == nullptr; ++m) {
     for (const BlockRef& ref : refs_[m].blocks) {

@@ -78,8 +78,9 @@ bool AnsweredInside(const Transcript& transcript, size_t answer);
 // client's compaction): it offers no tools (Codex's compaction, side requests), its last message
 // holds a `compaction_trigger` item (Responses), or is a user text opening with a compaction
 // prompt a client keeps its tools for (Claude Code's). The gateway also marks the requests of a
-// compaction route (ModelRequest::MarkSummary). Its answer replaces the history, so it is sent the parent's view, the open branches
-// folded as they stand: a summary of the branch alone would lose the parent's work.
+// compaction route (ModelRequest::MarkSummary). Its answer replaces the history, so it is sent the
+// parent's view, the open branches folded as they stand: a summary of the branch alone would lose
+// the parent's work.
 bool IsSummaryRequest(const Transcript& transcript, bool offers_tools);
 
 // The text standing for an open branch in a summary request.

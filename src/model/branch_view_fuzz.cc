@@ -30,7 +30,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
   if (auto record = ViewRecord::Parse(text); record.ok()) {
     auto again = ViewRecord::Parse(record->Serialize());
-    Check(again.ok() && again->Serialize() == record->Serialize(), "a view record does not round-trip");
+    Check(again.ok() && again->Serialize() == record->Serialize(),
+          "a view record does not round-trip");
   }
   const bool whole = data[0] == '{';
   static constexpr ModelApi kApis[] = {ModelApi::kAnthropicMessages, ModelApi::kOpenAIChat,

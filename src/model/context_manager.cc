@@ -536,7 +536,9 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
   ApplyView(tenant, *request, folds, *state, plan, update, applied);
   // Messages the view hides are not sent (their decisions are still taken: the parent's view
   // sends them again after the return).
-  auto hidden = [&](size_t m) { return plan.view && m >= plan.view->keep && m < plan.view->resume; };
+  auto hidden = [&](size_t m) {
+    return plan.view && m >= plan.view->keep && m < plan.view->resume;
+  };
   // Messages a fold removes are not sent: no decision is needed for them, but for the blocks
   // that stay (what a person typed inside the span).
   std::vector<bool> removed(t.messages.size(), false);

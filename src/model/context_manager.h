@@ -215,8 +215,8 @@ class ContextManager {
                  AppliedRequest& applied) const;
   // A summary request (IsSummaryRequest) in an isolated branch: `plan` folds every open branch
   // as it stands (OpenBranchText), so the summary covers the parent's work; nothing is stored.
-  void FoldForSummary(const std::string& tenant, const ModelRequest& request,
-                      const FoldPlan& folds, const ThreadState& state, RenderPlan& plan) const;
+  void FoldForSummary(const std::string& tenant, const ModelRequest& request, const FoldPlan& folds,
+                      const ThreadState& state, RenderPlan& plan) const;
   // After a fallback (the request forwarded as sent): a view decided by this request becomes
   // inherited, since the model now answers on the parent's history.
   static void KeepInheritedView(ThreadState& state, ConversationUpdate& update,

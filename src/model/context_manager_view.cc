@@ -140,9 +140,10 @@ void ContextManager::ApplyView(const std::string& tenant, const ModelRequest& re
         record.opening_digest = digest;
         if (!scrub::ContainsPrivate(edit.opening)) record.opening = edit.opening;
       } else if (digest != record.opening_digest) {
-        base::LogWarn(absl::StrCat("model gateway: the view of branch ", record.branch_id,
-                                   " could not be repeated byte for byte (the scrub rules changed "
-                                   "since it was sent); it is sent as built with the current rules"));
+        base::LogWarn(
+            absl::StrCat("model gateway: the view of branch ", record.branch_id,
+                         " could not be repeated byte for byte (the scrub rules changed "
+                         "since it was sent); it is sent as built with the current rules"));
       }
     }
     RenderPlan with_view;
@@ -171,8 +172,8 @@ void ContextManager::KeepInheritedView(ThreadState& state, ConversationUpdate& u
     if (rewrite.kind != RewriteKind::kView) continue;
     auto it = state.views.find(rewrite.key);
     if (it == state.views.end() || it->second.view != BranchView::kIsolated) continue;
-    it->second = ViewRecord{it->second.branch_id, BranchView::kInherited, it->second.keep_opening,
-                            "", ""};
+    it->second =
+        ViewRecord{it->second.branch_id, BranchView::kInherited, it->second.keep_opening, "", ""};
     rewrite.value = it->second.Serialize();
     applied.view = BranchViewName(BranchView::kInherited);
     applied.view_tokens_spared = 0;

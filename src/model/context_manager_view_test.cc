@@ -114,8 +114,8 @@ json ParentThenBranch() {
   m.push_back(Msg("user", json::array({Text("the task: fix the parser")})));
   m.push_back(Msg("assistant", json::array({Use("p1", "Read")})));
   m.push_back(Msg("user", json::array({Result("p1", "PARENT_FILE " + std::string(2000, 'p'))})));
-  m.push_back(Msg("assistant",
-                  json::array({Create("c1", "find the bug in lexer.cc"), Use("r1", "Read")})));
+  m.push_back(
+      Msg("assistant", json::array({Create("c1", "find the bug in lexer.cc"), Use("r1", "Read")})));
   m.push_back(Msg("user", json::array({Result("c1", Created(kOuter)),
                                        Result("r1", "BRANCH_FILE SECRET42 contents")})));
   return m;
@@ -267,7 +267,8 @@ TEST(BranchViewTest, ASummaryRequestGetsTheParentsViewWithTheOpenBranchesFolded)
   m.push_back(Msg("assistant", json::array({Use("b1", "Bash")})));
   m.push_back(Msg("user", json::array({Result("b1", "BRANCH_WORK output")})));
   json compact = m;
-  compact.push_back(Msg("user", json::array({Text("CRITICAL: Respond with TEXT ONLY. Summarise.")})));
+  compact.push_back(
+      Msg("user", json::array({Text("CRITICAL: Respond with TEXT ONLY. Summarise.")})));
   for (bool tools : {true, false}) {
     AppliedRequest summary = f.Apply(compact, nullptr, tools);
     EXPECT_EQ(summary.view, "summary");
@@ -292,7 +293,8 @@ TEST(BranchViewTest, ChatCompletionsGetsTheViewAsAUserMessage) {
   messages.push_back({{"role", "system"}, {"content", "be brief"}});
   messages.push_back({{"role", "user"}, {"content", "the task"}});
   auto call = [](const std::string& id, const std::string& name, const std::string& args) {
-    return json{{"id", id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", args}}}};
+    return json{
+        {"id", id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", args}}}};
   };
   messages.push_back({{"role", "assistant"},
                       {"content", nullptr},
@@ -310,7 +312,8 @@ TEST(BranchViewTest, ChatCompletionsGetsTheViewAsAUserMessage) {
                {"tools", json::array({{{"type", "function"}, {"function", {{"name", "read"}}}}})}};
   auto parsed = OpenAIChatRequest::Parse(body.dump());
   ASSERT_TRUE(parsed.ok()) << parsed.status();
-  auto applied = f.manager->Apply("local", "", std::shared_ptr<ModelRequest>(*std::move(parsed)), 1);
+  auto applied =
+      f.manager->Apply("local", "", std::shared_ptr<ModelRequest>(*std::move(parsed)), 1);
   ASSERT_TRUE(applied.ok()) << applied.status();
   EXPECT_EQ(applied->view, "isolated");
   json sent = json::parse(applied->body);

@@ -95,6 +95,10 @@ struct UsageRecord {
   // Branches this request left whole, per reason (SkipReasonName; an open set of names). A
   // branch that cannot fold is counted again by each later request that still carries it.
   std::map<std::string, int> folds_skipped;
+  // The view the open branch got (AppliedRequest::view: isolated, inherited, summary; "" at the
+  // root) and the tokens the isolated view left out.
+  std::string branch_view;
+  int64_t view_tokens_spared = 0;
 };
 
 // Totals for `contextd status` and per-branch reporting.
@@ -121,6 +125,8 @@ struct ConversationSummary {
   std::map<std::string, int64_t> folds_skipped;
   int64_t tokens_before = 0;  // summed over its requests
   int64_t tokens_after = 0;
+  int64_t isolated_requests = 0;   // sent in a branch's isolated view
+  int64_t view_tokens_spared = 0;  // what those views left out, summed
   int64_t first_at_ms = 0;
   int64_t last_at_ms = 0;
 

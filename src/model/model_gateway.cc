@@ -426,6 +426,8 @@ void ModelGateway::Fold(const ModelApiRow& api, const std::shared_ptr<Exchange>&
   usage.tokens_before = applied->tokens_before;
   usage.tokens_after = applied->tokens_after;
   usage.folds_new = applied->folds_new;
+  usage.branch_view = applied->view;
+  usage.view_tokens_spared = applied->view_tokens_spared;
   for (SkipReason reason : applied->skipped) ++usage.folds_skipped[SkipReasonName(reason)];
   applied->body.clear();
   exchange->report.applied = std::move(*applied);

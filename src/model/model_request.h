@@ -67,7 +67,9 @@ class ModelRequest {
   bool offers_tools() const { return offers_tools_; }
   // Whether the request asks for a summary of its conversation (IsSummaryRequest): the gateway
   // marks a compaction route's; the rest is read from the transcript.
-  bool asks_summary() const { return asks_summary_ || IsSummaryRequest(transcript(), offers_tools_); }
+  bool asks_summary() const {
+    return asks_summary_ || IsSummaryRequest(transcript(), offers_tools_);
+  }
   void MarkSummary() { asks_summary_ = true; }
   // How many messages the parse took over from the conversation's previous request.
   virtual size_t reused_messages() const = 0;

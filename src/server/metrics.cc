@@ -135,14 +135,16 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   model_branch_views_ =
       &prometheus::BuildCounter()
            .Name("contextd_model_branch_view_requests_total")
-           .Help("Requests sent while a branch was open, by the view the model got (isolated, "
-                 "inherited)")
+           .Help(
+               "Requests sent while a branch was open, by the view the model got (isolated, "
+               "inherited)")
            .Register(*registry_);
   model_view_tokens_spared_ =
       &prometheus::BuildCounter()
            .Name("contextd_model_branch_view_tokens_spared_total")
-           .Help("Tokens the isolated branch view left out of requests (the parent's history, "
-                 "less the branch's opening turn)")
+           .Help(
+               "Tokens the isolated branch view left out of requests (the parent's history, "
+               "less the branch's opening turn)")
            .Register(*registry_);
   model_fallbacks_ = &prometheus::BuildCounter()
                           .Name("contextd_model_rewrite_fallbacks_total")

@@ -140,6 +140,8 @@ model::ConversationSummary ConversationSummaryFromRow(const Row& row) {
   c.tokens_before = row.Int(6);
   c.tokens_after = row.Int(7);
   if (!row.IsNull(8)) MergeFoldsSkipped(row.Text(8), c.folds_skipped);
+  c.isolated_requests = row.Int(9);
+  c.view_tokens_spared = row.Int(10);
   return c;
 }
 

@@ -55,7 +55,8 @@ inline constexpr char kProjectUsageColumns[] =
     "COALESCE(SUM(folds_skipped), 0)";
 ProjectUsage ProjectUsageFromRow(const Row& row);
 // (conversation, project, last at_ms, first at_ms, requests, folds_new, tokens before, tokens
-// after, the skipped-fold objects joined by newlines or NULL).
+// after, the skipped-fold objects joined by newlines or NULL, requests in an isolated view, the
+// tokens those views spared).
 model::ConversationSummary ConversationSummaryFromRow(const Row& row);
 
 }  // namespace contextd::store

@@ -166,6 +166,11 @@ TEST_P(ConversationStoreContractTest, RecentConversationsSumFoldsAndSkipsPerConv
     r.project = std::move(project);
     r.folds_new = folds_new;
     r.folds_skipped = std::move(skipped);
+    // One request of sess-a in an isolated branch view, one in an inherited one.
+    if (r.key.conversation == "sess-a" && at_ms != 100) {
+      r.branch_view = at_ms == 200 ? "isolated" : "inherited";
+      r.view_tokens_spared = at_ms == 200 ? 77 : 0;
+    }
     absl::Status st = store_->RecordUsage(r);
     ASSERT_TRUE(st.ok()) << st;
   };
@@ -197,6 +202,10 @@ TEST_P(ConversationStoreContractTest, RecentConversationsSumFoldsAndSkipsPerConv
   EXPECT_EQ(a.tokens_after, (100 + 5) + (300 + 5) + (200 + 5));
   EXPECT_EQ(a.first_at_ms, 100);
   EXPECT_EQ(a.last_at_ms, 300);
+  EXPECT_EQ(a.isolated_requests, 1);
+  EXPECT_EQ(a.view_tokens_spared, 77);
+  EXPECT_EQ(b.isolated_requests, 0);
+  EXPECT_EQ(b.view_tokens_spared, 0);
   const model::ConversationSummary& c = (*all)[2];
   EXPECT_EQ(c.conversation, "sess-c");
   EXPECT_TRUE(c.folds_skipped.empty());

@@ -127,7 +127,9 @@ const std::vector<TableSchema>& StateTables() {
         {"duration_ms", ColumnKind::kInt},
         {"project", ColumnKind::kText},
         {"folds_new", ColumnKind::kInt, false, true},
-        {"folds_skipped", ColumnKind::kText, false, true}}},
+        {"folds_skipped", ColumnKind::kText, false, true},
+        {"branch_view", ColumnKind::kText, false, true},
+        {"view_tokens_spared", ColumnKind::kInt, false, true}}},
       // The retention sweep's daily totals (decision 0031); retention_blob_candidates is a
       // sweep's work list, not state, and stays behind.
       {"model_usage_daily",

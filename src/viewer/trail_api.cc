@@ -477,6 +477,8 @@ ApiResponse TrailApi::Conversations(std::string_view tenant, std::string_view qu
                           {"tokens_before", c.tokens_before},
                           {"tokens_after", c.tokens_after},
                           {"tokens_saved", c.tokens_before - c.tokens_after},
+                          {"isolated_requests", c.isolated_requests},
+                          {"view_tokens_spared", c.view_tokens_spared},
                           {"first_at_ms", c.first_at_ms},
                           {"last_at_ms", c.last_at_ms}});
     }

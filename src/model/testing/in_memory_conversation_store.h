@@ -111,6 +111,8 @@ class InMemoryConversationStore final : public ConversationStore {
       }
       c.tokens_before += r.tokens_before;
       c.tokens_after += r.tokens_after;
+      c.isolated_requests += r.branch_view == "isolated";
+      c.view_tokens_spared += r.view_tokens_spared;
     }
     std::vector<ConversationSummary> out;
     for (auto& [id, c] : by_id) out.push_back(std::move(c));

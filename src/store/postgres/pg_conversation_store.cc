@@ -123,14 +123,30 @@ absl::Status PgConversationStore::RecordUsage(const model::UsageRecord& record) 
             "INSERT INTO model_usage (tenant, conversation, thread, request_id, at_ms, api, "
             "model, branch_id, status, input_tokens, cache_read_input_tokens, "
             "cache_creation_input_tokens, output_tokens, tokens_before, tokens_after, "
-            "duration_ms, project, folds_new, folds_skipped) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,"
-            "$10,$11,$12,$13,$14,$15,$16,$17,$18,$19)",
-            {record.key.tenant, record.key.conversation, record.key.thread, record.request_id,
-             record.at_ms, record.api, record.model, record.branch_id, record.status,
-             record.input_tokens, record.cache_read_input_tokens,
-             record.cache_creation_input_tokens, record.output_tokens, record.tokens_before,
-             record.tokens_after, record.duration_ms, record.project,
-             static_cast<int64_t>(record.folds_new), EncodeFoldsSkipped(record.folds_skipped)})
+            "duration_ms, project, folds_new, folds_skipped, branch_view, view_tokens_spared) "
+            "VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,"
+            "$21)",
+            {record.key.tenant,
+             record.key.conversation,
+             record.key.thread,
+             record.request_id,
+             record.at_ms,
+             record.api,
+             record.model,
+             record.branch_id,
+             record.status,
+             record.input_tokens,
+             record.cache_read_input_tokens,
+             record.cache_creation_input_tokens,
+             record.output_tokens,
+             record.tokens_before,
+             record.tokens_after,
+             record.duration_ms,
+             record.project,
+             static_cast<int64_t>(record.folds_new),
+             EncodeFoldsSkipped(record.folds_skipped),
+             record.branch_view,
+             record.view_tokens_spared})
         .status();
   });
   if (!st.ok()) {
@@ -159,7 +175,9 @@ absl::StatusOr<std::vector<model::ConversationSummary>> PgConversationStore::Rec
     ASSIGN_OR_RETURN(
         PgResult r, c.Exec("SELECT conversation, (array_agg(project ORDER BY at_ms DESC, seq))[1], "
                            "MAX(at_ms), MIN(at_ms), COUNT(*), SUM(folds_new), SUM(tokens_before), "
-                           "SUM(tokens_after), string_agg(NULLIF(folds_skipped, ''), E'\\n') "
+                           "SUM(tokens_after), string_agg(NULLIF(folds_skipped, ''), E'\\n'), "
+                           "COUNT(*) FILTER (WHERE branch_view = 'isolated'), "
+                           "SUM(view_tokens_spared) "
                            "FROM model_usage WHERE tenant = $1 GROUP BY conversation "
                            "ORDER BY MAX(at_ms) DESC, conversation COLLATE \"C\" LIMIT $2",
                            {tenant, static_cast<int64_t>(limit)}));

@@ -309,11 +309,14 @@ ALTER TABLE model_usage_daily ADD COLUMN folds_new BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE model_usage_daily ADD COLUMN folds_skipped BIGINT NOT NULL DEFAULT 0;
 )sql";
 
-// 7: model_rewrites takes kind 5 (model::RewriteKind::kView, issue 33; SQLite's 18).
-constexpr char k0007ViewRewrites[] = R"sql(
+// 7: the isolated branch view (issue 33; SQLite's 18): model_rewrites takes kind 5
+// (model::RewriteKind::kView), model_usage keeps each request's view and the tokens it spared.
+constexpr char k0007BranchViews[] = R"sql(
 ALTER TABLE model_rewrites DROP CONSTRAINT model_rewrites_kind_check;
 ALTER TABLE model_rewrites ADD CONSTRAINT model_rewrites_kind_check
   CHECK (kind >= 1 AND kind <= 5);
+ALTER TABLE model_usage ADD COLUMN branch_view TEXT NOT NULL DEFAULT '';
+ALTER TABLE model_usage ADD COLUMN view_tokens_spared BIGINT NOT NULL DEFAULT 0;
 )sql";
 
 }  // namespace
@@ -326,7 +329,7 @@ const std::vector<Migration>& PgMigrations() {
       {4, "0004_one_trail_per_session.sql", k0004OneTrailPerSession},
       {5, "0005_retention.sql", k0005Retention},
       {6, "0006_usage_folds.sql", k0006UsageFolds},
-      {7, "0007_view_rewrites.sql", k0007ViewRewrites},
+      {7, "0007_branch_views.sql", k0007BranchViews},
   };
   return kAll;
 }

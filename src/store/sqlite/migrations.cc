@@ -597,9 +597,10 @@ ALTER TABLE model_usage_daily ADD COLUMN folds_new INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE model_usage_daily ADD COLUMN folds_skipped INTEGER NOT NULL DEFAULT 0;
 )sql";
 
-// 0018: model_rewrites takes kind 5 (model::RewriteKind::kView, issue 33: a branch's view).
-// Rebuilt as 0011 was, `seq` kept.
-constexpr char k0018ViewRewrites[] = R"sql(
+// 0018: the isolated branch view (issue 33): model_rewrites takes kind 5 (model::RewriteKind::
+// kView; rebuilt as 0011 was, `seq` kept) and model_usage keeps each request's view and the
+// tokens it spared (detail rows only: the daily rollup does not carry them).
+constexpr char k0018BranchViews[] = R"sql(
 CREATE TABLE model_rewrites_0018 (
   seq          INTEGER PRIMARY KEY,
   tenant       TEXT NOT NULL,
@@ -614,6 +615,8 @@ INSERT INTO model_rewrites_0018 (seq, tenant, conversation, thread, kind, key, v
   SELECT seq, tenant, conversation, thread, kind, key, value FROM model_rewrites ORDER BY seq;
 DROP TABLE model_rewrites;
 ALTER TABLE model_rewrites_0018 RENAME TO model_rewrites;
+ALTER TABLE model_usage ADD COLUMN branch_view TEXT NOT NULL DEFAULT '';
+ALTER TABLE model_usage ADD COLUMN view_tokens_spared INTEGER NOT NULL DEFAULT 0;
 )sql";
 
 }  // namespace
@@ -637,7 +640,7 @@ const std::vector<Migration>& Migrations() {
       {15, "0015_one_trail_per_session.sql", k0015OneTrailPerSession},
       {16, "0016_retention.sql", k0016Retention},
       {17, "0017_usage_folds.sql", k0017UsageFolds},
-      {18, "0018_view_rewrites.sql", k0018ViewRewrites},
+      {18, "0018_branch_views.sql", k0018BranchViews},
   };
   return kAll;
 }

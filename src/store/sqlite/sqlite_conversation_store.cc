@@ -64,8 +64,8 @@ absl::Status SqliteConversationStore::PrepareAll() {
       db_->Prepare("INSERT INTO model_usage (tenant, conversation, thread, request_id, at_ms, api, "
                    "model, branch_id, status, input_tokens, cache_read_input_tokens, "
                    "cache_creation_input_tokens, output_tokens, tokens_before, tokens_after, "
-                   "duration_ms, project, folds_new, folds_skipped) "
-                   "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+                   "duration_ms, project, folds_new, folds_skipped, branch_view, "
+                   "view_tokens_spared) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
   ASSIGN_OR_RETURN(totals_by_tenant_, db_->Prepare(TotalsSql()));
   ASSIGN_OR_RETURN(totals_by_branch_,
                    db_->Prepare(absl::StrCat(TotalsSql(), " AND branch_id = ?")));
@@ -170,6 +170,8 @@ absl::Status SqliteConversationStore::RecordUsageLocked(const UsageRecord& recor
   insert_usage_.Bind(17, record.project);
   insert_usage_.Bind(18, static_cast<int64_t>(record.folds_new));
   insert_usage_.Bind(19, EncodeFoldsSkipped(record.folds_skipped));
+  insert_usage_.Bind(20, record.branch_view);
+  insert_usage_.Bind(21, record.view_tokens_spared);
   return insert_usage_.Run();
 }
 
@@ -214,10 +216,13 @@ SqliteConversationStore::RecentConversations(std::string_view tenant, int limit)
   ASSIGN_OR_RETURN(
       Statement st,
       db_->Prepare("SELECT a.conversation, l.project, a.last_ms, a.first_ms, a.n, a.folds, a.tb, "
-                   "a.ta, a.skipped FROM (SELECT conversation, MAX(at_ms) AS last_ms, "
+                   "a.ta, a.skipped, a.isolated, a.spared FROM (SELECT conversation, "
+                   "MAX(at_ms) AS last_ms, "
                    "MIN(at_ms) AS first_ms, COUNT(*) AS n, SUM(folds_new) AS folds, "
                    "SUM(tokens_before) AS tb, SUM(tokens_after) AS ta, "
-                   "group_concat(NULLIF(folds_skipped, ''), char(10)) AS skipped "
+                   "group_concat(NULLIF(folds_skipped, ''), char(10)) AS skipped, "
+                   "SUM(branch_view = 'isolated') AS isolated, "
+                   "SUM(view_tokens_spared) AS spared "
                    "FROM model_usage WHERE tenant = ?1 GROUP BY conversation "
                    "ORDER BY last_ms DESC, conversation LIMIT ?2) a "
                    "JOIN (SELECT conversation, project, MAX(at_ms) FROM model_usage "
