@@ -113,6 +113,14 @@ struct UsageTotals {
   int64_t last_at_ms = 0;  // 0 when there is none
 };
 
+// What the model gateway sent while a branch was open (branch_status shows it): requests per view
+// (the model's, branch_view.h) and the tokens the isolated view left out.
+struct BranchViewUsage {
+  int64_t isolated_requests = 0;
+  int64_t inherited_requests = 0;
+  int64_t view_tokens_spared = 0;
+};
+
 // One conversation (all its threads) as `contextd status` and the viewer show it: what the
 // usage rows kept in detail say (rows the retention sweep rolled up into daily totals are not
 // in it).
@@ -153,6 +161,11 @@ class ConversationStore {
   // empty.
   virtual absl::StatusOr<UsageTotals> Totals(std::string_view tenant,
                                              std::string_view branch_id) = 0;
+
+  // The views of the requests recorded with `branch_id` as their innermost open branch (detail
+  // rows: those the retention sweep rolled up are not counted).
+  virtual absl::StatusOr<BranchViewUsage> ViewUsage(std::string_view tenant,
+                                                    std::string_view branch_id) = 0;
 
   // `tenant`'s `limit` conversations with the most recent requests, most recent first (ties:
   // by conversation), from their usage rows. Internal/Unavailable on a database error.

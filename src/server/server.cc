@@ -623,8 +623,19 @@ absl::Status RunServer(const ServerConfig& config, const RegisterFixtures& fixtu
     }
     // /api/v1/conversations: the gateway's folds per conversation (the API lives on the
     // executor; the store outlives it, reset in ShutdownEngine before the engine goes).
-    engine.executor->RunSync(
-        [&] { engine.trail_api->SetConversations(engine.conversations.get()); });
+    engine.executor->RunSync([&] {
+      engine.trail_api->SetConversations(engine.conversations.get());
+      // branch_status shows what the gateway sent in each branch's view.
+      engine.tools->SetBranchViews(
+          [store = engine.conversations.get()](
+              const std::string& tenant,
+              const std::string& id) -> std::optional<tools::FoldingTools::BranchViews> {
+            auto usage = store->ViewUsage(tenant, id);
+            if (!usage.ok()) return std::nullopt;
+            return tools::FoldingTools::BranchViews{
+                usage->isolated_requests, usage->inherited_requests, usage->view_tokens_spared};
+          });
+    });
   }
   // The trail viewer (/ui, /api/v1): its reads run on the engine executor.
   for (transport::HttpRoute& route : viewer::UiRoutes(*engine.trail_api, *engine.executor)) {

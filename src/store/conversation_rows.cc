@@ -129,6 +129,14 @@ ProjectUsage ProjectUsageFromRow(const Row& row) {
   return u;
 }
 
+model::BranchViewUsage ViewUsageFromRow(const Row& row) {
+  model::BranchViewUsage u;
+  u.isolated_requests = row.Int(0);
+  u.inherited_requests = row.Int(1);
+  u.view_tokens_spared = row.Int(2);
+  return u;
+}
+
 model::ConversationSummary ConversationSummaryFromRow(const Row& row) {
   model::ConversationSummary c;
   c.conversation = row.Text(0);

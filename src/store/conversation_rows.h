@@ -54,6 +54,13 @@ inline constexpr char kProjectUsageColumns[] =
     "COALESCE(SUM(tokens_after), 0), COALESCE(MAX(at_ms), 0), COALESCE(SUM(folds_new), 0), "
     "COALESCE(SUM(folds_skipped), 0)";
 ProjectUsage ProjectUsageFromRow(const Row& row);
+// The columns ViewUsageFromRow reads (isolated requests, inherited requests, tokens spared), over
+// model_usage rows.
+inline constexpr char kViewUsageColumns[] =
+    "COALESCE(SUM(CASE WHEN branch_view = 'isolated' THEN 1 ELSE 0 END), 0), "
+    "COALESCE(SUM(CASE WHEN branch_view = 'inherited' THEN 1 ELSE 0 END), 0), "
+    "COALESCE(SUM(view_tokens_spared), 0)";
+model::BranchViewUsage ViewUsageFromRow(const Row& row);
 // (conversation, project, last at_ms, first at_ms, requests, folds_new, tokens before, tokens
 // after, the skipped-fold objects joined by newlines or NULL, requests in an isolated view, the
 // tokens those views spared).

@@ -152,6 +152,32 @@ TEST_P(ConversationStoreContractTest, UsageTotalsPerTenantAndPerBranch) {
   EXPECT_EQ(nobody->requests, 0);
 }
 
+TEST_P(ConversationStoreContractTest, ViewUsagePerBranchCountsEachViewOfItsTenant) {
+  auto none = store_->ViewUsage("local", "br_a");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->isolated_requests, 0);
+  auto record = [&](std::string tenant, std::string branch, std::string view, int64_t spared) {
+    UsageRecord r = Usage(std::move(tenant), std::move(branch), 100, 1);
+    r.branch_view = std::move(view);
+    r.view_tokens_spared = spared;
+    ASSERT_TRUE(store_->RecordUsage(r).ok());
+  };
+  record("local", "br_a", "isolated", 300);
+  record("local", "br_a", "isolated", 200);
+  record("local", "br_a", "inherited", 0);
+  record("local", "br_a", "summary", 0);
+  record("local", "br_b", "isolated", 40);
+  record("acme", "br_a", "isolated", 9);
+  auto a = store_->ViewUsage("local", "br_a");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->isolated_requests, 2);
+  EXPECT_EQ(a->inherited_requests, 1);
+  EXPECT_EQ(a->view_tokens_spared, 500);
+  auto acme = store_->ViewUsage("acme", "br_a");
+  ASSERT_TRUE(acme.ok());
+  EXPECT_EQ(acme->view_tokens_spared, 9);
+}
+
 TEST_P(ConversationStoreContractTest, RecentConversationsSumFoldsAndSkipsPerConversation) {
   auto none = store_->RecentConversations("local", 10);
   ASSERT_TRUE(none.ok()) << none.status();

@@ -362,7 +362,29 @@ void FoldingTools::Status(const std::shared_ptr<ToolCall>& call) {
   }
   Json branches = Json::array();
   for (const auto& v : status->branches) branches.push_back(ViewToJson(v));
-  ToolResult result = protocol::TextResult(folding::StatusText(*status));
+  std::string text = folding::StatusText(*status);
+  if (branch_views_) {
+    const std::string tenant = SessionKeyFor(call->session()).tenant;
+    // Each branch (children included) with what the model gateway sent while it was open.
+    std::function<void(Json&)> annotate = [&](Json& branch) {
+      const std::string id = branch.value("branch_id", "");
+      if (std::optional<BranchViews> views = branch_views_(tenant, id)) {
+        branch["model_views"] = Json{{"isolated_requests", views->isolated_requests},
+                                     {"inherited_requests", views->inherited_requests},
+                                     {"tokens_spared", views->tokens_spared}};
+        if (views->isolated_requests + views->inherited_requests > 0) {
+          absl::StrAppend(&text, "\n", id, " at the model: ", views->isolated_requests,
+                          " request(s) in the isolated view (", views->tokens_spared,
+                          " tokens spared), ", views->inherited_requests, " inherited");
+        }
+      }
+      if (auto children = branch.find("children"); children != branch.end()) {
+        for (Json& child : *children) annotate(child);
+      }
+    };
+    for (Json& branch : branches) annotate(branch);
+  }
+  ToolResult result = protocol::TextResult(text);
   result.structured_content =
       Json{{"branches", std::move(branches)},
            {"active_branch_id",

@@ -44,6 +44,19 @@ class FoldingTools {
   // arrive; `memory` must outlive this object.
   void SetMemory(MemoryTools* memory) { memory_ = memory; }
 
+  // What the model gateway sent while a branch was open (model/branch_view.h): requests in the
+  // isolated and the inherited view, and the tokens the isolated view left out.
+  struct BranchViews {
+    int64_t isolated_requests = 0;
+    int64_t inherited_requests = 0;
+    int64_t tokens_spared = 0;
+  };
+  using BranchViewsSource =
+      std::function<std::optional<BranchViews>(const std::string& tenant, const std::string& id)>;
+  // branch_status shows each branch's views (`model_views`) from `source` (set by the server
+  // when the model gateway runs; null, the default: not shown). Set it before calls arrive.
+  void SetBranchViews(BranchViewsSource source) { branch_views_ = std::move(source); }
+
   // Drops what is kept for a session that ended (its undelivered warnings). Executor only.
   void ForgetSession(const protocol::SessionInfo& info);
 
@@ -68,6 +81,7 @@ class FoldingTools {
   const scrub::Scrubber& scrubber_;
   folding::EventBus::SubscriptionId subscription_ = 0;
   std::function<void(const protocol::SessionInfo&)> before_call_;
+  BranchViewsSource branch_views_;
   MemoryTools* memory_ = nullptr;
   // Warnings raised by charges, by session, until a reply in that session carries them.
   std::map<std::string, std::vector<std::string>> pending_warnings_;

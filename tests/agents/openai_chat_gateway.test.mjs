@@ -363,6 +363,18 @@ test('isolated branch view: inside a branch the model gets the opening and the b
     assert.deepEqual(seen4.json.messages.slice(3).map((m) => [m.role, m.tool_call_id ?? null]), [['assistant', null], ['tool', 'call_branch']]);
     assert.ok(seen4.raw.includes(BRANCH_MARKER) && !seen4.raw.includes(PARENT_MARKER));
 
+    // branch_status shows what the gateway sent in the branch's view (its usage rows are written
+    // once each answer has ended: polled).
+    let views = null;
+    for (let i = 0; i < 50 && views?.isolated_requests !== 2; i++) {
+      if (i > 0) await new Promise((r) => setTimeout(r, 100));
+      const status = await mcp.callTool({ name: 'branch_status', arguments: { branch_id: branch } });
+      views = status.structuredContent?.branches?.[0]?.model_views ?? null;
+    }
+    assert.equal(views?.isolated_requests, 2, JSON.stringify(views));
+    assert.equal(views.inherited_requests, 0);
+    assert.ok(views.tokens_spared > 0, JSON.stringify(views));
+
     const returned = await mcp.callTool({ name: 'branch_return', arguments: returnInput });
     assert.ok(!returned.isError, textOf(returned));
     messages.push(asSent(r4.choices[0].message));
@@ -386,10 +398,10 @@ test('isolated branch view: inside a branch the model gets the opening and the b
     assert.deepEqual(double.problems, [], 'every request was valid (tool calls paired)');
 
     const text = await metricsWhen(gw.origin, (t) => metric(t, 'contextd_model_requests_total', { api: 'openai_chat' }) === 5);
-    const views = metric(text, 'contextd_model_branch_view_requests_total', { api: 'openai_chat', view: 'isolated' });
+    const isolated = metric(text, 'contextd_model_branch_view_requests_total', { api: 'openai_chat', view: 'isolated' });
     const spared = metric(text, 'contextd_model_branch_view_tokens_spared_total', { api: 'openai_chat' });
-    console.log(`--- Chat: 5 requests, ${views} in the isolated view, ${spared} tokens spared`);
-    assert.equal(views, 2);
+    console.log(`--- Chat: 5 requests, ${isolated} in the isolated view, ${spared} tokens spared`);
+    assert.equal(isolated, 2);
     assert.ok(spared > 0, text.split('\n').filter((l) => l.includes('branch_view')).join('\n'));
     assert.equal(metric(text, 'contextd_model_folds_total', { api: 'openai_chat' }), 1);
   } finally {

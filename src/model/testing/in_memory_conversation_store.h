@@ -73,6 +73,18 @@ class InMemoryConversationStore final : public ConversationStore {
     return absl::OkStatus();
   }
 
+  absl::StatusOr<BranchViewUsage> ViewUsage(std::string_view tenant,
+                                            std::string_view branch_id) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    BranchViewUsage u;
+    for (const UsageRecord& r : usage_) {
+      if (r.key.tenant != tenant || r.branch_id != branch_id) continue;
+      u.isolated_requests += r.branch_view == "isolated";
+      u.inherited_requests += r.branch_view == "inherited";
+      u.view_tokens_spared += r.view_tokens_spared;
+    }
+    return u;
+  }
   absl::StatusOr<UsageTotals> Totals(std::string_view tenant, std::string_view branch_id) override {
     std::lock_guard<std::mutex> lock(mu_);
     UsageTotals t;

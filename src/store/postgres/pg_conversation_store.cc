@@ -167,6 +167,20 @@ absl::StatusOr<model::UsageTotals> PgConversationStore::Totals(std::string_view 
   return t;
 }
 
+absl::StatusOr<model::BranchViewUsage> PgConversationStore::ViewUsage(std::string_view tenant,
+                                                                      std::string_view branch_id) {
+  model::BranchViewUsage u;
+  RETURN_IF_ERROR(db_->Read([&](PgConn& c) -> absl::Status {
+    ASSIGN_OR_RETURN(PgResult r, c.Exec(absl::StrCat("SELECT ", kViewUsageColumns,
+                                                     " FROM model_usage WHERE tenant = $1 AND "
+                                                     "branch_id = $2"),
+                                        {tenant, branch_id}));
+    u = ViewUsageFromRow(PgRow(r, 0));
+    return absl::OkStatus();
+  }));
+  return u;
+}
+
 absl::StatusOr<std::vector<model::ConversationSummary>> PgConversationStore::RecentConversations(
     std::string_view tenant, int limit) {
   std::vector<model::ConversationSummary> out;

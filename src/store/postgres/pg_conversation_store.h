@@ -31,6 +31,8 @@ class PgConversationStore final : public model::ConversationStore {
   absl::Status Save(const model::ConversationKey& key,
                     const model::ConversationUpdate& update) override;
   absl::Status RecordUsage(const model::UsageRecord& record) override;
+  absl::StatusOr<model::BranchViewUsage> ViewUsage(std::string_view tenant,
+                                                   std::string_view branch_id) override;
   absl::StatusOr<model::UsageTotals> Totals(std::string_view tenant,
                                             std::string_view branch_id) override;
   // As SqliteConversationStore::RecentConversations.

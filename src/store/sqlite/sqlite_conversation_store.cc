@@ -254,4 +254,19 @@ absl::StatusOr<UsageTotals> SqliteConversationStore::Totals(std::string_view ten
   return t;
 }
 
+absl::StatusOr<model::BranchViewUsage> SqliteConversationStore::ViewUsage(
+    std::string_view tenant, std::string_view branch_id) {
+  std::lock_guard<std::mutex> lock(db_->mutex());
+  // Read by branch_status, not per request: prepared per call (model_usage_by_branch serves it).
+  ASSIGN_OR_RETURN(Statement st, db_->Prepare(absl::StrCat(
+                                     "SELECT ", kViewUsageColumns,
+                                     " FROM model_usage WHERE tenant = ? AND branch_id = ?")));
+  ResetOnExit reset(st);
+  st.Bind(1, tenant);
+  st.Bind(2, branch_id);
+  ASSIGN_OR_RETURN(bool row, st.Step());
+  if (!row) return absl::InternalError("branch view usage: the aggregate returned no row");
+  return ViewUsageFromRow(SqliteRow(st));
+}
+
 }  // namespace contextd::store
