@@ -169,6 +169,7 @@ test('trail viewer: sessions, tree, unfold, event detail, search, live updates, 
     assert.equal(await conversation.locator('td.folds-made').textContent(), '0');
     assert.equal(await conversation.locator('td.folds-skipped').textContent(), '0');
     assert.equal(await conversation.locator('td.skip-reasons').textContent(), 'none');
+    assert.equal(await conversation.locator('td.branch-views').textContent(), '0');
     console.log(`# ${await shot(page, shots, '6-conversations')}`);
 
     // 8. Cross-origin requests are refused even from loopback.

@@ -129,6 +129,8 @@ async function loadConversations(sessions) {
       h('td', { class: 'num' }, fmt(c.requests)), h('td', { class: 'num folds-made' }, fmt(c.folds_made)),
       h('td', { class: 'num folds-skipped' }, fmt(c.folds_skipped)),
       h('td', { class: 'skip-reasons' }, reasons.length ? reasons : 'none'),
+      h('td', { class: 'num branch-views' },
+        c.isolated_requests ? `${fmt(c.isolated_requests)} (${fmt(c.view_tokens_spared)} spared)` : '0'),
       h('td', { class: 'num' }, `${fmt(c.tokens_after)} of ${fmt(c.tokens_before)}`),
       h('td', { class: 'num' }, fmt(c.tokens_saved)));
   }));
