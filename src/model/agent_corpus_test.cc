@@ -86,7 +86,9 @@ TEST(AgentCorpusTest, RecordedBodiesFoldValidlyAndRepeat) {
       ASSERT_TRUE(forwarded.ok());
       EXPECT_TRUE(ValidateTranscript((*forwarded)->transcript()).ok());
       if (round == 0) first = applied->body;
-      if (round == 1) EXPECT_EQ(applied->body, first);
+      if (round == 1) {
+        EXPECT_EQ(applied->body, first);
+      }
     }
   }
   EXPECT_GT(folded_bodies, 0);
