@@ -207,12 +207,19 @@ class ContextManager {
   std::optional<folding::BranchCharge> ChargeBranch(const std::string& tenant,
                                                     const std::string& id, const std::string& label,
                                                     const std::string& excerpt, int64_t tokens);
-  // The view of the innermost open branch of `folds` (branch_view.h): the stored decision, or
-  // one taken now (added to `update`); sets plan.view when it is isolated, and applied.view.
-  // `plan` holds the request's folds.
+  // The view of `folds`' open branches (branch_view.h): decides the innermost one's (a record
+  // added to `update`) unless stored, then sets plan.view from the innermost branch whose view is
+  // isolated (or, for a summary request, folds them as they stand), and applied.view. `plan`
+  // holds the request's folds.
   void ApplyView(const std::string& tenant, const ModelRequest& request, const FoldPlan& folds,
                  ThreadState& state, RenderPlan& plan, ConversationUpdate& update,
                  AppliedRequest& applied) const;
+  // Decides the view of `branch` (stored in `state` and `update`).
+  void DecideView(const ModelRequest& request, const OpenBranch& branch, ThreadState& state,
+                  const RenderPlan& plan, ConversationUpdate& update) const;
+  // Where `record`'s view of `branch` goes in this request; nullopt without the create's answer.
+  std::optional<ViewEdit> ViewOf(const ModelRequest& request, const OpenBranch& branch,
+                                 const ViewRecord& record, const ThreadState& state) const;
   // A summary request (IsSummaryRequest) in an isolated branch: `plan` folds every open branch
   // as it stands (OpenBranchText), so the summary covers the parent's work; nothing is stored.
   void FoldForSummary(const std::string& tenant, const ModelRequest& request, const FoldPlan& folds,
@@ -221,10 +228,9 @@ class ContextManager {
   // inherited, since the model now answers on the parent's history.
   static void KeepInheritedView(ThreadState& state, ConversationUpdate& update,
                                 AppliedRequest& applied);
-  // The text of the user turn that opens the view of the branch created in message `create`,
-  // whose calls message `answer` answers (scrubbed; the notices contextd appended to the answer
-  // ride on).
-  std::string BuildOpening(const ModelRequest& request, const FoldPlan& folds, size_t answer,
+  // The text of the user turn that opens the view of `branch`, whose create's calls message
+  // `answer` answers (scrubbed; the notices contextd appended to the answer ride on).
+  std::string BuildOpening(const ModelRequest& request, const OpenBranch& branch, size_t answer,
                            const ThreadState& state) const;
   // What messages [from, to) weigh as `plan` renders them (folds, appends; not auto-fold).
   int64_t PlanTokens(ThreadState& state, const ModelRequest& request, const RenderPlan& plan,

@@ -28,18 +28,18 @@ std::vector<std::string> AppendTexts(std::string_view value) {
 
 }  // namespace
 
-std::string ContextManager::BuildOpening(const ModelRequest& request, const FoldPlan& folds,
+std::string ContextManager::BuildOpening(const ModelRequest& request, const OpenBranch& branch,
                                          size_t answer, const ThreadState& state) const {
   const Transcript& t = request.transcript();
-  const size_t create = folds.open_branch_create_message;
+  const size_t create = branch.create_message;
   OpeningParts parts;
-  parts.branch_id = folds.open_branch_id;
+  parts.branch_id = branch.branch_id;
   std::map<std::string, size_t> calls;  // call id -> its block in the create message
   for (size_t b = 0; b < t.messages[create].blocks.size(); ++b) {
     const Block& block = t.messages[create].blocks[b];
     if (block.kind != BlockKind::kToolCall) continue;
     calls.emplace(block.call_id, b);
-    if (block.call_id == folds.open_branch_create_call_id) {
+    if (block.call_id == branch.create_call_id) {
       ReadCreateArguments(request.BlockText(create, b), parts);
     }
   }
@@ -67,7 +67,7 @@ std::string ContextManager::BuildOpening(const ModelRequest& request, const Fold
       continue;
     }
     std::string result = scrubber_.Scrub(request.BlockText(answer, b));
-    if (block.call_id == folds.open_branch_create_call_id) {
+    if (block.call_id == branch.create_call_id) {
       parts.create_result = std::move(result);
       continue;
     }
@@ -105,75 +105,88 @@ void ContextManager::FoldForSummary(const std::string& tenant, const ModelReques
   plan.folds = std::move(so_far.edits);
 }
 
-void ContextManager::ApplyView(const std::string& tenant, const ModelRequest& request,
-                               const FoldPlan& folds, ThreadState& state, RenderPlan& plan,
-                               ConversationUpdate& update, AppliedRequest& applied) const {
-  if (folds.open_branch_id.empty() || folds.open_branch_create_call_id.empty()) return;
+std::optional<ViewEdit> ContextManager::ViewOf(const ModelRequest& request,
+                                               const OpenBranch& branch, const ViewRecord& record,
+                                               const ThreadState& state) const {
   const Transcript& t = request.transcript();
-  const size_t create = folds.open_branch_create_message;
-  std::optional<size_t> answer = AnswerMessage(t, create);
+  std::optional<size_t> answer = AnswerMessage(t, branch.create_message);
+  if (!answer) return std::nullopt;
+  ViewEdit edit;
+  edit.keep = record.keep_opening ? std::min(OpeningEnd(t), branch.create_message) : 0;
+  edit.resume = *answer + 1;
+  edit.branch_id = record.branch_id;
+  edit.opening = record.opening;
+  if (edit.opening.empty()) {
+    // Held a <private> span when decided: built again, as it was then unless the rules changed.
+    edit.opening = BuildOpening(request, branch, *answer, state);
+    if (!record.opening_digest.empty() && Hex(Digest({edit.opening})) != record.opening_digest) {
+      base::LogWarn(absl::StrCat("model gateway: the view of branch ", record.branch_id,
+                                 " could not be repeated byte for byte (the scrub rules changed "
+                                 "since it was sent); it is sent as built with the current rules"));
+    }
+  }
+  return edit;
+}
+
+void ContextManager::DecideView(const ModelRequest& request, const OpenBranch& branch,
+                                ThreadState& state, const RenderPlan& plan,
+                                ConversationUpdate& update) const {
+  const Transcript& t = request.transcript();
+  std::optional<size_t> answer = AnswerMessage(t, branch.create_message);
   if (!answer) return;
-  const std::string& key = folds.open_branch_create_call_id;
-  auto stored = state.views.find(key);
-  const bool decide = stored == state.views.end();
-  if (request.asks_summary()) {
-    // Decided by the branch's own requests, not by this one (whose answer is not the branch's).
-    if (decide || stored->second.view == BranchView::kInherited) {
-      applied.view = BranchViewName(BranchView::kInherited);
-      return;
-    }
-    FoldForSummary(tenant, request, folds, state, plan);
-    applied.view = "summary";
-    return;
-  }
   ViewRecord record;
-  if (decide) {
-    record.branch_id = folds.open_branch_id;
-    record.keep_opening = options_.branch_view.keep_opening;
-    // Once the model has answered inside the branch on the parent's history, that history stays.
-    record.view = options_.branch_view.view == BranchView::kIsolated && !AnsweredInside(t, *answer)
-                      ? BranchView::kIsolated
-                      : BranchView::kInherited;
-  } else {
-    record = stored->second;
-  }
+  record.branch_id = branch.branch_id;
+  record.keep_opening = options_.branch_view.keep_opening;
+  // Once the model has answered inside the branch on the history it had, that history stays.
+  record.view = options_.branch_view.view == BranchView::kIsolated && !AnsweredInside(t, *answer)
+                    ? BranchView::kIsolated
+                    : BranchView::kInherited;
   if (record.view == BranchView::kIsolated) {
-    ViewEdit edit;
-    edit.keep = record.keep_opening ? std::min(OpeningEnd(t), create) : 0;
-    edit.resume = *answer + 1;
-    edit.branch_id = record.branch_id;
-    edit.opening = record.opening;
-    if (edit.opening.empty()) {
-      edit.opening = BuildOpening(request, folds, *answer, state);
-      const std::string digest = Hex(Digest({edit.opening}));
-      if (decide) {
-        record.opening_digest = digest;
-        if (!scrub::ContainsPrivate(edit.opening)) record.opening = edit.opening;
-      } else if (digest != record.opening_digest) {
-        base::LogWarn(
-            absl::StrCat("model gateway: the view of branch ", record.branch_id,
-                         " could not be repeated byte for byte (the scrub rules changed "
-                         "since it was sent); it is sent as built with the current rules"));
-      }
-    }
+    std::string opening = BuildOpening(request, branch, *answer, state);
+    record.opening_digest = Hex(Digest({opening}));
+    if (!scrub::ContainsPrivate(opening)) record.opening = std::move(opening);
     RenderPlan with_view;
     with_view.folds = plan.folds;
-    with_view.view = edit;
-    // A view that would break a valid transcript is not taken: the branch sees the parent's.
-    if (decide && ValidateTranscript(t).ok() &&
+    with_view.view = ViewOf(request, branch, record, state);
+    // A view that would break a valid transcript is not taken: the branch keeps what it had.
+    if (ValidateTranscript(t).ok() &&
         !ValidateTranscript(request.RenderedTranscript(with_view)).ok()) {
       base::LogWarn(absl::StrCat("model gateway: branch ", record.branch_id,
                                  " keeps the inherited view (an isolated one was not valid)"));
       record = ViewRecord{record.branch_id, BranchView::kInherited, record.keep_opening, "", ""};
-    } else {
-      plan.view = std::move(edit);
     }
   }
-  applied.view = BranchViewName(record.view);
-  if (decide) {
-    update.new_rewrites.push_back({RewriteKind::kView, key, record.Serialize()});
-    state.views.emplace(key, std::move(record));
+  update.new_rewrites.push_back({RewriteKind::kView, branch.create_call_id, record.Serialize()});
+  state.views.emplace(branch.create_call_id, std::move(record));
+}
+
+void ContextManager::ApplyView(const std::string& tenant, const ModelRequest& request,
+                               const FoldPlan& folds, ThreadState& state, RenderPlan& plan,
+                               ConversationUpdate& update, AppliedRequest& applied) const {
+  if (folds.open_branches.empty()) return;
+  const OpenBranch& innermost = folds.open_branches.back();
+  // Decided by the branch's own first request, not by a summary request (whose answer is not
+  // the branch's).
+  if (!request.asks_summary() && !state.views.count(innermost.create_call_id)) {
+    DecideView(request, innermost, state, plan, update);
   }
+  // The innermost open branch with an isolated view gives the view: a branch that inherits,
+  // inside an isolated one, inherits that one's view (what its parent was sent).
+  for (auto it = folds.open_branches.rbegin(); it != folds.open_branches.rend(); ++it) {
+    auto record = state.views.find(it->create_call_id);
+    if (record == state.views.end() || record->second.view != BranchView::kIsolated) continue;
+    if (request.asks_summary()) {
+      FoldForSummary(tenant, request, folds, state, plan);
+      applied.view = "summary";
+      return;
+    }
+    plan.view = ViewOf(request, *it, record->second, state);
+    if (plan.view) {
+      applied.view = BranchViewName(BranchView::kIsolated);
+      return;
+    }
+  }
+  applied.view = BranchViewName(BranchView::kInherited);
 }
 
 void ContextManager::KeepInheritedView(ThreadState& state, ConversationUpdate& update,

@@ -262,6 +262,26 @@ TEST(BranchViewTest, ANestedBranchGetsItsOwnViewAndTheOuterResumesAfterIt) {
   EXPECT_THAT(back.body, Not(HasSubstr("PARENT_FILE")));
 }
 
+TEST(BranchViewTest, ABranchThatInheritsInsideAnIsolatedOneGetsThatOnesView) {
+  Fixture f;
+  json m = ParentThenBranch();
+  f.Open(kOuter);
+  f.Apply(m);
+  // The operator switches to inherited: branches opened from now on inherit what their parent
+  // is sent, which inside the outer branch is its view.
+  f.options.branch_view.view = BranchView::kInherited;
+  f.manager = f.Make();
+  m.push_back(Msg("assistant", json::array({Create("c2", "check the table")})));
+  m.push_back(Msg("user", json::array({Result("c2", Created(kInner))})));
+  f.Open(kInner);
+  AppliedRequest inner = f.Apply(m);
+  EXPECT_EQ(inner.open_branch_id, kInner);
+  EXPECT_EQ(inner.view, "isolated");
+  EXPECT_THAT(inner.body, HasSubstr("[contextd] Branch " + kOuter));
+  EXPECT_THAT(inner.body, HasSubstr("c2"));
+  EXPECT_THAT(inner.body, Not(HasSubstr("PARENT_FILE")));
+}
+
 TEST(BranchViewTest, AForceReturnEndsTheViewWhereItWasDecided) {
   Fixture f;
   f.budget = 200;

@@ -389,6 +389,7 @@ FoldPlan PlanFolds(const Transcript& t, const std::map<std::string, FoldRecord>&
     plan.open_branch_id = c.branch_id;
     plan.open_branch_create_message = c.create_message;
     plan.open_branch_create_call_id = c.create_call_id;
+    plan.open_branches.push_back({c.branch_id, c.create_message, c.create_call_id});
   }
   return plan;
 }

@@ -92,6 +92,13 @@ struct FoldSkip {
   std::string create_call_id;
 };
 
+// A branch open at the end of a transcript.
+struct OpenBranch {
+  std::string branch_id;
+  size_t create_message = 0;   // the message whose call created it
+  std::string create_call_id;  // that call's id
+};
+
 struct FoldPlan {
   std::vector<FoldEdit> edits;          // disjoint, in transcript order
   std::vector<FoldRecord> new_records;  // decided by this request: store before forwarding
@@ -102,6 +109,7 @@ struct FoldPlan {
   size_t open_branch_create_message = 0;
   std::string open_branch_create_call_id;
   std::vector<std::string> open_branch_ids;  // all open at the tail, outermost first
+  std::vector<OpenBranch> open_branches;     // the same, with where they were created
 };
 
 // Whether a text block of a user message is the client's own (a `<system-reminder>`, Codex's
