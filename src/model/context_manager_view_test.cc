@@ -87,9 +87,21 @@ struct Fixture {
   std::unique_ptr<ContextManager> Make() {
     return std::make_unique<ContextManager>(options, store, scrubber, counter, &ledger);
   }
-  void Open(const std::string& id) { branches[id] = BranchFacts{id, false, "active", "", "", 0}; }
+  void Open(const std::string& id) {
+    BranchFacts facts;
+    facts.branch_id = id;
+    facts.status = "active";
+    branches[id] = facts;
+  }
   void Return(const std::string& id, const std::string& summary) {
-    branches[id] = BranchFacts{id, true, "completed", "", summary, 100, 90};
+    BranchFacts facts;
+    facts.branch_id = id;
+    facts.ended = true;
+    facts.status = "completed";
+    facts.summary = summary;
+    facts.tokens_used = 100;
+    facts.tokens_folded = 90;
+    branches[id] = facts;
   }
   // `tools`: whether the request offers tools (an agent's loop does; a summary request may not).
   AppliedRequest Apply(const json& messages, ContextManager* m = nullptr, bool tools = true) {
