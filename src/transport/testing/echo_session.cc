@@ -87,6 +87,7 @@ class EchoSession final : public protocol::Session,
       std::lock_guard<std::mutex> lock(factory_->mu_);
       factory_->held_.push_back(
           [sink = sink_, a = std::move(answer), id = m.id] { sink->Send(a, id); });
+      factory_->held_changed_.notify_all();
       return;
     }
     sink_->Send(answer, m.id);
@@ -133,6 +134,11 @@ void EchoSessionFactory::ReleaseHeld() {
     held.swap(held_);
   }
   for (auto& f : held) Run(std::move(f));
+}
+
+bool EchoSessionFactory::WaitHeld(size_t n, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return held_changed_.wait_for(lock, timeout, [&] { return held_.size() >= n; });
 }
 
 void EchoSessionFactory::Broadcast(const Json& message) {

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -33,6 +35,10 @@ class EchoSessionFactory final : public protocol::SessionFactory {
 
   // Sends the answers of every held request (see "hold").
   void ReleaseHeld();
+  // Waits until at least `n` answers are held (an async engine holds a request's answer after
+  // what precedes it, e.g. a CloseStream the client may already have seen); false after
+  // `timeout`.
+  bool WaitHeld(size_t n, std::chrono::milliseconds timeout = std::chrono::seconds(10));
   // From now on Session::CloseThen confirmations wait for ConfirmHeldCloses, which calls the
   // held ones with `outcome` on the calling thread and returns how many there were.
   void HoldCloseConfirmations();
@@ -59,6 +65,7 @@ class EchoSessionFactory final : public protocol::SessionFactory {
   std::vector<std::string> received_;
   std::vector<protocol::SessionInfo> infos_;
   std::vector<std::function<void()>> held_;
+  std::condition_variable held_changed_;
   bool hold_close_confirmations_ = false;
   std::vector<std::function<void(const absl::Status&)>> held_confirmations_;
   std::vector<std::weak_ptr<protocol::MessageSink>> sinks_;
