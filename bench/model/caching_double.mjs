@@ -15,7 +15,15 @@
 // - Reads: for each breakpoint, the longest written prefix ending at the breakpoint or at one of
 //   the `lookback` (20) blocks before it; the longest over all breakpoints is read (0.1x).
 // - Writes: from the end of what was read to the last cacheable breakpoint (1.25x). Uncached:
-//   the rest (1x). Output: 5x. No TTL or eviction: a replay runs in seconds.
+//   the rest (1x). Output: 5x.
+// - Lifetime: none by default (every entry lives for the whole replay). With `ttl` (seconds) and
+//   a replay clock (`now` per bill), an entry lives `ttl` seconds after it was last written or
+//   used, as Anthropic documents ("The cache's default minimum lifetime (TTL) is 5 minutes. This
+//   lifetime is refreshed each time the cached content is used"): a request refreshes every live
+//   entry whose prefix it carries up to the end of what it read or wrote (`refresh: 'prefix'`,
+//   the default: reading a longer prefix uses the content of the shorter ones), or with
+//   `refresh: 'entry'` only the entry it read. The double bills each request once per cache
+//   (`ttlCaches`: one per replay clock), so one run gives the numbers with and without expiry.
 // - A request carrying `context_management.edits` with `clear_tool_uses_20250919` is edited as
 //   Anthropic does server-side (clear_tool_uses.mjs) before it is billed; `usage.cleared` counts
 //   the results the edit cleared. The edited request is validated again.
@@ -83,12 +91,22 @@ export { canonical, validate };
 
 // The prompt cache of one account: written prefix hashes, and a shared token memo.
 export class PromptCache {
-  constructor({ count, minCacheTokens = MIN_CACHE_TOKENS, lookback = LOOKBACK_BLOCKS, memo = new Map() }) {
+  // `ttl`: seconds an entry lives after its last write or use (0: forever); `refresh`: 'prefix'
+  // (a request refreshes every live entry inside the prefix it read or wrote) or 'entry' (only
+  // the entry it read, and those it wrote).
+  constructor({ count, minCacheTokens = MIN_CACHE_TOKENS, lookback = LOOKBACK_BLOCKS, memo = new Map(), ttl = 0, refresh = 'prefix' }) {
     this.count = count;
     this.minCacheTokens = minCacheTokens;
     this.lookback = lookback;
     this.memo = memo;  // block identity -> tokens (may be shared between caches: it is pure)
-    this.entries = new Set();
+    this.ttl = ttl;
+    this.refresh = refresh;
+    this.entries = new Map();  // prefix hash -> expiry (replay seconds; Infinity without a TTL)
+  }
+
+  alive(hash, now) {
+    const expiry = this.entries.get(hash);
+    return expiry !== undefined && expiry >= now;
   }
 
   tokensOf(entry) {
@@ -100,9 +118,10 @@ export class PromptCache {
     return n;
   }
 
-  // Bills the input of `body` and writes its cache entries. Returns {error} (a 400) or
-  // {input_tokens, cache_read, cache_write, uncached, breakpoints, hit_block, blocks}.
-  bill(body) {
+  // Bills the input of `body` at replay time `now` (seconds) and writes its cache entries.
+  // Returns {error} (a 400) or {input_tokens, cache_read, cache_write, uncached, breakpoints,
+  // hit_block, blocks}.
+  bill(body, now = 0) {
     const blocks = requestBlocks(body);
     const bps = [];
     blocks.forEach((b, i) => { if (b.breakpoint) bps.push(i); });
@@ -122,14 +141,23 @@ export class PromptCache {
     let hit = -1;
     for (const b of bps) {
       for (let j = b; j >= Math.max(0, b - this.lookback); j--) {
-        if (this.entries.has(hashes[j])) { hit = Math.max(hit, j); break; }
+        if (this.alive(hashes[j], now)) { hit = Math.max(hit, j); break; }
       }
     }
     const cacheable = bps.filter((b) => cum[b] >= this.minCacheTokens);
     const read = hit >= 0 ? cum[hit] : 0;
     const lastWrite = cacheable.length ? cum[cacheable[cacheable.length - 1]] : 0;
     const covered = Math.max(read, lastWrite);
-    for (const b of cacheable) this.entries.add(hashes[b]);
+    const expiry = this.ttl > 0 ? now + this.ttl : Infinity;
+    if (this.ttl > 0) {
+      if (this.refresh === 'prefix') {
+        const end = Math.max(hit, cacheable.length ? cacheable[cacheable.length - 1] : -1);
+        for (let j = 0; j <= end; j++) if (this.alive(hashes[j], now)) this.entries.set(hashes[j], expiry);
+      } else if (hit >= 0) {
+        this.entries.set(hashes[hit], expiry);
+      }
+    }
+    for (const b of cacheable) this.entries.set(hashes[b], expiry);
     return {
       input_tokens: total, cache_read: read, cache_write: covered - read, uncached: total - covered,
       breakpoints: bps.length, hit_block: hit, blocks: blocks.length,
@@ -145,13 +173,19 @@ export function costOf(r) {
 // Starts the double on 127.0.0.1:0. `count` counts a text's tokens. Script turns with
 // `double.enqueue(turn)`: a turn is {content: [assistant blocks]} (tool_use blocks with their
 // ids) or a function (body) => turn. `double.records` holds one entry per billed request:
-// {headers, body, usage: {input_tokens, cache_read, cache_write, uncached, output_tokens, cost}}.
-export async function startCachingDouble({ count, minCacheTokens, lookback, memo } = {}) {
+// {headers, body, usage: {input_tokens, cache_read, cache_write, uncached, output_tokens, cost,
+// ttl}}. `ttlCaches` ([{name, ttl, refresh}]): caches with a lifetime billed beside the main one
+// (which has none), each at the replay time the driver sets with `double.setTimes({name: s})`;
+// `usage.ttl[name]` = {cache_read, cache_write, uncached, cost} in that cache.
+export async function startCachingDouble({ count, minCacheTokens, lookback, memo, ttlCaches = [] } = {}) {
   const cache = new PromptCache({ count, minCacheTokens, lookback, memo });
+  const timed = ttlCaches.map((t) => ({ name: t.name, cache: new PromptCache({ count, minCacheTokens, lookback, memo, ttl: t.ttl, refresh: t.refresh }) }));
+  const times = {};
   const queue = [];
   let seq = 0;
   const double = {
     url: '', cache, records: [], errors: [],
+    setTimes: (t) => Object.assign(times, t),
     enqueue: (turn) => queue.push(turn),
     skip: () => queue.shift(),  // drops the turn of a refused request
     pending: () => queue.length,
@@ -200,6 +234,14 @@ export async function startCachingDouble({ count, minCacheTokens, lookback, memo
         const output_tokens = content.reduce((a, b) => a + count(blockText(b)), 0);
         const usage = { ...billed, output_tokens, cleared };
         usage.cost = costOf(usage);
+        if (timed.length) {
+          usage.ttl = {};
+          for (const t of timed) {
+            const b = t.cache.bill(body, times[t.name] ?? 0);
+            const u = { cache_read: b.cache_read, cache_write: b.cache_write, uncached: b.uncached, output_tokens };
+            usage.ttl[t.name] = { cache_read: u.cache_read, cache_write: u.cache_write, uncached: u.uncached, cost: costOf(u) };
+          }
+        }
         double.records.push({ headers: req.headers, body, usage });
         const message = {
           id: `msg_bench_${String(++seq).padStart(6, '0')}`, type: 'message', role: 'assistant',

@@ -160,3 +160,48 @@ test('the double answers scripted turns, bills them and refuses a fifth breakpoi
     await double.close();
   }
 });
+
+test('with a TTL, an entry lives ttl seconds after its last write or use (Anthropic: refreshed on use)', () => {
+  const c = cache({ ttl: 300 });
+  assert.deepEqual([c.bill(conversation(3), 0).cache_write], [130]);
+  assert.equal(c.bill(conversation(3), 200).cache_read, 130);  // refreshed: lives to 500
+  assert.equal(c.bill(conversation(3), 499).cache_read, 130);  // refreshed: lives to 799
+  const cold = c.bill(conversation(3), 800);
+  assert.deepEqual([cold.cache_read, cold.cache_write], [0, 130]);
+  // Without a TTL nothing expires, whatever the clock says.
+  const forever = cache();
+  forever.bill(conversation(3), 0);
+  assert.equal(forever.bill(conversation(3), 1e9).cache_read, 130);
+});
+
+test('reading a longer prefix refreshes the entries inside it (refresh: prefix), not with refresh: entry', () => {
+  // t=0 writes the system entry and E3 (messages 0-2); t=100 reads E3 and writes E5; t=250 reads
+  // E5. At t=500 a request ending at message 2 again (a fold back to E3) finds E3 alive only if
+  // reading E5 kept it alive.
+  const play = (refresh) => {
+    const c = cache({ ttl: 300, refresh });
+    c.bill(conversation(3), 0);
+    assert.deepEqual([c.bill(conversation(5), 100).cache_read, c.bill(conversation(5), 250).cache_read], [130, 150]);
+    const back = c.bill(conversation(3), 500);
+    return [back.cache_read, back.cache_write];
+  };
+  assert.deepEqual(play('prefix'), [130, 0]);
+  assert.deepEqual(play('entry'), [100, 30]);  // E3 expired at 400; the system entry was rewritten at 250
+});
+
+test('the double bills each ttl cache beside the main one, at the time the driver set', async () => {
+  const double = await startCachingDouble({ count: words, minCacheTokens: 0, ttlCaches: [{ name: 'ttl300', ttl: 300 }] });
+  try {
+    for (const t of [0, 1000]) {
+      double.setTimes({ ttl300: t });
+      double.enqueue({ content: [{ type: 'text', text: 'ok' }] });
+      assert.equal((await post(double.url, conversation(3))).status, 200);
+    }
+    const [first, second] = double.records.map((r) => r.usage);
+    assert.deepEqual(first.ttl.ttl300, { cache_read: 0, cache_write: 130, uncached: 0, cost: 130 * 1.25 + 1 * 5 });
+    assert.equal(second.cache_read, 130);             // no expiry in the main cache
+    assert.deepEqual([second.ttl.ttl300.cache_read, second.ttl.ttl300.cache_write], [0, 130]);
+  } finally {
+    await double.close();
+  }
+});

@@ -3,7 +3,19 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+
+const sdkRoot = resolve(new URL('.', import.meta.url).pathname, '../../tools/npm/e2e/node_modules/@modelcontextprotocol/sdk/dist/esm/');
+
+// An MCP client (the SDK of tools/npm/e2e) connected over Streamable HTTP to `mcpUrl`, sending
+// `headers` on every request (the conversation id, as Claude Code does), named as Claude Code.
+export async function connectMcp(mcpUrl, headers = {}) {
+  const { Client } = await import(join(sdkRoot, 'client/index.js'));
+  const { StreamableHTTPClientTransport } = await import(join(sdkRoot, 'client/streamableHttp.js'));
+  const client = new Client({ name: 'claude-code', version: '2.1.332' }, { capabilities: {} });
+  await client.connect(new StreamableHTTPClientTransport(new URL(mcpUrl), { requestInit: { headers } }));
+  return client;
+}
 
 // {binary, yaml, prefix: temp dir prefix, launcher: [cmd, ...args] to run contextd under (e.g.
 // valgrind), startSeconds} -> {origin, mcpUrl, pid, stop, stderr}. A contextd that exits before

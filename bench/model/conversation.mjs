@@ -14,15 +14,21 @@ import { segment, summaryText } from '../replay/segment.mjs';
 import { cutToTokens, SUMMARY_MAX_TOKENS } from '../replay/replay.mjs';
 
 export const VARIANTS = Object.freeze(['direct', 'clear-tool-uses', 'contextd-nofold', 'create-own-turn', 'create-first-turn',
-  'auto-fold', 'auto-fold+branches']);
+  'create-first-turn-inherited', 'auto-fold', 'auto-fold+branches']);
 // The variants of `bench/model/run.sh` with no flag (issue 17's set; the others are named).
 export const DEFAULT_VARIANTS = Object.freeze(['direct', 'contextd-nofold', 'create-own-turn', 'create-first-turn']);
 // Variants that go through contextd's gateway; of those, the ones whose agent opens branches, and
 // the ones with contextd's auto-fold on. `clear-tool-uses` is `direct` with the provider's
 // context editing (clear_tool_uses.mjs) applied by the double.
-export const THROUGH_CONTEXTD = new Set(['contextd-nofold', 'create-own-turn', 'create-first-turn', 'auto-fold', 'auto-fold+branches']);
-export const BRANCHING = new Set(['create-own-turn', 'create-first-turn', 'auto-fold+branches']);
+export const THROUGH_CONTEXTD = new Set(['contextd-nofold', 'create-own-turn', 'create-first-turn', 'create-first-turn-inherited',
+  'auto-fold', 'auto-fold+branches']);
+export const BRANCHING = new Set(['create-own-turn', 'create-first-turn', 'create-first-turn-inherited', 'auto-fold+branches']);
 export const AUTO_FOLD = new Set(['auto-fold', 'auto-fold+branches']);
+// Issue 33: the branch view contextd forwards while a branch is open (context_folding.branch_view).
+// Every branching variant runs with contextd's default (`isolated` from issue 33 on) but
+// `create-first-turn-inherited`: the same turns as create-first-turn with `branch_view: inherited`
+// (the whole transcript, as before issue 33).
+export const BRANCH_VIEW = Object.freeze({ 'create-first-turn-inherited': 'inherited' });
 // Variants that fold, one way or another (checked against the targets).
 export const FOLDING = new Set([...BRANCHING, ...AUTO_FOLD, 'clear-tool-uses']);
 export const MCP_SERVER = 'contextd';  // Claude Code names MCP tools mcp__<server>__<tool>
@@ -122,7 +128,7 @@ export function runTurns(enc, run, variant) {
     }
     if (seg && variant === 'create-own-turn') {
       turns.push({ actions: [{ kind: 'create', args: createArgs(seg, run.calls) }] });
-    } else if (seg) {  // create-first-turn, auto-fold+branches: branch_create beside the segment's first command
+    } else if (seg) {  // create-first-turn(-inherited), auto-fold+branches: branch_create beside the segment's first command
       turn.actions.unshift({ kind: 'create', args: createArgs(seg, run.calls) });
     }
     turns.push(turn);

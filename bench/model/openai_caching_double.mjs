@@ -9,13 +9,19 @@
 //   previously computed, starting at 1,024 tokens and increasing in 128-token increments."
 //   The prompt is read in the order tools, then messages. Each tool definition and each message
 //   is a segment whose identity is its canonical JSON; every prefix of every earlier request of
-//   the double counts as computed (no eviction: a replay runs in seconds). The common prefix is
+//   the double counts as computed (no eviction by default). The common prefix is
 //   the whole segments in common plus, in the first segment that differs, the tokens its text
 //   shares with a segment seen at that place; cached = that rounded down to a multiple of 128,
 //   or 0 below 1,024.
 // - Cached input at 0.1x (the GPT-5 family's list prices: cached input is a tenth of input),
 //   uncached input at 1x, no write premium. Output at 4x by default (`outputPrice`; the ratio
 //   the brief fixes; GPT-4.1 lists 4x, the GPT-5 family 8x).
+// - Lifetime: none by default. With `ttl` (seconds) and a replay clock (`now` per bill), the
+//   in-memory retention OpenAI documents for its prompt cache ("Cached prefixes generally remain
+//   active for 5 to 10 minutes of inactivity, up to a maximum of one hour"): a prefix lives `ttl`
+//   seconds after the last request that carried it, and at most `maxAge` (3,600) seconds after it
+//   was computed; then the next request that carries it computes it again. `ttlCaches` bills each
+//   request once more per such cache (see startOpenAICachingDouble).
 // - Validation as the API refuses (400, OpenAI's error shape): a `tool_calls` entry not answered
 //   by a `tool` message before the next other message, a `tool` message without its call, an
 //   unknown role, a call without an id, a function name or a string `arguments`.
@@ -32,6 +38,8 @@ import { clearToolUsesChat } from './clear_tool_uses.mjs';
 export const OPENAI_PRICE = Object.freeze({ input: 1, cached: 0.1, output: 4 });
 export const OPENAI_MIN_CACHE_TOKENS = 1024;
 export const OPENAI_CACHE_INCREMENT = 128;
+// "up to a maximum of one hour" (in-memory retention).
+export const OPENAI_MAX_AGE_SECONDS = 3600;
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool']);
 
 const partsText = (content) => (typeof content === 'string' ? content
@@ -82,13 +90,28 @@ const commonPrefix = (a, b) => {
 // The automatic prompt cache of one account.
 export class OpenAIPrefixCache {
   // `tokenize(text)` -> array of token ids; `memo` (segment id -> tokens) may be shared.
-  constructor({ tokenize, minCacheTokens = OPENAI_MIN_CACHE_TOKENS, increment = OPENAI_CACHE_INCREMENT, memo = new Map() }) {
+  // `ttl`: seconds a prefix lives after the last request that carried it (0: forever); `maxAge`:
+  // seconds it lives at most after it was computed (with a ttl).
+  constructor({ tokenize, minCacheTokens = OPENAI_MIN_CACHE_TOKENS, increment = OPENAI_CACHE_INCREMENT, memo = new Map(), ttl = 0, maxAge = OPENAI_MAX_AGE_SECONDS }) {
     this.tokenize = tokenize;
     this.minCacheTokens = minCacheTokens;
     this.increment = increment;
     this.memo = memo;
-    this.seen = new Set();     // chain hashes of every prefix (at segment boundaries) computed
-    this.next = new Map();     // chain hash -> texts of the segments seen right after it
+    this.ttl = ttl;
+    this.maxAge = maxAge;
+    this.seen = new Map();     // chain hash of every prefix (at segment boundaries) computed -> {created, last}
+    this.next = new Map();     // chain hash -> Map(text of a segment seen right after it -> {created, last})
+  }
+
+  alive(rec, now) {
+    return rec !== undefined && (this.ttl <= 0 || (now - rec.last <= this.ttl && now - rec.created <= this.maxAge));
+  }
+
+  // Marks `key` of `map` used at `now` (computed anew when it is gone).
+  touch(map, key, now) {
+    const rec = map.get(key);
+    if (this.alive(rec, now)) rec.last = now;
+    else map.set(key, { created: now, last: now });
   }
 
   tokensOf(segment) {
@@ -100,9 +123,10 @@ export class OpenAIPrefixCache {
     return n;
   }
 
-  // Bills the input of `body` and records its prefixes: {input_tokens, cache_read, uncached,
-  // common} (`common`: tokens shared with an earlier prompt, before rounding).
-  bill(body) {
+  // Bills the input of `body` at replay time `now` (seconds) and records its prefixes:
+  // {input_tokens, cache_read, uncached, common} (`common`: tokens shared with an earlier live
+  // prompt, before rounding).
+  bill(body, now = 0) {
     const segments = chatSegments(body);
     const root = createHash('sha256').update(String(body.model ?? '')).digest('base64');
     let h = root;
@@ -116,7 +140,7 @@ export class OpenAIPrefixCache {
       hashes.push(h);
     }
     let k = -1;  // last segment of the longest whole-segment prefix seen before
-    while (k + 1 < segments.length && this.seen.has(hashes[k + 1])) k++;
+    while (k + 1 < segments.length && this.alive(this.seen.get(hashes[k + 1]), now)) k++;
     let common = k >= 0 ? cum[k] : 0;
     if (k + 1 < segments.length) {
       const before = k >= 0 ? hashes[k] : root;
@@ -124,16 +148,23 @@ export class OpenAIPrefixCache {
       if (candidates) {
         const mine = this.tokenize(segments[k + 1].text);
         let best = 0;
-        for (const text of candidates) best = Math.max(best, commonPrefix(mine, this.tokenize(text)));
+        for (const [text, rec] of candidates) if (this.alive(rec, now)) best = Math.max(best, commonPrefix(mine, this.tokenize(text)));
         common += best;
       }
     }
+    // What was read is used (refreshed); what follows was computed by this request (new, even
+    // where an older copy of the same prefix is still alive: the prompt's KV is one computation).
     for (let i = 0; i < segments.length; i++) {
-      if (this.seen.has(hashes[i])) continue;
-      this.seen.add(hashes[i]);
+      if (this.ttl <= 0 && this.seen.has(hashes[i])) continue;
       const before = i > 0 ? hashes[i - 1] : root;
-      if (!this.next.has(before)) this.next.set(before, new Set());
-      this.next.get(before).add(segments[i].text);
+      if (!this.next.has(before)) this.next.set(before, new Map());
+      if (i <= k) {
+        this.touch(this.seen, hashes[i], now);
+        this.touch(this.next.get(before), segments[i].text, now);
+      } else {
+        this.seen.set(hashes[i], { created: now, last: now });
+        this.next.get(before).set(segments[i].text, { created: now, last: now });
+      }
     }
     const cached = common >= this.minCacheTokens ? Math.floor(common / this.increment) * this.increment : 0;
     return { input_tokens: total, cache_read: cached, cache_write: 0, uncached: total - cached, common };
@@ -155,14 +186,20 @@ export function chatMessageOf(content) {
 
 // Starts the double on 127.0.0.1:0; `double.url` ends in /v1 (an OpenAI base URL). Script turns
 // with `double.enqueue({content: [blocks]})`. `double.records`: {headers, body (as billed),
-// usage: {input_tokens, cache_read, cache_write: 0, uncached, output_tokens, cost, cleared}}.
-export async function startOpenAICachingDouble({ tokenize, minCacheTokens, increment, memo, price = OPENAI_PRICE, clearToolUses = null } = {}) {
+// usage: {input_tokens, cache_read, cache_write: 0, uncached, output_tokens, cost, cleared,
+// ttl}}. `ttlCaches` ([{name, ttl, maxAge}]): caches with a lifetime billed beside the main one,
+// each at the replay time set with `double.setTimes({name: seconds})`; `usage.ttl[name]` =
+// {cache_read, cache_write: 0, uncached, cost}.
+export async function startOpenAICachingDouble({ tokenize, minCacheTokens, increment, memo, price = OPENAI_PRICE, clearToolUses = null, ttlCaches = [] } = {}) {
   const cache = new OpenAIPrefixCache({ tokenize, minCacheTokens, increment, memo });
+  const timed = ttlCaches.map((t) => ({ name: t.name, cache: new OpenAIPrefixCache({ tokenize, minCacheTokens, increment, memo, ttl: t.ttl, maxAge: t.maxAge }) }));
+  const times = {};
   const count = (text) => tokenize(text).length;
   const queue = [];
   let seq = 0;
   const double = {
     url: '', cache, records: [], errors: [],
+    setTimes: (t) => Object.assign(times, t),
     enqueue: (turn) => queue.push(turn),
     skip: () => queue.shift(),  // drops the turn of a refused request
     close: () => new Promise((resolve) => { server.closeAllConnections?.(); server.close(() => resolve()); }),
@@ -205,6 +242,13 @@ export async function startOpenAICachingDouble({ tokenize, minCacheTokens, incre
         const output_tokens = count(segmentText('message', message));
         const usage = { ...billed, output_tokens, cleared };
         usage.cost = openAICostOf(usage, price);
+        if (timed.length) {
+          usage.ttl = {};
+          for (const t of timed) {
+            const b = t.cache.bill(body, times[t.name] ?? 0);
+            usage.ttl[t.name] = { cache_read: b.cache_read, cache_write: 0, uncached: b.uncached, cost: openAICostOf({ ...b, output_tokens }, price) };
+          }
+        }
         double.records.push({ headers: req.headers, body, usage });
         return send(res, 200, {
           id: `chatcmpl-bench-${++seq}`, object: 'chat.completion', created: 1700000000 + seq, model: body.model ?? 'gpt-bench',

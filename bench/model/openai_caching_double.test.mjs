@@ -109,3 +109,37 @@ test('the double answers scripted turns as Chat completions, bills them and refu
     await double.close();
   }
 });
+
+test('with a TTL, a prefix lives ttl seconds after the last request that carried it, an hour at most', () => {
+  const c = new OpenAIPrefixCache({ tokenize: words, minCacheTokens: 0, increment: 1, ttl: 300 });
+  const base = [{ role: 'system', content: say(100, 's') }, user(10, 'u')];
+  const at = (now, messages = base) => c.bill({ model: 'gpt-bench', messages }, now).cache_read;
+  assert.equal(at(0), 0);
+  assert.equal(at(200), 110);
+  assert.equal(at(500), 110);   // 300 s after the last use: still alive
+  assert.equal(at(801), 0);     // 301 s of inactivity: computed again
+  // A longer prompt keeps its shorter prefixes alive (they are part of it).
+  at(900, [...base, assistant(10, 'a'), user(5, 'v')]);
+  assert.equal(at(1150), 110);
+  // Used every 250 s, it still goes at 3,600 s after it was computed (here at 801).
+  for (let t = 1400; t <= 4400; t += 250) assert.equal(at(t), 110, `t=${t}`);
+  assert.equal(at(4650), 0);    // 3,849 s after 801
+  assert.equal(at(4700), 110);  // computed again at 4,650
+  // Without a TTL nothing expires.
+  const forever = exact();
+  bill(forever, base);
+  assert.equal(forever.bill({ model: 'gpt-bench', messages: base }, 1e9).cache_read, 110);
+});
+
+test('a prompt computed again after its hour is new as a whole: the next request reads it all', () => {
+  const c = new OpenAIPrefixCache({ tokenize: words, minCacheTokens: 0, increment: 1, ttl: 300 });
+  const grow = (n) => [{ role: 'system', content: say(100, 's') }, ...Array.from({ length: n }, (_, i) => user(10, `u${i}`))];
+  // One more message every 200 s: each request reads the last one's prompt whole.
+  let t = 0;
+  for (let n = 1; t <= 3600; n++, t += 200) assert.equal(c.bill({ model: 'gpt-bench', messages: grow(n) }, t).cache_read, t === 0 ? 0 : 100 + 10 * (n - 1), `t=${t}`);
+  // At 3,800 s the system prompt (computed at 0) is past its hour: nothing is read and the whole
+  // prompt is computed again; the next request reads all of it, not only what expired.
+  const n = 3800 / 200 + 1;
+  assert.equal(c.bill({ model: 'gpt-bench', messages: grow(n) }, 3800).cache_read, 0);
+  assert.equal(c.bill({ model: 'gpt-bench', messages: grow(n + 1) }, 4000).cache_read, 100 + 10 * n);
+});

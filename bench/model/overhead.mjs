@@ -5,7 +5,7 @@
 // its decisions, and relaying. See OVERHEAD.md.
 //
 //   node bench/model/overhead.mjs --binary PATH --out DIR [--n 200] [--warmup 20] [--lane 10]
-//        [--seed 1] [--modes steady,cold,stream,floor]
+//        [--seed 1] [--modes steady,cold,stream,floor,branch] [--gap-ms 10]
 //
 // Modes (each measured direct and through contextd, interleaved request by request, one request
 // in flight, keep-alive connections on both hops):
@@ -18,12 +18,23 @@
 // - stream: steady, with `stream: true`; time to the first SSE event (message_start).
 // - floor: steady, but contextd gets the request at /v1/bench-floor, which its gateway forwards
 //   untouched (no parse, fold, scrub, count or save): the relay's own cost, for comparison.
+// - branch (issue 33; not in the default modes, needs tools/npm/e2e): steady INSIDE an open
+//   branch, through two more contextd processes, one with the default branch view (isolated) and
+//   one with `context_folding.branch_view: inherited`, side by side with direct (three paths,
+//   the order rotating). A lane sends the parent (151 - 2 * lane messages, ending with a tool
+//   result; not measured), an assistant turn calling mcp__contextd__branch_create, for which the
+//   driver calls each contextd's real branch_create over /mcp with the lane's conversation id,
+//   then the branch: the create result (the branch's first request, not measured), and one
+//   request per added tool_use + tool_result pair (measured), each with the whole history, as
+//   Claude Code sends it; at the lane's end the branch is returned over /mcp. `--gap-ms` (10)
+//   pauses before each request, so that a contextd's work posted after its answer does not land
+//   on the next path's request (the order rotates per request and per lane).
 // With `--callgrind N` it measures instead, with contextd under valgrind's callgrind, the
 // user-space instructions per request of N requests of each mode (contextd only, no direct
 // path): steadier than milliseconds on a shared VM. The profile stays in --out for
 // callgrind_annotate.
 import { execFileSync } from 'node:child_process';
-import { spawnContextd } from './contextd_process.mjs';
+import { spawnContextd, connectMcp } from './contextd_process.mjs';
 import { createServer, Agent, request as httpRequest } from 'node:http';
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
@@ -36,7 +47,10 @@ const MODEL = 'claude-sonnet-4-5';
 export const BASE_MESSAGES = 150;
 
 // Issue targets (ms): added p50 latency on a 100k-token request, and added time to first byte.
-export const TARGETS = Object.freeze({ added_p50_ms: 1, added_ttfb_ms: 1 });
+// Issue 33 (branch mode): the isolated view adds no more than the inherited one.
+export const TARGETS = Object.freeze({ added_p50_ms: 1, added_ttfb_ms: 1, branch_view_added_vs_inherited: 'no more' });
+// The text that opens contextd's isolated branch view (issue 33).
+const BRANCH_VIEW_MARK = '[contextd] Branch';
 
 // ---------------------------------------------------------------------------------------------
 // A deterministic Claude Code conversation.
@@ -268,11 +282,35 @@ export function buildConversation(seed, total) {
 // The request body with the first `n` messages, a breakpoint on the last block. The `stream`
 // member comes before the big members so the double can read it from the first bytes.
 export function requestBody(conv, n, stream) {
-  const messages = conv.messages.slice(0, n).map((m, i) => (i === n - 1
+  return bodyOf(conv, conv.messages.slice(0, n), stream);
+}
+
+// The request body of `messages` (with conv's system and tools), a breakpoint on the last block.
+export function bodyOf(conv, messages, stream = false) {
+  const n = messages.length;
+  const marked = messages.map((m, i) => (i === n - 1
     ? { ...m, content: m.content.map((b, j) => (j === m.content.length - 1 ? { ...b, cache_control: { type: 'ephemeral' } } : b)) }
     : m));
   return Buffer.from(JSON.stringify({ model: MODEL, max_tokens: 32000, stream, system: conv.system,
-    tools: conv.tools, messages }));
+    tools: conv.tools, messages: marked }));
+}
+
+// Branch mode: the parent's length (odd: it ends with a tool result) for lanes of `lane` pairs,
+// so that the measured requests have 135 ... 153 messages at lane 10 (median ~100k tokens).
+export const branchParentMessages = (lane) => BASE_MESSAGES + 1 - 2 * lane;
+
+// The assistant turn that opens a branch in lane `k`, and the user turn with its result
+// (`result`: branch_create's structuredContent, as Claude Code shows an MCP result).
+export function branchCreateTurn(k) {
+  return { role: 'assistant', content: [
+    { type: 'text', text: 'The failures look unrelated to each other; I will explore them in a branch and keep only the cause.' },
+    { type: 'tool_use', id: `toolu_01Branch${String(k).padStart(14, '0')}`, name: 'mcp__contextd__branch_create',
+      input: { description: 'debugging: why the handler tests fail', prompt: 'Read the failing tests and the handlers they call; report the cause in three lines.' } },
+  ] };
+}
+export function branchResultTurn(createTurn, result) {
+  return { role: 'user', content: [{ type: 'tool_result', tool_use_id: createTurn.content[1].id,
+    content: [{ type: 'text', text: JSON.stringify(result) }] }] };
 }
 
 // Tokens the model reads (o200k_base): system and message text, tool inputs and results, tools.
@@ -381,18 +419,20 @@ export function percentile(values, p) {
 }
 
 function parseArgs(argv) {
-  const opts = { n: 200, warmup: 20, lane: 10, seed: 1, modes: ['steady', 'cold', 'stream', 'floor'], callgrind: 0 };
+  const opts = { n: 200, warmup: 20, lane: 10, seed: 1, modes: ['steady', 'cold', 'stream', 'floor'], callgrind: 0, gapMs: 10 };
   for (let i = 0; i < argv.length; i++) {
     const key = argv[i].replace(/^--/, '');
     const value = argv[++i];
     if (value === undefined) throw new Error(`--${key} needs a value`);
     if (['n', 'warmup', 'lane', 'seed', 'callgrind'].includes(key)) opts[key] = Number(value);
+    else if (key === 'gap-ms') opts.gapMs = Number(value);
     else if (key === 'modes') opts.modes = value.split(',').filter(Boolean);
     else if (['binary', 'out'].includes(key)) opts[key] = value;
     else throw new Error(`unknown option --${key}`);
   }
   if (!opts.binary || !opts.out) throw new Error('--binary and --out are required');
   if (opts.lane < 1 || 2 * opts.lane >= BASE_MESSAGES) throw new Error('--lane must be in [1, 74]');
+  for (const m of opts.modes) if (!['steady', 'cold', 'stream', 'floor', 'branch'].includes(m)) throw new Error(`unknown mode ${m}`);
   return opts;
 }
 
@@ -459,7 +499,7 @@ async function main() {
     if (workload.redacted === 0) process.stderr.write('warning: contextd forwarded no redaction; is the scrubber on?\n');
     if (sent.length !== base.length) throw new Error('the double did not receive the direct body whole');
 
-    for (const mode of opts.modes) {
+    for (const mode of opts.modes.filter((m) => m !== 'branch')) {
       const samples = { direct: [], contextd: [] };
       const cpu0 = cpuSeconds(contextd.pid);
       const sent0 = viaContextd;
@@ -503,6 +543,7 @@ async function main() {
         contextd_cpu_ms_per_request: cpu0 === null ? null : ((cpu1 - cpu0) * 1000) / (viaContextd - sent0) };
       process.stderr.write(`${mode}: direct p50 ${stats.direct.p50.toFixed(3)} ms, contextd p50 ${stats.contextd.p50.toFixed(3)} ms\n`);
     }
+    if (opts.modes.includes('branch')) results.branch = await branchMode(opts, conv, double, paths.direct);
   } finally {
     for (const p of Object.values(paths)) p.agent.destroy();
     await contextd.stop();
@@ -511,7 +552,135 @@ async function main() {
   mkdirSync(opts.out, { recursive: true });
   const file = join(opts.out, 'model-overhead.json');
   writeFileSync(file, JSON.stringify(results, null, 1) + '\n');
-  process.stdout.write(table(results) + `results: ${file}\n`);
+  process.stdout.write((Object.keys(results.modes).length ? table(results) : '') + (results.branch ? branchTable(results) : '') + `results: ${file}\n`);
+}
+
+// The contextd config of branch mode: the gateway, branches as the model bench opens them (rate
+// limit off, 32k budgets: a lane's branch spans ~13k tokens at lane 10) and the branch view.
+export function branchConfig(upstreamUrl, view) {
+  return ['context_folding:', '  default_budget: 32768', '  max_budget: 32768', '  branch_creation_rate_limit: 100000/minute',
+    ...(view ? [`  branch_view: ${view}`] : []), 'model_gateway:', '  anthropic:', `    base_url: ${upstreamUrl}`, ''].join('\n');
+}
+
+// Branch mode (see the header): direct, contextd with the isolated view (its default) and with
+// `branch_view: inherited`, request by request, the order rotating.
+async function branchMode(opts, conv, double, direct) {
+  const servers = {};
+  const unsupported = {};
+  for (const [name, view] of [['isolated', null], ['inherited', 'inherited']]) {
+    try {
+      servers[name] = await spawnContextd({ binary: opts.binary, yaml: branchConfig(double.url, view), prefix: 'contextd-model-overhead-' });
+    } catch (e) {
+      if (!view || !/branch_view/.test(e.stderr ?? '')) throw e;
+      unsupported[name] = 'contextd refused context_folding.branch_view: this build predates issue 33';
+      process.stderr.write(`branch: ${name} not run: ${unsupported[name]}\n`);
+    }
+  }
+  const names = Object.keys(servers);
+  const paths = { direct, ...Object.fromEntries(names.map((n) => [n, { origin: servers[n].origin, agent: new Agent({ keepAlive: true, maxSockets: 1 }) }])) };
+  const order = ['direct', ...names];
+  const samples = Object.fromEntries(order.map((p) => [p, []]));
+  const entry = Object.fromEntries(order.map((p) => [p, []]));  // each branch's first request
+  const forwarded = Object.fromEntries(names.map((n) => [n, { bytes: [], view: 0, requests: 0 }]));
+  const cpu0 = Object.fromEntries(names.map((n) => [n, cpuSeconds(servers[n].pid)]));
+  const sent0 = { requests: 0 };
+  const parentN = branchParentMessages(opts.lane);
+  const parent = conv.messages.slice(0, parentN);
+  let rotate = 0;
+  let lanes = 0;
+  // One request on every path; `bodies[p]` is path p's body. Returns {path: timing}.
+  const round = async (bodies, session) => {
+    const out = {};
+    // The order rotates per round and per lane (a lane's rounds are a multiple of 3: without the
+    // lane, each place in a branch would always see the same order).
+    const first = (rotate + lanes) % order.length;
+    const turn = order.slice(first).concat(order.slice(0, first));
+    rotate++;
+    for (const p of turn) {
+      // A pause before each request lets the last one's posted work (trail, frontier) finish, as
+      // the seconds between an agent's requests do; else it lands on the next path's request.
+      if (opts.gapMs > 0) await new Promise((r) => setTimeout(r, opts.gapMs));
+      const t = await post(paths[p].agent, paths[p].origin, bodies[p], session);
+      if (t.status !== 200) throw new Error(`branch ${p}: status ${t.status}; contextd stderr:\n${servers[p]?.stderr() ?? ''}`);
+      if (p !== 'direct') {
+        const last = double.last();
+        forwarded[p].bytes.push(last.length);
+        forwarded[p].requests++;
+        if (last.includes(BRANCH_VIEW_MARK)) forwarded[p].view++;
+      }
+      out[p] = t;
+    }
+    sent0.requests++;
+    return out;
+  };
+  try {
+    let done = 0;
+    const total = opts.warmup + opts.n;
+    while (done < total) {
+      const session = `overhead-branch-${process.pid}-${++lanes}`;
+      const clients = {};
+      for (const n of names) clients[n] = await connectMcp(servers[n].mcpUrl, { [SESSION_HEADER]: session });
+      try {
+        const same = (body) => Object.fromEntries(order.map((p) => [p, body]));
+        await round(same(bodyOf(conv, parent)), session);  // the parent: new to contextd, not measured
+        const create = branchCreateTurn(lanes);
+        const results = {};
+        for (const n of names) {
+          const r = await clients[n].callTool({ name: 'branch_create', arguments: create.content[1].input });
+          if (r.isError || !r.structuredContent?.branch_id) throw new Error(`branch_create (${n}) failed: ${JSON.stringify(r.content)}`);
+          results[n] = r.structuredContent;
+        }
+        results.direct = results[names[0]];
+        const history = (p, k) => [...parent, create, branchResultTurn(create, results[p]), ...conv.messages.slice(parentN, parentN + 2 * k)];
+        const bodies = (k) => Object.fromEntries(order.map((p) => [p, bodyOf(conv, history(p, k))]));
+        const first = await round(bodies(0), session);  // the branch's first request: its view is new
+        for (const p of order) entry[p].push(first[p].total);
+        for (let k = 1; k <= opts.lane && done < total; k++, done++) {
+          const t = await round(bodies(k), session);
+          if (done >= opts.warmup) for (const p of order) samples[p].push({ ...t[p], step: k });
+        }
+        for (const n of names) {
+          await clients[n].callTool({ name: 'branch_return', arguments: { branch_id: results[n].branch_id, message: 'The handlers drop the tenant id.' } });
+        }
+      } finally {
+        for (const c of Object.values(clients)) await c.close().catch(() => {});
+      }
+    }
+  } finally {
+    for (const n of names) cpu0[n] = cpu0[n] === null ? null : { start: cpu0[n], end: cpuSeconds(servers[n].pid) };
+    for (const n of names) paths[n].agent.destroy();
+    for (const n of names) await servers[n].stop();
+  }
+  const stats = {};
+  for (const p of order) {
+    const v = samples[p].map((t) => t.total);
+    stats[p] = { p50: percentile(v, 50), p90: percentile(v, 90), p99: percentile(v, 99), max: Math.max(...v), entry_p50: percentile(entry[p], 50) };
+    // By the request's place in its branch (1 = the first after the branch's entry), p50 and p90.
+    stats[p].by_step = Array.from({ length: opts.lane }, (_, i) => {
+      const w = samples[p].filter((t) => t.step === i + 1).map((t) => t.total);
+      return w.length ? [percentile(w, 50), percentile(w, 90)] : null;
+    });
+  }
+  for (const n of names) {
+    const diffs = samples[n].map((t, i) => t.total - samples.direct[i].total);
+    Object.assign(stats[n], {
+      added_p50: stats[n].p50 - stats.direct.p50, added_p90: stats[n].p90 - stats.direct.p90, added_p99: stats[n].p99 - stats.direct.p99,
+      paired_diff_p50: percentile(diffs, 50), paired_diff_p90: percentile(diffs, 90), paired_diff_p99: percentile(diffs, 99),
+      forwarded_bytes_p50: percentile(forwarded[n].bytes, 50), view_requests: forwarded[n].view, forwarded_requests: forwarded[n].requests,
+      contextd_cpu_ms_per_request: cpu0[n]?.end == null ? null : ((cpu0[n].end - cpu0[n].start) * 1000) / sent0.requests,
+    });
+  }
+  const out = { measured: samples.direct.length, lanes, lane_pairs: opts.lane, parent_messages: parentN, gap_ms: opts.gapMs,
+    messages_measured: [parentN + 4, parentN + 2 + 2 * opts.lane], unsupported, paths: stats };
+  if (stats.isolated && stats.inherited) {
+    const d = samples.isolated.map((t, i) => t.total - samples.inherited[i].total);
+    out.isolated_minus_inherited = { p50: percentile(d, 50), p90: percentile(d, 90), p99: percentile(d, 99) };
+    out.target_met = stats.isolated.added_p50 <= stats.inherited.added_p50;
+  }
+  if (stats.isolated && stats.isolated.view_requests === 0) {
+    process.stderr.write('branch: the isolated contextd forwarded no branch view (no "[contextd] Branch" message): this build predates issue 33\n');
+  }
+  return out;
 }
 
 // Instructions per request of each mode under callgrind (contextd only). Each mode: a lane's first
@@ -578,6 +747,29 @@ async function callgrindMain(opts, conv, results) {
 }
 
 const f3 = (v) => (v === null || v === undefined ? '' : v.toFixed(3));
+
+// Branch mode's table: added latency inside an open branch, with and without the isolated view.
+export function branchTable(results) {
+  const b = results.branch;
+  let s = `branch mode: inside an open branch, ${b.measured} requests per path (${b.messages_measured[0]}-${b.messages_measured[1]} ` +
+    `messages; parent ${b.parent_messages}; ${b.lanes} lanes of ${b.lane_pairs} pairs), one in flight, keep-alive, ${b.gap_ms} ms between requests\n\n` +
+    '| path (ms) | p50 | p90 | p99 | added p50 | added p90 | added p99 | paired diff p50 / p90 / p99 | forwarded KiB (p50) | requests with the view | CPU/req | branch entry p50 |\n' +
+    '|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|\n';
+  for (const [p, m] of Object.entries(b.paths)) {
+    const label = { direct: 'direct', isolated: 'contextd, isolated view (default)', inherited: 'contextd, branch_view: inherited' }[p];
+    s += `| ${label} | ${f3(m.p50)} | ${f3(m.p90)} | ${f3(m.p99)} | ${f3(m.added_p50)} | ${f3(m.added_p90)} | ${f3(m.added_p99)} | ` +
+      `${p === 'direct' ? '' : `${f3(m.paired_diff_p50)} / ${f3(m.paired_diff_p90)} / ${f3(m.paired_diff_p99)}`} | ` +
+      `${m.forwarded_bytes_p50 ? (m.forwarded_bytes_p50 / 1024).toFixed(0) : ''} | ${p === 'direct' ? '' : `${m.view_requests} / ${m.forwarded_requests}`} | ` +
+      `${f3(m.contextd_cpu_ms_per_request)} | ${f3(m.entry_p50)} |\n`;
+  }
+  for (const [p, why] of Object.entries(b.unsupported)) s += `\n${p}: not run (${why})\n`;
+  if (b.isolated_minus_inherited) {
+    const d = b.isolated_minus_inherited;
+    s += `\nisolated - inherited, same request: p50 ${f3(d.p50)} ms, p90 ${f3(d.p90)} ms, p99 ${f3(d.p99)} ms. ` +
+      `Target (added p50 with the view <= without it): ${b.target_met ? 'met' : 'MISSED'}\n`;
+  }
+  return s + '\n';
+}
 
 export function table(results) {
   const w = results.workload;

@@ -4,7 +4,9 @@
 # steady state (the conversation grows by one turn per request), cold (a new conversation each
 # time) and streaming time to first event, and the added latency against the issue's targets.
 #   bench/model/overhead.sh [BUILD_DIR] [--n 200] [--warmup 20] [--lane 10] [--seed 1]
-#                           [--modes steady,cold,stream,floor] [--callgrind N]
+#                           [--modes steady,cold,stream,floor,branch] [--callgrind N]
+# `branch` (issue 33: added latency inside an open branch, isolated view and inherited side by
+# side with direct) is not in the default modes and needs tools/npm/e2e (the MCP SDK).
 # BUILD_DIR defaults to build/release (binary BUILD_DIR/src/cli/contextd; CONTEXTD_BINARY
 # overrides). Needs node and tools/npm/tokens (scripts/install-deps.sh). Results:
 # $MODEL_OVERHEAD_OUT/model-overhead.json (default $TMPDIR, else /tmp).
@@ -24,5 +26,11 @@ if [ ! -d "$root/tools/npm/tokens/node_modules" ]; then
   echo "bench/model/overhead: tools/npm/tokens is not installed: run scripts/install-deps.sh" >&2
   exit 1
 fi
+case " $* " in *branch*)
+  if [ ! -d "$root/tools/npm/e2e/node_modules" ]; then
+    echo "bench/model/overhead: --modes branch needs tools/npm/e2e: run scripts/install-deps.sh" >&2
+    exit 1
+  fi ;;
+esac
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg); contextd: $binary"
 exec node "$here/overhead.mjs" --binary "$binary" --out "$out" "$@"

@@ -3,7 +3,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Agent, request } from 'node:http';
-import { BASE_MESSAGES, buildConversation, requestBody, startDouble, percentile } from './overhead.mjs';
+import { BASE_MESSAGES, buildConversation, requestBody, startDouble, percentile, bodyOf, branchParentMessages, branchCreateTurn,
+  branchResultTurn, branchConfig } from './overhead.mjs';
 
 test('the conversation is deterministic, ~400 KB, Claude Code shaped, with secrets', () => {
   const a = requestBody(buildConversation(1, BASE_MESSAGES), BASE_MESSAGES, false);
@@ -53,4 +54,24 @@ test('the double answers JSON and SSE, the first event at once', async () => {
 test('percentile', () => {
   assert.equal(percentile([3, 1, 2, 4], 50), 2);
   assert.equal(percentile([3, 1, 2, 4], 99), 4);
+});
+
+test('branch mode: the parent ends with a tool result, the branch opens with a create call and its result', () => {
+  const lane = 10;
+  const conv = buildConversation(1, BASE_MESSAGES + 2 * lane);
+  const n = branchParentMessages(lane);
+  const parent = conv.messages.slice(0, n);
+  assert.equal(parent.at(-1).role, 'user');
+  assert.equal(parent.at(-1).content[0].type, 'tool_result');
+  const create = branchCreateTurn(3);
+  assert.equal(create.content[1].name, 'mcp__contextd__branch_create');
+  const result = branchResultTurn(create, { branch_id: 'br_1' });
+  const branch = conv.messages.slice(n, n + 2 * lane);
+  assert.equal(branch[0].role, 'assistant');
+  const body = JSON.parse(bodyOf(conv, [...parent, create, result, ...branch]).toString());
+  assert.equal(body.messages.length, n + 2 + 2 * lane);
+  assert.equal(body.messages[n + 1].content[0].tool_use_id, create.content[1].id);
+  assert.ok(body.messages.at(-1).content.at(-1).cache_control);
+  assert.match(branchConfig('http://127.0.0.1:9', 'inherited'), /context_folding:\n(?: {2}\S.*\n)* {2}branch_view: inherited\nmodel_gateway:\n {2}anthropic:\n {4}base_url: http:\/\/127.0.0.1:9\n/);
+  assert.doesNotMatch(branchConfig('http://127.0.0.1:9', null), /branch_view/);
 });

@@ -50,9 +50,45 @@ export function fold(messages) {
   return out;
 }
 
+const blocksOf = (m) => (typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content);
+const resultText = (b) => (typeof b.content === 'string' ? b.content : (b.content ?? []).map((c) => c.text ?? '').join('\n'));
+
+// Issue 33's isolated view in a few lines: while a branch is open (its branch_create answered,
+// no branch_return answered after it), the messages before the first assistant turn, then one
+// user message `[contextd] Branch <id>` with the create's description and prompt, its result and
+// the results of the calls made beside it, then the branch's own turns; null when no branch is
+// open. A breakpoint on the create's results moves to that message.
+export function isolatedView(messages) {
+  let open = null;
+  messages.forEach((m, i) => {
+    if (m.role !== 'assistant') return;
+    for (const b of blocksOf(m)) {
+      if (isCall(b, 'branch_create')) open = { message: i, call: b };
+      if (isCall(b, 'branch_return') && open) open.returning = b.id;
+    }
+  });
+  if (!open) return null;
+  const answer = messages[open.message + 1];
+  if (!answer) return null;
+  const answered = (id) => messages.some((m) => m.role === 'user' && blocksOf(m).some((b) => b.type === 'tool_result' && b.tool_use_id === id));
+  if (open.returning && answered(open.returning)) return null;
+  const results = blocksOf(answer).filter((b) => b.type === 'tool_result');
+  const created = results.find((b) => b.tool_use_id === open.call.id);
+  if (!created) return null;
+  const id = (() => { try { return JSON.parse(resultText(created)).branch_id; } catch { return '?'; } })();
+  const text = [`[contextd] Branch ${id}`, `description: ${open.call.input?.description ?? ''}`, `prompt: ${open.call.input?.prompt ?? ''}`,
+    `branch_create result: ${resultText(created)}`, ...results.filter((b) => b !== created).map((b) => `result: ${resultText(b)}`),
+    ...blocksOf(answer).filter((b) => b.type === 'text').map((b) => b.text)].join('\n');
+  const marked = blocksOf(answer).some((b) => b.cache_control);
+  const first = messages.findIndex((m) => m.role === 'assistant');
+  return [...messages.slice(0, first), { role: 'user', content: [{ type: 'text', text, ...(marked ? { cache_control: { type: 'ephemeral' } } : {}) }] },
+    ...messages.slice(open.message + 2)];
+}
+
 // A stand-in for contextd's /v1/messages: folds and forwards to `upstream` (non-streaming and
-// streaming bodies passed through). Records the session header of each request.
-export async function startReferenceGateway(upstream) {
+// streaming bodies passed through); with `view: 'isolated'`, a request sent while a branch is
+// open gets isolatedView. Records the session header of each request.
+export async function startReferenceGateway(upstream, { view = 'inherited' } = {}) {
   const seen = [];
   const server = createServer((req, res) => {
     const chunks = [];
@@ -61,7 +97,7 @@ export async function startReferenceGateway(upstream) {
       if (req.method !== 'POST' || !req.url.startsWith('/v1/messages')) { res.writeHead(404); res.end(); return; }
       seen.push(req.headers['x-claude-code-session-id']);
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-      body.messages = fold(body.messages);
+      body.messages = (view === 'isolated' && isolatedView(body.messages)) || fold(body.messages);
       const r = await fetch(upstream + req.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
       res.writeHead(r.status, { 'content-type': r.headers.get('content-type') });
       res.end(await r.text());

@@ -6,6 +6,7 @@
 //        [--api anthropic|chat] [--limit N] [--only SUBSTRING] [--session-runs 3] [--stream]
 //        [--kinds single,session] [--form minimal|claude-code]
 //        [--trigger N] [--keep K] [--min-result M] [--clear-at-least C]
+//        [--cache-ttl S] [--step-seconds A[,B...]] [--output-tps R] [--cache-refresh prefix|entry]
 //
 // `--api anthropic` (default): Claude Code's Messages requests to a double billing like Anthropic's
 // prompt cache (caching_double.mjs). `--api chat`: the same conversations as Chat Completions
@@ -15,30 +16,34 @@
 // Per conversation and variant: a fresh double and, for the contextd variants, a fresh
 // `contextd serve --transport http` whose model_gateway upstream is that double. Every request
 // carries the whole history; the double answers with the next recorded step.
-import { spawnContextd } from './contextd_process.mjs';
+//
+// Cache lifetime (`--cache-ttl S`, 0 = none): a replay clock gives each request a time (each
+// request takes `--step-seconds` plus its output tokens / `--output-tps`), and the double bills
+// every request a second time in a cache whose entries expire S seconds after their last use (one
+// such cache per --step-seconds value): one run gives the numbers with and without expiry.
+// Branching variants also report the context a branch loses (lost_context.mjs).
+import { spawnContextd, connectMcp as connectMcpAt } from './contextd_process.mjs';
 import { mkdirSync, readdirSync, writeFileSync, existsSync } from 'node:fs';
 import { randomUUID, createHash } from 'node:crypto';
 
 import { join, resolve } from 'node:path';
 import { readTrajectories } from '../replay/trajectory.mjs';
 import { startCachingDouble, loadO200k, requestBlocks, messageFromSse } from './caching_double.mjs';
-import { startOpenAICachingDouble, chatSegments } from './openai_caching_double.mjs';
+import { startOpenAICachingDouble, chatSegments, OPENAI_MAX_AGE_SECONDS } from './openai_caching_double.mjs';
 import { CLEAR_DEFAULTS } from './clear_tool_uses.mjs';
 import { chatRequestBody, blocksOfChat } from './chat_form.mjs';
-import { summarize, markdown, TARGETS } from './report.mjs';
+import { summarize, markdown, markdown33, TARGETS, TARGETS_33, ttlRows, ttlNames } from './report.mjs';
+import { lostItems, requestText } from './lost_context.mjs';
 import {
-  VARIANTS, DEFAULT_VARIANTS, THROUGH_CONTEXTD, BRANCHING, AUTO_FOLD, SYSTEM, BASH_TOOL, loadedMcpTools, runOf,
+  VARIANTS, DEFAULT_VARIANTS, THROUGH_CONTEXTD, BRANCHING, AUTO_FOLD, BRANCH_VIEW, SYSTEM, BASH_TOOL, loadedMcpTools, runOf,
   conversationPlan, MCP_SERVER,
 } from './conversation.mjs';
 import {
   FORMS, claudeCodePrefix, claudeCodeTools, openingMessages, reasoningBlocks, SilentTurns, claudeCodeRequestBody, SILENT_TURN_REMINDER,
 } from './claude_code_form.mjs';
 
-export { summarize, TARGETS };
+export { summarize, TARGETS, TARGETS_33 };
 
-const here = new URL('.', import.meta.url).pathname;
-const root = resolve(here, '../..');
-const sdkRoot = join(root, 'tools/npm/e2e/node_modules/@modelcontextprotocol/sdk/dist/esm/');
 const MODEL = 'claude-sonnet-4-5';
 export const SESSION_HEADER = 'x-claude-code-session-id';
 export const AUTO_FOLD_HEADER = 'x-contextd-auto-fold';
@@ -47,14 +52,23 @@ const CC = Object.freeze({ type: 'ephemeral' });
 // contextd's auto-fold settings (model_gateway.auto_fold) as its defaults; --trigger also sets
 // the clear-tool-uses simulation's trigger (its other settings stay Anthropic's defaults).
 export const AUTO_FOLD_DEFAULTS = Object.freeze({ trigger: 100000, keep: 3, minResult: 200, clearAtLeast: 20000 });
+// The replay clock: each request takes `stepSeconds` (the command's run and the request's time
+// to its first token) plus its output tokens at `outputTps` tokens per second. The cache lifetime
+// `cacheTtl` is 0 (none) unless asked for.
+export const CLOCK_DEFAULTS = Object.freeze({ cacheTtl: 0, stepSeconds: [15], outputTps: 50, cacheRefresh: 'prefix' });
+// The text that opens contextd's isolated branch view (issue 33).
+export const BRANCH_VIEW_MARK = '[contextd] Branch';
 
 function parseArgs(argv) {
   const opts = {
     limit: Infinity, only: '', variants: [...DEFAULT_VARIANTS], sessionRuns: 3, stream: false, api: 'anthropic', form: 'minimal',
     kinds: ['single', 'session'],
-    ...AUTO_FOLD_DEFAULTS,
+    ...AUTO_FOLD_DEFAULTS, ...CLOCK_DEFAULTS,
   };
-  const numeric = { limit: 'limit', 'session-runs': 'sessionRuns', trigger: 'trigger', keep: 'keep', 'min-result': 'minResult', 'clear-at-least': 'clearAtLeast' };
+  const numeric = {
+    limit: 'limit', 'session-runs': 'sessionRuns', trigger: 'trigger', keep: 'keep', 'min-result': 'minResult', 'clear-at-least': 'clearAtLeast',
+    'cache-ttl': 'cacheTtl', 'output-tps': 'outputTps',
+  };
   for (let i = 0; i < argv.length; i++) {
     const key = argv[i].replace(/^--/, '');
     if (key === 'stream') { opts.stream = true; continue; }
@@ -65,6 +79,10 @@ function parseArgs(argv) {
       if (!Number.isFinite(opts[numeric[key]]) || opts[numeric[key]] < 0) throw new UsageError(`--${key}: not a number: ${value}`);
     } else if (key === 'variants') opts.variants = value.split(',').map((v) => v.trim()).filter(Boolean);
     else if (key === 'kinds') opts.kinds = value.split(',').map((v) => v.trim()).filter(Boolean);
+    else if (key === 'step-seconds') {
+      opts.stepSeconds = value.split(',').map(Number);
+      if (!opts.stepSeconds.length || opts.stepSeconds.some((x) => !Number.isFinite(x) || x < 0)) throw new UsageError(`--step-seconds: numbers, not ${value}`);
+    } else if (key === 'cache-refresh') opts.cacheRefresh = value;
     else if (['binary', 'workloads', 'out', 'only', 'api', 'form'].includes(key)) opts[key] = value;
     else throw new UsageError(`unknown option --${key}`);
   }
@@ -72,6 +90,8 @@ function parseArgs(argv) {
   for (const k of opts.kinds) if (!['single', 'session'].includes(k)) throw new UsageError(`--kinds: single and/or session, not ${k}`);
   if (!['anthropic', 'chat'].includes(opts.api)) throw new UsageError(`--api: anthropic or chat, not ${opts.api}`);
   if (!FORMS.includes(opts.form)) throw new UsageError(`--form: ${FORMS.join(' or ')}, not ${opts.form}`);
+  if (!['prefix', 'entry'].includes(opts.cacheRefresh)) throw new UsageError(`--cache-refresh: prefix or entry, not ${opts.cacheRefresh}`);
+  if (!(opts.outputTps > 0)) throw new UsageError('--output-tps must be > 0');
   if (opts.api === 'chat' && opts.form !== 'minimal') throw new UsageError('--form claude-code is for --api anthropic');
   if (opts.api === 'chat' && opts.stream) throw new UsageError('--stream is for --api anthropic (the Chat double answers JSON)');
   for (const k of ['workloads', 'out']) if (!opts[k]) throw new UsageError(`--${k} is required`);
@@ -85,12 +105,15 @@ function parseArgs(argv) {
 export class GatewayMissing extends Error {}
 // The binary refused model_gateway.auto_fold: it has no auto-fold (the variant is reported as such).
 export class AutoFoldMissing extends Error {}
+// The binary refused context_folding.branch_view: it predates issue 33 (reported as such).
+export class BranchViewMissing extends Error {}
 class UsageError extends Error {}
 
 // What the driver writes into contextd's config: folding as bench/replay, the gateway's upstreams
 // (`doubleUrl` is the double's origin, or for `api: 'chat'` its OpenAI base URL ending in /v1)
-// and, with `autoFold` ({trigger, keep, minResult, clearAtLeast}), auto-fold on.
-export function configYaml(doubleUrl, { gateway = true, api = 'anthropic', autoFold = null } = {}) {
+// and, with `autoFold` ({trigger, keep, minResult, clearAtLeast}), auto-fold on; `branchView`
+// ('isolated' or 'inherited') sets context_folding.branch_view (unset: contextd's default).
+export function configYaml(doubleUrl, { gateway = true, api = 'anthropic', autoFold = null, branchView = null } = {}) {
   const lines = [
     'context_folding:',
     '  default_budget: 32768',
@@ -98,6 +121,7 @@ export function configYaml(doubleUrl, { gateway = true, api = 'anthropic', autoF
     // A replay opens branches far faster than an agent does; the default 5/minute would refuse them.
     '  branch_creation_rate_limit: 100000/minute',
   ];
+  if (branchView) lines.push(`  branch_view: ${branchView}`);
   if (gateway) {
     lines.push('model_gateway:');
     if (api === 'chat') lines.push('  openai:', `    base_url: ${doubleUrl}`);
@@ -112,10 +136,14 @@ export function configYaml(doubleUrl, { gateway = true, api = 'anthropic', autoF
 
 // Starts contextd over HTTP with the gateway pointing at `doubleUrl`; resolves {origin, mcpUrl,
 // stop, stderr}. `gateway: false` leaves the gateway out of the config (for the driver's tests).
-export async function startContextd(binary, doubleUrl, { gateway = true, api = 'anthropic', autoFold = null } = {}) {
+export async function startContextd(binary, doubleUrl, { gateway = true, api = 'anthropic', autoFold = null, branchView = null } = {}) {
   try {
-    return await spawnContextd({ binary, yaml: configYaml(doubleUrl, { gateway, api, autoFold }) });
+    return await spawnContextd({ binary, yaml: configYaml(doubleUrl, { gateway, api, autoFold, branchView }) });
   } catch (e) {
+    if (branchView && /branch_view/.test(e.stderr ?? '')) {
+      throw new BranchViewMissing(`contextd refused context_folding.branch_view (exit ${e.exitCode}): this build predates issue 33's branch view.\n` +
+        `contextd stderr:\n${e.stderr}`);
+    }
     if (autoFold && /auto_fold/.test(e.stderr ?? '')) {
       throw new AutoFoldMissing(`contextd refused model_gateway.auto_fold (exit ${e.exitCode}): this build has no auto-fold.\n` +
         `contextd stderr:\n${e.stderr}`);
@@ -128,14 +156,7 @@ export async function startContextd(binary, doubleUrl, { gateway = true, api = '
   }
 }
 
-async function connectMcp(mcpUrl, sessionId) {
-  const { Client } = await import(join(sdkRoot, 'client/index.js'));
-  const { StreamableHTTPClientTransport } = await import(join(sdkRoot, 'client/streamableHttp.js'));
-  const client = new Client({ name: 'claude-code', version: '2.1.332' }, { capabilities: {} });
-  const transport = new StreamableHTTPClientTransport(new URL(mcpUrl), { requestInit: { headers: { [SESSION_HEADER]: sessionId } } });
-  await client.connect(transport);
-  return client;
-}
+const connectMcp = (mcpUrl, sessionId) => connectMcpAt(mcpUrl, { [SESSION_HEADER]: sessionId });
 
 // What Claude Code puts in a tool_result for an MCP result: the structuredContent as JSON text
 // when there is one (decision 0014), else the text blocks; isError carried over.
@@ -218,25 +239,48 @@ async function contextdCounters(origin, requests) {
     folds: metricSum(text, 'contextd_model_folds_total'),
     folds_skipped: Object.fromEntries([...text.matchAll(/^contextd_model_folds_skipped_total\{[^}]*reason="([a-z_]+)"[^}]*\} (\S+)$/gm)]
       .map((m) => [m[1], Number(m[2])]).filter(([, n]) => n > 0)),
+    // Issue 33: requests sent while a branch was open, by the view contextd gave the model, and
+    // the tokens the isolated view left out (0 before issue 33).
+    branch_view_requests: Object.fromEntries([...text.matchAll(/^contextd_model_branch_view_requests_total\{[^}]*view="([a-z_]+)"[^}]*\} (\S+)$/gm)]
+      .map((m) => [m[1], Number(m[2])])),
+    view_tokens_spared: metricSum(text, 'contextd_model_branch_view_tokens_spared_total'),
     // Requests with auto-fold on, by what their step did (folded, below_trigger, ...).
     auto_fold_outcomes: Object.fromEntries([...text.matchAll(/^contextd_model_auto_fold_steps_total\{[^}]*outcome="([a-z_]+)"[^}]*\} (\S+)$/gm)]
       .map((m) => [m[1], Number(m[2])])),
   };
 }
 
+// The cache-lifetime scenarios of `settings` (one per --step-seconds value), [] without a TTL.
+export function ttlScenarios(settings) {
+  if (!(settings.cacheTtl > 0)) return [];
+  return settings.stepSeconds.map((step) => ({
+    name: `ttl${settings.cacheTtl}-step${step}`, ttl: settings.cacheTtl, step, outputTps: settings.outputTps,
+    refresh: settings.cacheRefresh, maxAge: OPENAI_MAX_AGE_SECONDS,
+  }));
+}
+
+// Whether a forwarded body opens contextd's isolated branch view (a user message whose text
+// starts with BRANCH_VIEW_MARK), in either API's form.
+export function opensBranchView(body) {
+  return (body.messages ?? []).some((m) => m.role === 'user' && (typeof m.content === 'string'
+    ? m.content.startsWith(BRANCH_VIEW_MARK)
+    : (m.content ?? []).some((b) => b.type === 'text' && (b.text ?? '').startsWith(BRANCH_VIEW_MARK))));
+}
+
 // Plays one conversation (runs one after another) under `variant`; returns its numbers.
-// `startServer(binary, doubleUrl, {api, autoFold})` starts what the contextd variants talk to
-// (tests replace it). `opts.api` picks the API, `opts.form` (Anthropic) minimal or claude-code;
-// `memo` is the token memo of that API's double.
+// `startServer(binary, doubleUrl, {api, autoFold, branchView})` starts what the contextd variants
+// talk to (tests replace it). `opts.api` picks the API, `opts.form` (Anthropic) minimal or
+// claude-code; `memo` is the token memo of that API's double.
 export async function playConversation({ opts, enc, count, memo, runs, variant, conversationId, startServer = startContextd }) {
   const api = opts.api ?? 'anthropic';
   const cc = (opts.form ?? 'minimal') === 'claude-code' ? claudeCodePrefix() : null;
-  const settings = { ...AUTO_FOLD_DEFAULTS, ...opts };
+  const settings = { ...AUTO_FOLD_DEFAULTS, ...CLOCK_DEFAULTS, ...opts };
   const plan = conversationPlan(enc, runs, variant);
   const clear = variant === 'clear-tool-uses';
+  const scenarios = ttlScenarios(settings);
   const double = api === 'chat'
-    ? await startOpenAICachingDouble({ tokenize: (t) => enc.encode_ordinary(t), memo, clearToolUses: clear ? { ...CLEAR_DEFAULTS, trigger: settings.trigger } : null })
-    : await startCachingDouble({ count, memo });
+    ? await startOpenAICachingDouble({ tokenize: (t) => enc.encode_ordinary(t), memo, clearToolUses: clear ? { ...CLEAR_DEFAULTS, trigger: settings.trigger } : null, ttlCaches: scenarios })
+    : await startCachingDouble({ count, memo, ttlCaches: scenarios });
   const tokensOf = (body) => (api === 'chat'
     ? chatSegments(body).reduce((s, x) => s + double.cache.tokensOf(x), 0)
     : requestBlocks(body).reduce((s, b) => s + double.cache.tokensOf(b), 0));
@@ -246,13 +290,21 @@ export async function playConversation({ opts, enc, count, memo, runs, variant, 
   let server = null;
   let mcp = null;
   const sent = [];  // tokens of each request as the driver (the agent) sent it
-  const stats = { branches: 0, tool_errors: 0, refused: 0, refusals: [], system_messages: 0 };
+  const stats = { branches: 0, tool_errors: 0, refused: 0, refusals: [], system_messages: 0, view_requests: 0 };
+  // Per billed request: whether it was sent while a branch was open, or right after a return.
+  const marks = [];
+  const clocks = Object.fromEntries(scenarios.map((x) => [x.name, 0]));
+  // Per branch: the clocks when the request before it was sent (the one that wrote the parent's
+  // prefix), and when the request after its return was.
+  const branchTimes = [];
+  let afterReturn = false;
+  const lost = { steps: 0, steps_lost: 0, items: 0, seen: 0, lost: 0, examples: [] };
   try {
     let tools = cc ? claudeCodeTools(cc) : [BASH_TOOL];
     let env = {};
     let url = api === 'chat' ? double.url.replace(/\/v1$/, '') : double.url;
     if (viaContextd) {
-      server = await startServer(opts.binary, double.url, { api, autoFold: autoFold ? settings : null });
+      server = await startServer(opts.binary, double.url, { api, autoFold: autoFold ? settings : null, branchView: BRANCH_VIEW[variant] ?? null });
       mcp = await connectMcp(server.mcpUrl, sessionId);
       const listed = (await mcp.listTools()).tools;
       tools = cc ? claudeCodeTools(cc, loadedMcpTools(listed)) : [BASH_TOOL, ...loadedMcpTools(listed)];
@@ -298,6 +350,13 @@ export async function playConversation({ opts, enc, count, memo, runs, variant, 
       sent.push(tokensOf(body));
       const before = double.records.length;
       const errorsBefore = double.errors.length;
+      const inBranch = open.length > 0;
+      if (turn.actions.some((a) => a.kind === 'create')) branchTimes.push({ before: { ...clocks } });
+      if (afterReturn) {
+        const b = branchTimes.findLast((x) => !x.after);
+        if (b) b.after = { ...clocks };
+      }
+      double.setTimes?.(clocks);
       const answer = await postRequest(url, body, { api, sessionId, viaContextd, autoFold, beta: cc?.anthropic_beta });
       let reply = answer.reply;
       if (answer.status !== 200) {
@@ -312,7 +371,33 @@ export async function playConversation({ opts, enc, count, memo, runs, variant, 
         reply = content;
       } else if (double.records.length !== before + 1) {
         throw new Error(`the double billed ${double.records.length - before} requests for one`);
+      } else {
+        const record = double.records[before];
+        marks.push({ inBranch, afterReturn });
+        if (opensBranchView(record.body)) stats.view_requests++;
+        // The context a branch loses: what this step's command uses that the agent had seen and
+        // the model was not sent.
+        if (inBranch) {
+          let sentText = null;
+          let forwardedText = null;
+          for (const a of turn.actions.filter((x) => x.kind === 'bash')) {
+            sentText ??= requestText(body);
+            forwardedText ??= requestText(record.body);
+            const r = lostItems(a.command, sentText, forwardedText);
+            lost.steps++;
+            lost.items += r.items;
+            lost.seen += r.seen;
+            lost.lost += r.lost.length;
+            if (r.lost.length) {
+              lost.steps_lost++;
+              if (lost.examples.length < 5) lost.examples.push({ request: before, command: a.command.slice(0, 160), lost: r.lost.map((x) => x.item) });
+            }
+          }
+        }
+        const out = record.usage.output_tokens;
+        for (const x of scenarios) clocks[x.name] += x.step + out / x.outputTps;
       }
+      afterReturn = false;
       messages.push({ role: 'assistant', content: reply });
       // Results in the order of the tool_use blocks the agent received (Claude Code's order).
       const results = [];
@@ -327,7 +412,7 @@ export async function playConversation({ opts, enc, count, memo, runs, variant, 
         const r = await mcp.callTool({ name, arguments: block.input }, undefined, { timeout: 120000 });
         if (r.isError) stats.tool_errors++;
         if (a.kind === 'create' && !r.isError) { open.push(r.structuredContent.branch_id); stats.branches++; }
-        if (a.kind === 'return' && !r.isError) open.pop();
+        if (a.kind === 'return' && !r.isError) { open.pop(); afterReturn = true; }
         if (r.isError) throw new Error(`${name} failed: ${JSON.stringify(r.content)}`);
         results.push(mcpToolResult(a.id, r));
       }
@@ -345,11 +430,34 @@ export async function playConversation({ opts, enc, count, memo, runs, variant, 
     if (server) Object.assign(stats, await contextdCounters(server.origin, plan.turns.length));
     const u = double.records.map((r) => r.usage);
     const sum = (f) => u.reduce((a, x) => a + (x[f] ?? 0), 0);
+    // Per cache-lifetime scenario: the same requests billed in the cache with expiry; what expiry
+    // added; and the requests right after a return that found the parent's prefix gone.
+    const ttl = {};
+    for (const x of scenarios) {
+      const t = u.map((r) => r.ttl[x.name]);
+      const tsum = (f) => t.reduce((a, r) => a + r[f], 0);
+      const cold = u.map((r, i) => ({ r, t: t[i], m: marks[i] })).filter((e) => e.m.afterReturn);
+      const rewrote = cold.filter((e) => e.t.cache_read < e.r.cache_read);
+      ttl[x.name] = {
+        ttl: x.ttl, step_seconds: x.step, seconds: clocks[x.name],
+        cost: tsum('cost'), cache_read: tsum('cache_read'), cache_write: tsum('cache_write'), uncached: tsum('uncached'),
+        extra_cost: tsum('cost') - sum('cost'),
+        post_return: cold.length, post_return_cold: rewrote.length,
+        post_return_cold_cost: rewrote.reduce((a, e) => a + e.t.cost - e.r.cost, 0),
+        post_return_cold_tokens: rewrote.reduce((a, e) => a + e.r.cache_read - e.t.cache_read, 0),
+        branches_over_ttl: branchTimes.filter((b) => b.after && b.after[x.name] - b.before[x.name] > x.ttl).length,
+        branch_seconds_max: Math.max(0, ...branchTimes.filter((b) => b.after).map((b) => b.after[x.name] - b.before[x.name])),
+      };
+    }
     return {
       requests: u.length + stats.refused, input_sum: sum('input_tokens'), input_peak: Math.max(0, ...u.map((x) => x.input_tokens)),
       cache_read: sum('cache_read'), cache_write: sum('cache_write'), uncached: sum('uncached'),
       output: sum('output_tokens'), cost: sum('cost'), cleared: sum('cleared'),
       sent_sum: sent.reduce((a, x) => a + x, 0), sent_peak: Math.max(0, ...sent), ...stats,
+      in_branch_requests: marks.filter((m) => m.inBranch).length,
+      in_branch_input: u.reduce((a, x, i) => a + (marks[i].inBranch ? x.input_tokens : 0), 0),
+      in_branch_cost: u.reduce((a, x, i) => a + (marks[i].inBranch ? x.cost : 0), 0),
+      ...(scenarios.length ? { ttl } : {}), ...(BRANCHING.has(variant) ? { lost } : {}),
       per_request: u.map((x) => [x.input_tokens, x.cache_read, x.cache_write, x.uncached, x.output_tokens]),
     };
   } catch (e) {
@@ -391,7 +499,7 @@ async function main() {
       try {
         row.variants[variant] = await playConversation({ opts, enc, count, memo, runs: c.runs, variant, conversationId: c.id });
       } catch (e) {
-        if (!(e instanceof AutoFoldMissing)) throw e;
+        if (!(e instanceof AutoFoldMissing) && !(e instanceof BranchViewMissing)) throw e;
         unsupported[variant] = e.message.split('\n')[0];
         process.stderr.write(`bench/model: ${variant} skipped: ${unsupported[variant]}\n`);
       }
@@ -404,6 +512,7 @@ async function main() {
   const autoFold = { trigger: opts.trigger, keep: opts.keep, minResult: opts.minResult, clearAtLeast: opts.clearAtLeast };
   const results = {
     api: opts.api, form: opts.form, variants: done, unsupported, session_runs: n, model: opts.api === 'chat' ? 'gpt-bench' : opts.form === 'claude-code' ? claudeCodePrefix().model : MODEL, targets: TARGETS,
+    targets_33: TARGETS_33, clock: { cache_ttl: opts.cacheTtl, step_seconds: opts.stepSeconds, output_tps: opts.outputTps, cache_refresh: opts.cacheRefresh },
     auto_fold: autoFold, clear_tool_uses: { ...CLEAR_DEFAULTS, trigger: opts.trigger }, seconds: (Date.now() - t0) / 1000, single: {}, session: {},
   };
   const prices = opts.api === 'chat'
@@ -412,13 +521,21 @@ async function main() {
   let md = `# bench/model results (--api ${opts.api}, --form ${opts.form})\n\n${runs.length} runs, variants ${done.join(', ')}; cost in base-input-token units ` +
     `(${prices}), tokens o200k_base. Trigger ${opts.trigger} input tokens (auto-fold and clear-tool-uses); ` +
     `auto-fold keep ${opts.keep}, min_result_tokens ${opts.minResult}, clear_at_least ${opts.clearAtLeast}; ` +
-    `clear-tool-uses: keep 3, clear_at_least unset, placeholder "${CLEAR_DEFAULTS.placeholder}".\n\n`;
+    `clear-tool-uses: keep 3, clear_at_least unset, placeholder "${CLEAR_DEFAULTS.placeholder}". ` +
+    (opts.cacheTtl > 0
+      ? `Cache lifetime: ${opts.cacheTtl} s after the last use (refresh: ${opts.cacheRefresh}${opts.api === 'chat' ? `, at most ${OPENAI_MAX_AGE_SECONDS} s` : ''}); ` +
+        `replay clock: ${opts.stepSeconds.join(' or ')} s per request plus output tokens at ${opts.outputTps}/s; the tables above the ` +
+        'issue 33 section bill without expiry.\n\n'
+      : 'No cache expiry (--cache-ttl 0).\n\n');
   for (const [v, why] of Object.entries(unsupported)) md += `**${v} not run**: ${why}\n\n`;
   for (const kind of ['single', 'session']) {
     if (!rows[kind].length) continue;
-    const pooled = summarize(rows[kind], done, TARGETS[kind], { trigger: opts.trigger });
-    results[kind] = { pooled, rows: rows[kind] };
+    const pooled = summarize(rows[kind], done, TARGETS[kind], { trigger: opts.trigger, targets33: TARGETS_33[kind] });
+    const ttlPooled = Object.fromEntries(ttlNames(rows[kind]).map((name) => [name,
+      summarize(ttlRows(rows[kind], name), done, TARGETS[kind], { trigger: opts.trigger, targets33: TARGETS_33[kind] })]));
+    results[kind] = { pooled, ttl_pooled: ttlPooled, rows: rows[kind] };
     md += markdown(kind, rows[kind], pooled, done, TARGETS[kind], { trigger: opts.trigger }) + '\n';
+    md += markdown33(kind, rows[kind], pooled, done, TARGETS_33[kind], ttlPooled) + '\n';
   }
   md += `Run time: ${results.seconds.toFixed(0)} s.\n`;
   mkdirSync(opts.out, { recursive: true });

@@ -6,10 +6,11 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { loadO200k } from './caching_double.mjs';
 import { runOf, runTurns, conversationPlan, loadedMcpTools } from './conversation.mjs';
-import { playConversation, startContextd, requestBody, summarize, TARGETS, configYaml, AutoFoldMissing } from './run.mjs';
+import { playConversation, startContextd, requestBody, summarize, TARGETS, configYaml, AutoFoldMissing, opensBranchView, ttlScenarios } from './run.mjs';
+import { TARGETS_33, ttlRows, markdown33 } from './report.mjs';
 import { chatMessages, blocksOfChat } from './chat_form.mjs';
 import { chatMessageOf, validateChat } from './openai_caching_double.mjs';
-import { fold, startReferenceGateway } from './reference_fold.mjs';
+import { fold, startReferenceGateway, isolatedView } from './reference_fold.mjs';
 
 const root = new URL('../..', import.meta.url).pathname;
 const BINARY = process.env.CONTEXTD_BINARY ??
@@ -188,4 +189,78 @@ test('contextd in Chat form: branches folded by the real gateway; auto-fold run 
   } catch (e) {
     assert.ok(e instanceof AutoFoldMissing, e.message);
   }
+});
+
+test('issue 33: the inherited variant plays create-first-turn\'s turns with branch_view: inherited in its config', { skip: !tokens && 'tools/npm/tokens is not installed' }, () => {
+  const run = runOf(trajectory('t1'));
+  assert.deepEqual(runTurns(tokens.enc, run, 'create-first-turn-inherited'), runTurns(tokens.enc, run, 'create-first-turn'));
+  assert.match(configYaml('http://127.0.0.1:9', { branchView: 'inherited' }), /^context_folding:\n(?: {2}\S.*\n)* {2}branch_view: inherited\n/);
+  assert.doesNotMatch(configYaml('http://127.0.0.1:9'), /branch_view/);
+  assert.equal(opensBranchView({ messages: [{ role: 'user', content: 'task' }, { role: 'user', content: '[contextd] Branch br_1 ...' }] }), true);
+  assert.equal(opensBranchView({ messages: [{ role: 'user', content: [{ type: 'text', text: '[contextd] Branch br_1' }] }] }), true);
+  assert.equal(opensBranchView({ messages: [{ role: 'user', content: 'task [contextd] Branch' }] }), false);
+  assert.deepEqual(ttlScenarios({ cacheTtl: 0, stepSeconds: [15] }), []);
+  assert.deepEqual(ttlScenarios({ cacheTtl: 300, stepSeconds: [15, 30], outputTps: 50, cacheRefresh: 'prefix' }).map((x) => x.name), ['ttl300-step15', 'ttl300-step30']);
+});
+
+test('the reference isolated view: the opening, one [contextd] Branch message, the branch\'s turns', () => {
+  const use = (id, name, input = {}) => ({ type: 'tool_use', id, name, input });
+  const res = (id, text) => ({ type: 'tool_result', tool_use_id: id, content: [{ type: 'text', text }] });
+  const opening = { role: 'user', content: [{ type: 'text', text: 'task' }] };
+  const parent = [opening, { role: 'assistant', content: [use('p1', 'bash')] }, { role: 'user', content: [res('p1', 'parent output')] }];
+  const create = { role: 'assistant', content: [use('c', 'mcp__contextd__branch_create', { description: 'd', prompt: 'p' }), use('b1', 'bash')] };
+  const created = { role: 'user', content: [res('c', '{"branch_id":"br_1"}'), { ...res('b1', 'out1'), cache_control: { type: 'ephemeral' } }] };
+  const view = isolatedView([...parent, create, created]);
+  assert.equal(view.length, 2);
+  assert.deepEqual(view[0], opening);
+  assert.match(view[1].content[0].text, /^\[contextd\] Branch br_1\ndescription: d\nprompt: p\nbranch_create result: .*\nresult: out1$/);
+  assert.ok(view[1].content[0].cache_control);
+  const step = [{ role: 'assistant', content: [use('b2', 'bash')] }, { role: 'user', content: [res('b2', 'out2')] }];
+  assert.deepEqual(isolatedView([...parent, create, created, ...step]).slice(2), step);
+  const returned = [...parent, create, created, { role: 'assistant', content: [use('r', 'mcp__contextd__branch_return', { message: 'm' })] },
+    { role: 'user', content: [res('r', '{}')] }];
+  assert.equal(isolatedView(returned), null);
+  assert.equal(isolatedView(parent), null);
+});
+
+test('issue 33 end to end with a stand-in gateway: views, lost context, a cold parent prefix after a long branch', { skip: (!BINARY && 'no contextd binary') || (!tokens && 'tools/npm/tokens is not installed'), timeout: 120000 }, async () => {
+  const startServer = async (binary, doubleUrl, { branchView }) => {
+    const server = await startContextd(binary, doubleUrl, { gateway: false });
+    const g = await startReferenceGateway(doubleUrl, { view: branchView ?? 'isolated' });
+    return { ...server, origin: g.url, stop: async () => { await g.close(); await server.stop(); } };
+  };
+  const runs = [runOf(trajectory('t1', 6000)), runOf(trajectory('t2', 6000))];
+  const memo = new Map();
+  // Each request takes 100 s: a branch of 2-3 requests outlives a 250 s lifetime.
+  const opts = { binary: BINARY, cacheTtl: 250, stepSeconds: [100], outputTps: 1e9 };
+  const play = (variant) => playConversation({ opts, enc: tokens.enc, count: tokens.count, memo, runs, variant, conversationId: 'c33', startServer });
+  const direct = await play('direct');
+  const isolated = await play('create-first-turn');
+  const inherited = await play('create-first-turn-inherited');
+  assert.equal(isolated.refused + inherited.refused, 0);
+  assert.equal(isolated.in_branch_requests, 8);
+  assert.equal(isolated.view_requests, isolated.in_branch_requests);
+  assert.equal(inherited.view_requests, 0);
+  assert.ok(isolated.input_sum < inherited.input_sum, `${isolated.input_sum} vs ${inherited.input_sum}`);
+  // The branch's steps: the isolated view dropped the parent's transcript, the inherited did not.
+  assert.equal(isolated.lost.steps, 4);
+  assert.ok(isolated.lost.lost > 0 && inherited.lost.lost === 0, `${isolated.lost.lost} / ${inherited.lost.lost}`);
+  // The parent's prefix outlived the branch only where the branch's requests carried it.
+  const [name] = Object.keys(isolated.ttl);
+  assert.equal(name, 'ttl250-step100');
+  assert.deepEqual([isolated.ttl[name].post_return, isolated.ttl[name].branches_over_ttl], [4, 4]);
+  // (The folded parents here are mostly under the 1,024-token minimum: one of the four is cached at all.)
+  assert.ok(isolated.ttl[name].post_return_cold >= 1 && isolated.ttl[name].post_return_cold_cost > 0, JSON.stringify(isolated.ttl[name]));
+  assert.equal(inherited.ttl[name].post_return_cold, 0);
+  assert.equal(direct.ttl[name].extra_cost, 0);
+  const rows = [{ id: 'c33', variants: { direct, 'create-first-turn-inherited': inherited, 'create-first-turn': isolated } }];
+  const variants = Object.keys(rows[0].variants);
+  const pooled = summarize(rows, variants, TARGETS.single, { targets33: TARGETS_33.single });
+  assert.deepEqual(Object.keys(pooled['create-first-turn'].targets_33), ['cost_saved', 'no_run_costlier', 'tokens_fewer', 'median_peak_vs_inherited']);
+  assert.equal(pooled['create-first-turn-inherited'].targets_33, undefined);
+  const ttlPooled = summarize(ttlRows(rows, name), variants, TARGETS.single, { targets33: TARGETS_33.single });
+  assert.equal(ttlPooled['create-first-turn'].cost, isolated.ttl[name].cost);
+  const md = markdown33('single', rows, pooled, variants, TARGETS_33.single, { [name]: ttlPooled });
+  assert.match(md, /\| create-first-turn \| isolated \(default\) \| 8 \| 8 \| [\d,]+ \| [\d,]+ \|/);
+  assert.match(md, /Context a branch loses/);
 });
