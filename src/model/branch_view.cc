@@ -118,10 +118,6 @@ std::string OpeningText(const OpeningParts& parts) {
       "the work done since. When done, call branch_return with a summary: the conversation "
       "keeps only that.\n\nDescription: ",
       parts.description, "\n\nPrompt:\n", parts.prompt);
-  if (!parts.typed.empty()) {
-    absl::StrAppend(&out, "\n\nThe person wrote, since the opening:");
-    for (const std::string& text : parts.typed) absl::StrAppend(&out, "\n\n", text);
-  }
   if (!parts.create_result.empty()) {
     absl::StrAppend(&out, "\n\nbranch_create answered:\n", parts.create_result);
   }

@@ -102,17 +102,13 @@ struct OpeningParts {
   std::string create_result;       // the create's answer as the client sent it (scrubbed)
   std::vector<OpeningCall> calls;  // the other calls of the create's turn, in order
   std::vector<std::string> texts;  // other text the answer message carried (scrubbed)
-  // What a person wrote in the parent between the opening and the create turn (scrubbed): a
-  // later task of the session, an instruction given mid-way.
-  std::vector<std::string> typed;
-  int left_out = 0;  // blocks that are not text (images): not carried
+  int left_out = 0;                // blocks that are not text (images): not carried
 };
 
 // The description and prompt of a branch_create call's arguments (JSON); empty when absent.
 void ReadCreateArguments(std::string_view arguments, OpeningParts& parts);
 
-// The text of the user turn that opens a branch's view: its header, description and prompt, what
-// a person wrote since the opening, branch_create's answer and the other calls'.
+// The text of the user turn that opens a branch's view.
 std::string OpeningText(const OpeningParts& parts);
 
 }  // namespace contextd::model

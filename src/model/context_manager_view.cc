@@ -45,16 +45,6 @@ std::string ContextManager::BuildOpening(const ModelRequest& request, const Open
   }
   parts.description = scrubber_.Scrub(parts.description);
   parts.prompt = scrubber_.Scrub(parts.prompt);
-  // The person's words in the parent's hidden part (not the client's own reminders).
-  for (size_t m = OpeningEnd(t); m < create; ++m) {
-    if (t.messages[m].role != Role::kUser) continue;
-    for (size_t b = 0; b < t.messages[m].blocks.size(); ++b) {
-      const Block& block = t.messages[m].blocks[b];
-      if (block.kind == BlockKind::kText && !IsHarnessText(block.text)) {
-        parts.typed.push_back(scrubber_.Scrub(request.BlockText(m, b)));
-      }
-    }
-  }
   const Message& message = t.messages[answer];
   for (size_t b = 0; b < message.blocks.size(); ++b) {
     const Block& block = message.blocks[b];

@@ -175,25 +175,6 @@ TEST(BranchViewTest, TheBranchSeesTheOpeningItsPromptAndItsOwnWorkOnly) {
   EXPECT_THAT(folded.body, Not(HasSubstr("[contextd] Branch")));
 }
 
-TEST(BranchViewTest, TheOpeningTurnCarriesWhatAPersonWroteSinceTheOpening) {
-  Fixture f;
-  json m = json::array();
-  m.push_back(Msg("user", json::array({Text("first task")})));
-  m.push_back(Msg("assistant", json::array({Text("done")})));
-  m.push_back(Msg("user", json::array({Text("<system-reminder>a reminder</system-reminder>"),
-                                       Text("second task: SECRET42 in config.py")})));
-  m.push_back(Msg("assistant", json::array({Create("c1", "look")})));
-  m.push_back(Msg("user", json::array({Result("c1", Created(kOuter))})));
-  f.Open(kOuter);
-  AppliedRequest applied = f.Apply(m);
-  const std::string opening = json::parse(applied.body)["messages"][1]["content"][0]["text"];
-  EXPECT_THAT(
-      opening,
-      HasSubstr("The person wrote, since the opening:\n\nsecond task: [REDACTED] in config.py"));
-  EXPECT_THAT(opening, Not(HasSubstr("a reminder")));
-  EXPECT_THAT(applied.body, Not(HasSubstr("SECRET42")));
-}
-
 TEST(BranchViewTest, ARestartSendsTheSameViewBytes) {
   Fixture f;
   json m = ParentThenBranch();
