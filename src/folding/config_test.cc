@@ -19,6 +19,8 @@ TEST(ConfigTest, DefaultsAreTheSeedsAndValid) {
   EXPECT_EQ(c.max_concurrent_branches_per_instance, 100);
   EXPECT_EQ(c.branch_creation_rate_limit, "5/minute");
   EXPECT_EQ(c.session_idle_timeout_seconds, 1800);
+  EXPECT_EQ(c.branch_view, "isolated");
+  EXPECT_TRUE(c.branch_view_keep_opening);
   EXPECT_TRUE(c.Validate().ok());
 }
 
@@ -71,6 +73,11 @@ TEST(ConfigTest, ValidateNamesTheBadKey) {
   c = {};
   c.session_idle_timeout_seconds = 0;
   ExpectBadKey(c, "session_idle_timeout_seconds");
+  c = {};
+  c.branch_view = "Isolated";
+  ExpectBadKey(c, "branch_view");
+  c.branch_view = "inherited";
+  EXPECT_TRUE(c.Validate().ok());
 }
 
 TEST(RateLimitTest, ParsesUnits) {
