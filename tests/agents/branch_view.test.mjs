@@ -31,7 +31,7 @@ import { branchIdIn, excerpt, messageText, kViewOpening as OPEN, openedBranchId 
 import { startChain, fileOf, dumpSession } from './lib/long_session.mjs';
 import { codexAvailable, CODEX_BINARY, describeRun } from './lib/codex.mjs';
 import { toolOutputFor, outputText } from './lib/responses_double.mjs';
-import { runCodexSession, stepKit, metric, viewOpeningText } from './lib/codex_session.mjs';
+import { runCodexSession, stepKit, scriptBuilders, metric, viewOpeningText } from './lib/codex_session.mjs';
 import { startPostgres, postgresMissing } from './lib/postgres.mjs';
 import { BINARY, cleanup, tempDataDir } from '../e2e/harness.mjs';
 
@@ -558,19 +558,7 @@ test('Codex: a branch sees the opening and its own work, a nested branch its own
   const ws = workspace('contextd-view-codex-ws');
   const steps = [];
   let kit;
-  const add = (fn) => steps.push(fn);
-  const shell = (key, cmd) => add(({ body, index }) => ({ calls: [kit.shell(body, index, key, cmd)] }));
-  const create = (key, args) => add(({ body, index }) => ({ calls: [kit.call(body, index, `create${key}`, 'branch_create', args)] }));
-  // The first step inside a branch reads its id from branch_create's answer: in an isolated view
-  // it is in the branch's opening message (the create's output is not sent).
-  const enter = (key, innerKey, cmd) => add(({ body, index, s }) => {
-    const opened = viewOpeningText(body) ?? kit.take(body, `create${key}`, index);
-    s.vars[`${key}Id`] = branchIdIn(opened);
-    if (!s.vars[`${key}Id`]) throw new Error(`branch ${key} did not open: ${opened.slice(0, 300)}`);
-    return { calls: [kit.shell(body, index, innerKey, cmd)] };
-  });
-  const ret = (key, message) => add(({ body, index, s }) => ({ calls: [kit.call(body, index, `ret${key}`, 'branch_return',
-    { branch_id: s.vars[`${key}Id`] ?? 'br_unknown', message })] }));
+  const { add, shell, create, enter, ret } = scriptBuilders(steps, () => kit, branchIdIn);
 
   add(({ s }) => { kit = stepKit(s); return null; });
   shell('parent', 'cat parent.txt');

@@ -20,7 +20,7 @@ import { cleanup, tempDataDir, BINARY } from '../e2e/harness.mjs';
 import { codexAvailable, CODEX_BINARY, describeRun } from './lib/codex.mjs';
 import { summaryItem } from './lib/responses_double.mjs';
 import { tokensUsedIn } from './lib/long_session.mjs';
-import { runCodexSession, stepKit, checkFolds, sizes, metric, skippedByReason, approxTokens, viewOpeningText } from './lib/codex_session.mjs';
+import { runCodexSession, stepKit, scriptBuilders, checkFolds, sizes, metric, skippedByReason, approxTokens, viewOpeningText } from './lib/codex_session.mjs';
 
 const skip = !codexAvailable() ? `the Codex CLI is not installed at ${CODEX_BINARY} (run scripts/install-deps.sh)`
   : !existsSync(BINARY) ? `contextd is not built at ${BINARY}` : false;
@@ -34,19 +34,7 @@ const kLimit = 200000;
 function session() {
   const steps = [];
   let kit;
-  const add = (fn) => steps.push(fn);
-  const shell = (key, cmd) => add(({ body, index }) => ({ calls: [kit.shell(body, index, key, cmd)] }));
-  const create = (key, args) => add(({ body, index }) => ({ calls: [kit.call(body, index, `create${key}`, 'branch_create', args)] }));
-  // The first step inside a branch reads its id from branch_create's output.
-  const enter = (key, innerKey, cmd) => add(({ body, index, s }) => {
-    // (In the branch's isolated view, issue 33, branch_create's answer is in the message opening it.)
-    const opened = viewOpeningText(body) ?? kit.take(body, `create${key}`, index);
-    s.vars[`${key}Id`] = branchId(opened);
-    if (!s.vars[`${key}Id`]) throw new Error(`branch ${key} did not open: ${opened.slice(0, 300)}`);
-    return { calls: [kit.shell(body, index, innerKey, cmd)] };
-  });
-  const ret = (key, message) => add(({ body, index, s }) => ({ calls: [kit.call(body, index, `ret${key}`, 'branch_return',
-    { branch_id: s.vars[`${key}Id`] ?? 'br_unknown', message })] }));
+  const { add, shell, create, enter, ret } = scriptBuilders(steps, () => kit, branchId);
 
   shell('ls', 'ls');
   add(({ body, index }) => ({ calls: [kit.shell(body, index, 'f1', 'cat f1.txt'), kit.shell(body, index, 'f2', 'cat f2.txt')] }));

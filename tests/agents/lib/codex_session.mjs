@@ -55,6 +55,28 @@ const bytes = (v) => Buffer.byteLength(JSON.stringify(v));
 export const approxTokens = (v) => Math.ceil(bytes(v) / 4);
 
 // The helpers a step uses to build a turn from the request it answers.
+// The script builders the Codex tests share. Each adds to `steps` a step that uses the session's
+// kit (`kitOf()`: stepKit, bound once the session runs): a shell command, a branch_create, the
+// first step inside a branch (its id read by `branchIdOf` from the message opening the branch's
+// isolated view, issue 33, or from branch_create's output when the branch sees the parent's
+// history) and a branch_return naming the branch.
+export function scriptBuilders(steps, kitOf, branchIdOf) {
+  const add = (fn) => steps.push(fn);
+  return {
+    add,
+    shell: (key, cmd) => add(({ body, index }) => ({ calls: [kitOf().shell(body, index, key, cmd)] })),
+    create: (key, args) => add(({ body, index }) => ({ calls: [kitOf().call(body, index, `create${key}`, 'branch_create', args)] })),
+    enter: (key, innerKey, cmd) => add(({ body, index, s }) => {
+      const opened = viewOpeningText(body) ?? kitOf().take(body, `create${key}`, index);
+      s.vars[`${key}Id`] = branchIdOf(opened);
+      if (!s.vars[`${key}Id`]) throw new Error(`branch ${key} did not open: ${opened.slice(0, 300)}`);
+      return { calls: [kitOf().shell(body, index, innerKey, cmd)] };
+    }),
+    ret: (key, message) => add(({ body, index, s }) => ({ calls: [kitOf().call(body, index, `ret${key}`, 'branch_return',
+      { branch_id: s.vars[`${key}Id`] ?? 'br_unknown', message })] })),
+  };
+}
+
 export function stepKit(s) {
   const kit = {
     // A function call of tool `name` (found wherever Codex offers it), remembered under `key`.
