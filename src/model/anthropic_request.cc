@@ -431,9 +431,7 @@ int AnthropicRequest::MarkerCount(const RenderPlan& plan) const {
   size_t fold = 0;
   for (size_t m = 0; m < refs_.size(); ++m) {
     if (plan.view && m == plan.view->keep) {
-      while (fold < plan.folds.size() && plan.folds[fold].create_message < plan.view->resume) {
-        ++fold;
-      }
+      fold = plan.FoldAfterView(fold);
       m = plan.view->resume - 1;
       continue;
     }
@@ -566,10 +564,7 @@ std::string AnthropicRequest::Render(const RenderPlan& plan) const {
     if (m > 0) out.append(Separator(m));
     if (plan.view && m == plan.view->keep) {
       if (RenderOpening(*plan.view, markers_left, out)) markers_left -= 1;
-      // The hidden messages' folds are not rendered (nor counted).
-      while (fold < plan.folds.size() && plan.folds[fold].create_message < plan.view->resume) {
-        ++fold;
-      }
+      fold = plan.FoldAfterView(fold);
       m = plan.view->resume - 1;
       continue;
     }

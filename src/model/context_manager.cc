@@ -22,7 +22,7 @@ std::string LastKey(ModelApi api, const std::string& tenant, const std::string& 
 // the first folded branch, else the outermost open one; "" when there is none.
 std::string AnchorBranch(const FoldPlan& folds) {
   if (!folds.edits.empty()) return folds.edits.front().branch_id;
-  return folds.open_branch_ids.empty() ? std::string() : folds.open_branch_ids.front();
+  return folds.open_branches.empty() ? std::string() : folds.open_branches.front().branch_id;
 }
 
 // The handle text inside an auto-fold decision's block (as sent, JSON-escaped), for counting.
@@ -159,6 +159,7 @@ void ContextManager::Forget(ThreadState& state) {
   state.folds.clear();
   state.auto_folds.clear();
   state.views.clear();
+  state.view_openings.clear();
 }
 
 void ContextManager::SaveFrontier(const AppliedRequest& applied) {

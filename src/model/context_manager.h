@@ -148,6 +148,9 @@ class ContextManager {
     std::map<std::string, FoldRecord> folds;                  // RewriteKind::kFold
     std::unordered_map<std::string, std::string> auto_folds;  // RewriteKind::kAutoFold
     std::map<std::string, ViewRecord> views;                  // RewriteKind::kView
+    // The openings of views whose text held a <private> span (ViewRecord::opening empty), built
+    // again in memory once per thread, by create call id: never stored.
+    std::unordered_map<std::string, std::string> view_openings;
     std::unordered_map<std::string, int64_t> tokens;          // block key -> tokens
     std::unordered_map<std::string, int64_t> message_tokens;  // message key -> tokens
     // Create call ids of branches whose skip was reported (FoldPlan::skipped): left whole without
@@ -219,7 +222,7 @@ class ContextManager {
                   const RenderPlan& plan, ConversationUpdate& update) const;
   // Where `record`'s view of `branch` goes in this request; nullopt without the create's answer.
   std::optional<ViewEdit> ViewOf(const ModelRequest& request, const OpenBranch& branch,
-                                 const ViewRecord& record, const ThreadState& state) const;
+                                 const ViewRecord& record, ThreadState& state) const;
   // A summary request (IsSummaryRequest) in an isolated branch: `plan` folds every open branch
   // as it stands (OpenBranchText), so the summary covers the parent's work; nothing is stored.
   void FoldForSummary(const std::string& tenant, const ModelRequest& request, const FoldPlan& folds,

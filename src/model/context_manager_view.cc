@@ -78,7 +78,8 @@ std::string ContextManager::BuildOpening(const ModelRequest& request, const Open
 void ContextManager::FoldForSummary(const std::string& tenant, const ModelRequest& request,
                                     const FoldPlan& folds, const ThreadState& state,
                                     RenderPlan& plan) const {
-  const std::set<std::string> open(folds.open_branch_ids.begin(), folds.open_branch_ids.end());
+  std::set<std::string> open;
+  for (const OpenBranch& branch : folds.open_branches) open.insert(branch.branch_id);
   // The open branches read as ended here: folded up to the tail, as a force-return would be,
   // without a decision (the branches go on; the summary replaces this history).
   FoldPlan so_far = PlanFolds(
@@ -97,7 +98,7 @@ void ContextManager::FoldForSummary(const std::string& tenant, const ModelReques
 
 std::optional<ViewEdit> ContextManager::ViewOf(const ModelRequest& request,
                                                const OpenBranch& branch, const ViewRecord& record,
-                                               const ThreadState& state) const {
+                                               ThreadState& state) const {
   const Transcript& t = request.transcript();
   std::optional<size_t> answer = AnswerMessage(t, branch.create_message);
   if (!answer) return std::nullopt;
@@ -107,13 +108,19 @@ std::optional<ViewEdit> ContextManager::ViewOf(const ModelRequest& request,
   edit.branch_id = record.branch_id;
   edit.opening = record.opening;
   if (edit.opening.empty()) {
-    // Held a <private> span when decided: built again, as it was then unless the rules changed.
-    edit.opening = BuildOpening(request, branch, *answer, state);
-    if (!record.opening_digest.empty() && Hex(Digest({edit.opening})) != record.opening_digest) {
-      base::LogWarn(absl::StrCat("model gateway: the view of branch ", record.branch_id,
-                                 " could not be repeated byte for byte (the scrub rules changed "
-                                 "since it was sent); it is sent as built with the current rules"));
+    // Held a <private> span when decided: built again once per thread in memory, as it was then
+    // unless the rules changed.
+    auto [built, fresh] = state.view_openings.try_emplace(branch.create_call_id);
+    if (fresh) {
+      built->second = BuildOpening(request, branch, *answer, state);
+      if (Hex(Digest({built->second})) != record.opening_digest) {
+        base::LogWarn(
+            absl::StrCat("model gateway: the view of branch ", record.branch_id,
+                         " could not be repeated byte for byte (the scrub rules changed "
+                         "since it was sent); it is sent as built with the current rules"));
+      }
     }
+    edit.opening = built->second;
   }
   return edit;
 }
@@ -134,7 +141,11 @@ void ContextManager::DecideView(const ModelRequest& request, const OpenBranch& b
   if (record.view == BranchView::kIsolated) {
     std::string opening = BuildOpening(request, branch, *answer, state);
     record.opening_digest = Hex(Digest({opening}));
-    if (!scrub::ContainsPrivate(opening)) record.opening = std::move(opening);
+    if (scrub::ContainsPrivate(opening)) {
+      state.view_openings[branch.create_call_id] = std::move(opening);  // memory only
+    } else {
+      record.opening = std::move(opening);
+    }
     RenderPlan with_view;
     with_view.folds = plan.folds;
     with_view.view = ViewOf(request, branch, record, state);

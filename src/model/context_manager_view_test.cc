@@ -189,6 +189,32 @@ TEST(BranchViewTest, ARestartSendsTheSameViewBytes) {
   EXPECT_EQ(after.body, before.body);
 }
 
+TEST(BranchViewTest, AnOpeningHoldingPrivateTextIsNotStoredAndIsSentTheSame) {
+  Fixture f;
+  json m = ParentThenBranch();
+  m[4]["content"][1] = Result("r1", "read <private>PRIV_NOTE</private> and SECRET42");
+  f.Open(kOuter);
+  AppliedRequest first = f.Apply(m);
+  EXPECT_EQ(first.view, "isolated");
+  EXPECT_THAT(first.body, HasSubstr("<private>PRIV_NOTE</private> and [REDACTED]"));
+  auto stored = f.store.Load(first.key);
+  ASSERT_TRUE(stored.ok() && stored->has_value());
+  bool view_stored = false;
+  for (const Rewrite& rewrite : (*stored)->rewrites) {
+    EXPECT_THAT(rewrite.value, Not(HasSubstr("PRIV_NOTE")));
+    view_stored |= rewrite.kind == RewriteKind::kView;
+  }
+  EXPECT_TRUE(view_stored);
+  const std::string opening = json::parse(first.body)["messages"][1]["content"][0]["text"];
+  m.push_back(Msg("assistant", json::array({Use("b1", "Bash")})));
+  m.push_back(Msg("user", json::array({Result("b1", "ran")})));
+  auto restarted = f.Make();
+  for (ContextManager* manager : {f.manager.get(), restarted.get()}) {
+    AppliedRequest next = f.Apply(m, manager);
+    EXPECT_EQ(json::parse(next.body)["messages"][1]["content"][0]["text"], opening);
+  }
+}
+
 TEST(BranchViewTest, InheritedKeepsTheParentsHistory) {
   Fixture f;
   f.options.branch_view.view = BranchView::kInherited;

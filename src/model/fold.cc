@@ -385,10 +385,8 @@ FoldPlan PlanFolds(const Transcript& t, const std::map<std::string, FoldRecord>&
       return c.create_message > e.create_message && c.create_message <= e.end_message;
     });
     if (inside) continue;
-    plan.open_branch_ids.push_back(c.branch_id);
     plan.open_branch_id = c.branch_id;
     plan.open_branch_create_message = c.create_message;
-    plan.open_branch_create_call_id = c.create_call_id;
     plan.open_branches.push_back({c.branch_id, c.create_message, c.create_call_id});
   }
   return plan;

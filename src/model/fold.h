@@ -107,9 +107,7 @@ struct FoldPlan {
   // the message that created it (its span runs from there to the tail).
   std::string open_branch_id;
   size_t open_branch_create_message = 0;
-  std::string open_branch_create_call_id;
-  std::vector<std::string> open_branch_ids;  // all open at the tail, outermost first
-  std::vector<OpenBranch> open_branches;     // the same, with where they were created
+  std::vector<OpenBranch> open_branches;  // all open at the tail, outermost first
 };
 
 // Whether a text block of a user message is the client's own (a `<system-reminder>`, Codex's

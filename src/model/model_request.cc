@@ -15,9 +15,7 @@ Transcript ModelRequest::RenderedTranscript(const RenderPlan& plan) const {
       text.text = plan.view->opening;
       opening.blocks.push_back(std::move(text));
       out.messages.push_back(std::move(opening));
-      while (fold < plan.folds.size() && plan.folds[fold].create_message < plan.view->resume) {
-        ++fold;
-      }
+      fold = plan.FoldAfterView(fold);
       m = plan.view->resume - 1;
       continue;
     }

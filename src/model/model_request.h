@@ -46,6 +46,13 @@ struct RenderPlan {
   // user message of text view->opening. No fold, block or append of those messages is rendered.
   std::optional<ViewEdit> view;
 
+  // The first of folds[fold..] past the view's hidden messages (their folds are not rendered):
+  // where a renderer goes on after the view's opening.
+  size_t FoldAfterView(size_t fold) const {
+    while (fold < folds.size() && folds[fold].create_message < view->resume) ++fold;
+    return fold;
+  }
+
   // Whether the plan changes nothing (Render then returns the body as sent).
   bool Empty() const { return folds.empty() && blocks.empty() && appends.empty() && !view; }
 };

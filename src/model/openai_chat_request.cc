@@ -98,8 +98,9 @@ absl::Status OpenAIChatRequest::Index() {
     return absl::InvalidArgumentError("messages: an array is required");
   }
   if (auto model = StringMember(doc, root_, "model")) model_ = *model;
-  names_.DeclareFrom(doc, FindMember(doc, root_, "tools"));
-  SetOffersTools(FindMember(doc, root_, "tools"));
+  const RawNode* tools = FindMember(doc, root_, "tools");
+  names_.DeclareFrom(doc, tools);
+  SetOffersTools(tools);
   const std::vector<RawNode>& wires = messages_->children;
   wire_roles_.reserve(wires.size());
   for (size_t w = 0; w < wires.size(); ++w) {

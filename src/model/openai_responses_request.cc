@@ -113,8 +113,9 @@ absl::Status OpenAIResponsesRequest::Index() {
     return absl::InvalidArgumentError("the request body must be a JSON object");
   }
   if (auto model = StringMember(doc, root_, "model")) model_ = *model;
-  names_.DeclareFrom(doc, FindMember(doc, root_, "tools"));
-  SetOffersTools(FindMember(doc, root_, "tools"));
+  const RawNode* tools = FindMember(doc, root_, "tools");
+  names_.DeclareFrom(doc, tools);
+  SetOffersTools(tools);
   // History kept by the provider: what the model reads is not in this body, so no rewrite of it
   // could keep the conversation consistent.
   for (const char* name : {"previous_response_id", "conversation"}) {

@@ -21,7 +21,6 @@
 // Run: CONTEXTD_BINARY=build/debug/src/cli/contextd node --test tests/agents/branch_view.test.mjs
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,7 +32,7 @@ import { codexAvailable, CODEX_BINARY, describeRun } from './lib/codex.mjs';
 import { toolOutputFor, outputText } from './lib/responses_double.mjs';
 import { runCodexSession, stepKit, scriptBuilders, metric, viewOpeningText } from './lib/codex_session.mjs';
 import { startPostgres, postgresMissing } from './lib/postgres.mjs';
-import { BINARY, cleanup, tempDataDir } from '../e2e/harness.mjs';
+import { BINARY, cleanup, startHttpServer, tempDataDir } from '../e2e/harness.mjs';
 
 const noBinary = existsSync(BINARY) ? null : `contextd is not built at ${BINARY}`;
 const claudeSkip = claudeMissing() ?? noBinary ?? false;
@@ -286,27 +285,6 @@ test('Claude Code: a branch sees the opening and its own work, a nested branch i
   }
 });
 
-// Starts `contextd serve` over HTTP on `listen` (host:port) with `config`, on `dataDir`; resolves
-// with {url, stderr(), stop()} once it listens.
-async function startContextdAt({ dataDir, config, listen }) {
-  const proc = spawn(BINARY, ['serve', '--transport', 'http', '--listen', listen, '--data-dir', dataDir, '--config', config],
-    { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stderr = '';
-  const url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`contextd did not start; stderr:\n${stderr}`)), 20000);
-    proc.stderr.on('data', (chunk) => {
-      stderr += chunk.toString();
-      const m = stderr.match(/listening on (http:\/\/\S+\/mcp)/);
-      if (m) { clearTimeout(timer); resolve(m[1]); }
-    });
-    proc.on('exit', (code) => { clearTimeout(timer); reject(new Error(`contextd exited ${code}; stderr:\n${stderr}`)); });
-  });
-  const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
-  return {
-    url, stderr: () => stderr,
-    async stop() { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM'); return exited; },
-  };
-}
 
 // Runs Claude Code on `script` and restarts contextd (stopped, then started on the same data dir,
 // config and port, so Claude Code's MCP URL stays valid) while the recorder holds main request
@@ -322,7 +300,7 @@ async function runWithRestart({ label, script, ws, dataDir, yaml = [], restart }
       if (mainSeen++ !== restart.before || restarted) return;
       const first = chain.server;
       const stopped = await first.stop();
-      const second = await startContextdAt({ dataDir, config: chain.config, listen: new URL(first.url).host });
+      const second = await startHttpServer({ dataDir, args: ['--config', chain.config], listen: new URL(first.url).host });
       restarted = { stopped, second };
       chain.server = second;
       chain.origin = new URL(second.url).origin;

@@ -23,9 +23,11 @@ export function tempDataDir() {
 }
 
 // Starts `contextd serve --transport http` and resolves with {proc, url, dataDir, stop()} once the
-// server prints its listening line.
-export async function startHttpServer({ dataDir = tempDataDir(), args = [], env = {}, binary = BINARY } = {}) {
-  const proc = spawn(binary, ['serve', '--transport', 'http', '--listen', '127.0.0.1:0',
+// server prints its listening line. `listen`: host:port (port 0 picks a free one; a given port lets
+// a restarted server keep its clients' URL).
+export async function startHttpServer({ dataDir = tempDataDir(), args = [], env = {}, binary = BINARY,
+  listen = '127.0.0.1:0' } = {}) {
+  const proc = spawn(binary, ['serve', '--transport', 'http', '--listen', listen,
     '--data-dir', dataDir, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   const url = await new Promise((resolve, reject) => {

@@ -68,9 +68,7 @@ std::string RenderWireArray(std::string_view body, const RawNode& array, size_t 
         out.append(WireSeparator(body, array, 0));
       }
       hooks.opening(*plan.view, out);
-      while (fold < plan.folds.size() && plan.folds[fold].create_message < plan.view->resume) {
-        ++fold;
-      }
+      fold = plan.FoldAfterView(fold);
       m = plan.view->resume - 1;
       continue;
     }

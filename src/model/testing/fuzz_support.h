@@ -87,16 +87,19 @@ inline bool SamePairing(const Transcript& before, const Transcript& after) {
 }
 
 // The whole pipeline, twice (the second request sees the first one's decisions): a context
-// manager over an in-memory store parses `body` as `api` and applies it; the forwarded body must
-// parse again as `Request` and, when `valid_in`, hold a valid transcript.
+// manager with `options` over an in-memory store parses `body` as `api` and applies it; the
+// forwarded body must parse again as `Request`, when `valid_in` hold a valid transcript, and be
+// the same bytes both times (every decision is repeated byte for byte).
 template <typename Request>
 void CheckPipelineTwice(const char* target, ModelApi api, const std::string& body,
-                        const BranchLookup& lookup, bool valid_in) {
+                        const BranchLookup& lookup, bool valid_in,
+                        const ContextManagerOptions& options = {}) {
   InMemoryConversationStore store;
   SevenScrubber scrubber;
   QuarterByteCounter counter;
   FakeBranchLedger ledger([&](const std::string&, const std::string& id) { return lookup(id); });
-  ContextManager manager({}, store, scrubber, counter, &ledger);
+  ContextManager manager(options, store, scrubber, counter, &ledger);
+  std::string first;
   for (int round = 0; round < 2; ++round) {
     auto fresh = manager.Parse(api, "local", "", body);
     FuzzCheck(fresh.ok(), target, "a body that parsed once does not parse again");
@@ -108,6 +111,8 @@ void CheckPipelineTwice(const char* target, ModelApi api, const std::string& bod
       FuzzCheck(ValidateTranscript((*forwarded)->transcript()).ok(), target,
                 "the forwarded transcript is not valid");
     }
+    if (round == 0) first = applied->body;
+    FuzzCheck(applied->body == first, target, "the same request was sent differently");
   }
 }
 
