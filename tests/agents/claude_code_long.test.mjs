@@ -139,6 +139,17 @@ test('Claude Code, 40+ turns through the gateway: every branch folds, nothing sk
       if (inLaterView(modelBodies[j])) continue;
       if (!JSON.stringify(modelBodies[j].messages).includes(typed)) failures.push(`request ${j} lost the message the user typed inside B`);
     }
+    // Every branch ran in its isolated view (the default), and Claude Code's own messages (its
+    // mid-conversation system messages, reminders) reached the model inside those views.
+    const viewOf = (body) => body.messages.find((m) => m.role === 'user' && messageText(m).startsWith(kViewOpening));
+    const inViews = modelBodies.filter(viewOf);
+    const viewsWithSystem = inViews.filter((b) => b.messages.some((m) => m.role === 'system')).length;
+    console.log(`--- ${inViews.length} of ${modelBodies.length} requests in a branch's isolated view, ` +
+      `${viewsWithSystem} of them with Claude Code's system messages`);
+    for (const [key, id] of Object.entries(ids)) {
+      assert.ok(inViews.some((b) => messageText(viewOf(b)).startsWith(`${kViewOpening}${id}`)), `branch ${key} ran in its view`);
+    }
+    assert.ok(viewsWithSystem > 0, 'Claude Code\'s system messages reached the model inside a view');
     assert.deepEqual(metrics.skipped, {}, `no fold skipped: ${JSON.stringify(metrics.skipped)}`);
     assert.deepEqual(failures.slice(0, 20), [], `${failures.length} fold failures`);
     assert.ok(metrics.folds >= 6, `${metrics.folds} folds`);
