@@ -30,11 +30,30 @@
 // Tokens are counted per block (o200k_base in the benchmark: an approximation of Claude's
 // tokenizer) over the block's text: text, thinking, a tool_use's name and JSON input, a
 // tool_result's text, a tool definition's name, description and JSON schema.
+//
+// Thinking is bound as Claude binds it (tests/agents/lib/thinking_binding.mjs, the rules of the
+// Anthropic double): the double signs the thinking blocks of every reply it sends, bound to the
+// request it answers (as the client sent it, before context editing), and judges every request's
+// thinking blocks by the documented rules. What run.mjs can read of it:
+// - an invalid block (a changed prefix, a gap, a moved or put-back block) is the provider's 400,
+//   pushed on `double.errors` like its other refusals;
+// - with `thinking.block_binding.prefix_mismatch_behavior: "drop_block"` (and its beta) the invalid
+//   blocks are dropped instead and not billed: `usage.thinking_dropped` (their number) on the
+//   record, `double.dropped` ([{index (into records), path, reason}]) and the reply's
+//   `input_transformations`;
+// - a tool loop whose assistant messages lost the thinking they were produced with: a 400 under
+//   enabled thinking; under adaptive thinking (Claude Code's) the request is answered without the
+//   scripted turn's thinking blocks: `usage.degraded` (true) on the record and `double.degraded`
+//   ([{index (into records), message}]).
+// A refused request's scripted turn, which run.mjs goes on with, gets its thinking signed by
+// `skip()` as if it had been the answer (bound to the refused request), so that one refusal does
+// not make every later request fail on a block no reply carried.
 import { createServer } from 'node:http';
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';
 import { canonical, validate } from '../../tests/agents/lib/messages.mjs';
+import { ThinkingBinding } from '../../tests/agents/lib/thinking_binding.mjs';
 import { clearSettings, clearToolUsesAnthropic } from './clear_tool_uses.mjs';
 
 export const PRICE = Object.freeze({ input: 1, cache_read: 0.1, cache_write: 1.25, output: 5 });
@@ -172,24 +191,42 @@ export function costOf(r) {
 
 // Starts the double on 127.0.0.1:0. `count` counts a text's tokens. Script turns with
 // `double.enqueue(turn)`: a turn is {content: [assistant blocks]} (tool_use blocks with their
-// ids) or a function (body) => turn. `double.records` holds one entry per billed request:
-// {headers, body, usage: {input_tokens, cache_read, cache_write, uncached, output_tokens, cost,
-// ttl}}. `ttlCaches` ([{name, ttl, refresh}]): caches with a lifetime billed beside the main one
-// (which has none), each at the replay time the driver sets with `double.setTimes({name: s})`;
-// `usage.ttl[name]` = {cache_read, cache_write, uncached, cost} in that cache.
+// ids; thinking blocks are signed when sent) or a function (body) => turn. `double.records` holds
+// one entry per billed request: {headers, body, usage: {input_tokens, cache_read, cache_write,
+// uncached, output_tokens, cost, cleared, thinking_dropped, degraded, ttl}}. `ttlCaches` ([{name,
+// ttl, refresh}]): caches with a lifetime billed beside the main one (which has none), each at the
+// replay time the driver sets with `double.setTimes({name: s})`; `usage.ttl[name]` =
+// {cache_read, cache_write, uncached, cost} in that cache.
 export async function startCachingDouble({ count, minCacheTokens, lookback, memo, ttlCaches = [] } = {}) {
   const cache = new PromptCache({ count, minCacheTokens, lookback, memo });
   const timed = ttlCaches.map((t) => ({ name: t.name, cache: new PromptCache({ count, minCacheTokens, lookback, memo, ttl: t.ttl, refresh: t.refresh }) }));
+  const binding = new ThinkingBinding();
   const times = {};
   const queue = [];
   let seq = 0;
+  let lastRefused = null;  // {body, headers} of the last request refused with a 400
   const double = {
-    url: '', cache, records: [], errors: [],
+    url: '', cache, binding, records: [], errors: [], dropped: [], degraded: [],
     setTimes: (t) => Object.assign(times, t),
     enqueue: (turn) => queue.push(turn),
-    skip: () => queue.shift(),  // drops the turn of a refused request
+    // Drops the turn of a refused request; its thinking blocks are signed in place as the answer
+    // to that request, since the driver goes on with that turn's content.
+    skip: () => {
+      const turn = queue.shift();
+      if (lastRefused && Array.isArray(turn?.content)) signInPlace(turn.content, lastRefused);
+      return turn;
+    },
     pending: () => queue.length,
     close: () => new Promise((resolve) => { server.closeAllConnections?.(); server.close(() => resolve()); }),
+  };
+  const signInPlace = (content, { body, headers }) => {
+    const signed = binding.signContent(binding.check(body, headers).body, content);
+    signed.forEach((b, k) => { if (b !== content[k]) content[k].signature = b.signature; });
+  };
+  const refuse = (res, message, body, headers) => {
+    double.errors.push(message);
+    lastRefused = { body, headers };
+    return sendError(res, 400, 'invalid_request_error', message);
   };
   const server = createServer((req, res) => {
     const chunks = [];
@@ -204,8 +241,13 @@ export async function startCachingDouble({ count, minCacheTokens, lookback, memo
         try { body = JSON.parse(Buffer.concat(chunks).toString('utf8')); } catch (e) {
           return sendError(res, 400, 'invalid_request_error', `invalid JSON: ${e.message}`);
         }
-        const bad = validate(body);
-        if (bad) { double.errors.push(bad); return sendError(res, 400, 'invalid_request_error', bad); }
+        const sent = body;
+        const bad = validate(body, req.headers);
+        if (bad) return refuse(res, bad, sent, req.headers);
+        const bound = binding.check(body, req.headers);
+        if (bound.error) return refuse(res, bound.error, sent, req.headers);
+        // Dropped thinking blocks are not billed: the model never reads them.
+        body = bound.body;
         if (path === '/v1/messages/count_tokens') {
           const total = requestBlocks(body).reduce((a, b) => a + cache.tokensOf(b), 0);
           return sendJson(res, 200, { input_tokens: total });
@@ -223,16 +265,19 @@ export async function startCachingDouble({ count, minCacheTokens, lookback, memo
           const r = clearToolUsesAnthropic(body, input, count, clearSettings(edit));
           body = r.body;
           cleared = r.cleared;
-          const badEdit = validate(body);
-          if (badEdit) { double.errors.push(badEdit); return sendError(res, 400, 'invalid_request_error', badEdit); }
+          const badEdit = validate(body, req.headers);
+          if (badEdit) return refuse(res, badEdit, sent, req.headers);
         }
         const billed = cache.bill(body);
-        if (billed.error) { double.errors.push(billed.error); return sendError(res, 400, 'invalid_request_error', billed.error); }
+        if (billed.error) return refuse(res, billed.error, sent, req.headers);
         let turn = queue.shift();
         if (typeof turn === 'function') turn = turn(body);
-        const content = turn.content;
+        // Thinking off for this request (adaptive, a tool loop without its thinking): the turn is
+        // answered without its thinking blocks.
+        const scripted = bound.degraded ? turn.content.filter((b) => b.type !== 'thinking') : turn.content;
+        const content = binding.signContent(bound.body, scripted);
         const output_tokens = content.reduce((a, b) => a + count(blockText(b)), 0);
-        const usage = { ...billed, output_tokens, cleared };
+        const usage = { ...billed, output_tokens, cleared, thinking_dropped: bound.dropped.length, degraded: !!bound.degraded };
         usage.cost = costOf(usage);
         if (timed.length) {
           usage.ttl = {};
@@ -242,6 +287,9 @@ export async function startCachingDouble({ count, minCacheTokens, lookback, memo
             usage.ttl[t.name] = { cache_read: u.cache_read, cache_write: u.cache_write, uncached: u.uncached, cost: costOf(u) };
           }
         }
+        const index = double.records.length;
+        for (const d of bound.dropped) double.dropped.push({ index, ...d });
+        if (bound.degraded) double.degraded.push({ index, message: bound.degraded });
         double.records.push({ headers: req.headers, body, usage });
         const message = {
           id: `msg_bench_${String(++seq).padStart(6, '0')}`, type: 'message', role: 'assistant',
@@ -251,6 +299,7 @@ export async function startCachingDouble({ count, minCacheTokens, lookback, memo
             input_tokens: billed.uncached, cache_creation_input_tokens: billed.cache_write,
             cache_read_input_tokens: billed.cache_read, output_tokens,
           },
+          ...(bound.transformations ? { input_transformations: bound.transformations } : {}),
         };
         return body.stream ? streamMessage(res, message) : sendJson(res, 200, message);
       } catch (e) {

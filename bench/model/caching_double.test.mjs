@@ -205,3 +205,111 @@ test('the double bills each ttl cache beside the main one, at the time the drive
     await double.close();
   }
 });
+
+// Thinking as Claude binds it (tests/agents/lib/thinking_binding.mjs): a tool loop of two turns
+// whose replies carry a scripted thinking block with the driver's placeholder signature.
+async function thinkingLoop(double, extra = {}, headers = {}) {
+  const say = (text) => ({ role: 'user', content: [{ type: 'text', text }] });
+  const turn = (k) => ({ content: [{ type: 'thinking', thinking: `plan ${k}`, signature: 'E'.repeat(344) }, { type: 'tool_use', id: `toolu_${k}`, name: 'bash', input: { command: `ls ${k}` } }] });
+  const messages = [say('task')];
+  for (let k = 0; k < 2; k++) {
+    double.enqueue(turn(k));
+    const res = await postWith(double.url, { model: 'claude-bench', thinking: { type: 'adaptive' }, ...extra, messages }, headers);
+    assert.equal(res.status, 200, res.text);
+    messages.push({ role: 'assistant', content: JSON.parse(res.text).content });
+    messages.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: `toolu_${k}`, content: `out ${k}` }] });
+  }
+  return messages;
+}
+
+async function postWith(url, body, headers = {}) {
+  const res = await fetch(`${url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  return { status: res.status, text: await res.text() };
+}
+
+const withoutThinkingAt = (messages, i) => messages.map((m, k) => (k === i ? { ...m, content: m.content.filter((b) => b.type !== 'thinking') } : m));
+
+test('the double signs the thinking of its replies and refuses it behind a changed prefix', async () => {
+  const double = await startCachingDouble({ count: words, minCacheTokens: 0 });
+  try {
+    const messages = await thinkingLoop(double);
+    const [a0, a1] = [messages[1].content[0], messages[3].content[0]];
+    assert.ok(a0.signature !== 'E'.repeat(344) && a1.signature !== a0.signature, 'each reply carries its own signature');
+    const body = { model: 'claude-bench', thinking: { type: 'adaptive' }, messages };
+    double.enqueue({ content: [{ type: 'text', text: 'done' }] });
+    assert.equal((await postWith(double.url, body)).status, 200);
+    // A changed earlier message: the provider's 400, counted in errors like the other refusals.
+    const changed = structuredClone(body);
+    changed.messages[0].content[0].text = 'task, rewritten';
+    const refused = await postWith(double.url, changed);
+    assert.equal(refused.status, 400);
+    assert.match(JSON.parse(refused.text).error.message, /^messages\.1\.content\.0: Invalid `signature` in `thinking` block\. The block is bound to a different conversation\./);
+    assert.equal(double.errors.length, 1);
+    // The newest thinking left out (removed from the end): still the tool loop's turn, so adaptive
+    // thinking is off for the request, recorded and the scripted thinking not sent.
+    double.enqueue({ content: [{ type: 'thinking', thinking: 'plan 2', signature: 'E' }, { type: 'text', text: 'done' }] });
+    const res = await postWith(double.url, { ...body, messages: withoutThinkingAt(messages, 3) });
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual(JSON.parse(res.text).content.map((b) => b.type), ['text']);
+    assert.deepEqual(double.degraded.map((d) => d.index), [3]);
+    assert.deepEqual(double.records.map((r) => r.usage.degraded), [false, false, false, true]);
+    assert.equal(double.errors.length, 1);
+  } finally {
+    await double.close();
+  }
+});
+
+test('thinking left out at the end of a finished turn is accepted; drop_block drops and does not bill', async () => {
+  const double = await startCachingDouble({ count: words, minCacheTokens: 0 });
+  try {
+    const messages = await thinkingLoop(double);
+    // A new user turn: the tool loop is over, its newest thinking may go.
+    const next = [...withoutThinkingAt(messages, 3), { role: 'user', content: [{ type: 'text', text: 'next task' }] }];
+    double.enqueue({ content: [{ type: 'text', text: 'ok' }] });
+    assert.equal((await postWith(double.url, { model: 'claude-bench', thinking: { type: 'adaptive' }, messages: next })).status, 200);
+    const full = double.records[2].usage.input_tokens;
+
+    const changed = structuredClone(next);
+    changed[0].content[0].text = 'task, rewritten';
+    const thinking = { type: 'adaptive', block_binding: { prefix_mismatch_behavior: 'drop_block' } };
+    double.enqueue({ content: [{ type: 'text', text: 'ok' }] });
+    const res = await postWith(double.url, { model: 'claude-bench', thinking, messages: changed }, { 'anthropic-beta': 'thinking-binding-controls-2026-08-01' });
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual(JSON.parse(res.text).input_transformations, [{ type: 'thinking_dropped', path: 'messages.1.content.0', reason: 'prefix_binding_mismatch' }]);
+    assert.deepEqual(double.dropped, [{ index: 3, path: 'messages.1.content.0', reason: 'prefix_binding_mismatch' }]);
+    const { usage } = double.records[3];
+    assert.equal(usage.thinking_dropped, 1);
+    // "plan 0" (2 words) is not billed; the rewritten task is one word longer.
+    assert.equal(usage.input_tokens, full - 2 + 1);
+    assert.deepEqual(double.errors, []);
+  } finally {
+    await double.close();
+  }
+});
+
+test('a refused request\'s scripted turn is signed by skip() as its answer, so later requests are judged on their own', async () => {
+  const double = await startCachingDouble({ count: words, minCacheTokens: 0 });
+  try {
+    const messages = await thinkingLoop(double);
+    // Five breakpoints on text after the last tool result: refused, though its thinking is fine.
+    const notes = (n) => Array.from({ length: 5 }, (_, k) => ({ type: 'text', text: `note ${k}`, ...(k >= 5 - n ? { cache_control: cc } : {}) }));
+    const last = (n) => ({ ...messages[4], content: [...messages[4].content, ...notes(n)] });  // n marked
+    const turn = { content: [{ type: 'thinking', thinking: 'plan 2', signature: 'E' }, { type: 'tool_use', id: 'toolu_2', name: 'bash', input: {} }] };
+    double.enqueue(turn);
+    const body = (msgs) => ({ model: 'claude-bench', thinking: { type: 'adaptive' }, messages: msgs });
+    assert.equal((await postWith(double.url, body([...messages.slice(0, 4), last(5)]))).status, 400);
+    double.skip();
+    assert.notEqual(turn.content[0].signature, 'E');
+    // The driver goes on with the skipped turn: its thinking holds behind the refused request's
+    // prefix (cache_control aside), so the next request is accepted.
+    const after = [...messages.slice(0, 4), last(1), { role: 'assistant', content: turn.content },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_2', content: 'out' }] }];
+    double.enqueue({ content: [{ type: 'text', text: 'ok' }] });
+    const res = await postWith(double.url, body(after));
+    assert.equal(res.status, 200, res.text);
+    assert.equal(double.errors.length, 1);
+    assert.deepEqual([double.dropped, double.degraded], [[], []]);
+  } finally {
+    await double.close();
+  }
+});

@@ -67,7 +67,9 @@ export function openingMessages(prefix, task, env = {}) {
   ];
 }
 
-// A signature of the shape the API returns (the double does not check it in this benchmark).
+// A placeholder of the shape the API returns: the caching double signs the thinking blocks of the
+// reply it sends (bound to the request it answers) and checks them on every later request, so this
+// one never reaches a request unless the double refused the turn's request (skip() signs it then).
 const SIGNATURE = 'E'.repeat(344);
 
 // The assistant blocks of a scripted turn's reasoning: a thinking block (the recorded thought).

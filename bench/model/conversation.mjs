@@ -8,22 +8,28 @@
 //   {kind: 'create', args}                 mcp__contextd__branch_create
 //   {kind: 'return', message}              mcp__contextd__branch_return (branch_id added by the driver)
 // A turn with no action (a recorded format error) is answered by a user text (`userText`, the
-// recorded observation). `nextTask` (long sessions) is a user text after the turn's results.
+// recorded observation). `nextTask` (long sessions) is the next run's task: in the minimal form a
+// user text after the turn's results; in the claude-code form (boundary 'answer') the task ends
+// with the model's final answer, a turn {final: true, thinking, text} with no action, and the
+// next task is the user message answering it.
 import { recordedCalls } from '../replay/trajectory.mjs';
 import { segment, summaryText } from '../replay/segment.mjs';
 import { cutToTokens, SUMMARY_MAX_TOKENS } from '../replay/replay.mjs';
 
 export const VARIANTS = Object.freeze(['direct', 'clear-tool-uses', 'contextd-nofold', 'create-own-turn', 'create-first-turn',
-  'create-first-turn-inherited', 'auto-fold', 'auto-fold+branches']);
+  'create-first-turn-inherited', 'auto-fold', 'auto-fold+branches', 'auto-fold-remove', 'auto-fold-wait', 'auto-fold-off']);
 // The variants of `bench/model/run.sh` with no flag (issue 17's set; the others are named).
 export const DEFAULT_VARIANTS = Object.freeze(['direct', 'contextd-nofold', 'create-own-turn', 'create-first-turn']);
 // Variants that go through contextd's gateway; of those, the ones whose agent opens branches, and
 // the ones with contextd's auto-fold on. `clear-tool-uses` is `direct` with the provider's
 // context editing (clear_tool_uses.mjs) applied by the double.
 export const THROUGH_CONTEXTD = new Set(['contextd-nofold', 'create-own-turn', 'create-first-turn', 'create-first-turn-inherited',
-  'auto-fold', 'auto-fold+branches']);
+  'auto-fold', 'auto-fold+branches', 'auto-fold-remove', 'auto-fold-wait', 'auto-fold-off']);
 export const BRANCHING = new Set(['create-own-turn', 'create-first-turn', 'create-first-turn-inherited', 'auto-fold+branches']);
-export const AUTO_FOLD = new Set(['auto-fold', 'auto-fold+branches']);
+export const AUTO_FOLD = new Set(['auto-fold', 'auto-fold+branches', 'auto-fold-remove', 'auto-fold-wait', 'auto-fold-off']);
+// Issue 34: auto-fold under thinking (model_gateway.auto_fold.thinking) per variant; `auto-fold`
+// and `auto-fold+branches` leave it to contextd's default (remove, from issue 34 on).
+export const AUTO_FOLD_THINKING = Object.freeze({ 'auto-fold-remove': 'remove', 'auto-fold-wait': 'wait', 'auto-fold-off': 'off' });
 // Issue 33: the branch view contextd forwards while a branch is open (context_folding.branch_view).
 // Every branching variant runs with contextd's default (`isolated` from issue 33 on) but
 // `create-first-turn-inherited`: the same turns as create-first-turn with `branch_view: inherited`
@@ -142,12 +148,24 @@ export function runTurns(enc, run, variant) {
   return turns;
 }
 
-// The plan of a conversation of one or more runs played one after another: each later run's task
-// arrives as a user text after the previous run's last result.
-export function conversationPlan(enc, runs, variant) {
+// What the model thinks and says when a run's task is done (the claude-code form's boundary): the
+// recorded runs end with their submit command, so the answer is scripted, the same in every variant.
+export const FINAL_THOUGHT = 'The task is done.';
+export const finalAnswer = (run) => `Done: ${run.id}.`;
+
+// The plan of a conversation of one or more runs played one after another. `boundary`: how each
+// later run's task arrives: 'text' (the minimal form) as a user text after the previous run's last
+// result; 'answer' (the claude-code form, as Claude Code sends it) the previous run ends with the
+// model's final answer (a thinking block and a text, stop_reason end_turn) and the task is a new
+// user message.
+export function conversationPlan(enc, runs, variant, { boundary = 'text' } = {}) {
+  if (!['text', 'answer'].includes(boundary)) throw new Error(`conversationPlan: boundary text or answer, not ${boundary}`);
   const turns = [];
   runs.forEach((run, k) => {
-    if (k > 0 && turns.length) turns[turns.length - 1].nextTask = run.task;
+    if (k > 0 && turns.length) {
+      if (boundary === 'answer') turns.push({ final: true, thinking: FINAL_THOUGHT, text: finalAnswer(runs[k - 1]), actions: [] });
+      turns[turns.length - 1].nextTask = run.task;
+    }
     turns.push(...runTurns(enc, run, variant));
   });
   return { task: runs[0].task, turns };

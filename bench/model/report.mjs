@@ -1,6 +1,6 @@
 // bench/model's numbers per variant, pooled over runs (or long sessions), the ratios the targets of
-// issues 17, 20 and 33 name, the cache-lifetime and lost-context numbers, and their markdown.
-// Pure: no I/O.
+// issues 17, 20 and 33 name, the cache-lifetime and lost-context numbers, and their markdown
+// (issue 34's section: issue34.mjs). Pure: no I/O.
 import { BRANCHING, AUTO_FOLD } from './conversation.mjs';
 
 // Issue 17's targets (folding by branches), single runs and long sessions of --session-runs runs.
@@ -74,7 +74,13 @@ export function summarize(rows, variants, targets, { trigger = 100000, targets33
       view_requests: sum('view_requests'), in_branch_requests: sum('in_branch_requests'),
       in_branch_input: sum('in_branch_input'), in_branch_cost: sum('in_branch_cost'),
       median_peak: median(list.map((x) => x.input_peak)),
+      // Issue 34: thinking removed by auto-fold steps; what the double's thinking rules refused
+      // to carry (requests answered with thinking off, blocks dropped).
+      thinking_removed: sum('thinking_removed'), thinking_removed_tokens: sum('thinking_removed_tokens'),
+      degraded: sum('degraded'), thinking_dropped: sum('thinking_dropped'), thinking_invalid_requests: sum('thinking_invalid_requests'),
+      auto_fold_outcomes: {},
     };
+    for (const x of list) for (const [k, n] of Object.entries(x.auto_fold_outcomes ?? {})) p.auto_fold_outcomes[k] = (p.auto_fold_outcomes[k] ?? 0) + n;
     if (list.some((x) => x.lost)) {
       p.lost = Object.fromEntries(LOST_FIELDS.map((f) => [f, list.reduce((a, x) => a + (x.lost?.[f] ?? 0), 0)]));
     }

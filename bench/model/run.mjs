@@ -5,7 +5,7 @@
 //   node bench/model/run.mjs --workloads DIR --out DIR [--binary PATH] [--variants a,b,...]
 //        [--api anthropic|chat] [--limit N] [--only SUBSTRING] [--session-runs 3] [--stream]
 //        [--kinds single,session] [--form minimal|claude-code]
-//        [--trigger N] [--keep K] [--min-result M] [--clear-at-least C]
+//        [--trigger N] [--keep K] [--min-result M] [--clear-at-least C] [--expected-requests N]
 //        [--cache-ttl S] [--step-seconds A[,B...]] [--output-tps R] [--cache-refresh prefix|entry]
 //
 // `--api anthropic` (default): Claude Code's Messages requests to a double billing like Anthropic's
@@ -35,9 +35,10 @@ import { chatRequestBody, blocksOfChat } from './chat_form.mjs';
 import { summarize, markdown, markdown33, TARGETS, TARGETS_33, ttlRows, ttlNames } from './report.mjs';
 import { lostItems, requestText } from './lost_context.mjs';
 import {
-  VARIANTS, DEFAULT_VARIANTS, THROUGH_CONTEXTD, BRANCHING, AUTO_FOLD, BRANCH_VIEW, SYSTEM, BASH_TOOL, loadedMcpTools, runOf,
-  conversationPlan, MCP_SERVER,
+  VARIANTS, DEFAULT_VARIANTS, THROUGH_CONTEXTD, BRANCHING, AUTO_FOLD, AUTO_FOLD_THINKING, BRANCH_VIEW, SYSTEM, BASH_TOOL, loadedMcpTools,
+  runOf, conversationPlan, MCP_SERVER,
 } from './conversation.mjs';
+import { summarize34, markdown34, TARGETS_34 } from './issue34.mjs';
 import {
   FORMS, claudeCodePrefix, claudeCodeTools, openingMessages, reasoningBlocks, SilentTurns, claudeCodeRequestBody, SILENT_TURN_REMINDER,
 } from './claude_code_form.mjs';
@@ -51,6 +52,7 @@ const CC = Object.freeze({ type: 'ephemeral' });
 
 // contextd's auto-fold settings (model_gateway.auto_fold) as its defaults; --trigger also sets
 // the clear-tool-uses simulation's trigger (its other settings stay Anthropic's defaults).
+// `expectedRequests` (--expected-requests) is written only when given: contextd estimates it.
 export const AUTO_FOLD_DEFAULTS = Object.freeze({ trigger: 100000, keep: 3, minResult: 200, clearAtLeast: 20000 });
 // The replay clock: each request takes `stepSeconds` (the command's run and the request's time
 // to its first token) plus its output tokens at `outputTps` tokens per second. The cache lifetime
@@ -67,7 +69,7 @@ function parseArgs(argv) {
   };
   const numeric = {
     limit: 'limit', 'session-runs': 'sessionRuns', trigger: 'trigger', keep: 'keep', 'min-result': 'minResult', 'clear-at-least': 'clearAtLeast',
-    'cache-ttl': 'cacheTtl', 'output-tps': 'outputTps',
+    'cache-ttl': 'cacheTtl', 'output-tps': 'outputTps', 'expected-requests': 'expectedRequests',
   };
   for (let i = 0; i < argv.length; i++) {
     const key = argv[i].replace(/^--/, '');
@@ -111,8 +113,9 @@ class UsageError extends Error {}
 
 // What the driver writes into contextd's config: folding as bench/replay, the gateway's upstreams
 // (`doubleUrl` is the double's origin, or for `api: 'chat'` its OpenAI base URL ending in /v1)
-// and, with `autoFold` ({trigger, keep, minResult, clearAtLeast}), auto-fold on; `branchView`
-// ('isolated' or 'inherited') sets context_folding.branch_view (unset: contextd's default).
+// and, with `autoFold` ({trigger, keep, minResult, clearAtLeast, thinking?, expectedRequests?}),
+// auto-fold on (`thinking` and `expected_requests` only when set: unset, contextd's defaults);
+// `branchView` ('isolated' or 'inherited') sets context_folding.branch_view (unset: the default).
 export function configYaml(doubleUrl, { gateway = true, api = 'anthropic', autoFold = null, branchView = null } = {}) {
   const lines = [
     'context_folding:',
@@ -129,6 +132,10 @@ export function configYaml(doubleUrl, { gateway = true, api = 'anthropic', autoF
     if (autoFold) {
       lines.push('  auto_fold:', '    enabled: true', `    trigger_tokens: ${autoFold.trigger}`, `    keep: ${autoFold.keep}`,
         `    min_result_tokens: ${autoFold.minResult}`, `    clear_at_least: ${autoFold.clearAtLeast}`);
+      if (autoFold.thinking) lines.push(`    thinking: ${autoFold.thinking}`);
+      if (autoFold.expectedRequests !== undefined && autoFold.expectedRequests !== null) {
+        lines.push(`    expected_requests: ${autoFold.expectedRequests}`);
+      }
     }
   }
   return lines.join('\n') + '\n';
@@ -144,6 +151,10 @@ export async function startContextd(binary, doubleUrl, { gateway = true, api = '
       throw new BranchViewMissing(`contextd refused context_folding.branch_view (exit ${e.exitCode}): this build predates issue 33's branch view.\n` +
         `contextd stderr:\n${e.stderr}`);
     }
+    if (autoFold && /auto_fold\.(thinking|expected_requests)/.test(e.stderr ?? '')) {
+      throw new AutoFoldMissing(`contextd refused model_gateway.auto_fold.thinking or expected_requests (exit ${e.exitCode}): ` +
+        `this build predates issue 34's auto-fold under thinking.\ncontextd stderr:\n${e.stderr}`);
+    }
     if (autoFold && /auto_fold/.test(e.stderr ?? '')) {
       throw new AutoFoldMissing(`contextd refused model_gateway.auto_fold (exit ${e.exitCode}): this build has no auto-fold.\n` +
         `contextd stderr:\n${e.stderr}`);
@@ -154,6 +165,16 @@ export async function startContextd(binary, doubleUrl, { gateway = true, api = '
     }
     throw e;
   }
+}
+
+// What contextd is started with for `variant` (`settings`: the run's options over the defaults):
+// {api, autoFold (null: off), branchView (null: the default)}.
+export function contextdOptions(variant, settings) {
+  const autoFold = AUTO_FOLD.has(variant)
+    ? { trigger: settings.trigger, keep: settings.keep, minResult: settings.minResult, clearAtLeast: settings.clearAtLeast,
+      thinking: AUTO_FOLD_THINKING[variant] ?? null, expectedRequests: settings.expectedRequests ?? null }
+    : null;
+  return { api: settings.api ?? 'anthropic', autoFold, branchView: BRANCH_VIEW[variant] ?? null };
 }
 
 const connectMcp = (mcpUrl, sessionId) => connectMcpAt(mcpUrl, { [SESSION_HEADER]: sessionId });
@@ -247,7 +268,21 @@ async function contextdCounters(origin, requests) {
     // Requests with auto-fold on, by what their step did (folded, below_trigger, ...).
     auto_fold_outcomes: Object.fromEntries([...text.matchAll(/^contextd_model_auto_fold_steps_total\{[^}]*outcome="([a-z_]+)"[^}]*\} (\S+)$/gm)]
       .map((m) => [m[1], Number(m[2])])),
+    // Issue 34: thinking blocks auto-fold steps removed (mode remove), and their tokens.
+    thinking_removed: metricSum(text, 'contextd_model_auto_fold_thinking_removed_total'),
+    thinking_removed_tokens: metricSum(text, 'contextd_model_auto_fold_thinking_removed_tokens_total'),
   };
+}
+
+// What the double's thinking rules did to the billed requests `u` (their usage), as the Anthropic
+// caching double counts it (none of it on a double without those counters): requests answered with
+// thinking off (a tool loop that lost its thinking), thinking blocks dropped, requests with either.
+function thinkingStats(double, u) {
+  const degraded = double.degraded?.length ?? u.filter((x) => x.degraded).length;
+  const dropped = double.dropped?.length ?? u.reduce((a, x) => a + (x.thinking_dropped ?? 0), 0);
+  const indexes = new Set([...(double.degraded ?? []).map((d) => d.index), ...(double.dropped ?? []).map((d) => d.index)]);
+  u.forEach((x, i) => { if (x.degraded || x.thinking_dropped > 0) indexes.add(i); });
+  return { degraded, thinking_dropped: dropped, thinking_invalid_requests: indexes.size, degraded_examples: (double.degraded ?? []).slice(0, 3) };
 }
 
 // The cache-lifetime scenarios of `settings` (one per --step-seconds value), [] without a TTL.
@@ -270,12 +305,14 @@ export function opensBranchView(body) {
 // Plays one conversation (runs one after another) under `variant`; returns its numbers.
 // `startServer(binary, doubleUrl, {api, autoFold, branchView})` starts what the contextd variants
 // talk to (tests replace it). `opts.api` picks the API, `opts.form` (Anthropic) minimal or
-// claude-code; `memo` is the token memo of that API's double.
-export async function playConversation({ opts, enc, count, memo, runs, variant, conversationId, startServer = startContextd }) {
+// claude-code; `memo` is the token memo of that API's double. `observe({sent, forwarded, reply})`,
+// if given, sees each request as the agent sent it, as the double got it (null if refused) and
+// the assistant content the conversation goes on with (for tests).
+export async function playConversation({ opts, enc, count, memo, runs, variant, conversationId, startServer = startContextd, observe = null }) {
   const api = opts.api ?? 'anthropic';
   const cc = (opts.form ?? 'minimal') === 'claude-code' ? claudeCodePrefix() : null;
   const settings = { ...AUTO_FOLD_DEFAULTS, ...CLOCK_DEFAULTS, ...opts };
-  const plan = conversationPlan(enc, runs, variant);
+  const plan = conversationPlan(enc, runs, variant, { boundary: cc ? 'answer' : 'text' });
   const clear = variant === 'clear-tool-uses';
   const scenarios = ttlScenarios(settings);
   const double = api === 'chat'
@@ -304,7 +341,7 @@ export async function playConversation({ opts, enc, count, memo, runs, variant, 
     let env = {};
     let url = api === 'chat' ? double.url.replace(/\/v1$/, '') : double.url;
     if (viaContextd) {
-      server = await startServer(opts.binary, double.url, { api, autoFold: autoFold ? settings : null, branchView: BRANCH_VIEW[variant] ?? null });
+      server = await startServer(opts.binary, double.url, contextdOptions(variant, { ...settings, api }));
       mcp = await connectMcp(server.mcpUrl, sessionId);
       const listed = (await mcp.listTools()).tools;
       tools = cc ? claudeCodeTools(cc, loadedMcpTools(listed)) : [BASH_TOOL, ...loadedMcpTools(listed)];
@@ -327,9 +364,10 @@ export async function playConversation({ opts, enc, count, memo, runs, variant, 
     let seq = 0;
     for (const turn of plan.turns) {
       const content = [];
-      // Claude Code's model reasons in a thinking block before its tool calls; a turn without one
-      // (a recorded format error) says its text.
-      if (turn.text) content.push(...(cc && turn.actions.length ? reasoningBlocks(turn.text) : [{ type: 'text', text: turn.text }]));
+      // Claude Code's model reasons in a thinking block before its tool calls and before its final
+      // answer (a session's task done); a turn without either (a recorded format error) says its text.
+      if (turn.final) content.push(...reasoningBlocks(turn.thinking), { type: 'text', text: turn.text });
+      else if (turn.text) content.push(...(cc && turn.actions.length ? reasoningBlocks(turn.text) : [{ type: 'text', text: turn.text }]));
       const actions = turn.actions.map((a) => ({ ...a, id: toolUseId(conversationId, ++seq, api) }));
       for (const a of actions) {
         if (a.kind === 'bash') content.push({ type: 'tool_use', id: a.id, name: bashName, input: { command: a.command } });
@@ -398,6 +436,7 @@ export async function playConversation({ opts, enc, count, memo, runs, variant, 
         for (const x of scenarios) clocks[x.name] += x.step + out / x.outputTps;
       }
       afterReturn = false;
+      observe?.({ sent: body, forwarded: answer.status === 200 ? double.records[before].body : null, reply });
       messages.push({ role: 'assistant', content: reply });
       // Results in the order of the tool_use blocks the agent received (Claude Code's order).
       const results = [];
@@ -429,6 +468,7 @@ export async function playConversation({ opts, enc, count, memo, runs, variant, 
     if (double.errors.length) throw new Error(`caching double errors: ${double.errors.join('; ')}`);
     if (server) Object.assign(stats, await contextdCounters(server.origin, plan.turns.length));
     const u = double.records.map((r) => r.usage);
+    Object.assign(stats, thinkingStats(double, u));
     const sum = (f) => u.reduce((a, x) => a + (x[f] ?? 0), 0);
     // Per cache-lifetime scenario: the same requests billed in the cache with expiry; what expiry
     // added; and the requests right after a return that found the parent's prefix gone.
@@ -509,10 +549,11 @@ async function main() {
   }
   const done = variants();
   for (const kind of ['single', 'session']) for (const r of rows[kind]) for (const v of Object.keys(r.variants)) if (!done.includes(v)) delete r.variants[v];
-  const autoFold = { trigger: opts.trigger, keep: opts.keep, minResult: opts.minResult, clearAtLeast: opts.clearAtLeast };
+  const autoFold = { trigger: opts.trigger, keep: opts.keep, minResult: opts.minResult, clearAtLeast: opts.clearAtLeast,
+    expected_requests: opts.expectedRequests ?? null };
   const results = {
     api: opts.api, form: opts.form, variants: done, unsupported, session_runs: n, model: opts.api === 'chat' ? 'gpt-bench' : opts.form === 'claude-code' ? claudeCodePrefix().model : MODEL, targets: TARGETS,
-    targets_33: TARGETS_33, clock: { cache_ttl: opts.cacheTtl, step_seconds: opts.stepSeconds, output_tps: opts.outputTps, cache_refresh: opts.cacheRefresh },
+    targets_33: TARGETS_33, targets_34: TARGETS_34, clock: { cache_ttl: opts.cacheTtl, step_seconds: opts.stepSeconds, output_tps: opts.outputTps, cache_refresh: opts.cacheRefresh },
     auto_fold: autoFold, clear_tool_uses: { ...CLEAR_DEFAULTS, trigger: opts.trigger }, seconds: (Date.now() - t0) / 1000, single: {}, session: {},
   };
   const prices = opts.api === 'chat'
@@ -520,7 +561,9 @@ async function main() {
     : 'Anthropic prompt caching: read 0.1, write 1.25, uncached 1, output 5';
   let md = `# bench/model results (--api ${opts.api}, --form ${opts.form})\n\n${runs.length} runs, variants ${done.join(', ')}; cost in base-input-token units ` +
     `(${prices}), tokens o200k_base. Trigger ${opts.trigger} input tokens (auto-fold and clear-tool-uses); ` +
-    `auto-fold keep ${opts.keep}, min_result_tokens ${opts.minResult}, clear_at_least ${opts.clearAtLeast}; ` +
+    `auto-fold keep ${opts.keep}, min_result_tokens ${opts.minResult}, clear_at_least ${opts.clearAtLeast}, ` +
+    `expected_requests ${opts.expectedRequests ?? 'unset (contextd estimates)'}, thinking per variant (auto-fold-remove / -wait / -off; ` +
+    'auto-fold: contextd\'s default); ' +
     `clear-tool-uses: keep 3, clear_at_least unset, placeholder "${CLEAR_DEFAULTS.placeholder}". ` +
     (opts.cacheTtl > 0
       ? `Cache lifetime: ${opts.cacheTtl} s after the last use (refresh: ${opts.cacheRefresh}${opts.api === 'chat' ? `, at most ${OPENAI_MAX_AGE_SECONDS} s` : ''}); ` +
@@ -536,6 +579,10 @@ async function main() {
     results[kind] = { pooled, ttl_pooled: ttlPooled, rows: rows[kind] };
     md += markdown(kind, rows[kind], pooled, done, TARGETS[kind], { trigger: opts.trigger }) + '\n';
     md += markdown33(kind, rows[kind], pooled, done, TARGETS_33[kind], ttlPooled) + '\n';
+    if (kind === 'session') {
+      results[kind].issue34 = summarize34(rows[kind], done, { trigger: opts.trigger });
+      md += markdown34(rows[kind], results[kind].issue34, { trigger: opts.trigger }) + '\n';
+    }
   }
   md += `Run time: ${results.seconds.toFixed(0)} s.\n`;
   mkdirSync(opts.out, { recursive: true });

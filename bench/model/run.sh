@@ -5,7 +5,8 @@
 # gateway, and reports tokens and cost with prompt caching. See bench/model/README.md. Usage:
 #   bench/model/run.sh [BUILD_DIR] [--variants a,b] [--limit N] [--only ID_SUBSTRING]
 #                      [--session-runs 3] [--stream] [--api anthropic|chat]
-#                      [--trigger N] [--keep K] [--min-result M] [--clear-at-least C] [--kinds single,session]
+#                      [--trigger N] [--keep K] [--min-result M] [--clear-at-least C] [--expected-requests N]
+#                      [--kinds single,session] [--form minimal|claude-code]
 # BUILD_DIR defaults to build/release (binary BUILD_DIR/src/cli/contextd; CONTEXTD_BINARY overrides);
 # `--variants direct` needs no contextd. Needs scripts/install-deps.sh (node, tools/npm/tokens, and
 # tools/npm/e2e for the contextd variants). Results go to MODEL_BENCH_OUT (default

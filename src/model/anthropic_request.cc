@@ -397,7 +397,9 @@ void AnthropicRequest::RenderMessage(size_t m, const RenderPlan& plan, std::stri
   std::string_view doc = body_;
   auto append = plan.appends.find(m);
   bool changed = append != plan.appends.end();
-  for (size_t b = 0; b < ref.blocks.size() && !changed; ++b) changed = plan.blocks.count({m, b});
+  for (size_t b = 0; b < ref.blocks.size() && !changed; ++b) {
+    changed = plan.blocks.count({m, b}) || plan.dropped.count({m, b});
+  }
   if (!changed || ref.content == nullptr) {
     out.append(ref.node->Text(doc));
     return;
@@ -412,13 +414,16 @@ void AnthropicRequest::RenderMessage(size_t m, const RenderPlan& plan, std::stri
       RenderBlock(m, 0, plan, out);
       out.push_back('}');
     } else {
+      bool first = true;
       for (size_t b = 0; b < ref.blocks.size(); ++b) {
-        if (b > 0) out.push_back(',');
+        if (plan.dropped.count({m, b})) continue;
+        if (!first) out.push_back(',');
+        first = false;
         RenderBlock(m, b, plan, out);
       }
     }
     if (append != plan.appends.end() && !append->second.empty()) {
-      if (!ref.blocks.empty()) out.push_back(',');
+      if (out.back() != '[') out.push_back(',');
       out.append(append->second);
     }
     out.push_back(']');
@@ -444,7 +449,9 @@ int AnthropicRequest::MarkerCount(const RenderPlan& plan) const {
       ++fold;
       continue;
     }
-    for (const BlockRef& ref : refs_[m].blocks) count += ref.cache_control != nullptr;
+    for (size_t b = 0; b < refs_[m].blocks.size(); ++b) {
+      count += refs_[m].blocks[b].cache_control != nullptr && !plan.dropped.count({m, b});
+    }
   }
   return count;
 }

@@ -4,13 +4,18 @@
 // on every API, and is cache-aware: a fold step happens only when it removes at least
 // `clear_at_least` tokens, every step's decisions are stored and repeated byte for byte, and a
 // step only moves the fold point forward, so the folded prefix stays the same between steps and
-// the provider's cache is rewritten rarely. Results before a thinking block are never folded (a
-// changed prefix under a replayed thinking block is refused). This file plans a step; the context
-// manager stores and renders it. Pure functions.
+// the provider's cache is rewritten rarely. A step is taken when the bill says it pays: what the
+// requests that follow save on the smaller prefix against what re-writing the cache from the fold
+// point costs now. Under a thinking model (decision 0036) a changed prefix invalidates every later
+// thinking block, so a step either removes the thinking of the turns after its fold point, which
+// the provider allows outside a tool loop only (mode `remove`: at a request ending with a new user
+// turn), or folds only results no thinking block follows (`wait`), or does nothing (`off`). This
+// file plans a step; the context manager stores and renders it. Pure functions.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +23,16 @@
 #include "model/transcript.h"
 
 namespace contextd::model {
+
+// model_gateway.auto_fold.thinking: what a step does when thinking blocks (or bound reasoning
+// items) follow the results it would fold.
+enum class AutoFoldThinking {
+  kRemove,  // at a new user turn, remove the thinking of every turn after the fold point
+  kWait,    // fold only results that no thinking block follows
+  kOff,     // no step in a conversation that carries thinking
+};
+// "remove", "wait", "off"; nullopt for anything else.
+std::optional<AutoFoldThinking> ParseAutoFoldThinking(std::string_view name);
 
 // model_gateway.auto_fold.
 struct AutoFoldOptions {
@@ -30,6 +45,11 @@ struct AutoFoldOptions {
   // block does (decision 0020: undocumented either way). true: results before one are never
   // folded; false (the operator's choice for a provider known not to bind): they are.
   bool reasoning_items_bound = true;
+  std::string thinking = "remove";  // AutoFoldThinking by name
+  // How many requests a step is expected to be followed by, for the bill that decides whether it
+  // pays; 0: as many as the model turns so far (a conversation is expected to go on about as long
+  // as it has gone).
+  int64_t expected_requests = 0;
 };
 
 // One tool result a step folds.
@@ -41,12 +61,21 @@ struct AutoFoldPick {
   int64_t tokens = 0;  // the result's tokens
 };
 
+// A thinking block a step removes (it follows the fold point).
+struct AutoFoldDrop {
+  size_t message = 0;
+  size_t block = 0;
+  int64_t tokens = 0;
+};
+
 // Why a step folded nothing (a metric label), or kFolded.
 enum class AutoFoldOutcome {
   kFolded,
   kBelowTrigger,       // the request is under trigger_tokens
   kBelowClearAtLeast,  // what could be folded is under clear_at_least
   kThinking,           // only results before a thinking block would reach clear_at_least
+  kToolLoop,           // they would, removing thinking, but a tool loop is in flight: wait
+  kBelowPayback,       // the step would cost more now than the requests after it would save
 };
 const char* AutoFoldOutcomeName(AutoFoldOutcome outcome);
 
@@ -54,6 +83,9 @@ struct AutoFoldStep {
   AutoFoldOutcome outcome = AutoFoldOutcome::kBelowTrigger;
   std::vector<AutoFoldPick> picks;  // in transcript order
   int64_t tokens_folded = 0;        // the picks' tokens, before their handles replace them
+  // The thinking blocks after the first pick (mode remove), in transcript order. The context
+  // manager removes those after the first pick it actually folds.
+  std::vector<AutoFoldDrop> drops;
 };
 
 // What the planner needs to know of a request beyond its transcript.
@@ -70,13 +102,31 @@ struct AutoFoldContext {
   std::function<bool(size_t, size_t)> foldable;
   int64_t handle_tokens = 60;  // what a handle costs, estimated
   bool thinking_binds = true;  // false: thinking blocks do not hold results back
+  // Whether block (message, block) is sent (a thinking block an earlier step removed is not).
+  std::function<bool(size_t, size_t)> sent = [](size_t, size_t) { return true; };
+  // Tokens of messages [message, end) as they would be forwarded.
+  std::function<int64_t(size_t)> tokens_from;
+  // The provider's cache prices relative to uncached input: a read, and a write (Anthropic's
+  // 5-minute entries 1.25; OpenAI's automatic cache writes at the base price).
+  double cache_read_price = 0.1;
+  double cache_write_price = 1.25;
 };
+
+// Whether the request ends with a new user turn (its last message that is not a mid-conversation
+// system message is a user message carrying no tool result): no tool loop is in flight, and the
+// thinking of earlier turns may be left out.
+bool EndsWithUserTurn(const Transcript& transcript);
 
 // Plans one step over `transcript`. Candidates: tool results of user messages at or after
 // `first_message`, not removed, answering a call that is not among the last `keep` tool calls
-// and not one of contextd's own tools, with at least min_result_tokens, foldable, and with no
-// thinking block in a later message. The step takes every candidate when the request is over
-// trigger_tokens and their tokens less their handles' reach clear_at_least; otherwise none.
+// and not one of contextd's own tools, with at least min_result_tokens, foldable. A sent
+// thinking block in a later message binds a candidate: in mode remove at a new user turn the step
+// takes it and removes every sent thinking block after the first pick; otherwise it stays. The
+// step takes every free candidate when the request is over trigger_tokens, what it saves (the
+// candidates less their handles, and the thinking removed) reaches clear_at_least, and it pays:
+// the requests still to come, estimated as many as the model turns so far, read that much less
+// at cache_read_price, against re-writing the cache from the fold point now at cache_write_price
+// instead of reading it.
 AutoFoldStep PlanAutoFold(const Transcript& transcript, const AutoFoldOptions& options,
                           const AutoFoldContext& context);
 

@@ -3,8 +3,8 @@
 // Responses) and applied three times by a context manager with auto-fold on at tiny thresholds
 // (every result can fold). Each forwarded body must parse again as the same API, keep a valid
 // transcript valid, and keep every tool call answered; every request after the first repeats the
-// first one's bytes (the decisions are stored and replayed, nothing new to fold); the planner never
-// picks a result that a thinking block follows.
+// first one's bytes (the decisions are stored and replayed, nothing new to fold); no thinking
+// block that binds is sent after a folded result (a step removes those after its fold point).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -28,6 +28,24 @@ size_t ToolResults(const Transcript& t) {
     for (const Block& b : m.blocks) n += b.kind == BlockKind::kToolResult;
   }
   return n;
+}
+
+// Whether a thinking block of `out` follows a tool result it changed from `in` (same indexes:
+// no branch fold or view moved messages).
+bool ThinkingAfterAChange(const Transcript& a, const Transcript& b) {
+  if (a.messages.size() != b.messages.size()) return false;
+  bool changed = false;
+  for (size_t m = 0; m < b.messages.size(); ++m) {
+    for (size_t k = 0; k < b.messages[m].blocks.size(); ++k) {
+      const Block& block = b.messages[m].blocks[k];
+      if (changed && block.kind == BlockKind::kThinking) return true;
+      if (block.kind == BlockKind::kToolResult && k < a.messages[m].blocks.size() &&
+          block.key != a.messages[m].blocks[k].key) {
+        changed = true;
+      }
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -78,6 +96,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const Transcript& out = (*forwarded)->transcript();
     Check(ToolResults(out) == ToolResults(in), "a tool result was lost or added");
     if (valid_in) Check(ValidateTranscript(out).ok(), "auto-fold broke a valid transcript");
+    const bool binds = api != ModelApi::kOpenAIResponses || options.auto_fold.reasoning_items_bound;
+    if (binds && applied->folds_applied == 0 && applied->view.empty() &&
+        applied->redactions_new == 0 && applied->auto_folds_applied > 0) {
+      Check(!ThinkingAfterAChange(in, out), "a thinking block is sent after a folded result");
+    }
     if (round == 0) {
       first = applied->body;
     } else {

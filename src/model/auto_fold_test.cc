@@ -123,14 +123,20 @@ TEST(PlanAutoFold, TheFoldPointOnlyMovesForward) {
   EXPECT_EQ(PickedMessages(PlanAutoFold(t, Options(), c)), (std::vector<size_t>{8, 10}));
 }
 
-TEST(PlanAutoFold, NeverFoldsAResultThatAThinkingBlockFollows) {
+Block Thinking() {
+  Block b;
+  b.kind = BlockKind::kThinking;
+  return b;
+}
+
+TEST(PlanAutoFold, InModeWaitNeverFoldsAResultThatAThinkingBlockFollows) {
   Transcript t = Calls(8);
-  Block thinking;
-  thinking.kind = BlockKind::kThinking;
+  Block thinking = Thinking();
   // The assistant turn after c4's result (message 10) thinks: results 2..10 are bound under it.
   t.messages[11].blocks.insert(t.messages[11].blocks.begin(), thinking);
   AutoFoldOptions o = Options();
   o.keep = 1;
+  o.thinking = "wait";
   AutoFoldStep step = PlanAutoFold(t, o, Context(t, 9000));
   EXPECT_EQ(PickedMessages(step), (std::vector<size_t>{12, 14}));
   // When only the bound results would make a step, the outcome says why nothing folded.
@@ -138,6 +144,114 @@ TEST(PlanAutoFold, NeverFoldsAResultThatAThinkingBlockFollows) {
   step = PlanAutoFold(t, o, Context(t, 9000));
   EXPECT_TRUE(step.picks.empty());
   EXPECT_EQ(step.outcome, AutoFoldOutcome::kThinking);
+}
+
+// Calls(n) with a thinking block opening every assistant turn, then the model's answer (thinking,
+// text) and a new user turn (text, and a mid-conversation system message after it).
+Transcript ThinkingSession(int n, bool new_turn) {
+  Transcript t = Calls(n);
+  for (Message& m : t.messages) {
+    if (m.role == Role::kAssistant) m.blocks.insert(m.blocks.begin(), Thinking());
+  }
+  if (!new_turn) return t;
+  Block text;
+  text.kind = BlockKind::kText;
+  t.messages.push_back(Turn(Role::kAssistant, {Thinking(), text}));
+  t.messages.push_back(Turn(Role::kUser, {text}));
+  t.messages.push_back(Turn(Role::kSystem, {text}));
+  return t;
+}
+
+std::vector<size_t> DroppedMessages(const AutoFoldStep& step) {
+  std::vector<size_t> out;
+  for (const AutoFoldDrop& d : step.drops) out.push_back(d.message);
+  return out;
+}
+
+TEST(PlanAutoFold, AtANewUserTurnRemovesTheThinkingAfterTheFoldPoint) {
+  Transcript t = ThinkingSession(6, /*new_turn=*/true);  // results at 2..12, answer at 13
+  AutoFoldStep step = PlanAutoFold(t, Options(), Context(t, 9000));
+  EXPECT_EQ(step.outcome, AutoFoldOutcome::kFolded);
+  EXPECT_EQ(PickedMessages(step), (std::vector<size_t>{2, 4, 6}));
+  // Every thinking block after the first pick goes, the one before it stays: the kept thinking
+  // is a leading run of the conversation's, and its prefix did not change.
+  EXPECT_EQ(DroppedMessages(step), (std::vector<size_t>{3, 5, 7, 9, 11, 13}));
+  // What is already left out binds nothing and is not removed twice.
+  AutoFoldContext c = Context(t, 9000);
+  c.sent = [](size_t m, size_t) { return m < 5; };
+  EXPECT_EQ(DroppedMessages(PlanAutoFold(t, Options(), c)), (std::vector<size_t>{3}));
+}
+
+TEST(PlanAutoFold, AtANewUserTurnUnderThinkingTheTriggerLooksOneTaskAhead) {
+  Transcript t = ThinkingSession(6, /*new_turn=*/true);  // the new task at message 14
+  AutoFoldContext c = Context(t, 4000);                  // under the trigger (5000)
+  // The previous task (messages 0..13) added 14 x 100 tokens: 4000 + 1400 passes it.
+  c.tokens_from = [&](size_t m) { return static_cast<int64_t>((t.messages.size() - m) * 100); };
+  EXPECT_EQ(PlanAutoFold(t, Options(), c).outcome, AutoFoldOutcome::kFolded);
+  c.input_tokens = 3500;  // 3500 + 1400 does not
+  EXPECT_EQ(PlanAutoFold(t, Options(), c).outcome, AutoFoldOutcome::kBelowTrigger);
+  // Without thinking a step can be taken when the trigger is passed: no look-ahead.
+  Transcript plain = Calls(6);
+  AutoFoldContext p = Context(plain, 4000);
+  p.tokens_from = c.tokens_from;
+  EXPECT_EQ(PlanAutoFold(plain, Options(), p).outcome, AutoFoldOutcome::kBelowTrigger);
+}
+
+TEST(PlanAutoFold, WaitsWhileAToolLoopIsInFlight) {
+  // The provider requires the thinking of the turn in flight: no step until the turn ends.
+  Transcript t = ThinkingSession(6, /*new_turn=*/false);
+  AutoFoldStep step = PlanAutoFold(t, Options(), Context(t, 9000));
+  EXPECT_EQ(step.outcome, AutoFoldOutcome::kToolLoop);
+  EXPECT_TRUE(step.picks.empty());
+  EXPECT_TRUE(step.drops.empty());
+  EXPECT_FALSE(EndsWithUserTurn(t));
+  EXPECT_TRUE(EndsWithUserTurn(ThinkingSession(6, true)));
+}
+
+TEST(PlanAutoFold, ModeOffLeavesAThinkingConversationAlone) {
+  Transcript t = ThinkingSession(6, /*new_turn=*/true);
+  AutoFoldOptions o = Options();
+  o.thinking = "off";
+  AutoFoldStep step = PlanAutoFold(t, o, Context(t, 9000));
+  EXPECT_EQ(step.outcome, AutoFoldOutcome::kThinking);
+  EXPECT_TRUE(step.picks.empty());
+  o.thinking = "wait";
+  EXPECT_EQ(PlanAutoFold(t, o, Context(t, 9000)).outcome, AutoFoldOutcome::kThinking);
+  // Without thinking, off and wait fold as remove does.
+  Transcript plain = Calls(6);
+  EXPECT_EQ(PickedMessages(PlanAutoFold(plain, o, Context(plain, 9000))),
+            (std::vector<size_t>{2, 4, 6}));
+}
+
+TEST(PlanAutoFold, NeverLeavesATurnWithNothingInIt) {
+  Transcript t = ThinkingSession(6, /*new_turn=*/true);
+  t.messages[9].blocks.erase(t.messages[9].blocks.begin() + 1);  // a turn that only thought
+  t.messages[10].blocks.clear();
+  Block text;
+  text.kind = BlockKind::kText;
+  t.messages[10].blocks.push_back(text);
+  AutoFoldStep step = PlanAutoFold(t, Options(), Context(t, 9000));
+  EXPECT_TRUE(step.picks.empty());
+  EXPECT_EQ(step.outcome, AutoFoldOutcome::kThinking);
+}
+
+TEST(PlanAutoFold, StepsOnlyWhenTheRequestsAfterItSaveMoreThanItCosts) {
+  Transcript t = Calls(6);  // 6 model turns; the step saves 3 x 950 tokens
+  AutoFoldContext c = Context(t, 9000);
+  // From the fold point on, 40,000 tokens: re-written at 1.25 (37,150 after the step) instead
+  // of read at 0.1 costs 42,437 more now; each later request reads 285 less.
+  c.tokens_from = [](size_t) -> int64_t { return 40'000; };
+  AutoFoldStep step = PlanAutoFold(t, Options(), c);
+  EXPECT_EQ(step.outcome, AutoFoldOutcome::kBelowPayback);
+  EXPECT_TRUE(step.picks.empty());
+  AutoFoldOptions o = Options();
+  o.expected_requests = 149;  // 149 x 285 = 42,465: pays
+  EXPECT_EQ(PlanAutoFold(t, o, c).outcome, AutoFoldOutcome::kFolded);
+  o.expected_requests = 148;
+  EXPECT_EQ(PlanAutoFold(t, o, c).outcome, AutoFoldOutcome::kBelowPayback);
+  // A short prefix after the fold point costs little to re-write: a step pays at once.
+  c.tokens_from = [](size_t) -> int64_t { return 3'000; };
+  EXPECT_EQ(PlanAutoFold(t, Options(), c).outcome, AutoFoldOutcome::kFolded);
 }
 
 TEST(AutoFoldHandle, NamesTheTokensTheCallAndTheTrailEvent) {
@@ -191,9 +305,7 @@ class Session {
   void Step(const std::string& text, bool thinking = false) {
     std::string id = "toolu_" + std::to_string(n_++);
     json content = json::array();
-    if (thinking) {
-      content.push_back({{"type", "thinking"}, {"thinking", "hmm"}, {"signature", "sig"}});
-    }
+    if (thinking) content.push_back(ThinkingBlock());
     content.push_back({{"type", "tool_use"},
                        {"id", id},
                        {"name", "Read"},
@@ -202,15 +314,34 @@ class Session {
     messages_.push_back(Msg(
         "user", json::array({{{"type", "tool_result"}, {"tool_use_id", id}, {"content", text}}})));
   }
+  // The model's answer to the task (a turn that thinks, then says) and the person's next task.
+  void Answer(const std::string& text) {
+    messages_.push_back(
+        Msg("assistant", json::array({ThinkingBlock(), {{"type", "text"}, {"text", text}}})));
+  }
+  void Ask(const std::string& text) {
+    messages_.push_back(Msg("user", json::array({{{"type", "text"}, {"text", text}}})));
+  }
   std::string Body() const {
     json messages = messages_;
     messages.back()["content"].back()["cache_control"] = {{"type", "ephemeral"}};
     return json{{"model", "m"}, {"max_tokens", 10}, {"messages", messages}}.dump();
   }
 
+  const json& messages() const { return messages_; }
+
  private:
+  // Each signed for the prefix it was made after, as the provider's are: no two alike.
+  json ThinkingBlock() {
+    ++thoughts_;
+    return {{"type", "thinking"},
+            {"thinking", "hmm " + std::to_string(thoughts_)},
+            {"signature", "sig" + std::to_string(thoughts_)}};
+  }
+
   json messages_ = json::array();
   int n_ = 0;
+  int thoughts_ = 0;
 };
 
 struct Manager {
@@ -219,6 +350,7 @@ struct Manager {
   SecretScrubber scrubber;
   std::vector<ModelToolCall> archived;
   bool archive_fails = false;
+  int64_t expected_requests = 100;  // the bill always pays, unless a test says otherwise
   // Knows no branch; keeps every result in `archived` unless archive_fails.
   model::testing::FakeBranchLedger ledger{
       nullptr, nullptr, nullptr,
@@ -243,6 +375,7 @@ struct Manager {
     options.auto_fold.keep = 2;
     options.auto_fold.min_result_tokens = 50;
     options.auto_fold.clear_at_least = 150;
+    options.auto_fold.expected_requests = expected_requests;
     return std::make_unique<ContextManager>(options, store, scrubber, counter, &ledger);
   }
   AppliedRequest Apply(ModelApi api, const std::string& body, std::optional<bool> on = {}) {
@@ -354,9 +487,73 @@ TEST(AutoFold, ThinkingBlocksBindWhatComesBeforeThem) {
   Session s;
   for (char c : std::string("abcdef")) s.Step(Payload(c), /*thinking=*/true);
   AppliedRequest applied = m.Apply(ModelApi::kAnthropicMessages, s.Body());
-  EXPECT_EQ(applied.auto_fold_outcome, "thinking");
+  EXPECT_EQ(applied.auto_fold_outcome, "tool_loop");
   EXPECT_EQ(applied.auto_folds_new, 0);
   EXPECT_EQ(applied.body, s.Body());
+}
+
+// The thinking blocks of `messages`, by message index.
+std::vector<size_t> ThinkingAt(const json& messages) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    for (const json& block : messages[i]["content"]) {
+      if (block.is_object() && block.value("type", "") == "thinking") out.push_back(i);
+    }
+  }
+  return out;
+}
+
+TEST(AutoFold, AThinkingModelFoldsAtANewUserTurnWithoutTheThinkingAfterTheFoldPoint) {
+  Manager m;
+  Session s;
+  for (char c : std::string("abcdef")) s.Step(Payload(c), /*thinking=*/true);
+  ASSERT_EQ(m.Apply(ModelApi::kAnthropicMessages, s.Body()).auto_fold_outcome, "tool_loop");
+  s.Answer("Done: the bug is in f3.");
+  s.Ask("Now fix it.");
+  AppliedRequest step = m.Apply(ModelApi::kAnthropicMessages, s.Body());
+  EXPECT_EQ(step.auto_fold_outcome, "folded");
+  EXPECT_EQ(step.auto_folds_new, 4);  // a..d, at messages 2..8
+  // Thinking in messages 3..13 (the calls of b..f, the answer) goes; message 1's stays.
+  EXPECT_EQ(step.thinking_removed, 6);
+  json sent = Messages(step.body);
+  EXPECT_EQ(ThinkingAt(sent), (std::vector<size_t>{1}));
+  EXPECT_EQ(sent[1], s.messages()[1]);
+  EXPECT_EQ(sent[13]["content"].size(), 1u);
+  EXPECT_EQ(sent[13]["content"][0]["text"], "Done: the bug is in f3.");
+  EXPECT_LT(step.tokens_after, step.tokens_before - 300);
+
+  // The model goes on thinking in its new turn: those blocks are kept, what was removed stays
+  // removed, and every later request is the previous one plus its tail.
+  s.Step(Payload('g'), /*thinking=*/true);
+  s.Step(Payload('h'), /*thinking=*/true);
+  AppliedRequest next = m.Apply(ModelApi::kAnthropicMessages, s.Body());
+  EXPECT_NE(next.auto_fold_outcome, "folded");
+  EXPECT_EQ(next.thinking_removed, 0);
+  json again = Messages(next.body);
+  for (size_t i = 0; i + 1 < sent.size(); ++i) EXPECT_EQ(again[i], sent[i]) << i;
+  EXPECT_EQ(ThinkingAt(again), (std::vector<size_t>{1, 15, 17}));
+  // After a restart, from the store, byte for byte.
+  m.manager = m.Make();
+  EXPECT_EQ(m.Apply(ModelApi::kAnthropicMessages, s.Body()).body, next.body);
+}
+
+TEST(AutoFold, ThinkingModesWaitAndOffRemoveNothing) {
+  for (const char* mode : {"wait", "off"}) {
+    Manager m;
+    ContextManagerOptions options;
+    options.auto_fold = {true, 600, 2, 50, 150};
+    options.auto_fold.expected_requests = 100;
+    options.auto_fold.thinking = mode;
+    m.manager =
+        std::make_unique<ContextManager>(options, m.store, m.scrubber, m.counter, &m.ledger);
+    Session s;
+    for (char c : std::string("abcdef")) s.Step(Payload(c), /*thinking=*/true);
+    s.Answer("Done.");
+    s.Ask("Next.");
+    AppliedRequest applied = m.Apply(ModelApi::kAnthropicMessages, s.Body());
+    EXPECT_EQ(applied.auto_fold_outcome, "thinking") << mode;
+    EXPECT_EQ(applied.body, s.Body()) << mode;
+  }
 }
 
 TEST(AutoFold, ChatCompletionsFoldTheSameWay) {
@@ -420,7 +617,7 @@ TEST(AutoFold, ResponsesFoldTheSameWayAndLeaveReasoningAlone) {
   reasoned.push_back({{"type", "function_call_output"}, {"call_id", "call_9"}, {"output", "x"}});
   std::string reasoned_body = json{{"model", "gpt"}, {"input", reasoned}}.dump();
   AppliedRequest held = thinking.Apply(ModelApi::kOpenAIResponses, reasoned_body);
-  EXPECT_EQ(held.auto_fold_outcome, "thinking");
+  EXPECT_EQ(held.auto_fold_outcome, "tool_loop");
   EXPECT_EQ(held.body, reasoned_body);
   // An operator whose provider does not bind reasoning items says so: they fold.
   model::testing::FakeBranchLedger keeps_all(
@@ -431,12 +628,34 @@ TEST(AutoFold, ResponsesFoldTheSameWayAndLeaveReasoningAlone) {
   Manager unbound;
   ContextManagerOptions options;
   options.auto_fold = {true, 600, 2, 50, 150, /*reasoning_items_bound=*/false};
+  options.auto_fold.expected_requests = 100;
   unbound.manager = std::make_unique<ContextManager>(options, unbound.store, unbound.scrubber,
                                                      unbound.counter, &keeps_all);
   AppliedRequest folded = unbound.Apply(ModelApi::kOpenAIResponses, reasoned_body);
   EXPECT_EQ(folded.auto_fold_outcome, "folded");
   EXPECT_EQ(folded.auto_folds_new, 5);
   EXPECT_NE(folded.body.find("\"encrypted_content\":\"gAAAA\""), std::string::npos);
+
+  // At a new user turn the step removes the reasoning items after its fold point, as it removes
+  // Claude's thinking (the provider drops them anyway behind a changed prefix).
+  Manager at_turn;
+  json turn = reasoned;
+  turn.push_back({{"type", "reasoning"},
+                  {"id", "rs_2"},
+                  {"summary", json::array()},
+                  {"encrypted_content", "gBBBB"}});
+  turn.push_back({{"type", "message"},
+                  {"role", "assistant"},
+                  {"content", json::array({{{"type", "output_text"}, {"text", "done"}}})}});
+  turn.push_back({{"type", "message"}, {"role", "user"}, {"content", "next"}});
+  AppliedRequest removed =
+      at_turn.Apply(ModelApi::kOpenAIResponses, json{{"model", "gpt"}, {"input", turn}}.dump());
+  EXPECT_EQ(removed.auto_fold_outcome, "folded");
+  EXPECT_EQ(removed.thinking_removed, 2);
+  json out = json::parse(removed.body)["input"];
+  EXPECT_EQ(out.size(), turn.size() - 2);
+  for (const json& item : out) EXPECT_NE(item["type"], "reasoning");
+  EXPECT_EQ(out.back()["content"], "next");
 }
 
 }  // namespace

@@ -158,6 +158,7 @@ void ContextManager::Forget(ThreadState& state) {
   state.appends.clear();
   state.folds.clear();
   state.auto_folds.clear();
+  state.dropped_thinking.clear();
   state.views.clear();
   state.view_openings.clear();
 }
@@ -194,6 +195,9 @@ absl::StatusOr<bool> ContextManager::Load(const ConversationKey& key, ThreadStat
           break;
         case RewriteKind::kAutoFold:
           state.auto_folds.emplace(std::move(rewrite.key), std::move(rewrite.value));
+          break;
+        case RewriteKind::kDropThinking:
+          state.dropped_thinking.insert(std::move(rewrite.key));
           break;
         case RewriteKind::kFold: {
           auto record = FoldRecord::Parse(rewrite.value);
@@ -342,6 +346,16 @@ void ContextManager::RunAutoFold(const ModelRequest& request, const FoldPlan& fo
                                                            "ses_0123456789abcdef", 99'999));
   context.thinking_binds = !ApiRow(request.api()).reasoning_binding_configured ||
                            options_.auto_fold.reasoning_items_bound;
+  context.sent = [&](size_t m, size_t b) { return !plan.dropped.count({m, b}); };
+  context.tokens_from = [&](size_t m) {
+    int64_t n = PlanTokens(state, request, plan, m, t.messages.size());
+    if (plan.view && plan.view->resume > m) {
+      n -= PlanTokens(state, request, plan, std::max(m, plan.view->keep), plan.view->resume);
+    }
+    return n;
+  };
+  // OpenAI's automatic cache writes at the base input price.
+  context.cache_write_price = request.api() == ModelApi::kAnthropicMessages ? 1.25 : 1.0;
   AutoFoldStep step = PlanAutoFold(t, options_.auto_fold, context);
   applied.auto_fold_outcome = AutoFoldOutcomeName(step.outcome);
   if (step.picks.empty()) return;
@@ -365,6 +379,7 @@ void ContextManager::RunAutoFold(const ModelRequest& request, const FoldPlan& fo
   }
   std::vector<std::optional<TrailRef>> refs =
       ledger_->Archive(SessionOf(applied.key, AnchorBranch(folds)), calls);
+  size_t first_folded = t.messages.size();
   for (size_t i = 0; i < step.picks.size() && i < refs.size(); ++i) {
     if (!refs[i]) continue;  // not kept in the trail: not folded
     const AutoFoldPick& pick = step.picks[i];
@@ -394,6 +409,25 @@ void ContextManager::RunAutoFold(const ModelRequest& request, const FoldPlan& fo
     applied.auto_fold_tokens += pick.tokens;
     ++applied.auto_folds_new;
     ++applied.auto_folds_applied;
+    first_folded = std::min(first_folded, pick.message);
+  }
+  DropThinking(step.drops, first_folded, t, state, plan, update, applied);
+}
+
+void ContextManager::DropThinking(const std::vector<AutoFoldDrop>& drops, size_t after,
+                                  const Transcript& t, ThreadState& state, RenderPlan& plan,
+                                  ConversationUpdate& update, AppliedRequest& applied) {
+  for (const AutoFoldDrop& drop : drops) {
+    // Only the thinking after the first result actually folded: the rest kept its prefix.
+    if (drop.message <= after) continue;
+    const std::string& key = t.messages[drop.message].blocks[drop.block].key;
+    if (state.dropped_thinking.insert(key).second) {
+      update.new_rewrites.push_back({RewriteKind::kDropThinking, key, ""});
+    }
+    plan.dropped.insert({drop.message, drop.block});
+    applied.tokens_after -= drop.tokens;
+    applied.thinking_removed_tokens += drop.tokens;
+    ++applied.thinking_removed;
   }
 }
 
@@ -563,6 +597,11 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
       // Decisions are keyed by a block's bytes: they apply only to blocks of the kind they were
       // taken for (an assistant block with the same bytes as a redacted user block stays).
       const bool scrubbable = Scrubbable(message, block);
+      if (block.kind == BlockKind::kThinking && message.role == Role::kAssistant &&
+          message.blocks.size() > 1 && state->dropped_thinking.count(block.key)) {
+        plan.dropped.insert({m, b});  // removed by an auto-fold step: left out for good
+        continue;
+      }
       // An auto-folded result goes as its handle, whatever else was decided for it.
       auto folded = state->auto_folds.find(block.key);
       if (folded != state->auto_folds.end() && scrubbable && block.kind == BlockKind::kToolResult) {

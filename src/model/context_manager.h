@@ -19,6 +19,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -77,6 +78,8 @@ struct AppliedRequest {
   int auto_folds_applied = 0;       // tool results sent as auto-fold handles (stored or new)
   int auto_folds_new = 0;           // folded by this request's step
   int64_t auto_fold_tokens = 0;     // tokens of the results this request's step folded
+  int thinking_removed = 0;         // thinking blocks this request's step removed (0036)
+  int64_t thinking_removed_tokens = 0;
   // The view the open branch got (BranchViewName; "summary" for a summary request in an isolated
   // branch: the parent's view, open branches folded as they stand), "" when no branch is open.
   std::string view;
@@ -147,6 +150,7 @@ class ContextManager {
     std::unordered_map<std::string, std::string> appends;     // RewriteKind::kAppend
     std::map<std::string, FoldRecord> folds;                  // RewriteKind::kFold
     std::unordered_map<std::string, std::string> auto_folds;  // RewriteKind::kAutoFold
+    std::unordered_set<std::string> dropped_thinking;         // RewriteKind::kDropThinking
     std::map<std::string, ViewRecord> views;                  // RewriteKind::kView
     // The openings of views whose text held a <private> span (ViewRecord::opening empty), built
     // again in memory once per thread, by create call id: never stored.
@@ -195,6 +199,11 @@ class ContextManager {
   void RunAutoFold(const ModelRequest& request, const FoldPlan& folds,
                    const std::vector<bool>& removed, size_t first_message, ThreadState& state,
                    RenderPlan& plan, ConversationUpdate& update, AppliedRequest& applied);
+  // Removes the thinking blocks of `drops` that follow message `after` (the first result the step
+  // folded): stores each decision, leaves the block out of `plan`, counts it in `applied`.
+  void DropThinking(const std::vector<AutoFoldDrop>& drops, size_t after, const Transcript& t,
+                    ThreadState& state, RenderPlan& plan, ConversationUpdate& update,
+                    AppliedRequest& applied);
   // Counts and logs the skips of `folds` not reported before (AppliedRequest::skipped).
   void ReportSkips(const ConversationKey& key, const FoldPlan& folds, ThreadState& state,
                    AppliedRequest& applied);

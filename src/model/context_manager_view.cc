@@ -213,6 +213,9 @@ int64_t ContextManager::PlanTokens(ThreadState& state, const ModelRequest& reque
       n += TextTokens(state, append->second);
     }
   }
+  for (const auto& [m, b] : plan.dropped) {
+    if (m >= from && m < to) n -= Tokens(state, request, m, b);
+  }
   for (const FoldEdit& edit : plan.folds) {
     if (edit.create_message < from || edit.create_message >= to) continue;
     for (size_t m = edit.create_message + 1; m <= edit.end_message; ++m) {

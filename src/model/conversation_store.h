@@ -44,6 +44,9 @@ enum class RewriteKind {
   // handle naming where the trail keeps the result (auto-fold). Wins over a kBlock decision.
   kAutoFold = 4,
   kView = 5,  // key: the branch_create tool_use id; value: the branch view record (JSON)
+  // key: hash of an original thinking block (or reasoning item); value: empty. The block is not
+  // sent: an auto-fold step removed it with the thinking after its fold point (decision 0036).
+  kDropThinking = 6,
 };
 
 // One durable rewrite decision. The first decision stored for a (kind, key) wins.

@@ -20,6 +20,12 @@ Transcript ModelRequest::RenderedTranscript(const RenderPlan& plan) const {
       continue;
     }
     out.messages.push_back(in.messages[m]);
+    for (size_t b = in.messages[m].blocks.size(); b-- > 0;) {
+      if (plan.dropped.count({m, b})) {
+        out.messages.back().blocks.erase(out.messages.back().blocks.begin() +
+                                         static_cast<std::ptrdiff_t>(b));
+      }
+    }
     if (plan.appends.count(m)) {
       Block appended;
       appended.kind = BlockKind::kText;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -42,6 +43,9 @@ struct RenderPlan {
   // message -> text content parts added after its content ({"type":"text","text":...} objects
   // joined by ','; a shape both APIs accept).
   std::map<size_t, std::string> appends;
+  // (message, block) of thinking blocks (Responses: reasoning items) not sent (auto-fold under
+  // thinking). Never a message's only block.
+  std::set<std::pair<size_t, size_t>> dropped;
   // An isolated branch view (branch_view.h): messages [view->keep, view->resume) are sent as one
   // user message of text view->opening. No fold, block or append of those messages is rendered.
   std::optional<ViewEdit> view;
@@ -54,7 +58,9 @@ struct RenderPlan {
   }
 
   // Whether the plan changes nothing (Render then returns the body as sent).
-  bool Empty() const { return folds.empty() && blocks.empty() && appends.empty() && !view; }
+  bool Empty() const {
+    return folds.empty() && blocks.empty() && appends.empty() && dropped.empty() && !view;
+  }
 };
 
 class ModelRequest {

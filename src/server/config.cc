@@ -168,6 +168,8 @@ const std::map<std::string, KeySpec>& Registry() {
     CONTEXTD_MODEL_KEY("model_gateway.auto_fold.clear_at_least", auto_fold.clear_at_least);
     CONTEXTD_MODEL_KEY("model_gateway.auto_fold.reasoning_items_bound",
                        auto_fold.reasoning_items_bound);
+    CONTEXTD_MODEL_KEY("model_gateway.auto_fold.thinking", auto_fold.thinking);
+    CONTEXTD_MODEL_KEY("model_gateway.auto_fold.expected_requests", auto_fold.expected_requests);
 #undef CONTEXTD_MODEL_KEY
     for (const model::ModelProvider& provider : model::ModelProviders()) {
       AddModelProviderKeys(std::string(provider.name), m);
@@ -643,6 +645,13 @@ absl::Status ValidateConfig(const ServerConfig& config) {
   }
   if (fold.clear_at_least < 1) {
     return Bad("model_gateway.auto_fold.clear_at_least", "must be positive");
+  }
+  if (fold.expected_requests < 0) {
+    return Bad("model_gateway.auto_fold.expected_requests", "must not be negative");
+  }
+  if (!model::ParseAutoFoldThinking(fold.thinking)) {
+    return Bad("model_gateway.auto_fold.thinking",
+               StrCat("must be remove, wait or off, got '", fold.thinking, "'"));
   }
   const MemoryConfig& mem = config.memory;
   if (mem.extract_scope != "project" && mem.extract_scope != "team" && mem.extract_scope != "org") {

@@ -130,7 +130,17 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
            .Name("contextd_model_auto_fold_steps_total")
            .Help(
                "Requests with auto-fold on, by what their step did (folded, below_trigger, "
-               "below_clear_at_least, thinking, no_trail)")
+               "below_clear_at_least, below_payback, thinking, tool_loop, no_trail)")
+           .Register(*registry_);
+  model_auto_fold_thinking_ =
+      &prometheus::BuildCounter()
+           .Name("contextd_model_auto_fold_thinking_removed_total")
+           .Help("Thinking blocks (reasoning items) auto-fold steps removed after their fold point")
+           .Register(*registry_);
+  model_auto_fold_thinking_tokens_ =
+      &prometheus::BuildCounter()
+           .Name("contextd_model_auto_fold_thinking_removed_tokens_total")
+           .Help("Tokens of the thinking blocks auto-fold steps removed")
            .Register(*registry_);
   model_branch_views_ =
       &prometheus::BuildCounter()
@@ -203,6 +213,8 @@ void Metrics::ModelRequestDone(const ModelRequest& r) {
     model_auto_fold_steps_->Add({{"api", r.api}, {"outcome", r.auto_fold_outcome}}).Increment();
     model_auto_folds_->Add({{"api", r.api}}).Increment(r.auto_folds_new);
     model_auto_fold_tokens_->Add({{"api", r.api}}).Increment(r.auto_fold_tokens);
+    model_auto_fold_thinking_->Add({{"api", r.api}}).Increment(r.thinking_removed);
+    model_auto_fold_thinking_tokens_->Add({{"api", r.api}}).Increment(r.thinking_removed_tokens);
   }
   if (!r.view.empty()) {
     model_branch_views_->Add({{"api", r.api}, {"view", r.view}}).Increment();

@@ -61,6 +61,8 @@ Metrics::ModelRequest MetricsOf(const model::ModelRequestReport& report) {
   r.auto_fold_outcome = report.applied.auto_fold_outcome;
   r.auto_folds_new = report.applied.auto_folds_new;
   r.auto_fold_tokens = static_cast<double>(report.applied.auto_fold_tokens);
+  r.thinking_removed = report.applied.thinking_removed;
+  r.thinking_removed_tokens = static_cast<double>(report.applied.thinking_removed_tokens);
   r.view = report.applied.view;
   r.view_tokens_spared = static_cast<double>(report.applied.view_tokens_spared);
   r.unfoldable = report.unfoldable;

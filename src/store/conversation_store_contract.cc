@@ -20,6 +20,9 @@ TEST_P(ConversationStoreContractTest, SaveThenLoadRoundTrips) {
       {RewriteKind::kAppend, Hash(2), R"({"type":"text","text":"notice"})"},
       {RewriteKind::kFold, "toolu_01", std::string("bin\0ary\xfe", 8)},
       {RewriteKind::kBlock, "", ""},  // empty key and value are kept, not NULL
+      {RewriteKind::kAutoFold, Hash(3), "handle"},
+      {RewriteKind::kView, "toolu_02", "{}"},
+      {RewriteKind::kDropThinking, Hash(4), ""},
   };
   MustSave(k1_, Update({Hash(1), Hash(2), "", std::string(300, 'x')}, rewrites, 1000));
   ConversationState s = MustLoad(k1_);

@@ -1,11 +1,13 @@
 // The Anthropic Messages double on its own (no agent): the SSE it streams, the JSON it answers
 // without streaming, count_tokens, models, HEAD /, its 404s, and the thinking-signature binding
-// that refuses a replayed thinking block whose prefix changed (and only then: a moved
-// cache_control marker is not a change). Run: node --test tests/agents/
+// as the provider documents it: a replayed thinking block whose prefix changed is refused (and
+// only then: a moved cache_control marker is not a change), as are a gap in the run of thinking
+// blocks, a moved block and one put back after its removal; drop_block drops them instead and says
+// so; a tool loop must carry its turn's thinking back. Run: node --test tests/agents/
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { postJson, sseEvents } from './lib/http_client.mjs';
-import { startAnthropicDouble } from './lib/anthropic_double.mjs';
+import { startAnthropicDouble, assertThinkingKept } from './lib/anthropic_double.mjs';
 
 const post = (double, body, path = '/v1/messages?beta=true') => postJson(`${double.url}${path}`, body, { 'x-api-key': 'k' });
 
@@ -212,6 +214,222 @@ test('a subagent\'s requests play their own script', async () => {
     assert.equal(await ask('main'), 'main 2');
     assert.equal(double.mainRequests().length, 2);
     assert.equal(double.subRequests().length, 2);
+  } finally {
+    await double.close();
+  }
+});
+
+// The documented binding of thinking blocks (lib/thinking_binding.mjs): the prefix leaves thinking
+// blocks out, the blocks a request keeps must be an unbroken run of the original sequence, and a
+// block put back after its removal invalidates those produced while it was gone.
+const kAdaptive = { type: 'adaptive' };
+const kBase = { model: 'm', max_tokens: 10, system: kSystem, tools: kTools, thinking: kAdaptive };
+const kBeta = 'thinking-binding-controls-2026-08-01';
+const kDropBlock = { ...kAdaptive, block_binding: { prefix_mismatch_behavior: 'drop_block' } };
+const user = (text) => ({ role: 'user', content: [{ type: 'text', text }] });
+const withoutThinking = (messages, ...at) =>
+  messages.map((m, i) => (at.includes(i) ? { ...m, content: m.content.filter((b) => b.type !== 'thinking') } : m));
+const send = (double, messages, extra = {}, headers = {}) =>
+  postJson(`${double.url}/v1/messages`, { ...kBase, ...extra, messages }, { 'x-api-key': 'k', ...headers });
+
+// Plays `n` turns, each answered by the double and followed by a new user message (not a tool
+// result): [u0, a0, u1, a1, ..., un]. The thinking block of a<k> is at messages.<2k+1>.content.0.
+async function userTurns(double, n, messages = [user('task 0')]) {
+  for (let k = 0; k < n; k++) {
+    const res = await send(double, messages);
+    assert.equal(res.status, 200, res.text);
+    messages = [...messages, { role: 'assistant', content: JSON.parse(res.text).content }, user(`task ${messages.length}`)];
+  }
+  return messages;
+}
+
+function assertUnbound(res, path) {
+  assert.equal(res.status, 400, res.text);
+  const { error } = JSON.parse(res.text);
+  assert.equal(error.type, 'invalid_request_error');
+  assert.ok(error.message.startsWith(`${path}: Invalid \`signature\` in \`thinking\` block. The block is bound to a different conversation.`), error.message);
+}
+
+test('thinking blocks may be removed from the start, from the end or all; a gap, a move or a changed prefix is refused', async () => {
+  const double = await startAnthropicDouble();
+  try {
+    const h = await userTurns(double, 3);  // thinking at messages 1, 3, 5
+    assert.equal((await send(double, h)).status, 200);
+    // Parameters outside system/tools/messages do not count.
+    const other = await send(double, h, { max_tokens: 99, thinking: { type: 'enabled', budget_tokens: 2048 }, metadata: { user_id: 'u' }, tool_choice: { type: 'auto' } });
+    assert.equal(other.status, 200, other.text);
+    for (const [removed, why] of [[[1], 'the oldest'], [[1, 3], 'the two oldest'], [[5], 'the newest'], [[3, 5], 'the two newest'], [[1, 3, 5], 'all']]) {
+      const res = await send(double, withoutThinking(h, ...removed));
+      assert.equal(res.status, 200, `${why} removed: ${res.text}`);
+    }
+    // A gap: the middle one removed, so the one after it is refused.
+    assertUnbound(await send(double, withoutThinking(h, 3)), 'messages.5.content.0');
+    // Moved: the two newest swapped.
+    const swapped = structuredClone(h);
+    [swapped[3].content[0], swapped[5].content[0]] = [h[5].content[0], h[3].content[0]];
+    assertUnbound(await send(double, swapped), 'messages.3.content.0');
+    // A changed message invalidates the blocks after it, and every later one: the first is named.
+    const changed = structuredClone(h);
+    changed[2] = user('task 2, rewritten');
+    assertUnbound(await send(double, changed), 'messages.3.content.0');
+    const later = structuredClone(h);
+    later[4] = user('task 4, rewritten');
+    assertUnbound(await send(double, later), 'messages.5.content.0');
+    // Without thinking blocks after the change, nothing is bound to it.
+    assert.equal((await send(double, withoutThinking(changed, 3, 5))).status, 200);
+    assert.deepEqual(double.refused.map((r) => r.message.split(':')[0]), ['messages.5.content.0', 'messages.3.content.0', 'messages.3.content.0', 'messages.5.content.0']);
+    assert.deepEqual([double.dropped, double.degraded], [[], []]);
+  } finally {
+    await double.close();
+  }
+});
+
+test('a thinking block put back after its removal invalidates the blocks produced while it was gone', async () => {
+  const double = await startAnthropicDouble();
+  try {
+    const h = await userTurns(double, 3);
+    // The oldest removed for one more turn (a3 at messages 7)...
+    const gone = await userTurns(double, 1, withoutThinking(h, 1));
+    assert.equal((await send(double, gone)).status, 200);
+    // ...and put back: a3's block was produced while it was gone.
+    const back = gone.map((m, i) => (i === 1 ? h[1] : m));
+    assertUnbound(await send(double, back), 'messages.7.content.0');
+    // The newest removed, a reply, and the newest put back: the reply's block is refused.
+    const endGone = await userTurns(double, 1, withoutThinking(h, 5));
+    assertUnbound(await send(double, endGone.map((m, i) => (i === 5 ? h[5] : m))), 'messages.7.content.0');
+  } finally {
+    await double.close();
+  }
+});
+
+test('a changed mid-conversation system message invalidates the thinking blocks after it, not those before', async () => {
+  const double = await startAnthropicDouble();
+  try {
+    const h = await userTurns(double, 1);
+    const env = (text) => ({ role: 'system', content: text });
+    const withEnv = await userTurns(double, 1, [...h, env('Environment: linux')]);  // [u0, a0, u1, sys, a1, u2]
+    assert.equal((await send(double, withEnv)).status, 200);
+    const changed = withEnv.map((m, i) => (i === 3 ? env('Environment: darwin') : m));
+    assertUnbound(await send(double, changed), 'messages.4.content.0');
+  } finally {
+    await double.close();
+  }
+});
+
+test('the refusal names the setting; block_binding needs its beta and one of two behaviours', async () => {
+  const double = await startAnthropicDouble();
+  try {
+    const h = await userTurns(double, 1);
+    const changed = [user('task 0, rewritten'), ...h.slice(1)];
+    const plain = JSON.parse((await send(double, changed)).text).error.message;
+    assert.equal(plain, 'messages.1.content.0: Invalid `signature` in `thinking` block. The block is bound to a different ' +
+      'conversation. Remove the block, or set `thinking.block_binding.prefix_mismatch_behavior` to "drop_block". That ' +
+      'setting requires the `thinking-binding-controls-2026-08-01` value in the `anthropic-beta` header.');
+    const error = { ...kAdaptive, block_binding: { prefix_mismatch_behavior: 'error' } };
+    const withBeta = await send(double, changed, { thinking: error }, { 'anthropic-beta': `context-management-2025-06-27, ${kBeta}` });
+    assert.equal(JSON.parse(withBeta.text).error.message, plain.replace(/ That setting requires .*$/, ''));
+    for (const [thinking, headers, want] of [
+      [kDropBlock, {}, 'thinking.adaptive.block_binding: Extra inputs are not permitted'],
+      [{ type: 'enabled', budget_tokens: 2048, block_binding: { prefix_mismatch_behavior: 'drop_block' } }, { 'anthropic-beta': 'other-beta' }, 'thinking.enabled.block_binding: Extra inputs are not permitted'],
+      [{ ...kAdaptive, block_binding: { prefix_mismatch_behavior: 'ignore' } }, { 'anthropic-beta': kBeta }, "thinking.adaptive.block_binding.prefix_mismatch_behavior: Input should be 'error' or 'drop_block'"],
+      [{ ...kAdaptive, block_binding: { on_mismatch: 'drop_block' } }, { 'anthropic-beta': kBeta }, 'thinking.adaptive.block_binding.on_mismatch: Extra inputs are not permitted'],
+    ]) {
+      const res = await send(double, h, { thinking }, headers);
+      assert.equal(res.status, 400, res.text);
+      assert.equal(JSON.parse(res.text).error.message, want);
+    }
+    assert.equal(double.refused.length, 6);
+  } finally {
+    await double.close();
+  }
+});
+
+test('drop_block drops the invalid blocks, answers, and reports them in input_transformations (JSON and SSE)', async () => {
+  const double = await startAnthropicDouble();
+  try {
+    const h = await userTurns(double, 3);
+    const beta = { 'anthropic-beta': kBeta };
+    const kept = await send(double, h, { thinking: kDropBlock }, beta);
+    assert.deepEqual(JSON.parse(kept.text).input_transformations, [], 'block_binding set, nothing dropped');
+    assert.equal(JSON.parse((await send(double, h)).text).input_transformations, undefined, 'no block_binding, no field');
+
+    const changed = h.map((m, i) => (i === 2 ? user('task 2, rewritten') : m));
+    const res = await send(double, changed, { thinking: kDropBlock }, beta);
+    assert.equal(res.status, 200, res.text);
+    const reply = JSON.parse(res.text);
+    const dropped = [
+      { type: 'thinking_dropped', path: 'messages.3.content.0', reason: 'prefix_binding_mismatch' },
+      { type: 'thinking_dropped', path: 'messages.5.content.0', reason: 'prefix_binding_mismatch' },
+    ];
+    assert.deepEqual(reply.input_transformations, dropped);
+    assert.equal(reply.content[0].type, 'thinking');
+    const index = double.requests.length - 1;
+    assert.deepEqual(double.dropped, dropped.map(({ type, ...d }) => ({ index, ...d })));
+    // The reply's block follows the blocks that were kept: the history without the dropped ones
+    // and with the reply is accepted without drop_block.
+    const next = [...withoutThinking(changed, 3, 5), { role: 'assistant', content: reply.content }, user('task 8')];
+    assert.equal((await send(double, next)).status, 200);
+
+    const streamed = await send(double, changed, { thinking: kDropBlock, stream: true }, beta);
+    const events = sse(streamed.text);
+    assert.equal(events[0].type, 'message_start');
+    assert.deepEqual(events[0].message.input_transformations, dropped);
+    assert.equal(assemble(events).content[0].type, 'thinking');
+    assert.equal(double.dropped.length, 4);
+    assert.deepEqual(double.refused, []);
+  } finally {
+    await double.close();
+  }
+});
+
+test('in a tool loop the turn\'s thinking must come back: otherwise the double answers without thinking and says so', async () => {
+  const read = { tools: [{ name: 'read', input: {} }] };
+  const double = await startAnthropicDouble({ script: [read, read, read, read, read] });
+  try {
+    // [u0, a0 (thinking, tool_use), r0, a1 (thinking, tool_use), r1]
+    let h = [user('task 0')];
+    for (let k = 0; k < 2; k++) {
+      const reply = JSON.parse((await send(double, h)).text);
+      const use = reply.content.find((b) => b.type === 'tool_use');
+      h = [...h, { role: 'assistant', content: reply.content }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: 'x' }] }];
+    }
+    assert.equal((await send(double, h)).status, 200);
+    // The oldest removed: a fine chain, but the tool loop is one turn, so it is still needed.
+    const adaptive = await send(double, withoutThinking(h, 1));
+    assert.equal(adaptive.status, 200, adaptive.text);
+    assert.deepEqual(JSON.parse(adaptive.text).content.map((b) => b.type), ['tool_use']);
+    assert.equal(double.degraded.length, 1);
+    assert.equal(double.degraded[0].index, double.requests.length - 1);
+    assert.match(double.degraded[0].message, /^messages\.1: /);
+    // Manual thinking: the API's 400, recorded as degraded (thinking_binding.mjs says why).
+    const enabled = await send(double, withoutThinking(h, 3), { thinking: { type: 'enabled', budget_tokens: 2048 } });
+    assert.equal(enabled.status, 200, enabled.text);
+    assert.equal(double.degraded.length, 2);
+    assert.match(double.degraded[1].message, /^messages\.3: /);
+    // Without thinking on, nothing is required.
+    assert.equal((await send(double, withoutThinking(h, 1, 3), { thinking: undefined })).status, 200);
+    assert.equal(double.degraded.length, 2);
+  } finally {
+    await double.close();
+  }
+});
+
+test('the thinking of a finished earlier turn may be left out while a later tool loop runs', async () => {
+  const double = await startAnthropicDouble({ script: [{ tools: [{ name: 'read', input: {} }] }, { text: 'done' }, { tools: [{ name: 'read', input: {} }] }] });
+  try {
+    let h = [user('task 0')];
+    const step = async (next) => {
+      const reply = JSON.parse((await send(double, h)).text);
+      const use = reply.content.find((b) => b.type === 'tool_use');
+      h = [...h, { role: 'assistant', content: reply.content }, use ? { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: 'x' }] } : user(next)];
+    };
+    await step();
+    await step('task 1');
+    await step();  // [u0, a0, r0, a1 (text), u1, a2, r2]: a0 and a1 finished before u1
+    const res = await send(double, withoutThinking(h, 1, 3), { thinking: { type: 'enabled', budget_tokens: 2048 } });
+    assert.equal(res.status, 200, res.text);
+    assertThinkingKept(double);
+    assert.deepEqual(double.refused, []);
   } finally {
     await double.close();
   }

@@ -24,7 +24,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startAnthropicDouble } from './lib/anthropic_double.mjs';
+import { startAnthropicDouble, assertThinkingKept } from './lib/anthropic_double.mjs';
 import { startClaudeStream, writeMcpConfig, claudeMissing } from './lib/claude.mjs';
 import { branchIdIn, excerpt, messageText, kViewOpening as OPEN, openedBranchId } from './lib/transcript.mjs';
 import { startChain, fileOf, dumpSession } from './lib/long_session.mjs';
@@ -213,6 +213,7 @@ test('Claude Code: a branch sees the opening and its own work, a nested branch i
     const { double, chain, run, failWith } = session;
     assert.equal(run.code, 0, failWith());
     assert.deepEqual(double.refused, [], `the provider checks held on every request\n${failWith()}`);
+    assertThinkingKept(double, `no thinking block dropped, none missing from a tool loop\n${failWith()}`);
     const { client, model } = bodiesOf(chain, double);
     assert.equal(model.length, script.length, failWith());
     assert.equal(client.length, model.length);
@@ -332,6 +333,7 @@ test('Claude Code: contextd restarted mid-branch (SQLite): the branch does not o
     assert.ok(out.restarted, 'contextd was restarted mid-branch');
     assert.equal(run.code, 0, failWith());
     assert.deepEqual(double.refused, [], `the provider checks held on every request\n${failWith()}`);
+    assertThinkingKept(double, `no thinking block dropped, none missing from a tool loop\n${failWith()}`);
     const { client, model } = bodiesOf(chain, double);
     assert.equal(model.length, script.length, failWith());
     for (const i of [2, 3]) {
@@ -380,6 +382,7 @@ test('Claude Code: contextd restarted mid-branch (shared PostgreSQL store) forwa
     console.log(`--- restart: the first contextd exited ${JSON.stringify(out.restarted.stopped)}`);
     assert.equal(run.code, 0, failWith());
     assert.deepEqual(double.refused, [], `the provider checks held on every request\n${failWith()}`);
+    assertThinkingKept(double, `no thinking block dropped, none missing from a tool loop\n${failWith()}`);
     const { client, model } = bodiesOf(chain, double);
     assert.equal(model.length, script.length, failWith());
 
@@ -431,6 +434,7 @@ test('Claude Code: `branch_view: inherited` sends the parent\'s history into the
       const { double, chain, run, failWith } = session;
       assert.equal(run.code, 0, failWith());
       assert.deepEqual(double.refused, [], failWith());
+      assertThinkingKept(double, failWith());
       const { client, model } = bodiesOf(chain, double);
       assert.equal(model.length, 5, failWith());
       await check({ ids, client, model, numbers: await viewNumbers(chain.origin) });
@@ -573,6 +577,7 @@ test('Codex: a branch sees the opening and its own work, a nested branch its own
     assert.equal(s.step, steps.length, `the session ran to its end\n${dump()}`);
     assert.deepEqual(run.proxyAttempts, []);
     assert.deepEqual(double.problems, [], `every request accepted (reasoning bound to its prefix, calls paired)\n${dump()}`);
+    assert.deepEqual(double.dropped, [], `no reasoning item dropped behind a changed prefix\n${dump()}`);
     assert.equal(s.compactions.length, 0);
     const requests = double.responseRequests();
     const bodies = requests.map((r) => r.json);

@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startAnthropicDouble } from './lib/anthropic_double.mjs';
+import { startAnthropicDouble, assertThinkingKept } from './lib/anthropic_double.mjs';
 import { runClaude, writeMcpConfig, claudeMissing } from './lib/claude.mjs';
 import { lastResult, branchIdIn, excerpt, exchangesOf } from './lib/transcript.mjs';
 import { BINARY, startHttpServer, cleanup, tempDataDir } from '../e2e/harness.mjs';
@@ -89,6 +89,7 @@ test('Claude Code over HTTP: branch, built-in Read/Bash, upstream reads, warning
     dump('http', double);
     assert.equal(run.code, 0, failWith(run, double));
     assert.deepEqual(double.errors, [], 'no thinking block was replayed after a changed prefix');
+    assertThinkingKept(double, 'no thinking block dropped, none missing from a tool loop');
     const bodies = double.mainRequests();
     assert.equal(bodies.length, 9, failWith(run, double));
     // The folding tools are in the first request's tool list (contextd marks them
@@ -191,6 +192,7 @@ test('Claude Code over stdio: a branch past its deadline is reported to the mode
     dump('stdio', double);
     assert.equal(run.code, 0, failWith(run, double));
     assert.deepEqual(double.errors, []);
+    assertThinkingKept(double, 'no thinking block dropped, none missing from a tool loop');
     const bodies = double.mainRequests();
     assert.equal(bodies.length, 4, failWith(run, double));
     const created = lastResult(bodies, 'branch_create');

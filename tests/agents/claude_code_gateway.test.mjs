@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startAnthropicDouble } from './lib/anthropic_double.mjs';
+import { startAnthropicDouble, assertThinkingKept } from './lib/anthropic_double.mjs';
 import { runClaude, writeMcpConfig, claudeMissing } from './lib/claude.mjs';
 import { lastResult, branchIdIn, excerpt, toolExchanges } from './lib/transcript.mjs';
 import { BINARY, startHttpServer, cleanup, tempDataDir } from '../e2e/harness.mjs';
@@ -89,6 +89,7 @@ test('Claude Code through the model gateway: built-in work folds away, the secre
     const { origin, run } = started;
     assert.equal(run.code, 0, failWith(run, double));
     assert.deepEqual(double.errors, [], 'no thinking block arrived after a changed prefix');
+    assertThinkingKept(double, 'no thinking block dropped, none missing from a tool loop');
     const bodies = double.mainRequests();
     assert.equal(bodies.length, 5, failWith(run, double));
     assert.equal(JSON.parse(run.stdout).result, 'The port is 8080.');
@@ -166,6 +167,7 @@ test('Claude Code through the model gateway: built-in results count against the 
     const { run } = started;
     assert.equal(run.code, 0, failWith(run, double));
     assert.deepEqual(double.errors, []);
+    assertThinkingKept(double, 'no thinking block dropped, none missing from a tool loop');
     const bodies = double.mainRequests();
     assert.equal(bodies.length, 3, failWith(run, double));
 
@@ -223,6 +225,7 @@ test('Claude Code through the model gateway: a memory reaches the model in branc
     const { run } = started;
     assert.equal(run.code, 0, failWith(run, double));
     assert.deepEqual(double.errors, []);
+    assertThinkingKept(double, 'no thinking block dropped, none missing from a tool loop');
     const bodies = double.mainRequests();
     assert.equal(bodies.length, 3, failWith(run, double));
     // What the model read of branch_create (Claude Code shows the structured result): the memory

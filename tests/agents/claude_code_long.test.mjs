@@ -14,7 +14,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { startAnthropicDouble } from './lib/anthropic_double.mjs';
+import { startAnthropicDouble, assertThinkingKept } from './lib/anthropic_double.mjs';
 import { startClaudeStream, writeMcpConfig, claudeMissing } from './lib/claude.mjs';
 import { excerpt, openedBranchId, messageText, kViewOpening } from './lib/transcript.mjs';
 import { startChain, foldMetrics, firstResultOf, foldFailures, report, saveCorpus, dumpSession, makeWorkspace, tailOfLongScript } from './lib/long_session.mjs';
@@ -93,6 +93,7 @@ test('Claude Code, 40+ turns through the gateway: every branch folds, nothing sk
 
     // The client ran the whole script and the double accepted every request.
     assert.deepEqual(double.refused, [], 'the provider checks held on every request');
+    assertThinkingKept(double, 'no thinking block dropped, none missing from a tool loop');
     assert.ok(modelBodies.length >= 40, `${modelBodies.length} model turns`);
     assert.equal(clientBodies.length, modelBodies.length);
     assert.ok(systemMessages > 5, 'Claude Code sent its mid-conversation system messages');

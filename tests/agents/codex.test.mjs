@@ -158,6 +158,7 @@ async function runScenario(t, label, { mcp, dataDir, model }) {
   // No replayed reasoning item was refused, and the check really ran: every request after the
   // first replays all earlier reasoning items with their encrypted content.
   assert.deepEqual(double.problems, [], dump());
+  assert.deepEqual(double.dropped, [], `no reasoning item dropped behind a changed prefix\n${dump()}`);
   assert.ok(double.turns.every((turn) => !turn.error), dump());
   for (const [i, req] of responses.entries()) {
     const replayed = (req.json.input ?? []).filter((it) => it.type === 'reasoning' && it.encrypted_content);

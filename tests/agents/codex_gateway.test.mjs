@@ -187,6 +187,7 @@ test('codex exec through contextd connect codex: model requests via contextd /v1
     }
     // No replayed reasoning item was refused: each arrived bound to the prefix it was made for.
     assert.deepEqual(double.problems, [], dump());
+    assert.deepEqual(double.dropped, [], `no reasoning item dropped behind a changed prefix\n${dump()}`);
     assert.ok(double.turns.every((turn) => !turn.error), dump());
     const replayed = responses.slice(1).map((r) => (r.json.input ?? []).filter((it) => it.type === 'reasoning').length);
     assert.ok(replayed.every((n) => n > 0), `every later request replays reasoning items: ${replayed}`);

@@ -120,6 +120,7 @@ test('a long Codex session through contextd: every branch folds, none skipped, a
 
     // Every request was accepted: no reasoning item replayed behind a changed prefix, no 400.
     assert.deepEqual(double.problems, [], dump());
+    assert.deepEqual(double.dropped, [], `no reasoning item dropped behind a changed prefix\n${dump()}`);
     assert.ok(double.turns.every((t) => !t.error), dump());
     const responses = double.responseRequests();
     assert.ok(responses.length >= 40, `at least 40 model requests, got ${responses.length}`);

@@ -179,6 +179,7 @@ test('a branch folds in Responses form: the summary as branch_create\'s output, 
     assertPaired(seen4.json.input);
     assert.ok(!seen4.bodyText.includes(SECRET));
     assert.deepEqual(double.problems, [], 'every request was valid (reasoning verified, calls paired)');
+    assert.deepEqual(double.dropped, [], 'no reasoning item dropped behind a changed prefix');
     assert.equal(double.responseRequests().length, 4);
 
     const text = await metricsWhen(gw.origin, (t) => metric(t, 'contextd_model_requests_total', { api: 'openai_responses' }) === 4);
@@ -302,6 +303,7 @@ test('isolated branch view (official SDK): inside a branch the model gets the op
     assert.ok(seen5.bodyText.includes(PARENT_MARKER) && !seen5.bodyText.includes(BRANCH_MARKER) && !seen5.bodyText.includes('[contextd] Branch'));
     assertPaired(got5);
     assert.deepEqual(double.problems, [], 'every request was valid (reasoning verified, calls paired)');
+    assert.deepEqual(double.dropped, [], 'no reasoning item dropped behind a changed prefix');
 
     const text = await metricsWhen(gw.origin, (t) => metric(t, 'contextd_model_requests_total', { api: 'openai_responses' }) === 5);
     const views = metric(text, 'contextd_model_branch_view_requests_total', { api: 'openai_responses', view: 'isolated' });
@@ -355,6 +357,7 @@ test('responses.compact (official SDK) while a branch is open: the compaction ta
       `the compaction was sent as branch ${branch}'s isolated view: ${shown}`);
     assert.ok(seen.bodyText.includes(PARENT_MARKER), `the parent's work reaches the compaction: ${shown}`);
     assert.deepEqual(double.problems, []);
+    assert.deepEqual(double.dropped, [], 'no reasoning item dropped behind a changed prefix');
   } finally {
     await mcp.close();
     await gw.stop();
@@ -429,6 +432,7 @@ test('previous_response_id and string inputs go as sent; /v1/models and /v1/resp
     assert.equal(double.requests.at(-1).url, '/v1/responses/compact');
     assert.ok(!double.requests.at(-1).bodyText.includes(SECRET), 'the compaction carried the secret');
     assert.deepEqual(double.problems, []);
+    assert.deepEqual(double.dropped, [], 'no reasoning item dropped behind a changed prefix');
   } finally {
     await gw.stop();
     await double.close();

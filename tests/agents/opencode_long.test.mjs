@@ -10,7 +10,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { startAnthropicDouble } from './lib/anthropic_double.mjs';
+import { startAnthropicDouble, assertThinkingKept } from './lib/anthropic_double.mjs';
 import { runOpenCode, opencodeMissing } from './lib/opencode.mjs';
 import { toolExchanges, branchIdIn, excerpt, openedBranchId } from './lib/transcript.mjs';
 import { startChain, foldMetrics, firstResultOf, foldFailures, report, saveCorpus, dumpSession, makeWorkspace, tailOfLongScript } from './lib/long_session.mjs';
@@ -79,6 +79,7 @@ test('OpenCode, 40+ turns through the gateway: contextd_* tools fold every branc
     console.log(`--- ${double.subRequests().length} subagent requests; x-session-id values ${[...sessions].join(', ')}; ids ${JSON.stringify(ids)}`);
 
     assert.deepEqual(double.refused, [], 'the provider checks held on every request');
+    assertThinkingKept(double, 'no thinking block dropped, none missing from a tool loop');
     assert.ok(modelBodies.length >= 40, `${modelBodies.length} model turns\n${failWith()}`);
     assert.equal(clientBodies.length, modelBodies.length);
     assert.ok(double.subRequests().length >= 2, 'the subagent ran against the double');

@@ -19,7 +19,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startAnthropicDouble } from './lib/anthropic_double.mjs';
+import { startAnthropicDouble, assertThinkingKept } from './lib/anthropic_double.mjs';
 import { branchIdIn, messageText, kViewOpening } from './lib/transcript.mjs';
 import { BINARY, startHttpServer, connectHttp, cleanup, tempDataDir, textOf } from '../e2e/harness.mjs';
 
@@ -171,6 +171,7 @@ test('model gateway: private text reaches the model unchanged and no storage kee
     messages.push({ role: 'user', content: [{ type: 'text', text: `thanks <private>${M.later}</private>` }] });
     await post(new URL(server.url).origin, messages);
     assert.deepEqual(double.errors, []);
+    assertThinkingKept(double, 'no thinking block dropped, none missing from a tool loop');
     const q4 = double.requests.filter((r) => r.main).at(-1);
     const kept = q3.json.messages.length;
     assert.deepEqual(withoutMarkers(q4.json.messages.slice(0, kept)), withoutMarkers(q3.json.messages));

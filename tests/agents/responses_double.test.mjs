@@ -1,7 +1,8 @@
 // The Responses API double on its own (no agent): the SSE it streams, the JSON it answers without
-// streaming, its 404s, the reasoning binding that refuses a replayed reasoning item whose prefix
-// (instructions, tools, earlier input items) changed, and compaction as the API and Codex do it
-// (a tool-less summarisation request, /responses/compact, compaction_trigger, context_management).
+// streaming, its 404s, the reasoning binding that drops (and reports) a replayed reasoning item
+// whose prefix (instructions, tools, earlier input items) changed, and compaction as the API and
+// Codex do it (a tool-less summarisation request, /responses/compact, compaction_trigger,
+// context_management).
 // Run: node --test tests/agents/
 import test from 'node:test';
 import assert from 'node:assert/strict';
@@ -73,8 +74,8 @@ test('answers JSON without stream, models on GET, OpenAI-shaped 404s, and says w
   }
 });
 
-test('a replayed reasoning item is accepted behind its own prefix and refused (400) behind a changed one', async () => {
-  const script = Array.from({ length: 8 }, () => ({ calls: [{ name: 'read', arguments: {}, call_id: 'c1' }] }));
+test('a replayed reasoning item is kept behind its own prefix, dropped and reported behind a changed one', async () => {
+  const script = Array.from({ length: 10 }, () => ({ calls: [{ name: 'read', arguments: {}, call_id: 'c1' }] }));
   const double = await startResponsesDouble({ script });
   try {
     const first = JSON.parse((await post(double, { model: 'm', instructions: 'be brief', input: kInput, tools: kTools })).text);
@@ -82,31 +83,57 @@ test('a replayed reasoning item is accepted behind its own prefix and refused (4
     const next = { model: 'm', instructions: 'be brief', tools: kTools, input: history };
     assert.equal(toolOutputFor(next, 'c1').output, 'file a');
     assert.equal(outputText(toolOutputFor(next, 'c1')), 'file a');
+    const rsId = first.output[0].id;
 
-    // Unchanged (even with the keys of an item reordered): accepted.
-    assert.equal((await post(double, next)).status, 200);
+    // Unchanged (even with the keys of an item reordered): kept, and nothing is reported.
+    const same = await post(double, next);
+    assert.equal(same.status, 200);
+    assert.equal(JSON.parse(same.text).input_transformations, undefined);
     const reordered = structuredClone(next);
     reordered.input[0] = { content: kInput[0].content, role: 'user', type: 'message' };
     assert.equal((await post(double, reordered)).status, 200);
+    assert.deepEqual(double.dropped, []);
 
-    const refused = async (body, why) => {
+    // "OpenAI will drop reasoning items that follow a prefix change": answered, the item dropped.
+    const dropped = async (body, why, position = 1) => {
+      const res = await post(double, body);
+      assert.equal(res.status, 200, `${why}: ${res.text}`);
+      assert.deepEqual(JSON.parse(res.text).input_transformations,
+        [{ type: 'reasoning', id: rsId, action: 'removed', reason: 'prefix_changed' }], why);
+      assert.deepEqual(double.dropped.at(-1), { index: double.requests.length - 1, item_id: rsId, position,
+        reason: 'prefix_changed', detail: { producedBy: 0, itemsThen: 1, itemsNow: position } }, why);
+    };
+    const edited = structuredClone(next);
+    edited.input[0].content[0].text = 'hi (rewritten by a gateway)';
+    await dropped(edited, 'an earlier input item changed');
+    await dropped({ ...next, tools: [...kTools, { type: 'function', name: 'extra', parameters: {} }] }, 'the tools changed');
+    await dropped({ ...next, instructions: 'be verbose' }, 'the instructions changed');
+    await dropped({ ...next, input: history.slice(1) }, 'an earlier item was dropped', 0);
+    assert.equal(double.dropped.length, 4);
+
+    // Every reasoning item after a dropped one is dropped too, though its own prefix holds.
+    const second = JSON.parse((await post(double, edited)).text);
+    const longer = [...edited.input, ...second.output, { type: 'function_call_output', call_id: 'c1', output: 'file b' }];
+    const both = JSON.parse((await post(double, { ...next, input: longer })).text);
+    assert.deepEqual(both.input_transformations.map((t) => t.id), [rsId, second.output[0].id]);
+    const streamed = sse((await post(double, { ...next, input: longer, stream: true })).text);
+    assert.deepEqual(streamed.at(-1).response.input_transformations, both.input_transformations);
+
+    // Encrypted content the double did not make is still refused.
+    const tampered = structuredClone(next);
+    tampered.input[1].encrypted_content = 'not-ours';
+    const forged = structuredClone(next);
+    const sealed = JSON.parse(Buffer.from(forged.input[1].encrypted_content, 'base64url').toString('utf8'));
+    forged.input[1].encrypted_content = Buffer.from(JSON.stringify({ ...sealed, n: 0 })).toString('base64url');
+    for (const [body, why] of [[tampered, 'not the double\'s'], [forged, 'forged fields']]) {
       const res = await post(double, body);
       assert.equal(res.status, 400, why);
       const { error } = JSON.parse(res.text);
       assert.equal(error.type, 'invalid_request_error', why);
       assert.equal(error.code, 'invalid_encrypted_content', why);
-      assert.match(error.message, /could not be (verified|decrypted)/, why);
-    };
-    const edited = structuredClone(next);
-    edited.input[0].content[0].text = 'hi (rewritten by a gateway)';
-    await refused(edited, 'an earlier input item changed');
-    await refused({ ...next, tools: [...kTools, { type: 'function', name: 'extra', parameters: {} }] }, 'the tools changed');
-    await refused({ ...next, instructions: 'be verbose' }, 'the instructions changed');
-    await refused({ ...next, input: history.slice(1) }, 'an earlier item was dropped');
-    const tampered = structuredClone(next);
-    tampered.input[1].encrypted_content = 'not-ours';
-    await refused(tampered, 'the encrypted content is not the double\'s');
-    assert.equal(double.problems.filter((p) => p.problem === 'reasoning signature mismatch').length, 5);
+      assert.match(error.message, /could not be decrypted/, why);
+    }
+    assert.deepEqual(double.problems.map((p) => p.problem), ['reasoning content not the double\'s', 'reasoning content not the double\'s']);
   } finally {
     await double.close();
   }
@@ -126,12 +153,14 @@ test('compaction: a tool-less request may replay reasoning made with tools, behi
     const res = await post(double, { model: 'm', tools: [], input: history });
     assert.equal(res.status, 200, res.text);
     assert.equal(JSON.parse(res.text).output.at(-1).content[0].text, 'the summary');
+    assert.deepEqual(double.dropped, []);
     // Without tools the items before the reasoning item still bind it.
     const edited = structuredClone(history);
     edited[0].content[0].text = 'hi (rewritten)';
-    const refused = await post(double, { model: 'm', tools: [], input: edited });
-    assert.equal(refused.status, 400);
-    assert.equal(JSON.parse(refused.text).error.code, 'invalid_encrypted_content');
+    const dropped = await post(double, { model: 'm', tools: [], input: edited });
+    assert.equal(dropped.status, 200);
+    assert.deepEqual(JSON.parse(dropped.text).input_transformations.map((t) => t.id), [first.output[0].id]);
+    assert.equal(double.dropped.length, 1);
     assert.equal(double.compactions.length, 0, 'a client-side compaction is an ordinary turn');
   } finally {
     await double.close();

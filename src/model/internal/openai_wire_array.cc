@@ -15,6 +15,19 @@ std::string_view WireSeparator(std::string_view body, const RawNode& array, size
   return body.substr(wires[wire - 1].end, wires[wire].begin - wires[wire - 1].end);
 }
 
+namespace {
+
+// Whether wire item `wire` of message `m` is a block the plan does not send (a reasoning item).
+bool Dropped(const WireMessageRef& ref, size_t m, size_t wire, const RenderPlan& plan) {
+  if (plan.dropped.empty()) return false;
+  for (size_t b = 0; b < ref.blocks.size(); ++b) {
+    if (ref.blocks[b].wire == wire && plan.dropped.count({m, b})) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 void RenderWireItem(std::string_view body, const RawNode& array, const WireMessageRef& ref,
                     size_t m, size_t wire, const RenderPlan& plan, std::string& out) {
   const RawNode& node = array.children[wire];
@@ -73,6 +86,7 @@ std::string RenderWireArray(std::string_view body, const RawNode& array, size_t 
       continue;
     }
     for (size_t wire = refs[m].first_wire; wire < refs[m].end_wire; ++wire) {
+      if (Dropped(refs[m], m, wire, plan)) continue;  // with its separator: never the first item
       out.append(WireSeparator(body, array, wire));
       RenderWireItem(body, array, refs[m], m, wire, plan, out);
     }

@@ -158,7 +158,7 @@ class InMemoryConversationStore final : public ConversationStore {
   static bool IsKind(RewriteKind kind) {
     return kind == RewriteKind::kBlock || kind == RewriteKind::kAppend ||
            kind == RewriteKind::kFold || kind == RewriteKind::kAutoFold ||
-           kind == RewriteKind::kView;
+           kind == RewriteKind::kView || kind == RewriteKind::kDropThinking;
   }
 
   std::mutex mu_;

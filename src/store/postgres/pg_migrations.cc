@@ -319,6 +319,14 @@ ALTER TABLE model_usage ADD COLUMN branch_view TEXT NOT NULL DEFAULT '';
 ALTER TABLE model_usage ADD COLUMN view_tokens_spared BIGINT NOT NULL DEFAULT 0;
 )sql";
 
+// 8: auto-fold under thinking (issue 34; SQLite's 19): model_rewrites takes kind 6
+// (model::RewriteKind::kDropThinking).
+constexpr char k0008DropThinking[] = R"sql(
+ALTER TABLE model_rewrites DROP CONSTRAINT model_rewrites_kind_check;
+ALTER TABLE model_rewrites ADD CONSTRAINT model_rewrites_kind_check
+  CHECK (kind >= 1 AND kind <= 6);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& PgMigrations() {
@@ -330,6 +338,7 @@ const std::vector<Migration>& PgMigrations() {
       {5, "0005_retention.sql", k0005Retention},
       {6, "0006_usage_folds.sql", k0006UsageFolds},
       {7, "0007_branch_views.sql", k0007BranchViews},
+      {8, "0008_drop_thinking.sql", k0008DropThinking},
   };
   return kAll;
 }

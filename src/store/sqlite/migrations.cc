@@ -619,6 +619,25 @@ ALTER TABLE model_usage ADD COLUMN branch_view TEXT NOT NULL DEFAULT '';
 ALTER TABLE model_usage ADD COLUMN view_tokens_spared INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// 0019: auto-fold under thinking (issue 34, decision 0036): model_rewrites takes kind 6
+// (model::RewriteKind::kDropThinking; rebuilt as 0011 was, `seq` kept).
+constexpr char k0019DropThinking[] = R"sql(
+CREATE TABLE model_rewrites_0019 (
+  seq          INTEGER PRIMARY KEY,
+  tenant       TEXT NOT NULL,
+  conversation TEXT NOT NULL,
+  thread       TEXT NOT NULL,
+  kind         INTEGER NOT NULL CHECK (kind >= 1 AND kind <= 6),
+  key          BLOB NOT NULL,
+  value        BLOB NOT NULL,
+  UNIQUE (tenant, conversation, thread, kind, key)
+);
+INSERT INTO model_rewrites_0019 (seq, tenant, conversation, thread, kind, key, value)
+  SELECT seq, tenant, conversation, thread, kind, key, value FROM model_rewrites ORDER BY seq;
+DROP TABLE model_rewrites;
+ALTER TABLE model_rewrites_0019 RENAME TO model_rewrites;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
@@ -641,6 +660,7 @@ const std::vector<Migration>& Migrations() {
       {16, "0016_retention.sql", k0016Retention},
       {17, "0017_usage_folds.sql", k0017UsageFolds},
       {18, "0018_branch_views.sql", k0018BranchViews},
+      {19, "0019_drop_thinking.sql", k0019DropThinking},
   };
   return kAll;
 }

@@ -8,12 +8,20 @@
 // mid-conversation `role: "system"` messages, thinking and context_management shapes).
 //
 // Like current Claude models, every assistant turn it returns starts with a thinking block whose
-// signature binds it to its prefix (system, tools and the messages before it, mid-conversation
-// system messages included, cache_control markers aside). A later request that carries that block after a changed prefix gets the
-// provider's 400, so a client or gateway that rewrites history where it must not is caught.
+// signature binds it to its prefix and to the thinking blocks before it, by the provider's
+// documented rules (lib/thinking_binding.mjs): a block behind a changed prefix (system, tools,
+// earlier messages with mid-conversation system messages, thinking blocks and cache_control
+// aside), a gap in the run of thinking blocks, a moved block or one put back after its removal is
+// the provider's 400, so a client or gateway that rewrites history where it must not is caught.
+// With `thinking.block_binding.prefix_mismatch_behavior: "drop_block"` (and its beta) those blocks
+// are dropped instead: recorded in `double.dropped` and reported in the response's
+// `input_transformations`. A tool loop whose earlier assistant messages lost the thinking they
+// were produced with is a 400 under enabled thinking; under adaptive thinking the turn is answered
+// without thinking and recorded in `double.degraded`.
 import { createServer } from 'node:http';
-import { createHmac, randomBytes } from 'node:crypto';
-import { canonical, validate } from './messages.mjs';
+import assert from 'node:assert/strict';
+import { validate } from './messages.mjs';
+import { ThinkingBinding } from './thinking_binding.mjs';
 
 // The script: an array of turns, played in order by the requests that carry `tools` (the agent's
 // main loop; side requests such as title generation have none and get `sideReply`). A turn is
@@ -32,7 +40,7 @@ import { canonical, validate } from './messages.mjs';
 export async function startAnthropicDouble({ script = [], sideReply = 'ok', fallbackText = 'Done.',
   matchMain = (body) => Array.isArray(body.tools) && body.tools.length > 0, thinking: think = true,
   subScript = [], matchSub = () => false, subFallbackText = 'Subagent done.' } = {}) {
-  const secret = randomBytes(32);
+  const binding = new ThinkingBinding();
   const requests = [];
   let next = 0;
   let nextSub = 0;
@@ -46,31 +54,14 @@ export async function startAnthropicDouble({ script = [], sideReply = 'ok', fall
     // What the double refused (400 messages), in order; `refused` has {index, url, message}.
     errors: [],
     refused: [],
+    // Thinking blocks it dropped (drop_block): {index (of the request), path, reason}.
+    dropped: [],
+    // Requests answered without thinking because a tool loop lost its thinking (adaptive):
+    // {index, message}.
+    degraded: [],
+    binding,
     url: '',
     close: () => new Promise((resolve) => { server.closeAllConnections?.(); server.close(() => resolve()); }),
-  };
-
-  const sign = (prefix, thinking) =>
-    createHmac('sha256', secret).update(canonical(prefix)).update('\0').update(thinking).digest('base64');
-
-  // Returns an error message when an assistant thinking block's signature does not match the
-  // prefix it arrives after, else null.
-  const verify = (body) => {
-    const messages = Array.isArray(body.messages) ? body.messages : [];
-    for (let i = 0; i < messages.length; i++) {
-      const m = messages[i];
-      if (m?.role !== 'assistant' || !Array.isArray(m.content)) continue;
-      for (let j = 0; j < m.content.length; j++) {
-        const b = m.content[j];
-        if (b?.type !== 'thinking') continue;
-        const prefix = { system: body.system ?? null, tools: body.tools ?? null, messages: messages.slice(0, i) };
-        if (b.signature !== sign(prefix, b.thinking ?? '')) {
-          return `messages.${i}.content.${j}: Invalid \`signature\` in \`thinking\` block: ` +
-            'The block is bound to a different conversation';
-        }
-      }
-    }
-    return null;
   };
 
   const turnFor = (body) => {
@@ -107,12 +98,17 @@ export async function startAnthropicDouble({ script = [], sideReply = 'ok', fall
         record.json = body;
         // count_tokens takes the same messages as /v1/messages (system messages, context
         // management and thinking included) and checks them the same way.
-        const bad = validate(body) ?? verify(body);
-        if (bad) {
-          double.errors.push(bad);
-          double.refused.push({ index: requests.length - 1, url: req.url, message: bad });
-          return sendError(res, 400, 'invalid_request_error', bad);
+        const bad = validate(body, req.headers);
+        const bound = bad ? null : binding.check(body, req.headers);
+        const refusal = bad ?? bound.error;
+        if (refusal) {
+          double.errors.push(refusal);
+          double.refused.push({ index: requests.length - 1, url: req.url, message: refusal });
+          return sendError(res, 400, 'invalid_request_error', refusal);
         }
+        const index = requests.length - 1;
+        for (const d of bound.dropped) double.dropped.push({ index, ...d });
+        if (bound.degraded) double.degraded.push({ index, message: bound.degraded });
         if (path === '/v1/messages/count_tokens') {
           return sendJson(res, 200, { input_tokens: Math.ceil(record.raw.length / 4) });
         }
@@ -121,16 +117,16 @@ export async function startAnthropicDouble({ script = [], sideReply = 'ok', fall
         record.main = !record.sub && matchMain(body);
         const turn = record.main ? turnFor(body) : record.sub ? subTurnFor(body) : { text: sideReply };
         const content = [];
-        const thinking = `Planning step ${requests.length}.`;
-        if (think) content.push({ type: 'thinking', thinking, signature: sign({ system: body.system ?? null, tools: body.tools ?? null, messages: body.messages ?? [] }, thinking) });
+        if (think && !bound.degraded) content.push({ type: 'thinking', thinking: `Planning step ${requests.length}.` });
         if (turn.text) content.push({ type: 'text', text: turn.text });
         for (const t of turn.tools ?? []) {
           content.push({ type: 'tool_use', id: `toolu_double_${String(++toolSeq).padStart(4, '0')}`, name: t.name, input: t.input ?? {} });
         }
         const message = {
           id: `msg_double_${requests.length}`, type: 'message', role: 'assistant', model: body.model ?? 'claude-double-1',
-          content, stop_reason: (turn.tools ?? []).length ? 'tool_use' : 'end_turn', stop_sequence: null,
+          content: binding.signContent(bound.body, content), stop_reason: (turn.tools ?? []).length ? 'tool_use' : 'end_turn', stop_sequence: null,
           usage: { input_tokens: Math.ceil(record.raw.length / 4), output_tokens: 20, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, ...turn.usage },
+          ...(bound.transformations ? { input_transformations: bound.transformations } : {}),
         };
         if (body.stream) return streamMessage(res, message);
         return sendJson(res, 200, message);
@@ -144,6 +140,11 @@ export async function startAnthropicDouble({ script = [], sideReply = 'ok', fall
   return double;
 }
 
+// Asserts that the double changed nothing of what it was sent about thinking: no block dropped,
+// no request answered without thinking (what a test that asserts no refusal also means).
+export function assertThinkingKept(double, message = '') {
+  assert.deepEqual({ dropped: double.dropped, degraded: double.degraded }, { dropped: [], degraded: [] }, message);
+}
 
 function sendJson(res, status, value) {
   const body = JSON.stringify(value);

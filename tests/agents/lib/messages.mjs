@@ -67,13 +67,45 @@ function validateSystem(m, i, messages) {
   return null;
 }
 
+// The beta that lets a request choose what happens to a thinking block bound to another prefix
+// (`thinking.block_binding.prefix_mismatch_behavior`); without it the field is an extra input.
+export const kBindingBeta = 'thinking-binding-controls-2026-08-01';
+const kMismatchBehaviors = new Set(['error', 'drop_block']);
+
+// Whether the `anthropic-beta` header (a comma-separated list; node joins repeated headers with
+// ", ") names `beta`. `headers` is node's lowercased map or any object (keys read case-blind).
+export function hasBeta(headers, beta) {
+  const key = Object.keys(headers ?? {}).find((k) => k.toLowerCase() === 'anthropic-beta');
+  const value = key === undefined ? '' : headers[key];
+  return (Array.isArray(value) ? value.join(',') : String(value)).split(',').map((s) => s.trim()).includes(beta);
+}
+
+// `thinking.block_binding`: only with the beta, on thinking that is on, and one of two behaviours.
+function validateBinding(t, headers) {
+  if (t.block_binding == null) return null;
+  const at = `thinking.${t.type}.block_binding`;
+  if (t.type === 'disabled' || !hasBeta(headers, kBindingBeta)) return `${at}: Extra inputs are not permitted`;
+  const b = t.block_binding;
+  if (typeof b !== 'object' || Array.isArray(b)) return `${at}: Input should be an object`;
+  for (const k of Object.keys(b)) {
+    if (k !== 'prefix_mismatch_behavior') return `${at}.${k}: Extra inputs are not permitted`;
+  }
+  if (b.prefix_mismatch_behavior != null && !kMismatchBehaviors.has(b.prefix_mismatch_behavior)) {
+    return `${at}.prefix_mismatch_behavior: Input should be 'error' or 'drop_block'`;
+  }
+  return null;
+}
+
 // The request-level fields whose shape the doubles check (what Claude Code sends of them):
-// `thinking` (enabled with budget_tokens, adaptive, disabled) and `context_management.edits`.
-function validateTopLevel(body) {
+// `thinking` (enabled with budget_tokens, adaptive, disabled; block_binding with its beta) and
+// `context_management.edits`.
+function validateTopLevel(body, headers) {
   const t = body.thinking;
   if (t != null) {
     if (!kThinking.has(t.type)) return `thinking.type: Input tag '${t.type}' found using 'type' does not match any of the expected tags: 'enabled', 'adaptive', 'disabled'`;
     if (t.type === 'enabled' && !(Number.isInteger(t.budget_tokens) && t.budget_tokens >= 1024)) return 'thinking.enabled.budget_tokens: Input should be greater than or equal to 1024';
+    const binding = validateBinding(t, headers);
+    if (binding) return binding;
   }
   const cm = body.context_management;
   if (cm != null) {
@@ -90,12 +122,13 @@ function validateTopLevel(body) {
 // a system message in between leaves it unanswered), and every tool_result must answer a
 // tool_use of the message right before it. Mid-conversation system messages are checked by
 // validateSystem; their text is not a user turn (two user messages around one are two turns).
-export function validate(body) {
+// `headers` (the request's) decide which betas the request may use; none when left out.
+export function validate(body, headers = {}) {
   const messages = body.messages;
   if (!Array.isArray(messages) || messages.length === 0) return 'messages: at least one message is required';
   if (messages[0].role === 'system') return 'messages.0: use the top-level `system` parameter for the initial system prompt';
   if (messages[0].role !== 'user') return 'messages: first message must use the "user" role';
-  const top = validateTopLevel(body);
+  const top = validateTopLevel(body, headers);
   if (top) return top;
   const blocksOf = (m) => (Array.isArray(m?.content) ? m.content : []);
   for (let i = 0; i < messages.length; i++) {

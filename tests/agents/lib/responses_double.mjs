@@ -1,9 +1,14 @@
 // A scripted stand-in for the OpenAI Responses API (POST /v1/responses, streaming and not), for
 // running real agent CLIs offline. It plays a script of assistant turns in order and records every
 // request byte for byte. Like current reasoning models, each turn opens with a `reasoning` item
-// whose `encrypted_content` is bound (HMAC) to the request's instructions, tools and input items;
-// replaying it behind a changed prefix gets the provider's 400, so a gateway that rewrites history
-// in a cache-breaking way is caught. One instance serves one test; it is not safe to share a
+// whose `encrypted_content` is bound (HMAC) to the request's instructions, tools and input items.
+// OpenAI documents that it "will drop reasoning items that follow a prefix change": a reasoning
+// item replayed behind a changed prefix, and every reasoning item after it, is dropped (no error),
+// recorded in `double.dropped` ({index (request seq), item_id, position, reason: 'prefix_changed'})
+// and reported in the response as `input_transformations` ([{type: 'reasoning', id, action:
+// 'removed', reason: 'prefix_changed'}], present only when something was dropped), so a gateway
+// that rewrites history in a cache-breaking way is caught. Encrypted content the double did not
+// make is still the provider's 400. One instance serves one test; it is not safe to share a
 // script between concurrent agents (turns are taken in arrival order). node:http only, no npm deps.
 //
 // Script: an array of turns, played one per POST /v1/responses. A turn is an object
@@ -106,30 +111,32 @@ export async function startResponsesDouble({ script = [], secret = randomBytes(1
   }
   const estimateTokens = (items) => Math.ceil(Buffer.byteLength(canonical(items)) / 4);
 
-  // Returns an error {status, body} if a replayed reasoning item is not bound to its prefix, or a
-  // compaction item was not made by the double.
+  // The seal over a reasoning item's sealed fields: content the double did not make fails it.
+  const reasoningSeal = (sealed) => createHmac('sha256', secret)
+    .update(`reasoning:${sealed.item_id}:${sealed.response_id}:${sealed.n}:${sealed.mac}:${sealed.mac_no_tools}`)
+    .digest('base64url');
+
+  // Checks the replayed items of a request: {error: {status, body}} if an item's encrypted content
+  // is not the double's, else {dropped: [{position, item_id, detail}]}: the reasoning items whose
+  // prefix changed and every reasoning item after the first of them.
   function verifyReasoning(body) {
     const input = Array.isArray(body.input) ? body.input : [];
+    const dropped = [];
     for (let i = 0; i < input.length; i++) {
       const item = input[i];
       if (item?.type === 'compaction') {
         const sealed = unseal(item.encrypted_content);
         if (!sealed || sealed.kind !== 'compaction' || sealed.mac !== compactionMac(sealed.item_id)) {
-          return openAiError(400, `The encrypted content for compaction item ${item.id ?? `input[${i}]`} ` +
-            'could not be verified.', { code: 'invalid_encrypted_content', param: `input[${i}].encrypted_content` });
+          return { error: openAiError(400, `The encrypted content for compaction item ${item.id ?? `input[${i}]`} ` +
+            'could not be verified.', { code: 'invalid_encrypted_content', param: `input[${i}].encrypted_content` }) };
         }
         continue;
       }
       if (item?.type !== 'reasoning' || typeof item.encrypted_content !== 'string') continue;
-      let sealed;
-      try {
-        sealed = JSON.parse(Buffer.from(item.encrypted_content, 'base64url').toString('utf8'));
-      } catch {
-        sealed = null;
-      }
-      if (!sealed || sealed.v !== 1 || typeof sealed.mac !== 'string') {
-        return openAiError(400, 'The encrypted content could not be decrypted or parsed.',
-          { code: 'invalid_encrypted_content' });
+      const sealed = unseal(item.encrypted_content);
+      if (!sealed || sealed.v !== 1 || typeof sealed.mac !== 'string' || sealed.seal !== reasoningSeal(sealed)) {
+        return { error: openAiError(400, 'The encrypted content could not be decrypted or parsed.',
+          { code: 'invalid_encrypted_content', param: `input[${i}].encrypted_content` }) };
       }
       // A request that offers no tools (a client's compaction turn: Codex sends the whole history
       // with `tools: []` and its summarisation prompt) may replay reasoning made with tools, as the
@@ -137,19 +144,25 @@ export async function startResponsesDouble({ script = [], secret = randomBytes(1
       const bound = offersNoTools(body) && typeof sealed.mac_no_tools === 'string'
         ? macNoTools(body, input.slice(0, i)) === sealed.mac_no_tools
         : mac(body, input.slice(0, i)) === sealed.mac;
-      if (!bound) {
+      if (!bound || dropped.length) {
         const origin = turns.find((t) => t.response?.id === sealed.response_id);
-        return {
-          ...openAiError(400, `The encrypted content for item ${item.id ?? sealed.item_id} could not ` +
-            'be verified: it belongs to a different conversation (the instructions, tools or ' +
-            'earlier input items differ from those it was produced for).',
-          { code: 'invalid_encrypted_content', param: `input[${i}].encrypted_content` }),
-          detail: { inputIndex: i, producedBy: origin?.request.seq, itemsThen: sealed.n, itemsNow: i },
-        };
+        dropped.push({ position: i, item_id: item.id ?? sealed.item_id,
+          detail: { producedBy: origin?.request.seq, itemsThen: sealed.n, itemsNow: i } });
       }
     }
-    return null;
+    return { dropped };
   }
+
+  // Records the reasoning items dropped from request `record` and reports them on `response`.
+  function reportDropped(record, dropped, response) {
+    for (const d of dropped) {
+      double.dropped.push({ index: record.seq, item_id: d.item_id, position: d.position, reason: 'prefix_changed', detail: d.detail });
+    }
+    if (dropped.length === 0) return response;
+    return { ...response, input_transformations: dropped.map((d) => ({ type: 'reasoning', id: d.item_id, action: 'removed', reason: 'prefix_changed' })) };
+  }
+
+  const sealReasoning = (sealed) => ({ ...sealed, seal: reasoningSeal(sealed) });
 
   function buildOutput(turn, body, record) {
     const output = [];
@@ -166,10 +179,10 @@ export async function startResponsesDouble({ script = [], secret = randomBytes(1
     output.push({
       type: 'reasoning', id: rsId,
       summary: [{ type: 'summary_text', text: turn.reasoning ?? 'Following the script.' }],
-      encrypted_content: Buffer.from(JSON.stringify({
+      encrypted_content: Buffer.from(JSON.stringify(sealReasoning({
         v: 1, item_id: rsId, response_id, n: prefix.length, mac: mac(body, prefix),
         mac_no_tools: macNoTools(body, prefix),
-      })).toString('base64url'),
+      }))).toString('base64url'),
     });
     for (const call of turn.calls ?? []) {
       const call_id = call.call_id ?? newId('call');
@@ -271,9 +284,9 @@ export async function startResponsesDouble({ script = [], secret = randomBytes(1
       problems.push({ seq: record.seq, problem: 'body is not JSON', bodyText: record.bodyText.slice(0, 500) });
       return sendJson(res, 400, openAiError(400, 'We could not parse the JSON body of your request.').body);
     }
-    const bad = verifyReasoning(body);
+    const { error: bad, dropped } = verifyReasoning(body);
     if (bad) {
-      problems.push({ seq: record.seq, problem: 'reasoning signature mismatch', error: bad.body.error, detail: bad.detail });
+      problems.push({ seq: record.seq, problem: 'reasoning content not the double\'s', error: bad.body.error });
       turns.push({ request: record, error: bad });
       return sendJson(res, bad.status, bad.body);
     }
@@ -281,7 +294,7 @@ export async function startResponsesDouble({ script = [], secret = randomBytes(1
     if (input.some((it) => it?.type === 'compaction_trigger')) {
       const item = compactionItem(input.filter((it) => it?.type !== 'compaction_trigger'));
       compactions.push({ request: record, how: 'compaction_trigger', item });
-      const response = { ...responseEnvelope(body), output: [item], usage: usageOf(input, [item]) };
+      const response = reportDropped(record, dropped, { ...responseEnvelope(body), output: [item], usage: usageOf(input, [item]) });
       turns.push({ request: record, compaction: item, response });
       return body.stream ? sendSse(res, response) : sendJson(res, 200, response);
     }
@@ -296,7 +309,7 @@ export async function startResponsesDouble({ script = [], secret = randomBytes(1
       turns.push({ request: record, turn, error: turn.error });
       return sendJson(res, turn.error.status, turn.error.body);
     }
-    const response = buildOutput(turn, body, record);
+    const response = reportDropped(record, dropped, buildOutput(turn, body, record));
     turns.push({ request: record, turn, response });
     if (!body.stream) return sendJson(res, 200, response);
     sendSse(res, response);
@@ -322,9 +335,9 @@ export async function startResponsesDouble({ script = [], secret = randomBytes(1
       return sendJson(res, 400, openAiError(400, "Missing required parameter: 'model'.",
         { code: 'missing_required_parameter', param: 'model' }).body);
     }
-    const bad = verifyReasoning(body);
+    const { error: bad, dropped } = verifyReasoning(body);
     if (bad) {
-      problems.push({ seq: record.seq, problem: 'reasoning signature mismatch', error: bad.body.error, detail: bad.detail });
+      problems.push({ seq: record.seq, problem: 'reasoning content not the double\'s', error: bad.body.error });
       return sendJson(res, bad.status, bad.body);
     }
     const input = typeof body.input === 'string'
@@ -333,8 +346,8 @@ export async function startResponsesDouble({ script = [], secret = randomBytes(1
     const item = compactionItem(input);
     compactions.push({ request: record, how: 'compact', item });
     const output = [...input.filter((it) => it?.type === 'message' && it.role === 'user'), item];
-    sendJson(res, 200, { id: newId('resp'), object: 'response.compaction', created_at: 1700000000 + turns.length,
-      output, usage: usageOf(input, [item]) });
+    sendJson(res, 200, reportDropped(record, dropped, { id: newId('resp'), object: 'response.compaction',
+      created_at: 1700000000 + turns.length, output, usage: usageOf(input, [item]) }));
   }
 
   const server = createServer((req, res) => {
@@ -386,6 +399,8 @@ export async function startResponsesDouble({ script = [], secret = randomBytes(1
 
   const double = {
     url: `http://127.0.0.1:${port}/v1`, port, requests, problems, turns, compactions,
+    // Reasoning items dropped behind a changed prefix: {index, item_id, position, reason, detail}.
+    dropped: [],
     // The POST /v1/responses requests that were answered with a turn, in order.
     responseRequests: () => turns.filter((t) => t.response).map((t) => t.request),
     close() {
