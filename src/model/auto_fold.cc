@@ -174,8 +174,10 @@ bool EmptiesATurn(const Transcript& transcript, const std::vector<AutoFoldDrop>&
   return false;
 }
 
-// Whether a step saving `gain` tokens, whose fold point leaves `after` tokens to be sent from it
-// on (`before` until now), pays for itself over `future` more requests.
+// Whether a step saving `gain` tokens of the `before` that the messages hold pays for itself over
+// `future` more requests. The provider reads a cached prefix back only where a breakpoint of an
+// earlier request ended, within 20 blocks of one of this request's; clients mark the system prompt
+// and the tail, so a step re-writes the messages from their start, not from its fold point.
 bool Pays(int64_t gain, int64_t before, int64_t future, const AutoFoldContext& context) {
   if (!context.tokens_from) return true;
   const int64_t after = std::max<int64_t>(0, before - gain);
@@ -188,24 +190,68 @@ bool Pays(int64_t gain, int64_t before, int64_t future, const AutoFoldContext& c
 }
 
 // Whether the request is over the trigger, or, at a new user turn of a conversation whose thinking
-// binds its results (mode remove), expected to pass it in the task that starts: under thinking no
-// step can be taken inside that task's tool loop, so this is the last one before it. The task is
-// expected to add as many tokens as the one before it did.
+// binds its results (mode remove), expected to pass it before it ends: under thinking no step can
+// be taken inside a task's tool loop, so the step that keeps the coming tasks under the trigger is
+// this one. A conversation is expected to go on about as long as it has gone (the bill's
+// estimate): to twice its size.
 bool PassesTrigger(const Transcript& transcript, const AutoFoldOptions& options,
                    const AutoFoldContext& context, const Candidates& found) {
   if (context.input_tokens > options.trigger_tokens) return true;
-  if (found.thinking.empty() || !context.tokens_from) return false;
-  std::optional<size_t> turn = FinalUserTurn(transcript);
-  if (!turn) return false;
-  size_t previous = 0;
-  for (size_t m = *turn; m-- > 0;) {
-    if (IsUserTurn(transcript.messages[m])) {
-      previous = m;
-      break;
+  if (found.thinking.empty() || !EndsWithUserTurn(transcript)) return false;
+  return 2 * context.input_tokens > options.trigger_tokens;
+}
+
+}  // namespace
+
+namespace {
+
+// Which candidates a step takes (indexes into Candidates::picks) and what it saves, the thinking
+// it removes, or why it takes none.
+struct Choice {
+  std::optional<AutoFoldOutcome> none;
+  std::vector<size_t> take;
+  int64_t gain = 0;
+  std::vector<AutoFoldDrop> drops;
+};
+
+// Chooses over `found` (`floor`: clear_at_least). Candidates that no sent thinking block follows
+// are free. The others are bound: in mode remove, at a new user turn, the step takes them all and
+// removes the thinking after the first; inside a tool loop it waits.
+Choice Choose(const Transcript& transcript, const Candidates& found, AutoFoldThinking mode,
+              int64_t floor) {
+  Choice choice;
+  int64_t all = 0;
+  for (int64_t gain : found.gains) all += gain;
+  const bool thinking = !found.thinking.empty();
+  for (size_t i = 0; i < found.picks.size(); ++i) {
+    if (thinking && found.picks[i].message <= found.thinking.back().message) continue;
+    choice.take.push_back(i);
+    choice.gain += found.gains[i];
+  }
+  const AutoFoldOutcome short_of =
+      all >= floor ? AutoFoldOutcome::kThinking : AutoFoldOutcome::kBelowClearAtLeast;
+  if (thinking && mode == AutoFoldThinking::kOff) return {short_of, {}, 0, {}};
+  const bool bound = all > choice.gain;
+  if (bound && mode == AutoFoldThinking::kRemove) {
+    std::vector<AutoFoldDrop> drops;
+    int64_t removed = 0;
+    for (const AutoFoldDrop& drop : found.thinking) {
+      if (drop.message <= found.picks.front().message) continue;
+      drops.push_back(drop);
+      removed += drop.tokens;
+    }
+    if (EndsWithUserTurn(transcript) && all + removed >= floor &&
+        !EmptiesATurn(transcript, drops)) {
+      Choice whole{std::nullopt, {}, all + removed, std::move(drops)};
+      for (size_t i = 0; i < found.picks.size(); ++i) whole.take.push_back(i);
+      return whole;
+    }
+    if (!EndsWithUserTurn(transcript) && choice.gain < floor && all + removed >= floor) {
+      return {AutoFoldOutcome::kToolLoop, {}, 0, {}};
     }
   }
-  const int64_t growth = context.tokens_from(previous) - context.tokens_from(*turn);
-  return context.input_tokens + growth > options.trigger_tokens;
+  if (choice.gain < floor) return {short_of, {}, 0, {}};
+  return choice;
 }
 
 }  // namespace
@@ -222,64 +268,23 @@ AutoFoldStep PlanAutoFold(const Transcript& transcript, const AutoFoldOptions& o
   }
   Candidates found = FindCandidates(transcript, options, context);
   if (!PassesTrigger(transcript, options, context, found)) return step;
-  const int64_t floor = std::max<int64_t>(1, options.clear_at_least);
-  int64_t all = 0;
-  for (int64_t gain : found.gains) all += gain;
-  const size_t last_thinking = found.thinking.empty() ? 0 : found.thinking.back().message;
-  // Free: no sent thinking block follows it. The rest are bound.
-  int64_t free_gain = 0;
-  std::vector<size_t> take;
-  for (size_t i = 0; i < found.picks.size(); ++i) {
-    if (!found.thinking.empty() && found.picks[i].message <= last_thinking) continue;
-    take.push_back(i);
-    free_gain += found.gains[i];
-  }
-  int64_t gain = free_gain;
-  if (!found.thinking.empty() && mode == AutoFoldThinking::kOff) {
-    step.outcome = all >= floor ? AutoFoldOutcome::kThinking : AutoFoldOutcome::kBelowClearAtLeast;
+  Choice choice = Choose(transcript, found, mode, std::max<int64_t>(1, options.clear_at_least));
+  if (choice.none) {
+    step.outcome = *choice.none;
     return step;
   }
-  if (all > free_gain && mode == AutoFoldThinking::kRemove) {
-    // Removing the thinking after the first candidate frees them all.
-    std::vector<AutoFoldDrop> drops;
-    int64_t removed = 0;
-    for (const AutoFoldDrop& drop : found.thinking) {
-      if (drop.message <= found.picks.front().message) continue;
-      drops.push_back(drop);
-      removed += drop.tokens;
-    }
-    if (all + removed >= floor) {
-      if (!EndsWithUserTurn(transcript)) {
-        if (free_gain < floor) {
-          step.outcome = AutoFoldOutcome::kToolLoop;
-          return step;
-        }
-      } else if (!EmptiesATurn(transcript, drops)) {
-        take.resize(found.picks.size());
-        for (size_t i = 0; i < take.size(); ++i) take[i] = i;
-        gain = all + removed;
-        step.drops = std::move(drops);
-      }
-    }
-  }
-  if (gain < floor) {
-    step.outcome = all >= floor ? AutoFoldOutcome::kThinking : AutoFoldOutcome::kBelowClearAtLeast;
-    step.drops.clear();
-    return step;
-  }
-  const size_t point = found.picks[take.front()].message;
-  const int64_t before = context.tokens_from ? context.tokens_from(point) : 0;
+  const int64_t before = context.tokens_from ? context.tokens_from(0) : 0;
   const int64_t future = options.expected_requests > 0 ? options.expected_requests
                                                        : static_cast<int64_t>(found.model_turns);
-  if (!Pays(gain, before, future, context)) {
+  if (choice.gain <= 0 || !Pays(choice.gain, before, future, context)) {
     step.outcome = AutoFoldOutcome::kBelowPayback;
-    step.drops.clear();
     return step;
   }
-  for (size_t i : take) {
+  for (size_t i : choice.take) {
     step.picks.push_back(found.picks[i]);
     step.tokens_folded += found.picks[i].tokens;
   }
+  step.drops = std::move(choice.drops);
   step.outcome = AutoFoldOutcome::kFolded;
   return step;
 }

@@ -182,17 +182,16 @@ TEST(PlanAutoFold, AtANewUserTurnRemovesTheThinkingAfterTheFoldPoint) {
   EXPECT_EQ(DroppedMessages(PlanAutoFold(t, Options(), c)), (std::vector<size_t>{3}));
 }
 
-TEST(PlanAutoFold, AtANewUserTurnUnderThinkingTheTriggerLooksOneTaskAhead) {
-  Transcript t = ThinkingSession(6, /*new_turn=*/true);  // the new task at message 14
-  AutoFoldContext c = Context(t, 4000);                  // under the trigger (5000)
-  // The previous task (messages 0..13) added 14 x 100 tokens: 4000 + 1400 passes it.
+TEST(PlanAutoFold, AtANewUserTurnUnderThinkingTheTriggerLooksAhead) {
+  Transcript t = ThinkingSession(6, /*new_turn=*/true);
+  AutoFoldContext c = Context(t, 2600);  // under the trigger (5000), expected to pass it: 2 x 2600
   c.tokens_from = [&](size_t m) { return static_cast<int64_t>((t.messages.size() - m) * 100); };
   EXPECT_EQ(PlanAutoFold(t, Options(), c).outcome, AutoFoldOutcome::kFolded);
-  c.input_tokens = 3500;  // 3500 + 1400 does not
+  c.input_tokens = 2500;  // not expected to
   EXPECT_EQ(PlanAutoFold(t, Options(), c).outcome, AutoFoldOutcome::kBelowTrigger);
   // Without thinking a step can be taken when the trigger is passed: no look-ahead.
   Transcript plain = Calls(6);
-  AutoFoldContext p = Context(plain, 4000);
+  AutoFoldContext p = Context(plain, 2600);
   p.tokens_from = c.tokens_from;
   EXPECT_EQ(PlanAutoFold(plain, Options(), p).outcome, AutoFoldOutcome::kBelowTrigger);
 }
@@ -238,9 +237,9 @@ TEST(PlanAutoFold, NeverLeavesATurnWithNothingInIt) {
 TEST(PlanAutoFold, StepsOnlyWhenTheRequestsAfterItSaveMoreThanItCosts) {
   Transcript t = Calls(6);  // 6 model turns; the step saves 3 x 950 tokens
   AutoFoldContext c = Context(t, 9000);
-  // From the fold point on, 40,000 tokens: re-written at 1.25 (37,150 after the step) instead
-  // of read at 0.1 costs 42,437 more now; each later request reads 285 less.
-  c.tokens_from = [](size_t) -> int64_t { return 40'000; };
+  // 40,000 tokens of messages: re-written at 1.25 (37,150 after the step) instead of read at 0.1
+  // costs 42,437 more now; each later request reads 285 less.
+  c.tokens_from = [](size_t m) -> int64_t { return m == 0 ? 40'000 : 1; };
   AutoFoldStep step = PlanAutoFold(t, Options(), c);
   EXPECT_EQ(step.outcome, AutoFoldOutcome::kBelowPayback);
   EXPECT_TRUE(step.picks.empty());
@@ -249,7 +248,7 @@ TEST(PlanAutoFold, StepsOnlyWhenTheRequestsAfterItSaveMoreThanItCosts) {
   EXPECT_EQ(PlanAutoFold(t, o, c).outcome, AutoFoldOutcome::kFolded);
   o.expected_requests = 148;
   EXPECT_EQ(PlanAutoFold(t, o, c).outcome, AutoFoldOutcome::kBelowPayback);
-  // A short prefix after the fold point costs little to re-write: a step pays at once.
+  // Short messages cost little to re-write: a step pays at once.
   c.tokens_from = [](size_t) -> int64_t { return 3'000; };
   EXPECT_EQ(PlanAutoFold(t, Options(), c).outcome, AutoFoldOutcome::kFolded);
 }
