@@ -41,10 +41,11 @@
 //   blocks are dropped instead and not billed: `usage.thinking_dropped` (their number) on the
 //   record, `double.dropped` ([{index (into records), path, reason}]) and the reply's
 //   `input_transformations`;
-// - a tool loop whose assistant messages lost the thinking they were produced with: a 400 under
-//   enabled thinking; under adaptive thinking (Claude Code's) the request is answered without the
-//   scripted turn's thinking blocks: `usage.degraded` (true) on the record and `double.degraded`
-//   ([{index (into records), message}]).
+// - a tool loop whose assistant messages lost the thinking they were produced with: the request is
+//   answered without the scripted turn's thinking blocks, as adaptive thinking (Claude Code's)
+//   does (manual thinking's 400 is recorded the same way: thinking_binding.mjs says why):
+//   `usage.degraded` (true) on the record and `double.degraded` ([{index (into records),
+//   message}]).
 // A refused request's scripted turn, which run.mjs goes on with, gets its thinking signed by
 // `skip()` as if it had been the answer (bound to the refused request), so that one refusal does
 // not make every later request fail on a block no reply carried.

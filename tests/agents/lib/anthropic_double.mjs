@@ -15,9 +15,9 @@
 // the provider's 400, so a client or gateway that rewrites history where it must not is caught.
 // With `thinking.block_binding.prefix_mismatch_behavior: "drop_block"` (and its beta) those blocks
 // are dropped instead: recorded in `double.dropped` and reported in the response's
-// `input_transformations`. A tool loop whose earlier assistant messages lost the thinking they
-// were produced with is a 400 under enabled thinking; under adaptive thinking the turn is answered
-// without thinking and recorded in `double.degraded`.
+// `input_transformations`. A tool loop whose assistant messages lost the thinking they were
+// produced with is answered without thinking and recorded in `double.degraded` (as adaptive
+// thinking does; manual thinking's 400 too, for the reason thinking_binding.mjs gives).
 import { createServer } from 'node:http';
 import assert from 'node:assert/strict';
 import { validate } from './messages.mjs';
