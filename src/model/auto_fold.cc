@@ -79,7 +79,7 @@ std::optional<AutoFoldThinking> ParseAutoFoldThinking(std::string_view name) {
 
 namespace {
 
-// Whether message `m` is a user turn: a user message carrying no tool result.
+// Whether `message` is a user turn: a user message carrying no tool result.
 bool IsUserTurn(const Message& message) {
   if (message.role != Role::kUser || message.blocks.empty()) return false;
   for (const Block& block : message.blocks) {
@@ -181,7 +181,7 @@ bool EmptiesATurn(const Transcript& transcript, const std::vector<AutoFoldDrop>&
 bool Pays(int64_t gain, int64_t before, int64_t future, const AutoFoldContext& context) {
   if (!context.tokens_from) return true;
   const int64_t after = std::max<int64_t>(0, before - gain);
-  // Now: the prefix from the fold point is written again instead of read.
+  // Now: the messages are written again instead of read.
   const double extra_now = context.cache_write_price * static_cast<double>(after) -
                            context.cache_read_price * static_cast<double>(before);
   const double saved_later =
@@ -193,17 +193,13 @@ bool Pays(int64_t gain, int64_t before, int64_t future, const AutoFoldContext& c
 // binds its results (mode remove), expected to pass it before it ends: under thinking no step can
 // be taken inside a task's tool loop, so the step that keeps the coming tasks under the trigger is
 // this one. A conversation is expected to go on about as long as it has gone (the bill's
-// estimate): to twice its size.
+// estimate): to twice its size. PlanAutoFold asks only in mode remove when under the trigger.
 bool PassesTrigger(const Transcript& transcript, const AutoFoldOptions& options,
                    const AutoFoldContext& context, const Candidates& found) {
   if (context.input_tokens > options.trigger_tokens) return true;
   if (found.thinking.empty() || !EndsWithUserTurn(transcript)) return false;
   return 2 * context.input_tokens > options.trigger_tokens;
 }
-
-}  // namespace
-
-namespace {
 
 // Which candidates a step takes (indexes into Candidates::picks) and what it saves, the thinking
 // it removes, or why it takes none.
