@@ -68,9 +68,11 @@ AutoFoldOptions Options() {
   return o;
 }
 
-std::vector<size_t> PickedMessages(const AutoFoldStep& step) {
+// The messages of a step's picks or drops, in order.
+template <typename Item>
+std::vector<size_t> MessagesOf(const std::vector<Item>& items) {
   std::vector<size_t> out;
-  for (const AutoFoldPick& p : step.picks) out.push_back(p.message);
+  for (const Item& item : items) out.push_back(item.message);
   return out;
 }
 
@@ -85,7 +87,7 @@ TEST(PlanAutoFold, FoldsEveryResultOlderThanTheLastKeepCalls) {
   Transcript t = Calls(6);  // results at messages 2, 4, ..., 12
   AutoFoldStep step = PlanAutoFold(t, Options(), Context(t, 9000));
   EXPECT_EQ(step.outcome, AutoFoldOutcome::kFolded);
-  EXPECT_EQ(PickedMessages(step), (std::vector<size_t>{2, 4, 6}));
+  EXPECT_EQ(MessagesOf(step.picks), (std::vector<size_t>{2, 4, 6}));
   EXPECT_EQ(step.tokens_folded, 3000);
   EXPECT_EQ(step.picks[0].call_message, 1u);
 }
@@ -113,14 +115,14 @@ TEST(PlanAutoFold, SmallRemovedUnfoldableAndOwnToolResultsStay) {
   EXPECT_EQ(step.outcome, AutoFoldOutcome::kBelowClearAtLeast);
   AutoFoldOptions low = Options();
   low.clear_at_least = 100;
-  EXPECT_EQ(PickedMessages(PlanAutoFold(t, low, c)), (std::vector<size_t>{2}));
+  EXPECT_EQ(MessagesOf(PlanAutoFold(t, low, c).picks), (std::vector<size_t>{2}));
 }
 
 TEST(PlanAutoFold, TheFoldPointOnlyMovesForward) {
   Transcript t = Calls(8);
   AutoFoldContext c = Context(t, 9000);
   c.first_message = 7;  // results up to message 6 were decided by an earlier step
-  EXPECT_EQ(PickedMessages(PlanAutoFold(t, Options(), c)), (std::vector<size_t>{8, 10}));
+  EXPECT_EQ(MessagesOf(PlanAutoFold(t, Options(), c).picks), (std::vector<size_t>{8, 10}));
 }
 
 Block Thinking() {
@@ -138,7 +140,7 @@ TEST(PlanAutoFold, InModeWaitNeverFoldsAResultThatAThinkingBlockFollows) {
   o.keep = 1;
   o.thinking = "wait";
   AutoFoldStep step = PlanAutoFold(t, o, Context(t, 9000));
-  EXPECT_EQ(PickedMessages(step), (std::vector<size_t>{12, 14}));
+  EXPECT_EQ(MessagesOf(step.picks), (std::vector<size_t>{12, 14}));
   // When only the bound results would make a step, the outcome says why nothing folded.
   t.messages[15].blocks.insert(t.messages[15].blocks.begin(), thinking);
   step = PlanAutoFold(t, o, Context(t, 9000));
@@ -162,24 +164,18 @@ Transcript ThinkingSession(int n, bool new_turn) {
   return t;
 }
 
-std::vector<size_t> DroppedMessages(const AutoFoldStep& step) {
-  std::vector<size_t> out;
-  for (const AutoFoldDrop& d : step.drops) out.push_back(d.message);
-  return out;
-}
-
 TEST(PlanAutoFold, AtANewUserTurnRemovesTheThinkingAfterTheFoldPoint) {
   Transcript t = ThinkingSession(6, /*new_turn=*/true);  // results at 2..12, answer at 13
   AutoFoldStep step = PlanAutoFold(t, Options(), Context(t, 9000));
   EXPECT_EQ(step.outcome, AutoFoldOutcome::kFolded);
-  EXPECT_EQ(PickedMessages(step), (std::vector<size_t>{2, 4, 6}));
+  EXPECT_EQ(MessagesOf(step.picks), (std::vector<size_t>{2, 4, 6}));
   // Every thinking block after the first pick goes, the one before it stays: the kept thinking
   // is a leading run of the conversation's, and its prefix did not change.
-  EXPECT_EQ(DroppedMessages(step), (std::vector<size_t>{3, 5, 7, 9, 11, 13}));
+  EXPECT_EQ(MessagesOf(step.drops), (std::vector<size_t>{3, 5, 7, 9, 11, 13}));
   // What is already left out binds nothing and is not removed twice.
   AutoFoldContext c = Context(t, 9000);
   c.sent = [](size_t m, size_t) { return m < 5; };
-  EXPECT_EQ(DroppedMessages(PlanAutoFold(t, Options(), c)), (std::vector<size_t>{3}));
+  EXPECT_EQ(MessagesOf(PlanAutoFold(t, Options(), c).drops), (std::vector<size_t>{3}));
 }
 
 TEST(PlanAutoFold, AtANewUserTurnUnderThinkingTheTriggerLooksAhead) {
@@ -218,7 +214,7 @@ TEST(PlanAutoFold, ModeOffLeavesAThinkingConversationAlone) {
   EXPECT_EQ(PlanAutoFold(t, o, Context(t, 9000)).outcome, AutoFoldOutcome::kThinking);
   // Without thinking, off and wait fold as remove does.
   Transcript plain = Calls(6);
-  EXPECT_EQ(PickedMessages(PlanAutoFold(plain, o, Context(plain, 9000))),
+  EXPECT_EQ(MessagesOf(PlanAutoFold(plain, o, Context(plain, 9000)).picks),
             (std::vector<size_t>{2, 4, 6}));
 }
 
