@@ -179,7 +179,6 @@ bool EmptiesATurn(const Transcript& transcript, const std::vector<AutoFoldDrop>&
 // earlier request ended, within 20 blocks of one of this request's; clients mark the system prompt
 // and the tail, so a step re-writes the messages from their start, not from its fold point.
 bool Pays(int64_t gain, int64_t before, int64_t future, const AutoFoldContext& context) {
-  if (!context.tokens_from) return true;
   const int64_t after = std::max<int64_t>(0, before - gain);
   // Now: the messages are written again instead of read.
   const double extra_now = context.cache_write_price * static_cast<double>(after) -
@@ -193,11 +192,12 @@ bool Pays(int64_t gain, int64_t before, int64_t future, const AutoFoldContext& c
 // binds its results (mode remove), expected to pass it before it ends: under thinking no step can
 // be taken inside a task's tool loop, so the step that keeps the coming tasks under the trigger is
 // this one. A conversation is expected to go on about as long as it has gone (the bill's
-// estimate): to twice its size. PlanAutoFold asks only in mode remove when under the trigger.
-bool PassesTrigger(const Transcript& transcript, const AutoFoldOptions& options,
-                   const AutoFoldContext& context, const Candidates& found) {
+// estimate): to twice its size. `at_turn`: the request ends with a new user turn; PlanAutoFold
+// asks only in mode remove when under the trigger.
+bool PassesTrigger(bool at_turn, const AutoFoldOptions& options, const AutoFoldContext& context,
+                   const Candidates& found) {
   if (context.input_tokens > options.trigger_tokens) return true;
-  if (found.thinking.empty() || !EndsWithUserTurn(transcript)) return false;
+  if (found.thinking.empty() || !at_turn) return false;
   return 2 * context.input_tokens > options.trigger_tokens;
 }
 
@@ -213,8 +213,8 @@ struct Choice {
 // Chooses over `found` (`floor`: clear_at_least). Candidates that no sent thinking block follows
 // are free. The others are bound: in mode remove, at a new user turn, the step takes them all and
 // removes the thinking after the first; inside a tool loop it waits.
-Choice Choose(const Transcript& transcript, const Candidates& found, AutoFoldThinking mode,
-              int64_t floor) {
+Choice Choose(const Transcript& transcript, bool at_turn, const Candidates& found,
+              AutoFoldThinking mode, int64_t floor) {
   Choice choice;
   int64_t all = 0;
   for (int64_t gain : found.gains) all += gain;
@@ -236,13 +236,12 @@ Choice Choose(const Transcript& transcript, const Candidates& found, AutoFoldThi
       drops.push_back(drop);
       removed += drop.tokens;
     }
-    if (EndsWithUserTurn(transcript) && all + removed >= floor &&
-        !EmptiesATurn(transcript, drops)) {
+    if (at_turn && all + removed >= floor && !EmptiesATurn(transcript, drops)) {
       Choice whole{std::nullopt, {}, all + removed, std::move(drops)};
       for (size_t i = 0; i < found.picks.size(); ++i) whole.take.push_back(i);
       return whole;
     }
-    if (!EndsWithUserTurn(transcript) && choice.gain < floor && all + removed >= floor) {
+    if (!at_turn && choice.gain < floor && all + removed >= floor) {
       return {AutoFoldOutcome::kToolLoop, {}, 0, {}};
     }
   }
@@ -257,22 +256,23 @@ AutoFoldStep PlanAutoFold(const Transcript& transcript, const AutoFoldOptions& o
   AutoFoldStep step;
   const AutoFoldThinking mode =
       ParseAutoFoldThinking(options.thinking).value_or(AutoFoldThinking::kRemove);
+  const bool at_turn = EndsWithUserTurn(transcript);
   // Most requests are under the trigger and not at a new user turn: they cost no scan.
   if (context.input_tokens <= options.trigger_tokens &&
-      (mode != AutoFoldThinking::kRemove || !EndsWithUserTurn(transcript))) {
+      (mode != AutoFoldThinking::kRemove || !at_turn)) {
     return step;
   }
   Candidates found = FindCandidates(transcript, options, context);
-  if (!PassesTrigger(transcript, options, context, found)) return step;
-  Choice choice = Choose(transcript, found, mode, std::max<int64_t>(1, options.clear_at_least));
+  if (!PassesTrigger(at_turn, options, context, found)) return step;
+  Choice choice =
+      Choose(transcript, at_turn, found, mode, std::max<int64_t>(1, options.clear_at_least));
   if (choice.none) {
     step.outcome = *choice.none;
     return step;
   }
-  const int64_t before = context.tokens_from ? context.tokens_from(0) : 0;
   const int64_t future = options.expected_requests > 0 ? options.expected_requests
                                                        : static_cast<int64_t>(found.model_turns);
-  if (choice.gain <= 0 || !Pays(choice.gain, before, future, context)) {
+  if (choice.gain <= 0 || !Pays(choice.gain, context.input_tokens, future, context)) {
     step.outcome = AutoFoldOutcome::kBelowPayback;
     return step;
   }

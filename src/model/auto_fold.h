@@ -5,8 +5,8 @@
 // `clear_at_least` tokens, every step's decisions are stored and repeated byte for byte, and a
 // step only moves the fold point forward, so the folded prefix stays the same between steps and
 // the provider's cache is rewritten rarely. A step is taken when the bill says it pays: what the
-// requests that follow save on the smaller prefix against what re-writing the cache from the fold
-// point costs now. Under a thinking model (decision 0036) a changed prefix invalidates every later
+// requests that follow save on the smaller prefix against what re-writing the messages' cache
+// costs now. Under a thinking model (decision 0036) a changed prefix invalidates every later
 // thinking block, so a step either removes the thinking of the turns after its fold point, which
 // the provider allows outside a tool loop only (mode `remove`: at a request ending with a new user
 // turn), or folds only results no thinking block follows (`wait`), or does nothing (`off`). This
@@ -104,8 +104,6 @@ struct AutoFoldContext {
   bool thinking_binds = true;  // false: thinking blocks do not hold results back
   // Whether block (message, block) is sent (a thinking block an earlier step removed is not).
   std::function<bool(size_t, size_t)> sent = [](size_t, size_t) { return true; };
-  // Tokens of messages [message, end) as they would be forwarded.
-  std::function<int64_t(size_t)> tokens_from;
   // The provider's cache prices relative to uncached input: a read, and a write (Anthropic's
   // 5-minute entries 1.25; OpenAI's automatic cache writes at the base price).
   double cache_read_price = 0.1;
@@ -125,8 +123,9 @@ bool EndsWithUserTurn(const Transcript& transcript);
 // step takes every free candidate when the request is over trigger_tokens, what it saves (the
 // candidates less their handles, and the thinking removed) reaches clear_at_least, and it pays:
 // the requests still to come, estimated as many as the model turns so far, read that much less
-// at cache_read_price, against re-writing the cache from the fold point now at cache_write_price
-// instead of reading it.
+// at cache_read_price, against re-writing the messages (input_tokens) now at cache_write_price
+// instead of reading them. At a new user turn under thinking the trigger looks ahead: twice
+// input_tokens.
 AutoFoldStep PlanAutoFold(const Transcript& transcript, const AutoFoldOptions& options,
                           const AutoFoldContext& context);
 

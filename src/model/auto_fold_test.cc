@@ -65,6 +65,7 @@ AutoFoldOptions Options() {
   o.keep = 3;
   o.min_result_tokens = 100;
   o.clear_at_least = 1500;
+  o.expected_requests = 1000;  // the bill pays, unless a test says otherwise
   return o;
 }
 
@@ -181,15 +182,13 @@ TEST(PlanAutoFold, AtANewUserTurnRemovesTheThinkingAfterTheFoldPoint) {
 TEST(PlanAutoFold, AtANewUserTurnUnderThinkingTheTriggerLooksAhead) {
   Transcript t = ThinkingSession(6, /*new_turn=*/true);
   AutoFoldContext c = Context(t, 2600);  // under the trigger (5000), expected to pass it: 2 x 2600
-  c.tokens_from = [&](size_t m) { return static_cast<int64_t>((t.messages.size() - m) * 100); };
   EXPECT_EQ(PlanAutoFold(t, Options(), c).outcome, AutoFoldOutcome::kFolded);
   c.input_tokens = 2500;  // not expected to
   EXPECT_EQ(PlanAutoFold(t, Options(), c).outcome, AutoFoldOutcome::kBelowTrigger);
   // Without thinking a step can be taken when the trigger is passed: no look-ahead.
   Transcript plain = Calls(6);
-  AutoFoldContext p = Context(plain, 2600);
-  p.tokens_from = c.tokens_from;
-  EXPECT_EQ(PlanAutoFold(plain, Options(), p).outcome, AutoFoldOutcome::kBelowTrigger);
+  EXPECT_EQ(PlanAutoFold(plain, Options(), Context(plain, 2600)).outcome,
+            AutoFoldOutcome::kBelowTrigger);
 }
 
 TEST(PlanAutoFold, WaitsWhileAToolLoopIsInFlight) {
@@ -232,21 +231,22 @@ TEST(PlanAutoFold, NeverLeavesATurnWithNothingInIt) {
 
 TEST(PlanAutoFold, StepsOnlyWhenTheRequestsAfterItSaveMoreThanItCosts) {
   Transcript t = Calls(6);  // 6 model turns; the step saves 3 x 950 tokens
-  AutoFoldContext c = Context(t, 9000);
   // 40,000 tokens of messages: re-written at 1.25 (37,150 after the step) instead of read at 0.1
   // costs 42,437 more now; each later request reads 285 less.
-  c.tokens_from = [](size_t m) -> int64_t { return m == 0 ? 40'000 : 1; };
-  AutoFoldStep step = PlanAutoFold(t, Options(), c);
+  AutoFoldContext c = Context(t, 40'000);
+  AutoFoldOptions o = Options();
+  o.expected_requests = 0;  // estimated: as many as the 6 model turns so far
+  AutoFoldStep step = PlanAutoFold(t, o, c);
   EXPECT_EQ(step.outcome, AutoFoldOutcome::kBelowPayback);
   EXPECT_TRUE(step.picks.empty());
-  AutoFoldOptions o = Options();
   o.expected_requests = 149;  // 149 x 285 = 42,465: pays
   EXPECT_EQ(PlanAutoFold(t, o, c).outcome, AutoFoldOutcome::kFolded);
   o.expected_requests = 148;
   EXPECT_EQ(PlanAutoFold(t, o, c).outcome, AutoFoldOutcome::kBelowPayback);
   // Short messages cost little to re-write: a step pays at once.
-  c.tokens_from = [](size_t) -> int64_t { return 3'000; };
-  EXPECT_EQ(PlanAutoFold(t, Options(), c).outcome, AutoFoldOutcome::kFolded);
+  o.expected_requests = 0;
+  o.trigger_tokens = 1000;
+  EXPECT_EQ(PlanAutoFold(t, o, Context(t, 3'000)).outcome, AutoFoldOutcome::kFolded);
 }
 
 TEST(AutoFoldHandle, NamesTheTokensTheCallAndTheTrailEvent) {

@@ -347,13 +347,6 @@ void ContextManager::RunAutoFold(const ModelRequest& request, const FoldPlan& fo
   context.thinking_binds = !ApiRow(request.api()).reasoning_binding_configured ||
                            options_.auto_fold.reasoning_items_bound;
   context.sent = [&](size_t m, size_t b) { return !plan.dropped.count({m, b}); };
-  context.tokens_from = [&](size_t m) {
-    int64_t n = PlanTokens(state, request, plan, m, t.messages.size());
-    if (plan.view && plan.view->resume > m) {
-      n -= PlanTokens(state, request, plan, std::max(m, plan.view->keep), plan.view->resume);
-    }
-    return n;
-  };
   // OpenAI's automatic cache writes at the base input price.
   context.cache_write_price = request.api() == ModelApi::kAnthropicMessages ? 1.25 : 1.0;
   AutoFoldStep step = PlanAutoFold(t, options_.auto_fold, context);
