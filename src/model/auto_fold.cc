@@ -88,7 +88,8 @@ bool IsUserTurn(const Message& message) {
   return true;
 }
 
-// The index of the request's last message that is not a system message, if it is a user turn.
+}  // namespace
+
 std::optional<size_t> FinalUserTurn(const Transcript& transcript) {
   for (size_t m = transcript.messages.size(); m-- > 0;) {
     if (transcript.messages[m].role == Role::kSystem) continue;
@@ -97,8 +98,6 @@ std::optional<size_t> FinalUserTurn(const Transcript& transcript) {
   }
   return std::nullopt;
 }
-
-}  // namespace
 
 bool EndsWithUserTurn(const Transcript& transcript) {
   return FinalUserTurn(transcript).has_value();

@@ -114,6 +114,8 @@ struct AutoFoldContext {
 // system message is a user message carrying no tool result): no tool loop is in flight, and the
 // thinking of earlier turns may be left out.
 bool EndsWithUserTurn(const Transcript& transcript);
+// The index of that user turn, if the request ends with one.
+std::optional<size_t> FinalUserTurn(const Transcript& transcript);
 
 // Plans one step over `transcript`. Candidates: tool results of user messages at or after
 // `first_message`, not removed, answering a call that is not among the last `keep` tool calls

@@ -44,8 +44,13 @@ bool Scrubbable(const Message& message, const Block& block) {
 
 ContextManager::ContextManager(ContextManagerOptions options, ConversationStore& store,
                                const scrub::Scrubber& scrubber, const tokens::TokenCounter& counter,
-                               folding::BranchLedger* ledger)
-    : options_(options), store_(store), scrubber_(scrubber), counter_(counter), ledger_(ledger) {}
+                               folding::BranchLedger* ledger, LessonSource* lessons)
+    : options_(options),
+      store_(store),
+      scrubber_(scrubber),
+      counter_(counter),
+      ledger_(ledger),
+      lessons_(lessons) {}
 
 std::optional<BranchFacts> ContextManager::Find(const std::string& tenant,
                                                 const std::string& id) const {
@@ -161,6 +166,7 @@ void ContextManager::Forget(ThreadState& state) {
   state.dropped_thinking.clear();
   state.views.clear();
   state.view_openings.clear();
+  state.lessons.clear();
 }
 
 void ContextManager::SaveFrontier(const AppliedRequest& applied) {
@@ -209,6 +215,12 @@ absl::StatusOr<bool> ContextManager::Load(const ConversationKey& key, ThreadStat
           auto record = ViewRecord::Parse(rewrite.value);
           if (!record.ok()) return record.status();
           state.views.emplace(rewrite.key, *std::move(record));
+          break;
+        }
+        case RewriteKind::kLessons: {
+          auto record = LessonRecord::Parse(rewrite.value);
+          if (!record.ok()) return record.status();
+          state.lessons.emplace(rewrite.key, *std::move(record));
           break;
         }
       }
@@ -506,7 +518,7 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
                                                      const std::string& conversation_id,
                                                      const std::shared_ptr<ModelRequest>& request,
                                                      int64_t now_ms, std::optional<bool> auto_fold,
-                                                     const std::string& project) {
+                                                     const std::string& project, bool lessons) {
   AppliedRequest applied;
   applied.key.project = project;
   std::string first = request->transcript().messages.empty() ? std::string("empty")
@@ -585,6 +597,7 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
     applied.tokens_before += MessageTokens(*state, *request, m);
     auto append = state->appends.find(message.key);
     if (append != state->appends.end()) plan.appends[m] = append->second;
+    RenderLessons(*state, message, m, plan);
     for (size_t b = 0; b < message.blocks.size(); ++b) {
       const Block& block = message.blocks[b];
       // Decisions are keyed by a block's bytes: they apply only to blocks of the kind they were
@@ -662,6 +675,11 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
     }
   }
   RecordCalls(applied.key, *request, old, before_charge, *state, scrubbed_texts);
+  std::optional<NewLessons> new_lessons;
+  if (lessons) {
+    new_lessons =
+        OfferLessons(applied.key, *request, old, folds, removed, *state, plan, update, applied);
+  }
   // What the model receives: the client's count, less what folds and the view removed, plus what
   // they and the appended notices add (redactions change a block's count little and are not
   // recounted).
@@ -687,6 +705,7 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
       applied.body = request->body();
       applied.fallback = true;
       KeepInheritedView(*state, update, applied);
+      DropNewLessons(*state, update, applied, new_lessons);
     }
   }
 
@@ -700,6 +719,7 @@ absl::StatusOr<AppliedRequest> ContextManager::Apply(const std::string& tenant,
       return saved;
     }
     state->frontier = std::move(update.frontier);
+    if (new_lessons) NoteLessons(applied.key, *new_lessons);
   } else if (frontier_changed) {
     state->frontier = update.frontier;
     applied.deferred = std::move(update);

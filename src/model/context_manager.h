@@ -29,6 +29,7 @@
 #include "model/branch_view.h"
 #include "model/conversation_store.h"
 #include "model/fold.h"
+#include "model/lessons.h"
 #include "model/model_request.h"
 #include "model/withheld_rewrite.h"
 #include "scrub/scrubber.h"
@@ -55,6 +56,9 @@ struct ContextManagerOptions {
   // context_folding.branch_view and branch_view_keep_opening: what the model sees while a branch
   // is open (branch_view.h). Decided once per branch: a change applies to branches opened after.
   BranchViewOptions branch_view;
+  // memory.session_injection(_tokens): lessons at the start of a task (lessons.h; needs a
+  // LessonSource).
+  LessonOptions lessons;
 };
 
 // What Apply did to one request.
@@ -86,6 +90,10 @@ struct AppliedRequest {
   int64_t view_tokens_spared = 0;  // what the isolated view left out, less its opening turn
   // What this request's auto-fold step did (AutoFoldOutcomeName); "" when auto-fold was off.
   std::string auto_fold_outcome;
+  // The memory items this request appended to its user turn (lessons.h; decided now), and the
+  // tokens of their text.
+  std::vector<std::string> lessons_injected;
+  int64_t lessons_tokens = 0;
   // Set when this request decided nothing new and only moved the frontier: that write is left
   // to SaveFrontier, after the request is on its way (see there).
   std::optional<ConversationUpdate> deferred;
@@ -105,9 +113,10 @@ class ContextManager {
   // that completed in a request in the trail (each in its branch's scope, or the root scope of
   // the session of the conversation's anchor branch, else of a session named after the
   // conversation), and keeps in the trail the results auto-fold folds.
+  // `lessons` (may be null: none are offered) is the bank lessons.h asks at a new task.
   ContextManager(ContextManagerOptions options, ConversationStore& store,
                  const scrub::Scrubber& scrubber, const tokens::TokenCounter& counter,
-                 folding::BranchLedger* ledger);
+                 folding::BranchLedger* ledger, LessonSource* lessons = nullptr);
 
   // Parses a request body of `api` (its row's adapter, model_api.h) of `tenant`'s conversation
   // `conversation_id` (the client's session id; "" when absent). For an API that takes over
@@ -121,6 +130,8 @@ class ContextManager {
   // ("" when absent). `auto_fold`: this request's choice (the x-contextd-auto-fold header),
   // nullopt for options.auto_fold.enabled; stored auto-fold decisions are repeated either way.
   // `project`: the request's (AppliedRequest::key.project; where its trail events go).
+  // `lessons`: false when the request turned lessons off (the x-contextd-memory header); stored
+  // lesson decisions are repeated either way.
   // Errors only from the store (Internal/Unavailable): the request must then not be forwarded,
   // since its decisions could not be kept.
   // The request is kept as its conversation's last one (Parse takes over from it): the caller
@@ -129,7 +140,7 @@ class ContextManager {
                                        const std::string& conversation_id,
                                        const std::shared_ptr<ModelRequest>& request, int64_t now_ms,
                                        std::optional<bool> auto_fold = {},
-                                       const std::string& project = "default");
+                                       const std::string& project = "default", bool lessons = true);
 
   // Writes the frontier `applied` left to be written (AppliedRequest::deferred), unless a later
   // request of the thread came first (it writes its own). Call it once the request is
@@ -152,6 +163,7 @@ class ContextManager {
     std::unordered_map<std::string, std::string> auto_folds;  // RewriteKind::kAutoFold
     std::unordered_set<std::string> dropped_thinking;         // RewriteKind::kDropThinking
     std::map<std::string, ViewRecord> views;                  // RewriteKind::kView
+    std::unordered_map<std::string, LessonRecord> lessons;    // RewriteKind::kLessons
     // The openings of views whose text held a <private> span (ViewRecord::opening empty), built
     // again in memory once per thread, by create call id: never stored.
     std::unordered_map<std::string, std::string> view_openings;
@@ -247,6 +259,34 @@ class ContextManager {
   // What messages [from, to) weigh as `plan` renders them (folds, appends; not auto-fold).
   int64_t PlanTokens(ThreadState& state, const ModelRequest& request, const RenderPlan& plan,
                      size_t from, size_t to) const;
+  // Lessons decided by a request, told to the source once they are durable.
+  struct NewLessons {
+    std::string message_key;  // the user turn they were appended to
+    LessonQuery query;
+    LessonPick pick;
+  };
+  // At a new user task: asks the source for lessons and appends them to the turn (a decision in
+  // `state` and `update`, the block in `plan`); nullopt when none were added. Defined in
+  // context_manager_lessons.cc.
+  std::optional<NewLessons> OfferLessons(const ConversationKey& key, const ModelRequest& request,
+                                         size_t old, const FoldPlan& folds,
+                                         const std::vector<bool>& removed, ThreadState& state,
+                                         RenderPlan& plan, ConversationUpdate& update,
+                                         AppliedRequest& applied);
+  // After a fallback (the request forwarded as sent): lessons this request decided were not sent,
+  // so they are not kept either.
+  static void DropNewLessons(ThreadState& state, ConversationUpdate& update,
+                             AppliedRequest& applied, std::optional<NewLessons>& lessons);
+  // After the request's decisions are durable: tells the source, records the injection in the
+  // trail, and remembers its items for the conversation's other threads.
+  void NoteLessons(const ConversationKey& key, const NewLessons& lessons);
+  // Items already injected into `key`'s conversation: the thread's, and those other threads of
+  // it noted in memory.
+  std::set<std::string> InjectedInConversation(const ConversationKey& key,
+                                               const ThreadState& state) const;
+  // A stored lesson decision for message `m` (if any) joined to the appends `plan` holds for it.
+  static void RenderLessons(const ThreadState& state, const Message& message, size_t m,
+                            RenderPlan& plan);
   void ChargeSpan(const std::string& tenant, const ModelRequest& request, size_t old,
                   ThreadState& state, FoldPlan& folds, ConversationUpdate& update,
                   AppliedRequest& applied);
@@ -256,7 +296,8 @@ class ContextManager {
   const scrub::Scrubber& scrubber_;
   const tokens::TokenCounter& counter_;
   folding::BranchLedger* const ledger_;
-  mutable std::mutex mu_;  // guards threads_ and lru_
+  LessonSource* const lessons_;
+  mutable std::mutex mu_;  // guards threads_, lru_ and conversation_lessons_
   std::unordered_map<std::string, Entry> threads_;
   std::list<std::string> lru_;  // most recent first
   // The last applied request of each conversation (api + tenant + id), for Parse; taken out
@@ -268,6 +309,10 @@ class ContextManager {
   std::unordered_map<std::string, Last> lasts_;
   std::list<std::string> lasts_lru_;
   size_t lasts_bytes_ = 0;  // body bytes of the requests in lasts_
+  // Items injected per conversation (tenant + "\n" + conversation) in this process, so that a
+  // conversation's other threads (a subagent's) are not given them again. Bounded: cleared
+  // whole past kMaxConversationLessons conversations.
+  std::unordered_map<std::string, std::set<std::string>> conversation_lessons_;
 };
 
 }  // namespace contextd::model

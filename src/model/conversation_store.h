@@ -47,6 +47,9 @@ enum class RewriteKind {
   // key: hash of an original thinking block (or reasoning item); value: empty. The block is not
   // sent: an auto-fold step removed it with the thinking after its fold point (decision 0036).
   kDropThinking = 6,
+  // key: hash of an original user message (a new task); value: the lessons appended to it
+  // (LessonRecord, JSON: the block as sent and the memory ids; lessons.h, decision 0038).
+  kLessons = 7,
 };
 
 // One durable rewrite decision. The first decision stored for a (kind, key) wins.

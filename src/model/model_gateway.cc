@@ -37,12 +37,14 @@ bool DropRequestHeader(std::string_view name) {
 
 // The x-contextd-auto-fold header: "on"/"true"/"1" or "off"/"false"/"0" (any case); nullopt
 // when absent (the configured default applies). InvalidArgument for another value.
-absl::StatusOr<std::optional<bool>> AutoFoldHeader(std::string_view value) {
+// An on/off header (x-contextd-auto-fold, x-contextd-memory): nullopt when absent.
+absl::StatusOr<std::optional<bool>> SwitchHeader(std::string_view name, std::string_view value) {
   if (value.empty()) return std::optional<bool>();
   std::string v = absl::AsciiStrToLower(std::string(value));
   if (v == "on" || v == "true" || v == "1") return std::optional<bool>(true);
   if (v == "off" || v == "false" || v == "0") return std::optional<bool>(false);
-  return absl::InvalidArgumentError("contextd: x-contextd-auto-fold must be on or off");
+  return absl::InvalidArgumentError(
+      absl::StrCat("contextd: ", std::string(name), " must be on or off"));
 }
 
 bool DropResponseHeader(std::string_view name) {
@@ -372,13 +374,18 @@ std::optional<ModelGateway::Caller> ModelGateway::Admit(const Exchange& exchange
     }
     caller.project = *std::move(id);
   }
-  auto auto_fold = AutoFoldHeader(request.Header("x-contextd-auto-fold"));
-  if (!auto_fold.ok()) {
-    exchange.responder->Respond(
-        ErrorResponse(provider, 400, std::string(auto_fold.status().message())));
-    return std::nullopt;
+  auto auto_fold = SwitchHeader("x-contextd-auto-fold", request.Header("x-contextd-auto-fold"));
+  // Lessons at a new task (lessons.h): off for this request's conversation with "off".
+  auto lessons = SwitchHeader("x-contextd-memory", request.Header("x-contextd-memory"));
+  for (const auto* parsed : {&auto_fold, &lessons}) {
+    if (!parsed->ok()) {
+      exchange.responder->Respond(
+          ErrorResponse(provider, 400, std::string(parsed->status().message())));
+      return std::nullopt;
+    }
   }
   caller.auto_fold = *auto_fold;
+  caller.lessons = lessons->value_or(true);
   caller.conversation = ConversationHeader(request);
   return caller;
 }
@@ -409,7 +416,7 @@ void ModelGateway::Fold(const ModelApiRow& api, const std::shared_ptr<Exchange>&
     return;
   }
   auto applied = context_.Apply(caller.tenant, caller.conversation, messages, WallMs(),
-                                caller.auto_fold, caller.project);
+                                caller.auto_fold, caller.project, caller.lessons);
   messages.reset();  // the context manager keeps it for the conversation's next request
   if (!applied.ok()) {
     base::LogError(

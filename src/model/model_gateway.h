@@ -110,6 +110,7 @@ class ModelGateway {
     std::string tenant;
     std::string project;
     std::optional<bool> auto_fold;
+    bool lessons = true;       // x-contextd-memory is not "off"
     std::string conversation;  // the client's session header ("" when absent)
   };
   struct Exchange;

@@ -181,6 +181,8 @@ const std::map<std::string, KeySpec>& Registry() {
     CONTEXTD_MEMORY_KEY("memory.extract_scope", extract_scope);
     CONTEXTD_MEMORY_KEY("memory.auto_confirm", auto_confirm);
     CONTEXTD_MEMORY_KEY("memory.org_across_tenants", org_across_tenants);
+    CONTEXTD_MEMORY_KEY("memory.session_injection", session_injection);
+    CONTEXTD_MEMORY_KEY("memory.session_injection_tokens", session_injection_tokens);
     CONTEXTD_MEMORY_KEY("memory.distiller.base_url", distiller.base_url);
     CONTEXTD_MEMORY_KEY("memory.distiller.model", distiller.model);
     CONTEXTD_MEMORY_KEY("memory.distiller.api_key_env", distiller.api_key_env);
@@ -654,6 +656,11 @@ absl::Status ValidateConfig(const ServerConfig& config) {
                StrCat("must be remove, wait or off, got '", fold.thinking, "'"));
   }
   const MemoryConfig& mem = config.memory;
+  if (mem.session_injection_tokens < 0 || mem.session_injection_tokens > 100'000) {
+    return Bad("memory.session_injection_tokens",
+               StrCat("must be 0..100000 (0: no lessons at a task's start), got ",
+                      mem.session_injection_tokens));
+  }
   if (mem.extract_scope != "project" && mem.extract_scope != "team" && mem.extract_scope != "org") {
     return Bad("memory.extract_scope",
                StrCat("must be project, team or org, got '", mem.extract_scope, "'"));

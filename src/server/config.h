@@ -72,6 +72,11 @@ struct MemoryConfig {
   std::string extract_scope = "project";
   bool auto_confirm = false;
   bool org_across_tenants = false;  // org-scoped items reach every tenant (docs/memory.md)
+  // Lessons at the start of a task through the model gateway (model/lessons.h, decision 0038):
+  // on/off for the deployment (a request turns them off with x-contextd-memory: off), and the
+  // most tokens one injection may take (0: none).
+  bool session_injection = true;
+  int64_t session_injection_tokens = 1500;
   MemoryEndpointConfig distiller;
   MemoryEndpointConfig embeddings{"", "", "", 5'000};
 };

@@ -142,6 +142,14 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
            .Name("contextd_model_auto_fold_thinking_removed_tokens_total")
            .Help("Tokens of the thinking blocks auto-fold steps removed")
            .Register(*registry_);
+  model_lessons_ = &prometheus::BuildCounter()
+                        .Name("contextd_model_lessons_injected_total")
+                        .Help("Memory items given at the start of a task (decision 0038)")
+                        .Register(*registry_);
+  model_lessons_tokens_ = &prometheus::BuildCounter()
+                               .Name("contextd_model_lessons_tokens_total")
+                               .Help("Tokens of the lessons given at the start of a task")
+                               .Register(*registry_);
   model_branch_views_ =
       &prometheus::BuildCounter()
            .Name("contextd_model_branch_view_requests_total")
@@ -215,6 +223,10 @@ void Metrics::ModelRequestDone(const ModelRequest& r) {
     model_auto_fold_tokens_->Add({{"api", r.api}}).Increment(r.auto_fold_tokens);
     model_auto_fold_thinking_->Add({{"api", r.api}}).Increment(r.thinking_removed);
     model_auto_fold_thinking_tokens_->Add({{"api", r.api}}).Increment(r.thinking_removed_tokens);
+  }
+  if (r.lessons > 0) {
+    model_lessons_->Add({{"api", r.api}}).Increment(r.lessons);
+    model_lessons_tokens_->Add({{"api", r.api}}).Increment(r.lessons_tokens);
   }
   if (!r.view.empty()) {
     model_branch_views_->Add({{"api", r.api}, {"view", r.view}}).Increment();

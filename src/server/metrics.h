@@ -73,6 +73,7 @@ class Metrics final : public tools::ToolMetrics {
     std::string auto_fold_outcome;  // "" when auto-fold was off for the request
     double auto_folds_new = 0, auto_fold_tokens = 0;
     double thinking_removed = 0, thinking_removed_tokens = 0;  // by the auto-fold step
+    double lessons = 0, lessons_tokens = 0;  // memory items given at a task's start (0038)
     std::string view;  // the open branch's view (isolated, inherited); "" when none was open
     double view_tokens_spared = 0;
     std::string unfoldable;  // why F(.) could not apply ("previous_response_id", ...), or ""
@@ -140,6 +141,8 @@ class Metrics final : public tools::ToolMetrics {
   prometheus::Family<prometheus::Counter>* model_auto_fold_steps_;
   prometheus::Family<prometheus::Counter>* model_auto_fold_thinking_;
   prometheus::Family<prometheus::Counter>* model_auto_fold_thinking_tokens_;
+  prometheus::Family<prometheus::Counter>* model_lessons_;
+  prometheus::Family<prometheus::Counter>* model_lessons_tokens_;
   prometheus::Family<prometheus::Counter>* model_redactions_;
   prometheus::Family<prometheus::Counter>* model_fallbacks_;
   prometheus::Family<prometheus::Counter>* model_unfoldable_;

@@ -7,6 +7,7 @@
 #include "base/status_macros.h"
 #include "base/str_cat.h"
 #include "server/internal/engine.h"
+#include "server/memory_lessons.h"
 #include "tools/session_key.h"
 
 namespace contextd::server::internal {
@@ -63,6 +64,8 @@ Metrics::ModelRequest MetricsOf(const model::ModelRequestReport& report) {
   r.auto_fold_tokens = static_cast<double>(report.applied.auto_fold_tokens);
   r.thinking_removed = report.applied.thinking_removed;
   r.thinking_removed_tokens = static_cast<double>(report.applied.thinking_removed_tokens);
+  r.lessons = static_cast<double>(report.applied.lessons_injected.size());
+  r.lessons_tokens = static_cast<double>(report.applied.lessons_tokens);
   r.view = report.applied.view;
   r.view_tokens_spared = static_cast<double>(report.applied.view_tokens_spared);
   r.unfoldable = report.unfoldable;
@@ -84,9 +87,15 @@ absl::Status BuildModelGateway(const ServerConfig& config,
   context_options.branch_view.keep_opening = config.folding.branch_view_keep_opening;
   // Branch lookups, span charges, built-in tool calls and auto-fold's archive go through the
   // ledger the MCP gateway charges through too.
+  context_options.lessons.enabled = config.memory.session_injection;
+  context_options.lessons.max_tokens = config.memory.session_injection_tokens;
+  if (engine.memory_tools && config.memory.session_injection &&
+      config.memory.session_injection_tokens > 0) {
+    engine.lessons = std::make_unique<MemoryLessons>(*engine.memory_tools, *engine.counter);
+  }
   engine.context_manager = std::make_unique<model::ContextManager>(
       context_options, *engine.conversations, *engine.scrubber, *engine.counter,
-      engine.ledger.get());
+      engine.ledger.get(), engine.lessons.get());
   // One pooled client per provider: each has its own CA file and timeouts.
   model::ModelGatewayOptions options;
   std::map<std::string, transport::HttpClient*> clients;

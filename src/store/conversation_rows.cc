@@ -18,7 +18,8 @@ bool IsRewriteKind(int64_t kind) {
          kind == static_cast<int64_t>(RewriteKind::kFold) ||
          kind == static_cast<int64_t>(RewriteKind::kAutoFold) ||
          kind == static_cast<int64_t>(RewriteKind::kView) ||
-         kind == static_cast<int64_t>(RewriteKind::kDropThinking);
+         kind == static_cast<int64_t>(RewriteKind::kDropThinking) ||
+         kind == static_cast<int64_t>(RewriteKind::kLessons);
 }
 
 }  // namespace

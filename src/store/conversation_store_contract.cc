@@ -23,6 +23,7 @@ TEST_P(ConversationStoreContractTest, SaveThenLoadRoundTrips) {
       {RewriteKind::kAutoFold, Hash(3), "handle"},
       {RewriteKind::kView, "toolu_02", "{}"},
       {RewriteKind::kDropThinking, Hash(4), ""},
+      {RewriteKind::kLessons, Hash(5), R"({"block":"{}","ids":["mem_1"],"tokens":3})"},
   };
   MustSave(k1_, Update({Hash(1), Hash(2), "", std::string(300, 'x')}, rewrites, 1000));
   ConversationState s = MustLoad(k1_);

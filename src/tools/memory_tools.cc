@@ -1,5 +1,6 @@
 #include "tools/memory_tools.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
@@ -90,11 +91,20 @@ MemoryTools::~MemoryTools() {
 
 MemoryRetrieval MemoryTools::Retrieve(const protocol::SessionInfo& session,
                                       std::string_view description, std::string_view prompt) const {
+  return RetrieveAs(CallerFor(SessionKeyFor(session), session.session_id),
+                    std::string(description) + "\n" + std::string(prompt));
+}
+
+MemoryRetrieval MemoryTools::RetrieveForTask(const std::string& tenant, const std::string& project,
+                                             std::string_view task) const {
+  return RetrieveAs(memory::Caller{tenant, project, "model gateway"}, std::string(task));
+}
+
+MemoryRetrieval MemoryTools::RetrieveAs(const memory::Caller& caller,
+                                        const std::string& query) const {
   MemoryRetrieval out;
   const auto start = std::chrono::steady_clock::now();
-  folding::SessionKey key = SessionKeyFor(session);
-  auto found = bank_.Retrieve(CallerFor(key, session.session_id),
-                              std::string(description) + "\n" + std::string(prompt));
+  auto found = bank_.Retrieve(caller, query);
   metrics_.MemoryRetrieval(
       found.ok(), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   if (!found.ok()) {
@@ -116,11 +126,75 @@ MemoryRetrieval MemoryTools::Retrieve(const protocol::SessionInfo& session,
   return out;
 }
 
+void MemoryTools::NoteConversationInjected(const std::string& tenant, const std::string& project,
+                                           const std::string& conversation,
+                                           std::vector<std::string> ids, int64_t tokens) {
+  if (ids.empty()) return;
+  AwaitCredit(ProjectTask(tenant, project), ids);
+  std::string actor = absl::StrCat("conversation:", conversation);
+  worker_->Post(
+      [this, caller = memory::Caller{tenant, project, actor}, actor, ids = std::move(ids), tokens] {
+        absl::Status noted = bank_.NoteInjected(caller, actor, ids, tokens);
+        if (!noted.ok()) base::LogWarn(absl::StrCat("memory: counting uses: ", noted.message()));
+      });
+}
+
+std::string MemoryTools::ProjectTask(const std::string& tenant, const std::string& project) {
+  return absl::StrCat("project:", tenant, "\n", project);
+}
+
+void MemoryTools::AwaitCredit(const std::string& task, const std::vector<std::string>& ids) {
+  std::lock_guard<std::mutex> lock(credit_mu_);
+  if (uncredited_.size() >= kMaxUncreditedTasks && !uncredited_.count(task)) {
+    uncredited_.erase(uncredited_.begin());
+  }
+  std::vector<std::string>& list = uncredited_[task];
+  for (const std::string& id : ids) {
+    if (std::find(list.begin(), list.end(), id) == list.end()) list.push_back(id);
+  }
+}
+
+void MemoryTools::CreditTask(const std::shared_ptr<ToolCall>& call, const folding::SessionKey& key,
+                             const memory::Caller& caller, bool succeeded) {
+  std::string active = manager_.ActiveBranch(key);
+  std::string task = active.empty() ? ProjectTask(key.tenant, key.project) : active;
+  std::vector<std::string> ids;
+  {
+    std::lock_guard<std::mutex> lock(credit_mu_);
+    if (auto it = uncredited_.find(task); it != uncredited_.end()) {
+      ids = std::move(it->second);
+      uncredited_.erase(it);
+    }
+  }
+  if (ids.empty()) {
+    return FinishError(*call, absl::FailedPreconditionError(
+                                  "no memory was injected into this task since the last report "
+                                  "(or contextd restarted since): name memory_id"));
+  }
+  OnWorker(call, [this, call, caller, ids = std::move(ids), succeeded] {
+    std::string text = absl::StrCat("Noted for ", ids.size(), " injected memories:");
+    Json list = Json::array();
+    for (const std::string& id : ids) {
+      auto item = bank_.RecordOutcome(caller, id, succeeded);
+      if (!item.ok()) {
+        absl::StrAppend(&text, "\n", id, ": ", item.status().message());
+        continue;
+      }
+      absl::StrAppend(&text, "\n", ItemLine(*item));
+      list.push_back(ItemJson(*item));
+    }
+    ToolResult result = protocol::TextResult(std::move(text));
+    result.structured_content = Json{{"memories", std::move(list)}};
+    call->Finish(std::move(result));
+  });
+}
+
 void MemoryTools::NoteInjected(const protocol::SessionInfo& session,
                                const folding::CreateResult& created) {
   if (created.injected_context.empty()) return;
   std::vector<std::string> ids;
   for (const auto& c : created.injected_context) ids.push_back(c.ref);
+  AwaitCredit(created.branch_id, ids);
   worker_->Post([this, caller = CallerFor(SessionKeyFor(session), created.branch_id),
                  branch = created.branch_id, ids = std::move(ids),
                  tokens = created.injected_tokens] {
@@ -257,15 +331,18 @@ absl::Status MemoryTools::Register(protocol::McpServer& server) {
       [this](std::shared_ptr<ToolCall> call) { Rate(call, /*outcome=*/false); });
   if (!s.ok()) return s;
   return server.AddTool(
-      protocol::ToolDefinition{"memory_outcome", "Report a memory's outcome",
-                               "Say whether the task that followed a memory succeeded.",
-                               Json{{"type", "object"},
-                                    {"properties",
-                                     {{"memory_id", {{"type", "string"}, {"minLength", 1}}},
-                                      {"succeeded", {{"type", "boolean"}}}}},
-                                    {"required", {"memory_id", "succeeded"}},
-                                    {"additionalProperties", false}},
-                               nullptr, Json{{"readOnlyHint", false}}},
+      protocol::ToolDefinition{
+          "memory_outcome", "Report a memory's outcome",
+          "Say whether the task that followed a memory succeeded. Without memory_id: every memory "
+          "injected into the current task (the active branch's, or at the root the lessons given "
+          "to this project's conversations) not yet reported.",
+          Json{{"type", "object"},
+               {"properties",
+                {{"memory_id", {{"type", "string"}, {"minLength", 1}}},
+                 {"succeeded", {{"type", "boolean"}}}}},
+               {"required", {"succeeded"}},
+               {"additionalProperties", false}},
+          nullptr, Json{{"readOnlyHint", false}}},
       [this](std::shared_ptr<ToolCall> call) { Rate(call, /*outcome=*/true); });
 }
 
@@ -353,7 +430,9 @@ void MemoryTools::Rate(const std::shared_ptr<ToolCall>& call, bool outcome) {
   std::string id = StringArg(args, "memory_id");
   auto flag = args.find(outcome ? "succeeded" : "helpful");
   const bool positive = flag != args.end() && flag->is_boolean() && flag->get<bool>();
-  memory::Caller caller = CallerFor(SessionKeyFor(call->session()), call->session().session_id);
+  folding::SessionKey key = SessionKeyFor(call->session());
+  memory::Caller caller = CallerFor(key, call->session().session_id);
+  if (outcome && id.empty()) return CreditTask(call, key, caller, positive);
   OnWorker(call, [this, call, caller, id = std::move(id), positive, outcome] {
     auto item =
         outcome ? bank_.RecordOutcome(caller, id, positive) : bank_.Feedback(caller, id, positive);

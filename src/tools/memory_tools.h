@@ -8,7 +8,9 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,6 +58,15 @@ class MemoryTools {
   // (both scrubbed). Any thread. Never fails: a failure is a warning and no candidates.
   MemoryRetrieval Retrieve(const protocol::SessionInfo& session, std::string_view description,
                            std::string_view prompt) const;
+  // Candidates for a task of one of `tenant`'s model conversations in `project` (lessons at the
+  // start of a task, model/lessons.h). Any thread; never fails, as Retrieve.
+  MemoryRetrieval RetrieveForTask(const std::string& tenant, const std::string& project,
+                                  std::string_view task) const;
+  // Counts the use of what model conversation `conversation` received (on the worker; history
+  // actor "conversation:<id>"). Any thread.
+  void NoteConversationInjected(const std::string& tenant, const std::string& project,
+                                const std::string& conversation, std::vector<std::string> ids,
+                                int64_t tokens);
   // Counts the use of what branch `branch_id` received (on the worker). Executor only.
   void NoteInjected(const protocol::SessionInfo& session, const folding::CreateResult& created);
   // branch_return's extract_memory when the agent does not say (memory.extract_memory).
@@ -68,12 +79,20 @@ class MemoryTools {
   // Runs `fn` (which finishes `call`) on the worker; if it throws, `call` finishes with an error
   // result instead of staying unanswered.
   void OnWorker(std::shared_ptr<protocol::ToolCall> call, std::function<void()> fn);
+  MemoryRetrieval RetrieveAs(const memory::Caller& caller, const std::string& query) const;
   void OnBranchEvent(const folding::BranchEvent& event);
   // Reads the branch's trail events (executor) and queues its distillation (worker).
   void QueueExtraction(folding::SessionKey session, folding::Branch branch, bool succeeded);
   void Search(const std::shared_ptr<protocol::ToolCall>& call);
   void Record(const std::shared_ptr<protocol::ToolCall>& call);
   void Rate(const std::shared_ptr<protocol::ToolCall>& call, bool outcome);
+  // memory_outcome without memory_id: credits the items injected into the caller's task (its
+  // active branch, else its project's model conversations) and not yet credited.
+  void CreditTask(const std::shared_ptr<protocol::ToolCall>& call, const folding::SessionKey& key,
+                  const memory::Caller& caller, bool succeeded);
+  // Remembers `ids` as injected into `task` (a branch id or ProjectTask) until credited.
+  void AwaitCredit(const std::string& task, const std::vector<std::string>& ids);
+  static std::string ProjectTask(const std::string& tenant, const std::string& project);
 
   memory::MemoryBank& bank_;
   folding::BranchManager& manager_;
@@ -84,6 +103,11 @@ class MemoryTools {
   MemoryToolsOptions options_;
   memory::Scope extract_scope_ = memory::Scope::kProject;
   folding::EventBus::SubscriptionId subscription_ = 0;
+  // Items injected and not yet credited, by task (AwaitCredit). In memory only: after a restart
+  // memory_outcome names its item. Bounded: past the limit the first key in order is dropped.
+  static constexpr size_t kMaxUncreditedTasks = 4096;
+  std::mutex credit_mu_;
+  std::map<std::string, std::vector<std::string>> uncredited_;
   std::unique_ptr<base::ThreadExecutor> worker_;
 };
 

@@ -156,6 +156,39 @@ test('memories are recorded, searched, injected within budget, rated and distill
   }
 });
 
+test('memory_outcome without memory_id credits what the task was given, once', async () => {
+  const server = await startHttpServer();
+  try {
+    const { client } = await connectHttp(server.url, 'agent-credit');
+    const item = sc(await call(client, 'memory_record', {
+      title: 'Bisect flaky integration tests by seed',
+      description: 'When an integration test fails only sometimes.',
+      content: 'Run the suite with a fixed random seed and bisect the seeds that fail.',
+    })).memory;
+    // At the root nothing was injected yet: a clear error, nothing credited.
+    const none = await call(client, 'memory_outcome', { succeeded: true });
+    assert.equal(none.isError, true);
+    assert.match(textOf(none), /name memory_id/);
+    const branch = sc(await call(client, 'branch_create', {
+      description: 'Find why the integration test is flaky',
+      prompt: 'The integration suite fails sometimes; bisect by random seed', budget: 4000,
+    }));
+    assert.deepEqual(branch.injected_context.map((m) => m.id), [item.id]);
+    const credited = sc(await call(client, 'memory_outcome', { succeeded: true })).memories;
+    assert.deepEqual(credited.map((m) => [m.id, m.success_count]), [[item.id, 1]]);
+    // Credited once: a second report has nothing left to credit.
+    const again = await call(client, 'memory_outcome', { succeeded: false });
+    assert.equal(again.isError, true);
+    await call(client, 'branch_return', { message: 'bisected: seed 7 fails' });
+    const shown = JSON.parse(cli('show', item.id, '--data-dir', server.dataDir).out);
+    assert.equal(shown.success_count, 1);
+    assert.equal(shown.failure_count, 0);
+  } finally {
+    await server.stop();
+    cleanup(server.dataDir);
+  }
+});
+
 test('memory.extract_memory distils every returned branch and those that ran out of time', async () => {
   const dataDir = tempDataDir();
   const config = join(dataDir, 'contextd.yaml');

@@ -158,7 +158,8 @@ class InMemoryConversationStore final : public ConversationStore {
   static bool IsKind(RewriteKind kind) {
     return kind == RewriteKind::kBlock || kind == RewriteKind::kAppend ||
            kind == RewriteKind::kFold || kind == RewriteKind::kAutoFold ||
-           kind == RewriteKind::kView || kind == RewriteKind::kDropThinking;
+           kind == RewriteKind::kView || kind == RewriteKind::kDropThinking ||
+           kind == RewriteKind::kLessons;
   }
 
   std::mutex mu_;

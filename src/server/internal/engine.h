@@ -89,6 +89,9 @@ struct Engine {
   // The model gateway (HTTP only): its own connection to the database, so that a conversation's
   // decisions are durable before its request leaves, independent of the engine's group commit.
   std::unique_ptr<model::ConversationStore> conversations;
+  // The bank as the context manager's lesson source (memory_lessons.h); null without memory or
+  // with memory.session_injection off. Outlives the context manager, which it serves.
+  std::unique_ptr<model::LessonSource> lessons;
   std::unique_ptr<model::ContextManager> context_manager;
   // Declared after the clients: destroyed first. RunServer stops it, destroys the clients, then
   // the gateway (see ModelGateway::Stop).

@@ -327,6 +327,14 @@ ALTER TABLE model_rewrites ADD CONSTRAINT model_rewrites_kind_check
   CHECK (kind >= 1 AND kind <= 6);
 )sql";
 
+// 9: lessons at the start of a task (issue 35; SQLite's 20): model_rewrites takes kind 7
+// (model::RewriteKind::kLessons).
+constexpr char k0009Lessons[] = R"sql(
+ALTER TABLE model_rewrites DROP CONSTRAINT model_rewrites_kind_check;
+ALTER TABLE model_rewrites ADD CONSTRAINT model_rewrites_kind_check
+  CHECK (kind >= 1 AND kind <= 7);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& PgMigrations() {
@@ -339,6 +347,7 @@ const std::vector<Migration>& PgMigrations() {
       {6, "0006_usage_folds.sql", k0006UsageFolds},
       {7, "0007_branch_views.sql", k0007BranchViews},
       {8, "0008_drop_thinking.sql", k0008DropThinking},
+      {9, "0009_lessons.sql", k0009Lessons},
   };
   return kAll;
 }

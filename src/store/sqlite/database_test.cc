@@ -387,7 +387,8 @@ TEST(DatabaseTest, Migration9AddsTheModelTablesAndKeepsTheRest) {
   EXPECT_TRUE(d.Exec(insert + "('t','c','th',4,X'01',X'01')").ok());  // from migration 11
   EXPECT_TRUE(d.Exec(insert + "('t','c','th',5,X'01',X'01')").ok());  // from migration 18
   EXPECT_TRUE(d.Exec(insert + "('t','c','th',6,X'01',X'01')").ok());  // from migration 19
-  EXPECT_FALSE(d.Exec(insert + "('t','c','th',7,X'01',X'01')").ok());
+  EXPECT_TRUE(d.Exec(insert + "('t','c','th',7,X'01',X'01')").ok());  // from migration 20
+  EXPECT_FALSE(d.Exec(insert + "('t','c','th',8,X'01',X'01')").ok());
   EXPECT_FALSE(d.Exec("INSERT INTO model_threads VALUES ('t','c','th',X'',-1,1,1)").ok());
 }
 

@@ -638,6 +638,25 @@ DROP TABLE model_rewrites;
 ALTER TABLE model_rewrites_0019 RENAME TO model_rewrites;
 )sql";
 
+// 0020: lessons at the start of a task (issue 35, decision 0038): model_rewrites takes kind 7
+// (model::RewriteKind::kLessons; rebuilt as 0011 was, `seq` kept).
+constexpr char k0020Lessons[] = R"sql(
+CREATE TABLE model_rewrites_0020 (
+  seq          INTEGER PRIMARY KEY,
+  tenant       TEXT NOT NULL,
+  conversation TEXT NOT NULL,
+  thread       TEXT NOT NULL,
+  kind         INTEGER NOT NULL CHECK (kind >= 1 AND kind <= 7),
+  key          BLOB NOT NULL,
+  value        BLOB NOT NULL,
+  UNIQUE (tenant, conversation, thread, kind, key)
+);
+INSERT INTO model_rewrites_0020 (seq, tenant, conversation, thread, kind, key, value)
+  SELECT seq, tenant, conversation, thread, kind, key, value FROM model_rewrites ORDER BY seq;
+DROP TABLE model_rewrites;
+ALTER TABLE model_rewrites_0020 RENAME TO model_rewrites;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
@@ -661,6 +680,7 @@ const std::vector<Migration>& Migrations() {
       {17, "0017_usage_folds.sql", k0017UsageFolds},
       {18, "0018_branch_views.sql", k0018BranchViews},
       {19, "0019_drop_thinking.sql", k0019DropThinking},
+      {20, "0020_lessons.sql", k0020Lessons},
   };
   return kAll;
 }

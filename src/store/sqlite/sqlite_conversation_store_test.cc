@@ -160,7 +160,7 @@ TEST_F(SqliteConversationStoreTest, ARewriteOfAnUnknownKindInTheFileIsAnError) {
   ASSERT_TRUE(store->Save(k1_, Update({}, {{RewriteKind::kBlock, "k", "v"}}, 1)).ok());
   // What a newer binary's kind would look like, were the CHECK constraint not there.
   Exec(*store,
-       "PRAGMA ignore_check_constraints = ON; UPDATE model_rewrites SET kind = 7; "
+       "PRAGMA ignore_check_constraints = ON; UPDATE model_rewrites SET kind = 8; "
        "PRAGMA ignore_check_constraints = OFF;");
   auto s = store->Load(k1_);
   ASSERT_FALSE(s.ok());
