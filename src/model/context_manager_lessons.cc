@@ -40,16 +40,18 @@ void ContextManager::RenderLessons(const ThreadState& state, const Message& mess
   auto lesson = state.lessons.find(message.key);
   if (lesson == state.lessons.end()) return;
   std::string& appended = plan.appends[m];
-  appended = appended.empty() ? lesson->second.block
-                              : absl::StrCat(appended, ",", lesson->second.block);
+  appended =
+      appended.empty() ? lesson->second.block : absl::StrCat(appended, ",", lesson->second.block);
 }
 
 std::set<std::string> ContextManager::InjectedInConversation(const ConversationKey& key,
                                                              const ThreadState& state) const {
   std::set<std::string> ids;
-  for (const auto& [message_key, record] : state.lessons) ids.insert(record.ids.begin(), record.ids.end());
+  for (const auto& [message_key, record] : state.lessons)
+    ids.insert(record.ids.begin(), record.ids.end());
   std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = conversation_lessons_.find(ConversationId(key)); it != conversation_lessons_.end()) {
+  if (auto it = conversation_lessons_.find(ConversationId(key));
+      it != conversation_lessons_.end()) {
     ids.insert(it->second.begin(), it->second.end());
   }
   return ids;
@@ -84,8 +86,8 @@ std::optional<ContextManager::NewLessons> ContextManager::OfferLessons(
   out.query.exclude = InjectedInConversation(key, state);
   absl::StatusOr<LessonPick> pick = lessons_->Pick(out.query);
   if (!pick.ok()) {
-    base::LogWarn(absl::StrCat("model gateway: lessons were not offered: ",
-                               pick.status().message()));
+    base::LogWarn(
+        absl::StrCat("model gateway: lessons were not offered: ", pick.status().message()));
     return std::nullopt;
   }
   if (pick->ids.empty() || pick->text.empty()) return std::nullopt;

@@ -226,8 +226,7 @@ TEST(ContextManagerLessons, StoredLessonsAreRepeatedWhenARequestTurnsThemOff) {
 TEST(ContextManagerLessons, ChatGetsThemAsAUserMessageAfterTheTurnBeforeASystemNudge) {
   Fixture f;
   json body = {{"model", "m"},
-               {"tools", json::array({{{"type", "function"},
-                                       {"function", {{"name", "read"}}}}})},
+               {"tools", json::array({{{"type", "function"}, {"function", {{"name", "read"}}}}})},
                {"messages", json::array({Msg("system", "sys"), Msg("user", "fix the parser"),
                                          Msg("system", "a harness nudge")})}};
   auto request = OpenAIChatRequest::Parse(body.dump());

@@ -69,7 +69,8 @@ std::string TaskText(const std::vector<std::string>& texts) {
   for (const std::string& text : texts) {
     // Until none is left: removing one span can join the pieces of another.
     std::string kept = WithoutReminders(text);
-    for (std::string again = WithoutReminders(kept); again != kept; again = WithoutReminders(kept)) {
+    for (std::string again = WithoutReminders(kept); again != kept;
+         again = WithoutReminders(kept)) {
       kept = std::move(again);
     }
     absl::StripAsciiWhitespace(&kept);

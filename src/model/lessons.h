@@ -29,8 +29,8 @@ struct LessonOptions {
 struct LessonQuery {
   std::string tenant;
   std::string project;
-  std::string conversation;  // ConversationKey::conversation
-  std::string task;          // TaskText of the user turn (already scrubbed)
+  std::string conversation;       // ConversationKey::conversation
+  std::string task;               // TaskText of the user turn (already scrubbed)
   std::set<std::string> exclude;  // items already injected into this conversation
   int64_t max_tokens = 0;
 };

@@ -130,8 +130,8 @@ void MemoryTools::NoteConversationInjected(const std::string& tenant, const std:
                                            const std::string& conversation,
                                            std::vector<std::string> ids, int64_t tokens) {
   if (ids.empty()) return;
-  AwaitCredit(ProjectTask(tenant, project), ids);
   std::string actor = absl::StrCat("conversation:", conversation);
+  AwaitCredit(ProjectTask(tenant, project), ids, actor);
   worker_->Post(
       [this, caller = memory::Caller{tenant, project, actor}, actor, ids = std::move(ids), tokens] {
         absl::Status noted = bank_.NoteInjected(caller, actor, ids, tokens);
@@ -143,14 +143,16 @@ std::string MemoryTools::ProjectTask(const std::string& tenant, const std::strin
   return absl::StrCat("project:", tenant, "\n", project);
 }
 
-void MemoryTools::AwaitCredit(const std::string& task, const std::vector<std::string>& ids) {
+void MemoryTools::AwaitCredit(const std::string& task, const std::vector<std::string>& ids,
+                              const std::string& into) {
   std::lock_guard<std::mutex> lock(credit_mu_);
   if (uncredited_.size() >= kMaxUncreditedTasks && !uncredited_.count(task)) {
     uncredited_.erase(uncredited_.begin());
   }
-  std::vector<std::string>& list = uncredited_[task];
+  std::vector<std::pair<std::string, std::string>>& list = uncredited_[task];
   for (const std::string& id : ids) {
-    if (std::find(list.begin(), list.end(), id) == list.end()) list.push_back(id);
+    auto same = [&](const auto& entry) { return entry.first == id; };
+    if (std::find_if(list.begin(), list.end(), same) == list.end()) list.emplace_back(id, into);
   }
 }
 
@@ -158,7 +160,7 @@ void MemoryTools::CreditTask(const std::shared_ptr<ToolCall>& call, const foldin
                              const memory::Caller& caller, bool succeeded) {
   std::string active = manager_.ActiveBranch(key);
   std::string task = active.empty() ? ProjectTask(key.tenant, key.project) : active;
-  std::vector<std::string> ids;
+  std::vector<std::pair<std::string, std::string>> ids;  // (item, what it was injected into)
   {
     std::lock_guard<std::mutex> lock(credit_mu_);
     if (auto it = uncredited_.find(task); it != uncredited_.end()) {
@@ -174,8 +176,11 @@ void MemoryTools::CreditTask(const std::shared_ptr<ToolCall>& call, const foldin
   OnWorker(call, [this, call, caller, ids = std::move(ids), succeeded] {
     std::string text = absl::StrCat("Noted for ", ids.size(), " injected memories:");
     Json list = Json::array();
-    for (const std::string& id : ids) {
-      auto item = bank_.RecordOutcome(caller, id, succeeded);
+    for (const auto& [id, into] : ids) {
+      // The outcome's history entry names what the item was given to, as its injection did.
+      memory::Caller as = caller;
+      as.actor = into;
+      auto item = bank_.RecordOutcome(as, id, succeeded);
       if (!item.ok()) {
         absl::StrAppend(&text, "\n", id, ": ", item.status().message());
         continue;
@@ -194,7 +199,7 @@ void MemoryTools::NoteInjected(const protocol::SessionInfo& session,
   if (created.injected_context.empty()) return;
   std::vector<std::string> ids;
   for (const auto& c : created.injected_context) ids.push_back(c.ref);
-  AwaitCredit(created.branch_id, ids);
+  AwaitCredit(created.branch_id, ids, created.branch_id);
   worker_->Post([this, caller = CallerFor(SessionKeyFor(session), created.branch_id),
                  branch = created.branch_id, ids = std::move(ids),
                  tokens = created.injected_tokens] {

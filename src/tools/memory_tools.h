@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -90,8 +91,10 @@ class MemoryTools {
   // active branch, else its project's model conversations) and not yet credited.
   void CreditTask(const std::shared_ptr<protocol::ToolCall>& call, const folding::SessionKey& key,
                   const memory::Caller& caller, bool succeeded);
-  // Remembers `ids` as injected into `task` (a branch id or ProjectTask) until credited.
-  void AwaitCredit(const std::string& task, const std::vector<std::string>& ids);
+  // Remembers `ids` as injected into `task` (a branch id or ProjectTask) until credited; `into`
+  // is the actor their injection's history entry named (the branch, "conversation:<id>").
+  void AwaitCredit(const std::string& task, const std::vector<std::string>& ids,
+                   const std::string& into);
   static std::string ProjectTask(const std::string& tenant, const std::string& project);
 
   memory::MemoryBank& bank_;
@@ -107,7 +110,7 @@ class MemoryTools {
   // memory_outcome names its item. Bounded: past the limit the first key in order is dropped.
   static constexpr size_t kMaxUncreditedTasks = 4096;
   std::mutex credit_mu_;
-  std::map<std::string, std::vector<std::string>> uncredited_;
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> uncredited_;
   std::unique_ptr<base::ThreadExecutor> worker_;
 };
 
