@@ -129,6 +129,38 @@ struct OpenFile {
   bool dirty = false;
 };
 
+// Undoes the recorded keys of one file in its document, one report line each; f.dirty when
+// something changed.
+void UndoFile(const OJson& file_record, const std::string& path, OpenFile& f,
+              std::vector<std::string>& lines) {
+  ConfigDocument& doc = *f.doc;
+  // A parent connect created goes when its last key does, whichever key's record says so.
+  std::set<std::string> created_parents;
+  for (const OJson& k : file_record.value("keys", OJson::array())) {
+    if (k.value("parent_created", false)) created_parents.insert(k.value("parent", ""));
+  }
+  for (const OJson& k : file_record.value("keys", OJson::array())) {
+    ConfigEdit e{path, k.value("parent", ""), k.value("key", ""), OJson(),
+                 0644, k.value("line", "")};
+    std::string name = EditName(e);
+    std::optional<OJson> now = CurrentOf(doc, e);
+    if (!now || !doc.Same(*now, k.value("written", OJson()))) {
+      lines.push_back(
+          base::StrCat("  ", path, ": ", name, " changed since connect; left as it is"));
+      continue;
+    }
+    f.dirty = true;
+    if (k.contains("previous")) {
+      SetOwned(doc, e, k["previous"]);
+      lines.push_back(
+          base::StrCat("  ", path, ": ~ ", name, " = ", doc.Show(k["previous"]), " (restored)"));
+    } else {
+      EraseOwned(doc, e, created_parents.count(e.parent) > 0);
+      lines.push_back(base::StrCat("  ", path, ": - ", name));
+    }
+  }
+}
+
 }  // namespace
 
 std::string ConfigDocument::Name(const std::string& parent, const std::string& key) {
@@ -362,33 +394,7 @@ absl::Status ApplyUndo(const ConnectTarget& target, const std::vector<std::strin
     OpenFile f;
     ASSIGN_OR_RETURN(f.file, ReadTextFile(path, 0644));
     ASSIGN_OR_RETURN(f.doc, target.parse(f.file));
-    ConfigDocument& doc = *f.doc;
-    const OJson& fr = files_record[path];
-    // A parent connect created goes when its last key does, whichever key's record says so.
-    std::set<std::string> created_parents;
-    for (const OJson& k : fr.value("keys", OJson::array())) {
-      if (k.value("parent_created", false)) created_parents.insert(k.value("parent", ""));
-    }
-    for (const OJson& k : fr.value("keys", OJson::array())) {
-      ConfigEdit e{path, k.value("parent", ""), k.value("key", ""), OJson(),
-                   0644, k.value("line", "")};
-      std::string name = EditName(e);
-      std::optional<OJson> now = CurrentOf(doc, e);
-      if (!now || !doc.Same(*now, k.value("written", OJson()))) {
-        lines.push_back(
-            base::StrCat("  ", path, ": ", name, " changed since connect; left as it is"));
-        continue;
-      }
-      f.dirty = true;
-      if (k.contains("previous")) {
-        SetOwned(doc, e, k["previous"]);
-        lines.push_back(
-            base::StrCat("  ", path, ": ~ ", name, " = ", doc.Show(k["previous"]), " (restored)"));
-      } else {
-        EraseOwned(doc, e, created_parents.count(e.parent) > 0);
-        lines.push_back(base::StrCat("  ", path, ": - ", name));
-      }
-    }
+    UndoFile(files_record[path], path, f, lines);
     results.emplace(path, std::move(f));
   }
   if (results.empty()) {
