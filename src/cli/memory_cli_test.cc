@@ -1,5 +1,7 @@
 // `contextd memory show` on a real SQLite file: the item, its history, and the injections with
 // what followed each (credited by actor, else by time).
+#include "cli/memory_cli.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -8,7 +10,6 @@
 #include <sstream>
 
 #include "base/clock.h"
-#include "cli/memory_cli.h"
 #include "cli/memory_show.h"
 #include "cli/store_cli.h"
 #include "memory/memory_bank.h"

@@ -28,8 +28,8 @@ TEST(HeaderLinesTest, SetAppendsAndRemoveGivesTheBlockBackByteForByte) {
 }
 
 TEST(HeaderLinesTest, SetReplacesInPlaceAndDropsLaterDuplicates) {
-  EXPECT_EQ(SetHeaderLine("A: 1\nx-contextd-project: old\r\nB: 2\nX-CONTEXTD-PROJECT: older",
-                          kName, "/new"),
+  EXPECT_EQ(SetHeaderLine("A: 1\nx-contextd-project: old\r\nB: 2\nX-CONTEXTD-PROJECT: older", kName,
+                          "/new"),
             "A: 1\nX-Contextd-Project: /new\r\nB: 2");
   // Same value twice: the same block.
   std::string once = SetHeaderLine("A: 1", kName, "/p");
