@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "base/foreign_text.h"
@@ -11,6 +12,7 @@
 #include "base/str_cat.h"
 #include "cli/connect_codex.h"
 #include "cli/internal/connect_edit.h"
+#include "cli/internal/header_lines.h"
 #include "nlohmann/json.hpp"
 
 namespace contextd::cli {
@@ -23,6 +25,7 @@ constexpr char kServerName[] = "contextd";
 constexpr char kMcpServers[] = "mcpServers";
 constexpr char kEnv[] = "env";
 constexpr char kBaseUrlVar[] = "ANTHROPIC_BASE_URL";
+constexpr char kHeadersVar[] = "ANTHROPIC_CUSTOM_HEADERS";
 
 absl::StatusOr<std::unique_ptr<internal::ConfigDocument>> ParseJson(const internal::TextFile& f) {
   ASSIGN_OR_RETURN(std::unique_ptr<internal::JsonDocument> doc, internal::JsonDocument::Parse(f));
@@ -59,8 +62,53 @@ internal::ConnectTarget ClaudeTarget(const ConnectCommand& c, ClaudeCodeScope sc
   return t;
 }
 
+// Whether `path` survives as an ANTHROPIC_CUSTOM_HEADERS value: Claude Code splits the block at
+// line breaks and trims each value, and the server refuses control characters.
+bool HeaderSafe(std::string_view path) {
+  for (char ch : path) {
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) return false;
+  }
+  return !path.empty() && path.back() != ' ';
+}
+
+// The string env.<var> of a settings file, when it has one (unreadable files count as none).
+std::optional<std::string> EnvString(const std::string& settings_path, const char* var) {
+  auto settings = ReadJsonObject(settings_path);
+  if (!settings.ok() || !settings->contains(kEnv) || !(*settings)[kEnv].is_object()) {
+    return std::nullopt;
+  }
+  const OJson& env = (*settings)[kEnv];
+  if (!env.contains(var) || !env[var].is_string()) return std::nullopt;
+  return env[var].get<std::string>();
+}
+
+// Claude Code merges the settings files' env key by key, settings.local.json over settings.json
+// over the user's: warn where another file decides a variable connect wrote.
+void WarnAboutOverrides(const std::string& project, const ClaudeCodeFiles& files,
+                        const std::string& url, const AgentEnvironment& env, std::ostream& out) {
+  std::string local_path = (fs::path(project) / ".claude" / "settings.local.json").string();
+  if (auto local = EnvString(local_path, kBaseUrlVar); local && *local != url) {
+    out << "warning: " << local_path << " sets " << kBaseUrlVar << " = "
+        << base::DumpJson(OJson(*local)) << ", which overrides " << files.settings_file << "\n";
+  }
+  if (auto local = EnvString(local_path, kHeadersVar);
+      local && internal::HeaderLineValue(*local, kProjectHeader) != project) {
+    out << "warning: " << local_path << " sets " << kHeadersVar << ", which overrides "
+        << files.settings_file << "'s; add the line `" << kProjectHeader << ": " << project
+        << "` to it\n";
+  }
+  auto user = ResolveClaudeCodeFiles(ClaudeCodeScope::kUser, "", env);
+  if (!user.ok() || user->settings_file == files.settings_file) return;
+  if (auto mine = EnvString(user->settings_file, kHeadersVar);
+      mine && internal::RemoveHeaderLine(*mine, kProjectHeader).find(':') != std::string::npos) {
+    out << "warning: " << user->settings_file << " sets " << kHeadersVar << "; in this project "
+        << files.settings_file << "'s value replaces it: copy the lines this project needs into "
+        << "it\n";
+  }
+}
+
 absl::Status Connect(const ConnectCommand& c, ClaudeCodeScope scope, const std::string& project,
-                     const ClaudeCodeFiles& files, std::ostream& out) {
+                     const ClaudeCodeFiles& files, const AgentEnvironment& env, std::ostream& out) {
   ASSIGN_OR_RETURN(std::string url, internal::NormalizeContextdUrl(c.url));
   // ~/.claude.json holds Claude Code's private state: created private, as Claude Code does.
   mode_t mcp_mode = scope == ClaudeCodeScope::kUser ? 0600 : 0644;
@@ -69,18 +117,23 @@ absl::Status Connect(const ConnectCommand& c, ClaudeCodeScope scope, const std::
        mcp_mode},
       {files.settings_file, kEnv, kBaseUrlVar, OJson(url), 0644},
   };
+  const bool name_project = scope == ClaudeCodeScope::kProject && HeaderSafe(project);
+  if (name_project) {
+    // The model requests' project: the directory, which ProjectFromHeader hashes as
+    // ProjectFromRoots hashes the MCP session's root (Claude Code's working directory).
+    edits.push_back({files.settings_file, kEnv, kHeadersVar, OJson(project), 0644, kProjectHeader});
+  } else if (scope == ClaudeCodeScope::kProject) {
+    out << "warning: " << project << " cannot be a header value (control characters or blanks "
+        << "at an end): " << kProjectHeader << " not written\n";
+  }
   RETURN_IF_ERROR(internal::ApplyConnect(ClaudeTarget(c, scope, project), url, edits, out));
   if (c.dry_run) return absl::OkStatus();
-  if (scope == ClaudeCodeScope::kProject) {
-    // settings.local.json overrides settings.json: say so when it points elsewhere.
-    std::string local_path = (fs::path(project) / ".claude" / "settings.local.json").string();
-    auto local = ReadJsonObject(local_path);
-    if (local.ok() && local->contains(kEnv) && (*local)[kEnv].is_object() &&
-        (*local)[kEnv].contains(kBaseUrlVar) && (*local)[kEnv][kBaseUrlVar] != OJson(url)) {
-      out << "warning: " << local_path << " sets " << kBaseUrlVar << " = "
-          << base::DumpJson((*local)[kEnv][kBaseUrlVar]) << ", which overrides "
-          << files.settings_file << "\n";
-    }
+  if (name_project) {
+    WarnAboutOverrides(project, files, url, env, out);
+  } else if (scope == ClaudeCodeScope::kUser) {
+    out << "note: no " << kProjectHeader << " at user scope (one value would put every "
+        << "repository's model requests in one project): they count in project `default` unless "
+        << "a repository runs `contextd connect claude-code` (project scope)\n";
   }
   out << "next: start contextd: contextd serve; then run claude"
       << (scope == ClaudeCodeScope::kProject ? base::StrCat(" in ", project) : "") << "\n";
@@ -141,6 +194,10 @@ absl::StatusOr<ClaudeCodeConnection> ReadClaudeCodeConnection(ClaudeCodeScope sc
   if (envs.is_object() && envs.contains(kBaseUrlVar) && envs[kBaseUrlVar].is_string()) {
     c.base_url = envs[kBaseUrlVar].get<std::string>();
   }
+  if (envs.is_object() && envs.contains(kHeadersVar) && envs[kHeadersVar].is_string()) {
+    c.project_header =
+        internal::HeaderLineValue(envs[kHeadersVar].get_ref<const std::string&>(), kProjectHeader);
+  }
   return c;
 }
 
@@ -168,7 +225,7 @@ int RunConnectCommand(const ConnectCommand& command, const AgentEnvironment& env
       st = internal::ApplyUndo(ClaudeTarget(command, scope, project),
                                {files->mcp_file, files->settings_file}, out);
     } else {
-      st = Connect(command, scope, project, *files, out);
+      st = Connect(command, scope, project, *files, env, out);
     }
   }
   if (!st.ok()) {

@@ -1,9 +1,10 @@
 // `contextd connect claude-code`: points Claude Code at contextd in one command, by editing the
 // files Claude Code reads (verified against the pinned 2.1.332, see docs/connect-claude-code.md):
-// the MCP server entry `contextd` (.mcp.json or ~/.claude.json) and env.ANTHROPIC_BASE_URL
-// (.claude/settings.json or ~/.claude/settings.json). Every other key is kept, in its order; the
-// previous values are saved so that --undo restores them. Single-threaded; a CLI helper, not for
-// use inside the server.
+// the MCP server entry `contextd` (.mcp.json or ~/.claude.json), env.ANTHROPIC_BASE_URL
+// (.claude/settings.json or ~/.claude/settings.json) and, at project scope, the line
+// `X-Contextd-Project: <dir>` of env.ANTHROPIC_CUSTOM_HEADERS. Every other key and header line is
+// kept; the previous values are saved so that --undo restores them. Single-threaded; a CLI
+// helper, not for use inside the server.
 #pragma once
 
 #include <optional>
@@ -15,6 +16,9 @@
 namespace contextd::cli {
 
 enum class ClaudeCodeScope { kProject, kUser };
+
+// The header naming the project of Claude Code's model requests (tools::ProjectFromHeader).
+inline constexpr char kProjectHeader[] = "X-Contextd-Project";
 
 // The parts of the process environment that decide where the agents' files are.
 struct AgentEnvironment {
@@ -45,6 +49,8 @@ struct ClaudeCodeConnection {
   ClaudeCodeFiles files;
   std::optional<std::string> mcp_url;   // mcpServers.contextd.url, when there is one
   std::optional<std::string> base_url;  // env.ANTHROPIC_BASE_URL, when set
+  // The X-Contextd-Project line's value in env.ANTHROPIC_CUSTOM_HEADERS, when there is one.
+  std::optional<std::string> project_header;
 };
 
 // Reads the files of `scope` (a missing file counts as empty). Returns InvalidArgument naming the

@@ -9,6 +9,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli/internal/header_lines.h"
+#include "nlohmann/json.hpp"
+#include "tools/session_key.h"
+
 namespace contextd::cli {
 namespace {
 
@@ -56,6 +60,17 @@ class ConnectTest : public ::testing::Test {
     fs::create_directories(fs::path(path).parent_path());
     std::ofstream(path, std::ios::binary) << text;
   }
+  // What a fresh project-scope connect writes into .claude/settings.json.
+  std::string ProjectSettingsWritten() const {
+    return "{\n  \"env\": {\n    \"ANTHROPIC_BASE_URL\": \"http://127.0.0.1:9090\",\n"
+           "    \"ANTHROPIC_CUSTOM_HEADERS\": \"X-Contextd-Project: " +
+           project_ + "\"\n  }\n}\n";
+  }
+  // env.ANTHROPIC_CUSTOM_HEADERS of a settings file ("" when absent).
+  static std::string HeadersIn(const std::string& settings_path) {
+    nlohmann::json j = nlohmann::json::parse(Read(settings_path));
+    return j["env"].value("ANTHROPIC_CUSTOM_HEADERS", "");
+  }
   std::string McpFile() const { return project_ + "/.mcp.json"; }
   std::string SettingsFile() const { return project_ + "/.claude/settings.json"; }
 
@@ -73,11 +88,19 @@ constexpr char kSettingsWritten[] =
 TEST_F(ConnectTest, FreshProjectGetsBothFiles) {
   ASSERT_EQ(Connect(), 0) << err_.str();
   EXPECT_EQ(Read(McpFile()), kMcpWritten);
-  EXPECT_EQ(Read(SettingsFile()), kSettingsWritten);
+  EXPECT_EQ(Read(SettingsFile()), ProjectSettingsWritten());
   EXPECT_THAT(out_.str(), HasSubstr("connected Claude Code to contextd at http://127.0.0.1:9090"));
   EXPECT_THAT(out_.str(), HasSubstr(McpFile() + ": + mcpServers.contextd"));
   EXPECT_THAT(out_.str(), HasSubstr(SettingsFile() + ": + env.ANTHROPIC_BASE_URL"));
+  EXPECT_THAT(out_.str(), HasSubstr(SettingsFile() +
+                                    ": + env.ANTHROPIC_CUSTOM_HEADERS line X-Contextd-Project"
+                                    " = \"" +
+                                    project_ + "\""));
   EXPECT_THAT(out_.str(), HasSubstr("next: start contextd: contextd serve; then run claude"));
+  // Undo takes everything away again: both files were connect's.
+  ASSERT_EQ(Undo(), 0) << err_.str();
+  EXPECT_FALSE(fs::exists(McpFile()));
+  EXPECT_FALSE(fs::exists(SettingsFile()));
 }
 
 TEST_F(ConnectTest, KeepsOtherKeysInTheirOrder) {
@@ -95,7 +118,8 @@ TEST_F(ConnectTest, KeepsOtherKeysInTheirOrder) {
       Read(SettingsFile()),
       "{\n  \"permissions\": {\n    \"allow\": [\n      \"Bash(git:*)\"\n    ]\n  },\n"
       "  \"env\": {\n    \"ZED\": \"1\",\n    \"ANTHROPIC_BASE_URL\": \"http://127.0.0.1:9090\",\n"
-      "    \"ALPHA\": \"2\"\n  },\n  \"model\": \"opus\"\n}\n");
+      "    \"ALPHA\": \"2\",\n    \"ANTHROPIC_CUSTOM_HEADERS\": \"X-Contextd-Project: " +
+          project_ + "\"\n  },\n  \"model\": \"opus\"\n}\n");
   EXPECT_EQ(Read(McpFile()),
             "{\n  \"mcpServers\": {\n    \"zeta\": {\n      \"command\": \"z\"\n    },\n"
             "    \"contextd\": {\n      \"type\": \"http\",\n      \"url\": "
@@ -302,6 +326,7 @@ TEST_F(ConnectTest, ReadConnectionSeesWhatConnectWrote) {
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(after->mcp_url, "http://127.0.0.1:9090/mcp");
   EXPECT_EQ(after->base_url, "http://127.0.0.1:9090");
+  EXPECT_EQ(after->project_header, project_);
 }
 
 TEST_F(ConnectTest, WarnsWhenSettingsLocalOverridesTheBaseUrl) {
@@ -309,6 +334,121 @@ TEST_F(ConnectTest, WarnsWhenSettingsLocalOverridesTheBaseUrl) {
         "{\"env\": {\"ANTHROPIC_BASE_URL\": \"https://x\"}}");
   ASSERT_EQ(Connect(), 0);
   EXPECT_THAT(out_.str(), HasSubstr("settings.local.json sets ANTHROPIC_BASE_URL"));
+}
+
+// The model gateway's project (the header, tools::ProjectFromHeader) is the MCP session's
+// (Claude Code's first root: its working directory, tools::ProjectFromRoots), symlink or not.
+TEST_F(ConnectTest, TheProjectHeaderNamesTheMcpSessionsProject) {
+  fs::create_directory_symlink(project_, root_ + "/link");
+  for (const std::string& dir : {project_, root_ + "/link"}) {
+    ConnectCommand c;
+    c.project_dir = dir;
+    ASSERT_EQ(Run(c), 0) << err_.str();
+    std::optional<std::string> value =
+        internal::HeaderLineValue(HeadersIn(dir + "/.claude/settings.json"), kProjectHeader);
+    ASSERT_EQ(value, dir);
+    auto from_header = tools::ProjectFromHeader(*value);
+    ASSERT_TRUE(from_header.ok()) << from_header.status();
+    auto from_roots =
+        tools::ProjectFromRoots(nlohmann::json::array({{{"uri", "file://" + dir}, {"name", "p"}}}));
+    ASSERT_TRUE(from_roots.ok()) << from_roots.status();
+    EXPECT_EQ(from_header->id, from_roots->id);
+    EXPECT_EQ(from_header->id, tools::ProjectForPath(project_).id);
+    EXPECT_EQ(from_header->id.rfind("p_", 0), 0u) << from_header->id;
+  }
+}
+
+TEST_F(ConnectTest, MergesIntoExistingCustomHeadersAndUndoRestoresTheLine) {
+  Write(SettingsFile(),
+        "{\"env\": {\"ANTHROPIC_CUSTOM_HEADERS\": "
+        "\"X-Team: blue\\nx-contextd-project: team-board\\r\\n  X-Trace : 1\\n\"}}");
+  ASSERT_EQ(Connect(), 0) << err_.str();
+  EXPECT_EQ(HeadersIn(SettingsFile()),
+            "X-Team: blue\nX-Contextd-Project: " + project_ + "\r\n  X-Trace : 1\n");
+  EXPECT_THAT(out_.str(), HasSubstr("~ env.ANTHROPIC_CUSTOM_HEADERS line X-Contextd-Project = \"" +
+                                    project_ + "\"  (was \"team-board\")"));
+  // Again: nothing to do, nothing written.
+  const std::string after = Read(SettingsFile());
+  ASSERT_EQ(Connect(), 0) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("already connected"));
+  EXPECT_EQ(Read(SettingsFile()), after);
+  // The user adds a line after connect; undo puts the old project back and keeps the new line.
+  nlohmann::json j = nlohmann::json::parse(after);
+  j["env"]["ANTHROPIC_CUSTOM_HEADERS"] = HeadersIn(SettingsFile()) + "X-Later: 2";
+  Write(SettingsFile(), j.dump());
+  ASSERT_EQ(Undo(), 0) << err_.str();
+  EXPECT_EQ(HeadersIn(SettingsFile()),
+            "X-Team: blue\nX-Contextd-Project: team-board\r\n  X-Trace : 1\nX-Later: 2");
+  EXPECT_THAT(out_.str(),
+              HasSubstr("~ env.ANTHROPIC_CUSTOM_HEADERS line X-Contextd-Project = \"team-board\" "
+                        "(restored)"));
+}
+
+TEST_F(ConnectTest, UndoRemovesOnlyTheLineAndTheVariableWhenNothingElseIsLeft) {
+  Write(SettingsFile(), "{\"env\": {\"A\": \"1\"}}");
+  ASSERT_EQ(Connect(), 0) << err_.str();
+  EXPECT_EQ(HeadersIn(SettingsFile()), "X-Contextd-Project: " + project_);
+  ASSERT_EQ(Undo(), 0) << err_.str();
+  EXPECT_EQ(Read(SettingsFile()), "{\n  \"env\": {\n    \"A\": \"1\"\n  }\n}\n");
+  EXPECT_THAT(out_.str(), HasSubstr("- env.ANTHROPIC_CUSTOM_HEADERS line X-Contextd-Project"));
+
+  // Other lines present: only ours goes, theirs stay byte for byte.
+  Write(SettingsFile(), "{\"env\": {\"ANTHROPIC_CUSTOM_HEADERS\": \"X-Team: blue\\n\"}}");
+  ASSERT_EQ(Connect(), 0) << err_.str();
+  EXPECT_EQ(HeadersIn(SettingsFile()), "X-Team: blue\nX-Contextd-Project: " + project_ + "\n");
+  ASSERT_EQ(Undo(), 0) << err_.str();
+  EXPECT_EQ(HeadersIn(SettingsFile()), "X-Team: blue\n");
+}
+
+TEST_F(ConnectTest, UndoLeavesAProjectLineChangedSinceConnect) {
+  ASSERT_EQ(Connect(), 0) << err_.str();
+  nlohmann::json j = nlohmann::json::parse(Read(SettingsFile()));
+  j["env"]["ANTHROPIC_CUSTOM_HEADERS"] = "X-Contextd-Project: my-own-id";
+  Write(SettingsFile(), j.dump());
+  ASSERT_EQ(Undo(), 0) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("env.ANTHROPIC_CUSTOM_HEADERS line X-Contextd-Project changed "
+                                    "since connect; left as it is"));
+  EXPECT_EQ(HeadersIn(SettingsFile()), "X-Contextd-Project: my-own-id");
+}
+
+TEST_F(ConnectTest, CustomHeadersThatAreNotAStringAreAnError) {
+  const std::string settings = "{\"env\": {\"ANTHROPIC_CUSTOM_HEADERS\": [\"X-A: 1\"]}}";
+  Write(SettingsFile(), settings);
+  EXPECT_EQ(Connect(), 2);
+  EXPECT_THAT(err_.str(), HasSubstr("env.ANTHROPIC_CUSTOM_HEADERS is not a string"));
+  EXPECT_EQ(Read(SettingsFile()), settings);
+  EXPECT_FALSE(fs::exists(McpFile()));
+}
+
+TEST_F(ConnectTest, UserScopeNamesNoProjectAndKeepsTheUsersHeaders) {
+  const std::string user_settings = env_.home + "/.claude/settings.json";
+  Write(user_settings, "{\"env\": {\"ANTHROPIC_CUSTOM_HEADERS\": \"X-Team: blue\"}}");
+  ConnectCommand c;
+  c.user = true;
+  ASSERT_EQ(Run(c), 0) << err_.str();
+  EXPECT_EQ(HeadersIn(user_settings), "X-Team: blue");
+  EXPECT_THAT(out_.str(), HasSubstr("note: no X-Contextd-Project at user scope"));
+  EXPECT_THAT(out_.str(), ::testing::Not(HasSubstr("line X-Contextd-Project")));
+}
+
+TEST_F(ConnectTest, WarnsWhereAnotherSettingsFileDecidesTheHeaders) {
+  Write(project_ + "/.claude/settings.local.json",
+        "{\"env\": {\"ANTHROPIC_CUSTOM_HEADERS\": \"X-Local: 1\"}}");
+  Write(env_.home + "/.claude/settings.json",
+        "{\"env\": {\"ANTHROPIC_CUSTOM_HEADERS\": \"X-Team: blue\"}}");
+  ASSERT_EQ(Connect(), 0) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("settings.local.json sets ANTHROPIC_CUSTOM_HEADERS, which "
+                                    "overrides " +
+                                    SettingsFile() + "'s; add the line `X-Contextd-Project: " +
+                                    project_ + "` to it"));
+  EXPECT_THAT(out_.str(), HasSubstr(env_.home + "/.claude/settings.json sets "
+                                                "ANTHROPIC_CUSTOM_HEADERS; in this project"));
+  // With the line in settings.local.json and no other user header: no warning.
+  Write(project_ + "/.claude/settings.local.json",
+        "{\"env\": {\"ANTHROPIC_CUSTOM_HEADERS\": \"X-Contextd-Project: " + project_ + "\"}}");
+  Write(env_.home + "/.claude/settings.json", "{}");
+  ASSERT_EQ(Connect(), 0) << err_.str();
+  EXPECT_THAT(out_.str(), ::testing::Not(HasSubstr("warning")));
 }
 
 TEST_F(ConnectTest, BadUrlAndUnknownClient) {

@@ -185,7 +185,8 @@ int RunContextd(int argc, char** argv, const server::RegisterFixtures& fixtures)
   mem->require_subcommand(1);
   contextd::cli::MemoryCommand memory_command;
   CLI::App* mem_list = mem->add_subcommand("list", "Memories of a tenant and project");
-  CLI::App* mem_show = mem->add_subcommand("show", "One memory with its history, as JSON");
+  CLI::App* mem_show = mem->add_subcommand(
+      "show", "One memory, its history, and where it was injected with what followed");
   CLI::App* mem_search = mem->add_subcommand("search", "Search as memory_search does");
   CLI::App* mem_export = mem->add_subcommand("export", "Memories as JSON Lines on stdout");
   CLI::App* mem_import =
@@ -210,6 +211,7 @@ int RunContextd(int argc, char** argv, const server::RegisterFixtures& fixtures)
     sub->add_option("--limit", memory_command.limit, "at most this many (default 50)");
   }
   mem_show->add_option("id", memory_command.arg, "memory id (mem_...)")->required();
+  mem_show->add_flag("--json", memory_command.json, "print one JSON object");
   mem_retire->add_option("id", memory_command.arg, "memory id (mem_...)")->required();
   mem_retire->add_option("--reason", memory_command.reason, "why (kept in its history)");
   mem_search->add_option("query", memory_command.arg, "what to look for")->required();

@@ -8,6 +8,7 @@
 #include "base/foreign_text.h"
 #include "base/status_macros.h"
 #include "base/str_cat.h"
+#include "cli/memory_show.h"
 #include "cli/store_cli.h"
 #include "memory/memory_bank.h"
 #include "nlohmann/json.hpp"
@@ -154,15 +155,6 @@ absl::StatusOr<memory::MemoryItem> FromJson(const Json& j) {
   return m;
 }
 
-std::string Line(const memory::MemoryItem& m) {
-  char confidence[16];
-  std::snprintf(confidence, sizeof confidence, "%.2f", m.Confidence());
-  return base::StrCat(m.id, "  ", memory::StatusName(m.status), "  ",
-                      memory::OutcomeName(m.outcome), "  ", memory::ScopeName(m.scope), "  ",
-                      m.tenant, "/", m.project, "  conf ", confidence, "  uses ", m.use_count, "  ",
-                      m.title);
-}
-
 int Import(const MemoryCommand& c, memory::MemoryBank& bank, std::istream& in, std::ostream& out,
            std::ostream& err) {
   std::ifstream file;
@@ -257,7 +249,7 @@ int RunMemoryCommand(const MemoryCommand& c, std::istream& in, std::ostream& out
       auto page = store.List(filter);
       if (!page.ok()) return fail(page.status());
       for (const memory::MemoryItem& m : *page) {
-        out << (is_export ? base::DumpJson(ToJson(m)) : Line(m)) << "\n";
+        out << (is_export ? base::DumpJson(ToJson(m)) : MemoryLine(m)) << "\n";
       }
       left -= static_cast<int64_t>(page->size());
       if (static_cast<int>(page->size()) < filter.limit) break;
@@ -270,18 +262,17 @@ int RunMemoryCommand(const MemoryCommand& c, std::istream& in, std::ostream& out
     if (!item.ok()) return fail(item.status());
     if (!item->has_value())
       return fail(absl::NotFoundError(base::StrCat("memory ", c.arg, " not found")));
-    Json j = ToJson(**item);
     auto history = store.History(c.arg);
     if (!history.ok()) return fail(history.status());
-    Json h = Json::array();
-    for (const memory::HistoryEntry& e : *history) {
-      h.push_back(Json{{"seq", e.seq},
-                       {"action", e.action},
-                       {"actor", e.actor},
-                       {"detail", e.detail},
-                       {"at_ms", e.at_ms}});
+    if (!c.json) {
+      PrintMemoryShow(**item, *history, out);
+      return 0;
     }
+    Json j = ToJson(**item);
+    Json h = Json::array();
+    for (const memory::HistoryEntry& e : *history) h.push_back(HistoryEntryJson(e));
     j["history"] = std::move(h);
+    j["injections"] = InjectionsJson(InjectionsOf(*history));
     out << base::DumpJson(j, 2) << "\n";
     return 0;
   }
@@ -289,7 +280,7 @@ int RunMemoryCommand(const MemoryCommand& c, std::istream& in, std::ostream& out
     auto hits = bank.Search(caller, c.arg, static_cast<int>(std::clamp<int64_t>(c.limit, 1, 50)),
                             std::nullopt);
     if (!hits.ok()) return fail(hits.status());
-    for (const memory::SearchHit& h : *hits) out << Line(h.item) << "\n";
+    for (const memory::SearchHit& h : *hits) out << MemoryLine(h.item) << "\n";
     if (hits->empty()) out << "no memories match\n";
     return 0;
   }
@@ -303,7 +294,7 @@ int RunMemoryCommand(const MemoryCommand& c, std::istream& in, std::ostream& out
     auto retired =
         bank.Retire(owner, c.arg, c.reason.empty() ? "retired by the operator" : c.reason);
     if (!retired.ok()) return fail(retired.status());
-    out << Line(*retired) << "\n";
+    out << MemoryLine(*retired) << "\n";
     return 0;
   }
   if (c.command == "import") return Import(c, bank, in, out, err);

@@ -27,6 +27,7 @@ struct MemoryCommand {
   bool all_tenants = false;   // list/export: every tenant and project
   server::StoreConfig store;  // backend "postgres": store.postgres_url instead of the data dir
   bool org_across_tenants = false;  // search: as memory.org_across_tenants
+  bool json = false;  // show: the item, its history and its injections as one JSON object
 };
 
 // Runs `command`, printing to `out` and errors to `err` (import reads `in` for "-"). Returns the

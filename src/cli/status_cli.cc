@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <optional>
@@ -360,6 +361,18 @@ std::string Mark(const std::optional<std::string>& have, const std::string& want
   return base::StrCat(*have, h == want ? " (this server)" : " (another server)");
 }
 
+// Whether an X-Contextd-Project value names the directory Claude Code runs in, i.e. the project
+// of its MCP session (whose root is that directory): both are canonicalized as the server does.
+std::string ProjectMark(const std::optional<std::string>& have, const std::string& cwd) {
+  if (!have) return "not set (model requests in project default)";
+  if (have->empty() || have->front() != '/')
+    return base::StrCat(*have, " (an explicit project id)");
+  std::error_code ec1, ec2;
+  const bool same =
+      std::filesystem::weakly_canonical(*have, ec1) == std::filesystem::weakly_canonical(cwd, ec2);
+  return base::StrCat(*have, same && !ec1 && !ec2 ? " (this directory)" : " (another directory)");
+}
+
 void ReportClaudeCode(const BaseUrl& base, const AgentEnvironment& env, std::ostream& out) {
   out << "Claude Code configuration:\n";
   bool pointed = false;
@@ -374,6 +387,10 @@ void ReportClaudeCode(const BaseUrl& base, const AgentEnvironment& env, std::ost
         << " mcpServers.contextd: " << Mark(c->mcp_url, base.text + "/mcp") << "\n";
     out << "  " << name << ": " << c->files.settings_file
         << " env.ANTHROPIC_BASE_URL: " << Mark(c->base_url, base.text) << "\n";
+    if (scope == ClaudeCodeScope::kProject || c->project_header) {
+      out << "  " << name << ": " << c->files.settings_file << " env.ANTHROPIC_CUSTOM_HEADERS "
+          << kProjectHeader << ": " << ProjectMark(c->project_header, env.cwd) << "\n";
+    }
     pointed |= c->base_url.has_value() || c->mcp_url.has_value();
   }
   if (!pointed) {

@@ -239,6 +239,12 @@ TEST_F(StatusTest, ShowsWhetherClaudeCodePointsHere) {
   EXPECT_THAT(out_.str(), HasSubstr("project: " + env_.cwd + "/.mcp.json mcpServers.contextd: " +
                                     url_ + "/mcp (this server)"));
   EXPECT_THAT(out_.str(), HasSubstr("env.ANTHROPIC_BASE_URL: " + url_ + " (this server)"));
+  EXPECT_THAT(out_.str(), HasSubstr("project: " + env_.cwd +
+                                    "/.claude/settings.json env.ANTHROPIC_CUSTOM_HEADERS "
+                                    "X-Contextd-Project: " +
+                                    env_.cwd + " (this directory)"));
+  EXPECT_THAT(out_.str(), Not(HasSubstr("user: " + env_.home +
+                                        "/.claude/settings.json env.ANTHROPIC_CUSTOM_HEADERS")));
   EXPECT_THAT(out_.str(), HasSubstr("user: " + env_.home +
                                     "/.claude.json mcpServers.contextd: "
                                     "http://127.0.0.1:1/mcp (another server)"));

@@ -15,6 +15,7 @@
 #include "base/foreign_text.h"
 #include "base/status_macros.h"
 #include "base/str_cat.h"
+#include "cli/internal/header_lines.h"
 #include "server/config.h"
 
 namespace contextd::cli::internal {
@@ -58,12 +59,67 @@ absl::Status SaveRecord(const Record& r) {
   return WriteTextFile(r.file, base::DumpJson(r.doc, 2) + "\n");
 }
 
-OJson* FindKeyRecord(OJson& file_record, const std::string& parent, const std::string& key) {
+OJson* FindKeyRecord(OJson& file_record, const ConfigEdit& e) {
   if (!file_record.contains("keys") || !file_record["keys"].is_array()) return nullptr;
   for (OJson& k : file_record["keys"]) {
-    if (k.value("parent", "") == parent && k.value("key", "") == key) return &k;
+    if (k.value("parent", "") == e.parent && k.value("key", "") == e.key &&
+        k.value("line", "") == e.line) {
+      return &k;
+    }
   }
   return nullptr;
+}
+
+// The string at (parent, key) as a block of header lines ("" when absent, nullopt when it is
+// not a string).
+std::optional<std::string> BlockAt(const ConfigDocument& doc, const std::string& parent,
+                                   const std::string& key) {
+  std::optional<OJson> v = doc.Get(parent, key);
+  if (!v) return std::string();
+  if (!v->is_string()) return std::nullopt;
+  return v->get<std::string>();
+}
+
+// The value an edit compares and records: the whole value, or its header line's value.
+std::optional<OJson> CurrentOf(const ConfigDocument& doc, const ConfigEdit& e) {
+  if (e.line.empty()) return doc.Get(e.parent, e.key);
+  std::optional<std::string> line =
+      HeaderLineValue(BlockAt(doc, e.parent, e.key).value_or(""), e.line);
+  if (!line) return std::nullopt;
+  return OJson(*line);
+}
+
+// Sets what `e` owns: the whole value, or its header line within the block.
+void SetOwned(ConfigDocument& doc, const ConfigEdit& e, const OJson& value) {
+  if (e.line.empty()) return doc.Set(e.parent, e.key, value);
+  doc.Set(e.parent, e.key,
+          OJson(SetHeaderLine(BlockAt(doc, e.parent, e.key).value_or(""), e.line,
+                              value.get<std::string>())));
+}
+
+// Removes what `e` owns; a block left blank goes with its key.
+void EraseOwned(ConfigDocument& doc, const ConfigEdit& e, bool parent_created) {
+  if (e.line.empty()) return doc.Erase(e.parent, e.key, parent_created);
+  std::string block = RemoveHeaderLine(BlockAt(doc, e.parent, e.key).value_or(""), e.line);
+  if (block.find_first_not_of(" \t\r\n") == std::string::npos) {
+    doc.Erase(e.parent, e.key, parent_created);
+  } else {
+    doc.Set(e.parent, e.key, OJson(block));
+  }
+}
+
+// "env.KEY" or, for a header line, "env.KEY line Name".
+std::string EditName(const ConfigEdit& e) {
+  std::string name = ConfigDocument::Name(e.parent, e.key);
+  return e.line.empty() ? name : base::StrCat(name, " line ", e.line);
+}
+
+// A header-line edit needs a string (or nothing) at (parent, key).
+absl::Status CheckLineEditable(const ConfigDocument& doc, const ConfigEdit& e,
+                               const std::string& file) {
+  if (e.line.empty() || BlockAt(doc, e.parent, e.key).has_value()) return absl::OkStatus();
+  return absl::InvalidArgumentError(base::StrCat(file, ": ", ConfigDocument::Name(e.parent, e.key),
+                                                 " is not a string; nothing was changed"));
 }
 
 // A file with its document as read and as edited.
@@ -72,6 +128,38 @@ struct OpenFile {
   std::unique_ptr<ConfigDocument> doc;
   bool dirty = false;
 };
+
+// Undoes the recorded keys of one file in its document, one report line each; f.dirty when
+// something changed.
+void UndoFile(const OJson& file_record, const std::string& path, OpenFile& f,
+              std::vector<std::string>& lines) {
+  ConfigDocument& doc = *f.doc;
+  // A parent connect created goes when its last key does, whichever key's record says so.
+  std::set<std::string> created_parents;
+  for (const OJson& k : file_record.value("keys", OJson::array())) {
+    if (k.value("parent_created", false)) created_parents.insert(k.value("parent", ""));
+  }
+  for (const OJson& k : file_record.value("keys", OJson::array())) {
+    ConfigEdit e{path, k.value("parent", ""), k.value("key", ""), OJson(),
+                 0644, k.value("line", "")};
+    std::string name = EditName(e);
+    std::optional<OJson> now = CurrentOf(doc, e);
+    if (!now || !doc.Same(*now, k.value("written", OJson()))) {
+      lines.push_back(
+          base::StrCat("  ", path, ": ", name, " changed since connect; left as it is"));
+      continue;
+    }
+    f.dirty = true;
+    if (k.contains("previous")) {
+      SetOwned(doc, e, k["previous"]);
+      lines.push_back(
+          base::StrCat("  ", path, ": ~ ", name, " = ", doc.Show(k["previous"]), " (restored)"));
+    } else {
+      EraseOwned(doc, e, created_parents.count(e.parent) > 0);
+      lines.push_back(base::StrCat("  ", path, ": - ", name));
+    }
+  }
+}
 
 }  // namespace
 
@@ -230,6 +318,7 @@ absl::Status ApplyConnect(const ConnectTarget& target, const std::string& url,
   }
   for (const ConfigEdit& e : edits) {
     RETURN_IF_ERROR(files.at(e.file).doc->CheckEditable(e.parent, e.key));
+    RETURN_IF_ERROR(CheckLineEditable(*files.at(e.file).doc, e, e.file));
   }
 
   std::vector<std::string> lines;
@@ -237,8 +326,8 @@ absl::Status ApplyConnect(const ConnectTarget& target, const std::string& url,
   for (const ConfigEdit& e : edits) {
     OpenFile& f = files.at(e.file);
     ConfigDocument& doc = *f.doc;
-    std::string name = ConfigDocument::Name(e.parent, e.key);
-    std::optional<OJson> had = doc.Get(e.parent, e.key);
+    std::string name = EditName(e);
+    std::optional<OJson> had = CurrentOf(doc, e);
     if (had && doc.Same(*had, e.value)) {
       lines.push_back(base::StrCat("  ", e.file, ": ", name, " already ", doc.Show(e.value)));
       continue;
@@ -246,17 +335,18 @@ absl::Status ApplyConnect(const ConnectTarget& target, const std::string& url,
     if (!files_record.contains(e.file)) {
       files_record[e.file] = OJson{{"created", !f.file.existed}, {"keys", OJson::array()}};
     }
-    OJson* k = FindKeyRecord(files_record[e.file], e.parent, e.key);
+    OJson* k = FindKeyRecord(files_record[e.file], e);
     if (k == nullptr) {
       OJson fresh{
           {"parent", e.parent}, {"key", e.key}, {"parent_created", !doc.HasParent(e.parent)}};
+      if (!e.line.empty()) fresh["line"] = e.line;
       if (had) fresh["previous"] = *had;
       files_record[e.file]["keys"].push_back(std::move(fresh));
       k = &files_record[e.file]["keys"].back();
     }
     (*k)["written"] = e.value;
     std::string was = had ? base::StrCat("  (was ", doc.Show(*had), ")") : "";
-    doc.Set(e.parent, e.key, e.value);
+    SetOwned(doc, e, e.value);
     f.dirty = true;
     lines.push_back(
         base::StrCat("  ", e.file, ": ", had ? "~ " : "+ ", name, " = ", doc.Show(e.value), was));
@@ -304,27 +394,7 @@ absl::Status ApplyUndo(const ConnectTarget& target, const std::vector<std::strin
     OpenFile f;
     ASSIGN_OR_RETURN(f.file, ReadTextFile(path, 0644));
     ASSIGN_OR_RETURN(f.doc, target.parse(f.file));
-    ConfigDocument& doc = *f.doc;
-    const OJson& fr = files_record[path];
-    for (const OJson& k : fr.value("keys", OJson::array())) {
-      std::string parent = k.value("parent", ""), key = k.value("key", "");
-      std::string name = ConfigDocument::Name(parent, key);
-      std::optional<OJson> now = doc.Get(parent, key);
-      if (!now || !doc.Same(*now, k.value("written", OJson()))) {
-        lines.push_back(
-            base::StrCat("  ", path, ": ", name, " changed since connect; left as it is"));
-        continue;
-      }
-      f.dirty = true;
-      if (k.contains("previous")) {
-        doc.Set(parent, key, k["previous"]);
-        lines.push_back(
-            base::StrCat("  ", path, ": ~ ", name, " = ", doc.Show(k["previous"]), " (restored)"));
-      } else {
-        doc.Erase(parent, key, k.value("parent_created", false));
-        lines.push_back(base::StrCat("  ", path, ": - ", name));
-      }
-    }
+    UndoFile(files_record[path], path, f, lines);
     results.emplace(path, std::move(f));
   }
   if (results.empty()) {

@@ -102,6 +102,11 @@ struct ConfigEdit {
   std::string key;
   OJson value;
   mode_t new_mode = 0644;  // the mode of the file when connect creates it
+  // Not empty: connect owns only the header line `<line>: <value>` of the string at (parent,
+  // key), a block of `Name: value` lines (internal/header_lines.h); `value` is the line's value
+  // (a string) and every other line is kept byte for byte. Undo restores that line's previous
+  // value or removes it, and removes the key when nothing but blanks is left.
+  std::string line = "";
 };
 
 // Who is being connected, for the record's name and the report.
