@@ -43,7 +43,7 @@ struct BankOptions {
   // Retrieve injects nothing scoring below injection_floor, and items of other projects (visible
   // through team or org scope) only from other_project_floor up: nothing rather than something
   // irrelevant. Tuned on the tuning split of bench/memory (issue 35).
-  double injection_floor = 0.1;
+  double injection_floor = 0.02;
   double other_project_floor = 0.2;
   // With an embedder, a visible item at rank r (from 0) of the vector ranking gains
   // vector_weight * (1 - r / per_ranking) (not measured: no embedder in bench/memory).

@@ -18,7 +18,7 @@ namespace contextd::store {
 // task together) add up to this many (at least one term is always kept), at most kMaxQueryTerms
 // terms.
 inline constexpr int64_t kPostingsBudget = 1000;
-inline constexpr size_t kMaxQueryTerms = 12;
+inline constexpr size_t kMaxQueryTerms = 64;
 
 // The `known` terms (all in `global.terms`) a search keeps: rarest first, within the budget.
 std::vector<std::string> KeepRarest(const memory::CorpusStats& global,
