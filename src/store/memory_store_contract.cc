@@ -1,6 +1,7 @@
 // The ReasoningBank over every real store (SQLite file, PostgreSQL database): the store's rows,
-// history and rankings, and the bank's confidence, visibility, fusion, scope walk, extraction
-// and merging on top of it. Instantiated by each backend's test binary.
+// history, stems and term statistics, and the bank's confidence, visibility, ranking (own
+// project first, floors), extraction and merging on top of it. Instantiated by each backend's
+// test binary.
 #include "store/memory_store_contract.h"
 
 #include <algorithm>

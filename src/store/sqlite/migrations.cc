@@ -646,6 +646,8 @@ ALTER TABLE model_rewrites_0019 RENAME TO model_rewrites;
 //   joined by spaces; detail=none: the bank scores from the stems, FTS5 only finds the matches).
 // - memory_terms now counts stems; memory_project_terms the same per (tenant, project), and
 //   memory_corpus each project's item count and summed lengths (in stems).
+// - memories_visible: what a search checks of each match (visibility, id), ~100 bytes a row,
+//   so the check does not read the 2-4 KB rows of memories.
 // The old word indexes go. Existing rows are stemmed by SqliteMemoryStore::Open, which rebuilds
 // stems and counts whenever memories and memory_stems differ in row count (idempotent; after this
 // migration, or a transfer, which copies items but not these derived tables).
@@ -692,6 +694,7 @@ CREATE TABLE memory_corpus (
   task_length    INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (tenant, project)
 ) WITHOUT ROWID;
+CREATE INDEX memories_visible ON memories (pos, tenant, project, scope, status, id);
 )sql";
 
 }  // namespace

@@ -62,10 +62,8 @@ class SqliteMemoryStore final : public memory::MemoryStore {
                                 int sign);
   // Writes (or replaces) the stems row of the stored item `item.id`.
   absl::Status PutStemsLocked(const memory::MemoryItem& item, const memory::ItemStems& stems);
-  // The statistics of (tenant, project) for the `known` terms.
-  absl::StatusOr<memory::CorpusStats> ProjectStatsLocked(const std::string& tenant,
-                                                         const std::string& project,
-                                                         const std::vector<std::string>& known);
+  // Fills out.projects: the statistics of each matched item's project for the `known` terms.
+  absl::Status ProjectStatsLocked(const std::vector<std::string>& known, memory::Matches& out);
 
   std::shared_ptr<Database> db_;
   Statement insert_;
