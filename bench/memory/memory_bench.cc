@@ -271,9 +271,11 @@ absl::StatusOr<std::unique_ptr<memory::MemoryStore>> MoveToPostgres(
   const auto t0 = SteadyClock::now();
   store::BackendOptions from;
   from.sqlite_path = path;
+  std::filesystem::create_directories(dir);
   const std::string dump = dir + "/export.jsonl";
   {
     std::ofstream out(dump, std::ios::binary);
+    if (!out) return absl::InternalError(absl::StrCat("cannot write ", dump));
     RETURN_IF_ERROR(store::ExportTables(from, out).status());
   }
   store::BackendOptions to;

@@ -1,5 +1,5 @@
-// Fuzzes the structural distiller and the query/stem/overlap helpers with arbitrary bytes: the input
-// is split on NUL bytes into description, prompt, summary and event texts (tool calls and
+// Fuzzes the structural distiller and the query/stem/overlap helpers with arbitrary bytes: the
+// input is split on NUL bytes into description, prompt, summary and event texts (tool calls and
 // results alternate). Every candidate must pass the field limits the bank checks, and nothing
 // may crash or run long.
 #include <cstddef>

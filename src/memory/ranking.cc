@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <utility>
 #include <unordered_map>
+#include <utility>
 
 namespace contextd::memory {
 namespace {
@@ -71,16 +71,18 @@ double MatchScorer::Score(const Match& m, const CorpusStats& stats) const {
   length += CountField(m.stems.body, index_, w.body, tf);
   length += CountField(m.stems.tags, index_, w.tags, tf);
   double most = 0;
-  double score = Bm25(terms_, known_, tf, length, static_cast<double>(stats.content_length),
-                      stats, w, [](const TermFrequency& f) { return f.content; }, most);
+  double score = Bm25(
+      terms_, known_, tf, length, static_cast<double>(stats.content_length), stats, w,
+      [](const TermFrequency& f) { return f.content; }, most);
   if (w.task_weight > 0) {
     std::fill(tf.begin(), tf.end(), 0.0);
     length = CountField(m.stems.task, index_, w.task, tf);
     length += CountField(m.stems.prompt, index_, w.prompt, tf);
     double task_most = 0;
-    score += w.task_weight * Bm25(terms_, known_, tf, length,
-                                  static_cast<double>(stats.task_length), stats, w,
-                                  [](const TermFrequency& f) { return f.task; }, task_most);
+    score +=
+        w.task_weight * Bm25(
+                            terms_, known_, tf, length, static_cast<double>(stats.task_length),
+                            stats, w, [](const TermFrequency& f) { return f.task; }, task_most);
     most += w.task_weight * task_most;
   }
   return most > 0 ? score / most : 0;

@@ -344,10 +344,22 @@ absl::StatusOr<std::optional<MemoryItem>> PgMemoryStore::Get(std::string_view id
 
 absl::StatusOr<std::vector<MemoryItem>> PgMemoryStore::GetMany(
     const std::vector<std::string>& ids) {
+  if (ids.empty()) return std::vector<MemoryItem>();
+  // One round trip; the order given is restored here.
+  ASSIGN_OR_RETURN(
+      std::vector<MemoryItem> rows,
+      QueryItems(absl::StrCat("SELECT ", kColumns, " FROM memories WHERE id = ANY($1::text[])"),
+                 {TextArray(ids)}));
+  std::map<std::string, MemoryItem*> by_id;
+  for (MemoryItem& m : rows) by_id[m.id] = &m;
   std::vector<MemoryItem> out;
+  out.reserve(rows.size());
   for (const std::string& id : ids) {
-    ASSIGN_OR_RETURN(std::optional<MemoryItem> m, Get(id));
-    if (m.has_value()) out.push_back(std::move(*m));
+    auto it = by_id.find(id);
+    if (it != by_id.end() && it->second != nullptr) {
+      out.push_back(std::move(*it->second));
+      it->second = nullptr;  // an id asked twice is returned once, as before
+    }
   }
   return out;
 }
@@ -451,22 +463,25 @@ absl::StatusOr<memory::Matches> PgMemoryStore::FindMatches(const Visibility& v,
 absl::Status PgMemoryStore::ProjectStats(PgConn& c, const std::vector<std::string>& known,
                                          memory::Matches& out) {
   for (const memory::Match& m : out.items) out.projects[{m.tenant, m.project}];
-  for (auto& [key, stats] : out.projects) {
-    ASSIGN_OR_RETURN(PgResult corpus,
-                     c.Exec("SELECT items, content_length, task_length FROM memory_corpus WHERE "
-                            "tenant = $1 AND project = $2",
-                            {key.first, key.second}));
-    if (corpus.rows() > 0) {
-      stats.items = corpus.Int(0, 0);
-      stats.content_length = corpus.Int(0, 1);
-      stats.task_length = corpus.Int(0, 2);
-    }
-    ASSIGN_OR_RETURN(PgResult freq,
-                     c.Exec("SELECT term, content_df, task_df FROM memory_project_terms WHERE "
-                            "term = ANY($1::text[]) AND tenant = $2 AND project = $3",
-                            {TextArray(known), key.first, key.second}));
-    for (int i = 0; i < freq.rows(); ++i) {
-      stats.terms[freq.Text(i, 0)] = {freq.Int(i, 1), freq.Int(i, 2)};
+  if (out.projects.empty()) return absl::OkStatus();
+  // Two round trips whatever the number of projects: every project's rows, the matched kept.
+  ASSIGN_OR_RETURN(PgResult corpus,
+                   c.Exec("SELECT tenant, project, items, content_length, task_length FROM "
+                          "memory_corpus"));
+  for (int i = 0; i < corpus.rows(); ++i) {
+    auto it = out.projects.find({corpus.Text(i, 0), corpus.Text(i, 1)});
+    if (it == out.projects.end()) continue;
+    it->second.items = corpus.Int(i, 2);
+    it->second.content_length = corpus.Int(i, 3);
+    it->second.task_length = corpus.Int(i, 4);
+  }
+  ASSIGN_OR_RETURN(PgResult freq, c.Exec("SELECT tenant, project, term, content_df, task_df FROM "
+                                         "memory_project_terms WHERE term = ANY($1::text[])",
+                                         {TextArray(known)}));
+  for (int i = 0; i < freq.rows(); ++i) {
+    auto it = out.projects.find({freq.Text(i, 0), freq.Text(i, 1)});
+    if (it != out.projects.end()) {
+      it->second.terms[freq.Text(i, 2)] = {freq.Int(i, 3), freq.Int(i, 4)};
     }
   }
   return absl::OkStatus();
