@@ -88,6 +88,10 @@ std::string TextArray(const std::vector<std::string>& terms) {
   return array;
 }
 
+// (tenant, project) -> term -> its counts there.
+using ProjectTerms = std::map<std::pair<std::string, std::string>,
+                              std::map<std::string, memory::TermFrequency, std::less<>>>;
+
 // A bigint[] literal of `values`.
 std::string IntArray(const std::vector<int64_t>& values) {
   return absl::StrCat("{", absl::StrJoin(values, ","), "}");
@@ -410,27 +414,39 @@ absl::StatusOr<memory::Matches> PgMemoryStore::FindMatches(const Visibility& v,
   memory::Matches out;
   absl::Status st = db_->Read([&](PgConn& c) -> absl::Status {
     out = memory::Matches();
-    const std::string array = TextArray(terms);
-    ASSIGN_OR_RETURN(PgResult freq, c.Exec("SELECT term, content_df, task_df FROM memory_terms "
-                                           "WHERE term = ANY($1::text[]) AND "
-                                           "content_df + task_df > 0",
-                                           {array}));
-    std::vector<std::string> known;
+    // Three round trips: every project's counts of the terms (the global counts are their sums;
+    // memory_terms holds the same sums), every project's size, the match.
+    ASSIGN_OR_RETURN(PgResult freq, c.Exec("SELECT tenant, project, term, content_df, task_df FROM "
+                                           "memory_project_terms WHERE term = ANY($1::text[])",
+                                           {TextArray(terms)}));
+    ProjectTerms by_project;
     for (int i = 0; i < freq.rows(); ++i) {
-      out.global.terms[freq.Text(i, 0)] = {freq.Int(i, 1), freq.Int(i, 2)};
+      const memory::TermFrequency f{freq.Int(i, 3), freq.Int(i, 4)};
+      by_project[{freq.Text(i, 0), freq.Text(i, 1)}][freq.Text(i, 2)] = f;
+      memory::TermFrequency& sum = out.global.terms[freq.Text(i, 2)];
+      sum.content += f.content;
+      sum.task += f.task;
     }
+    std::vector<std::string> known;
     for (const std::string& t : terms) {
-      if (out.global.terms.count(t) != 0) known.push_back(t);
+      auto it = out.global.terms.find(t);
+      if (it == out.global.terms.end()) continue;
+      if (it->second.content + it->second.task > 0) {
+        known.push_back(t);
+      } else {
+        out.global.terms.erase(it);
+      }
     }
     out.kept = KeepRarest(out.global, known);
     if (out.kept.empty()) return absl::OkStatus();
     ASSIGN_OR_RETURN(PgResult corpus,
-                     c.Exec("SELECT COALESCE(SUM(items), 0)::bigint, "
-                            "COALESCE(SUM(content_length), 0)::bigint, "
-                            "COALESCE(SUM(task_length), 0)::bigint FROM memory_corpus"));
-    out.global.items = corpus.Int(0, 0);
-    out.global.content_length = corpus.Int(0, 1);
-    out.global.task_length = corpus.Int(0, 2);
+                     c.Exec("SELECT tenant, project, items, content_length, task_length FROM "
+                            "memory_corpus"));
+    for (int i = 0; i < corpus.rows(); ++i) {
+      out.global.items += corpus.Int(i, 2);
+      out.global.content_length += corpus.Int(i, 3);
+      out.global.task_length += corpus.Int(i, 4);
+    }
     std::vector<std::string> quoted;
     // Stems are letters, digits and bytes >= 0x80: nothing to escape.
     for (const std::string& t : out.kept) quoted.push_back(absl::StrCat("'", t, "'"));
@@ -452,39 +468,21 @@ absl::StatusOr<memory::Matches> PgMemoryStore::FindMatches(const Visibility& v,
       auto scope = memory::ParseScope(r.Text(i, 3));  // the schema's CHECK keeps it known
       m.scope = scope.ok() ? *scope : memory::Scope::kProject;
       m.stems = {r.Text(i, 4), r.Text(i, 5), r.Text(i, 6), r.Text(i, 7), r.Text(i, 8)};
+      out.projects[{m.tenant, m.project}];
       out.items.push_back(std::move(m));
     }
-    return ProjectStats(c, known, out);
+    for (int i = 0; i < corpus.rows(); ++i) {
+      auto it = out.projects.find({corpus.Text(i, 0), corpus.Text(i, 1)});
+      if (it == out.projects.end()) continue;
+      it->second.items = corpus.Int(i, 2);
+      it->second.content_length = corpus.Int(i, 3);
+      it->second.task_length = corpus.Int(i, 4);
+      it->second.terms = std::move(by_project[it->first]);
+    }
+    return absl::OkStatus();
   });
   if (!st.ok()) return st;
   return out;
-}
-
-absl::Status PgMemoryStore::ProjectStats(PgConn& c, const std::vector<std::string>& known,
-                                         memory::Matches& out) {
-  for (const memory::Match& m : out.items) out.projects[{m.tenant, m.project}];
-  if (out.projects.empty()) return absl::OkStatus();
-  // Two round trips whatever the number of projects: every project's rows, the matched kept.
-  ASSIGN_OR_RETURN(PgResult corpus,
-                   c.Exec("SELECT tenant, project, items, content_length, task_length FROM "
-                          "memory_corpus"));
-  for (int i = 0; i < corpus.rows(); ++i) {
-    auto it = out.projects.find({corpus.Text(i, 0), corpus.Text(i, 1)});
-    if (it == out.projects.end()) continue;
-    it->second.items = corpus.Int(i, 2);
-    it->second.content_length = corpus.Int(i, 3);
-    it->second.task_length = corpus.Int(i, 4);
-  }
-  ASSIGN_OR_RETURN(PgResult freq, c.Exec("SELECT tenant, project, term, content_df, task_df FROM "
-                                         "memory_project_terms WHERE term = ANY($1::text[])",
-                                         {TextArray(known)}));
-  for (int i = 0; i < freq.rows(); ++i) {
-    auto it = out.projects.find({freq.Text(i, 0), freq.Text(i, 1)});
-    if (it != out.projects.end()) {
-      it->second.terms[freq.Text(i, 2)] = {freq.Int(i, 3), freq.Int(i, 4)};
-    }
-  }
-  return absl::OkStatus();
 }
 
 absl::Status PgMemoryStore::PutVector(std::string_view id, std::string_view model,
