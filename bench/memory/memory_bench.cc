@@ -507,9 +507,9 @@ int Run(const Options& o) {
     if (name.rfind("memory", 0) == 0 && name.find("fts") != std::string::npos) fts += bytes;
   }
   std::printf(
-      "\nfootprint: database file %.1f MiB (WAL %.1f MiB after a truncating checkpoint), "
+      "\nfootprint%s: database file %.1f MiB (WAL %.1f MiB after a truncating checkpoint), "
       "%.0f bytes per memory\n",
-      MiB(file_bytes), MiB(wal_bytes),
+      o.postgres ? " (the SQLite bank moved to PostgreSQL)" : "", MiB(file_bytes), MiB(wal_bytes),
       static_cast<double>(file_bytes) / static_cast<double>(count > 0 ? count : 1));
   if (pages.empty()) {
     std::printf("dbstat not compiled in: no per-table split\n");
@@ -527,8 +527,7 @@ int Run(const Options& o) {
   }
   std::printf(
       "RSS (VmRSS): %.1f MiB at start (corpus, scrubber, tokenizer loaded); %s%+.1f MiB from "
-      "opening the bank fresh to after its %zu queries (VmHWM %.1f MiB, what-if connections "
-      "included)\n",
+      "opening the bank fresh to after its %zu queries (VmHWM %.1f MiB)\n",
       MiB(rss_start * 1024), after_load, MiB((rss_after_queries - rss_before_open) * 1024),
       queries.size(), MiB(ProcStatusKb("VmHWM") * 1024));
   if (o.postgres) {

@@ -55,7 +55,7 @@ awk '
   file == 2 && /^load:/ { load = $0 }
   file == 2 && /^\| Retrieve \(branch/ { lat = sprintf("p50 %s, p95 %s, p99 %s, max %s (n %s)", cell($0, 3), cell($0, 4), cell($0, 5), cell($0, 6), cell($0, 2)) }
   file == 2 && /^## memory_bench/ { bank = $3 }
-  file == 2 && /^footprint:/ { foot = $0 }
+  file == 2 && /^footprint/ { foot = $0 }
   file == 2 && /^FTS5 index/ { fts = $0 }
   file == 2 && /^RSS/ { rss = $0 }
   function row(line,   at) {
