@@ -16,6 +16,8 @@ RUN_PKGS=(
   libsqlite3-dev libre2-dev libutf8proc-dev libyaml-cpp-dev libcli11-dev
   libspdlog-dev libfmt-dev prometheus-cpp-dev libsodium-dev libabsl-dev libgoogle-perftools-dev
   libtomlplusplus-dev libhnswlib-dev libpq-dev
+  # The Snowball stemmers of the memory room's search terms (src/memory/terms.h).
+  libstemmer-dev
   # NATS events (events.nats.url, docs/events.md): optional at build time (CMake builds them when
   # libnats is found), installed here so that every build has them.
   libnats-dev

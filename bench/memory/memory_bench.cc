@@ -4,11 +4,15 @@
 // over tenants, projects and scopes; then times MemoryBank::Retrieve (what branch_create runs)
 // and Search for realistic branch tasks (wall and thread CPU time), and reports the file's size,
 // the FTS5 share (dbstat) and the process RSS. A second pass on a sample of the queries splits
-// the time (document-frequency lookups vs the MATCH) and times alternatives (raw_search.h), and
-// reports what the postings budget keeps of each query. BM25 only (no embedder).
+// the time: the store's FindMatches (term statistics and the match) vs the bank's scoring, with
+// how many terms are kept and items matched. BM25 only (no embedder). With --backend postgres the
+// SQLite bank is moved into a fresh database of a local PostgreSQL server (store/testing's
+// PgTestServer) by the store's own export/import (one transaction), PgMemoryStore stems and counts
+// it at open (timed), and the queries run there.
 // Usage: memory_bench [--n N] [--queries Q] [--tenants T] [--projects P] [--seed S]
 //                     [--warmup W] [--diagnose-every K] [--workloads DIR] [--dir DIR] [--keep]
 //                     [--db FILE (reuse a bank built with the same --n/--tenants/--projects)]
+//                     [--backend sqlite|postgres]
 #include <sqlite3.h>
 #include <time.h>
 
@@ -31,11 +35,17 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "base/logging.h"
+#include "base/status_macros.h"
 #include "bench/memory/bench_support.h"
-#include "bench/memory/raw_search.h"
 #include "memory/memory_bank.h"
 #include "nlohmann/json.hpp"
+#include "store/backend_options.h"
+#include "store/postgres/pg_memory_store.h"
 #include "store/sqlite/sqlite_memory_store.h"
+#include "store/store_transfer.h"
+#if CONTEXTD_BENCH_POSTGRES
+#include "store/testing/pg_test_server.h"
+#endif
 
 namespace contextd::bench {
 namespace {
@@ -55,6 +65,7 @@ struct Options {
   std::string dir;
   std::string db;
   bool keep = false;
+  bool postgres = false;
 };
 
 double MiB(int64_t bytes) { return static_cast<double>(bytes) / 1048576.0; }
@@ -247,6 +258,45 @@ void PrintQuantiles(const char* what, const Quantiles& q) {
               q.p99, q.max, q.mean);
 }
 
+#if CONTEXTD_BENCH_POSTGRES
+// Moves the SQLite bank at `path` into a fresh database of a local PostgreSQL server (started
+// here, kept in `server`) with the store's own export and import (ImportTables: one transaction),
+// then opens a PgMemoryStore over it, which stems and counts the items (timed apart).
+absl::StatusOr<std::unique_ptr<memory::MemoryStore>> MoveToPostgres(
+    const std::string& path, const std::string& dir,
+    std::unique_ptr<store::testing::PgTestServer>& server, double& move_ms, double& open_ms,
+    int64_t& count) {
+  ASSIGN_OR_RETURN(server, store::testing::PgTestServer::Start());
+  ASSIGN_OR_RETURN(std::string dbname, server->CreateDatabase());
+  const auto t0 = SteadyClock::now();
+  store::BackendOptions from;
+  from.sqlite_path = path;
+  std::filesystem::create_directories(dir);
+  const std::string dump = dir + "/export.jsonl";
+  {
+    std::ofstream out(dump, std::ios::binary);
+    if (!out) return absl::InternalError(absl::StrCat("cannot write ", dump));
+    RETURN_IF_ERROR(store::ExportTables(from, out).status());
+  }
+  store::BackendOptions to;
+  to.kind = store::BackendKind::kPostgres;
+  to.postgres_conninfo = server->Conninfo(dbname);
+  {
+    std::ifstream in(dump, std::ios::binary);
+    RETURN_IF_ERROR(store::ImportTables(to, in).status());
+  }
+  std::filesystem::remove(dump);
+  move_ms = MsSince(t0);
+  const auto t1 = SteadyClock::now();
+  store::PgOptions pg;
+  pg.conninfo = server->Conninfo(dbname);
+  ASSIGN_OR_RETURN(std::unique_ptr<store::PgMemoryStore> opened, store::PgMemoryStore::Open(pg));
+  open_ms = MsSince(t1);
+  ASSIGN_OR_RETURN(count, opened->Count());
+  return std::unique_ptr<memory::MemoryStore>(std::move(opened));
+}
+#endif
+
 int Run(const Options& o) {
   base::InitLogging(base::LogLevel::kWarn);
   const std::vector<std::string> files = WorkloadFiles(o.workloads);
@@ -311,13 +361,36 @@ int Run(const Options& o) {
 
   // A fresh connection, as a server after a restart: what the process holds for the index.
   const int64_t rss_before_open = ProcStatusKb("VmRSS");
-  auto store = store::SqliteMemoryStore::Open(path);
-  if (!store.ok()) {
-    std::fprintf(stderr, "memory_bench: %s\n", store.status().ToString().c_str());
+  std::unique_ptr<memory::MemoryStore> store;
+  int64_t count = -1;
+  double pg_move_ms = 0, pg_open_ms = 0;
+#if CONTEXTD_BENCH_POSTGRES
+  std::unique_ptr<store::testing::PgTestServer> pg_server;
+  if (o.postgres) {
+    auto moved = MoveToPostgres(path, dir, pg_server, pg_move_ms, pg_open_ms, count);
+    if (!moved.ok()) {
+      std::fprintf(stderr, "memory_bench: postgres: %s\n", moved.status().ToString().c_str());
+      return 1;
+    }
+    store = *std::move(moved);
+  }
+#else
+  if (o.postgres) {
+    std::fprintf(stderr, "memory_bench: built without the PostgreSQL test server (tests off)\n");
     return 1;
   }
-  auto count = (*store)->Count();
-  memory::MemoryBank bank(parts.For(store->get()), memory::BankOptions{});
+#endif
+  if (!o.postgres) {
+    auto opened = store::SqliteMemoryStore::Open(path);
+    if (!opened.ok()) {
+      std::fprintf(stderr, "memory_bench: %s\n", opened.status().ToString().c_str());
+      return 1;
+    }
+    auto n = (*opened)->Count();
+    count = n.ok() ? *n : -1;
+    store = *std::move(opened);
+  }
+  memory::MemoryBank bank(parts.For(store.get()), memory::BankOptions{});
 
   // Queries have their own generator: the same whether the bank was built now or reused.
   std::mt19937_64 query_rng(o.seed + 0x9e3779b97f4a7c15ULL);
@@ -326,8 +399,7 @@ int Run(const Options& o) {
     queries.push_back(MakeQuery(corpus, o, i, query_rng));
   }
   std::vector<double> retrieve_ms, search_ms, retrieve_cpu_ms, search_cpu_ms, query_words, returned;
-  std::vector<double> content_ms, tasks_ms, vocab_df_ms, vocab_match_ms, small_match_ms, capped_ms,
-      capped_df_ms, unbudgeted_ms, big_cache_ms, known, kept, postings_known, postings_kept;
+  std::vector<double> terms_ms, find_ms, score_ms, known, kept, matched;
   size_t empty = 0;
   for (size_t i = 0; i < queries.size(); ++i) {
     const QueryCase& q = queries[i];
@@ -357,76 +429,39 @@ int Run(const Options& o) {
   }
   const int64_t rss_after_queries = ProcStatusKb("VmRSS");
 
-  // Second pass, on every diagnose_every-th timed query (each costs several searches), with
-  // connections of its own (so the RSS above is the bank's alone).
-  auto whatif = WhatIfIndex::Open(path);
-  auto big_cache = WhatIfIndex::Open(path, int64_t{256} << 10);
-  if (!whatif.ok() || !big_cache.ok()) {
-    std::fprintf(stderr, "memory_bench: %s %s\n", whatif.status().ToString().c_str(),
-                 big_cache.status().ToString().c_str());
-    return 1;
-  }
+  // Second pass, on every diagnose_every-th timed query: Retrieve's time split between the
+  // store's FindMatches and the bank's scoring of what it found.
+  const memory::BankOptions defaults;
   for (size_t i = o.warmup; i < queries.size(); i += o.diagnose_every) {
     const QueryCase& q = queries[i];
-    // The store's two rankings alone; then the same query re-stated (its time split between
-    // finding document frequencies and the MATCH), with a capped count instead of fts5vocab,
-    // and without the budget and term cap.
     const memory::Visibility v{q.caller.tenant, q.caller.project, std::nullopt, false};
-    const std::vector<std::string> terms = memory::QueryTerms(q.text);
     auto t0 = SteadyClock::now();
-    auto content = (*store)->SearchContent(v, terms, 50);
-    content_ms.push_back(MsSince(t0));
+    const std::vector<std::string> terms = memory::QueryTerms(q.text);
+    terms_ms.push_back(MsSince(t0));
     t0 = SteadyClock::now();
-    auto tasks = (*store)->SearchTasks(v, terms, 50);
-    tasks_ms.push_back(MsSince(t0));
-    double df = 0, match = 0, small_match = 0, capped = 0, capped_df = 0, unbudgeted = 0, big = 0;
-    for (Field field : {Field::kContent, Field::kTasks}) {
-      SearchSpec spec{
-          field, Stemming::kNone, DfSource::kVocab, store::kPostingsBudget, store::kMaxQueryTerms,
-          50};
-      TermStats ts;
-      auto r1 = (*whatif)->Search(spec, v, terms, &ts);
-      df += ts.df_ms;
-      match += ts.match_ms;
-      if (field == Field::kContent) {
-        known.push_back(static_cast<double>(ts.known));
-        kept.push_back(static_cast<double>(ts.kept));
-        postings_known.push_back(static_cast<double>(ts.postings_known));
-        postings_kept.push_back(static_cast<double>(ts.postings_kept));
-      }
-      auto rb = (*big_cache)->Search(spec, v, terms, &ts);
-      big += ts.df_ms + ts.match_ms;
-      spec.budget = 1000;
-      auto r0 = (*whatif)->Search(spec, v, terms, &ts);
-      small_match += ts.match_ms;
-      spec.budget = store::kPostingsBudget;
-      spec.df = DfSource::kCappedMatch;
-      auto r2 = (*whatif)->Search(spec, v, terms, &ts);
-      capped += ts.df_ms + ts.match_ms;
-      capped_df += ts.df_ms;
-      spec = SearchSpec{field, Stemming::kNone, DfSource::kNone, kNoBudget, 64, 50};
-      auto r3 = (*whatif)->Search(spec, v, terms, &ts);
-      unbudgeted += ts.df_ms + ts.match_ms;
-      if (!rb.ok() || !r0.ok() || !r1.ok() || !r2.ok() || !r3.ok()) {
-        std::fprintf(stderr, "memory_bench: query %zu: what-if search failed\n", i);
-        return 1;
-      }
-    }
-    if (!content.ok() || !tasks.ok()) {
-      std::fprintf(stderr, "memory_bench: query %zu: store search failed\n", i);
+    auto found = store->FindMatches(v, terms, defaults.max_matches);
+    find_ms.push_back(MsSince(t0));
+    if (!found.ok()) {
+      std::fprintf(stderr, "memory_bench: query %zu: %s\n", i, found.status().ToString().c_str());
       return 1;
     }
-    vocab_df_ms.push_back(df);
-    vocab_match_ms.push_back(match);
-    small_match_ms.push_back(small_match);
-    big_cache_ms.push_back(big);
-    capped_ms.push_back(capped);
-    capped_df_ms.push_back(capped_df);
-    unbudgeted_ms.push_back(unbudgeted);
+    t0 = SteadyClock::now();
+    const memory::MatchScorer scorer(terms, found->global, defaults.weights);
+    double sum = 0;
+    for (const memory::Match& m : found->items) {
+      auto stats = found->projects.find({m.tenant, m.project});
+      sum += scorer.Score(m, stats == found->projects.end() ? found->global : stats->second);
+    }
+    score_ms.push_back(MsSince(t0));
+    known.push_back(static_cast<double>(found->global.terms.size()));
+    kept.push_back(static_cast<double>(found->kept.size()));
+    matched.push_back(static_cast<double>(found->items.size()));
+    if (sum < 0) return 1;  // keeps the scoring from being optimised away
   }
 
   std::printf("\n## memory_bench: %lld memories (%s), %d timed queries after %d warm-up\n\n",
-              static_cast<long long>(count.ok() ? *count : -1), path.c_str(), o.queries, o.warmup);
+              static_cast<long long>(count), o.postgres ? "PostgreSQL" : path.c_str(), o.queries,
+              o.warmup);
   std::printf("corpus: %zu words of %zu workload file(s); %d tenants x %d projects; seed %llu%s\n",
               corpus.words(), files.size(), o.tenants, o.projects,
               static_cast<unsigned long long>(o.seed), o.db.empty() ? "" : " (reused bank)");
@@ -453,24 +488,17 @@ int Run(const Options& o) {
   PrintQuantiles("Retrieve, thread CPU time", Summarize(retrieve_cpu_ms));
   PrintQuantiles("Search (limit 10)", Summarize(search_ms));
   PrintQuantiles("Search (limit 10), thread CPU time", Summarize(search_cpu_ms));
-  PrintQuantiles("store SearchContent (depth 50)", Summarize(content_ms));
-  PrintQuantiles("store SearchTasks (depth 50)", Summarize(tasks_ms));
-  PrintQuantiles("both re-stated: df lookups (fts5vocab)", Summarize(vocab_df_ms));
-  PrintQuantiles("both re-stated: MATCH of the kept terms", Summarize(vocab_match_ms));
-  PrintQuantiles("both re-stated, 256 MiB page cache: total", Summarize(big_cache_ms));
-  PrintQuantiles("both re-stated, 1,000-postings budget: MATCH", Summarize(small_match_ms));
-  PrintQuantiles("both, df by capped count: total", Summarize(capped_ms));
-  PrintQuantiles("both, df by capped count: df part", Summarize(capped_df_ms));
-  PrintQuantiles("both, no budget, all terms (<= 64)", Summarize(unbudgeted_ms));
+  PrintQuantiles("split: QueryTerms (stemming)", Summarize(terms_ms));
+  PrintQuantiles("split: store FindMatches", Summarize(find_ms));
+  PrintQuantiles("split: bank scoring of the matches", Summarize(score_ms));
   std::printf(
       "\n| per query                                    |       n |      p50 |      p95 |"
       "      p99 |      max |     mean |\n|---|---|---|---|---|---|---|\n");
   PrintQuantiles("query words (description + prompt)", Summarize(query_words));
   PrintQuantiles("candidates returned by Retrieve", Summarize(returned));
-  PrintQuantiles("content terms known to the index", Summarize(known));
-  PrintQuantiles("content terms kept by the budget", Summarize(kept));
-  PrintQuantiles("postings of the known terms", Summarize(postings_known));
-  PrintQuantiles("postings of the kept terms", Summarize(postings_kept));
+  PrintQuantiles("query terms known to the store", Summarize(known));
+  PrintQuantiles("terms kept by the budget", Summarize(kept));
+  PrintQuantiles("items matched (read and scored)", Summarize(matched));
   std::printf("queries with no candidate: %zu\n", empty);
 
   int64_t fts = 0, total = 0;
@@ -479,15 +507,15 @@ int Run(const Options& o) {
     if (name.rfind("memory", 0) == 0 && name.find("fts") != std::string::npos) fts += bytes;
   }
   std::printf(
-      "\nfootprint: database file %.1f MiB (WAL %.1f MiB after a truncating checkpoint), "
+      "\nfootprint%s: database file %.1f MiB (WAL %.1f MiB after a truncating checkpoint), "
       "%.0f bytes per memory\n",
-      MiB(file_bytes), MiB(wal_bytes),
-      static_cast<double>(file_bytes) / static_cast<double>(count.ok() ? *count : 1));
+      o.postgres ? " (the SQLite bank moved to PostgreSQL)" : "", MiB(file_bytes), MiB(wal_bytes),
+      static_cast<double>(file_bytes) / static_cast<double>(count > 0 ? count : 1));
   if (pages.empty()) {
     std::printf("dbstat not compiled in: no per-table split\n");
   } else {
-    std::printf("FTS5 indexes (memory_fts*, memory_task_fts*): %.1f MiB = %.0f%% of pages\n",
-                MiB(fts), 100.0 * static_cast<double>(fts) / static_cast<double>(total));
+    std::printf("FTS5 index (memory_stem_fts*): %.1f MiB = %.0f%% of pages\n", MiB(fts),
+                100.0 * static_cast<double>(fts) / static_cast<double>(total));
     for (const auto& [name, bytes] : pages) {
       if (bytes * 100 >= total) std::printf("  %-32s %8.1f MiB\n", name.c_str(), MiB(bytes));
     }
@@ -499,11 +527,19 @@ int Run(const Options& o) {
   }
   std::printf(
       "RSS (VmRSS): %.1f MiB at start (corpus, scrubber, tokenizer loaded); %s%+.1f MiB from "
-      "opening the bank fresh to after its %zu queries (VmHWM %.1f MiB, what-if connections "
-      "included)\n",
+      "opening the bank fresh to after its %zu queries (VmHWM %.1f MiB)\n",
       MiB(rss_start * 1024), after_load, MiB((rss_after_queries - rss_before_open) * 1024),
       queries.size(), MiB(ProcStatusKb("VmHWM") * 1024));
-  store->reset();
+  if (o.postgres) {
+    std::printf(
+        "postgres: export/import of the SQLite bank %.1f s; PgMemoryStore open (stems and "
+        "counts rebuilt in one transaction) %.1f s\n",
+        pg_move_ms / 1000, pg_open_ms / 1000);
+  }
+  store.reset();
+#if CONTEXTD_BENCH_POSTGRES
+  pg_server.reset();
+#endif
   if (!o.keep && o.db.empty()) std::filesystem::remove_all(dir);
   return 0;
 }
@@ -525,6 +561,7 @@ int main(int argc, char** argv) {
       {"--workloads", [&](const std::string& v) { o.workloads = v; }},
       {"--dir", [&](const std::string& v) { o.dir = v; }},
       {"--db", [&](const std::string& v) { o.db = v; }},
+      {"--backend", [&](const std::string& v) { o.postgres = v == "postgres"; }},
   };
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -537,7 +574,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: memory_bench [--n N] [--queries Q] [--warmup W] [--diagnose-every K] "
                    "[--tenants T] [--projects P] [--seed S] [--workloads DIR] [--dir DIR] [--keep] "
-                   "[--db FILE]\n");
+                   "[--db FILE] [--backend sqlite|postgres]\n");
       return 2;
     }
   }

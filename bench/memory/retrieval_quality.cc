@@ -1,14 +1,16 @@
 // retrieval_quality: the ReasoningBank on the recorded SWE-bench runs (issue 18). Reads the set
 // retrieval_quality.mjs writes (the replay benchmark's segments, each with the BranchTrace fields
 // and the repository files its commands touch) and measures, through the bank's real paths
-// (MemoryBank::Extract with the structural distiller, Retrieve, the store's two BM25 rankings):
+// (MemoryBank::Extract with the structural distiller, Retrieve):
 //  - the extraction rate (SC-003): segments of submitted runs that yield a confirmed item, with
 //    auto_confirm off and no signal, with the run's outcome as the signal, and with auto_confirm;
 //  - retrieval quality, leave-one-run-out: memories from the other runs, queries from the held-out
 //    run's segments, relevant = same repository and a common touched file (or directory);
-//    recall@5, MRR@10 and "nothing relevant in the top 10" per ranking, plus what-ifs (no
-//    postings budget or term cap; porter stemming) and the random ranking's expectation.
-// Usage: retrieval_quality SET.json [--dir DIR] [--examples N]
+//    recall@5, MRR@10, "nothing relevant injected" (an empty injection counts), precision of what
+//    is injected, on a tuning and a held-out split of the runs (TuningRun), with the shipped
+//    BankOptions' floors and without them, and the random ranking's expectation. --grid adds the
+//    tuning grid (task weight x floors) on the tuning split.
+// Usage: retrieval_quality SET.json [--dir DIR] [--grid]
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -22,7 +24,6 @@
 #include "absl/strings/str_join.h"
 #include "base/logging.h"
 #include "bench/memory/bench_support.h"
-#include "bench/memory/raw_search.h"
 #include "memory/memory_bank.h"
 #include "nlohmann/json.hpp"
 #include "store/sqlite/sqlite_memory_store.h"
@@ -217,29 +218,29 @@ const char* ConditionName(Condition c) {
 enum class Label { kFile, kDir };
 constexpr Label kLabels[] = {Label::kFile, Label::kDir};
 
-const char* const kRankings[] = {
-    "(a) BM25 over item text (SearchContent)",
-    "(b) BM25 over source tasks (SearchTasks)",
-    "(c) fusion as the bank (Retrieve)",
-    "what-if: (c) without budget or term cap (<= 64 terms)",
-    "what-if: (c) porter-stemmed, without budget or cap",
-    "random ranking (expectation)",
+// The split of the runs: tuning when the FNV-1a 64-bit hash of the run id is even, held-out when
+// odd. Options are tuned on the tuning split only; the held-out split is reported as measured.
+bool TuningRun(const std::string& run) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : run) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h % 2 == 0;
+}
+
+// One ranked candidate as Retrieve returned it with no floors: what the floors then filter.
+struct Ranked {
+  std::string id;
+  double score;
+  bool own;
 };
-constexpr size_t kRankingCount = sizeof(kRankings) / sizeof(kRankings[0]);
-constexpr size_t kRandom = kRankingCount - 1;
 
 struct Score {
-  double recall5 = 0, mrr10 = 0, miss10 = 0;
+  double recall5 = 0, mrr10 = 0, miss10 = 0, empty = 0;
+  double injected = 0, injected_relevant = 0, injected_foreign = 0;
   int queries = 0;
-  int better = 0, worse = 0;  // queries whose reciprocal rank beats / trails the bank's (c)
-  double top10 = 0, top10_foreign = 0;  // items in the top 10, and those of other repositories
-};
-
-struct Tally {
-  int queries = 0, with_files = 0, with_relevant = 0, retrieve_differs = 0;
-  std::vector<double> query_words;
-  double relevant_sum = 0, visible_sum = 0;
-  Score scores[kRankingCount];
+  int unanswerable = 0, unanswerable_empty = 0;  // with files, nothing relevant stored
 };
 
 bool Overlaps(const std::set<std::string>& a, const std::set<std::string>& b) {
@@ -249,31 +250,37 @@ bool Overlaps(const std::set<std::string>& a, const std::set<std::string>& b) {
   return false;
 }
 
-// Adds one query's numbers; returns its reciprocal rank (0 if nothing relevant in the top 10).
-double AddScore(Score& s, const std::vector<std::string>& ranked, const std::set<std::string>& rel,
-                const std::map<std::string, const Segment*>& source, const std::string& repo) {
-  for (size_t i = 0; i < ranked.size() && i < 10; ++i) {
-    auto it = source.find(ranked[i]);
-    s.top10 += 1;
-    s.top10_foreign += it != source.end() && it->second->repo != repo ? 1 : 0;
+// The top 10 of `ranked` that pass the floors (what Retrieve injects at most, max_items 10).
+std::vector<const Ranked*> Injected(const std::vector<Ranked>& ranked, double floor,
+                                    double other_floor) {
+  std::vector<const Ranked*> out;
+  for (const Ranked& r : ranked) {
+    if (r.score < floor || (!r.own && r.score < other_floor)) continue;
+    out.push_back(&r);
+    if (out.size() == 10) break;
   }
+  return out;
+}
+
+void AddScore(Score& s, const std::vector<const Ranked*>& top, const std::set<std::string>& rel) {
   int in5 = 0;
   double rr = 0;
-  bool any10 = false;
-  for (size_t i = 0; i < ranked.size() && i < 10; ++i) {
-    if (rel.count(ranked[i]) == 0) continue;
+  for (size_t i = 0; i < top.size(); ++i) {
+    s.injected += 1;
+    s.injected_foreign += top[i]->own ? 0 : 1;
+    if (rel.count(top[i]->id) == 0) continue;
+    s.injected_relevant += 1;
     if (i < 5) ++in5;
-    if (!any10) rr = 1.0 / static_cast<double>(i + 1);
-    any10 = true;
+    if (rr == 0) rr = 1.0 / static_cast<double>(i + 1);
   }
   s.recall5 += static_cast<double>(in5) / static_cast<double>(rel.size());
   s.mrr10 += rr;
-  s.miss10 += any10 ? 0 : 1;
+  s.miss10 += rr == 0 ? 1 : 0;
+  s.empty += top.empty() ? 1 : 0;
   ++s.queries;
-  return rr;
 }
 
-// The same three numbers for a uniformly random order of `n` visible items, `r` of them relevant.
+// The same numbers for a uniformly random order of `n` visible items, `r` of them relevant.
 void AddRandom(Score& s, size_t n, size_t r) {
   if (n == 0 || r == 0) return;
   s.recall5 += static_cast<double>(std::min<size_t>(5, n)) / static_cast<double>(n);
@@ -290,26 +297,51 @@ void AddRandom(Score& s, size_t n, size_t r) {
   ++s.queries;
 }
 
-std::vector<std::string> Ids(const std::vector<memory::Ranked>& ranked) {
-  std::vector<std::string> ids;
-  for (const memory::Ranked& r : ranked) ids.push_back(r.id);
-  return ids;
-}
-
-struct Example {
-  std::string query, kept, top;
+// One labelled query of one fold: the relevant ids and, per ranking variant, what Retrieve ranked.
+struct QueryResult {
+  bool tuning = false;
+  bool has_files = false;
+  std::set<std::string> rel[2];  // by Label
+  size_t visible = 0;
+  std::vector<std::vector<Ranked>> ranked;  // by variant
 };
 
-void Quality(const BankParts& parts, const std::string& dir, const std::vector<Run>& runs,
-             const std::vector<Segment>& segments, int examples) {
+// The variants measured: the shipped options' ranking, and task weights for the tuning grid.
+struct Variant {
+  std::string name;
+  double task_weight;
+};
+
+std::vector<Variant> Variants(const memory::BankOptions& shipped, bool grid) {
+  std::vector<Variant> v = {{"shipped", shipped.weights.task_weight}};
+  if (grid) {
+    for (double w : {0.0, 0.25, 0.5, 1.0}) v.push_back({absl::StrCat("task_weight ", w), w});
+  }
+  return v;
+}
+
+std::vector<Ranked> RankAll(memory::MemoryBank& bank, const memory::Caller& caller,
+                            const std::string& text) {
+  auto got = bank.Retrieve(caller, text);
+  if (!got.ok()) {
+    std::fprintf(stderr, "retrieval_quality: Retrieve: %s\n", got.status().ToString().c_str());
+    std::exit(1);
+  }
+  std::vector<Ranked> out;
+  for (const auto& c : *got) out.push_back({c.item.id, c.score, c.own_project});
+  return out;
+}
+
+std::map<Condition, std::vector<QueryResult>> RunFolds(const BankParts& parts,
+                                                       const std::string& dir,
+                                                       const std::vector<Run>& runs,
+                                                       const std::vector<Segment>& segments,
+                                                       const std::vector<Variant>& variants) {
   std::map<std::string, int> runs_per_repo;
   for (const Run& r : runs) ++runs_per_repo[r.repo];
-  std::map<std::pair<Condition, Label>, Tally> tallies;
-  std::vector<Example> missed;
-  int folds = 0;
+  std::map<Condition, std::vector<QueryResult>> results;
   for (const Run& held_out : runs) {
     if (runs_per_repo[held_out.repo] < 2) continue;  // nothing of its repository to find
-    ++folds;
     for (Condition cond : kConditions) {
       Bank b = OpenBank(parts, dir + "/fold.db", /*auto_confirm=*/true);
       const Scope scope = cond == Condition::kAllVisible ? Scope::kTeam : Scope::kProject;
@@ -324,144 +356,122 @@ void Quality(const BankParts& parts, const std::string& dir, const std::vector<R
         }
         for (const memory::MemoryItem& item : r->stored) source[item.id] = &s;
       }
-      auto whatif = WhatIfIndex::Open(dir + "/fold.db");
-      absl::Status built = whatif.ok() ? (*whatif)->BuildStemmed() : whatif.status();
-      if (!built.ok()) {
-        std::fprintf(stderr, "retrieval_quality: what-if index: %s\n", built.ToString().c_str());
-        std::exit(1);
-      }
-      // Items the held-out run's caller can see.
-      std::vector<const Segment*> visible;
-      for (const auto& [id, s] : source) {
-        if (cond != Condition::kAllProjectScoped || s->repo == held_out.repo) visible.push_back(s);
+      std::vector<std::unique_ptr<memory::MemoryBank>> banks;
+      for (const Variant& v : variants) {
+        memory::BankOptions o;
+        o.auto_confirm = true;
+        o.injection_floor = 0;
+        o.other_project_floor = 0;
+        o.max_items = 1000;  // every candidate, ranked; the floors and the top 10 come after
+        o.weights.task_weight = v.task_weight;
+        banks.push_back(std::make_unique<memory::MemoryBank>(parts.For(b.store.get()), o));
       }
       for (const Segment& q : segments) {
         if (q.run != held_out.id) continue;
-        const std::string text = q.query();
+        QueryResult r;
+        r.tuning = TuningRun(q.run);
+        r.has_files = !q.files.empty();
+        for (const auto& [id, s] : source) {
+          const bool seen = cond != Condition::kAllProjectScoped || s->repo == q.repo;
+          if (!seen) continue;
+          ++r.visible;
+          if (s->repo != q.repo) continue;
+          if (Overlaps(q.files, s->files)) r.rel[0].insert(id);
+          if (Overlaps(q.dirs, s->dirs)) r.rel[1].insert(id);
+        }
         const memory::Caller caller{kTenant, q.repo, q.run};
-        const memory::Visibility v{kTenant, q.repo, std::nullopt, false};
-        const std::vector<std::string> terms = memory::QueryTerms(text);
-        auto content = b.store->SearchContent(v, terms, 50);
-        auto tasks = b.store->SearchTasks(v, terms, 50);
-        auto retrieved = b.bank->Retrieve(caller, text);
-        SearchSpec spec{Field::kContent, Stemming::kNone, DfSource::kNone, kNoBudget, 64, 50};
-        auto wc = (*whatif)->Search(spec, v, terms);
-        spec.field = Field::kTasks;
-        auto wt = (*whatif)->Search(spec, v, terms);
-        spec.stemming = Stemming::kPorter;
-        auto pt = (*whatif)->Search(spec, v, terms);
-        spec.field = Field::kContent;
-        auto pc = (*whatif)->Search(spec, v, terms);
-        if (!content.ok() || !tasks.ok() || !retrieved.ok() || !wc.ok() || !wt.ok() || !pc.ok() ||
-            !pt.ok()) {
-          std::fprintf(stderr, "retrieval_quality: query %s failed\n", q.id.c_str());
-          std::exit(1);
-        }
-        std::vector<std::string> injected;
-        for (const auto& c : *retrieved) injected.push_back(c.item.id);
-        const std::vector<std::string> fused = Fuse({*content, *tasks});
-        const std::vector<std::vector<std::string>> lists = {Ids(*content), Ids(*tasks), injected,
-                                                             Fuse({*wc, *wt}), Fuse({*pc, *pt})};
-        for (Label label : kLabels) {
-          Tally& t = tallies[{cond, label}];
-          ++t.queries;
-          t.query_words.push_back(static_cast<double>(terms.size()));
-          if (q.files.empty()) continue;
-          ++t.with_files;
-          std::set<std::string> rel;
-          for (const auto& [id, s] : source) {
-            const bool seen = cond != Condition::kAllProjectScoped || s->repo == q.repo;
-            if (seen && s->repo == q.repo &&
-                Overlaps(label == Label::kFile ? q.files : q.dirs,
-                         label == Label::kFile ? s->files : s->dirs)) {
-              rel.insert(id);
-            }
-          }
-          if (rel.empty()) continue;
-          ++t.with_relevant;
-          t.relevant_sum += static_cast<double>(rel.size());
-          t.visible_sum += static_cast<double>(visible.size());
-          if (std::vector<std::string>(
-                  fused.begin(), fused.begin() + std::min<size_t>(fused.size(), 30)) != injected) {
-            ++t.retrieve_differs;
-          }
-          double rr[kRankingCount] = {};
-          for (size_t k = 0; k < lists.size(); ++k) {
-            rr[k] = AddScore(t.scores[k], lists[k], rel, source, q.repo);
-          }
-          for (size_t k = 0; k < lists.size(); ++k) {
-            t.scores[k].better += rr[k] > rr[2] ? 1 : 0;
-            t.scores[k].worse += rr[k] < rr[2] ? 1 : 0;
-          }
-          AddRandom(t.scores[kRandom], visible.size(), rel.size());
-          const bool miss = std::none_of(injected.begin(),
-                                         injected.begin() + std::min<size_t>(injected.size(), 10),
-                                         [&](const std::string& id) { return rel.count(id) > 0; });
-          if (miss && label == Label::kFile && cond == Condition::kAllVisible &&
-              static_cast<int>(missed.size()) < examples) {
-            TermStats ts;
-            SearchSpec store_like{Field::kContent,        Stemming::kNone,       DfSource::kVocab,
-                                  store::kPostingsBudget, store::kMaxQueryTerms, 50};
-            (void)(*whatif)->Search(store_like, v, terms, &ts);
-            std::vector<std::string> tops;
-            for (size_t i = 0; i < injected.size() && i < 3; ++i) {
-              const Segment* s = source.count(injected[i]) ? source[injected[i]] : nullptr;
-              tops.push_back(s == nullptr ? injected[i]
-                                          : absl::StrCat(s->id, " \"", s->description, "\""));
-            }
-            std::string files = absl::StrJoin(q.files, " ");
-            missed.push_back(
-                {absl::StrCat(q.id, " [", files, "]: ", std::string(memory::Utf8Head(text, 200))),
-                 absl::StrCat(ts.kept, " of ", ts.known,
-                              " known content terms kept: ", absl::StrJoin(ts.kept_terms, " ")),
-                 absl::StrJoin(tops, "; ")});
-          }
-        }
+        for (auto& bank : banks) r.ranked.push_back(RankAll(*bank, caller, q.query()));
+        results[cond].push_back(std::move(r));
       }
     }
   }
+  return results;
+}
 
+Score Evaluate(const std::vector<QueryResult>& results, bool tuning, Label label, size_t variant,
+               double floor, double other_floor) {
+  Score s;
+  const int l = label == Label::kFile ? 0 : 1;
+  for (const QueryResult& r : results) {
+    if (r.tuning != tuning || !r.has_files) continue;
+    auto top = Injected(r.ranked[variant], floor, other_floor);
+    if (r.rel[l].empty()) {
+      ++s.unanswerable;
+      s.unanswerable_empty += top.empty() ? 1 : 0;
+      continue;
+    }
+    AddScore(s, top, r.rel[l]);
+  }
+  return s;
+}
+
+Score Random(const std::vector<QueryResult>& results, bool tuning, Label label) {
+  Score s;
+  const int l = label == Label::kFile ? 0 : 1;
+  for (const QueryResult& r : results) {
+    if (r.tuning == tuning && r.has_files) AddRandom(s, r.visible, r.rel[l].size());
+  }
+  return s;
+}
+
+void PrintRow(const std::string& name, const Score& s, bool random = false) {
+  const double n = s.queries > 0 ? s.queries : 1;
+  std::printf("| %s | %d | %.3f | %.3f | %.1f%% |", name.c_str(), s.queries, s.recall5 / n,
+              s.mrr10 / n, 100.0 * s.miss10 / n);
+  if (random) {
+    std::printf(" | | | |\n");
+    return;
+  }
+  std::printf(" %.1f%% | %.2f | %.0f%% | %d / %d |\n", 100.0 * s.empty / n,
+              s.injected > 0 ? s.injected_relevant / s.injected : 0.0,
+              s.injected > 0 ? 100.0 * s.injected_foreign / s.injected : 0.0, s.unanswerable_empty,
+              s.unanswerable);
+}
+
+const char kHeader[] =
+    "| ranking | queries | recall@5 | MRR@10 | nothing relevant injected (top 10) | nothing "
+    "injected | precision of what is injected | injected from other repositories | nothing "
+    "injected / queries with no relevant memory |\n|---|---|---|---|---|---|---|---|---|\n";
+
+void Quality(const BankParts& parts, const std::string& dir, const std::vector<Run>& runs,
+             const std::vector<Segment>& segments, bool grid) {
+  const memory::BankOptions shipped;
+  const std::vector<Variant> variants = Variants(shipped, grid);
+  int tuning_runs = 0, held_runs = 0;
+  for (const Run& r : runs) (TuningRun(r.id) ? tuning_runs : held_runs) += 1;
+  auto results = RunFolds(parts, dir, runs, segments, variants);
   std::printf(
-      "\n## Retrieval quality: leave-one-run-out over %d held-out runs (repositories with "
-      ">= 2 runs)\n",
-      folds);
+      "\n## Retrieval quality: leave-one-run-out; split by FNV-1a(run id) parity: %d tuning runs, "
+      "%d held-out (flask's single run is never a query)\n",
+      tuning_runs, held_runs);
+  std::printf("shipped options: task_weight %.2f, injection_floor %.2f, other_project_floor %.2f\n",
+              shipped.weights.task_weight, shipped.injection_floor, shipped.other_project_floor);
   for (Label label : kLabels) {
-    for (Condition cond : kConditions) {
-      const Tally& t = tallies[{cond, label}];
-      std::printf("\n### %s; relevant = same repository and a common touched %s\n\n",
-                  ConditionName(cond), label == Label::kFile ? "file" : "directory");
-      const Quantiles qt = Summarize(t.query_words);
-      std::printf(
-          "queries %d (QueryTerms per query: median %.0f, p95 %.0f), with touched files "
-          "%d, with >= 1 relevant memory %d (mean %.1f relevant of %.0f visible); "
-          "Retrieve's order differs from the re-stated fusion in %d\n\n",
-          t.queries, qt.p50, qt.p95, t.with_files, t.with_relevant,
-          t.with_relevant ? t.relevant_sum / t.with_relevant : 0.0,
-          t.with_relevant ? t.visible_sum / t.with_relevant : 0.0, t.retrieve_differs);
-      std::printf(
-          "| ranking | recall@5 | MRR@10 | nothing relevant in top 10 | RR better / "
-          "worse than (c) | top-10 items from other repositories |\n"
-          "|---|---|---|---|---|---|\n");
-      for (size_t k = 0; k < kRankingCount; ++k) {
-        const Score& s = t.scores[k];
-        const double n = s.queries > 0 ? s.queries : 1;
-        std::printf("| %s | %.3f | %.3f | %.1f%% |", kRankings[k], s.recall5 / n, s.mrr10 / n,
-                    100.0 * s.miss10 / n);
-        if (k == kRandom) {
-          std::printf(" | |\n");
-        } else {
-          std::printf(" %d / %d | %.0f%% |\n", s.better, s.worse,
-                      s.top10 > 0 ? 100.0 * s.top10_foreign / s.top10 : 0.0);
-        }
+    for (bool tuning : {true, false}) {
+      for (Condition cond : kConditions) {
+        std::printf("\n### %s split; %s; relevant = same repository and a common touched %s\n\n",
+                    tuning ? "tuning" : "HELD-OUT", ConditionName(cond),
+                    label == Label::kFile ? "file" : "directory");
+        std::printf("%s", kHeader);
+        const auto& r = results[cond];
+        PrintRow("Retrieve (shipped floors)", Evaluate(r, tuning, label, 0, shipped.injection_floor,
+                                                       shipped.other_project_floor));
+        PrintRow("same ranking, no floors", Evaluate(r, tuning, label, 0, 0, 0));
+        PrintRow("random ranking (expectation)", Random(r, tuning, label), true);
       }
     }
   }
-  if (!missed.empty()) {
-    std::printf(
-        "\nExamples of queries whose top 10 had nothing relevant (all repositories "
-        "visible, file label):\n");
-    for (const Example& e : missed) {
-      std::printf("- %s\n  [%s; top 3 from: %s]\n", e.query.c_str(), e.kept.c_str(), e.top.c_str());
+  if (!grid) return;
+  // The tuning grid: tuning split only, all repositories visible, file label.
+  std::printf("\n## Tuning grid (tuning split, all visible, file label)\n\n%s", kHeader);
+  const auto& r = results[Condition::kAllVisible];
+  for (size_t v = 1; v < variants.size(); ++v) {
+    for (double floor : {0.0, 0.02, 0.04, 0.06, 0.08, 0.1, 0.12, 0.15, 0.2}) {
+      for (double other : {0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 2.0}) {
+        if (other != 0 && other < floor) continue;
+        PrintRow(absl::StrCat(variants[v].name, ", floor ", floor, ", other ", other),
+                 Evaluate(r, true, Label::kFile, v, floor, other));
+      }
     }
   }
 }
@@ -472,17 +482,17 @@ void Quality(const BankParts& parts, const std::string& dir, const std::vector<R
 int main(int argc, char** argv) {
   using namespace contextd::bench;  // NOLINT(google-build-using-namespace): main only
   std::string set_path, dir;
-  int examples = 0;
+  bool grid = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--dir" && i + 1 < argc) {
       dir = argv[++i];
-    } else if (a == "--examples" && i + 1 < argc) {
-      examples = std::atoi(argv[++i]);
+    } else if (a == "--grid") {
+      grid = true;
     } else if (!a.empty() && a[0] != '-' && set_path.empty()) {
       set_path = a;
     } else {
-      std::fprintf(stderr, "usage: retrieval_quality SET.json [--dir DIR] [--examples N]\n");
+      std::fprintf(stderr, "usage: retrieval_quality SET.json [--dir DIR] [--grid]\n");
       return 2;
     }
   }
@@ -508,7 +518,7 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
   BankParts parts;
   Extraction(parts, dir, segments);
-  Quality(parts, dir, runs, segments, examples);
+  Quality(parts, dir, runs, segments, grid);
   std::filesystem::remove_all(dir);
   return 0;
 }

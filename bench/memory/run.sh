@@ -34,7 +34,7 @@ export CONTEXTD_WORKLOADS="$workloads"
 
 if command -v node >/dev/null; then
   node "$root/bench/memory/retrieval_quality.mjs" --workloads "$workloads" --out "$out/set.json"
-  "$build/bench/memory/retrieval_quality" "$out/set.json" --dir "$out/quality" --examples 5 \
+  "$build/bench/memory/retrieval_quality" "$out/set.json" --dir "$out/quality" \
     | tee "$out/retrieval_quality.md"
 else
   echo "bench/memory: retrieval_quality skipped: node is needed to write the labelled set" \
@@ -50,13 +50,13 @@ awk '
   file == 1 && /^## Extraction rate/ { ext = 1 }
   file == 1 && ext && /^\| auto_confirm/ { rates = rates sprintf("| extraction rate, %s | %s of %s (%s) |\n", cell($0, 1), cell($0, 3), cell($0, 2), cell($0, 4)) }
   file == 1 && /^### / { sec = $0; sub(/^### /, "", sec) }
-  file == 1 && /^\| \(c\) fusion/ && sec ~ /touched file$/ {
-    quality = quality sprintf("| Retrieve recall@5 / MRR@10 / nothing relevant, %s | %s / %s / %s |\n", sec, cell($0, 2), cell($0, 3), cell($0, 4)) }
+  file == 1 && /^\| Retrieve \(shipped floors\)/ && sec ~ /touched file$/ {
+    quality = quality sprintf("| Retrieve recall@5 / MRR@10 / nothing relevant, %s | %s / %s / %s |\n", sec, cell($0, 3), cell($0, 4), cell($0, 5)) }
   file == 2 && /^load:/ { load = $0 }
-  file == 2 && /^\| Retrieve/ { lat = sprintf("p50 %s, p95 %s, p99 %s, max %s (n %s)", cell($0, 3), cell($0, 4), cell($0, 5), cell($0, 6), cell($0, 2)) }
+  file == 2 && /^\| Retrieve \(branch/ { lat = sprintf("p50 %s, p95 %s, p99 %s, max %s (n %s)", cell($0, 3), cell($0, 4), cell($0, 5), cell($0, 6), cell($0, 2)) }
   file == 2 && /^## memory_bench/ { bank = $3 }
-  file == 2 && /^footprint:/ { foot = $0 }
-  file == 2 && /^FTS5 indexes/ { fts = $0 }
+  file == 2 && /^footprint/ { foot = $0 }
+  file == 2 && /^FTS5 index/ { fts = $0 }
   file == 2 && /^RSS/ { rss = $0 }
   function row(line,   at) {
     if (line == "") return

@@ -1,5 +1,5 @@
-// Fuzzes the structural distiller and the query/overlap helpers with arbitrary bytes: the input
-// is split on NUL bytes into description, prompt, summary and event texts (tool calls and
+// Fuzzes the structural distiller and the query/stem/overlap helpers with arbitrary bytes: the
+// input is split on NUL bytes into description, prompt, summary and event texts (tool calls and
 // results alternate). Every candidate must pass the field limits the bank checks, and nothing
 // may crash or run long.
 #include <cstddef>
@@ -46,6 +46,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   std::vector<std::string> terms = QueryTerms(input);
   if (terms.size() > 64) std::abort();
+  // The stemmer sees every word (non-ASCII bytes included): each stem is a non-empty word of
+  // StemText's, which a store indexes, and no stem is repeated in a query.
+  const std::string stems = StemText(input);
+  for (const std::string& t : terms) {
+    if (t.empty() || t.find(' ') != std::string::npos) std::abort();
+  }
+  for (std::string_view s : SplitStems(stems)) {
+    if (s.empty()) std::abort();
+  }
   double overlap = WordOverlap(trace.description, trace.summary);
   if (overlap < 0 || overlap > 1) std::abort();
   return 0;

@@ -1,10 +1,8 @@
 #include "memory/memory_bank.h"
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <set>
-#include <unordered_map>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -19,34 +17,6 @@ namespace contextd::memory {
 namespace {
 
 using internal::Sv;
-
-// Common English words that say nothing about a task.
-const std::set<std::string_view>& StopWords() {
-  static const auto* words = new std::set<std::string_view>{
-      "a", "about", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been",
-      "but", "by", "can", "could", "did", "do", "does", "each", "for", "from", "had", "has", "have",
-      "how", "if", "in", "into", "is", "it", "its", "just", "may", "more", "most", "must", "no",
-      "not", "of", "on", "one", "only", "or", "other", "our", "out", "should", "so", "some", "such",
-      "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those",
-      "to", "up", "use", "was", "we", "were", "what", "when", "where", "which", "while", "who",
-      "why", "will", "with", "would", "you", "your",
-      // Pieces of URLs: rare in a bank of lessons, so "rarest first" would keep them over the
-      // words that name the task.
-      "com", "html", "http", "https", "org", "www"};
-  return *words;
-}
-
-int Tier(Scope s) {
-  switch (s) {
-    case Scope::kProject:
-      return 0;
-    case Scope::kTeam:
-      return 1;
-    case Scope::kOrg:
-      return 2;
-  }
-  return 2;
-}
 
 bool VisibleTo(const MemoryItem& item, const Visibility& v) {
   switch (item.scope) {
@@ -65,63 +35,6 @@ absl::Status NotFound(std::string_view id) {
 }
 
 }  // namespace
-
-namespace {
-
-// Calls `emit` with each distinct word of `text` (lowercase ASCII letters and digits; a non-ASCII
-// byte stays in its word), 2-40 bytes, in order of first appearance, until it returns false.
-template <typename Emit>
-void ForEachWord(std::string_view text, bool skip_stop_words, Emit emit) {
-  std::set<std::string> seen;
-  std::string word;
-  auto flush = [&]() -> bool {
-    bool go_on = true;
-    if (word.size() >= 2 && word.size() <= 40 &&
-        !(skip_stop_words && StopWords().count(word) != 0) && seen.insert(word).second) {
-      go_on = emit(word);
-    }
-    word.clear();
-    return go_on;
-  };
-  for (char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (std::isalnum(u) != 0 || u >= 0x80) {
-      word.push_back(static_cast<char>(std::tolower(u)));
-    } else if (!flush()) {
-      return;
-    }
-  }
-  flush();
-}
-
-}  // namespace
-
-std::vector<std::string> QueryTerms(std::string_view text) {
-  std::vector<std::string> out;
-  ForEachWord(text, /*skip_stop_words=*/true, [&out](const std::string& w) {
-    out.push_back(w);
-    return out.size() < 64;
-  });
-  return out;
-}
-
-std::vector<std::string> IndexTerms(std::string_view text) {
-  std::vector<std::string> out;
-  ForEachWord(text, /*skip_stop_words=*/false, [&out](const std::string& w) {
-    out.push_back(w);
-    return true;
-  });
-  return out;
-}
-
-double WordOverlap(std::string_view a, std::string_view b) {
-  std::vector<std::string> wa = QueryTerms(a), wb = QueryTerms(b);
-  std::set<std::string> sa(wa.begin(), wa.end()), sb(wb.begin(), wb.end());
-  if (sa.empty() && sb.empty()) return 0;
-  size_t common = 0;
-  for (const std::string& w : sa) common += sb.count(w);
-  return static_cast<double>(common) / static_cast<double>(sa.size() + sb.size() - common);
-}
 
 MemoryBank::MemoryBank(Parts parts, BankOptions options)
     : parts_(std::move(parts)), options_(options) {}
@@ -186,59 +99,61 @@ absl::StatusOr<MemoryItem> MemoryBank::Record(const Caller& caller, const Record
   return item;
 }
 
-absl::StatusOr<std::vector<std::pair<std::string, double>>> MemoryBank::Rank(const Visibility& v,
-                                                                             std::string_view query,
-                                                                             int depth) {
+absl::Status MemoryBank::AddVectorScores(const Visibility& v, std::string_view query,
+                                         std::map<std::string, double>& scores) {
+  // The query leaves the process: scrubbed first, as every text the bank sends or stores (a
+  // memory_search query is the agent's own text).
+  auto q = parts_.embedder->Embed({parts_.sanitize(query)});
+  if (!q.ok() || q->size() != 1) {
+    base::LogWarn(absl::StrCat("memory: query embedding failed (BM25 only): ",
+                               q.ok() ? "no vector" : q.status().message()));
+    Emit({"memory.fallback.embeddings", v.tenant, v.project, "", {}, 0});
+    return absl::OkStatus();
+  }
+  const int depth = options_.per_ranking;
+  // The index holds every tenant's vectors: read deeper, visibility is checked on the items.
+  auto near = parts_.vectors->Nearest((*q)[0], depth * 4);
+  if (!near.ok()) return absl::OkStatus();
+  std::vector<std::string> ids;
+  for (const Neighbour& n : *near) ids.push_back(n.id);
+  ASSIGN_OR_RETURN(std::vector<MemoryItem> items, parts_.store->GetMany(ids));
+  int rank = 0;
+  for (const MemoryItem& item : items) {
+    const bool status_ok =
+        item.status == Status::kActive || (v.include_pending && item.status == Status::kPending);
+    if (!status_ok || !VisibleTo(item, v) || (v.scope && item.scope != *v.scope)) continue;
+    scores[item.id] += options_.vector_weight * (1.0 - static_cast<double>(rank) / depth);
+    if (++rank >= depth) break;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<MemoryBank::Scored>> MemoryBank::Rank(const Visibility& v,
+                                                                 std::string_view query) {
   std::vector<std::string> terms = QueryTerms(query);
-  std::unordered_map<std::string, double> fused;
-  auto add = [&](const std::vector<std::string>& ids, double weight = 1.0) {
-    for (size_t r = 0; r < ids.size(); ++r) {
-      fused[ids[r]] += weight / static_cast<double>(options_.rrf_k + static_cast<int>(r) + 1);
-    }
-  };
-  auto ids_of = [](const std::vector<Ranked>& ranked) {
-    std::vector<std::string> ids;
-    ids.reserve(ranked.size());
-    for (const Ranked& r : ranked) ids.push_back(r.id);
-    return ids;
-  };
+  std::map<std::string, double> scores;
+  std::set<std::string> own;
   if (!terms.empty()) {
-    ASSIGN_OR_RETURN(std::vector<Ranked> content, parts_.store->SearchContent(v, terms, depth));
-    ASSIGN_OR_RETURN(std::vector<Ranked> tasks, parts_.store->SearchTasks(v, terms, depth));
-    add(ids_of(content));
-    add(ids_of(tasks), options_.task_weight);
+    ASSIGN_OR_RETURN(Matches found, parts_.store->FindMatches(v, terms, options_.max_matches));
+    const MatchScorer scorer(terms, found.global, options_.weights);
+    for (const Match& m : found.items) {
+      auto stats = found.projects.find({m.tenant, m.project});
+      const double score =
+          scorer.Score(m, stats == found.projects.end() ? found.global : stats->second);
+      if (score <= 0) continue;
+      scores[m.id] = score;
+      if (m.tenant == v.tenant && m.project == v.project) own.insert(m.id);
+    }
   }
   if (parts_.embedder != nullptr && parts_.vectors != nullptr && parts_.vectors->size() > 0) {
-    // The query leaves the process: scrubbed first, as every text the bank sends or stores
-    // (a memory_search query is the agent's own text).
-    auto q = parts_.embedder->Embed({parts_.sanitize(query)});
-    if (q.ok() && q->size() == 1) {
-      // The index holds every tenant's vectors: read deeper, visibility is checked on the items.
-      auto near = parts_.vectors->Nearest((*q)[0], depth * 4);
-      if (near.ok()) {
-        std::vector<std::string> ids;
-        for (const Neighbour& n : *near) ids.push_back(n.id);
-        ASSIGN_OR_RETURN(std::vector<MemoryItem> items, parts_.store->GetMany(ids));
-        std::vector<std::string> visible;
-        for (const MemoryItem& item : items) {
-          bool status_ok = item.status == Status::kActive ||
-                           (v.include_pending && item.status == Status::kPending);
-          if (status_ok && VisibleTo(item, v) && (!v.scope || item.scope == *v.scope)) {
-            visible.push_back(item.id);
-            if (static_cast<int>(visible.size()) >= depth) break;
-          }
-        }
-        add(visible);
-      }
-    } else {
-      base::LogWarn(absl::StrCat("memory: query embedding failed (BM25 only): ",
-                                 q.ok() ? "no vector" : q.status().message()));
-      Emit({"memory.fallback.embeddings", v.tenant, v.project, "", {}, 0});
-    }
+    RETURN_IF_ERROR(AddVectorScores(v, query, scores));
   }
-  std::vector<std::pair<std::string, double>> out(fused.begin(), fused.end());
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
-    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  std::vector<Scored> out;
+  out.reserve(scores.size());
+  for (const auto& [id, score] : scores) out.push_back({id, score, own.count(id) > 0});
+  std::sort(out.begin(), out.end(), [](const Scored& a, const Scored& b) {
+    if (a.own_project != b.own_project) return a.own_project;
+    return a.score != b.score ? a.score > b.score : a.id < b.id;
   });
   return out;
 }
@@ -258,16 +173,16 @@ absl::StatusOr<std::vector<SearchHit>> MemoryBank::Search(const Caller& caller,
   }
   Visibility v{caller.tenant, caller.project, scope, /*include_pending=*/true,
                options_.org_across_tenants};
-  ASSIGN_OR_RETURN(auto ranked, Rank(v, query, std::max(limit, options_.per_ranking)));
+  ASSIGN_OR_RETURN(std::vector<Scored> ranked, Rank(v, query));
   if (static_cast<int>(ranked.size()) > limit) ranked.resize(limit);
   std::vector<std::string> ids;
-  for (const auto& [id, score] : ranked) ids.push_back(id);
+  for (const Scored& r : ranked) ids.push_back(r.id);
   ASSIGN_OR_RETURN(std::vector<MemoryItem> items, parts_.store->GetMany(ids));
   std::vector<SearchHit> hits;
   for (size_t i = 0; i < items.size(); ++i) {
     auto it = std::find_if(ranked.begin(), ranked.end(),
-                           [&](const auto& r) { return r.first == items[i].id; });
-    hits.push_back({std::move(items[i]), it == ranked.end() ? 0 : it->second});
+                           [&](const Scored& r) { return r.id == items[i].id; });
+    hits.push_back({std::move(items[i]), it == ranked.end() ? 0 : it->score});
   }
   return hits;
 }
@@ -276,31 +191,37 @@ absl::StatusOr<std::vector<InjectionCandidate>> MemoryBank::Retrieve(const Calle
                                                                      std::string_view query) {
   Visibility v{caller.tenant, caller.project, std::nullopt, /*include_pending=*/false,
                options_.org_across_tenants};
-  ASSIGN_OR_RETURN(auto ranked, Rank(v, Utf8Head(query, kMaxQueryChars), options_.per_ranking));
+  ASSIGN_OR_RETURN(std::vector<Scored> ranked, Rank(v, Utf8Head(query, kMaxQueryChars)));
+  // The floors: nothing below injection_floor, other projects' items from other_project_floor.
+  ranked.erase(std::remove_if(ranked.begin(), ranked.end(),
+                              [&](const Scored& r) {
+                                return r.score < options_.injection_floor ||
+                                       (!r.own_project && r.score < options_.other_project_floor);
+                              }),
+               ranked.end());
   // Twice what may be injected: the greedy fit skips items too large for what is left, and each
-  // candidate costs a token count.
+  // candidate costs a token count. Items are read a batch at a time: most pass the confidence
+  // threshold, so one batch usually does.
   const size_t want = static_cast<size_t>(options_.max_items) * 2;
-  std::vector<std::string> ids;
-  for (const auto& [id, score] : ranked) ids.push_back(id);
-  ASSIGN_OR_RETURN(std::vector<MemoryItem> items, parts_.store->GetMany(ids));
-  // GetMany keeps the fused order; the scope walk is a stable sort by tier.
-  std::vector<MemoryItem> kept;
-  for (MemoryItem& item : items) {
-    if (item.status == Status::kActive && item.Confidence() >= options_.min_confidence) {
-      kept.push_back(std::move(item));
-    }
-  }
-  std::stable_sort(kept.begin(), kept.end(), [](const MemoryItem& a, const MemoryItem& b) {
-    return Tier(a.scope) < Tier(b.scope);
-  });
   std::vector<InjectionCandidate> out;
-  for (MemoryItem& item : kept) {
-    if (out.size() >= want) break;
-    InjectionCandidate c;
-    c.text = InjectionText(item);
-    c.tokens = parts_.count_tokens(c.text);
-    c.item = std::move(item);
-    out.push_back(std::move(c));
+  for (size_t from = 0; from < ranked.size() && out.size() < want; from += want) {
+    std::vector<std::string> ids;
+    for (size_t i = from; i < ranked.size() && i < from + want; ++i) ids.push_back(ranked[i].id);
+    ASSIGN_OR_RETURN(std::vector<MemoryItem> items, parts_.store->GetMany(ids));
+    for (size_t i = 0; i < items.size() && out.size() < want; ++i) {  // GetMany keeps the order
+      MemoryItem& item = items[i];
+      if (item.status != Status::kActive || item.Confidence() < options_.min_confidence) continue;
+      const Scored& r =
+          *std::find_if(ranked.begin() + static_cast<std::ptrdiff_t>(from), ranked.end(),
+                        [&](const Scored& s) { return s.id == item.id; });
+      InjectionCandidate c;
+      c.text = InjectionText(item);
+      c.tokens = parts_.count_tokens(c.text);
+      c.score = r.score;
+      c.own_project = r.own_project;
+      c.item = std::move(item);
+      out.push_back(std::move(c));
+    }
   }
   return out;
 }

@@ -1,15 +1,16 @@
 // MemoryBank: the ReasoningBank over a MemoryStore. Records, searches and rates memories (the
-// memory_* tools), retrieves what to inject into a new branch (reciprocal-rank fusion of BM25 over
-// the items, BM25 over their source tasks and, with an embedder, vector similarity; then the
-// scope walk project -> team -> org), and distils finished branches into candidates, merging
-// near-duplicates with history. Every text is sanitised (secrets scrubbed, private spans
-// withheld) before it is stored. Thread-safe: it keeps no mutable state of its own besides the
-// vector index, which is; calls may run on any thread, never on the engine executor (store writes
-// would wait on the engine's open group transaction).
+// memory_* tools), retrieves what to inject (BM25 over stems against each item's own project's
+// statistics, plus vector similarity with an embedder; the caller's own project first, other
+// projects only above a floor, nothing below the injection floor), and distils finished branches
+// into candidates, merging near-duplicates with history. Every text is sanitised (secrets scrubbed,
+// private spans withheld) before it is stored. Thread-safe: it keeps no mutable state of its own
+// besides the vector index, which is; calls may run on any thread, never on the engine executor
+// (store writes would wait on the engine's open group transaction).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,6 +23,8 @@
 #include "memory/embedder.h"
 #include "memory/memory_item.h"
 #include "memory/memory_store.h"
+#include "memory/ranking.h"
+#include "memory/terms.h"
 
 namespace contextd::memory {
 
@@ -29,12 +32,22 @@ struct BankOptions {
   double min_confidence = 0.7;  // below it an item is not injected (still searchable)
   int max_items = 10;           // at most this many items injected into one branch
   bool auto_confirm = false;    // distilled candidates become active at once
-  int rrf_k = 60;               // reciprocal-rank fusion constant: score = sum w/(k + rank)
-  // The weight w of the source-task ranking (the item-text and vector rankings weigh 1): task
-  // sentences are short and generic ("Run the reproduction script"), so they match other
-  // projects' tasks word for word (bench/memory/README.md).
-  double task_weight = 1.0;
-  int per_ranking = 50;  // how deep each ranking is read
+  // The relevance score (memory/ranking.h: BM25 over stems, against the statistics of the item's
+  // own project) and its field weights. The source task counts task_weight beside the item's
+  // texts: task sentences are short and generic ("Run the reproduction script"), so they match
+  // other projects' tasks word for word (bench/memory/README.md, issue 35).
+  RankWeights weights;
+  int per_ranking = 50;  // how deep the vector ranking is read
+  // At most this many matching items are read from the store and scored per query.
+  int max_matches = 1000;
+  // Retrieve injects nothing scoring below injection_floor, and items of other projects (visible
+  // through team or org scope) only from other_project_floor up: nothing rather than something
+  // irrelevant. Tuned on the tuning split of bench/memory (issue 35).
+  double injection_floor = 0.02;
+  double other_project_floor = 0.2;
+  // With an embedder, a visible item at rank r (from 0) of the vector ranking gains
+  // vector_weight * (1 - r / per_ranking) (not measured: no embedder in bench/memory).
+  double vector_weight = 1.0;
   // Two candidates of the same source task whose word sets overlap at least this much (Jaccard)
   // are one memory: the newer one merges into the older.
   double merge_overlap = 0.6;
@@ -63,14 +76,16 @@ struct RecordRequest {
 
 struct SearchHit {
   MemoryItem item;
-  double score = 0;  // fused reciprocal-rank score, higher is better
+  double score = 0;  // relevance (memory/ranking.h), higher is better
 };
 
-// One item ready to inject: what the branch will read and its token count.
+// One item ready to inject: what the branch will read, its token count and its relevance.
 struct InjectionCandidate {
   MemoryItem item;
   std::string text;  // InjectionText(item)
   int64_t tokens = 0;
+  double score = 0;          // relevance (memory/ranking.h), at or above the floors
+  bool own_project = false;  // the caller's tenant and project (ranked before the others)
 };
 
 struct ExtractResult {
@@ -131,9 +146,11 @@ class MemoryBank {
                                     std::string_view reason);
   absl::StatusOr<MemoryItem> Get(const Caller& caller, std::string_view id);
 
-  // What to inject for a branch whose task is `query` (description + prompt): active items at or
-  // above min_confidence, ranked by the fusion, project items first, then team, then org; at
-  // most 2 x max_items candidates (the caller fits them greedily into the budget).
+  // What to inject for a task `query` (a branch's description + prompt, or a conversation's first
+  // user text): active items at or above min_confidence whose relevance reaches injection_floor,
+  // the caller's own project's items first (any scope), then other projects' items that reach
+  // other_project_floor, each group best first; at most 2 x max_items candidates (the caller fits
+  // them greedily into the budget). Empty when nothing is relevant enough.
   absl::StatusOr<std::vector<InjectionCandidate>> Retrieve(const Caller& caller,
                                                            std::string_view query);
   // Counts one use of each injected item (history "injected", actor the branch) and reports
@@ -158,10 +175,17 @@ class MemoryBank {
 
  private:
   absl::StatusOr<MemoryItem> GetVisible(const Caller& caller, std::string_view id);
-  // Fused ranking of the items visible under `v` for `query`: ids best first with their scores.
-  absl::StatusOr<std::vector<std::pair<std::string, double>>> Rank(const Visibility& v,
-                                                                   std::string_view query,
-                                                                   int depth);
+  // The items visible under `v` that match `query`, scored (memory/ranking.h), the caller's own
+  // project's first, each group best first.
+  struct Scored {
+    std::string id;
+    double score = 0;
+    bool own_project = false;
+  };
+  absl::StatusOr<std::vector<Scored>> Rank(const Visibility& v, std::string_view query);
+  // Adds the vector ranking's bonus to `scores` (id -> score), with an embedder.
+  absl::Status AddVectorScores(const Visibility& v, std::string_view query,
+                               std::map<std::string, double>& scores);
   absl::StatusOr<MemoryItem> Signal(const Caller& caller, std::string_view id,
                                     std::string_view action, bool positive, bool is_outcome);
   void Index(const MemoryItem& item);
@@ -172,14 +196,5 @@ class MemoryBank {
   Parts parts_;
   BankOptions options_;
 };
-
-// Lowercase words of `text` worth searching for: letters and digits, 2-40 bytes, English stop
-// words dropped, each once, at most 64, in order of first appearance.
-std::vector<std::string> QueryTerms(std::string_view text);
-// The distinct words of `text` as QueryTerms splits them, stop words kept and no cap: the terms
-// whose document frequencies a store keeps (QueryTerms' words are always among them).
-std::vector<std::string> IndexTerms(std::string_view text);
-// Jaccard overlap of the QueryTerms word sets of two texts (0 when both are empty).
-double WordOverlap(std::string_view a, std::string_view b);
 
 }  // namespace contextd::memory

@@ -1,17 +1,22 @@
-// MemoryStore: what the ReasoningBank needs from storage (items, their append-only history, two
-// BM25 rankings and the optional vectors), implemented by store/ (SQLite with FTS5). Every write
-// is atomic and durable when it returns. Implementations are thread-safe.
+// MemoryStore: what the ReasoningBank needs from storage (items, their append-only history, the
+// stemmed texts and term statistics the bank ranks by, and the optional vectors), implemented by
+// store/ (SQLite with FTS5, PostgreSQL with GIN). Every write is atomic and durable when it
+// returns; an item's stems and term counts are written in its transaction. Thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "memory/memory_item.h"
+#include "memory/terms.h"
 
 namespace contextd::memory {
 
@@ -26,10 +31,38 @@ struct Visibility {
   bool org_across_tenants = false;
 };
 
-// One ranked match: the item id and its BM25 score (lower is better, as FTS5's bm25()).
-struct Ranked {
+// Document statistics of one collection: every item of one (tenant, project), or of the whole
+// store (retired and pending items included: nothing is deleted). Lengths count stems
+// (memory/terms.h): content = title + description and content + tags; task = the source task's
+// description + prompt.
+struct TermFrequency {
+  int64_t content = 0;  // items holding the term in their content fields
+  int64_t task = 0;     // ... in their source task
+};
+struct CorpusStats {
+  int64_t items = 0;
+  int64_t content_length = 0;  // summed over the items
+  int64_t task_length = 0;
+  std::map<std::string, TermFrequency, std::less<>> terms;  // the asked terms it knows
+};
+
+// One item that matched a search, with what the bank scores it by.
+struct Match {
   std::string id;
-  double score = 0;
+  std::string tenant;
+  std::string project;
+  Scope scope = Scope::kProject;
+  ItemStems stems;
+};
+
+// What a search found: the items visible under the Visibility that hold at least one of the
+// kept terms, in no particular order, and the statistics to score them with.
+struct Matches {
+  std::vector<std::string> kept;  // the terms searched for, rarest first
+  std::vector<Match> items;
+  CorpusStats global;  // the whole store, for the asked terms it knows
+  // Each matched item's (tenant, project), for the asked terms it knows.
+  std::map<std::pair<std::string, std::string>, CorpusStats> projects;
 };
 
 // list/export filter; empty optionals match everything (retired included).
@@ -63,16 +96,13 @@ class MemoryStore {
   virtual absl::StatusOr<std::vector<MemoryItem>> FindBySourceTask(
       const Visibility& v, std::string_view description) = 0;
 
-  // BM25 over title, description, content and tags of the items visible under `v`, best first,
-  // at most `limit`. `terms` are lowercase words; the store may keep only the rarest of them
-  // (a query's cost grows with the postings it reads). No terms, or none known: empty.
-  virtual absl::StatusOr<std::vector<Ranked>> SearchContent(const Visibility& v,
-                                                            const std::vector<std::string>& terms,
-                                                            int limit) = 0;
-  // The same over the items' source task texts (description and prompt).
-  virtual absl::StatusOr<std::vector<Ranked>> SearchTasks(const Visibility& v,
-                                                          const std::vector<std::string>& terms,
-                                                          int limit) = 0;
+  // The items visible under `v` that hold any of the rarest of `terms` (stems, QueryTerms):
+  // terms unknown to the store are dropped, the known ones kept rarest first until their
+  // document frequencies add up to kPostingsBudget (at least one, at most kMaxQueryTerms;
+  // store/internal/memory_search.h), and at most `limit` items are read. Statistics are given for
+  // every known term of `terms`, kept or not. No terms, or none known: no items.
+  virtual absl::StatusOr<Matches> FindMatches(const Visibility& v,
+                                              const std::vector<std::string>& terms, int limit) = 0;
 
   // Optional vectors (embeddings) of items, for an external vector index.
   virtual absl::Status PutVector(std::string_view id, std::string_view model,

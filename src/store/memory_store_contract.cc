@@ -1,6 +1,7 @@
 // The ReasoningBank over every real store (SQLite file, PostgreSQL database): the store's rows,
-// history and rankings, and the bank's confidence, visibility, fusion, scope walk, extraction
-// and merging on top of it. Instantiated by each backend's test binary.
+// history, stems and term statistics, and the bank's confidence, visibility, ranking (own
+// project first, floors), extraction and merging on top of it. Instantiated by each backend's
+// test binary.
 #include "store/memory_store_contract.h"
 
 #include <algorithm>
@@ -129,26 +130,124 @@ TEST_P(MemoryBankTest, ConfidenceFollowsFeedbackAndOutcomes) {
   EXPECT_EQ(history->size(), 4u);  // recorded, feedback, outcome, feedback
 }
 
-TEST_P(MemoryBankTest, RetrieveWalksProjectThenTeamThenOrg) {
-  MakeBank(memory::BankOptions{.org_across_tenants = true});
+TEST_P(MemoryBankTest, RetrieveRanksTheOwnProjectFirstThenOtherProjectsByRelevance) {
+  // No floors here: the order is what this test is about.
+  MakeBank(memory::BankOptions{
+      .injection_floor = 0, .other_project_floor = 0, .org_across_tenants = true});
   MemoryItem org = Record(Caller{"globex", "x", "s"}, "Retry flaky network fetches",
                           "Retry with backoff on network fetch errors.", Scope::kOrg);
-  MemoryItem team = Record(Caller{"acme", "api", "s"}, "Retry flaky fetches in tests",
-                           "Mock the network fetch in unit tests.", Scope::kTeam);
+  MemoryItem team = Record(Caller{"acme", "api", "s"}, "Flaky fetches in tests",
+                           "Mock the network in unit tests.", Scope::kTeam);
   MemoryItem project = Record(alice_, "Flaky fetch", "The CDN fetch needs a timeout.");
   auto got = bank_->Retrieve(alice_, "retry flaky network fetch errors with backoff");
   ASSERT_TRUE(got.ok()) << got.status();
   ASSERT_EQ(got->size(), 3u);
   EXPECT_EQ((*got)[0].item.id, project.id);
-  EXPECT_EQ((*got)[1].item.id, team.id);
-  EXPECT_EQ((*got)[2].item.id, org.id);
+  EXPECT_TRUE((*got)[0].own_project);
+  // The others by relevance, whatever their scope: the org item holds more of the query.
+  EXPECT_EQ((*got)[1].item.id, org.id);
+  EXPECT_EQ((*got)[2].item.id, team.id);
+  EXPECT_FALSE((*got)[1].own_project);
+  EXPECT_GT((*got)[1].score, (*got)[2].score);
   ASSERT_TRUE(bank_->NoteInjected(alice_, "br_1", {project.id, org.id}, 40).ok());
   EXPECT_EQ((*store_->Get(project.id))->use_count, 1);
   EXPECT_EQ(events_.back(), "memory.injected");
 }
 
+TEST_P(MemoryBankTest, OwnProjectBeatsABetterMatchElsewhereUnlessBelowTheInjectionFloor) {
+  const std::string query = "retry flaky network fetch errors with backoff";
+  MemoryItem theirs = Record(Caller{"acme", "api", "s"}, "Retry flaky network fetches",
+                             "Retry with backoff on network fetch errors.", Scope::kTeam);
+  MemoryItem ours = Record(alice_, "Flaky fetch", "The CDN fetch needs a timeout.");
+  MakeBank(memory::BankOptions{.injection_floor = 0, .other_project_floor = 0});
+  auto got = bank_->Retrieve(alice_, query);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), 2u);
+  EXPECT_EQ((*got)[0].item.id, ours.id);
+  EXPECT_EQ((*got)[1].item.id, theirs.id);
+  const double our_score = (*got)[0].score, their_score = (*got)[1].score;
+  EXPECT_GT(their_score, our_score);  // theirs matches better, ours still comes first
+  // Other projects only from their floor up.
+  MakeBank(memory::BankOptions{.injection_floor = 0, .other_project_floor = their_score + 0.01});
+  got = bank_->Retrieve(alice_, query);
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got->size(), 1u);
+  EXPECT_EQ((*got)[0].item.id, ours.id);
+  // Below the injection floor, the own project's item is not injected at all.
+  MakeBank(memory::BankOptions{.injection_floor = (our_score + their_score) / 2,
+                               .other_project_floor = 0});
+  got = bank_->Retrieve(alice_, query);
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got->size(), 1u);
+  EXPECT_EQ((*got)[0].item.id, theirs.id);
+}
+
+TEST_P(MemoryBankTest, TheFloorInjectsNothingForAnUnrelatedQuery) {
+  Record(alice_, "Stop pytest at the first failure", "Run pytest -x to stop early.");
+  Record(alice_, "Merge migration leaves", "Run makemigrations --merge when two leaves exist.");
+  // Another project knows the query's words: they are not noise, the web project lacks them.
+  Record(Caller{"acme", "billing", "s"}, "Deploy the billing service",
+         "The deployment script needs the billing service's token.");
+  const std::string unrelated = "run the deployment script for the billing service";
+  MakeBank(memory::BankOptions{.injection_floor = 0});
+  auto got = bank_->Retrieve(alice_, unrelated);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->size(), 2u);  // both hold "run": without a floor, both are injected
+  MakeBank({});
+  got = bank_->Retrieve(alice_, unrelated);
+  ASSERT_TRUE(got.ok());
+  EXPECT_TRUE(got->empty()) << (*got)[0].item.title << " " << (*got)[0].score;
+  got = bank_->Retrieve(alice_, "pytest stops at the first failure");
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got->size(), 1u);
+  EXPECT_EQ((*got)[0].item.title, "Stop pytest at the first failure");
+}
+
+TEST_P(MemoryBankTest, StemsMatchCachingCachedAndCache) {
+  MemoryItem item = Record(alice_, "Caching the tokenizer", "Cached vocabularies load once.");
+  for (const char* query : {"cache", "caching", "cached vocabulary", "caches"}) {
+    auto hits = bank_->Search(alice_, query, 5, std::nullopt);
+    ASSERT_TRUE(hits.ok()) << hits.status();
+    ASSERT_EQ(hits->size(), 1u) << query;
+    EXPECT_EQ((*hits)[0].item.id, item.id);
+  }
+  auto found = store_->FindMatches({"acme", "web", std::nullopt, false}, {"cach"}, 5);
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ(found->global.terms["cach"].content, 1);
+  EXPECT_EQ((found->projects[{"acme", "web"}].terms["cach"].content), 1);
+  EXPECT_EQ((found->projects[{"acme", "web"}].items), 1);
+}
+
+TEST_P(MemoryBankTest, TermStatisticsArePerProjectAndGlobal) {
+  Record(alice_, "Walrus one", "walrus");
+  Record(alice_, "Walrus two", "walrus");
+  MemoryItem other = Record(Caller{"acme", "api", "s"}, "Walrus three", "walrus", Scope::kTeam);
+  Record(Caller{"globex", "web", "s"}, "Walrus four", "walrus");
+  auto found = store_->FindMatches({"acme", "web", std::nullopt, false}, {"walrus"}, 10);
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ(found->items.size(), 3u);  // globex's is invisible
+  EXPECT_EQ(found->global.terms["walrus"].content, 4);
+  EXPECT_EQ(found->global.items, 4);
+  EXPECT_EQ((found->projects[{"acme", "web"}].terms["walrus"].content), 2);
+  EXPECT_EQ((found->projects[{"acme", "api"}].terms["walrus"].content), 1);
+  EXPECT_EQ(found->projects.count({"globex", "web"}), 0u);
+  // An edit moves the counts with the words.
+  other.content = "narwhal";
+  other.title = "Narwhal";
+  other.description = "narwhal";
+  ASSERT_TRUE(store_->Update(other, {}).ok());
+  found = store_->FindMatches({"acme", "web", std::nullopt, false}, {"walrus", "narwhal"}, 10);
+  ASSERT_TRUE(found.ok());
+  EXPECT_EQ(found->global.terms["walrus"].content, 3);
+  EXPECT_EQ((found->projects[{"acme", "api"}].terms["narwhal"].content), 1);
+  EXPECT_EQ((found->projects[{"acme", "api"}].terms.count("walrus")), 1u);
+  EXPECT_EQ((found->projects[{"acme", "api"}].terms["walrus"].content), 0);
+}
+
 TEST_P(MemoryBankTest, OrgItemsStayWithTheirTenantUnlessTheDeploymentSharesThem) {
-  // Default options: another tenant's org item is as invisible as its project items.
+  // Default options but the floors (visibility is what this test is about): another tenant's org
+  // item is as invisible as its project items.
+  MakeBank(memory::BankOptions{.injection_floor = 0, .other_project_floor = 0});
   MemoryItem theirs = Record(Caller{"globex", "x", "s"}, "Retry flaky network fetches",
                              "Retry with backoff on network fetch errors.", Scope::kOrg);
   MemoryItem ours = Record(Caller{"acme", "other-project", "s"}, "Retry flaky network calls",
@@ -164,7 +263,8 @@ TEST_P(MemoryBankTest, OrgItemsStayWithTheirTenantUnlessTheDeploymentSharesThem)
   EXPECT_EQ((*found)[0].item.id, ours.id);
   EXPECT_FALSE(bank_->Feedback(alice_, theirs.id, true).ok());  // "not found", as a missing id
   // Shared by the deployment: both reach alice.
-  MakeBank(memory::BankOptions{.org_across_tenants = true});
+  MakeBank(memory::BankOptions{
+      .injection_floor = 0, .other_project_floor = 0, .org_across_tenants = true});
   got = bank_->Retrieve(alice_, query);
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->size(), 2u);

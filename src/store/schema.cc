@@ -174,9 +174,7 @@ const std::vector<TableSchema>& StateTables() {
         {"unhelpful_count", ColumnKind::kInt},
         {"success_count", ColumnKind::kInt},
         {"failure_count", ColumnKind::kInt},
-        {"merged_into", ColumnKind::kText}},
-       // PostgreSQL: the search vectors (SQLite's are the FTS5 tables memory_fts, ...).
-       {"content_search", "task_search"}},
+        {"merged_into", ColumnKind::kText}}},
       {"memory_history",
        "seq",
        "seq",
@@ -186,12 +184,6 @@ const std::vector<TableSchema>& StateTables() {
         {"actor", ColumnKind::kText},
         {"detail", ColumnKind::kText},
         {"at_ms", ColumnKind::kInt}}},
-      {"memory_terms",
-       "term",
-       "",
-       {{"term", ColumnKind::kText},
-        {"content_df", ColumnKind::kInt},
-        {"task_df", ColumnKind::kInt}}},
       {"memory_vectors",
        "memory_id, model",
        "",
@@ -236,14 +228,18 @@ std::string TableSchema::SqliteOrder() const {
 
 const std::vector<std::string>& SqliteLocalTables() {
   static const std::vector<std::string> kTables = {
-      "schema_version", "event_outbox",          "retention_blob_candidates",
-      "trail_fts_log",  "trail_search_identity",  // the search index's log and file identity
-      "memory_fts",     "memory_task_fts"};       // FTS5 over memories (shadow tables aside)
+      "schema_version", "event_outbox", "retention_blob_candidates", "trail_fts_log",
+      "trail_search_identity",  // the search index's log and file identity
+      // What the memory store derives from memories (rebuilt at open when missing: migration 21).
+      "memory_stems", "memory_stem_fts", "memory_terms", "memory_project_terms", "memory_corpus"};
   return kTables;
 }
 
 const std::vector<std::string>& PostgresLocalTables() {
-  static const std::vector<std::string> kTables = {"schema_version", "event_outbox"};
+  static const std::vector<std::string> kTables = {
+      "schema_version", "event_outbox",
+      // Derived from memories by the memory store (rebuilt at open when missing: migration 10).
+      "memory_stems", "memory_terms", "memory_project_terms", "memory_corpus"};
   return kTables;
 }
 

@@ -44,7 +44,8 @@ class PgBackend final : public Backend {
     return std::unique_ptr<model::ConversationStore>(PgConversationStore::Create(db_));
   }
   absl::StatusOr<std::unique_ptr<memory::MemoryStore>> OpenMemoryStore() override {
-    return std::unique_ptr<memory::MemoryStore>(PgMemoryStore::Create(db_));
+    ASSIGN_OR_RETURN(std::unique_ptr<PgMemoryStore> store, PgMemoryStore::Create(db_));
+    return std::unique_ptr<memory::MemoryStore>(std::move(store));
   }
   absl::StatusOr<std::unique_ptr<McpSessionStore>> OpenMcpSessionStore() override {
     return std::unique_ptr<McpSessionStore>(PgMcpSessionStore::Create(db_));

@@ -3,11 +3,9 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
-#include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "base/status_macros.h"
 #include "memory/memory_bank.h"
 #include "store/internal/memory_search.h"
@@ -17,7 +15,6 @@ namespace {
 
 using memory::HistoryEntry;
 using memory::MemoryItem;
-using memory::Ranked;
 using memory::Visibility;
 
 constexpr const char* kColumns = kMemoryItemColumns;
@@ -75,27 +72,96 @@ absl::Status AppendHistory(PgConn& c, const HistoryEntry& e) {
       .status();
 }
 
-// Adds `sign` (+1 or -1) to the document frequencies of `m`'s words in both indexes.
-absl::Status CountTerms(PgConn& c, const MemoryItem& m, int sign) {
-  std::map<std::string, std::pair<int64_t, int64_t>> df;
-  for (const std::string& t : memory::IndexTerms(absl::StrCat(
-           m.title, "\n", m.description, "\n", m.content, "\n", absl::StrJoin(m.tags, "\n")))) {
-    df[t].first = sign;
+// A text[] literal of `terms`, every element quoted.
+std::string TextArray(const std::vector<std::string>& terms) {
+  std::string array = "{";
+  for (const std::string& t : terms) {
+    if (array.size() > 1) array.push_back(',');
+    array.push_back('"');
+    for (char ch : t) {
+      if (ch == '"' || ch == '\\') array.push_back('\\');
+      array.push_back(ch);
+    }
+    array.push_back('"');
   }
-  for (const std::string& t :
-       memory::IndexTerms(absl::StrCat(m.source.description, "\n", m.source.prompt))) {
-    df[t].second = sign;
+  array.push_back('}');
+  return array;
+}
+
+// (tenant, project) -> term -> its counts there.
+using ProjectTerms = std::map<std::pair<std::string, std::string>,
+                              std::map<std::string, memory::TermFrequency, std::less<>>>;
+
+// A bigint[] literal of `values`.
+std::string IntArray(const std::vector<int64_t>& values) {
+  return absl::StrCat("{", absl::StrJoin(values, ","), "}");
+}
+
+// Adds `df` (term -> deltas, in term order so that concurrent writers lock rows alike) to the
+// global counts and to those of (tenant, project): two statements, whatever the number of terms.
+absl::Status AddTermCounts(PgConn& c, const std::map<std::string, memory::TermFrequency>& df,
+                           const std::string& tenant, const std::string& project) {
+  std::vector<std::string> terms;
+  std::vector<int64_t> content, task;
+  for (const auto& [term, f] : df) {
+    terms.push_back(term);
+    content.push_back(f.content);
+    task.push_back(f.task);
   }
-  for (const auto& [term, counts] : df) {
-    absl::Status st = c.Exec(
-                           "INSERT INTO memory_terms (term, content_df, task_df) VALUES "
-                           "($1, $2, $3) ON CONFLICT (term) DO UPDATE SET content_df = "
-                           "memory_terms.content_df + $2, task_df = memory_terms.task_df + $3",
-                           {term, counts.first, counts.second})
-                          .status();
-    if (!st.ok()) return st;
+  const std::string t = TextArray(terms), cd = IntArray(content), td = IntArray(task);
+  RETURN_IF_ERROR(c.Exec("INSERT INTO memory_terms (term, content_df, task_df) SELECT * FROM "
+                         "unnest($1::text[], $2::bigint[], $3::bigint[]) ON CONFLICT (term) DO "
+                         "UPDATE SET content_df = memory_terms.content_df + excluded.content_df, "
+                         "task_df = memory_terms.task_df + excluded.task_df",
+                         {t, cd, td})
+                      .status());
+  return c
+      .Exec(
+          "INSERT INTO memory_project_terms (term, tenant, project, content_df, task_df) SELECT "
+          "u.term, $4, $5, u.c, u.t FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS "
+          "u(term, c, t) ON CONFLICT (term, tenant, project) DO UPDATE SET content_df = "
+          "memory_project_terms.content_df + excluded.content_df, task_df = "
+          "memory_project_terms.task_df + excluded.task_df",
+          {t, cd, td, tenant, project})
+      .status();
+}
+
+// Adds (items, content_length, task_length) to the counts of (tenant, project).
+absl::Status AddCorpus(PgConn& c, const std::string& tenant, const std::string& project,
+                       int64_t items, int64_t content_length, int64_t task_length) {
+  return c
+      .Exec(
+          "INSERT INTO memory_corpus (tenant, project, items, content_length, task_length) "
+          "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (tenant, project) DO UPDATE SET items = "
+          "memory_corpus.items + $3, content_length = memory_corpus.content_length + $4, "
+          "task_length = memory_corpus.task_length + $5",
+          {tenant, project, items, content_length, task_length})
+      .status();
+}
+
+// Adds `sign` (+1 or -1) to the global and per-project document frequencies of `m`'s stems and
+// to its project's item count and lengths.
+absl::Status CountTerms(PgConn& c, const MemoryItem& m, const memory::ItemStems& stems, int sign) {
+  TermCounts counts = CountStems(stems);
+  for (auto& [term, f] : counts.df) {
+    f.content *= sign;
+    f.task *= sign;
   }
-  return absl::OkStatus();
+  if (!counts.df.empty()) RETURN_IF_ERROR(AddTermCounts(c, counts.df, m.tenant, m.project));
+  return AddCorpus(c, m.tenant, m.project, sign, counts.content_length * sign,
+                   counts.task_length * sign);
+}
+
+// Writes (or replaces) the stems row of the stored item `m.id`.
+absl::Status PutStems(PgConn& c, const MemoryItem& m, const memory::ItemStems& stems) {
+  return c
+      .Exec(
+          "INSERT INTO memory_stems (pos, title, body, tags, task, prompt) SELECT pos, $2, $3, "
+          "$4, $5, $6 FROM memories WHERE id = $1 ON CONFLICT (pos) DO UPDATE SET title = "
+          "excluded.title, body = excluded.body, tags = excluded.tags, task = excluded.task, "
+          "prompt = excluded.prompt",
+          {m.id, stems.title, stems.body, stems.tags, stems.task, stems.prompt})
+      .status();
 }
 
 }  // namespace
@@ -105,8 +171,80 @@ absl::StatusOr<std::unique_ptr<PgMemoryStore>> PgMemoryStore::Open(const PgOptio
   return Create(std::shared_ptr<PgDatabase>(std::move(db)));
 }
 
-std::unique_ptr<PgMemoryStore> PgMemoryStore::Create(std::shared_ptr<PgDatabase> db) {
-  return std::unique_ptr<PgMemoryStore>(new PgMemoryStore(std::move(db)));
+absl::StatusOr<std::unique_ptr<PgMemoryStore>> PgMemoryStore::Create(
+    std::shared_ptr<PgDatabase> db) {
+  std::unique_ptr<PgMemoryStore> store(new PgMemoryStore(std::move(db)));
+  RETURN_IF_ERROR(store->RebuildStemsIfNeeded());
+  return store;
+}
+
+absl::Status PgMemoryStore::RebuildStemsIfNeeded() {
+  auto differ = [](PgConn& c) -> absl::StatusOr<bool> {
+    ASSIGN_OR_RETURN(PgResult r, c.Exec("SELECT (SELECT COUNT(*) FROM memories), "
+                                        "(SELECT COUNT(*) FROM memory_stems)"));
+    return r.Int(0, 0) != r.Int(0, 1);
+  };
+  bool needed = false;
+  RETURN_IF_ERROR(db_->Read([&](PgConn& c) -> absl::Status {
+    ASSIGN_OR_RETURN(needed, differ(c));
+    return absl::OkStatus();
+  }));
+  if (!needed) return absl::OkStatus();
+  return db_->Write([&](PgConn& c) -> absl::Status {
+    // Another instance may be at it: the lock waits for it, then the counts say whether to go on.
+    RETURN_IF_ERROR(c.Exec("LOCK TABLE memory_stems IN EXCLUSIVE MODE").status());
+    ASSIGN_OR_RETURN(bool still, differ(c));
+    if (!still) return absl::OkStatus();
+    RETURN_IF_ERROR(c.Exec("DELETE FROM memory_stems").status());
+    RETURN_IF_ERROR(c.Exec("DELETE FROM memory_terms").status());
+    RETURN_IF_ERROR(c.Exec("DELETE FROM memory_project_terms").status());
+    RETURN_IF_ERROR(c.Exec("DELETE FROM memory_corpus").status());
+    // Stems written 1,000 rows a statement; counts added up here and written per project.
+    std::map<std::pair<std::string, std::string>, TermCounts> projects;
+    int64_t after = -1;
+    for (;;) {
+      ASSIGN_OR_RETURN(PgResult page,
+                       c.Exec(absl::StrCat("SELECT ", kColumns,
+                                           ", pos FROM memories WHERE pos > $1 ORDER BY pos "
+                                           "LIMIT 1000"),
+                              {after}));
+      if (page.rows() == 0) break;
+      std::vector<int64_t> pos;
+      std::vector<std::string> fields[5];
+      for (int i = 0; i < page.rows(); ++i) {
+        after = page.Int(i, 22);  // pos, after the 22 columns of kMemoryItemColumns
+        ASSIGN_OR_RETURN(MemoryItem item, ReadItem(page, i));
+        const memory::ItemStems stems = memory::StemsOf(item);
+        pos.push_back(after);
+        fields[0].push_back(stems.title);
+        fields[1].push_back(stems.body);
+        fields[2].push_back(stems.tags);
+        fields[3].push_back(stems.task);
+        fields[4].push_back(stems.prompt);
+        TermCounts one = CountStems(stems);
+        TermCounts& sum = projects[{item.tenant, item.project}];
+        for (const auto& [term, f] : one.df) {
+          sum.df[term].content += f.content;
+          sum.df[term].task += f.task;
+        }
+        sum.content_length += one.content_length;
+        sum.task_length += one.task_length;
+        sum.items += one.items;
+      }
+      RETURN_IF_ERROR(c.Exec("INSERT INTO memory_stems (pos, title, body, tags, task, prompt) "
+                             "SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], "
+                             "$4::text[], $5::text[], $6::text[])",
+                             {IntArray(pos), TextArray(fields[0]), TextArray(fields[1]),
+                              TextArray(fields[2]), TextArray(fields[3]), TextArray(fields[4])})
+                          .status());
+    }
+    for (const auto& [key, sum] : projects) {
+      RETURN_IF_ERROR(AddTermCounts(c, sum.df, key.first, key.second));
+      RETURN_IF_ERROR(
+          AddCorpus(c, key.first, key.second, sum.items, sum.content_length, sum.task_length));
+    }
+    return absl::OkStatus();
+  });
 }
 
 absl::Status PgMemoryStore::Insert(const MemoryItem& item, const HistoryEntry& entry) {
@@ -119,8 +257,9 @@ absl::Status PgMemoryStore::Insert(const MemoryItem& item, const HistoryEntry& e
       return absl::AlreadyExistsError(absl::StrCat("memory ", item.id, " already exists"));
     }
     if (!r.ok()) return r.status();
-    absl::Status st = CountTerms(c, item, +1);
-    if (!st.ok()) return st;
+    const memory::ItemStems stems = memory::StemsOf(item);
+    RETURN_IF_ERROR(PutStems(c, item, stems));
+    RETURN_IF_ERROR(CountTerms(c, item, stems, +1));
     return AppendHistory(c, entry);
   });
 }
@@ -138,12 +277,12 @@ absl::Status PgMemoryStore::Update(const MemoryItem& item,
     ASSIGN_OR_RETURN(MemoryItem old, ReadItem(old_rows, 0));
     if (old.title != item.title || old.description != item.description ||
         old.content != item.content || old.tags != item.tags) {
-      absl::Status st = CountTerms(c, old, -1);
-      if (!st.ok()) return st;
+      RETURN_IF_ERROR(CountTerms(c, old, memory::StemsOf(old), -1));
       MemoryItem recount = item;
       recount.source = old.source;  // Update keeps the source task
-      st = CountTerms(c, recount, +1);
-      if (!st.ok()) return st;
+      const memory::ItemStems stems = memory::StemsOf(recount);
+      RETURN_IF_ERROR(PutStems(c, recount, stems));
+      RETURN_IF_ERROR(CountTerms(c, recount, stems, +1));
     }
     ASSIGN_OR_RETURN(
         PgResult r,
@@ -209,10 +348,22 @@ absl::StatusOr<std::optional<MemoryItem>> PgMemoryStore::Get(std::string_view id
 
 absl::StatusOr<std::vector<MemoryItem>> PgMemoryStore::GetMany(
     const std::vector<std::string>& ids) {
+  if (ids.empty()) return std::vector<MemoryItem>();
+  // One round trip; the order given is restored here.
+  ASSIGN_OR_RETURN(
+      std::vector<MemoryItem> rows,
+      QueryItems(absl::StrCat("SELECT ", kColumns, " FROM memories WHERE id = ANY($1::text[])"),
+                 {TextArray(ids)}));
+  std::map<std::string, MemoryItem*> by_id;
+  for (MemoryItem& m : rows) by_id[m.id] = &m;
   std::vector<MemoryItem> out;
+  out.reserve(rows.size());
   for (const std::string& id : ids) {
-    ASSIGN_OR_RETURN(std::optional<MemoryItem> m, Get(id));
-    if (m.has_value()) out.push_back(std::move(*m));
+    auto it = by_id.find(id);
+    if (it != by_id.end() && it->second != nullptr) {
+      out.push_back(std::move(*it->second));
+      it->second = nullptr;  // an id asked twice is returned once, as before
+    }
   }
   return out;
 }
@@ -257,73 +408,81 @@ absl::StatusOr<std::vector<MemoryItem>> PgMemoryStore::FindBySourceTask(
                     params);
 }
 
-absl::StatusOr<std::vector<Ranked>> PgMemoryStore::Search(bool tasks, const Visibility& v,
-                                                          const std::vector<std::string>& terms,
-                                                          int limit) {
-  std::vector<Ranked> out;
+absl::StatusOr<memory::Matches> PgMemoryStore::FindMatches(const Visibility& v,
+                                                           const std::vector<std::string>& terms,
+                                                           int limit) {
+  memory::Matches out;
   absl::Status st = db_->Read([&](PgConn& c) -> absl::Status {
-    out.clear();
-    // Document frequency of each term; unknown terms match nothing and are dropped.
-    // One round trip for all the terms (a text[] literal; every element quoted).
-    std::string array = "{";
+    out = memory::Matches();
+    // Three round trips: every project's counts of the terms (the global counts are their sums;
+    // memory_terms holds the same sums), every project's size, the match.
+    ASSIGN_OR_RETURN(PgResult freq, c.Exec("SELECT tenant, project, term, content_df, task_df FROM "
+                                           "memory_project_terms WHERE term = ANY($1::text[])",
+                                           {TextArray(terms)}));
+    ProjectTerms by_project;
+    for (int i = 0; i < freq.rows(); ++i) {
+      const memory::TermFrequency f{freq.Int(i, 3), freq.Int(i, 4)};
+      by_project[{freq.Text(i, 0), freq.Text(i, 1)}][freq.Text(i, 2)] = f;
+      memory::TermFrequency& sum = out.global.terms[freq.Text(i, 2)];
+      sum.content += f.content;
+      sum.task += f.task;
+    }
+    std::vector<std::string> known;
     for (const std::string& t : terms) {
-      if (array.size() > 1) array.push_back(',');
-      array.push_back('"');
-      for (char ch : t) {
-        if (ch == '"' || ch == '\\') array.push_back('\\');
-        array.push_back(ch);
+      auto it = out.global.terms.find(t);
+      if (it == out.global.terms.end()) continue;
+      if (it->second.content + it->second.task > 0) {
+        known.push_back(t);
+      } else {
+        out.global.terms.erase(it);
       }
-      array.push_back('"');
     }
-    array.push_back('}');
-    ASSIGN_OR_RETURN(PgResult freq, c.Exec("SELECT term, content_df, task_df FROM memory_terms "
-                                           "WHERE term = ANY($1::text[])",
-                                           {array}));
-    std::unordered_map<std::string, int64_t> frequency;
-    for (int i = 0; i < freq.rows(); ++i) frequency[freq.Text(i, 0)] = freq.Int(i, tasks ? 2 : 1);
-    std::vector<std::pair<int64_t, const std::string*>> known;
-    for (const std::string& t : terms) {
-      auto it = frequency.find(t);
-      if (it != frequency.end() && it->second > 0) known.emplace_back(it->second, &t);
+    out.kept = KeepRarest(out.global, known);
+    if (out.kept.empty()) return absl::OkStatus();
+    ASSIGN_OR_RETURN(PgResult corpus,
+                     c.Exec("SELECT tenant, project, items, content_length, task_length FROM "
+                            "memory_corpus"));
+    for (int i = 0; i < corpus.rows(); ++i) {
+      out.global.items += corpus.Int(i, 2);
+      out.global.content_length += corpus.Int(i, 3);
+      out.global.task_length += corpus.Int(i, 4);
     }
-    if (known.empty()) return absl::OkStatus();
-    std::stable_sort(known.begin(), known.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::vector<std::string> kept;
-    int64_t postings = 0;
-    for (const auto& [df, term] : known) {
-      if (!kept.empty() && (postings + df > kPostingsBudget || kept.size() >= kMaxQueryTerms)) {
-        break;
-      }
-      postings += df;
-      // Terms are IndexTerms words (letters, digits, bytes >= 0x80): nothing to escape.
-      kept.push_back(absl::StrCat("'", *term, "'"));
-    }
+    std::vector<std::string> quoted;
+    // Stems are letters, digits and bytes >= 0x80: nothing to escape.
+    for (const std::string& t : out.kept) quoted.push_back(absl::StrCat("'", t, "'"));
     std::vector<PgParam> params = VisibilityParams(v);
-    params.emplace_back(absl::StrJoin(kept, " | "));
+    params.emplace_back(absl::StrJoin(quoted, " | "));
     params.emplace_back(static_cast<int64_t>(limit));
-    const char* column = tasks ? "m.task_search" : "m.content_search";
     ASSIGN_OR_RETURN(
         PgResult r,
-        c.Exec(absl::StrCat("SELECT m.id, ts_rank('{0.1, 0.25, 0.5, 1.0}', ", column,
-                            ", q, 1) AS r FROM memories m, to_tsquery('simple', $5) q WHERE ",
-                            column, " @@ q AND ", kVisible, " ORDER BY r DESC, m.pos LIMIT $6"),
+        c.Exec(absl::StrCat("SELECT m.id, m.tenant, m.project, m.scope, s.title, s.body, s.tags, "
+                            "s.task, s.prompt FROM memory_stems s JOIN memories m ON m.pos = "
+                            "s.pos, to_tsquery('simple', $5) q WHERE s.search @@ q AND ",
+                            kVisible, " LIMIT $6"),
                params));
-    for (int i = 0; i < r.rows(); ++i) out.push_back(Ranked{r.Text(i, 0), r.Real(i, 1)});
+    for (int i = 0; i < r.rows(); ++i) {
+      memory::Match m;
+      m.id = r.Text(i, 0);
+      m.tenant = r.Text(i, 1);
+      m.project = r.Text(i, 2);
+      auto scope = memory::ParseScope(r.Text(i, 3));  // the schema's CHECK keeps it known
+      m.scope = scope.ok() ? *scope : memory::Scope::kProject;
+      m.stems = {r.Text(i, 4), r.Text(i, 5), r.Text(i, 6), r.Text(i, 7), r.Text(i, 8)};
+      out.projects[{m.tenant, m.project}];
+      out.items.push_back(std::move(m));
+    }
+    for (int i = 0; i < corpus.rows(); ++i) {
+      auto it = out.projects.find({corpus.Text(i, 0), corpus.Text(i, 1)});
+      if (it == out.projects.end()) continue;
+      it->second.items = corpus.Int(i, 2);
+      it->second.content_length = corpus.Int(i, 3);
+      it->second.task_length = corpus.Int(i, 4);
+      it->second.terms = std::move(by_project[it->first]);
+    }
     return absl::OkStatus();
   });
   if (!st.ok()) return st;
   return out;
-}
-
-absl::StatusOr<std::vector<Ranked>> PgMemoryStore::SearchContent(
-    const Visibility& v, const std::vector<std::string>& terms, int limit) {
-  return Search(false, v, terms, limit);
-}
-
-absl::StatusOr<std::vector<Ranked>> PgMemoryStore::SearchTasks(
-    const Visibility& v, const std::vector<std::string>& terms, int limit) {
-  return Search(true, v, terms, limit);
 }
 
 absl::Status PgMemoryStore::PutVector(std::string_view id, std::string_view model,

@@ -1,10 +1,9 @@
 // PgMemoryStore: the ReasoningBank's MemoryStore in PostgreSQL (tables memories, memory_history,
-// memory_terms, memory_vectors of pg_migrations.h). Searches use the items' two generated,
-// weighted tsvector columns (content: title A, description and content B, tags C; task: source
-// description A, prompt B) with GIN indexes, ranked by ts_rank; as in SQLite, a query keeps its
-// rarest terms (memory_terms, kept in the item's transaction) up to kPostingsBudget postings and
-// kMaxQueryTerms terms. Every write is one transaction committed before it returns.
-// Thread-safe: each call takes a pooled connection.
+// memory_stems, memory_terms, memory_project_terms, memory_corpus, memory_vectors of
+// pg_migrations.h). A search finds the visible items whose stems (memory_stems' GIN-indexed
+// tsvector) hold one of the query's rarest terms, up to kPostingsBudget postings and
+// kMaxQueryTerms terms, as in SQLite; the bank scores them. Every write is one transaction
+// committed before it returns. Thread-safe: each call takes a pooled connection.
 #pragma once
 
 #include <memory>
@@ -20,7 +19,9 @@ namespace contextd::store {
 class PgMemoryStore final : public memory::MemoryStore {
  public:
   static absl::StatusOr<std::unique_ptr<PgMemoryStore>> Open(const PgOptions& options);
-  static std::unique_ptr<PgMemoryStore> Create(std::shared_ptr<PgDatabase> db);
+  // Over an open database; stems and counts every item again first when memories and
+  // memory_stems differ in row count (after migration 10 or a transfer).
+  static absl::StatusOr<std::unique_ptr<PgMemoryStore>> Create(std::shared_ptr<PgDatabase> db);
 
   absl::Status Insert(const memory::MemoryItem& item, const memory::HistoryEntry& entry) override;
   absl::Status Update(const memory::MemoryItem& item,
@@ -34,12 +35,9 @@ class PgMemoryStore final : public memory::MemoryStore {
   absl::StatusOr<std::vector<memory::HistoryEntry>> History(std::string_view id) override;
   absl::StatusOr<std::vector<memory::MemoryItem>> FindBySourceTask(
       const memory::Visibility& v, std::string_view description) override;
-  absl::StatusOr<std::vector<memory::Ranked>> SearchContent(const memory::Visibility& v,
-                                                            const std::vector<std::string>& terms,
-                                                            int limit) override;
-  absl::StatusOr<std::vector<memory::Ranked>> SearchTasks(const memory::Visibility& v,
-                                                          const std::vector<std::string>& terms,
-                                                          int limit) override;
+  absl::StatusOr<memory::Matches> FindMatches(const memory::Visibility& v,
+                                              const std::vector<std::string>& terms,
+                                              int limit) override;
   absl::Status PutVector(std::string_view id, std::string_view model,
                          const std::vector<float>& vector) override;
   absl::StatusOr<std::vector<StoredVector>> AllVectors(std::string_view model) override;
@@ -51,9 +49,9 @@ class PgMemoryStore final : public memory::MemoryStore {
   explicit PgMemoryStore(std::shared_ptr<PgDatabase> db) : db_(std::move(db)) {}
   absl::StatusOr<std::vector<memory::MemoryItem>> QueryItems(std::string_view sql,
                                                              const std::vector<PgParam>& params);
-  absl::StatusOr<std::vector<memory::Ranked>> Search(bool tasks, const memory::Visibility& v,
-                                                     const std::vector<std::string>& terms,
-                                                     int limit);
+  absl::Status RebuildStemsIfNeeded();
+  // Fills out.projects: the statistics of each matched item's project for the `known` terms.
+  absl::Status ProjectStats(PgConn& c, const std::vector<std::string>& known, memory::Matches& out);
 
   std::shared_ptr<PgDatabase> db_;
 };

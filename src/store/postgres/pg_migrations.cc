@@ -333,6 +333,44 @@ constexpr char k0009Lessons[] = R"sql(
 ALTER TABLE model_rewrites DROP CONSTRAINT model_rewrites_kind_check;
 ALTER TABLE model_rewrites ADD CONSTRAINT model_rewrites_kind_check
   CHECK (kind >= 1 AND kind <= 7);
+// 10: memory search over stems (issue 35, decision 0037; SQLite's 21). memory_stems holds each
+// item's stemmed texts (memory::StemsOf, written by the store in the item's transaction) and a
+// GIN-indexed tsvector over them ('simple': the stems are already lowercase words); memory_terms
+// now counts stems, memory_project_terms per (tenant, project), memory_corpus each project's item
+// count and lengths. The word tsvectors go. Existing rows are stemmed by PgMemoryStore::Create,
+// which rebuilds stems and counts whenever memories and memory_stems differ in row count
+// (idempotent, under a table lock so that two instances starting at once do it once).
+constexpr char k0010MemoryStems[] = R"sql(
+ALTER TABLE memories DROP COLUMN content_search;
+ALTER TABLE memories DROP COLUMN task_search;
+DELETE FROM memory_terms;
+CREATE TABLE memory_stems (
+  pos    BIGINT PRIMARY KEY,
+  title  TEXT NOT NULL,
+  body   TEXT NOT NULL,
+  tags   TEXT NOT NULL,
+  task   TEXT NOT NULL,
+  prompt TEXT NOT NULL,
+  search TSVECTOR GENERATED ALWAYS AS (to_tsvector('simple',
+    title || ' ' || body || ' ' || tags || ' ' || task || ' ' || prompt)) STORED
+);
+CREATE INDEX memory_stems_search ON memory_stems USING GIN (search);
+CREATE TABLE memory_project_terms (
+  term       TEXT NOT NULL,
+  tenant     TEXT NOT NULL,
+  project    TEXT NOT NULL,
+  content_df BIGINT NOT NULL DEFAULT 0,
+  task_df    BIGINT NOT NULL DEFAULT 0,
+  PRIMARY KEY (term, tenant, project)
+);
+CREATE TABLE memory_corpus (
+  tenant         TEXT NOT NULL,
+  project        TEXT NOT NULL,
+  items          BIGINT NOT NULL DEFAULT 0,
+  content_length BIGINT NOT NULL DEFAULT 0,
+  task_length    BIGINT NOT NULL DEFAULT 0,
+  PRIMARY KEY (tenant, project)
+);
 )sql";
 
 }  // namespace
@@ -348,6 +386,7 @@ const std::vector<Migration>& PgMigrations() {
       {7, "0007_branch_views.sql", k0007BranchViews},
       {8, "0008_drop_thinking.sql", k0008DropThinking},
       {9, "0009_lessons.sql", k0009Lessons},
+      {10, "0010_memory_stems.sql", k0010MemoryStems},
   };
   return kAll;
 }

@@ -655,6 +655,63 @@ INSERT INTO model_rewrites_0020 (seq, tenant, conversation, thread, kind, key, v
   SELECT seq, tenant, conversation, thread, kind, key, value FROM model_rewrites ORDER BY seq;
 DROP TABLE model_rewrites;
 ALTER TABLE model_rewrites_0020 RENAME TO model_rewrites;
+// 0021: memory search over stems (issue 35, decision 0037). The bank ranks by BM25 over English
+// Snowball stems (memory/terms.h) against the statistics of each item's own project:
+// - memory_stems: the stemmed texts of each item (memory::StemsOf: title, description and
+//   content, tags, source task, prompt), written by the store in C++ in the item's transaction;
+//   memory_stem_fts indexes them (external content, tokenizer `ascii`: stems are lowercase words
+//   joined by spaces; detail=none: the bank scores from the stems, FTS5 only finds the matches).
+// - memory_terms now counts stems; memory_project_terms the same per (tenant, project), and
+//   memory_corpus each project's item count and summed lengths (in stems).
+// - memories_visible: what a search checks of each match (visibility, id), ~100 bytes a row,
+//   so the check does not read the 2-4 KB rows of memories.
+// The old word indexes go. Existing rows are stemmed by SqliteMemoryStore::Open, which rebuilds
+// stems and counts whenever memories and memory_stems differ in row count (idempotent; after this
+// migration, or a transfer, which copies items but not these derived tables).
+constexpr char k0021MemoryStems[] = R"sql(
+DROP TRIGGER memories_ai;
+DROP TRIGGER memories_au_text;
+DROP TRIGGER memories_au_task;
+DROP TABLE memory_fts;
+DROP TABLE memory_task_fts;
+DELETE FROM memory_terms;
+CREATE TABLE memory_stems (
+  pos    INTEGER PRIMARY KEY,
+  title  TEXT NOT NULL,
+  body   TEXT NOT NULL,
+  tags   TEXT NOT NULL,
+  task   TEXT NOT NULL,
+  prompt TEXT NOT NULL
+);
+CREATE VIRTUAL TABLE memory_stem_fts USING fts5(title, body, tags, task, prompt,
+  content = 'memory_stems', content_rowid = 'pos', tokenize = 'ascii', detail = none);
+CREATE TRIGGER memory_stems_ai AFTER INSERT ON memory_stems BEGIN
+  INSERT INTO memory_stem_fts (rowid, title, body, tags, task, prompt)
+    VALUES (new.pos, new.title, new.body, new.tags, new.task, new.prompt);
+END;
+CREATE TRIGGER memory_stems_au AFTER UPDATE ON memory_stems BEGIN
+  INSERT INTO memory_stem_fts (memory_stem_fts, rowid, title, body, tags, task, prompt)
+    VALUES ('delete', old.pos, old.title, old.body, old.tags, old.task, old.prompt);
+  INSERT INTO memory_stem_fts (rowid, title, body, tags, task, prompt)
+    VALUES (new.pos, new.title, new.body, new.tags, new.task, new.prompt);
+END;
+CREATE TABLE memory_project_terms (
+  term       TEXT NOT NULL,
+  tenant     TEXT NOT NULL,
+  project    TEXT NOT NULL,
+  content_df INTEGER NOT NULL DEFAULT 0,
+  task_df    INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (term, tenant, project)
+) WITHOUT ROWID;
+CREATE TABLE memory_corpus (
+  tenant         TEXT NOT NULL,
+  project        TEXT NOT NULL,
+  items          INTEGER NOT NULL DEFAULT 0,
+  content_length INTEGER NOT NULL DEFAULT 0,
+  task_length    INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (tenant, project)
+) WITHOUT ROWID;
+CREATE INDEX memories_visible ON memories (pos, tenant, project, scope, status, id);
 )sql";
 
 }  // namespace
@@ -681,6 +738,7 @@ const std::vector<Migration>& Migrations() {
       {18, "0018_branch_views.sql", k0018BranchViews},
       {19, "0019_drop_thinking.sql", k0019DropThinking},
       {20, "0020_lessons.sql", k0020Lessons},
+      {21, "0021_memory_stems.sql", k0021MemoryStems},
   };
   return kAll;
 }

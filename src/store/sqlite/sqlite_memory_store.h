@@ -1,9 +1,10 @@
 // SqliteMemoryStore: the ReasoningBank's MemoryStore in contextd's SQLite database (tables of
-// migration 0010_memory.sql: memories, memory_history, memory_fts, memory_task_fts,
-// memory_vectors). Each write is one atomic transaction, durable when it returns. BM25 queries
-// keep the rarest terms up to a postings budget (kPostingsBudget), so a query's cost is bounded
-// however large the bank grows. Thread-safe: calls are serialised on the Database's mutex. Give it
-// its own connection (Open): the engine's connection holds group transactions open.
+// migrations 0010_memory.sql and 0020_memory_stems.sql: memories, memory_history, memory_stems
+// and its FTS5 index, memory_terms, memory_project_terms, memory_corpus, memory_vectors). Each
+// write is one atomic transaction, durable when it returns. A search keeps the rarest terms up to
+// a postings budget (kPostingsBudget), so its cost is bounded however large the bank grows.
+// Thread-safe: calls are serialised on the Database's mutex. Give it its own connection (Open): the
+// engine's connection holds group transactions open.
 #pragma once
 
 #include <memory>
@@ -38,12 +39,9 @@ class SqliteMemoryStore final : public memory::MemoryStore {
   absl::StatusOr<std::vector<memory::HistoryEntry>> History(std::string_view id) override;
   absl::StatusOr<std::vector<memory::MemoryItem>> FindBySourceTask(
       const memory::Visibility& v, std::string_view description) override;
-  absl::StatusOr<std::vector<memory::Ranked>> SearchContent(const memory::Visibility& v,
-                                                            const std::vector<std::string>& terms,
-                                                            int limit) override;
-  absl::StatusOr<std::vector<memory::Ranked>> SearchTasks(const memory::Visibility& v,
-                                                          const std::vector<std::string>& terms,
-                                                          int limit) override;
+  absl::StatusOr<memory::Matches> FindMatches(const memory::Visibility& v,
+                                              const std::vector<std::string>& terms,
+                                              int limit) override;
   absl::Status PutVector(std::string_view id, std::string_view model,
                          const std::vector<float>& vector) override;
   absl::StatusOr<std::vector<StoredVector>> AllVectors(std::string_view model) override;
@@ -55,12 +53,17 @@ class SqliteMemoryStore final : public memory::MemoryStore {
   explicit SqliteMemoryStore(std::shared_ptr<Database> db) : db_(std::move(db)) {}
   absl::Status PrepareAll();
   absl::Status AppendHistoryLocked(const memory::HistoryEntry& entry);
-  // Adds `sign` (+1 or -1) to the document frequencies of `item`'s words in both indexes.
-  absl::Status CountTermsLocked(const memory::MemoryItem& item, int sign);
-  absl::StatusOr<std::vector<memory::Ranked>> SearchLocked(int df_column, Statement& query,
-                                                           const memory::Visibility& v,
-                                                           const std::vector<std::string>& terms,
-                                                           int limit);
+  // Stems and counts every item again when memories and memory_stems differ in row count (after
+  // migration 21 or a transfer), in one transaction; nothing otherwise.
+  absl::Status RebuildStemsIfNeeded();
+  // Adds `sign` (+1 or -1) to the global and per-project document frequencies of `item`'s stems
+  // and to its project's item count and lengths.
+  absl::Status CountTermsLocked(const memory::MemoryItem& item, const memory::ItemStems& stems,
+                                int sign);
+  // Writes (or replaces) the stems row of the stored item `item.id`.
+  absl::Status PutStemsLocked(const memory::MemoryItem& item, const memory::ItemStems& stems);
+  // Fills out.projects: the statistics of each matched item's project for the `known` terms.
+  absl::Status ProjectStatsLocked(const std::vector<std::string>& known, memory::Matches& out);
 
   std::shared_ptr<Database> db_;
   Statement insert_;
@@ -71,9 +74,14 @@ class SqliteMemoryStore final : public memory::MemoryStore {
   Statement history_;
   Statement by_task_;
   Statement add_term_;
+  Statement add_project_term_;
+  Statement add_corpus_;
+  Statement put_stems_;
   Statement get_term_;
-  Statement search_content_;
-  Statement search_tasks_;
+  Statement get_project_term_;
+  Statement get_corpus_;
+  Statement all_corpus_;
+  Statement find_matches_;
   Statement put_vector_;
   Statement all_vectors_;
   Statement count_;
