@@ -333,6 +333,8 @@ constexpr char k0009Lessons[] = R"sql(
 ALTER TABLE model_rewrites DROP CONSTRAINT model_rewrites_kind_check;
 ALTER TABLE model_rewrites ADD CONSTRAINT model_rewrites_kind_check
   CHECK (kind >= 1 AND kind <= 7);
+)sql";
+
 // 10: memory search over stems (issue 35, decision 0037; SQLite's 21). memory_stems holds each
 // item's stemmed texts (memory::StemsOf, written by the store in the item's transaction) and a
 // GIN-indexed tsvector over them ('simple': the stems are already lowercase words); memory_terms

@@ -655,6 +655,8 @@ INSERT INTO model_rewrites_0020 (seq, tenant, conversation, thread, kind, key, v
   SELECT seq, tenant, conversation, thread, kind, key, value FROM model_rewrites ORDER BY seq;
 DROP TABLE model_rewrites;
 ALTER TABLE model_rewrites_0020 RENAME TO model_rewrites;
+)sql";
+
 // 0021: memory search over stems (issue 35, decision 0037). The bank ranks by BM25 over English
 // Snowball stems (memory/terms.h) against the statistics of each item's own project:
 // - memory_stems: the stemmed texts of each item (memory::StemsOf: title, description and
