@@ -146,7 +146,7 @@ test('memories are recorded, searched, injected within budget, rated and distill
     assert.ok(found.out.includes(lines[0].id) || found.out.includes(lines[1].id), found.out);
     const retired = cli('retire', lines[0].id, '--reason', 'obsolete', '--data-dir', other);
     assert.equal(retired.code, 0, retired.err);
-    const shown = JSON.parse(cli('show', lines[0].id, '--data-dir', other).out);
+    const shown = JSON.parse(cli('show', lines[0].id, '--json', '--data-dir', other).out);
     assert.equal(shown.status, 'retired');
     assert.deepEqual(shown.history.map((h) => h.action), ['imported', 'retired']);
     assert.equal(cli('show', 'mem_nope', '--data-dir', other).code, 2);
@@ -180,9 +180,14 @@ test('memory_outcome without memory_id credits what the task was given, once', a
     const again = await call(client, 'memory_outcome', { succeeded: false });
     assert.equal(again.isError, true);
     await call(client, 'branch_return', { message: 'bisected: seed 7 fails' });
-    const shown = JSON.parse(cli('show', item.id, '--data-dir', server.dataDir).out);
+    const shown = JSON.parse(cli('show', item.id, '--json', '--data-dir', server.dataDir).out);
     assert.equal(shown.success_count, 1);
     assert.equal(shown.failure_count, 0);
+    // memory show lists the injection into the branch and the outcome that followed it.
+    assert.equal(shown.injections.length, 1, JSON.stringify(shown.injections));
+    assert.deepEqual(shown.injections[0].into, { kind: 'branch', id: branch.branch_id });
+    assert.deepEqual(shown.injections[0].followed_by.map((e) => [e.action, e.matched_by]),
+      [['outcome', 'actor']], JSON.stringify(shown.injections));
   } finally {
     await server.stop();
     cleanup(server.dataDir);
