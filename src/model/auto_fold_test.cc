@@ -8,6 +8,7 @@
 #include "model/openai_chat_request.h"
 #include "model/testing/fake_branch_ledger.h"
 #include "model/testing/in_memory_conversation_store.h"
+#include "model/testing/simple_parts.h"
 #include "nlohmann/json.hpp"
 
 namespace contextd::model {
@@ -273,23 +274,9 @@ TEST(CallGist, PicksWhatTheCallRead) {
 // ---- Through the context manager ----
 
 // Counts bytes / 4.
-class ByteCounter : public tokens::TokenCounter {
- public:
-  size_t Count(std::string_view text) const override { return (text.size() + 3) / 4; }
-  std::string_view name() const override { return "bytes/4"; }
-};
+using testing::ByteCounter;
 
-// Redacts "SECRET".
-class SecretScrubber : public scrub::Scrubber {
- public:
-  std::string Scrub(std::string_view text) const override {
-    std::string out(text);
-    for (size_t at = 0; (at = out.find("SECRET", at)) != std::string::npos;) {
-      out.replace(at, 6, "[REDACTED]");
-    }
-    return out;
-  }
-};
+using testing::SecretScrubber;
 
 json Msg(const std::string& role, json content) { return {{"role", role}, {"content", content}}; }
 

@@ -8,6 +8,7 @@
 #include "model/openai_chat_request.h"
 #include "model/testing/fake_branch_ledger.h"
 #include "model/testing/in_memory_conversation_store.h"
+#include "model/testing/simple_parts.h"
 #include "nlohmann/json.hpp"
 #include "scrub/scrubber.h"
 
@@ -19,22 +20,9 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-class NoScrubber : public scrub::Scrubber {
- public:
-  std::string Scrub(std::string_view text) const override {
-    std::string out(text);
-    for (size_t at = 0; (at = out.find("SECRET", at)) != std::string::npos;) {
-      out.replace(at, 6, "[REDACTED]");
-    }
-    return out;
-  }
-};
+using testing::SecretScrubber;
 
-class ByteCounter : public tokens::TokenCounter {
- public:
-  size_t Count(std::string_view text) const override { return (text.size() + 3) / 4; }
-  std::string_view name() const override { return "bytes/4"; }
-};
+using testing::ByteCounter;
 
 // Hands out the lessons of `items` not excluded, one per task, and records what it was asked.
 class FakeLessons : public LessonSource {
@@ -88,7 +76,7 @@ struct Conversation {
 struct Fixture {
   model::testing::InMemoryConversationStore store;
   ByteCounter counter;
-  NoScrubber scrubber;
+  SecretScrubber scrubber;
   FakeLessons lessons;
   std::vector<folding::ToolCallRecord> recorded;
   model::testing::FakeBranchLedger ledger{

@@ -7,6 +7,7 @@
 #include "model/openai_chat_request.h"
 #include "model/testing/fake_branch_ledger.h"
 #include "model/testing/in_memory_conversation_store.h"
+#include "model/testing/simple_parts.h"
 #include "nlohmann/json.hpp"
 #include "scrub/rule_scrubber.h"
 
@@ -39,12 +40,7 @@ class WordScrubber : public scrub::Scrubber {
   std::string word_;
 };
 
-// Counts bytes / 4: enough to see counts move.
-class ByteCounter : public tokens::TokenCounter {
- public:
-  size_t Count(std::string_view text) const override { return (text.size() + 3) / 4; }
-  std::string_view name() const override { return "bytes/4"; }
-};
+using testing::ByteCounter;
 
 json Msg(const std::string& role, json content) { return {{"role", role}, {"content", content}}; }
 json Result(const std::string& id, const std::string& text) {

@@ -10,6 +10,7 @@
 #include "model/openai_chat_request.h"
 #include "model/testing/fake_branch_ledger.h"
 #include "model/testing/in_memory_conversation_store.h"
+#include "model/testing/simple_parts.h"
 #include "nlohmann/json.hpp"
 
 namespace contextd::model {
@@ -33,11 +34,7 @@ class PlainScrubber : public scrub::Scrubber {
   }
 };
 
-class ByteCounter : public tokens::TokenCounter {
- public:
-  size_t Count(std::string_view text) const override { return (text.size() + 3) / 4; }
-  std::string_view name() const override { return "bytes/4"; }
-};
+using testing::ByteCounter;
 
 json Msg(const std::string& role, json content) { return {{"role", role}, {"content", content}}; }
 json Text(const std::string& text) { return {{"type", "text"}, {"text", text}}; }

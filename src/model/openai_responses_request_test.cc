@@ -12,6 +12,7 @@
 #include "model/testing/fake_branch_ledger.h"
 #include "model/testing/in_memory_conversation_store.h"
 #include "model/testing/render_plans.h"
+#include "model/testing/simple_parts.h"
 #include "nlohmann/json.hpp"
 
 namespace contextd::model {
@@ -471,11 +472,7 @@ class WordScrubber : public scrub::Scrubber {
   }
 };
 
-class ByteCounter : public tokens::TokenCounter {
- public:
-  size_t Count(std::string_view text) const override { return (text.size() + 3) / 4; }
-  std::string_view name() const override { return "bytes/4"; }
-};
+using testing::ByteCounter;
 
 TEST(OpenAIResponsesRequestTest, TheContextManagerFoldsAndScrubsAResponsesConversation) {
   model::testing::InMemoryConversationStore store;
