@@ -3,7 +3,8 @@
 # (and each room README's "Depends on" line), checks every tracked .cc/.h with clang-format, runs
 # clang-tidy on the changed .cc files, builds and runs the unit/integration/e2e tests
 # (ctest) in the normal build (g++ 12), runs the MCP conformance suite against the built test
-# binary, repeats ctest under TSan (g++), then builds
+# binary, repeats ctest under TSan (g++; its libraries as a unity build, batched as the serve
+# preset's: a file-local name defined twice in one batch fails there), then builds
 # everything with clang 14 under ASan+UBSan (the fuzz preset: libFuzzer targets too) and repeats
 # ctest there, fuzz corpus replays included. Three builds, not four: the g++ ASan+UBSan build
 # (`asan` preset) ran the same tests as the clang one, and a full build costs ~10 minutes on CI's
@@ -11,7 +12,7 @@
 #   scripts/test.sh                      everything
 #   scripts/test.sh debug|asan|tsan|fuzz only that build's ctest
 #   scripts/test.sh serve                only the serve build (scripts/serve.sh's, a unity build:
-#                                        cmake/unity.cmake), which no other build compiles
+#                                        cmake/unity.cmake); the full run leaves it to tsan
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 jobs="${CONTEXTD_JOBS:-$(nproc)}"
@@ -33,8 +34,8 @@ run_preset() {
   ctest --preset "$preset" -j "$jobs" --timeout 300
 }
 
-# The serve preset compiles the server as a unity build (cmake/unity.cmake): a file-local name
-# defined twice in one target breaks it and no other preset would notice. ~2 minutes on 2 cores.
+# The serve preset compiles the server as a unity build (cmake/unity.cmake). The full run does not
+# build it: the tsan preset batches the same libraries the same way (~2 minutes saved on 2 cores).
 build_serve() {
   echo "=== build: serve ===" >&2
   cmake --preset serve >/dev/null
@@ -55,7 +56,6 @@ if [ -x tools/npm/conformance/run-contextd.sh ]; then
   echo "=== MCP conformance suite ===" >&2
   tools/npm/conformance/run-contextd.sh build/debug/src/cli/contextd-conformance
 fi
-build_serve
 run_preset tsan
 # clang 14 builds everything (libFuzzer targets, ASan+UBSan), so code that only g++ accepts cannot
 # land, and the whole ctest suite (fuzz corpus replays included) runs under ASan+UBSan there. At
