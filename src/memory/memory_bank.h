@@ -36,7 +36,7 @@ struct BankOptions {
   // own project) and its field weights. The source task counts task_weight beside the item's
   // texts: task sentences are short and generic ("Run the reproduction script"), so they match
   // other projects' tasks word for word (bench/memory/README.md, issue 35).
-  RankWeights weights;
+  RankWeights weights{};
   int per_ranking = 50;  // how deep the vector ranking is read
   // At most this many matching items are read from the store and scored per query.
   int max_matches = 1000;

@@ -367,13 +367,13 @@ void FoldingTools::Status(const std::shared_ptr<ToolCall>& call) {
     const std::string tenant = SessionKeyFor(call->session()).tenant;
     // Each branch (children included) with what the model gateway sent while it was open.
     std::function<void(Json&)> annotate = [&](Json& branch) {
-      const std::string id = branch.value("branch_id", "");
-      if (std::optional<BranchViews> views = branch_views_(tenant, id)) {
+      const std::string branch_id = branch.value("branch_id", "");
+      if (std::optional<BranchViews> views = branch_views_(tenant, branch_id)) {
         branch["model_views"] = Json{{"isolated_requests", views->isolated_requests},
                                      {"inherited_requests", views->inherited_requests},
                                      {"tokens_spared", views->tokens_spared}};
         if (views->isolated_requests + views->inherited_requests > 0) {
-          absl::StrAppend(&text, "\n", id, " at the model: ", views->isolated_requests,
+          absl::StrAppend(&text, "\n", branch_id, " at the model: ", views->isolated_requests,
                           " request(s) in the isolated view (", views->tokens_spared,
                           " tokens spared), ", views->inherited_requests, " inherited");
         }
