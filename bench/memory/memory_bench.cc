@@ -38,6 +38,7 @@
 #include "base/status_macros.h"
 #include "bench/memory/bench_support.h"
 #include "memory/memory_bank.h"
+#include "memory/ranking.h"
 #include "nlohmann/json.hpp"
 #include "store/backend_options.h"
 #include "store/postgres/pg_memory_store.h"
@@ -361,6 +362,7 @@ int Run(const Options& o) {
 
   // A fresh connection, as a server after a restart: what the process holds for the index.
   const int64_t rss_before_open = ProcStatusKb("VmRSS");
+  const int64_t anon_before_open = ProcStatusKb("RssAnon");
   std::unique_ptr<memory::MemoryStore> store;
   int64_t count = -1;
   double pg_move_ms = 0, pg_open_ms = 0;
@@ -428,6 +430,7 @@ int Run(const Options& o) {
         1));
   }
   const int64_t rss_after_queries = ProcStatusKb("VmRSS");
+  const int64_t anon_after_queries = ProcStatusKb("RssAnon");
 
   // Second pass, on every diagnose_every-th timed query: Retrieve's time split between the
   // store's FindMatches and the bank's scoring of what it found.
@@ -446,12 +449,8 @@ int Run(const Options& o) {
       return 1;
     }
     t0 = SteadyClock::now();
-    const memory::MatchScorer scorer(terms, found->global, defaults.weights);
     double sum = 0;
-    for (const memory::Match& m : found->items) {
-      auto stats = found->projects.find({m.tenant, m.project});
-      sum += scorer.Score(m, stats == found->projects.end() ? found->global : stats->second);
-    }
+    for (double score : memory::ScoreMatches(terms, *found, defaults.weights)) sum += score;
     score_ms.push_back(MsSince(t0));
     known.push_back(static_cast<double>(found->global.terms.size()));
     kept.push_back(static_cast<double>(found->kept.size()));
@@ -527,9 +526,12 @@ int Run(const Options& o) {
   }
   std::printf(
       "RSS (VmRSS): %.1f MiB at start (corpus, scrubber, tokenizer loaded); %s%+.1f MiB from "
-      "opening the bank fresh to after its %zu queries (VmHWM %.1f MiB)\n",
+      "opening the bank fresh to after its %zu queries, %+.1f MiB of it anonymous (RssAnon; the "
+      "rest is database pages mapped by mmap_size, shared with the kernel's page cache) (VmHWM "
+      "%.1f MiB)\n",
       MiB(rss_start * 1024), after_load, MiB((rss_after_queries - rss_before_open) * 1024),
-      queries.size(), MiB(ProcStatusKb("VmHWM") * 1024));
+      queries.size(), MiB((anon_after_queries - anon_before_open) * 1024),
+      MiB(ProcStatusKb("VmHWM") * 1024));
   if (o.postgres) {
     std::printf(
         "postgres: export/import of the SQLite bank %.1f s; PgMemoryStore open (stems and "

@@ -135,11 +135,10 @@ absl::StatusOr<std::vector<MemoryBank::Scored>> MemoryBank::Rank(const Visibilit
   std::set<std::string> own;
   if (!terms.empty()) {
     ASSIGN_OR_RETURN(Matches found, parts_.store->FindMatches(v, terms, options_.max_matches));
-    const MatchScorer scorer(terms, found.global, options_.weights);
-    for (const Match& m : found.items) {
-      auto stats = found.projects.find({m.tenant, m.project});
-      const double score =
-          scorer.Score(m, stats == found.projects.end() ? found.global : stats->second);
+    const std::vector<double> score_of = ScoreMatches(terms, found, options_.weights);
+    for (size_t i = 0; i < found.items.size(); ++i) {
+      const Match& m = found.items[i];
+      const double score = score_of[i];
       if (score <= 0) continue;
       scores[m.id] = score;
       if (m.tenant == v.tenant && m.project == v.project) own.insert(m.id);

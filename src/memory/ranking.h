@@ -7,9 +7,9 @@
 
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "memory/memory_store.h"
 
 namespace contextd::memory {
@@ -38,14 +38,36 @@ struct RankWeights {
 // projects, which a floor needs; long queries score lower (more weight to hold).
 class MatchScorer {
  public:
+  // Query term -> its position; looked up for every stem of every matched item (an open-addressing
+  // table: std::unordered_map's node per entry and byte hash were a tenth of a search's time).
+  using QueryIndex = absl::flat_hash_map<std::string_view, size_t>;
+  // What scoring in one collection needs of its statistics, per query term, computed once for
+  // all of a search's matches from that collection (they come from a handful of projects).
+  struct Side {
+    std::vector<double> idf;  // per query term, its df at least 1 (0 when the collection is empty)
+    double most = 0;          // the most an item could score on this side
+    double norm_base = 0, norm_per_length = 0;  // k1 x (1 - b + b x length / average length)
+  };
+  struct Collection {
+    Side content, task;
+  };
+
   MatchScorer(std::vector<std::string> terms, const CorpusStats& global, RankWeights weights);
-  double Score(const Match& m, const CorpusStats& stats) const;
+  Collection Prepare(const CorpusStats& stats) const;
+  double Score(const Match& m, const Collection& collection) const;
+  double Score(const Match& m, const CorpusStats& stats) const { return Score(m, Prepare(stats)); }
 
  private:
   std::vector<std::string> terms_;
-  std::unordered_map<std::string_view, size_t> index_;  // views into terms_
-  std::vector<bool> known_;                             // per term: known to the store
+  QueryIndex index_;         // views into terms_
+  std::vector<bool> known_;  // per term: known to the store
   RankWeights weights_;
 };
+
+// The score of each of found.items in order, for the query `terms`: MatchScorer::Score against
+// the item's own project's statistics (found.global if found.projects lacks it), each project's
+// prepared once.
+std::vector<double> ScoreMatches(const std::vector<std::string>& terms, const Matches& found,
+                                 const RankWeights& weights);
 
 }  // namespace contextd::memory

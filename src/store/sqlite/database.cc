@@ -185,6 +185,7 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
   RETURN_IF_ERROR(out->Migrate());  // Before foreign_keys=ON: see Migrate.
   RETURN_IF_ERROR(out->Exec("PRAGMA foreign_keys=ON"));
   ASSIGN_OR_RETURN(out->begin_, out->Prepare("BEGIN IMMEDIATE"));
+  ASSIGN_OR_RETURN(out->begin_read_, out->Prepare("BEGIN DEFERRED"));
   ASSIGN_OR_RETURN(out->commit_, out->Prepare("COMMIT"));
   ASSIGN_OR_RETURN(out->rollback_, out->Prepare("ROLLBACK"));
   ASSIGN_OR_RETURN(out->savepoint_, out->Prepare("SAVEPOINT contextd_write"));
@@ -363,6 +364,18 @@ absl::Status Database::Control(Statement& stmt) {
   stmt.Reset();
   if (!st.ok()) return absl::Status(st.code(), absl::StrCat(path_, ": ", st.message()));
   return st;
+}
+
+absl::StatusOr<bool> Database::BeginRead() {
+  if (sqlite3_get_autocommit(db_) == 0) return false;  // inside a write or group transaction
+  RETURN_IF_ERROR(Control(begin_read_));
+  return true;
+}
+
+void Database::EndRead(bool began) {
+  if (!began) return;
+  // A read transaction has nothing to make stick; should COMMIT fail, ROLLBACK still ends it.
+  if (!Control(commit_).ok()) Control(rollback_).IgnoreError();
 }
 
 absl::Status Database::BeginWrite() {

@@ -166,6 +166,13 @@ class Database {
   // replies). Unavailable/Internal if SQLite fails.
   absl::Status BeginWrite();
   absl::Status EndWrite(absl::Status body_status);
+  // Read transactions. A store brackets a read of several statements with BeginRead() and
+  // EndRead(began), holding mutex() across both: the statements see one snapshot, and the
+  // connection takes its WAL read lock once instead of once per statement (each lock is a few
+  // fcntl calls). BeginRead returns whether it began one: inside an open write or group
+  // transaction it does nothing (the reads see that transaction), and EndRead(false) neither.
+  absl::StatusOr<bool> BeginRead();
+  void EndRead(bool began);
   // Switches to group mode. Call once, before any write that should be grouped; not while a
   // write is open. Caller does not hold mutex().
   void EnableGroupCommit(std::function<void()> on_group_open);
@@ -212,7 +219,7 @@ class Database {
   // Set when a group had to be rolled back before its commit; CommitGroup reports it once.
   absl::Status group_failed_;
   // Control statements, prepared once (sqlite3_exec would parse them on every write).
-  Statement begin_, commit_, rollback_, savepoint_, release_, rollback_to_;
+  Statement begin_, begin_read_, commit_, rollback_, savepoint_, release_, rollback_to_;
   // Background checkpointer: its own connection, used only under ckpt_mu_. Lock order: mu_, then
   // ckpt_mu_.
   std::mutex ckpt_mu_;

@@ -610,5 +610,38 @@ TEST(DatabaseGroupCommitTest, AnUncommittedGroupIsLostWithTheConnection) {
   EXPECT_EQ(CountRows(**db, 800), 0);
 }
 
+TEST(DatabaseReadTest, AReadSeesOneSnapshotAndNestsInsideAGroup) {
+  TempDir tmp;
+  auto db = Database::Open(tmp.File("r.db"));
+  auto other = Database::Open(tmp.File("r.db"));
+  ASSERT_TRUE(db.ok() && other.ok());
+  {
+    std::lock_guard<std::mutex> lock((*db)->mutex());
+    auto began = (*db)->BeginRead();
+    ASSERT_TRUE(began.ok()) << began.status();
+    EXPECT_TRUE(*began);
+    const int64_t before =
+        QueryInt(**db, "SELECT COUNT(*) FROM schema_version WHERE version = 700");
+    ASSERT_TRUE(WriteRow(**other, 700).ok());  // committed by another connection meanwhile
+    EXPECT_EQ(QueryInt(**db, "SELECT COUNT(*) FROM schema_version WHERE version = 700"), before);
+    (*db)->EndRead(*began);
+  }
+  EXPECT_EQ(CountRows(**db, 700), 1);  // the next read sees it
+  // Inside an open group the read is the group's: nothing begun, nothing ended.
+  (*db)->EnableGroupCommit([] {});
+  ASSERT_TRUE(WriteRow(**db, 701).ok());
+  {
+    std::lock_guard<std::mutex> lock((*db)->mutex());
+    auto began = (*db)->BeginRead();
+    ASSERT_TRUE(began.ok()) << began.status();
+    EXPECT_FALSE(*began);
+    EXPECT_EQ(QueryInt(**db, "SELECT COUNT(*) FROM schema_version WHERE version = 701"), 1);
+    (*db)->EndRead(*began);
+  }
+  EXPECT_TRUE((*db)->group_open());
+  ASSERT_TRUE((*db)->CommitGroup().ok());
+  EXPECT_EQ(CountRows(**other, 701), 1);
+}
+
 }  // namespace
 }  // namespace contextd::store

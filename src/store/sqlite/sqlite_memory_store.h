@@ -64,6 +64,10 @@ class SqliteMemoryStore final : public memory::MemoryStore {
   absl::Status PutStemsLocked(const memory::MemoryItem& item, const memory::ItemStems& stems);
   // Fills out.projects: the statistics of each matched item's project for the `known` terms.
   absl::Status ProjectStatsLocked(const std::vector<std::string>& known, memory::Matches& out);
+  // FindMatches inside its read transaction.
+  absl::StatusOr<memory::Matches> FindMatchesLocked(const memory::Visibility& v,
+                                                    const std::vector<std::string>& terms,
+                                                    int limit);
 
   std::shared_ptr<Database> db_;
   Statement insert_;
