@@ -19,10 +19,8 @@ using json = nlohmann::ordered_json;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-using testing::SecretScrubber;
-
 using testing::ByteCounter;
+using testing::SecretScrubber;
 
 // Hands out the lessons of `items` not excluded, one per task, and records what it was asked.
 class FakeLessons : public LessonSource {
