@@ -5,7 +5,7 @@
 namespace contextd::memory {
 namespace {
 
-Match Item(std::string title, std::string body, std::string task = "") {
+Match Item(const std::string& title, const std::string& body, const std::string& task = "") {
   Match m;
   m.id = title;
   m.stems.title = StemText(title);

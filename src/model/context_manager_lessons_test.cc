@@ -16,10 +16,10 @@ namespace contextd::model {
 namespace {
 
 using json = nlohmann::ordered_json;
+using testing::ByteCounter;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using testing::ByteCounter;
 using testing::SecretScrubber;
 
 // Hands out the lessons of `items` not excluded, one per task, and records what it was asked.

@@ -79,7 +79,7 @@ std::optional<std::string> HeaderLineValue(std::string_view block, std::string_v
 }
 
 std::string SetHeaderLine(std::string_view block, std::string_view name, std::string_view value) {
-  const std::string fresh = base::StrCat(name, ": ", value);
+  std::string fresh = base::StrCat(name, ": ", value);
   if (block.empty()) return fresh;
   std::vector<std::string> lines = Split(block);
   std::vector<std::string> out;
