@@ -1,14 +1,16 @@
 # Unity builds (CMAKE_UNITY_BUILD, on in the `serve` preset, docs/decisions/0034-first-build.md, and
-# for the libraries of the `tsan` preset: test and fuzz executables are never batched).
+# for the libraries of the `debug` and `tsan` presets: test and fuzz executables are never batched,
+# and the `fuzz` preset compiles every file alone, so a file that compiles only after its batch's
+# neighbours' includes still fails CI).
 # A unity build compiles a target's .cc files in batches of 8 as one translation unit, so the
 # heavy headers (nlohmann/json, Boost.Beast, abseil) are parsed and their templates instantiated
 # and optimised once per batch instead of once per file.
 #
 # Files that define the same file-local name as another file of their target cannot share a batch
 # (a redefinition, or worse a silent overload). They are compiled on their own; the list is by file
-# name, so it survives a file moving to another room. scripts/test.sh builds the tsan preset, whose
-# libraries are batched as the serve preset's are, so a new clash fails CI instead of a newcomer's
-# first build.
+# name, so it survives a file moving to another room. scripts/test.sh builds the debug and tsan
+# presets, whose libraries are batched as the serve preset's are, so a new clash fails CI instead
+# of a newcomer's first build.
 #   pg_*.cc                      the PostgreSQL store mirrors the SQLite one helper for helper
 #                                (kColumns, ReadRow, Cutoff, k0001Init...)
 #   sqlite_memory_store.cc       kColumns, as sqlite_mcp_session_store.cc

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs clang-tidy 14 (the repo's .clang-tidy) on the .cc files under src/ and bench/ that changed
 # since the merge base with origin/main (or main); on main itself, or on a fresh clone where only
-# main exists, since the previous commit. Uncommitted changes count. Uses the debug build's
-# compile_commands.json (configures build/debug if it has none; builds nothing). Fails only on
+# main exists, since the previous commit. Uncommitted changes count. Uses the compile_commands.json
+# of the tidy preset (configured here if absent, never built: the debug build batches its
+# libraries as a unity build, so its compile commands do not name each file). Fails only on
 # what .clang-tidy's WarningsAsErrors makes an error (and on files clang cannot compile); other
 # warnings are printed.
 #   scripts/clang_tidy_changed.sh [BASE]     BASE: a commit to diff against instead
@@ -35,13 +36,13 @@ if [ "${#files[@]}" -eq 0 ]; then
   echo "clang-tidy: no .cc file changed since $(git rev-parse --short "$base")" >&2
   exit 0
 fi
-if [ ! -f build/debug/compile_commands.json ]; then
-  cmake --preset debug >/dev/null
+if [ ! -f build/tidy/compile_commands.json ]; then
+  cmake --preset tidy >/dev/null
 fi
 # Only files the build compiles (compile_commands.json knows their flags).
 mapfile -t files < <(python3 - "${files[@]}" <<'PY'
 import json, os, sys
-db = {os.path.realpath(e["file"]) for e in json.load(open("build/debug/compile_commands.json"))}
+db = {os.path.realpath(e["file"]) for e in json.load(open("build/tidy/compile_commands.json"))}
 for f in sys.argv[1:]:
     if os.path.realpath(f) in db:
         print(f)
@@ -50,4 +51,4 @@ PY
 echo "clang-tidy: ${#files[@]} changed .cc file(s) since $(git rev-parse --short "$base")" >&2
 [ "${#files[@]}" -eq 0 ] && exit 0
 jobs="${CONTEXTD_JOBS:-$(nproc)}"
-printf '%s\0' "${files[@]}" | xargs -0 -n 1 -P "$jobs" "$tidy" -p build/debug --quiet
+printf '%s\0' "${files[@]}" | xargs -0 -n 1 -P "$jobs" "$tidy" -p build/tidy --quiet

@@ -3,16 +3,17 @@
 # (and each room README's "Depends on" line), checks every tracked .cc/.h with clang-format, runs
 # clang-tidy on the changed .cc files, builds and runs the unit/integration/e2e tests
 # (ctest) in the normal build (g++ 12), runs the MCP conformance suite against the built test
-# binary, repeats ctest under TSan (g++; its libraries as a unity build, batched as the serve
-# preset's: a file-local name defined twice in one batch fails there), then builds
-# everything with clang 14 under ASan+UBSan (the fuzz preset: libFuzzer targets too) and repeats
-# ctest there, fuzz corpus replays included. Three builds, not four: the g++ ASan+UBSan build
-# (`asan` preset) ran the same tests as the clang one, and a full build costs ~10 minutes on CI's
-# 2 cores; it stays available for local use.
+# binary, repeats ctest under TSan (g++; in both g++ builds the libraries are a unity build,
+# batched as the serve preset's: a file-local name defined twice in one batch fails there), then
+# builds everything with clang 14 under ASan+UBSan (the fuzz preset: libFuzzer targets too) and
+# repeats ctest there, fuzz corpus replays included. Three builds, not four: the g++ ASan+UBSan
+# build (`asan` preset) ran the same tests as the clang one, and a full build costs ~10 minutes on
+# CI's 2 cores; it stays available for local use.
 #   scripts/test.sh                      everything
 #   scripts/test.sh debug|asan|tsan|fuzz only that build's ctest
 #   scripts/test.sh serve                only the serve build (scripts/serve.sh's, a unity build:
-#                                        cmake/unity.cmake); the full run leaves it to tsan
+#                                        cmake/unity.cmake); the full run leaves it to debug
+#                                        and tsan
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 jobs="${CONTEXTD_JOBS:-$(nproc)}"
@@ -35,7 +36,8 @@ run_preset() {
 }
 
 # The serve preset compiles the server as a unity build (cmake/unity.cmake). The full run does not
-# build it: the tsan preset batches the same libraries the same way (~2 minutes saved on 2 cores).
+# build it: the debug and tsan presets batch the same libraries the same way (~2 minutes saved on
+# 2 cores).
 build_serve() {
   echo "=== build: serve ===" >&2
   cmake --preset serve >/dev/null
