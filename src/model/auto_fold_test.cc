@@ -276,7 +276,7 @@ TEST(CallGist, PicksWhatTheCallRead) {
 // Counts bytes / 4.
 using testing::ByteCounter;
 
-using testing::SecretScrubber;
+using testing::WordScrubber;
 
 json Msg(const std::string& role, json content) { return {{"role", role}, {"content", content}}; }
 
@@ -329,7 +329,7 @@ class Session {
 struct Manager {
   model::testing::InMemoryConversationStore store;
   ByteCounter counter;
-  SecretScrubber scrubber;
+  WordScrubber scrubber;
   std::vector<ModelToolCall> archived;
   bool archive_fails = false;
   int64_t expected_requests = 100;  // the bill always pays, unless a test says otherwise

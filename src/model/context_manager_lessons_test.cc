@@ -20,7 +20,7 @@ using testing::ByteCounter;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using testing::SecretScrubber;
+using testing::WordScrubber;
 
 // Hands out the lessons of `items` not excluded, one per task, and records what it was asked.
 class FakeLessons : public LessonSource {
@@ -74,7 +74,7 @@ struct Conversation {
 struct Fixture {
   model::testing::InMemoryConversationStore store;
   ByteCounter counter;
-  SecretScrubber scrubber;
+  WordScrubber scrubber;
   FakeLessons lessons;
   std::vector<folding::ToolCallRecord> recorded;
   model::testing::FakeBranchLedger ledger{

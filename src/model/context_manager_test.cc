@@ -20,27 +20,8 @@ using ::testing::Not;
 
 const std::string kBranch = "br_00000000000000000000000000000abc";
 
-// Redacts every "SECRET<digits>" (a stand-in for the rule scrubber; the gateway uses the real one).
-class WordScrubber : public scrub::Scrubber {
- public:
-  explicit WordScrubber(std::string word) : word_(std::move(word)) {}
-  std::string Scrub(std::string_view text) const override {
-    std::string out(text);
-    size_t at = 0;
-    while ((at = out.find(word_, at)) != std::string::npos) {
-      size_t end = at + word_.size();
-      while (end < out.size() && isdigit(static_cast<unsigned char>(out[end]))) ++end;
-      out.replace(at, end - at, "[REDACTED]");
-      at += 10;
-    }
-    return out;
-  }
-
- private:
-  std::string word_;
-};
-
 using testing::ByteCounter;
+using testing::WordScrubber;
 
 json Msg(const std::string& role, json content) { return {{"role", role}, {"content", content}}; }
 json Result(const std::string& id, const std::string& text) {

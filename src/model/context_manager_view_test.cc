@@ -23,18 +23,8 @@ using ::testing::Not;
 const std::string kOuter = "br_000000000000000000000000000000a1";
 const std::string kInner = "br_000000000000000000000000000000b2";
 
-class PlainScrubber : public scrub::Scrubber {
- public:
-  std::string Scrub(std::string_view text) const override {
-    std::string out(text);
-    for (size_t at = 0; (at = out.find("SECRET42", at)) != std::string::npos;) {
-      out.replace(at, 8, "[REDACTED]");
-    }
-    return out;
-  }
-};
-
 using testing::ByteCounter;
+using testing::WordScrubber;
 
 json Msg(const std::string& role, json content) { return {{"role", role}, {"content", content}}; }
 json Text(const std::string& text) { return {{"type", "text"}, {"text", text}}; }
@@ -54,7 +44,7 @@ std::string Created(const std::string& branch) { return "{\"branch_id\":\"" + br
 struct Fixture {
   model::testing::InMemoryConversationStore store;
   ByteCounter counter;
-  PlainScrubber scrubber;
+  WordScrubber scrubber;
   std::map<std::string, BranchFacts> branches;
   std::map<std::string, int64_t> charged;
   int64_t budget = 1'000'000;

@@ -456,23 +456,8 @@ TEST(OpenAIResponsesRequestTest, RejectsWhatIsNotAResponsesRequest) {
   }
 }
 
-// Redacts "SECRET<digits>".
-class WordScrubber : public scrub::Scrubber {
- public:
-  std::string Scrub(std::string_view text) const override {
-    std::string out(text);
-    size_t at = 0;
-    while ((at = out.find("SECRET", at)) != std::string::npos) {
-      size_t end = at + 6;
-      while (end < out.size() && isdigit(static_cast<unsigned char>(out[end]))) ++end;
-      out.replace(at, end - at, "[REDACTED]");
-      at += 10;
-    }
-    return out;
-  }
-};
-
 using testing::ByteCounter;
+using testing::WordScrubber;
 
 TEST(OpenAIResponsesRequestTest, TheContextManagerFoldsAndScrubsAResponsesConversation) {
   model::testing::InMemoryConversationStore store;
