@@ -44,7 +44,7 @@ class MatchScorer {
   // What scoring in one collection needs of its statistics, per query term, computed once for
   // all of a search's matches from that collection (they come from a handful of projects).
   struct Side {
-    std::vector<double> idf;  // per query term, its df at least 1 (0 when the collection is empty)
+    std::vector<double> idf;  // per query term, df taken as at least 1; all 0 in an empty one
     double most = 0;          // the most an item could score on this side
     double norm_base = 0, norm_per_length = 0;  // k1 x (1 - b + b x length / average length)
   };
@@ -55,6 +55,7 @@ class MatchScorer {
   MatchScorer(std::vector<std::string> terms, const CorpusStats& global, RankWeights weights);
   Collection Prepare(const CorpusStats& stats) const;
   double Score(const Match& m, const Collection& collection) const;
+  // One item alone (ScoreMatches prepares each collection once for many).
   double Score(const Match& m, const CorpusStats& stats) const { return Score(m, Prepare(stats)); }
 
  private:
